@@ -1,0 +1,73 @@
+"""Exceptions and warnings raised by delphi.
+
+One base class, :class:`DelphiError`, so a caller can catch everything delphi raises on
+purpose; specific subclasses so a bad ladder can be told apart from a failed fit.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "DelphiError",
+    "LadderError",
+    "DataDirError",
+    "ManifestError",
+    "LawError",
+    "TargetError",
+    "FitError",
+    "IdentifiabilityError",
+    "RegistryError",
+    "DelphiWarning",
+    "LadderWarning",
+    "FitWarning",
+]
+
+
+class DelphiError(Exception):
+    """Base class of every error delphi raises deliberately."""
+
+
+class LadderError(DelphiError, ValueError):
+    """The ladder data is unusable: a bad value, a missing column, a duplicate row.
+
+    Messages name the run, the source row and the column concerned.
+    """
+
+
+class DataDirError(LadderError, FileNotFoundError):
+    """The directory holding the published ladders (``DELPHI_DATA_DIR``) was not found."""
+
+
+class ManifestError(LadderError):
+    """A ladder manifest (TOML) is malformed or names something that does not exist."""
+
+
+class LawError(DelphiError, ValueError):
+    """An unknown law, or a bad parameter name, bound or fixed value for a law."""
+
+
+class TargetError(DelphiError, ValueError):
+    """The prediction target is invalid or outside what the law can extrapolate to."""
+
+
+class FitError(DelphiError, RuntimeError):
+    """The fit cannot be done or did not produce a trustworthy optimum."""
+
+
+class IdentifiabilityError(FitError):
+    """The ladder's design cannot identify one or more free parameters of the law."""
+
+
+class RegistryError(DelphiError):
+    """The preregistration registry is malformed, altered or cannot be written."""
+
+
+class DelphiWarning(UserWarning):
+    """Base class of delphi's warnings (also recorded on the objects they concern)."""
+
+
+class LadderWarning(DelphiWarning):
+    """Something in the ladder looks suspicious but usable (e.g. a FLOP column far from 6ND)."""
+
+
+class FitWarning(DelphiWarning):
+    """A fit finished but needs attention (parameter at a bound, poorly identified, ...)."""

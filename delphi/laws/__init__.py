@@ -1,0 +1,29 @@
+"""The laws delphi fits, by name. See :mod:`delphi.laws.base` for what a law is."""
+
+from __future__ import annotations
+
+from ..errors import LawError
+from .base import Law, Param
+from .chinchilla import CHINCHILLA
+from .power import POWER
+
+__all__ = ["Law", "Param", "LAWS", "get_law", "POWER", "CHINCHILLA"]
+
+#: Every law by its CLI/API name.
+LAWS: dict[str, Law] = {law.name: law for law in (POWER, CHINCHILLA)}
+
+
+def get_law(law: str | Law) -> Law:
+    """The law called ``law`` (or ``law`` itself when it is already a :class:`Law`).
+
+    Raises
+    ------
+    LawError
+        Unknown name; the message lists the known laws.
+    """
+    if isinstance(law, Law):
+        return law
+    try:
+        return LAWS[str(law)]
+    except KeyError:
+        raise LawError(f"unknown law {law!r}; known laws: {', '.join(sorted(LAWS))}") from None

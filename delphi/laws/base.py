@@ -1,0 +1,191 @@
+"""Laws as data: named parameters, which are linear, the formula and its gradient.
+
+Every law delphi fits has the *separable* form
+
+    L(x) = sum_j  s_j * c_j * phi_j(x; theta),        c_j >= 0,  s_j in {+1, -1}
+
+with linear coefficients ``c_j`` (E, A, B, ...) and non-linear parameters ``theta``
+(exponents, offsets). A law supplies ``log phi_j`` and its derivative in ``theta``; the one
+fitting engine (:mod:`delphi.fitting`) serves every law: for fixed ``theta`` the model is
+linear in ``c`` (variable projection, Golub & Pereyra 1973), so it searches ``theta`` densely
+and solves for ``c`` exactly, then refines all parameters together with analytic gradients.
+Writing ``c_j = exp(gamma_j)`` and evaluating log L with a signed log-sum-exp is the
+parameterisation of Besiroglu et al. 2024 (arXiv 2404.10102, Sec. 2).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Mapping
+
+import numpy as np
+
+from ..errors import LawError, TargetError
+
+__all__ = ["Param", "Law", "Inputs"]
+
+#: The law's inputs: ladder column name -> 1-D float array of shape (n,).
+Inputs = Mapping[str, np.ndarray]
+
+
+@dataclass(frozen=True)
+class Param:
+    """One named parameter of a law.
+
+    Attributes
+    ----------
+    name:
+        The field's name for it (``E``, ``A``, ``alpha``...).
+    linear:
+        True for a coefficient ``c_j`` of a term (solved exactly during the search).
+    lower, upper:
+        Default bounds in natural units (a coefficient's lower bound is >= 0).
+    search:
+        For non-linear parameters, the range searched densely before refinement.
+    doc:
+        What the parameter means, with units.
+    """
+
+    name: str
+    linear: bool
+    lower: float = 0.0
+    upper: float = math.inf
+    search: tuple[float, float] | None = None
+    doc: str = ""
+
+
+@dataclass(frozen=True)
+class Law:
+    """A scaling law: formula, parameters and gradient, as data for the fitting engine.
+
+    Subclasses implement :meth:`log_basis`. ``params`` lists the linear coefficients first,
+    one per term and in term order, then the non-linear parameters.
+
+    Attributes
+    ----------
+    name: CLI/API name (``power``, ``chinchilla``...).
+    formula: the formula in plain text.
+    source: paper and equation the law comes from.
+    inputs: ladder columns the law reads, e.g. ``("params", "tokens")``.
+    params: the parameters (see :class:`Param`).
+    signs: sign ``s_j`` of each term (+1 adds to the loss, -1 subtracts).
+    floor: name of the constant term (the irreducible loss ``E``), if any.
+    identified_by: input -> parameters that need that input to vary to be identifiable.
+    """
+
+    name: str
+    formula: str
+    source: str
+    inputs: tuple[str, ...]
+    params: tuple[Param, ...]
+    signs: tuple[int, ...]
+    floor: str | None = None
+    identified_by: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        linear = [p for p in self.params if p.linear]
+        if self.params[: len(linear)] != tuple(linear):
+            raise LawError(f"law {self.name!r}: linear parameters must come first")
+        if len(self.signs) != len(linear):
+            raise LawError(f"law {self.name!r}: one sign per linear term is needed")
+
+    # ------------------------------------------------------------------ structure
+    @property
+    def param_names(self) -> tuple[str, ...]:
+        return tuple(p.name for p in self.params)
+
+    @property
+    def linear_names(self) -> tuple[str, ...]:
+        return tuple(p.name for p in self.params if p.linear)
+
+    @property
+    def nonlinear_names(self) -> tuple[str, ...]:
+        return tuple(p.name for p in self.params if not p.linear)
+
+    def param(self, name: str) -> Param:
+        for p in self.params:
+            if p.name == name:
+                return p
+        raise LawError(f"law {self.name!r} has no parameter {name!r}; "
+                       f"its parameters are {', '.join(self.param_names)}")
+
+    # ------------------------------------------------------------------ the formula
+    def log_basis(self, theta: np.ndarray, x: Inputs) -> tuple[np.ndarray, np.ndarray]:
+        """``log phi_j(x; theta)`` and its derivative in ``theta``.
+
+        Parameters
+        ----------
+        theta: shape (m,), the non-linear parameters in :attr:`nonlinear_names` order.
+        x: the inputs, each of shape (n,).
+
+        Returns
+        -------
+        (logphi, dlogphi): shapes (n, k) and (n, k, m).
+        """
+        raise NotImplementedError
+
+    def check_inputs(self, x: Inputs, *, what: str = "target") -> dict[str, np.ndarray]:
+        """Validate and convert the inputs the law needs.
+
+        Raises
+        ------
+        TargetError
+            An input is missing, non-finite or not positive.
+        """
+        out = {}
+        for name in self.inputs:
+            if name not in x or x[name] is None:
+                raise TargetError(f"law {self.name!r} needs {name!r} for the {what} "
+                                  f"(it reads {', '.join(self.inputs)})")
+            arr = np.atleast_1d(np.asarray(x[name], dtype=float))
+            bad = ~np.isfinite(arr) | (arr <= 0)
+            if bad.any():
+                raise TargetError(f"{what} {name} must be a positive finite number, "
+                                  f"got {arr[bad][0]!r}")
+            out[name] = arr
+        return out
+
+    def log_predict(self, values: Mapping[str, float], x: Inputs) -> np.ndarray:
+        """log L(x) for parameter ``values`` (name -> natural value), shape (n,).
+
+        Computed as a signed log-sum-exp so that extreme inputs do not overflow.
+
+        Raises
+        ------
+        TargetError
+            The prediction is not positive (negative terms dominate): outside the law's domain.
+        """
+        x = self.check_inputs(x)
+        theta = np.array([values[n] for n in self.nonlinear_names], dtype=float)
+        logphi, _ = self.log_basis(theta, x)
+        with np.errstate(divide="ignore"):
+            gamma = np.log(np.array([values[n] for n in self.linear_names], dtype=float))
+        log_pred, ok = signed_logsumexp(gamma[None, :] + logphi, np.asarray(self.signs))
+        if not ok.all():
+            raise TargetError(f"law {self.name!r} predicts a non-positive loss there")
+        return log_pred
+
+    def predict(self, values: Mapping[str, float], x: Inputs) -> np.ndarray:
+        """L(x) in the ladder's loss unit, shape (n,). See :meth:`log_predict`."""
+        return np.exp(self.log_predict(values, x))
+
+    def describe(self) -> str:
+        """One paragraph: name, formula, parameters and source."""
+        params = "; ".join(f"{p.name}: {p.doc}" for p in self.params)
+        return f"{self.name}: {self.formula}\n  {params}\n  source: {self.source}"
+
+
+def signed_logsumexp(z: np.ndarray, signs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """log(sum_j s_j exp(z_ij)) along axis 1, and a mask of rows where the sum is > 0.
+
+    Terms with ``z = -inf`` (a zero coefficient) contribute nothing.
+    """
+    finite = np.where(np.isfinite(z), z, -np.inf)
+    m = np.max(finite, axis=1)
+    m = np.where(np.isfinite(m), m, 0.0)
+    s = np.sum(signs[None, :] * np.exp(finite - m[:, None]), axis=1)
+    ok = s > 0
+    with np.errstate(divide="ignore", invalid="ignore"):
+        out = m + np.log(np.where(ok, s, 1.0))
+    return np.where(ok, out, np.nan), ok

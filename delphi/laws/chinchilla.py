@@ -1,0 +1,47 @@
+"""The Chinchilla parametric loss in parameters and tokens."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .base import Inputs, Law, Param
+
+__all__ = ["ChinchillaLaw", "CHINCHILLA"]
+
+
+class ChinchillaLaw(Law):
+    """L(N, D) = E + A/N^alpha + B/D^beta (Hoffmann et al. 2022, Eq. 2; Approach 3).
+
+    N in parameters, D in tokens, L in the ladder's loss unit.
+    """
+
+    def log_basis(self, theta: np.ndarray, x: Inputs) -> tuple[np.ndarray, np.ndarray]:
+        alpha, beta = theta
+        log_n, log_d = np.log(x["params"]), np.log(x["tokens"])
+        n = log_n.shape[0]
+        logphi = np.stack([np.zeros(n), -alpha * log_n, -beta * log_d], axis=1)
+        dlogphi = np.zeros((n, 3, 2))
+        dlogphi[:, 1, 0] = -log_n
+        dlogphi[:, 2, 1] = -log_d
+        return logphi, dlogphi
+
+
+CHINCHILLA = ChinchillaLaw(
+    name="chinchilla",
+    formula="L(N, D) = E + A / N^alpha + B / D^beta",
+    source="Hoffmann et al. 2022 (arXiv 2203.15556) Eq. 2, Approach 3; "
+           "fit as in Besiroglu et al. 2024 (arXiv 2404.10102)",
+    inputs=("params", "tokens"),
+    params=(
+        Param("E", linear=True, doc="irreducible loss [loss unit]"),
+        Param("A", linear=True, doc="parameter-term scale [loss unit * params^alpha]"),
+        Param("B", linear=True, doc="data-term scale [loss unit * tokens^beta]"),
+        Param("alpha", linear=False, lower=0.0, upper=5.0, search=(0.0, 2.0),
+              doc="parameter exponent [dimensionless]"),
+        Param("beta", linear=False, lower=0.0, upper=5.0, search=(0.0, 2.0),
+              doc="token exponent [dimensionless]"),
+    ),
+    signs=(1, 1, 1),
+    floor="E",
+    identified_by={"params": ("A", "alpha"), "tokens": ("B", "beta")},
+)

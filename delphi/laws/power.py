@@ -1,0 +1,45 @@
+"""Compute-only power law with an irreducible loss."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .base import Inputs, Law, Param
+
+__all__ = ["PowerLaw", "POWER"]
+
+
+class PowerLaw(Law):
+    """L(C) = E + A·C^(-alpha), C in training FLOPs, L in the ladder's loss unit.
+
+    The saturating power law in compute (Kaplan et al. 2020, Eq. 1.3, with the irreducible
+    term of Henighan et al. 2020); Marin's MoE forecast fits it with E fixed at 1.5.
+    """
+
+    def log_basis(self, theta: np.ndarray, x: Inputs) -> tuple[np.ndarray, np.ndarray]:
+        (alpha,) = theta
+        log_c = np.log(x["flops"])
+        n = log_c.shape[0]
+        logphi = np.stack([np.zeros(n), -alpha * log_c], axis=1)
+        dlogphi = np.zeros((n, 2, 1))
+        dlogphi[:, 1, 0] = -log_c
+        return logphi, dlogphi
+
+
+POWER = PowerLaw(
+    name="power",
+    formula="L(C) = E + A * C^(-alpha)",
+    source="Kaplan et al. 2020 (arXiv 2001.08361) Eq. 1.3; Henighan et al. 2020 irreducible term",
+    inputs=("flops",),
+    params=(
+        Param("E", linear=True, doc="irreducible loss [loss unit]"),
+        Param("A", linear=True, doc="compute-term scale [loss unit * FLOPs^alpha]"),
+        Param("alpha", linear=False, lower=0.0, upper=5.0, search=(0.0, 1.5),
+              doc="compute exponent [dimensionless]"),
+    ),
+    signs=(1, 1),
+    floor="E",
+    identified_by={"flops": ("A", "alpha")},
+)
