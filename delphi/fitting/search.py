@@ -20,7 +20,7 @@ from .objective import Problem, huber
 __all__ = ["Candidate", "theta_candidates", "screen"]
 
 GRID_1D = 801
-GRID_2D = 81
+GRID_2D = 61
 SOBOL_POINTS = 4096
 _CHUNK_ELEMENTS = 2_000_000
 
@@ -92,11 +92,9 @@ def screen(problem: Problem, thetas: np.ndarray, y: np.ndarray) -> tuple[np.ndar
     chunk = max(1, _CHUNK_ELEMENTS // max(1, n * k))
     for start in range(0, len(thetas), chunk):
         block = thetas[start:start + chunk]
-        logphi = np.empty((len(block), n, k))
-        for i, t in enumerate(block):
-            theta = problem.theta_fixed.copy()
-            theta[problem.free_nl] = t
-            logphi[i] = law.log_basis(theta, problem.x)[0]
+        full = np.repeat(problem.theta_fixed[None, :], len(block), axis=0)
+        full[:, problem.free_nl] = block
+        logphi = law.log_basis_grid(full, problem.x)
         phi = problem.signs[None, None, :] * np.exp(np.clip(logphi, -700.0, 700.0))
         fixed_part = np.zeros((len(block), n))
         for j in fixed_lin:

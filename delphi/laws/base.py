@@ -125,6 +125,13 @@ class Law:
         """
         raise NotImplementedError
 
+    def log_basis_grid(self, thetas: np.ndarray, x: Inputs) -> np.ndarray:
+        """``log phi`` at many non-linear parameter vectors: thetas (G, m) -> (G, n, k).
+
+        The global search calls this; laws override it with a vectorised version.
+        """
+        return np.stack([self.log_basis(t, x)[0] for t in thetas])
+
     def check_inputs(self, x: Inputs, *, what: str = "target") -> dict[str, np.ndarray]:
         """Validate and convert the inputs the law needs.
 

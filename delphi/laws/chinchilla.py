@@ -25,6 +25,13 @@ class ChinchillaLaw(Law):
         dlogphi[:, 2, 1] = -log_d
         return logphi, dlogphi
 
+    def log_basis_grid(self, thetas: np.ndarray, x: Inputs) -> np.ndarray:
+        log_n, log_d = np.log(x["params"]), np.log(x["tokens"])
+        out = np.zeros((len(thetas), log_n.shape[0], 3))
+        out[:, :, 1] = -thetas[:, :1] * log_n[None, :]
+        out[:, :, 2] = -thetas[:, 1:2] * log_d[None, :]
+        return out
+
 
 CHINCHILLA = ChinchillaLaw(
     name="chinchilla",

@@ -27,6 +27,12 @@ class PowerLaw(Law):
         dlogphi[:, 1, 0] = -log_c
         return logphi, dlogphi
 
+    def log_basis_grid(self, thetas: np.ndarray, x: Inputs) -> np.ndarray:
+        log_c = np.log(x["flops"])
+        out = np.zeros((len(thetas), log_c.shape[0], 2))
+        out[:, :, 1] = -thetas[:, :1] * log_c[None, :]
+        return out
+
 
 POWER = PowerLaw(
     name="power",

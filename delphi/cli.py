@@ -1,0 +1,190 @@
+"""The ``delphi`` command line: argument parsing and printing only; the science is elsewhere."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+import traceback
+import warnings
+from typing import Sequence
+
+from . import __version__
+from .errors import DelphiError, DelphiWarning
+from .fitting import DEFAULT_DELTA, fit
+from .forecast import Target, default_law, predict
+from .laws import LAWS
+
+__all__ = ["main"]
+
+
+def _positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    return value  # range checks happen in the library, which names the quantity
+
+
+def _fixed_pair(text: str) -> tuple[str, float]:
+    name, sep, value = text.partition("=")
+    if not sep:
+        raise argparse.ArgumentTypeError(f"expected NAME=VALUE, got {text!r}")
+    try:
+        return name.strip(), float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number in {text!r}") from None
+
+
+def _bound_triple(text: str) -> tuple[str, tuple[float | None, float | None]]:
+    name, sep, rest = text.partition("=")
+    lo, sep2, hi = rest.partition(":")
+    if not sep or not sep2:
+        raise argparse.ArgumentTypeError(f"expected NAME=LOWER:UPPER, got {text!r}")
+    try:
+        return name.strip(), (float(lo) if lo.strip() else None, float(hi) if hi.strip() else None)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number in {text!r}") from None
+
+
+def _add_fit_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("ladder", help="bundled ladder name, a manifest (.toml) or a tidy "
+                                  "CSV/Parquet/JSONL file")
+    p.add_argument("--law", metavar="LAW", help=f"law to fit: {', '.join(sorted(LAWS))} (default: "
+                   "power when only C is known, chinchilla when the target gives N and D)")
+    p.add_argument("--floor", type=_positive_float, metavar="E",
+                   help="fix the irreducible loss E at this value")
+    p.add_argument("--fix", type=_fixed_pair, action="append", default=[], metavar="NAME=VALUE",
+                   help="fix any parameter (repeatable), e.g. --fix alpha=0.34")
+    p.add_argument("--bound", type=_bound_triple, action="append", default=[],
+                   metavar="NAME=LO:HI", help="bound a parameter (repeatable; empty side = none)")
+    p.add_argument("--metric", metavar="COLUMN", help="source column to use as the loss")
+    p.add_argument("--fit-max-flops", type=_positive_float, metavar="C",
+                   help="fit only runs with compute at or below C FLOPs")
+    p.add_argument("--include-unfinished", action="store_true",
+                   help="also fit the last checkpoint of runs stopped early")
+    p.add_argument("--huber-delta", type=_positive_float, default=DEFAULT_DELTA,
+                   help=f"Huber delta on log residuals (default {DEFAULT_DELTA:g})")
+    p.add_argument("--no-defaults", action="store_true",
+                   help="ignore the manifest's [predict] defaults (target, fixed values, law)")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.add_argument("--debug", action="store_true", help="show tracebacks on errors")
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="delphi", description="Predict the final loss of a large training run from a "
+        "ladder of small runs.")
+    parser.add_argument("--version", action="version", version=f"delphi {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("predict", help="fit a law to a ladder and predict a target run")
+    _add_fit_options(p)
+    p.add_argument("--target-flops", type=_positive_float, metavar="C", help="target compute [FLOPs]")
+    p.add_argument("--target-params", type=_positive_float, metavar="N", help="target parameters")
+    p.add_argument("--target-tokens", type=_positive_float, metavar="D", help="target tokens")
+    p.add_argument("--target-name", help="label for the target")
+
+    p = sub.add_parser("fit", help="fit a law to a ladder and print the fit")
+    _add_fit_options(p)
+
+    p = sub.add_parser("ladders", help="list the bundled ladders")
+    p.add_argument("--json", action="store_true")
+    p.add_argument("--debug", action="store_true")
+    return parser
+
+
+def _load(args):
+    from pathlib import Path
+
+    from .readers import FORMATS, load_ladder, load_manifest
+
+    ladder = load_ladder(args.ladder, metric=args.metric)
+    is_data_file = Path(args.ladder).suffix.lower() in FORMATS
+    manifest = None if args.no_defaults or is_data_file else load_manifest(args.ladder)
+    return ladder, (manifest.predict if manifest is not None else None)
+
+
+def _fit_settings(args, defaults) -> dict:
+    # Manifest defaults first, command-line options override them.
+    fixed = dict(defaults.fixed or {}) if defaults is not None else {}
+    fixed.update(dict(args.fix))
+    if args.floor is not None:
+        fixed["E"] = args.floor
+    fit_max = args.fit_max_flops
+    if fit_max is None and defaults is not None:
+        fit_max = defaults.fit_max_flops
+    return {"fixed": fixed, "bounds": dict(args.bound) or None, "delta": args.huber_delta,
+            "fit_max_flops": fit_max, "include_unfinished": args.include_unfinished}
+
+
+def _cmd_predict(args) -> int:
+    ladder, defaults = _load(args)
+    given = any(v is not None for v in (args.target_flops, args.target_params, args.target_tokens))
+    if given or defaults is None:
+        target = Target(flops=args.target_flops, params=args.target_params,
+                        tokens=args.target_tokens, name=args.target_name)
+    else:
+        target = Target(flops=defaults.target_flops, params=defaults.target_params,
+                        tokens=defaults.target_tokens, name=args.target_name or defaults.target_name)
+    law = args.law or (defaults.law if defaults is not None else None) or default_law(ladder, target)
+    forecast = predict(ladder, target, law, **_fit_settings(args, defaults))
+    print(json.dumps(forecast.to_dict(), indent=2, allow_nan=False) if args.json
+          else forecast.report())
+    return 0
+
+
+def _cmd_fit(args) -> int:
+    ladder, defaults = _load(args)
+    law = args.law or (defaults.law if defaults is not None else None)
+    if law is None:
+        law = "chinchilla" if ladder.has("params", "tokens") else "power"
+    result = fit(ladder, law, **_fit_settings(args, defaults))
+    if args.json:
+        out = result.to_dict()
+        out["ladder"] = {"name": ladder.name, "source": ladder.source,
+                         "sha256": result.extra["sha256"]}
+        print(json.dumps(out, indent=2, allow_nan=False))
+    else:
+        print(f"ladder     {ladder.name} ({ladder.source}), metric {ladder.metric} [{ladder.unit}]")
+        print(result.report())
+    return 0
+
+
+def _cmd_ladders(args) -> int:
+    from .readers import list_ladders
+
+    rows = list_ladders()
+    if args.json:
+        print(json.dumps([{"name": n, "description": d} for n, d in rows], indent=2))
+    else:
+        width = max((len(n) for n, _ in rows), default=0)
+        for name, description in rows:
+            print(f"{name:<{width}}  {description}")
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``delphi`` console script; returns the exit code.
+
+    Exit codes: 0 success, 1 a delphi error (bad ladder, law, target or failed fit: one line on
+    stderr, no traceback unless ``--debug``), 2 bad command-line usage (argparse).
+    """
+    args = _parser().parse_args(argv)
+    handlers = {"predict": _cmd_predict, "fit": _cmd_fit, "ladders": _cmd_ladders}
+    with warnings.catch_warnings():
+        # Warnings are recorded on the ladder and fit and printed in the report; do not
+        # print them twice through Python's warning machinery.
+        warnings.simplefilter("ignore", DelphiWarning)
+        try:
+            return handlers[args.command](args)
+        except DelphiError as exc:
+            if args.debug:
+                traceback.print_exc()
+            print(f"delphi: error: {exc}", file=sys.stderr)
+            return 1
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

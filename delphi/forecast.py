@@ -1,0 +1,190 @@
+"""Forecasts: fit a ladder, predict a target. The one entry the CLI, notebooks and registry share."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Mapping, Sequence
+
+from . import __version__
+from .errors import TargetError
+from .fitting import DEFAULT_DELTA, DIVERGENCE_THRESHOLD, Fit, fit
+from .ladder import FLOPS_PER_PARAM_TOKEN, Ladder
+from .laws import Law, get_law
+
+__all__ = ["Target", "Forecast", "predict", "default_law"]
+
+
+def _check_positive(name: str, value: float | None) -> float | None:
+    if value is None:
+        return None
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        raise TargetError(f"target {name} must be a number, got {value!r}") from None
+    if not (math.isfinite(v) and v > 0):
+        raise TargetError(f"target {name} must be a positive finite number, got {value!r}")
+    return v
+
+
+@dataclass(frozen=True)
+class Target:
+    """The run to predict.
+
+    Attributes
+    ----------
+    flops: C, training FLOPs (computed as 6·N·D when only N and D are given).
+    params: N, parameters (count).
+    tokens: D, training tokens.
+    name: a label, e.g. ``"marin-535b-a23b hero run"``.
+
+    Raises
+    ------
+    TargetError
+        A value is not a positive finite number, or nothing at all is given.
+    """
+
+    flops: float | None = None
+    params: float | None = None
+    tokens: float | None = None
+    name: str | None = None
+
+    def __post_init__(self) -> None:
+        for key in ("flops", "params", "tokens"):
+            object.__setattr__(self, key, _check_positive(key, getattr(self, key)))
+        if self.flops is None and self.params is not None and self.tokens is not None:
+            object.__setattr__(self, "flops", FLOPS_PER_PARAM_TOKEN * self.params * self.tokens)
+        if self.flops is None and (self.params is None or self.tokens is None):
+            raise TargetError("a target needs --target-flops, or both --target-params and "
+                              "--target-tokens")
+
+    def inputs(self, law: Law) -> dict[str, list[float]]:
+        """The law's inputs at this target, shape (1,) each.
+
+        Raises
+        ------
+        TargetError
+            The law reads a quantity the target does not give.
+        """
+        out = {}
+        for col in law.inputs:
+            value = getattr(self, col, None)
+            if value is None:
+                flags = " and ".join(f"--target-{c}" for c in law.inputs)
+                raise TargetError(f"law {law.name!r} needs the target's {col}; give {flags}")
+            out[col] = [value]
+        return out
+
+    def to_dict(self) -> dict:
+        return {"name": self.name, "flops": self.flops, "params": self.params, "tokens": self.tokens}
+
+
+def default_law(ladder: Ladder, target: Target) -> str:
+    """``chinchilla`` when the target and ladder give N and D, else ``power`` (compute only)."""
+    if target.params is not None and target.tokens is not None and ladder.has("params", "tokens"):
+        return "chinchilla"
+    return "power"
+
+
+@dataclass(frozen=True)
+class Forecast:
+    """A predicted loss for a target, with the fit and provenance behind it."""
+
+    target: Target
+    """What was predicted."""
+    loss: float
+    """Predicted loss at the target, in the ladder's unit (nats/token by default)."""
+    fit: Fit
+    """The fit the prediction comes from (check ``fit.converged`` and ``fit.warnings``)."""
+    ladder_name: str
+    ladder_source: str
+    ladder_sha256: str
+    """SHA-256 of the canonical data actually fitted."""
+    metric: str
+    unit: str
+    extrapolation: float | None
+    """Target compute over the largest fitted run's compute (None when unknown)."""
+    notes: tuple[str, ...] = field(default=())
+    """Assumptions and choices made on the user's behalf."""
+
+    def to_dict(self) -> dict:
+        """The JSON object printed by ``delphi predict --json``."""
+        d = self.fit.to_dict()
+        return {
+            "law": d["law"],
+            "params": d["params"],
+            "target": self.target.to_dict(),
+            "prediction": {"loss": self.loss, "metric": self.metric, "unit": self.unit,
+                           "extrapolation": self.extrapolation},
+            "fit": d["fit"],
+            "ladder": {"name": self.ladder_name, "source": self.ladder_source,
+                       "sha256": self.ladder_sha256},
+            "notes": list(self.notes),
+            "delphi_version": __version__,
+        }
+
+    def report(self) -> str:
+        """Readable multi-line report: the fit, the target and the predicted loss."""
+        t = self.target
+        what = ", ".join(f"{k} = {v:.4g}" for k, v in
+                         (("C", t.flops), ("N", t.params), ("D", t.tokens)) if v is not None)
+        lines = [f"ladder     {self.ladder_name} ({self.ladder_source}), metric {self.metric} "
+                 f"[{self.unit}]", self.fit.report(), ""]
+        lines.append(f"target     {t.name + ': ' if t.name else ''}{what}")
+        if self.extrapolation is not None:
+            lines.append(f"           {self.extrapolation:.3g}x the largest fitted run's compute")
+        for note in self.notes:
+            lines.append(f"note       {note}")
+        lines.append(f"prediction {self.loss:.4f} {self.unit}")
+        return "\n".join(lines)
+
+    def __str__(self) -> str:
+        return self.report()
+
+    def _repr_pretty_(self, p, cycle) -> None:
+        p.text(self.report())
+
+
+def predict(ladder: Ladder, target: Target | Mapping[str, float], law: str | Law | None = None, *,
+            fixed: Mapping[str, float] | None = None,
+            bounds: Mapping[str, Sequence[float]] | None = None, delta: float = DEFAULT_DELTA,
+            fit_max_flops: float | None = None, include_unfinished: bool = False,
+            divergence_threshold: float | None = DIVERGENCE_THRESHOLD, seed: int = 0) -> Forecast:
+    """Fit ``law`` to ``ladder`` and predict the loss of ``target``.
+
+    Parameters
+    ----------
+    ladder: the runs.
+    target: a :class:`Target` or a dict with ``flops`` [FLOPs] and/or ``params`` and ``tokens``.
+    law: law name or object; default :func:`default_law` (``power`` when only C is known).
+    fixed, bounds, delta, fit_max_flops, include_unfinished, divergence_threshold, seed:
+        as in :func:`delphi.fitting.fit`.
+
+    Returns
+    -------
+    Forecast
+
+    Raises
+    ------
+    TargetError: invalid target, or one the law cannot be evaluated at.
+    LadderError, LawError, FitError: see :func:`delphi.fitting.fit`.
+    """
+    if not isinstance(target, Target):
+        target = Target(**dict(target))
+    law = get_law(law or default_law(ladder, target))
+    target.inputs(law)  # fail on a missing input before spending time on the fit
+    result = fit(ladder, law, fixed=fixed, bounds=bounds, delta=delta, fit_max_flops=fit_max_flops,
+                 include_unfinished=include_unfinished,
+                 divergence_threshold=divergence_threshold, seed=seed)
+    loss = float(result.predict(target.inputs(law))[0])
+    notes = []
+    largest = result.extra.get("max_flops")
+    extrapolation = target.flops / largest if (largest and target.flops) else None
+    if law.floor and law.floor in result.fixed:
+        notes.append(f"{law.floor} fixed at {result.fixed[law.floor]:g} (not fitted)")
+    if not result.converged:
+        notes.append("THE FIT DID NOT CONVERGE: do not trust this prediction")
+    return Forecast(target=target, loss=loss, fit=result, ladder_name=ladder.name,
+                    ladder_source=ladder.source, ladder_sha256=result.extra["sha256"],
+                    metric=ladder.metric, unit=ladder.unit, extrapolation=extrapolation,
+                    notes=tuple(notes))

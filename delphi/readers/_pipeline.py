@@ -1,0 +1,276 @@
+"""Turn a manifest into a Ladder: read, then run ids, constants, derived columns, clipping,
+filters, duplicates and curation, in that order. Every dropped row becomes an Exclusion."""
+
+from __future__ import annotations
+
+import re
+from typing import Callable
+
+import numpy as np
+import pandas as pd
+
+from ..errors import LadderError, ManifestError
+from ..ladder import FLOPS_PER_PARAM_TOKEN, Exclusion, Ladder
+from ._common import SourceTable, list_columns
+from .manifest import FilterSpec, Manifest
+from .marin import read_marin
+from .olmo import read_olmo
+from .tabular import read_csv, read_jsonl, read_parquet
+from .wandb import read_wandb
+
+__all__ = ["build_ladder", "READER_FUNCTIONS", "format_run_ids"]
+
+READER_FUNCTIONS: dict[str, Callable[..., SourceTable]] = {
+    "csv": read_csv, "parquet": read_parquet, "jsonl": read_jsonl,
+    "wandb": read_wandb, "marin": read_marin, "olmo": read_olmo,
+}
+_FIELD = re.compile(r"\{([^{}:]+)(?::([^{}]*))?\}")
+
+
+def _column(table: SourceTable, name: str, where: str, what: str) -> str:
+    try:
+        return table.column(name)
+    except KeyError:
+        raise ManifestError(f"{where}: {what} names column {name!r}, which the source does not "
+                            f"have; columns: {list_columns(table.frame.columns)}") from None
+
+
+def format_run_ids(table: SourceTable, template: str, where: str = "manifest") -> pd.Series:
+    """Run ids from a template such as ``"{model}-lr{peak_lr:g}"``: each ``{column[:spec]}`` is
+    replaced by the row's value formatted with ``format(value, spec)``. No other syntax.
+
+    Raises
+    ------
+    ManifestError
+        Unknown column, stray brace, or a format spec that does not fit the values.
+    """
+    t = table.frame
+    parts: list[str | tuple[str, str]] = []
+    pos = 0
+    for m in _FIELD.finditer(template):
+        parts.append(template[pos:m.start()])
+        parts.append((_column(table, m.group(1), where, "run_id"), m.group(2) or ""))
+        pos = m.end()
+    parts.append(template[pos:])
+    if any(isinstance(p, str) and ("{" in p or "}" in p) for p in parts):
+        raise ManifestError(f"{where}: run_id template {template!r} has a stray brace")
+    fields = [p for p in parts if isinstance(p, tuple)]
+    if not fields:
+        raise ManifestError(f"{where}: run_id template {template!r} names no column")
+    out = []
+    for values in zip(*(t[col].tolist() for col, _ in fields)):
+        it = iter(values)
+        try:
+            out.append("".join(p if isinstance(p, str) else format(next(it), p[1]) for p in parts))
+        except (ValueError, TypeError) as exc:
+            raise ManifestError(f"{where}: run_id template {template!r}: {exc}") from None
+    return pd.Series(out, index=t.index, dtype=object)
+
+
+def _apply_runs(table: SourceTable, manifest: Manifest) -> None:
+    t = table.frame
+    where = manifest.where()
+    runs = t["run"].astype(str)
+    for spec in manifest.runs:
+        mask = runs.str.fullmatch(spec.match)
+        if not mask.any():
+            known = ", ".join(sorted(runs.unique())[:12])
+            raise ManifestError(f"{where}: [[runs]] match {spec.match!r} matches no run; runs: {known}")
+        for col, value in spec.values().items():
+            if col in t.columns:
+                have = t.loc[mask, col].dropna()
+                if len(have) and not (have == value).all():
+                    raise ManifestError(
+                        f"{where}: [[runs]] match {spec.match!r} sets {col} = {value!r}, but the "
+                        f"source already has {have.iloc[0]!r} (run {runs[have.index[0]]!r})")
+            else:
+                t[col] = pd.Series(np.nan, index=t.index, dtype=object if col == "final" else float)
+            if col == "final":
+                t[col] = t[col].astype(object)
+            t.loc[mask, col] = value
+
+
+def _derive(table: SourceTable, manifest: Manifest) -> None:
+    if not manifest.derive.tokens_from_flops:
+        return
+    t = table.frame
+    if "tokens" in t.columns:
+        raise ManifestError(f"{manifest.where()}: [derive] tokens_from_flops, but the source already "
+                            "has a tokens column")
+    missing = [c for c in ("flops", "params") if c not in t.columns]
+    if missing:
+        raise ManifestError(f"{manifest.where()}: [derive] tokens_from_flops needs column(s) "
+                            f"{', '.join(missing)}")
+    t["tokens"] = t["flops"] / (FLOPS_PER_PARAM_TOKEN * t["params"])
+
+
+def _clip(table: SourceTable, manifest: Manifest) -> None:
+    for col, bounds in manifest.clip.model_dump(exclude_none=True).items():
+        t = table.frame
+        if col not in t.columns:
+            raise ManifestError(f"{manifest.where()}: [clip] names column {col!r}, which is absent")
+        lo, hi = bounds
+        values = pd.to_numeric(t[col], errors="coerce")
+        outside = (values < lo) | (values > hi)
+        if outside.any():
+            table.notes.append(
+                f"ladder {manifest.name!r}: clipped {col} of {int(outside.sum())} row(s) into "
+                f"[{lo:g}, {hi:g}] (values from {values[outside].min():g} to "
+                f"{values[outside].max():g})")
+            t[col] = values.clip(lo, hi)
+
+
+def _condition(series: pd.Series, op: str, value) -> pd.Series:
+    def same(v) -> pd.Series:
+        if isinstance(v, bool):
+            return series.astype(str).str.lower() == str(v).lower()
+        if isinstance(v, (int, float)):
+            return pd.to_numeric(series, errors="coerce") == v
+        return series.astype(str) == v
+
+    if op == "equals":
+        return same(value)
+    if op == "not_equals":
+        return ~same(value) & series.notna()
+    if op == "in":
+        return pd.concat([same(v) for v in value], axis=1).any(axis=1) if value else series != series
+    if op == "not_in":
+        hit = pd.concat([same(v) for v in value], axis=1).any(axis=1) if value else series != series
+        return ~hit & series.notna()
+    text = series.astype(str)
+    if op == "contains":
+        return text.str.contains(value, regex=False) & series.notna()
+    if op == "not_contains":
+        return ~text.str.contains(value, regex=False) & series.notna()
+    numbers = pd.to_numeric(series, errors="coerce")
+    return numbers >= value if op == "min" else numbers <= value
+
+
+def _filter_label(spec: FilterSpec) -> str:
+    symbols = {"equals": "==", "not_equals": "!=", "in": "in", "not_in": "not in",
+               "contains": "contains", "not_contains": "does not contain", "min": ">=", "max": "<="}
+    return " and ".join(f"{spec.column} {symbols[op]} {value!r}" for op, value in spec.conditions())
+
+
+def _apply_filters(table: SourceTable, manifest: Manifest) -> None:
+    for spec in manifest.filters:
+        t = table.frame
+        col = _column(table, spec.column, manifest.where(), "a filter")
+        keep = pd.Series(True, index=t.index)
+        for op, value in spec.conditions():
+            keep &= _condition(t[col], op, value).fillna(False).astype(bool)
+        dropped = t[~keep]
+        if dropped.empty:
+            continue
+        label = f"filter {_filter_label(spec)}"
+        suffix = f": {spec.reason}" if spec.reason else ""
+        if spec.per_run and "run" in t.columns:
+            runs = dropped["run"].astype(str)
+            totals = t["run"].astype(str).value_counts()
+            for run, n in runs.value_counts(sort=False).sort_index().items():
+                scope = "run dropped" if n == totals[run] else f"dropped {n} of its {totals[run]} rows"
+                table.exclusions.append(Exclusion(run, f"{label}: {scope}{suffix}"))
+        else:
+            table.exclusions.append(Exclusion("*", f"{label} dropped {len(dropped):,} of "
+                                                   f"{len(t):,} rows{suffix}"))
+        table.frame = t[keep].reset_index(drop=True)
+
+
+def _step_key(t: pd.DataFrame) -> list[str]:
+    # The Ladder's own duplicate key: (run, step), else (run, tokens), else (run, flops).
+    return ["run", next(c for c in ("step", "tokens", "flops", "row") if c in t.columns)]
+
+
+def _drop_duplicates(table: SourceTable) -> None:
+    t = table.frame
+    if "run" not in t.columns:
+        return
+    content = [c for c in t.columns if c not in ("row", "source_file")]
+    group = t.groupby(content, dropna=False, sort=False).ngroup()
+    first_row = t.groupby(group)["row"].transform("first")
+    exact = group.duplicated()
+    for idx in t.index[exact]:
+        table.exclusions.append(Exclusion(str(t.at[idx, "run"]),
+                                          f"row {t.at[idx, 'row']} repeats row {first_row[idx]} "
+                                          "exactly; the copy dropped"))
+    t = t[~exact]
+    key = _step_key(t)
+    clash = t.duplicated(subset=key, keep=False)
+    for run in sorted(t.loc[clash, "run"].astype(str).unique()):
+        rows = t[clash & (t["run"].astype(str) == run)]
+        value = rows[key[1]].iloc[0]
+        same = rows[rows[key[1]] == value]["row"].tolist()
+        table.exclusions.append(Exclusion(
+            run, f"ambiguous: the source has {len(same)} different rows for {key[1]} {value:g} "
+                 f"(rows {', '.join(map(str, same))}), so the run id names more than one run; "
+                 f"all {int((t['run'].astype(str) == run).sum())} rows of the run dropped"))
+    bad = t["run"].astype(str).isin(t.loc[clash, "run"].astype(str))
+    table.frame = t[~bad].reset_index(drop=True)
+
+
+def _curate(table: SourceTable, manifest: Manifest) -> None:
+    spec = manifest.curate
+    if spec is None or spec.drop_highest_loss == 0:
+        return
+    t = table.frame
+    if "loss" not in t.columns:
+        raise ManifestError(f"{manifest.where()}: [curate] needs a loss column")
+    loss = pd.to_numeric(t["loss"], errors="coerce")
+    worst = loss.sort_values(ascending=False, kind="mergesort")
+    drop = worst.index[:spec.drop_highest_loss]
+    for rank, idx in enumerate(drop, 1):
+        run = str(t.at[idx, "run"]) if "run" in t.columns else f"row {t.at[idx, 'row']}"
+        table.exclusions.append(Exclusion(
+            run, f"curation: loss {loss[idx]:.4g} is #{rank} of the {spec.drop_highest_loss} "
+                 f"highest (row {t.at[idx, 'row']}): {spec.reason}"))
+    table.frame = t.drop(index=drop).reset_index(drop=True)
+
+
+def build_ladder(manifest: Manifest, *, metric: str | None = None,
+                 source: str | None = None) -> Ladder:
+    """Read the manifest's data and build its :class:`Ladder`.
+
+    Parameters
+    ----------
+    metric:
+        Source column to use as ``loss`` instead of the manifest's (CLI ``--metric``).
+    source:
+        How the ladder records its origin (default: the manifest file).
+
+    Raises
+    ------
+    DataDirError
+        ``root = "data"`` and the published-ladders folder is missing.
+    ManifestError
+        The manifest names columns or runs the data does not have.
+    LadderError
+        Missing files or bad values (see :class:`Ladder`).
+    """
+    where = manifest.where()
+    path = manifest.data_path()
+    columns = manifest.columns.model_dump(exclude_none=True)
+    scale = manifest.scale.model_dump(exclude_none=True)
+    table = READER_FUNCTIONS[manifest.source.reader](path, columns=columns, scale=scale, metric=metric)
+
+    if manifest.source.run_id:
+        if manifest.columns.run is not None:
+            raise ManifestError(f"{where}: give either [columns] run or [source] run_id, not both")
+        ids = format_run_ids(table, manifest.source.run_id, where)
+        # A reader's own run column (file or folder name) stays available as metadata.
+        table.frame = table.frame.rename(columns={"run": "source:run"})
+        table.frame["run"] = ids
+    if manifest.runs:
+        if "run" not in table.frame.columns:
+            raise ManifestError(f"{where}: [[runs]] needs run ids: map [columns] run or set "
+                                "[source] run_id")
+        _apply_runs(table, manifest)
+    _derive(table, manifest)
+    _clip(table, manifest)
+    _apply_filters(table, manifest)
+    if manifest.source.duplicates == "drop":
+        _drop_duplicates(table)
+    _curate(table, manifest)
+    if table.frame.empty:
+        raise LadderError(f"{where}: no rows left after the manifest's filters")
+    return table.to_ladder(name=manifest.name, metric=metric or manifest.metric,
+                           unit=manifest.unit, source=source or where)
