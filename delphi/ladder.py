@@ -75,6 +75,13 @@ class _RunInfo(BaseModel):
     batch_size: float | None = Field(default=None, gt=0, allow_inf_nan=False)
 
 
+def _show(value) -> str:
+    """A cell value for a message: plain numbers (no numpy reprs), quoted strings."""
+    if isinstance(value, (np.generic,)):
+        value = value.item()
+    return f"{value:g}" if isinstance(value, float) else repr(value)
+
+
 def _row_label(table: pd.DataFrame, idx) -> str:
     run = table.at[idx, "run"] if "run" in table.columns else "?"
     row = table.at[idx, "row"] if "row" in table.columns else idx
@@ -184,7 +191,7 @@ class Ladder:
             if bad.any():
                 idx = t.index[bad][0]
                 raise LadderError(
-                    f"{_row_label(t, idx)}: column {col!r} is not a number: {t.at[idx, col]!r}")
+                    f"{_row_label(t, idx)}: column {col!r} is not a number: {_show(t.at[idx, col])}")
             values = values.astype(float)
             if col in ("lr", "step", "fraction", "active_params", "peak_lr", "batch_size"):
                 present = values.notna()     # optional per row: empty means unknown
@@ -204,7 +211,7 @@ class Ladder:
                 if mask.any():
                     idx = v.index[mask][0]
                     raise LadderError(
-                        f"{_row_label(t, idx)}: column {col!r} {what}, got {t.at[idx, col]!r}")
+                        f"{_row_label(t, idx)}: column {col!r} {what}, got {_show(t.at[idx, col])}")
             t[col] = values
         if "final" in t.columns:
             t["final"] = _coerce_bool(t["final"], "final", t)

@@ -166,7 +166,7 @@ def test_target_outside_the_law(tmp_path, capsys, value):
 
 def test_unknown_law(tmp_path, capsys):
     code, out, err = run_cli(capsys, "fit", write(tmp_path, good_frame()), "--law", "kaplan")
-    assert_one_line_error(code, out, err, "unknown law 'kaplan'", "chinchilla, power")
+    assert_one_line_error(code, out, err, "unknown law 'kaplan'", "chinchilla", "power")
     with pytest.raises(LawError):
         predict(load_ladder(write(tmp_path, good_frame())), {"flops": 1e22}, "kaplan")
 

@@ -35,7 +35,7 @@ DEFAULT_DELTA = 1e-3
 _REFINE_STARTS = 6
 _AGREE_RTOL = 1e-6
 # Scale-free stationarity (see _stationarity) below which a start counts as converged.
-_STATIONARY = 1e-6
+_STATIONARY = 1e-5
 # A direction of the scaled Jacobian this much weaker than the strongest is not identified.
 _ILL_CONDITIONED = 1e-6
 _SINGULAR = 1e-10
@@ -153,12 +153,13 @@ def _refine(problem: Problem, z0: np.ndarray, ibounds) -> tuple[np.ndarray, floa
     return z, best * problem.delta, success, message
 
 
-def _stationarity(problem: Problem, z: np.ndarray, ibounds) -> float:
+def _stationarity(problem: Problem, z: np.ndarray, ibounds, at_bound: Sequence[str] = ()) -> float:
     """Scale-free first-order optimality: the largest |dJ/dz_i| / sum_n |dr_n/dz_i|.
 
     The gradient of the scaled objective is J^T psi with |psi| <= 1, so each ratio is a
     weighted mean of psi in [-1, 1] and is 0 at a stationary point whatever the parameter's
-    units; components pushing against an active bound are ignored.
+    units; components pushing against an active bound are ignored, and so are coefficients whose
+    term has vanished (at their lower bound 0, reached only asymptotically in log space).
     """
     r, jac, ok = problem.residuals_and_jacobian(z)
     if not ok:
@@ -171,6 +172,9 @@ def _stationarity(problem: Problem, z: np.ndarray, ibounds) -> float:
             pg[i] = 0.0
         if hi is not None and z[i] >= hi - 1e-12 and g[i] < 0:
             pg[i] = 0.0
+    for a, j in enumerate(problem.free_lin):
+        if problem.lin_names[j] in at_bound and g[a] >= 0:
+            pg[a] = 0.0
     return float(np.max(np.abs(pg), initial=0.0))
 
 
@@ -309,12 +313,12 @@ def fit_arrays(law: str | Law, x: Mapping[str, np.ndarray], y: np.ndarray, *,
     n_agree = sum(1 for t in results if t[1] <= objective * (1 + _AGREE_RTOL) + 1e-12 * len(y))
 
     warnings: list[str] = []
-    stationarity = _stationarity(problem, z, ibounds)
+    at_bound = _at_bound(problem, z, all_bounds, y)
+    stationarity = _stationarity(problem, z, ibounds, at_bound)
     converged = stationarity < _STATIONARY
     message = f"L-BFGS-B: {message.strip().rstrip(':')}; scaled gradient {stationarity:.1e}"
     if not converged:
         warnings.append(f"optimiser did not converge ({message} > {_STATIONARY:g})")
-    at_bound = _at_bound(problem, z, all_bounds, y)
     for name in at_bound:
         lo, hi = all_bounds[name]
         where = f"lower bound {lo:g}" if abs(problem.values(z)[name] - lo) <= abs(

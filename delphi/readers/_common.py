@@ -21,7 +21,7 @@ from ..errors import LadderError, LadderWarning
 from ..ladder import CANONICAL_COLUMNS, Exclusion, Ladder
 
 __all__ = ["SourceTable", "ColumnDefault", "resolve_paths", "read_file", "canonicalize",
-           "drop_missing_metric", "NUMERIC_COLUMNS"]
+           "drop_missing_metric", "NUMERIC_COLUMNS", "plain", "list_columns"]
 
 #: Canonical columns holding numbers (converted to float on read).
 NUMERIC_COLUMNS = ("params", "tokens", "flops", "loss", "step", "lr", "peak_lr", "batch_size",
@@ -92,6 +92,11 @@ class SourceTable:
         return ladder
 
 
+def plain(value) -> str:
+    """``repr`` of a cell for messages, without numpy's ``np.float64(...)`` wrapper."""
+    return repr(value.item() if hasattr(value, "item") else value)
+
+
 def list_columns(columns: Iterable[str]) -> str:
     """Comma-separated column names, cut after a few dozen."""
     cols = [str(c) for c in columns]
@@ -109,7 +114,7 @@ def resolve_paths(path: str | Path, *, pattern: str) -> list[Path]:
         Nothing exists there, or nothing matches (the message gives the path).
     """
     text = str(Path(path).expanduser())
-    if _GLOB_CHARS & set(text):
+    if _GLOB_CHARS & set(text) and not Path(text).exists():   # a real "[x]" folder is not a glob
         files = sorted(Path(p) for p in glob.glob(text, recursive=True) if Path(p).is_file())
         if not files:
             raise LadderError(f"no files match {text}")
@@ -139,8 +144,7 @@ def read_file(path: Path, fmt: str) -> pd.DataFrame:
         elif fmt == "parquet":
             frame = pd.read_parquet(path)
         elif fmt == "jsonl":
-            # Dates stay strings and floats exact: these are metric logs, not time series.
-            frame = pd.read_json(path, lines=True, convert_dates=False, precise_float=True)
+            frame = pd.read_json(path, lines=True, precise_float=True)
         else:  # pragma: no cover - callers pass a known format
             raise ValueError(f"unknown format {fmt!r}")
     except (pd.errors.ParserError, pd.errors.EmptyDataError, pyarrow.ArrowException,

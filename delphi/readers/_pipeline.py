@@ -11,7 +11,7 @@ import pandas as pd
 
 from ..errors import LadderError, ManifestError
 from ..ladder import FLOPS_PER_PARAM_TOKEN, Exclusion, Ladder
-from ._common import SourceTable, list_columns
+from ._common import SourceTable, list_columns, plain
 from .manifest import FilterSpec, Manifest
 from .marin import read_marin
 from .olmo import read_olmo
@@ -82,7 +82,7 @@ def _apply_runs(table: SourceTable, manifest: Manifest) -> None:
                 if len(have) and not (have == value).all():
                     raise ManifestError(
                         f"{where}: [[runs]] match {spec.match!r} sets {col} = {value!r}, but the "
-                        f"source already has {have.iloc[0]!r} (run {runs[have.index[0]]!r})")
+                        f"source already has {plain(have.iloc[0])} (run {runs[have.index[0]]!r})")
             else:
                 t[col] = pd.Series(np.nan, index=t.index, dtype=object if col == "final" else float)
             if col == "final":
@@ -185,8 +185,9 @@ def _drop_duplicates(table: SourceTable) -> None:
     t = table.frame
     if "run" not in t.columns:
         return
-    content = [c for c in t.columns if c not in ("row", "source_file")]
-    group = t.groupby(content, dropna=False, sort=False).ngroup()
+    # Compare cells as text: metadata may hold unhashable values (dicts from JSON).
+    content = t[[c for c in t.columns if c not in ("row", "source_file")]].astype(str)
+    group = content.groupby(list(content.columns), sort=False, dropna=False).ngroup()
     first_row = t.groupby(group)["row"].transform("first")
     exact = group.duplicated()
     for idx in t.index[exact]:

@@ -72,8 +72,9 @@ def read_olmo(path: str | Path, *, columns: Mapping[str, str] | None = None,
 
     columns = dict(columns or {})
     if metric is not None:
-        columns["loss"] = metric if metric in frame.columns or eval_column(metric) not in frame.columns \
-            else eval_column(metric)
+        # An eval-set name ("pile") stands for its cross-entropy column.
+        use_set = metric not in frame.columns and eval_column(metric) in frame.columns
+        columns["loss"] = eval_column(metric) if use_set else metric
     columns.setdefault("loss", eval_column(DEFAULT_EVAL_SET))
     frame, renamed, loss_source = canonicalize(frame, columns=columns, scale=scale,
                                                defaults=OLMO_COLUMNS, where=str(path))

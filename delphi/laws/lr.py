@@ -1,0 +1,77 @@
+"""Cross-scale laws with learning-rate-correction terms."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .base import Inputs, Law, Param
+
+__all__ = ["ChinchillaLRLaw", "CHINCHILLA_LR"]
+
+# Keeps log|u| and d log u^2 / du finite where the LR sits exactly on the fitted optimum; the
+# term's weight vanishes there, so the value does not matter.
+_TINY = 1e-150
+
+
+class ChinchillaLRLaw(Law):
+    """Peak-LR mis-tuning surface around the Chinchilla law.
+
+    L(N, D, eta) = E + A/N^alpha + B/D^beta + K (ln eta - ln eta*(N, D))^2,
+    eta*(N, D) = exp(log_c) N^p D^q.
+
+    The quadratic in log LR is the usual shape of loss-vs-LR sweeps near their optimum (Wortsman
+    et al. 2023, arXiv 2309.14322, Fig. 1); the power law for the optimal LR is the Step Law
+    form (Li et al. 2025, arXiv 2503.04715, Eq. 6: eta_opt = 1.79 N^-0.713 D^0.307). One surface
+    fits whole LR sweeps, mis-tuned runs included, and predicts a run at any peak LR.
+    """
+
+    def _u(self, theta, x):
+        _, _, log_c, p, q = theta
+        return (np.log(x["peak_lr"]) - log_c - p * np.log(x["params"]) - q * np.log(x["tokens"]))
+
+    def log_basis(self, theta: np.ndarray, x: Inputs) -> tuple[np.ndarray, np.ndarray]:
+        alpha, beta = theta[0], theta[1]
+        log_n, log_d = np.log(x["params"]), np.log(x["tokens"])
+        u = self._u(theta, x)
+        au = np.maximum(np.abs(u), _TINY)
+        n = log_n.shape[0]
+        logphi = np.stack([np.zeros(n), -alpha * log_n, -beta * log_d, 2 * np.log(au)], axis=1)
+        dlogphi = np.zeros((n, 4, 5))
+        dlogphi[:, 1, 0] = -log_n
+        dlogphi[:, 2, 1] = -log_d
+        inv = 2.0 / np.copysign(au, u)  # d log(u^2)/du
+        dlogphi[:, 3, 2] = -inv
+        dlogphi[:, 3, 3] = -inv * log_n
+        dlogphi[:, 3, 4] = -inv * log_d
+        return logphi, dlogphi
+
+    def optimal_lr(self, values, params, tokens) -> np.ndarray:
+        """eta*(N, D) = exp(log_c) N^p D^q for fitted ``values``; shape of the broadcast inputs."""
+        return np.exp(values["log_c"] + values["p"] * np.log(params) + values["q"] * np.log(tokens))
+
+
+CHINCHILLA_LR = ChinchillaLRLaw(
+    name="chinchilla-lr",
+    formula="L(N, D, eta) = E + A/N^alpha + B/D^beta + K (ln eta - ln(exp(log_c) N^p D^q))^2",
+    source="Hoffmann et al. 2022 Eq. 2 plus a quadratic in log peak LR around the Step Law "
+           "optimum eta*(N, D) (Li et al. 2025, arXiv 2503.04715, Eq. 6)",
+    inputs=("params", "tokens", "peak_lr"),
+    params=(
+        Param("E", linear=True, doc="irreducible loss [loss unit]"),
+        Param("A", linear=True, doc="parameter-term scale [loss unit * params^alpha]"),
+        Param("B", linear=True, doc="data-term scale [loss unit * tokens^beta]"),
+        Param("K", linear=True, doc="curvature of loss in ln(peak LR) [loss unit]"),
+        Param("alpha", linear=False, lower=0.0, upper=5.0, search=(0.0, 1.5),
+              doc="parameter exponent"),
+        Param("beta", linear=False, lower=0.0, upper=5.0, search=(0.0, 1.5), doc="token exponent"),
+        Param("log_c", linear=False, lower=-30.0, upper=30.0, search=(-12.0, 6.0),
+              doc="ln of the optimal-LR prefactor c in eta* = c N^p D^q"),
+        Param("p", linear=False, lower=-3.0, upper=3.0, search=(-1.5, 1.0),
+              doc="optimal-LR exponent in N"),
+        Param("q", linear=False, lower=-3.0, upper=3.0, search=(-1.0, 1.0),
+              doc="optimal-LR exponent in D"),
+    ),
+    signs=(1, 1, 1, 1),
+    floor="E",
+    identified_by={"params": ("A", "alpha"), "tokens": ("B", "beta"), "peak_lr": ("K",)},
+)

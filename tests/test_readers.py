@@ -1,0 +1,514 @@
+"""Readers, manifest features and load_ladder errors, on small synthetic files in tmp_path."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from delphi.errors import DataDirError, LadderError, ManifestError
+from delphi.readers import (list_ladders, load_ladder, load_manifest, read_csv, read_marin,
+                            read_olmo, read_wandb)
+
+TIDY = pd.DataFrame({
+    "run": ["a", "a", "b", "b"],
+    "step": [100, 200, 100, 200],
+    "params": [1e6, 1e6, 4e6, 4e6],
+    "tokens": [1e8, 2e8, 1e8, 2e8],
+    "loss": [4.0, 3.5, 3.6, 3.2],
+    "seed": [1, 1, 2, 2],
+})
+
+
+def write(path: Path, text: str) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(textwrap.dedent(text).lstrip())
+    return path
+
+
+# ---------------------------------------------------------------- tidy tables
+def test_tidy_csv_loads_with_6nd_flops_and_keeps_metadata(tmp_path):
+    path = tmp_path / "tiny.csv"
+    TIDY.to_csv(path, index=False)
+    ladder = load_ladder(path)
+    assert ladder.name == "tiny" and ladder.runs == ["a", "b"] and len(ladder) == 4
+    assert ladder.flops_source == "6ND"
+    assert np.allclose(ladder.table["flops"], 6 * ladder.table["params"] * ladder.table["tokens"])
+    assert ladder.table["seed"].tolist() == [1, 1, 2, 2]
+    assert ladder.table["row"].tolist() == [0, 1, 2, 3]
+
+
+def test_parquet_and_jsonl_give_the_same_ladder_as_csv(tmp_path):
+    TIDY.to_csv(tmp_path / "t.csv", index=False)
+    TIDY.to_parquet(tmp_path / "t.parquet", index=False)
+    TIDY.to_json(tmp_path / "t.jsonl", orient="records", lines=True)
+    prints = {s: load_ladder(tmp_path / f"t{s}").fingerprint() for s in (".csv", ".parquet", ".jsonl")}
+    assert len(set(prints.values())) == 1, prints
+
+
+def test_column_mapping_renames_and_scales(tmp_path):
+    write(tmp_path / "raw.csv", """
+        model,N,D,gflops,val,lr
+        m1,1000000,100000000,600000,4.1,0.003
+        m2,4000000,100000000,2400000,3.7,0.002
+    """)
+    table = read_csv(tmp_path / "raw.csv", scale={"flops": 1e9}, columns={
+        "run": "model", "params": "N", "tokens": "D", "flops": "gflops", "loss": "val",
+        "peak_lr": "lr"})
+    ladder = table.to_ladder(name="raw")
+    assert ladder.table["flops"].tolist() == [6e14, 2.4e15]
+    assert ladder.table["peak_lr"].tolist() == [0.003, 0.002]
+    assert "lr" not in ladder.table.columns         # the raw `lr` was the peak, not per-step
+    assert table.renamed["model"] == "run"
+
+
+def test_unmapped_source_column_with_a_canonical_name_is_kept_aside(tmp_path):
+    write(tmp_path / "t.csv", """
+        run,params,tokens,loss,val_loss
+        a,1000000,100000000,9.9,3.5
+    """)
+    ladder = load_ladder(tmp_path / "t.csv", metric="val_loss")
+    assert ladder.metric == "val_loss"
+    assert ladder.table["loss"].tolist() == [3.5]
+    assert ladder.table["source:loss"].tolist() == [9.9]
+
+
+def test_unknown_metric_lists_the_loss_like_columns(tmp_path):
+    TIDY.to_csv(tmp_path / "t.csv", index=False)
+    with pytest.raises(LadderError, match=r"column 'bpb' \(for loss\) not found.*loss-like columns: loss"):
+        load_ladder(tmp_path / "t.csv", metric="bpb")
+
+
+def test_directory_and_glob_stack_files(tmp_path):
+    (tmp_path / "runs").mkdir()
+    TIDY.iloc[:2].to_csv(tmp_path / "runs" / "a.csv", index=False)
+    TIDY.iloc[2:].to_csv(tmp_path / "runs" / "b.csv", index=False)
+    for path in (tmp_path / "runs", tmp_path / "runs" / "*.csv"):
+        ladder = read_csv(path).to_ladder()
+        assert ladder.runs == ["a", "b"]
+        assert set(ladder.table["source_file"]) == {"a.csv", "b.csv"}
+
+
+# ---------------------------------------------------------------- W&B exports
+def test_wandb_export_defaults_and_reports_rows_without_the_metric(tmp_path):
+    write(tmp_path / "export.csv", """
+        Name,parameter_count,throughput/total_tokens,throughput/total_gflops,eval/paloma/macro_loss
+        run-a,1000000,100000000,600000,3.9
+        run-b,2000000,100000000,1200000,
+        run-c,4000000,100000000,2400000,3.5
+    """)
+    table = read_wandb(tmp_path / "export.csv")
+    ladder = table.to_ladder()
+    assert ladder.runs == ["run-a", "run-c"]
+    assert ladder.table["flops"].tolist() == [6e14, 2.4e15]          # GFLOPs x 1e9
+    assert ladder.metric == "eval/paloma/macro_loss"
+    [excl] = ladder.exclusions
+    assert excl.run == "run-b" and "no eval/paloma/macro_loss value" in excl.reason
+
+
+def test_wandb_history_with_a_custom_mapping_drops_sparse_rows(tmp_path):
+    write(tmp_path / "hist.csv", """
+        _step,run_name,n,tok,eval/c4/loss
+        10,r,1000,1000000,
+        20,r,1000,2000000,5.0
+        30,r,1000,3000000,
+        40,r,1000,4000000,4.5
+    """)
+    table = read_wandb(tmp_path / "hist.csv",
+                       columns={"run": "run_name", "params": "n", "tokens": "tok"},
+                       metric="eval/c4/loss")
+    ladder = table.to_ladder()
+    assert ladder.table["step"].tolist() == [20.0, 40.0]
+    [excl] = ladder.exclusions
+    assert excl.run == "r" and "2 of its 4 rows have no eval/c4/loss value" in excl.reason
+
+
+# ---------------------------------------------------------------- Marin tracker_metrics.jsonl
+def _marin_run(folder: Path, config: dict, summary: dict) -> Path:
+    folder.mkdir(parents=True)
+    path = folder / "tracker_metrics.jsonl"
+    path.write_text(json.dumps({"config": config, "summary": summary}) + "\n")
+    return path
+
+
+def _summary(n: float, d: float, loss: float | None) -> dict:
+    out = {"parameter_count": n, "throughput/total_tokens": d,
+           "throughput/total_gflops": 6 * n * d / 1e9, "eval/paloma/c4_en/bpb": 1.0}
+    if loss is not None:
+        out["eval/paloma/macro_loss"] = loss
+    return out
+
+
+@pytest.fixture
+def marin_dir(tmp_path) -> Path:
+    root = tmp_path / "checkpoints"
+    _marin_run(root / "iso-a-123abc", {"name": "iso-a", "trainer": {"train_batch_size": 64}},
+               _summary(1e8, 2e9, 3.6))
+    _marin_run(root / "iso-b-456def", {"trainer": {"train_batch_size": 128}},
+               _summary(2e8, 4e9, 3.3))
+    _marin_run(root / "iso-c-789aaa", {"trainer": {"train_batch_size": 128}},
+               _summary(4e8, 8e9, None))
+    return root
+
+
+def test_marin_reader_reads_a_directory_tree(marin_dir):
+    table = read_marin(marin_dir)
+    ladder = table.to_ladder()
+    # run id from the config's `name`, else the folder name
+    assert ladder.runs == ["iso-a", "iso-b-456def"]
+    assert ladder.table["trainer.train_batch_size"].tolist() == [64, 128]
+    assert np.allclose(ladder.table["flops"], 6 * ladder.table["params"] * ladder.table["tokens"])
+    [excl] = ladder.exclusions
+    assert excl.run == "iso-c-789aaa" and "eval/paloma/macro_loss" in excl.reason
+
+
+def test_marin_reader_takes_a_glob_a_file_and_a_metric(marin_dir):
+    assert len(read_marin(marin_dir / "iso-[ab]*" / "tracker_metrics.jsonl").frame) == 2
+    one = read_marin(marin_dir / "iso-a-123abc" / "tracker_metrics.jsonl").to_ladder()
+    assert one.runs == ["iso-a"]
+    bpb = read_marin(marin_dir, metric="eval/paloma/c4_en/bpb").to_ladder()
+    assert bpb.table["loss"].tolist() == [1.0, 1.0, 1.0] and bpb.exclusions == []
+
+
+def test_marin_reader_rejects_a_bad_line(tmp_path):
+    path = write(tmp_path / "r" / "tracker_metrics.jsonl", '{"config": {}, "summary": {}}\nnot json\n')
+    with pytest.raises(LadderError, match=r"tracker_metrics.jsonl, line 2: not valid JSON"):
+        read_marin(path)
+
+
+# ---------------------------------------------------------------- OLMo ladder CSVs
+OLMO_HEADER = ("_step,throughput/total_tokens,optim/learning_rate_group0,learning_rate_peak,"
+               "batch_size_in_tokens,throughput/total_training_Gflops,"
+               "eval/c4_en-validation/CrossEntropyLoss,eval/pile-validation/CrossEntropyLoss")
+
+
+def _olmo_file(path: Path, rows: list[tuple]) -> None:
+    lines = [OLMO_HEADER] + [",".join("" if v is None else str(v) for v in r) for r in rows]
+    write(path, "\n".join(lines) + "\n")
+
+
+@pytest.fixture
+def olmo_dir(tmp_path) -> Path:
+    d = tmp_path / "ladder-runs"
+    _olmo_file(d / "190M-1xC.csv", [(100, 5.2e7, 4e-4, 1e-3, 524288, 7e7, 4.0, 4.4),
+                                    (200, 1.05e8, 1e-4, 1e-3, 524288, 1.4e8, 3.7, 4.1)])
+    _olmo_file(d / "190M-2xC.csv", [(100, 5.2e7, 4e-4, 1e-3, 524288, 7e7, 4.0, 4.4),
+                                    (200, 1.05e8, 3e-4, 1e-3, 524288, 1.4e8, None, None),
+                                    (400, 2.1e8, 1e-4, 1e-3, 524288, 2.8e8, 3.5, 3.9)])
+    return d
+
+
+def test_olmo_reader_maps_columns_and_marks_final(olmo_dir):
+    table = read_olmo(olmo_dir)
+    ladder = table.to_ladder()
+    t = ladder.table
+    assert ladder.runs == ["190M-1xC", "190M-2xC"]
+    assert t.loc[t["final"], "step"].tolist() == [200.0, 400.0]
+    assert t["flops"].max() == pytest.approx(2.8e17)                   # GFLOPs x 1e9
+    assert set(t["peak_lr"]) == {1e-3} and set(t["batch_size"]) == {524288.0}
+    assert t["lr"].tolist() == [4e-4, 1e-4, 4e-4, 1e-4]
+    assert ladder.metric == "eval/c4_en-validation/CrossEntropyLoss"
+    [excl] = ladder.exclusions
+    assert excl.run == "190M-2xC" and "1 of its 3 rows" in excl.reason
+
+
+def test_olmo_reader_accepts_an_eval_set_name(olmo_dir):
+    ladder = read_olmo(olmo_dir / "190M-1xC.csv", metric="pile").to_ladder()
+    assert ladder.table["loss"].tolist() == [4.4, 4.1]
+
+
+# ---------------------------------------------------------------- manifests (synthetic)
+POINTS = """
+    model,N,C,loss,dataset,outlier
+    s,1.0e6,6.0e15,5.0,rw,false
+    m,4.0e6,2.4e16,4.2,rw,false
+    l,1.6e7,9.6e16,3.6,rw,true
+    xl,6.4e7,3.84e17,3.1,rw,false
+    s,1.0e6,6.0e15,5.1,owt2,false
+    m,4.0e6,2.4e16,4.4,owt2,false
+"""
+
+
+def test_manifest_builds_ids_derives_tokens_filters_and_curates(tmp_path):
+    write(tmp_path / "points.csv", POINTS)
+    path = write(tmp_path / "m.toml", """
+        name = "toy"
+        description = "toy points"
+        metric = "toy loss"
+
+        [source]
+        reader = "csv"
+        path = "points.csv"
+        run_id = "{dataset}-{model}-N{N:.2g}"
+
+        [columns]
+        params = "N"
+        flops = "C"
+
+        [derive]
+        tokens_from_flops = true
+
+        [[filters]]
+        column = "dataset"
+        equals = "rw"
+        reason = "one training set"
+
+        [[filters]]
+        column = "outlier"
+        equals = false
+        per_run = true
+        reason = "flagged"
+
+        [curate]
+        drop_highest_loss = 1
+        reason = "worst point"
+
+        [[runs]]
+        match = "rw-xl-.*"
+        peak_lr = 0.001
+    """)
+    ladder = load_ladder(path)
+    assert ladder.name == "toy" and ladder.metric == "toy loss"
+    assert ladder.runs == ["rw-m-N4e+06", "rw-xl-N6.4e+07"]
+    assert np.allclose(ladder.table["tokens"], ladder.table["flops"] / (6 * ladder.table["params"]))
+    assert ladder.table.set_index("run")["peak_lr"].isna().tolist() == [True, False]
+    reasons = [(e.run, e.reason) for e in ladder.exclusions]
+    assert reasons[0] == ("*", "filter dataset == 'rw' dropped 2 of 6 rows: one training set")
+    assert reasons[1] == ("rw-l-N1.6e+07", "filter outlier == False: run dropped: flagged")
+    assert reasons[2][0] == "rw-s-N1e+06" and reasons[2][1].startswith("curation: loss 5 is #1")
+    assert len(reasons) == 3
+
+
+@pytest.mark.parametrize("condition, kept", [
+    ('in = ["m", "xl"]', ["m", "m", "xl"]),
+    ('not_in = ["m", "xl"]', ["l", "s", "s"]),
+    ('contains = "l"', ["l", "xl"]),
+    ('not_contains = "l"', ["m", "m", "s", "s"]),
+    ('not_equals = "s"', ["l", "m", "m", "xl"]),
+])
+def test_manifest_filter_operators(tmp_path, condition, kept):
+    write(tmp_path / "points.csv", POINTS)
+    path = write(tmp_path / "m.toml", f"""
+        name = "ops"
+        description = "filter operators"
+        [source]
+        reader = "csv"
+        path = "points.csv"
+        run_id = "{{dataset}}-{{model}}"
+        [columns]
+        params = "N"
+        flops = "C"
+        [[filters]]
+        column = "model"
+        {condition}
+    """)
+    ladder = load_ladder(path)
+    assert sorted(ladder.table["model"]) == kept
+    assert ladder.exclusions[0].run == "*" and "dropped" in ladder.exclusions[0].reason
+
+
+def test_manifest_min_max_filter_on_a_renamed_column(tmp_path):
+    write(tmp_path / "points.csv", POINTS)
+    path = write(tmp_path / "m.toml", """
+        name = "range"
+        description = "min and max"
+        [source]
+        reader = "csv"
+        path = "points.csv"
+        run_id = "{dataset}-{model}"
+        [columns]
+        params = "N"
+        flops = "C"
+        [[filters]]
+        column = "C"          # the source name of flops works too
+        min = 1e16
+        max = 1e17
+    """)
+    ladder = load_ladder(path)
+    assert sorted(ladder.runs) == ["owt2-m", "rw-l", "rw-m"]
+    assert ladder.exclusions[0].reason == "filter C >= 1e+16 and C <= 1e+17 dropped 3 of 6 rows"
+
+
+def test_manifest_constants_clip_duplicates_and_predict(tmp_path):
+    write(tmp_path / "curves.csv", """
+        model,step,N,D,loss,frac
+        a,1,1e6,1e8,5.0,0.5
+        a,2,1e6,2e8,4.0,1.02
+        a,2,1e6,2e8,4.0,1.02
+        b,1,2e6,1e8,4.5,0.5
+        b,1,2e6,1e8,4.6,0.5
+        c,1,4e6,1e8,4.0,0.8
+    """)
+    path = write(tmp_path / "m.toml", """
+        name = "curves"
+        description = "toy curves"
+        [source]
+        reader = "csv"
+        path = "curves.csv"
+        duplicates = "drop"
+        [columns]
+        run = "model"
+        params = "N"
+        tokens = "D"
+        fraction = "frac"
+        [clip]
+        fraction = [0.0, 1.0]
+        [[runs]]
+        match = "c"
+        final = false
+        [predict]
+        law = "power"
+        target_flops = 1e21
+        target_name = "big"
+        fixed = {E = 1.5}
+        fit_max_flops = 1e19
+    """)
+    with pytest.warns(UserWarning, match=r"clipped fraction of 2 row\(s\) into \[0, 1\]"):
+        ladder = load_ladder(path)
+    assert ladder.runs == ["a", "c"]
+    assert ladder.table["fraction"].max() == 1.0
+    excl = {e.run: e.reason for e in ladder.exclusions}
+    assert "row 2 repeats row 1 exactly" in excl["a"]
+    assert excl["b"].startswith("ambiguous: the source has 2 different rows for step 1 (rows 3, 4)")
+    finals, left_out = ladder.final_points()
+    assert finals["run"].tolist() == ["a"] and "unfinished" in left_out[0].reason
+    predict = load_manifest(path).predict
+    assert (predict.law, predict.target_flops, predict.fixed) == ("power", 1e21, {"E": 1.5})
+
+
+def test_manifest_root_data_uses_the_data_dir(tmp_path, monkeypatch):
+    TIDY.to_csv(tmp_path / "published.csv", index=False)
+    path = write(tmp_path / "elsewhere" / "m.toml", """
+        name = "pub"
+        description = "published"
+        [source]
+        reader = "csv"
+        path = "published.csv"
+        root = "data"
+    """)
+    monkeypatch.setenv("DELPHI_DATA_DIR", str(tmp_path))
+    assert load_ladder(path).runs == ["a", "b"]
+
+
+@pytest.mark.parametrize("extra, message", [
+    ('[[runs]]\nmatch = "zz.*"\nparams = 5', r"\[\[runs\]\] match 'zz.\*' matches no run"),
+    ('[[runs]]\nmatch = "a"\nparams = 5', r"sets params = 5.0, but the source already has 1000000.0"),
+    ('[[filters]]\ncolumn = "colour"\nequals = "red"', r"a filter names column 'colour'.*columns: run"),
+    ('run_id = "{run}-{seed}"\n[columns]\nrun = "run"',
+     r"give either \[columns\] run or \[source\] run_id"),
+])
+def test_manifest_mistakes_are_manifest_errors(tmp_path, extra, message):
+    TIDY.to_csv(tmp_path / "t.csv", index=False)
+    path = write(tmp_path / "m.toml", 'name = "t"\ndescription = "t"\n'
+                 '[source]\nreader = "csv"\npath = "t.csv"\n' + extra + "\n")
+    with pytest.raises(ManifestError, match=message):
+        load_ladder(path)
+
+
+def test_run_id_template_with_an_unknown_column(tmp_path):
+    write(tmp_path / "points.csv", POINTS)
+    path = write(tmp_path / "m.toml", """
+        name = "t"
+        description = "t"
+        [source]
+        reader = "csv"
+        path = "points.csv"
+        run_id = "{model}-{width}"
+    """)
+    with pytest.raises(ManifestError, match=r"run_id names column 'width'.*columns: model, N, C"):
+        load_ladder(path)
+
+
+# ---------------------------------------------------------------- load_ladder errors
+def test_unknown_ladder_name_lists_the_known_ones():
+    with pytest.raises(LadderError, match=r"unknown ladder 'no-such-ladder'; known ladders: .*"
+                                          r"epoch-chinchilla.*marin-moe-535b"):
+        load_ladder("no-such-ladder")
+
+
+def test_unknown_format_names_the_suffix_and_the_supported_ones(tmp_path):
+    (tmp_path / "runs.xlsx").write_bytes(b"")
+    with pytest.raises(LadderError, match=r"unsupported file format '\.xlsx'.*supported: .*\.csv.*"
+                                          r"\.parquet.*\.jsonl"):
+        load_ladder(tmp_path / "runs.xlsx")
+
+
+def test_missing_file_gives_the_path(tmp_path):
+    with pytest.raises(LadderError, match=r"file not found: .*nothere\.csv"):
+        load_ladder(tmp_path / "nothere.csv")
+
+
+def test_manifest_pointing_at_a_missing_file(tmp_path):
+    path = write(tmp_path / "m.toml", 'name = "t"\ndescription = "t"\n'
+                 '[source]\nreader = "wandb"\npath = "gone.csv"\n')
+    with pytest.raises(LadderError, match=r"file not found: .*gone\.csv"):
+        load_ladder(path)
+
+
+def test_unknown_manifest_key_names_the_key_and_the_file(tmp_path):
+    path = write(tmp_path / "typo.toml", """
+        name = "t"
+        description = "t"
+        [source]
+        reader = "csv"
+        path = "t.csv"
+        colour = "red"
+    """)
+    with pytest.raises(ManifestError, match=r"typo\.toml: unknown key 'source\.colour'"):
+        load_ladder(path)
+
+
+def test_invalid_toml_is_a_manifest_error(tmp_path):
+    path = write(tmp_path / "broken.toml", 'name = "t\n')
+    with pytest.raises(ManifestError, match=r"broken\.toml: not valid TOML"):
+        load_manifest(path)
+
+
+def test_missing_data_dir_says_where_it_looked_and_how_to_set_it(tmp_path, monkeypatch):
+    missing = tmp_path / "no-such-dir"
+    monkeypatch.setenv("DELPHI_DATA_DIR", str(missing))
+    with pytest.raises(DataDirError, match=rf"looked in {missing}.*set DELPHI_DATA_DIR="):
+        load_ladder("epoch-chinchilla")
+
+
+def test_load_manifest_refuses_a_data_file(tmp_path):
+    TIDY.to_csv(tmp_path / "t.csv", index=False)
+    with pytest.raises(LadderError, match="not a manifest"):
+        load_manifest(tmp_path / "t.csv")
+
+
+def test_list_ladders_names_and_describes_the_bundled_ladders():
+    ladders = dict(list_ladders())
+    assert {"epoch-chinchilla", "marin-delphi-dense", "marin-moe-535b", "olmo-ladder"} <= set(ladders)
+    assert all(desc for desc in ladders.values())
+
+
+# ---------------------------------------------------------------- bad values in a CSV
+GOOD = "run,step,params,tokens,flops,loss\n"
+
+
+@pytest.mark.parametrize("body, message", [
+    ("a,1,1e6,1e8,6e14,nan\n", r"run 'a' \(row 0\): column 'loss' is NaN or infinite"),
+    ("a,1,1e6,1e8,6e14,3\nb,1,-5,1e8,6e14,3\n", r"run 'b' \(row 1\): column 'params' must be > 0"),
+    ("a,1,1e6,0,6e14,3\n", r"run 'a' \(row 0\): column 'tokens' must be > 0"),
+    ("a,1,1e6,1e8,inf,3\n", r"run 'a' \(row 0\): column 'flops' is NaN or infinite"),
+    ("a,1,1e6,1e8,6e14,3\na,1,1e6,2e8,1.2e15,2.9\n", r"run 'a': duplicate rows for step = 1 \(rows 0, 1\)"),
+    ("a,1,1e6,1e8,6e14,three\n", r"run 'a' \(row 0\): column 'loss' is not a number: 'three'"),
+])
+def test_bad_values_name_run_row_and_column(tmp_path, body, message):
+    path = tmp_path / "bad.csv"
+    path.write_text(GOOD + body)
+    with pytest.raises(LadderError, match=message):
+        load_ladder(path)
+
+
+def test_missing_required_column_lists_the_columns_found(tmp_path):
+    path = tmp_path / "noloss.csv"
+    path.write_text("run,params,tokens,val\na,1e6,1e8,3\n")
+    with pytest.raises(LadderError, match=r"missing required column\(s\) loss; "
+                                          r"columns found: run, params, tokens, val"):
+        load_ladder(path)
