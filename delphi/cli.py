@@ -72,6 +72,32 @@ def _add_fit_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--debug", action="store_true", help="show tracebacks on errors")
 
 
+def _add_target_lr_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--target-peak-lr", type=_positive_float, metavar="ETA",
+                   help="target peak learning rate (chinchilla-lr; default: the fitted optimum)")
+    p.add_argument("--target-schedule", metavar="SPEC",
+                   help="target LR schedule, e.g. cosine:warmup=50,final=0.1 or "
+                        "wsd:decay=0.2,cooldown=1-sqrt (chinchilla-ckpt; default: ends like the "
+                        "ladder's finished runs)")
+    p.add_argument("--target-steps", type=_positive_float, metavar="T", help="target steps")
+    p.add_argument("--target-batch", type=_positive_float, metavar="B",
+                   help="target batch size [tokens]; D = steps x batch when --target-tokens "
+                        "is not given")
+
+
+def _target_from(args, defaults) -> Target:
+    """The target from the command line, else the manifest's [predict] defaults."""
+    given = any(v is not None for v in (args.target_flops, args.target_params, args.target_tokens,
+                                        args.target_steps))
+    lr = {"peak_lr": args.target_peak_lr, "schedule": args.target_schedule,
+          "steps": args.target_steps, "batch_size": args.target_batch}
+    if given or defaults is None:
+        return Target(flops=args.target_flops, params=args.target_params,
+                      tokens=args.target_tokens, name=args.target_name, **lr)
+    return Target(flops=defaults.target_flops, params=defaults.target_params,
+                  tokens=defaults.target_tokens, name=args.target_name or defaults.target_name, **lr)
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="delphi", description="Predict the final loss of a large training run from a "
@@ -85,9 +111,40 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--target-params", type=_positive_float, metavar="N", help="target parameters")
     p.add_argument("--target-tokens", type=_positive_float, metavar="D", help="target tokens")
     p.add_argument("--target-name", help="label for the target")
+    _add_target_lr_options(p)
 
     p = sub.add_parser("fit", help="fit a law to a ladder and print the fit")
     _add_fit_options(p)
+
+    p = sub.add_parser("complete", help="predict an unfinished run's final loss from its "
+                                        "checkpoints and planned LR schedule")
+    p.add_argument("ladder", help="bundled ladder name, manifest or data file with checkpoints")
+    p.add_argument("--run", required=True, help="the run to complete")
+    p.add_argument("--law", default="annealing", metavar="LAW",
+                   help="curve law: annealing (default; Tissue et al. 2024) or multipower "
+                        "(Luo et al. 2025; more flexible, slower, needs more checkpoints)")
+    p.add_argument("--upto-fraction", type=_positive_float, metavar="F",
+                   help="fit only checkpoints up to this share of the run (backtesting)")
+    p.add_argument("--no-siblings", action="store_true",
+                   help="fit the run alone, not with the ladder's runs of the same model and LR")
+    p.add_argument("--metric", metavar="COLUMN", help="source column to use as the loss")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.add_argument("--debug", action="store_true", help="show tracebacks on errors")
+
+    p = sub.add_parser("hparams", help="fit optimal-LR (and batch) laws from LR sweeps and "
+                                       "recommend them for a target")
+    p.add_argument("ladder", help="bundled ladder name, manifest or data file with LR sweeps")
+    p.add_argument("--law", default="steplaw", metavar="LAW",
+                   help="deepseek (eta*(C), B*(C)) or steplaw (eta*(N, D), B*(D)); default steplaw")
+    p.add_argument("--target-flops", type=_positive_float, metavar="C")
+    p.add_argument("--target-params", type=_positive_float, metavar="N")
+    p.add_argument("--target-tokens", type=_positive_float, metavar="D")
+    p.add_argument("--include-edge", action="store_true",
+                   help="also fit sweeps whose best LR is at the edge of the sweep")
+    p.add_argument("--groups", action="store_true", help="show every sweep's optimum")
+    p.add_argument("--metric", metavar="COLUMN", help="source column to use as the loss")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.add_argument("--debug", action="store_true", help="show tracebacks on errors")
 
     p = sub.add_parser("ladders", help="list the bundled ladders")
     p.add_argument("--json", action="store_true")
@@ -121,13 +178,7 @@ def _fit_settings(args, defaults) -> dict:
 
 def _cmd_predict(args) -> int:
     ladder, defaults = _load(args)
-    given = any(v is not None for v in (args.target_flops, args.target_params, args.target_tokens))
-    if given or defaults is None:
-        target = Target(flops=args.target_flops, params=args.target_params,
-                        tokens=args.target_tokens, name=args.target_name)
-    else:
-        target = Target(flops=defaults.target_flops, params=defaults.target_params,
-                        tokens=defaults.target_tokens, name=args.target_name or defaults.target_name)
+    target = _target_from(args, defaults)
     law = args.law or (defaults.law if defaults is not None else None) or default_law(ladder, target)
     forecast = predict(ladder, target, law, **_fit_settings(args, defaults))
     print(json.dumps(forecast.to_dict(), indent=2, allow_nan=False) if args.json
@@ -152,6 +203,39 @@ def _cmd_fit(args) -> int:
     return 0
 
 
+def _cmd_complete(args) -> int:
+    from .curves import complete
+    from .readers import load_ladder
+
+    ladder = load_ladder(args.ladder, metric=args.metric)
+    result = complete(ladder, args.run, args.law, upto_fraction=args.upto_fraction,
+                      siblings=not args.no_siblings)
+    print(json.dumps(result.to_dict(), indent=2, allow_nan=False) if args.json else result.report())
+    return 0
+
+
+def _cmd_hparams(args) -> int:
+    from .hparams import fit_hparams
+    from .readers import load_ladder
+
+    ladder = load_ladder(args.ladder, metric=args.metric)
+    result = fit_hparams(ladder, args.law, include_edge=args.include_edge)
+    target = any(v is not None for v in (args.target_flops, args.target_params, args.target_tokens))
+    rec = result.recommend(flops=args.target_flops, params=args.target_params,
+                           tokens=args.target_tokens) if target else None
+    if args.json:
+        print(json.dumps({**result.to_dict(), "recommendation": rec}, indent=2, allow_nan=False))
+        return 0
+    print(result.report(groups=args.groups))
+    if rec is not None:
+        batch = (f", batch {rec['batch_size']:.4g} tokens" if rec.get("batch_size")
+                 else f" ({rec.get('batch_note') or 'no batch law'})")
+        print(f"recommendation  peak LR {rec['peak_lr']:.4g}{batch}")
+        for w in rec.get("warnings", []):
+            print(f"warning    {w}")
+    return 0
+
+
 def _cmd_ladders(args) -> int:
     from .readers import list_ladders
 
@@ -172,7 +256,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     stderr, no traceback unless ``--debug``), 2 bad command-line usage (argparse).
     """
     args = _parser().parse_args(argv)
-    handlers = {"predict": _cmd_predict, "fit": _cmd_fit, "ladders": _cmd_ladders}
+    handlers = {"predict": _cmd_predict, "fit": _cmd_fit, "ladders": _cmd_ladders,
+                "complete": _cmd_complete, "hparams": _cmd_hparams}
     with warnings.catch_warnings():
         # Warnings are recorded on the ladder and fit and printed in the report; do not
         # print them twice through Python's warning machinery.

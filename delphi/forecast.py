@@ -6,6 +6,8 @@ import math
 from dataclasses import dataclass, field
 from typing import Mapping, Sequence
 
+import numpy as np
+
 from . import __version__
 from .errors import TargetError
 from .fitting import DEFAULT_DELTA, DIVERGENCE_THRESHOLD, Fit, fit
@@ -37,6 +39,11 @@ class Target:
     params: N, parameters (count).
     tokens: D, training tokens.
     name: a label, e.g. ``"marin-535b-a23b hero run"``.
+    peak_lr: the target's peak learning rate (read by ``chinchilla-lr``).
+    schedule: its LR schedule shape, e.g. ``"cosine:warmup=50,final=0.1"`` (read by
+        ``chinchilla-ckpt`` through the LR ratio at the end of the run).
+    steps, batch_size: run length [steps] and batch [tokens]; D = steps x batch when
+        ``tokens`` is not given.
 
     Raises
     ------
@@ -48,18 +55,46 @@ class Target:
     params: float | None = None
     tokens: float | None = None
     name: str | None = None
+    peak_lr: float | None = None
+    schedule: str | None = None
+    steps: int | None = None
+    batch_size: float | None = None
 
     def __post_init__(self) -> None:
-        for key in ("flops", "params", "tokens"):
+        for key in ("flops", "params", "tokens", "peak_lr", "steps", "batch_size"):
             object.__setattr__(self, key, _check_positive(key, getattr(self, key)))
+        if self.tokens is None and self.steps is not None and self.batch_size is not None:
+            object.__setattr__(self, "tokens", self.steps * self.batch_size)
+        if self.schedule is not None:
+            self.final_lr_ratio()  # fail early on a malformed schedule
         if self.flops is None and self.params is not None and self.tokens is not None:
             object.__setattr__(self, "flops", FLOPS_PER_PARAM_TOKEN * self.params * self.tokens)
         if self.flops is None and (self.params is None or self.tokens is None):
             raise TargetError("a target needs --target-flops, or both --target-params and "
                               "--target-tokens")
 
-    def inputs(self, law: Law) -> dict[str, list[float]]:
-        """The law's inputs at this target, shape (1,) each.
+    def final_lr_ratio(self) -> float:
+        """h = lr / peak_lr at the last step of :attr:`schedule`.
+
+        Raises
+        ------
+        TargetError
+            No schedule, or a malformed one.
+        """
+        from .errors import DelphiError
+        from .schedules import Schedule
+
+        if self.schedule is None:
+            raise TargetError("the target has no schedule")
+        steps = int(self.steps) if self.steps else 10_000
+        try:
+            sched = Schedule.parse(self.schedule, peak_lr=1.0, total_steps=steps)
+        except DelphiError as exc:
+            raise TargetError(f"target schedule {self.schedule!r}: {exc}") from None
+        return float(sched.lr_at([steps])[0])
+
+    def inputs(self, law: Law, skip: tuple[str, ...] = ()) -> dict[str, list[float]]:
+        """The law's inputs at this target (except ``skip``), shape (1,) each.
 
         Raises
         ------
@@ -68,6 +103,8 @@ class Target:
         """
         out = {}
         for col in law.inputs:
+            if col in skip:
+                continue
             value = getattr(self, col, None)
             if value is None:
                 flags = " and ".join(f"--target-{c}" for c in law.inputs)
@@ -76,7 +113,43 @@ class Target:
         return out
 
     def to_dict(self) -> dict:
-        return {"name": self.name, "flops": self.flops, "params": self.params, "tokens": self.tokens}
+        return {"name": self.name, "flops": self.flops, "params": self.params, "tokens": self.tokens,
+                "peak_lr": self.peak_lr, "schedule": self.schedule, "steps": self.steps,
+                "batch_size": self.batch_size}
+
+
+def _base_inputs(target: Target, law: Law) -> dict[str, list[float]]:
+    """The target's N, D, C inputs of ``law`` (LR quantities are resolved after the fit)."""
+    return target.inputs(law, skip=("peak_lr", "h"))
+
+
+def _target_inputs(target: Target, law: Law, result: Fit, ladder: Ladder):
+    """All inputs of ``law`` at the target, filling LR quantities the target does not give."""
+    inputs = _base_inputs(target, law)
+    notes: list[str] = []
+    if "peak_lr" in law.inputs:
+        if target.peak_lr is not None:
+            inputs["peak_lr"] = [target.peak_lr]
+        else:
+            best = float(law.optimal_lr(result.params, target.params, target.tokens))
+            inputs["peak_lr"] = [best]
+            notes.append(f"target peak LR not given: assumed the fitted optimum "
+                         f"eta*(N, D) = {best:.3g}")
+    if "h" in law.inputs:
+        if target.schedule is not None:
+            inputs["h"] = [target.final_lr_ratio()]
+        else:
+            fin, _ = ladder.final_points()
+            h = float(np.median(_final_h(ladder, fin)))
+            inputs["h"] = [h]
+            notes.append(f"target schedule not given: assumed it ends like the ladder's finished "
+                         f"runs (final LR ratio h = {h:.3g})")
+    return inputs, notes
+
+
+def _final_h(ladder: Ladder, fin) -> np.ndarray:
+    from .fitting.api import _lr_ratio
+    return _lr_ratio(ladder, fin.reset_index(drop=True))
 
 
 def default_law(ladder: Ladder, target: Target) -> str:
@@ -172,12 +245,12 @@ def predict(ladder: Ladder, target: Target | Mapping[str, float], law: str | Law
     if not isinstance(target, Target):
         target = Target(**dict(target))
     law = get_law(law or default_law(ladder, target))
-    target.inputs(law)  # fail on a missing input before spending time on the fit
+    _base_inputs(target, law)  # fail on a missing input before spending time on the fit
     result = fit(ladder, law, fixed=fixed, bounds=bounds, delta=delta, fit_max_flops=fit_max_flops,
                  include_unfinished=include_unfinished,
                  divergence_threshold=divergence_threshold, seed=seed)
-    loss = float(result.predict(target.inputs(law))[0])
-    notes = []
+    inputs, notes = _target_inputs(target, law, result, ladder)
+    loss = float(result.predict(inputs)[0])
     largest = result.extra.get("max_flops")
     extrapolation = target.flops / largest if (largest and target.flops) else None
     if law.floor and law.floor in result.fixed:

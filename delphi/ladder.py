@@ -16,6 +16,7 @@ Every reader returns a :class:`Ladder`; every law, fit and analysis reads one. C
 ``active_params``  active parameters per token for MoE models [count] (optional)
 ``final``          True on the last checkpoint of a finished run (optional)
 ``fraction``       share of the planned run completed at this row, in (0, 1] (optional)
+``total_steps``    planned length of the run's LR schedule [steps] (optional)
 ``row``            0-based row of the source table the row came from (added if absent)
 =================  ==========================================================================
 
@@ -43,11 +44,12 @@ FLOPS_PER_PARAM_TOKEN = 6.0
 
 CANONICAL_COLUMNS: tuple[str, ...] = (
     "run", "params", "tokens", "flops", "loss", "step", "lr", "peak_lr", "batch_size",
-    "active_params", "final", "fraction",
+    "active_params", "final", "fraction", "total_steps",
 )
-_POSITIVE = ("params", "tokens", "flops", "loss", "peak_lr", "batch_size", "active_params")
+_POSITIVE = ("params", "tokens", "flops", "loss", "peak_lr", "batch_size", "active_params",
+             "total_steps")
 _NONNEGATIVE = ("step", "lr")
-_PER_RUN = ("params", "active_params", "peak_lr", "batch_size")
+_PER_RUN = ("params", "active_params", "peak_lr", "batch_size", "total_steps")
 
 # A run's own FLOP column may differ from 6ND by up to this much before we say so.
 _FLOPS_RUN_TOLERANCE = 0.25
@@ -73,6 +75,7 @@ class _RunInfo(BaseModel):
     active_params: float | None = Field(default=None, gt=0, allow_inf_nan=False)
     peak_lr: float | None = Field(default=None, gt=0, allow_inf_nan=False)
     batch_size: float | None = Field(default=None, gt=0, allow_inf_nan=False)
+    total_steps: float | None = Field(default=None, gt=0, allow_inf_nan=False)
 
 
 def _show(value) -> str:
@@ -125,6 +128,10 @@ class Ladder:
         Unit of ``loss``: ``"nats/token"`` (default) or ``"bits/byte"``.
     exclusions:
         Rows or runs a reader or manifest already left out, kept for the report.
+    schedule:
+        The runs' LR schedule shape, e.g. ``"cosine:warmup=50,final=0.1"``
+        (:meth:`delphi.schedules.Schedule.parse`), completed per run by ``peak_lr`` and
+        ``total_steps``; ``None`` when unknown (a logged ``lr`` column can stand in).
 
     Raises
     ------
@@ -144,8 +151,9 @@ class Ladder:
 
     def __init__(self, table: pd.DataFrame, *, source: str = "<memory>", name: str | None = None,
                  metric: str = "loss", unit: str = "nats/token",
-                 exclusions: Iterable[Exclusion] = ()) -> None:
+                 exclusions: Iterable[Exclusion] = (), schedule: str | None = None) -> None:
         self.source = str(source)
+        self.schedule = schedule
         self.name = name or self.source
         self.metric = metric
         self.unit = unit
@@ -193,7 +201,8 @@ class Ladder:
                 raise LadderError(
                     f"{_row_label(t, idx)}: column {col!r} is not a number: {_show(t.at[idx, col])}")
             values = values.astype(float)
-            if col in ("lr", "step", "fraction", "active_params", "peak_lr", "batch_size"):
+            if col in ("lr", "step", "fraction", "active_params", "peak_lr", "batch_size",
+                       "total_steps"):
                 present = values.notna()     # optional per row: empty means unknown
             else:
                 present = pd.Series(True, index=values.index)

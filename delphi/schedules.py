@@ -620,7 +620,8 @@ def multipower_ld(lrs: Any, steps: Any, C: float, beta: float, gamma: float, *,
         terms close to a checkpoint, where ``G`` changes fastest, stay (nearly) exact;
         at most ``max_terms + n (log(T) / log(1.25) + 2)`` terms. Relative error on
         smooth cosine / linear / WSD schedules of 5e3-1e5 steps is ~1e-4 to 3e-4 for
-        ``max_terms = 200`` (about 25x faster than exact for 50 checkpoints of 1e5 steps). ``None`` (default) is exact.
+        ``max_terms = 200`` (about 25x faster than exact for 50 checkpoints of 1e5
+        steps). ``None`` (default) is exact.
 
     Returns
     -------

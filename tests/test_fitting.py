@@ -112,7 +112,7 @@ def test_same_tokens_everywhere_cannot_identify_b_beta():
 
 
 def test_unknown_law_and_parameter():
-    with pytest.raises(LawError, match="unknown law 'kaplan'; known laws: chinchilla, .*power"):
+    with pytest.raises(LawError, match="unknown law 'kaplan'; known laws: .*chinchilla.*power"):
         fit_arrays("kaplan", {"flops": np.ones(3)}, np.ones(3))
     with pytest.raises(LawError, match="has no parameter 'F'"):
         fit_arrays("power", {"flops": np.logspace(18, 20, 5)}, np.linspace(3, 2.5, 5), fixed={"F": 1})

@@ -54,7 +54,8 @@ def test_1e12():
     s = adamh_rule(1e12)
     assert s.batch_sequences == 4096
     assert s.batch_tokens == 4096 * 4096
-    # lr = 0.0063 * 8 * (2.5e-3)^0.3 ; (2.5e-3)^0.3 = exp(0.3 * ln 0.0025) = exp(-1.797439) = 0.1657227
+    # lr = 0.0063 * 8 * (2.5e-3)^0.3 ;
+    # (2.5e-3)^0.3 = exp(0.3 * ln 0.0025) = exp(-1.797439) = 0.1657227
     assert math.exp(0.3 * math.log(0.0025)) == pytest.approx(0.1657227, rel=1e-6)
     assert s.lr == pytest.approx(0.0504 * 0.1657227, rel=1e-6)
     # scalar lr = 0.000656 * sqrt(64 * 2.5e-3) = 0.000656 * 0.4
@@ -93,7 +94,8 @@ def test_halving_once_at_1p2e12():
 
 
 def test_halving_several_times():
-    # T0 = 2.5e11, T = 2.5e10: start 2.5e10 / 268435456 = 93.1 -> 128; (T0/T)^0.3 = 10^0.3 = 1.995262
+    # T0 = 2.5e11, T = 2.5e10: start 2.5e10 / 268435456 = 93.1 -> 128;
+    # (T0/T)^0.3 = 10^0.3 = 1.995262
     # B=128: 0.0063*sqrt(2)*1.995262 = 0.017777 >= 0.01 -> 64: 0.0063*1.995262 = 0.012570
     # >= 0.01 -> 32: 0.0063*sqrt(0.5)*1.995262 = 0.0088884 < 0.01 -> stop at 32.
     s = adamh_rule(2.5e10, T0=2.5e11)

@@ -7,14 +7,15 @@ from dataclasses import replace
 from typing import Mapping, Sequence
 
 import numpy as np
+import pandas as pd
 
 from ..errors import LadderError
 from ..ladder import Exclusion, Ladder
-from ..laws import Law, get_law
+from ..laws import CHECKPOINT_LAWS, Law, get_law
 from .engine import DEFAULT_DELTA, fit_arrays
 from .result import Fit
 
-__all__ = ["fit", "ScalingLawFitter", "DIVERGENCE_THRESHOLD"]
+__all__ = ["fit", "ScalingLawFitter", "DIVERGENCE_THRESHOLD", "MIN_CHECKPOINT_FRACTION"]
 
 #: A run whose final loss sits more than this far above the fitted trend (log residual,
 #: about 10%) is treated as diverged, excluded and reported.
@@ -23,14 +24,57 @@ DIVERGENCE_THRESHOLD = 0.10
 _DIVERGENCE_SIGMAS = 6.0
 
 
-def _points(ladder: Ladder, law: Law, include_unfinished: bool):
-    missing = [c for c in law.inputs if not ladder.has(c)]
+#: Checkpoint laws skip the first quarter of each run: warmup and the initial rapid descent,
+#: which the Chinchilla form (a law of well-trained models) does not describe.
+MIN_CHECKPOINT_FRACTION = 0.25
+
+
+def _lr_ratio(ladder: Ladder, rows: pd.DataFrame) -> np.ndarray:
+    """h = lr / peak_lr per row: from logged LRs, or from the ladder's schedule shape."""
+    if "lr" in rows.columns and "peak_lr" in rows.columns and rows["lr"].notna().all() \
+            and rows["peak_lr"].notna().all():
+        return (rows["lr"] / rows["peak_lr"]).to_numpy(float)
+    if ladder.schedule:
+        from ..curves import run_schedule  # curves builds on fitting: import at use
+        from ..schedules import features
+        h = np.empty(len(rows))
+        for run, idx in rows.groupby("run").groups.items():
+            sched = run_schedule(ladder, run)
+            steps = np.minimum(rows.loc[idx, "step"].to_numpy(float), sched.total_steps)
+            h[rows.index.get_indexer(idx)] = features(sched, steps.astype(np.int64))["h"]
+        return h
+    raise LadderError(f"ladder {ladder.name!r} gives no learning rate per checkpoint: a "
+                      f"checkpoint law needs lr and peak_lr columns or a schedule shape")
+
+
+def _run_fraction(rows: pd.DataFrame) -> np.ndarray:
+    if "fraction" in rows.columns and rows["fraction"].notna().all():
+        return rows["fraction"].to_numpy(float)
+    if "step" in rows.columns and "total_steps" in rows.columns and rows["total_steps"].notna().all():
+        return (rows["step"] / rows["total_steps"]).to_numpy(float)
+    return (rows["tokens"] / rows.groupby("run")["tokens"].transform("max")).to_numpy(float)
+
+
+def _points(ladder: Ladder, law: Law, include_unfinished: bool, min_fraction: float):
+    needed = [c for c in law.inputs if c != "h"]
+    missing = [c for c in needed if not ladder.has(c)]
     if missing:
         raise LadderError(
             f"law {law.name!r} reads {', '.join(law.inputs)} but ladder {ladder.name!r} has no "
             f"{', '.join(missing)} column; columns found: {', '.join(map(str, ladder.table.columns))}")
-    pts, excluded = ladder.final_points(include_unfinished=include_unfinished)
-    return pts, excluded
+    if law.name not in CHECKPOINT_LAWS:
+        return ladder.final_points(include_unfinished=include_unfinished)
+    # Every checkpoint of every run counts, unfinished runs included; diverged runs do not.
+    _, excluded = ladder.final_points(include_unfinished=True)
+    dropped = {e.run for e in excluded}
+    rows = ladder.table[~ladder.table["run"].isin(dropped)].reset_index(drop=True)
+    rows = rows.assign(h=_lr_ratio(ladder, rows))
+    early = _run_fraction(rows) < min_fraction
+    if early.any():
+        excluded = excluded + [Exclusion("*", f"{int(early.sum())} checkpoint(s) in the first "
+                                              f"{min_fraction:.0%} of their run (warmup and initial "
+                                              f"descent) not fitted")]
+    return rows[~early].reset_index(drop=True), excluded
 
 
 def _diverged(fit: Fit, threshold: float) -> list[int]:
@@ -46,8 +90,10 @@ def _diverged(fit: Fit, threshold: float) -> list[int]:
 def fit(ladder: Ladder, law: str | Law, *, fixed: Mapping[str, float] | None = None,
         bounds: Mapping[str, Sequence[float]] | None = None, delta: float = DEFAULT_DELTA,
         fit_max_flops: float | None = None, include_unfinished: bool = False,
-        divergence_threshold: float | None = DIVERGENCE_THRESHOLD, seed: int = 0) -> Fit:
-    """Fit a final-loss law to a ladder: one point per finished run.
+        divergence_threshold: float | None = DIVERGENCE_THRESHOLD, seed: int = 0,
+        min_checkpoint_fraction: float = MIN_CHECKPOINT_FRACTION) -> Fit:
+    """Fit a law to a ladder: one point per finished run, or every checkpoint for a checkpoint
+    law (``chinchilla-ckpt``).
 
     Parameters
     ----------
@@ -60,6 +106,7 @@ def fit(ladder: Ladder, law: str | Law, *, fixed: Mapping[str, float] | None = N
     divergence_threshold: runs more than this log residual (about 10%) above the trend of a
         first robust fit, and far outside the ladder's scatter, are excluded as diverged and the
         law refitted; ``None`` disables the check.
+    min_checkpoint_fraction: checkpoint laws skip checkpoints in this first share of each run.
 
     Returns
     -------
@@ -76,16 +123,21 @@ def fit(ladder: Ladder, law: str | Law, *, fixed: Mapping[str, float] | None = N
     if fit_max_flops is not None:
         ladder = ladder.select(max_flops=fit_max_flops)
         excluded = list(ladder.exclusions)
-    pts, dropped = _points(ladder, law, include_unfinished)
+    pts, dropped = _points(ladder, law, include_unfinished, min_checkpoint_fraction)
     excluded += dropped
 
     def run(table):
         x = {c: table[c].to_numpy(float) for c in law.inputs}
-        return fit_arrays(law, x, table["loss"].to_numpy(float), labels=table["run"].tolist(),
+        labels = table["run"].tolist()
+        if law.name in CHECKPOINT_LAWS and "step" in table.columns:
+            labels = [f"{r}@{s:g}" for r, s in zip(table["run"], table["step"])]
+        return fit_arrays(law, x, table["loss"].to_numpy(float), labels=labels,
                           fixed=fixed, bounds=bounds, delta=delta, seed=seed)
 
     result = run(pts)
-    if divergence_threshold is not None and math.isfinite(divergence_threshold):
+    # Checkpoint laws: a diverged run is caught by its own rising loss (final_points).
+    if (divergence_threshold is not None and math.isfinite(divergence_threshold)
+            and law.name not in CHECKPOINT_LAWS):
         flagged = _diverged(result, divergence_threshold)
         if flagged:
             for i in flagged:

@@ -84,6 +84,8 @@ class Problem:
         """Log residuals r (n,), their Jacobian dr/dz (n, p), and whether all are finite."""
         gamma, theta = self.unpack(z)
         logphi, dlogphi = self.law.log_basis(theta, self.x)
+        # A vanished term (log phi = -inf) may carry an infinite derivative; its weight is 0.
+        dlogphi = np.where(np.isfinite(dlogphi), dlogphi, 0.0)
         terms = gamma[None, :] + logphi
         terms = np.where(np.isfinite(terms), terms, -np.inf)
         m = terms.max(axis=1)

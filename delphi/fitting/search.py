@@ -10,6 +10,7 @@ seed the refinement. Variable projection: Golub & Pereyra 1973, SIAM J. Numer. A
 
 from __future__ import annotations
 
+import math
 from itertools import combinations
 
 import numpy as np
@@ -29,21 +30,30 @@ class Candidate(tuple):
     """(objective, theta (m,), c_free (k_free,)) for one scanned point."""
 
 
-def theta_candidates(ranges: list[tuple[float, float]], seed: int) -> np.ndarray:
-    """Points to scan, shape (G, m), inside the given per-parameter ranges."""
+def theta_candidates(ranges: list[tuple[float, float]], seed: int, *,
+                     log_scale: list[bool] | None = None,
+                     points: int = SOBOL_POINTS) -> np.ndarray:
+    """Points to scan, shape (G, m), inside the given per-parameter ranges.
+
+    A full grid for one or two parameters; a scrambled Sobol sequence of ``points`` (rounded
+    up to a power of two) for more. ``log_scale[i]`` spaces parameter i log-uniformly.
+    """
     m = len(ranges)
     if m == 0:
         return np.zeros((1, 0))
-    lo = np.array([r[0] for r in ranges])
-    hi = np.array([r[1] for r in ranges])
+    log_scale = log_scale or [False] * m
+    lo = np.array([math.log(r[0]) if lg else r[0] for r, lg in zip(ranges, log_scale)])
+    hi = np.array([math.log(r[1]) if lg else r[1] for r, lg in zip(ranges, log_scale)])
     if m == 1:
-        return np.linspace(lo[0], hi[0], GRID_1D)[:, None]
-    if m == 2:
-        a, b = np.meshgrid(np.linspace(lo[0], hi[0], GRID_2D), np.linspace(lo[1], hi[1], GRID_2D),
-                           indexing="ij")
-        return np.stack([a.ravel(), b.ravel()], axis=1)
-    unit = qmc.Sobol(d=m, scramble=True, seed=seed).random(SOBOL_POINTS)
-    return lo + unit * (hi - lo)
+        unit = np.linspace(0.0, 1.0, GRID_1D)[:, None]
+    elif m == 2:
+        a, b = np.meshgrid(np.linspace(0, 1, GRID_2D), np.linspace(0, 1, GRID_2D), indexing="ij")
+        unit = np.stack([a.ravel(), b.ravel()], axis=1)
+    else:
+        unit = qmc.Sobol(d=m, scramble=True, seed=seed).random_base2(
+            max(1, math.ceil(math.log2(points))))
+    out = lo + unit * (hi - lo)
+    return np.where(np.array(log_scale)[None, :], np.exp(out), out)
 
 
 def _nnls_batched(gram: np.ndarray, rhs: np.ndarray, tt: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

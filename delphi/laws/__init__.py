@@ -5,15 +5,21 @@ from __future__ import annotations
 from ..errors import LawError
 from .base import Law, Param
 from .chinchilla import CHINCHILLA
+from .curves import ANNEALING, MULTIPOWER
 from .hparams import DEEPSEEK_BATCH, DEEPSEEK_LR, STEPLAW_BATCH, STEPLAW_LR
-from .lr import CHINCHILLA_LR
+from .lr import CHINCHILLA_CKPT, CHINCHILLA_LR
 from .power import POWER
 
-__all__ = ["Law", "Param", "LAWS", "HPARAM_LAWS", "get_law", "POWER", "CHINCHILLA",
+__all__ = ["Law", "Param", "LAWS", "CHECKPOINT_LAWS", "CURVE_LAWS", "HPARAM_LAWS", "get_law", "POWER", "CHINCHILLA",
            "CHINCHILLA_LR"]
 
 #: Every loss law by its CLI/API name.
-LAWS: dict[str, Law] = {law.name: law for law in (POWER, CHINCHILLA, CHINCHILLA_LR)}
+LAWS: dict[str, Law] = {law.name: law for law in (POWER, CHINCHILLA, CHINCHILLA_LR,
+                                                  CHINCHILLA_CKPT)}
+#: Laws fitted to every checkpoint of a run rather than to its final loss.
+CHECKPOINT_LAWS = frozenset({CHINCHILLA_CKPT.name})
+#: Loss-curve laws for one model size (inputs from the LR schedule).
+CURVE_LAWS: dict[str, Law] = {law.name: law for law in (MULTIPOWER, ANNEALING)}
 #: Laws of optimal hyperparameters (their "loss" is the optimal LR or batch size).
 HPARAM_LAWS: dict[str, Law] = {law.name: law for law in (DEEPSEEK_LR, DEEPSEEK_BATCH, STEPLAW_LR,
                                                           STEPLAW_BATCH)}
@@ -30,6 +36,7 @@ def get_law(law: str | Law) -> Law:
     if isinstance(law, Law):
         return law
     try:
-        return {**LAWS, **HPARAM_LAWS}[str(law)]
+        return {**LAWS, **CURVE_LAWS, **HPARAM_LAWS}[str(law)]
     except KeyError:
-        raise LawError(f"unknown law {law!r}; known laws: {', '.join(sorted(LAWS))}") from None
+        known = ", ".join(sorted({**LAWS, **CURVE_LAWS}))
+        raise LawError(f"unknown law {law!r}; known laws: {known}") from None

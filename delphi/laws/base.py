@@ -43,6 +43,8 @@ class Param:
         Default bounds in natural units (a coefficient's lower bound is >= 0).
     search:
         For non-linear parameters, the range searched densely before refinement.
+    log_search:
+        Search that range log-uniformly (for positive scale-like parameters).
     doc:
         What the parameter means, with units.
     """
@@ -52,6 +54,7 @@ class Param:
     lower: float = 0.0
     upper: float = math.inf
     search: tuple[float, float] | None = None
+    log_search: bool = False
     doc: str = ""
 
 
@@ -72,6 +75,9 @@ class Law:
     signs: sign ``s_j`` of each term (+1 adds to the loss, -1 subtracts).
     floor: name of the constant term (the irreducible loss ``E``), if any.
     identified_by: input -> parameters that need that input to vary to be identifiable.
+    nonnegative: inputs that may be 0 (e.g. the annealing area S2 before any decay).
+    search_points: quasi-random search size for three or more free non-linear parameters
+        (smaller for laws that are expensive to evaluate).
     """
 
     name: str
@@ -82,6 +88,8 @@ class Law:
     signs: tuple[int, ...]
     floor: str | None = None
     identified_by: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    nonnegative: tuple[str, ...] = ()
+    search_points: int = 4096
 
     def __post_init__(self) -> None:
         linear = [p for p in self.params if p.linear]
@@ -146,11 +154,16 @@ class Law:
                 raise TargetError(f"law {self.name!r} needs {name!r} for the {what} "
                                   f"(it reads {', '.join(self.inputs)})")
             arr = np.atleast_1d(np.asarray(x[name], dtype=float))
-            bad = ~np.isfinite(arr) | (arr <= 0)
+            if name in self.nonnegative:
+                bad, need = ~np.isfinite(arr) | (arr < 0), "a finite number >= 0"
+            else:
+                bad, need = ~np.isfinite(arr) | (arr <= 0), "a positive finite number"
             if bad.any():
-                raise TargetError(f"{what} {name} must be a positive finite number, "
-                                  f"got {arr[bad][0]!r}")
+                raise TargetError(f"{what} {name} must be {need}, got {float(arr[bad][0]):g}")
             out[name] = arr
+        for name, value in x.items():  # context the law reads as is (e.g. LR schedules)
+            if name.startswith("_"):
+                out[name] = value
         return out
 
     def log_predict(self, values: Mapping[str, float], x: Inputs) -> np.ndarray:

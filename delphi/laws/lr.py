@@ -6,7 +6,7 @@ import numpy as np
 
 from .base import Inputs, Law, Param
 
-__all__ = ["ChinchillaLRLaw", "CHINCHILLA_LR"]
+__all__ = ["ChinchillaLRLaw", "CHINCHILLA_LR", "ChinchillaCkptLaw", "CHINCHILLA_CKPT"]
 
 # Keeps log|u| and d log u^2 / du finite where the LR sits exactly on the fitted optimum; the
 # term's weight vanishes there, so the value does not matter.
@@ -74,4 +74,55 @@ CHINCHILLA_LR = ChinchillaLRLaw(
     signs=(1, 1, 1, 1),
     floor="E",
     identified_by={"params": ("A", "alpha"), "tokens": ("B", "beta"), "peak_lr": ("K",)},
+)
+
+
+class ChinchillaCkptLaw(Law):
+    """Checkpoint-aware Chinchilla law with an LR-annealing term.
+
+    L(N, D, h) = E + A/N^alpha + B/D^beta + F·h^gamma, h = lr_t / peak_lr at the checkpoint.
+
+    D is the tokens seen at the checkpoint. A checkpoint taken before the LR has decayed sits
+    above the loss of a run that ends (fully annealed) at the same D; the term F·h^gamma
+    carries that gap, so intermediate checkpoints of cosine/WSD runs can be fitted without
+    biasing E, A, B, alpha, beta. With gamma = 1 this is the ``E + A/N^alpha + B/D^beta + F h``
+    family of AI2's OLMo-ladder code (Bhagia et al. 2024, arXiv 2412.04403); gamma lets the
+    gap fall off faster than linearly in h as cosine runs anneal.
+    """
+
+    def log_basis(self, theta: np.ndarray, x: Inputs) -> tuple[np.ndarray, np.ndarray]:
+        alpha, beta, gamma = theta
+        log_n, log_d = np.log(x["params"]), np.log(x["tokens"])
+        with np.errstate(divide="ignore"):
+            log_h = np.log(x["h"])  # -inf at h = 0 (decayed to zero): the term vanishes
+        n = log_n.shape[0]
+        logphi = np.stack([np.zeros(n), -alpha * log_n, -beta * log_d, gamma * log_h], axis=1)
+        dlogphi = np.zeros((n, 4, 3))
+        dlogphi[:, 1, 0] = -log_n
+        dlogphi[:, 2, 1] = -log_d
+        dlogphi[:, 3, 2] = log_h
+        return logphi, dlogphi
+
+
+CHINCHILLA_CKPT = ChinchillaCkptLaw(
+    name="chinchilla-ckpt",
+    formula="L(N, D, h) = E + A/N^alpha + B/D^beta + F * h^gamma,  h = lr / peak_lr",
+    source="Hoffmann et al. 2022 Eq. 2 with the LR term of AI2's OLMo-ladder fits "
+           "(Bhagia et al. 2024, arXiv 2412.04403)",
+    inputs=("params", "tokens", "h"),
+    params=(
+        Param("E", linear=True, doc="irreducible loss [loss unit]"),
+        Param("A", linear=True, doc="parameter-term scale"),
+        Param("B", linear=True, doc="data-term scale"),
+        Param("F", linear=True, doc="loss gap of an un-annealed checkpoint at h = 1"),
+        Param("alpha", linear=False, lower=0.0, upper=5.0, search=(0.0, 1.5),
+              doc="parameter exponent"),
+        Param("beta", linear=False, lower=0.0, upper=5.0, search=(0.0, 1.5), doc="token exponent"),
+        Param("gamma", linear=False, lower=0.0, upper=10.0, search=(0.0, 4.0),
+              doc="exponent of h in the annealing term"),
+    ),
+    signs=(1, 1, 1, 1),
+    floor="E",
+    identified_by={"params": ("A", "alpha"), "tokens": ("B", "beta"), "h": ("F", "gamma")},
+    nonnegative=("h",),
 )

@@ -81,11 +81,12 @@ class SourceTable:
         raise KeyError(name)
 
     def to_ladder(self, *, name: str | None = None, metric: str | None = None,
-                  unit: str = "nats/token", source: str | None = None) -> Ladder:
+                  unit: str = "nats/token", source: str | None = None,
+                  schedule: str | None = None) -> Ladder:
         """Validate into a :class:`Ladder` (raises :class:`LadderError` on bad values)."""
         ladder = Ladder(self.frame, source=source or self.source, name=name,
                         metric=metric or self.metric or "loss", unit=unit,
-                        exclusions=self.exclusions)
+                        exclusions=self.exclusions, schedule=schedule)
         for note in self.notes:
             ladder.warnings.append(note)
             warnings.warn(note, LadderWarning, stacklevel=2)

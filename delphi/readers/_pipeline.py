@@ -274,4 +274,5 @@ def build_ladder(manifest: Manifest, *, metric: str | None = None,
     if table.frame.empty:
         raise LadderError(f"{where}: no rows left after the manifest's filters")
     return table.to_ladder(name=manifest.name, metric=metric or manifest.metric,
-                           unit=manifest.unit, source=source or where)
+                           unit=manifest.unit, source=source or where,
+                           schedule=manifest.schedule)

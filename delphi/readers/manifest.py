@@ -104,6 +104,7 @@ class ColumnsSpec(_Strict):
     active_params: str | None = None
     final: str | None = None
     fraction: str | None = None
+    total_steps: str | None = None
 
 
 class ScaleSpec(_Strict):
@@ -231,6 +232,9 @@ class Manifest(_Strict):
     curate: CurateSpec | None = None
     runs: list[RunSpec] = Field(default_factory=list)
     predict: PredictSpec = Field(default_factory=PredictSpec)
+    schedule: str | None = None
+    """Every run's LR schedule shape, e.g. ``"cosine:warmup=50,final=0.1"`` (see
+    :meth:`delphi.schedules.Schedule.parse`); each run's ``peak_lr`` and ``total_steps`` fill it in."""
 
     _file: Path | None = PrivateAttr(default=None)
 

@@ -1,0 +1,246 @@
+"""Loss curves under LR schedules: schedule features per checkpoint, and completing a run.
+
+``delphi complete`` fits a curve law (:mod:`delphi.laws.curves`) to the checkpoints a run has
+so far and evaluates it at the end of the run's planned schedule: an unfinished rung (such as
+Marin's d2048 MoE rung, which crashed at 80%) still yields a final-loss estimate.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from .errors import FitError, LadderError
+from .fitting import DEFAULT_DELTA, Fit, fit_arrays
+from .ladder import Ladder
+from .laws import Law, get_law
+from .schedules import LoggedSchedule, Schedule, features
+
+__all__ = ["run_schedule", "curve_inputs", "complete", "Completion", "ANNEALING_MOMENTUM"]
+
+#: Momentum lambda of the annealing area S2 (Tissue et al. 2024 use 0.999).
+ANNEALING_MOMENTUM = 0.999
+
+
+def _planned_steps(g: pd.DataFrame, run: str) -> int:
+    if "total_steps" in g.columns and g["total_steps"].notna().any():
+        return int(round(float(g["total_steps"].dropna().iloc[0])))
+    if "fraction" in g.columns and g["fraction"].notna().any() and "step" in g.columns:
+        last = g.dropna(subset=["fraction"]).iloc[-1]
+        return int(round(float(last["step"]) / float(last["fraction"])))
+    if "step" in g.columns and "final" in g.columns and g["final"].any():
+        return int(round(float(g.loc[g["final"], "step"].iloc[0])))
+    raise LadderError(f"run {run!r}: its planned length is unknown; give a total_steps column, "
+                      f"or fraction with step")
+
+
+def run_schedule(ladder: Ladder, run: str) -> Schedule | LoggedSchedule:
+    """The LR schedule of ``run``: the ladder's schedule shape with the run's peak LR and
+    length, or else the run's logged ``lr`` column interpolated per step.
+
+    Raises
+    ------
+    LadderError
+        Unknown run, no ``step`` column, or neither a schedule shape nor a logged LR.
+    """
+    t = ladder.table
+    g = t[t["run"] == run]
+    if g.empty:
+        raise LadderError(f"unknown run {run!r} in ladder {ladder.name!r}; runs: "
+                          f"{', '.join(ladder.runs[:10])}{' ...' if len(ladder.runs) > 10 else ''}")
+    if "step" not in g.columns or g["step"].isna().any():
+        raise LadderError(f"run {run!r}: curve laws need the step of every checkpoint "
+                          f"(a 'step' column)")
+    total = _planned_steps(g, run)
+    if ladder.schedule and "peak_lr" in g.columns and g["peak_lr"].notna().any():
+        return Schedule.parse(ladder.schedule, peak_lr=float(g["peak_lr"].dropna().iloc[0]),
+                              total_steps=total)
+    if "lr" in g.columns and g["lr"].notna().sum() >= 2:
+        logged = g.dropna(subset=["lr"])
+        return LoggedSchedule.from_logged(logged["step"].to_numpy(), logged["lr"].to_numpy(),
+                                          total_steps=max(total, int(logged["step"].max())))
+    raise LadderError(f"run {run!r}: no LR schedule: the ladder states no schedule shape (with "
+                      f"peak_lr) and the run logs no lr column")
+
+
+def curve_inputs(ladder: Ladder, runs: list[str]) -> tuple[pd.DataFrame, dict, list, list]:
+    """Checkpoint rows of ``runs`` with their schedule features, and the law inputs.
+
+    Returns (rows, x, schedules, notes): ``rows`` the ladder rows plus columns S1, S2, h;
+    ``x`` the inputs curve laws read (``S1``, ``S2``, ``h``, ``step`` and the per-run LR
+    context ``_lrs``/``_group``), each of shape (n,); ``schedules`` one per run; ``notes``
+    what was adjusted (checkpoints logged past the planned end are evaluated at the end).
+
+    Raises
+    ------
+    LadderError: see :func:`run_schedule`; a checkpoint step below 1.
+    """
+    parts, schedules, lrs, notes = [], [], [], []
+    for i, run in enumerate(runs):
+        sched = run_schedule(ladder, run)
+        g = ladder.table[ladder.table["run"] == run].copy()
+        steps = g["step"].to_numpy(float)
+        if (steps < 1).any():
+            raise LadderError(f"run {run!r}: checkpoint steps must be >= 1, got {steps.min():g}")
+        over = steps > sched.total_steps
+        if over.any():
+            # The run logged a few steps past its planned end (at its final LR).
+            notes.append(f"run {run!r}: {int(over.sum())} checkpoint(s) past the planned "
+                         f"{sched.total_steps} steps are evaluated at the planned end")
+            steps = np.minimum(steps, sched.total_steps)
+            g["step"] = steps
+        f = features(sched, steps.astype(np.int64), momentum=ANNEALING_MOMENTUM)
+        g["S1"], g["S2"], g["h"] = f["S1"], f["S2"], f["h"]
+        g["_group"] = i
+        parts.append(g)
+        schedules.append(sched)
+        lrs.append(sched.lrs())
+    rows = pd.concat(parts, ignore_index=True)
+    x = {"S1": rows["S1"].to_numpy(float), "S2": rows["S2"].to_numpy(float),
+         "h": rows["h"].to_numpy(float), "step": rows["step"].to_numpy(float),
+         "_group": rows["_group"].to_numpy(), "_lrs": lrs}
+    return rows, x, schedules, notes
+
+
+@dataclass(frozen=True)
+class Completion:
+    """A run's predicted final loss from its checkpoints so far (``delphi complete``)."""
+
+    run: str
+    """Run id."""
+    loss: float
+    """Predicted loss at the end of the planned schedule [ladder's loss unit]."""
+    total_steps: int
+    """Planned length of the run [steps]."""
+    fitted_upto_step: int
+    """Last checkpoint step used in the fit."""
+    n_checkpoints: int
+    """Checkpoints fitted."""
+    schedule: str
+    """The schedule evaluated (e.g. ``cosine:warmup=50,final=0.1`` or ``logged``)."""
+    fit: Fit
+    """The curve-law fit."""
+    actual: float | None = None
+    """The run's observed final loss, when the ladder has it (for checking)."""
+    notes: tuple[str, ...] = field(default=())
+
+    @property
+    def rel_error(self) -> float | None:
+        """(actual - predicted) / predicted, when the actual final loss is known."""
+        return None if self.actual is None else (self.actual - self.loss) / self.loss
+
+    def to_dict(self) -> dict:
+        d = self.fit.to_dict()
+        return {"run": self.run, "law": d["law"], "params": d["params"],
+                "prediction": {"loss": self.loss, "at_step": self.total_steps},
+                "fitted_upto_step": self.fitted_upto_step, "n_checkpoints": self.n_checkpoints,
+                "schedule": self.schedule, "actual": self.actual, "rel_error": self.rel_error,
+                "fit": d["fit"], "notes": list(self.notes)}
+
+    def report(self) -> str:
+        lines = [f"run        {self.run}: {self.n_checkpoints} checkpoints up to step "
+                 f"{self.fitted_upto_step} of {self.total_steps} ({self.schedule})",
+                 self.fit.report()]
+        for note in self.notes:
+            lines.append(f"note       {note}")
+        lines.append(f"prediction {self.loss:.4f} at step {self.total_steps}")
+        if self.actual is not None:
+            lines.append(f"actual     {self.actual:.4f} (relative error {self.rel_error:+.2%})")
+        return "\n".join(lines)
+
+    def __str__(self) -> str:
+        return self.report()
+
+
+def complete(ladder: Ladder, run: str, law: str | Law = "annealing", *,
+             upto_fraction: float | None = None, upto_step: int | None = None,
+             min_step_fraction: float = 0.0, siblings: bool = True, fixed=None, bounds=None,
+             delta: float = DEFAULT_DELTA, seed: int = 0) -> Completion:
+    """Predict a run's final loss from its checkpoints and its planned LR schedule.
+
+    Parameters
+    ----------
+    ladder: a ladder with per-checkpoint rows (``step``, ``loss``) and either a schedule shape
+        (``ladder.schedule`` with ``peak_lr``, ``total_steps``) or a logged ``lr``.
+    run: the run to complete.
+    law: a curve law: ``annealing`` (default; Tissue et al. 2024: four parameters, fast) or
+        ``multipower`` (Luo et al. 2025: seven parameters; needs long, well-sampled curves).
+    upto_fraction, upto_step: fit only checkpoints up to this share of the planned run / step
+        (to backtest a completion on a finished run); default all checkpoints.
+    min_step_fraction: drop checkpoints before this share of their own run (early transients).
+    siblings: also fit the checkpoints, up to the same step, of the ladder's other runs of the
+        same model (same ``params``) and peak LR. A curve law's parameters are shared across
+        schedules of one model and peak LR (Tissue et al. 2024, Sec. 4; Luo et al. 2025,
+        Sec. 4), and shorter sibling runs that already finished their decay are what pins the
+        annealing term. Nothing past the cut-off step is used, so the completion only uses what
+        was known when the run reached that step.
+    fixed, bounds, delta, seed: as in :func:`delphi.fitting.fit_arrays`.
+
+    Returns
+    -------
+    Completion; ``actual`` holds the run's last checkpoint loss when it reached the planned end.
+
+    Raises
+    ------
+    LadderError: unknown run, no schedule, no steps. FitError: too few checkpoints to fit.
+    """
+    law = get_law(law)
+    run = str(run)
+    if run not in set(ladder.table["run"]):
+        known = ladder.runs
+        raise LadderError(f"unknown run {run!r} in ladder {ladder.name!r}; runs: "
+                          f"{', '.join(known[:10])}{' ...' if len(known) > 10 else ''}")
+    group = [run]
+    if siblings:
+        group += [r for r in _siblings(ladder, run) if r != run]
+    rows, x, schedules, notes = curve_inputs(ladder, group)
+    sched = schedules[0]
+    total = int(sched.total_steps)
+    limit = total
+    if upto_fraction is not None:
+        if not 0 < upto_fraction <= 1:
+            raise LadderError(f"upto_fraction must be in (0, 1], got {upto_fraction}")
+        limit = min(limit, int(math.floor(upto_fraction * total)))
+    if upto_step is not None:
+        limit = min(limit, int(upto_step))
+    steps = rows["step"].to_numpy()
+    own_total = np.array([schedules[g].total_steps for g in rows["_group"]], dtype=float)
+    use = (steps <= limit) & (steps >= min_step_fraction * own_total)
+    if not use.any():
+        raise FitError(f"run {run!r}: no checkpoints at or before step {limit}")
+    sub = {k: (v[use] if isinstance(v, np.ndarray) and k != "_lrs" else v) for k, v in x.items()}
+    result = fit_arrays(law, sub, rows.loc[use, "loss"].to_numpy(float),
+                        labels=[f"{run}@{int(s)}" for s in rows.loc[use, "step"]],
+                        fixed=fixed, bounds=bounds, delta=delta, seed=seed)
+    end = features(sched, np.array([total]), momentum=ANNEALING_MOMENTUM)
+    target = {"S1": end["S1"], "S2": end["S2"], "h": end["h"], "step": np.array([float(total)]),
+              "_group": np.array([0]), "_lrs": x["_lrs"]}
+    loss = float(result.predict(target)[0])
+    own = rows[rows["run"] == run]
+    last = own.iloc[-1]
+    actual = float(last["loss"]) if int(last["step"]) >= total else None
+    spec = sched.spec() if isinstance(sched, Schedule) else "logged"
+    if actual is not None and limit >= total:
+        notes.append("the run already reached its planned end; the fit includes its final loss")
+    used_runs = sorted(set(rows.loc[use, "run"]) - {run})
+    if used_runs:
+        notes.append(f"fitted together with {len(used_runs)} sibling run(s) of the same model and "
+                     f"peak LR, up to the same step: {', '.join(used_runs[:6])}"
+                     f"{' ...' if len(used_runs) > 6 else ''}")
+    return Completion(run=run, loss=loss, total_steps=total, fitted_upto_step=int(
+        rows.loc[use, "step"].max()), n_checkpoints=int(use.sum()), schedule=spec, fit=result,
+        actual=actual, notes=tuple(notes))
+
+
+def _siblings(ladder: Ladder, run: str) -> list[str]:
+    """Runs of the same model (params) and peak LR as ``run``, with steps."""
+    t = ladder.table
+    keys = [c for c in ("params", "peak_lr") if c in t.columns]
+    if not keys or "step" not in t.columns:
+        return []
+    mine = t.loc[t["run"] == run, keys].iloc[0]
+    same = (t[keys] == mine).all(axis=1)
+    return sorted(t.loc[same, "run"].unique())
