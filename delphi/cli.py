@@ -11,10 +11,10 @@ import warnings
 from typing import Sequence
 
 from . import __version__
-from .errors import DelphiError, DelphiWarning
+from .errors import DelphiError, DelphiWarning, LawError
 from .fitting import DEFAULT_DELTA, fit
 from .forecast import Target, default_law, predict
-from .laws import LAWS
+from .laws import CURVE_LAWS, LAWS
 
 __all__ = ["main"]
 
@@ -52,7 +52,8 @@ def _add_fit_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("ladder", help="bundled ladder name, a manifest (.toml) or a tidy "
                                   "CSV/Parquet/JSONL file")
     p.add_argument("--law", metavar="LAW", help=f"law to fit: {', '.join(sorted(LAWS))} (default: "
-                   "power when only C is known, chinchilla when the target gives N and D)")
+                   "power when only C is known, chinchilla when the target gives N and D); "
+                   f"curve laws ({', '.join(sorted(CURVE_LAWS))}) are for `delphi complete`")
     p.add_argument("--floor", type=_positive_float, metavar="E",
                    help="fix the irreducible loss E at this value")
     p.add_argument("--fix", type=_fixed_pair, action="append", default=[], metavar="NAME=VALUE",
@@ -83,6 +84,8 @@ def _add_target_lr_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--target-batch", type=_positive_float, metavar="B",
                    help="target batch size [tokens]; D = steps x batch when --target-tokens "
                         "is not given")
+    p.add_argument("--target-active-params", type=_positive_float, metavar="N_ACTIVE",
+                   help="MoE target: parameters active per token (C = 6 x N_active x D)")
 
 
 def _target_from(args, defaults) -> Target:
@@ -90,7 +93,8 @@ def _target_from(args, defaults) -> Target:
     given = any(v is not None for v in (args.target_flops, args.target_params, args.target_tokens,
                                         args.target_steps))
     lr = {"peak_lr": args.target_peak_lr, "schedule": args.target_schedule,
-          "steps": args.target_steps, "batch_size": args.target_batch}
+          "steps": args.target_steps, "batch_size": args.target_batch,
+          "active_params": args.target_active_params}
     if given or defaults is None:
         return Target(flops=args.target_flops, params=args.target_params,
                       tokens=args.target_tokens, name=args.target_name, **lr)
@@ -125,8 +129,9 @@ def _parser() -> argparse.ArgumentParser:
                         "(Luo et al. 2025; more flexible, slower, needs more checkpoints)")
     p.add_argument("--upto-fraction", type=_positive_float, metavar="F",
                    help="fit only checkpoints up to this share of the run (backtesting)")
-    p.add_argument("--no-siblings", action="store_true",
-                   help="fit the run alone, not with the ladder's runs of the same model and LR")
+    p.add_argument("--siblings", action="store_true",
+                   help="also fit the ladder's runs of the same model and peak LR, up to the "
+                        "same step")
     p.add_argument("--metric", metavar="COLUMN", help="source column to use as the loss")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument("--debug", action="store_true", help="show tracebacks on errors")
@@ -166,9 +171,16 @@ def _load(args):
 def _fit_settings(args, defaults) -> dict:
     # Manifest defaults first, command-line options override them.
     fixed = dict(defaults.fixed or {}) if defaults is not None else {}
+    given = [name for name, _ in args.fix] + (["E"] if args.floor is not None else [])
+    twice = sorted({n for n in given if given.count(n) > 1})
+    if twice:
+        raise LawError(f"{', '.join(twice)} fixed more than once (--fix/--floor); give one value")
     fixed.update(dict(args.fix))
     if args.floor is not None:
         fixed["E"] = args.floor
+    bounded = [name for name, _ in args.bound]
+    if len(set(bounded)) < len(bounded):
+        raise LawError("a parameter is bounded more than once (--bound); give one range")
     fit_max = args.fit_max_flops
     if fit_max is None and defaults is not None:
         fit_max = defaults.fit_max_flops
@@ -196,6 +208,7 @@ def _cmd_fit(args) -> int:
         out = result.to_dict()
         out["ladder"] = {"name": ladder.name, "source": ladder.source,
                          "sha256": result.extra["sha256"]}
+        out["delphi_version"] = __version__
         print(json.dumps(out, indent=2, allow_nan=False))
     else:
         print(f"ladder     {ladder.name} ({ladder.source}), metric {ladder.metric} [{ladder.unit}]")
@@ -209,7 +222,7 @@ def _cmd_complete(args) -> int:
 
     ladder = load_ladder(args.ladder, metric=args.metric)
     result = complete(ladder, args.run, args.law, upto_fraction=args.upto_fraction,
-                      siblings=not args.no_siblings)
+                      siblings=args.siblings)
     print(json.dumps(result.to_dict(), indent=2, allow_nan=False) if args.json else result.report())
     return 0
 

@@ -44,11 +44,13 @@ class Target:
         ``chinchilla-ckpt`` through the LR ratio at the end of the run).
     steps, batch_size: run length [steps] and batch [tokens]; D = steps x batch when
         ``tokens`` is not given.
+    active_params: parameters active per token (MoE); C = 6 x active x D, as in the ladder.
 
     Raises
     ------
     TargetError
-        A value is not a positive finite number, or nothing at all is given.
+        A value is not a positive finite number, nothing at all is given, or C, N and D are
+        all given and C is more than 25% away from 6·N·D.
     """
 
     flops: float | None = None
@@ -59,16 +61,26 @@ class Target:
     schedule: str | None = None
     steps: int | None = None
     batch_size: float | None = None
+    active_params: float | None = None
 
     def __post_init__(self) -> None:
-        for key in ("flops", "params", "tokens", "peak_lr", "steps", "batch_size"):
+        for key in ("flops", "params", "tokens", "peak_lr", "steps", "batch_size",
+                    "active_params"):
             object.__setattr__(self, key, _check_positive(key, getattr(self, key)))
         if self.tokens is None and self.steps is not None and self.batch_size is not None:
             object.__setattr__(self, "tokens", self.steps * self.batch_size)
+        n = self.active_params or self.params
+        if self.flops is not None and n is not None and self.tokens is not None:
+            six_nd = FLOPS_PER_PARAM_TOKEN * n * self.tokens
+            if abs(self.flops / six_nd - 1) > 0.25:
+                what = "active params" if self.active_params else "params"
+                raise TargetError(
+                    f"target flops {self.flops:.4g} disagree with 6 x {what} x tokens = "
+                    f"{six_nd:.4g}; give flops or N and D (for MoE, --target-active-params)")
         if self.schedule is not None:
             self.final_lr_ratio()  # fail early on a malformed schedule
-        if self.flops is None and self.params is not None and self.tokens is not None:
-            object.__setattr__(self, "flops", FLOPS_PER_PARAM_TOKEN * self.params * self.tokens)
+        if self.flops is None and n is not None and self.tokens is not None:
+            object.__setattr__(self, "flops", FLOPS_PER_PARAM_TOKEN * n * self.tokens)
         if self.flops is None and (self.params is None or self.tokens is None):
             raise TargetError("a target needs --target-flops, or both --target-params and "
                               "--target-tokens")
@@ -107,15 +119,33 @@ class Target:
                 continue
             value = getattr(self, col, None)
             if value is None:
-                flags = " and ".join(f"--target-{c}" for c in law.inputs)
+                flags = " and ".join(f"--target-{c.replace('_', '-')}" for c in law.inputs
+                                     if c not in skip)
                 raise TargetError(f"law {law.name!r} needs the target's {col}; give {flags}")
             out[col] = [value]
         return out
 
     def to_dict(self) -> dict:
         return {"name": self.name, "flops": self.flops, "params": self.params, "tokens": self.tokens,
-                "peak_lr": self.peak_lr, "schedule": self.schedule, "steps": self.steps,
-                "batch_size": self.batch_size}
+                "active_params": self.active_params, "peak_lr": self.peak_lr,
+                "schedule": self.schedule, "steps": self.steps, "batch_size": self.batch_size}
+
+
+def _as_target(target) -> Target:
+    """A :class:`Target` from a Target, a dict of its fields, or a bare number (C in FLOPs)."""
+    if isinstance(target, Target):
+        return target
+    if isinstance(target, (int, float)) and not isinstance(target, bool):
+        return Target(flops=float(target))
+    if isinstance(target, dict):
+        fields = set(Target.__dataclass_fields__)
+        unknown = sorted(set(target) - fields)
+        if unknown:
+            raise TargetError(f"unknown target field(s) {', '.join(map(repr, unknown))}; "
+                              f"known: {', '.join(sorted(fields))}")
+        return Target(**target)
+    raise TargetError(f"a target is a Target, a dict such as {{'flops': 1e23}} or a number of "
+                      f"FLOPs, got {type(target).__name__}")
 
 
 def _base_inputs(target: Target, law: Law) -> dict[str, list[float]]:
@@ -242,8 +272,7 @@ def predict(ladder: Ladder, target: Target | Mapping[str, float], law: str | Law
     TargetError: invalid target, or one the law cannot be evaluated at.
     LadderError, LawError, FitError: see :func:`delphi.fitting.fit`.
     """
-    if not isinstance(target, Target):
-        target = Target(**dict(target))
+    target = _as_target(target)
     law = get_law(law or default_law(ladder, target))
     _base_inputs(target, law)  # fail on a missing input before spending time on the fit
     result = fit(ladder, law, fixed=fixed, bounds=bounds, delta=delta, fit_max_flops=fit_max_flops,
@@ -251,8 +280,14 @@ def predict(ladder: Ladder, target: Target | Mapping[str, float], law: str | Law
                  divergence_threshold=divergence_threshold, seed=seed)
     inputs, notes = _target_inputs(target, law, result, ladder)
     loss = float(result.predict(inputs)[0])
-    largest = result.extra.get("max_flops")
+    largest, smallest = result.extra.get("max_flops"), result.extra.get("min_flops")
     extrapolation = target.flops / largest if (largest and target.flops) else None
+    if extrapolation is not None and extrapolation > 1e4:
+        notes.append(f"the target is {extrapolation:.3g}x the largest fitted run's compute: "
+                     f"more than four orders of magnitude of extrapolation")
+    if smallest and target.flops and target.flops < smallest:
+        notes.append(f"the target's compute {target.flops:.3g} is below the smallest fitted run "
+                     f"({smallest:.3g}): the law is extrapolated downwards")
     if law.floor and law.floor in result.fixed:
         notes.append(f"{law.floor} fixed at {result.fixed[law.floor]:g} (not fitted)")
     if not result.converged:

@@ -102,12 +102,12 @@ def _coerce_bool(series: pd.Series, column: str, table: pd.DataFrame) -> pd.Seri
             out.append(bool(value))
         elif isinstance(value, str) and value.strip().lower() in truthy:
             out.append(truthy[value.strip().lower()])
-        elif value is None or (isinstance(value, float) and math.isnan(value)):
-            out.append(False)
+        elif value is None or value is pd.NA or (isinstance(value, float) and math.isnan(value)):
+            out.append(pd.NA)  # unknown, not "not final"
         else:
             raise LadderError(
                 f"{_row_label(table, idx)}: column {column!r} must be true/false, got {value!r}")
-    return pd.Series(out, index=series.index, dtype=bool)
+    return pd.Series(out, index=series.index, dtype="boolean")
 
 
 class Ladder:
@@ -175,7 +175,7 @@ class Ladder:
     def _validate(self, t: pd.DataFrame) -> pd.DataFrame:
         if t.empty:
             raise LadderError(f"ladder {self.name!r} has no rows")
-        found = ", ".join(map(str, t.columns))
+        found = ", ".join(str(c) for c in t.columns if c != "row")
         missing = [c for c in ("run", "loss") if c not in t.columns]
         if "flops" not in t.columns and not {"params", "tokens"} <= set(t.columns):
             missing.append("flops (or both params and tokens)")
@@ -320,7 +320,8 @@ class Ladder:
             keep &= t["run"].isin(wanted)
         if max_flops is not None:
             if not (math.isfinite(max_flops) and max_flops > 0):
-                raise LadderError(f"max_flops must be a positive finite number, got {max_flops!r}")
+                raise LadderError(f"fit_max_flops (--fit-max-flops) must be a positive finite "
+                                  f"number, got {max_flops!r}")
             run_c = t.groupby("run")["flops"].transform("max")
             over = run_c > max_flops * (1 + 1e-9)
             for run in sorted(t.loc[over & keep, "run"].unique()):
@@ -353,8 +354,10 @@ class Ladder:
         """
         rows, excluded = [], []
         for run, g in self.table.groupby("run", sort=True):
+            explicit_false = ("final" in g.columns and not g["final"].any()
+                              and g["final"].iloc[-1] is not pd.NA and not bool(g["final"].iloc[-1]))
             if "final" in g.columns and g["final"].any():
-                finals = g[g["final"]]
+                finals = g[g["final"].fillna(False).astype(bool)]
                 if len(finals) > 1:
                     raise LadderError(
                         f"run {run!r}: {len(finals)} rows are marked final (rows "
@@ -366,6 +369,11 @@ class Ladder:
                 if not (pd.isna(frac) or frac >= 1.0) and not include_unfinished:
                     excluded.append(Exclusion(
                         run, f"unfinished (fraction = {frac:g}); final-loss laws need finished runs"))
+                    continue
+                if explicit_false and pd.isna(frac) and not include_unfinished:
+                    excluded.append(Exclusion(
+                        run, "unfinished (its last row is marked final = false); final-loss laws "
+                             "need finished runs"))
                     continue
             best = float(g["loss"].min())
             if float(last["loss"]) > best * (1 + divergence_rise):

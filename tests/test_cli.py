@@ -221,3 +221,34 @@ def test_debug_shows_traceback(capsys):
     code = main(["predict", "no-such-ladder", "--debug"])
     _, err = capsys.readouterr()
     assert code == 1 and "Traceback" in err
+
+
+def test_fixing_a_parameter_twice_is_an_error(tmp_path, capsys):
+    code, out, err = run_cli(capsys, "predict", write(tmp_path, good_frame()), "--target-flops",
+                             "1e22", "--fix", "E=2", "--floor", "1.5")
+    assert_one_line_error(code, out, err, "E fixed more than once")
+
+
+def test_inconsistent_target_is_an_error(tmp_path, capsys):
+    code, out, err = run_cli(capsys, "predict", write(tmp_path, good_frame()), "--target-flops",
+                             "1e22", "--target-params", "7e10", "--target-tokens", "1e12")
+    assert_one_line_error(code, out, err, "disagree with 6 x params x tokens")
+
+
+def test_moe_target_uses_active_params(tmp_path, capsys):
+    code, out, _ = run_cli(capsys, "predict", write(tmp_path, good_frame()), "--json",
+                           "--target-params", "5e11", "--target-active-params", "2e10",
+                           "--target-tokens", "1e13", "--law", "power")
+    assert code == 0 and json.loads(out)["target"]["flops"] == pytest.approx(6 * 2e10 * 1e13)
+
+
+def test_far_extrapolation_is_noted(tmp_path, capsys):
+    _, out, _ = run_cli(capsys, "predict", write(tmp_path, good_frame()), "--target-flops", "1e30")
+    assert "more than four orders of magnitude" in out
+
+
+def test_headers_with_spaces_and_capitals(tmp_path, capsys):
+    path = tmp_path / "hand.csv"
+    path.write_text("Run, FLOPs, Loss\na, 1e18, 3.5\nb, 1e19, 3.2\nc, 1e20, 2.95\nd, 1e21, 2.8\n")
+    code, out, _ = run_cli(capsys, "fit", str(path), "--json")
+    assert code == 0 and json.loads(out)["fit"]["n_runs"] == 4

@@ -144,3 +144,69 @@ def test_unfinished_run_is_excluded_with_a_note():
     f = fit(Ladder(t), "power", fixed={"E": 1.5})
     assert f.labels == ("a", "b", "c")
     assert f.exclusions[0].run == "d" and "unfinished (fraction = 0.8)" in f.exclusions[0].reason
+
+
+# --------------------------------------------------------------------- found by a new user
+def ladder_of(flops, loss, **extra):
+    return Ladder(pd.DataFrame({"run": [f"r{i}" for i in range(len(flops))], "flops": flops,
+                                "loss": loss, **extra}))
+
+
+def test_two_diverged_runs_are_both_excluded():
+    c = np.array([1e18, 3e18, 1e19, 3e19, 1e20, 3e20])
+    y = np.array([3.5, 3.3, 3.12, 4.98, 4.86, 2.76])
+    f = fit(ladder_of(c, y), "power")
+    assert sorted(e.run for e in f.exclusions) == ["r3", "r4"]
+    assert not f.at_bound
+    assert f.predict({"flops": np.array([1e22])})[0] < 2.76
+
+
+def test_explicit_final_false_is_unfinished():
+    c = np.logspace(18, 20, 5)
+    f = fit(ladder_of(c, 1.8 + 150 * c ** -0.12, final=[True, True, True, True, False]), "power")
+    assert [e.run for e in f.exclusions] == ["r4"]
+    assert "final = false" in f.exclusions[0].reason
+
+
+def test_lower_bound_on_floor_above_a_loss_is_an_error():
+    c = np.logspace(18, 20, 5)
+    with pytest.raises(FitError, match="the lower bound of E = 3 is at or above the observed loss"):
+        fit(ladder_of(c, 1.8 + 150 * c ** -0.12), "power", bounds={"E": (3, 4)})
+
+
+def test_isoflop_budgets_fit_the_compute_frontier():
+    # Three sizes per budget: only the best of each budget lies on L(C); the others are
+    # isoFLOP points, not diverged runs.
+    rows = []
+    for c in (1e18, 1e19, 1e20, 1e21):
+        for k, bump in enumerate((0.08, 0.0, 0.05)):
+            rows.append({"run": f"C{c:g}-{k}", "flops": c * (1 + 0.01 * k),
+                         "loss": (1.8 + 150 * c ** -0.12) * (1 + bump)})
+    f = fit(Ladder(pd.DataFrame(rows)), "power")
+    assert f.n_points == 4
+    assert all("isoFLOP point" in e.reason for e in f.exclusions)
+    assert not any("diverged" in e.reason for e in f.exclusions)
+    assert f.params["alpha"] == pytest.approx(0.12, abs=0.01)
+
+
+def test_poorly_determined_parameters_are_flagged():
+    c = np.logspace(18, 20.5, 7)
+    y = 1.8 + 150 * c ** -0.12
+    y[3] = 1.5  # one wild low point
+    f = fit(ladder_of(c, y), "power")
+    assert any("poorly" in w for w in f.warnings), f.warnings
+
+
+def test_one_point_with_fixed_exponent_and_floor_is_identified():
+    f = fit_arrays("power", {"flops": np.array([1e20, 1e20])}, np.array([2.9, 2.9]),
+                   fixed={"E": 1.5, "alpha": 0.1})
+    assert f.params["A"] == pytest.approx(1.4 * 1e20 ** 0.1, rel=1e-6)
+
+
+def test_dataframe_input_and_repr():
+    from delphi import ScalingLawFitter, load_ladder
+    c = np.logspace(18, 20, 6)
+    frame = pd.DataFrame({"run": list("abcdef"), "flops": c, "loss": 1.8 + 150 * c ** -0.12})
+    est = ScalingLawFitter("power").fit(frame)
+    assert est.fit_.n_points == 6 and "Fit(law='power'" in repr(est.fit_)
+    assert len(load_ladder(frame)) == 6

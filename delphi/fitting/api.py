@@ -9,7 +9,7 @@ from typing import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from ..errors import LadderError
+from ..errors import FitError, LadderError
 from ..ladder import Exclusion, Ladder
 from ..laws import CHECKPOINT_LAWS, Law, get_law
 from .engine import DEFAULT_DELTA, fit_arrays
@@ -77,14 +77,76 @@ def _points(ladder: Ladder, law: Law, include_unfinished: bool, min_fraction: fl
     return rows[~early].reset_index(drop=True), excluded
 
 
-def _diverged(fit: Fit, threshold: float) -> list[int]:
+def _most_diverged(fit: Fit, threshold: float) -> int | None:
+    """The point furthest above the trend, if it is diverged: more than ``threshold`` (log
+    residual) above the fit and far outside the ladder's scatter, with enough points left."""
+    if len(fit.y) - 1 < fit.n_free + 1:
+        return None
     above = -fit.residuals  # log(L_obs / L_pred): positive when the run is above the trend
-    mad = float(np.median(np.abs(fit.residuals - np.median(fit.residuals))))
-    sigma = 1.4826 * mad
-    flagged = np.flatnonzero((above > threshold) & (above > _DIVERGENCE_SIGMAS * sigma))
-    if len(fit.y) - flagged.size < fit.n_free + 1:
-        return []
-    return [int(i) for i in flagged]
+    sigma = 1.4826 * float(np.median(np.abs(fit.residuals - np.median(fit.residuals))))
+    i = int(np.argmax(above))
+    if above[i] > threshold and above[i] > _DIVERGENCE_SIGMAS * sigma:
+        return i
+    return None
+
+
+def _dominated(pts: pd.DataFrame, law: Law, threshold: float) -> dict[int, str]:
+    """Runs whose loss is far above that of a run with no more of every input.
+
+    Every final-loss law here falls with each of its inputs (more compute, parameters or
+    tokens never raise the loss), so a run whose loss exceeds, by more than ``threshold``
+    (log ratio), the loss of a run that had at most its N, D or C has diverged, whatever the
+    fitted trend: this needs no fit, so several diverged runs cannot mask each other.
+    """
+    cols = [c for c in law.inputs if c in ("flops", "params", "tokens")]
+    if not cols or len(cols) != len(law.inputs):
+        return {}
+    x = pts[cols].to_numpy(float)
+    y = np.log(pts["loss"].to_numpy(float))
+    out = {}
+    for i in range(len(pts)):
+        smaller = np.all(x <= x[i] * (1 + 1e-9), axis=1)
+        smaller[i] = False
+        if smaller.any():
+            j = np.flatnonzero(smaller)[np.argmin(y[smaller])]
+            if y[i] - y[j] > threshold:
+                out[i] = (f"diverged or mis-tuned: loss {np.exp(y[i]):.4g} is "
+                          f"{np.exp(y[i] - y[j]) - 1:.0%} above that of run "
+                          f"{pts['run'].iloc[j]!r}, which had no more {' or '.join(cols)}; "
+                          f"not fitted")
+    if len(pts) - len(out) < 2:
+        return {}
+    return out
+
+
+# Runs whose compute agrees within this factor share a budget (an isoFLOP design).
+_BUDGET_TOLERANCE = 1.05
+
+
+def _compute_frontier(pts: pd.DataFrame) -> tuple[pd.DataFrame, list[Exclusion], list[str]]:
+    """For a compute-only law: the lowest-loss run of each compute budget.
+
+    A power law in C describes the compute-optimal frontier; the other runs of an isoFLOP
+    budget sit above it by design (too large or too small for their compute) and would be
+    mistaken for diverged runs.
+    """
+    order = pts.sort_values("flops", kind="mergesort")
+    budget, start, ids = 0, None, []
+    for c in order["flops"]:
+        if start is None or c > start * _BUDGET_TOLERANCE:
+            budget, start = budget + 1, c
+        ids.append(budget)
+    order = order.assign(_budget=ids)
+    best = order.loc[order.groupby("_budget")["loss"].idxmin()]
+    others = order.drop(index=best.index)
+    if others.empty:
+        return pts, [], []
+    excluded = [Exclusion(r, f"isoFLOP point: not the lowest loss of its compute budget "
+                             f"(~{c:.3g} FLOPs)") for r, c in zip(others["run"], others["flops"])]
+    note = (f"{len(others)} run(s) share a compute budget with a lower-loss run; a power law in C "
+            f"is fitted to the compute-optimal frontier ({len(best)} budgets), the rest are "
+            f"excluded (use chinchilla to fit every run)")
+    return best.drop(columns="_budget").reset_index(drop=True), excluded, [note]
 
 
 def fit(ladder: Ladder, law: str | Law, *, fixed: Mapping[str, float] | None = None,
@@ -125,33 +187,58 @@ def fit(ladder: Ladder, law: str | Law, *, fixed: Mapping[str, float] | None = N
         excluded = list(ladder.exclusions)
     pts, dropped = _points(ladder, law, include_unfinished, min_checkpoint_fraction)
     excluded += dropped
+    notes: list[str] = []
+    if include_unfinished and "fraction" in pts.columns:
+        partial = pts[pts["fraction"].notna() & (pts["fraction"] < 1)]
+        if len(partial) and law.name not in CHECKPOINT_LAWS:
+            notes.append(f"included {len(partial)} unfinished run(s) at their last checkpoint "
+                         f"({', '.join(partial['run'][:5])}): their losses are above what the "
+                         f"finished runs would reach")
+    if law.inputs == ("flops",):
+        pts, frontier_excluded, frontier_notes = _compute_frontier(pts)
+        excluded += frontier_excluded
+        notes += frontier_notes
+
+    if divergence_threshold is not None and math.isfinite(divergence_threshold):
+        bad = _dominated(pts, law, divergence_threshold)
+        excluded += [Exclusion(pts["run"].iloc[i], why) for i, why in bad.items()]
+        pts = pts.drop(index=pts.index[list(bad)]).reset_index(drop=True)
 
     def run(table):
         x = {c: table[c].to_numpy(float) for c in law.inputs}
         labels = table["run"].tolist()
         if law.name in CHECKPOINT_LAWS and "step" in table.columns:
             labels = [f"{r}@{s:g}" for r, s in zip(table["run"], table["step"])]
-        return fit_arrays(law, x, table["loss"].to_numpy(float), labels=labels,
-                          fixed=fixed, bounds=bounds, delta=delta, seed=seed)
+        try:
+            return fit_arrays(law, x, table["loss"].to_numpy(float), labels=labels,
+                              fixed=fixed, bounds=bounds, delta=delta, seed=seed)
+        except FitError as exc:
+            if not excluded or "cannot fit" not in str(exc):
+                raise
+            why = "; ".join(f"{e.run}: {e.reason}" for e in excluded[:4])
+            more = f" (+{len(excluded) - 4} more)" if len(excluded) > 4 else ""
+            raise type(exc)(f"{exc}; {len(excluded)} exclusion(s): {why}{more}") from None
 
     result = run(pts)
     # Checkpoint laws: a diverged run is caught by its own rising loss (final_points).
     if (divergence_threshold is not None and math.isfinite(divergence_threshold)
             and law.name not in CHECKPOINT_LAWS):
-        flagged = _diverged(result, divergence_threshold)
-        if flagged:
-            for i in flagged:
-                ratio = math.exp(-result.residuals[i]) - 1
-                excluded.append(Exclusion(
-                    result.labels[i],
-                    f"diverged: loss {result.y[i]:.4g} is {ratio:.0%} above the trend of the "
-                    f"other runs; not fitted"))
-            pts = pts.drop(index=pts.index[flagged]).reset_index(drop=True)
+        # One at a time, worst first: several diverged runs can drag a first fit so far that
+        # the good runs look off-trend, and removing the worst lets the fit recover.
+        while (i := _most_diverged(result, divergence_threshold)) is not None:
+            ratio = math.exp(-result.residuals[i]) - 1
+            excluded.append(Exclusion(
+                result.labels[i],
+                f"diverged: loss {result.y[i]:.4g} is {ratio:.0%} above the trend of the "
+                f"other runs; not fitted"))
+            pts = pts.drop(index=pts.index[i]).reset_index(drop=True)
             result = run(pts)
     extra = {"ladder": ladder.name, "source": ladder.source, "metric": ladder.metric,
              "unit": ladder.unit, "sha256": ladder.fingerprint(pts),
-             "max_flops": float(pts["flops"].max()) if "flops" in pts else None}
-    ladder_warnings = tuple(f"ladder: {w}" for w in ladder.warnings)
+             "max_flops": float(pts["flops"].max()) if "flops" in pts else None,
+             "min_flops": float(pts["flops"].min()) if "flops" in pts else None,
+             "notes": notes}
+    ladder_warnings = tuple(ladder.warnings)
     return replace(result, exclusions=tuple(excluded), extra=extra,
                    warnings=ladder_warnings + result.warnings)
 
@@ -183,8 +270,13 @@ class ScalingLawFitter:
         self.divergence_threshold = divergence_threshold
         self.seed = seed
 
-    def fit(self, ladder: Ladder) -> "ScalingLawFitter":
-        """Fit to ``ladder``; returns self. Raises as :func:`delphi.fitting.fit`."""
+    def fit(self, ladder: Ladder | pd.DataFrame) -> "ScalingLawFitter":
+        """Fit to ``ladder`` (a Ladder or a DataFrame with its columns); returns self.
+
+        Raises as :func:`delphi.fitting.fit`.
+        """
+        if isinstance(ladder, pd.DataFrame):
+            ladder = Ladder(ladder, source="<DataFrame>", name="dataframe")
         self.fit_ = fit(ladder, self.law, fixed=self.fixed, bounds=self.bounds, delta=self.delta,
                         fit_max_flops=self.fit_max_flops,
                         include_unfinished=self.include_unfinished,

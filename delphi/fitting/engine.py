@@ -49,6 +49,9 @@ def _resolve(law: Law, fixed: Mapping[str, float] | None,
     user_bounds = dict(bounds or {})
     for name in list(fixed) + list(user_bounds):
         law.param(name)  # raises LawError naming the law's parameters
+    for name, pair in user_bounds.items():
+        if not (isinstance(pair, (tuple, list)) and len(pair) == 2):
+            raise LawError(f"bounds for {name!r} must be a (lower, upper) pair, got {pair!r}")
     for p in law.params:
         lo, hi = user_bounds.get(p.name, (p.lower, p.upper))
         lo = -math.inf if lo is None else float(lo)
@@ -68,26 +71,48 @@ def _resolve(law: Law, fixed: Mapping[str, float] | None,
     return fixed, out_bounds
 
 
+def _unidentified(law: Law, names: Sequence[str], free: Sequence[str]) -> list[str]:
+    """Free parameters of a term whose input does not vary.
+
+    With the input constant, the term is a constant: its exponent cannot be told apart from
+    its coefficient, and the coefficient not from the floor. A term with a fixed exponent and
+    a fixed floor is still pinned by a single point.
+    """
+    hit = [p for p in names if p in free]
+    exponent_free = any(not law.param(p).linear for p in hit)
+    floor_free = bool(law.floor) and law.floor in free
+    if exponent_free:
+        return hit
+    if floor_free and hit:
+        return hit + [law.floor]
+    return []
+
+
 def _check_design(law: Law, x: Mapping[str, np.ndarray], y: np.ndarray, labels: Sequence[str],
-                  free: Sequence[str], fixed: Mapping[str, float]) -> None:
+                  free: Sequence[str], fixed: Mapping[str, float],
+                  bounds: Mapping[str, tuple[float, float]]) -> None:
     n_free = len(free)
     if len(y) < n_free:
-        raise FitError(f"{len(y)} points cannot fit {n_free} free parameters of law "
-                       f"{law.name!r} ({', '.join(free)}); add runs or fix parameters")
+        raise FitError(f"{len(y)} point{'s' if len(y) != 1 else ''} cannot fit {n_free} free "
+                       f"parameters of law {law.name!r} ({', '.join(free)}); add runs or fix "
+                       f"parameters")
     for column, names in law.identified_by.items():
-        hit = [p for p in names if p in free]
+        hit = _unidentified(law, names, free)
         if hit and len(np.unique(x[column])) < 2:
             raise IdentifiabilityError(
                 f"the ladder cannot identify {', '.join(hit)} of law {law.name!r}: every point "
                 f"has the same {column} ({x[column][0]:.4g}); vary {column} or fix "
-                f"{' and '.join(hit)}")
-    if law.floor and law.floor in fixed:
-        floor = fixed[law.floor]
+                f"{' or '.join(hit)}")
+    if law.floor:
+        # The law never falls below its floor, so a floor at or above an observed loss (fixed,
+        # or forced by a lower bound) cannot fit that run.
+        floor, what = ((fixed[law.floor], "fixed") if law.floor in fixed
+                       else (bounds[law.floor][0], "the lower bound of"))
         bad = np.flatnonzero(y <= floor)
-        if bad.size:
+        if bad.size and floor > 0:
             i = bad[np.argmin(y[bad])]
             raise FitError(
-                f"fixed {law.floor} = {floor:g} is at or above the observed loss {y[i]:.6g} of "
+                f"{what} {law.floor} = {floor:g} is at or above the observed loss {y[i]:.6g} of "
                 f"run {labels[i]!r} ({bad.size} run(s) in all); the law cannot fall below "
                 f"{law.floor}")
 
@@ -293,7 +318,7 @@ def _fit_arrays(law, x, y, *, labels, fixed, bounds, delta, seed, starts) -> Fit
     bad = ~np.isfinite(y) | (y <= 0)
     if bad.any():
         i = int(np.flatnonzero(bad)[0])
-        raise FitError(f"run {labels[i]!r}: loss must be positive and finite, got {y[i]!r}")
+        raise FitError(f"run {labels[i]!r}: loss must be positive and finite, got {y[i]:g}")
     xa = law.check_inputs(x, what="ladder")
     for name in law.inputs:
         arr = xa[name]
@@ -301,7 +326,7 @@ def _fit_arrays(law, x, y, *, labels, fixed, bounds, delta, seed, starts) -> Fit
             raise FitError(f"input {name!r} has shape {arr.shape}, losses have {y.shape}")
     fixed, all_bounds = _resolve(law, fixed, bounds)
     free = tuple(p.name for p in law.params if p.name not in fixed)
-    _check_design(law, xa, y, labels, free, fixed)
+    _check_design(law, xa, y, labels, free, fixed, all_bounds)
 
     problem = Problem(law=law, x=xa, log_y=np.log(y), delta=float(delta), free=free, fixed=fixed)
     ranges = _search_ranges(law, problem, all_bounds)
@@ -329,9 +354,13 @@ def _fit_arrays(law, x, y, *, labels, fixed, bounds, delta, seed, starts) -> Fit
     at_bound = _at_bound(problem, z, all_bounds, y)
     stationarity = _stationarity(problem, z, ibounds, at_bound)
     converged = stationarity < _STATIONARY
-    message = f"L-BFGS-B: {message.strip().rstrip(':')}; scaled gradient {stationarity:.1e}"
+    scipy_said = message.strip().rstrip(":")
+    if scipy_said.startswith("ABNORMAL"):
+        scipy_said = "line search could not improve further"
+    message = (f"{'stationary' if converged else 'NOT stationary'} (scaled gradient "
+               f"{stationarity:.1e}, tolerance {_STATIONARY:g}); L-BFGS-B: {scipy_said.lower()}")
     if not converged:
-        warnings.append(f"optimiser did not converge ({message} > {_STATIONARY:g})")
+        warnings.append(f"optimiser did not converge: {message}")
     for name in at_bound:
         lo, hi = all_bounds[name]
         where = f"lower bound {lo:g}" if abs(problem.values(z)[name] - lo) <= abs(
@@ -344,6 +373,14 @@ def _fit_arrays(law, x, y, *, labels, fixed, bounds, delta, seed, starts) -> Fit
     for group in weak:
         warnings.append(f"poorly identified direction involving {group} "
                         f"(near-singular curvature); treat these values with caution")
+    vague = [n for n, se in stderr.items() if np.isfinite(se) and se > abs(problem.values(z)[n])]
+    if vague and not weak and not singular:
+        warnings.append(f"poorly determined: the approximate standard error of "
+                        f"{', '.join(vague)} exceeds its value; the data constrain "
+                        f"{'it' if len(vague) == 1 else 'them'} little")
+    if n_agree == 1 and len(results) >= 3:
+        warnings.append(f"only 1 of {len(results)} starts reached the best objective; other "
+                        f"starts ended in worse local optima, so check the fit")
     dof = len(y) - len(free)
     if dof == 0:
         warnings.append(f"no residual degrees of freedom: {len(y)} points for {len(free)} free "

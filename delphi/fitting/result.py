@@ -104,6 +104,7 @@ class Fit:
                 "n_agree": self.n_agree,
                 "warnings": list(self.warnings),
                 "excluded": [{"run": e.run, "reason": e.reason} for e in self.exclusions],
+                "notes": list(self.extra.get("notes", ())),
                 "runs": list(self.labels),
             },
         }
@@ -131,12 +132,20 @@ class Fit:
         lines.append(f"residuals  rms {rms:.3g}, max |r| {np.max(np.abs(self.residuals)):.3g} (log scale)")
         for e in self.exclusions:
             lines.append(f"excluded   {e.run}: {e.reason}")
+        for note in self.extra.get("notes", ()):
+            lines.append(f"note       {note}")
         for w in self.warnings:
             lines.append(f"warning    {w}")
         return "\n".join(lines)
 
     def __str__(self) -> str:
         return self.report()
+
+    def __repr__(self) -> str:
+        params = ", ".join(f"{k}={v:.4g}" for k, v in self.params.items())
+        return (f"Fit(law={self.law.name!r}, {params}, objective={self.objective:.4g}, "
+                f"n_points={self.n_points}, converged={self.converged}, "
+                f"warnings={len(self.warnings)})")
 
     def _repr_pretty_(self, p, cycle) -> None:  # IPython/Jupyter
         p.text(self.report())

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pandas as pd
+
 from ..errors import LadderError
 from ..ladder import Ladder
 from ._common import SourceTable
@@ -87,8 +89,8 @@ def load_ladder(source: str | Path, *, metric: str | None = None) -> Ladder:
     ----------
     source:
         A bundled ladder name (``ladders/<name>.toml`` in the repository, see
-        :func:`list_ladders`), a manifest path, or a ``.csv``/``.parquet``/``.jsonl`` file
-        with canonical columns (see :mod:`delphi.ladder`).
+        :func:`list_ladders`), a manifest path, a ``.csv``/``.parquet``/``.jsonl`` file
+        with canonical columns (see :mod:`delphi.ladder`), or a pandas DataFrame with them.
     metric:
         Source column to use as the loss instead of the default (CLI ``--metric``); for OLMo
         ladders an eval-set name such as ``"pile"`` also works.
@@ -109,6 +111,8 @@ def load_ladder(source: str | Path, *, metric: str | None = None) -> Ladder:
         The manifest reads published data and ``$DELPHI_DATA_DIR`` (or ``../shared/ladders``)
         does not exist; the message says where delphi looked and how to set it.
     """
+    if isinstance(source, pd.DataFrame):
+        return Ladder(source, source="<DataFrame>", name="dataframe", metric=metric or "loss")
     kind, path, label = _resolve(source)
     if kind == "manifest":
         return build_ladder(read_manifest(path), metric=metric, source=label)

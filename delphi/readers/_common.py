@@ -195,7 +195,12 @@ def canonicalize(frame: pd.DataFrame, *, columns: Mapping[str, str] | None = Non
         An unknown canonical name, or a mapped source column that is not in the table (the
         message lists the columns found).
     """
-    mapping = dict(columns or {})
+    # Hand-written headers: "run, flops, loss" or "Loss" mean the canonical columns.
+    frame = frame.rename(columns={c: c.strip() for c in frame.columns if isinstance(c, str)})
+    lowered = {c.lower(): c for c in frame.columns if isinstance(c, str)}
+    frame = frame.rename(columns={lowered[c]: c for c in CANONICAL_COLUMNS
+                                  if c not in frame.columns and c in lowered})
+    mapping = {k: v.strip() if isinstance(v, str) else v for k, v in dict(columns or {}).items()}
     if metric is not None:
         mapping["loss"] = metric
     unknown = sorted(set(mapping) - set(CANONICAL_COLUMNS))

@@ -1,0 +1,289 @@
+"""Command-line wiring of the analyses: ``delphi isoflop``, ``delphi optimal``, ``delphi plan``.
+
+:func:`add_analysis_commands` registers the three subcommands on the ``delphi`` parser's
+subparsers and returns ``{command: handler}``; each handler takes the parsed arguments and
+returns the exit code. Handlers only parse and print: the science is in
+:mod:`delphi.isoflop`, :mod:`delphi.optimal` and :mod:`delphi.planning`. Errors are
+:class:`~delphi.errors.DelphiError` subclasses, printed by ``delphi.cli.main`` as one line.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Callable
+
+from .errors import FitError, LadderError, TargetError
+
+__all__ = ["add_analysis_commands"]
+
+Handler = Callable[[argparse.Namespace], int]
+
+
+# ------------------------------------------------------------------------------- arg types
+def _number(text: str) -> float:
+    try:
+        return float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+
+
+def _integer(text: str) -> int:
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+
+
+def _fixed_pair(text: str) -> tuple[str, float]:
+    name, sep, value = text.partition("=")
+    if not sep:
+        raise argparse.ArgumentTypeError(f"expected NAME=VALUE, got {text!r}")
+    try:
+        return name.strip(), float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number in {text!r}") from None
+
+
+def _bound_triple(text: str) -> tuple[str, tuple[float | None, float | None]]:
+    name, sep, rest = text.partition("=")
+    lo, sep2, hi = rest.partition(":")
+    if not sep or not sep2:
+        raise argparse.ArgumentTypeError(f"expected NAME=LOWER:UPPER, got {text!r}")
+    try:
+        return name.strip(), (float(lo) if lo.strip() else None, float(hi) if hi.strip() else None)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number in {text!r}") from None
+
+
+def _common(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.add_argument("--debug", action="store_true", help="show tracebacks on errors")
+
+
+def _dump(obj: dict) -> str:
+    return json.dumps(obj, indent=2, allow_nan=False)
+
+
+# ------------------------------------------------------------------------------- isoflop
+def _add_isoflop(sub) -> None:
+    p = sub.add_parser(
+        "isoflop", help="compute-optimal N*(C), D*(C) from isoFLOP budgets (Approach 2) or "
+                        "the lower envelope of loss curves (Approach 1)",
+        description="Hoffmann et al. 2022 Approaches 1 and 2. Porian et al. 2024's fits: "
+                    "--method akima --bootstrap noise --noise 0.002 --center median --weighted.")
+    p.add_argument("ladder", help="bundled ladder name, manifest or data file")
+    p.add_argument("--approach", type=int, choices=(1, 2), default=2,
+                   help="2: a curve per compute budget (default); 1: lower envelope of curves")
+    p.add_argument("--method", choices=("parabola", "cubic", "akima"), default="parabola",
+                   help="per-budget fit of loss against ln N (Approach 2; default parabola)")
+    p.add_argument("--window", type=_integer, metavar="K",
+                   help="fit only the K sizes around each budget's lowest loss")
+    p.add_argument("--tolerance", type=_number, default=0.05,
+                   help="runs whose FLOPs agree within this share form a budget (default 0.05)")
+    p.add_argument("--bootstrap", choices=("resample", "noise", "none"), default="resample",
+                   help="per-budget bootstrap: resample points (default) or add loss noise")
+    p.add_argument("--n-boot", type=_integer, default=1000, help="bootstrap draws (default 1000)")
+    p.add_argument("--noise", type=_number, metavar="SD",
+                   help="loss noise standard deviation for --bootstrap noise")
+    p.add_argument("--level", type=_number, default=0.95, help="interval level (default 0.95)")
+    p.add_argument("--seed", type=_integer, default=0, help="bootstrap seed (default 0)")
+    p.add_argument("--center", choices=("point", "median"), default="point",
+                   help="fit the power law to point optima or bootstrap medians")
+    p.add_argument("--weighted", action="store_true",
+                   help="weight budgets by 1/sd^2 of their bootstrap ln N*")
+    p.add_argument("--n-grid", type=_integer, default=100,
+                   help="Approach 1: log-spaced FLOP values (default 100)")
+    p.add_argument("--min-runs", type=_integer, default=2,
+                   help="Approach 1: curves that must cover a FLOP value (default 2)")
+    p.add_argument("--keep-edge", action="store_true",
+                   help="Approach 1: also fit FLOP values won by the smallest or largest model")
+    p.add_argument("--target-flops", type=_number, metavar="C",
+                   help="also print N*, D* at this compute [FLOPs]")
+    p.add_argument("--metric", metavar="COLUMN", help="source column to use as the loss")
+    _common(p)
+
+
+def _cmd_isoflop(args) -> int:
+    from .isoflop import envelope_analysis, isoflop_analysis
+    from .readers import load_ladder
+
+    ladder = load_ladder(args.ladder, metric=args.metric)
+    if args.approach == 1:
+        result = envelope_analysis(ladder, n_grid=args.n_grid, min_runs=args.min_runs,
+                                   drop_edge=not args.keep_edge)
+    else:
+        result = isoflop_analysis(ladder, method=args.method, window=args.window,
+                                  tolerance=args.tolerance, bootstrap=args.bootstrap,
+                                  n_boot=args.n_boot, noise=args.noise, level=args.level,
+                                  seed=args.seed, center=args.center, weighted=args.weighted)
+    target = result.optimal(args.target_flops) if args.target_flops is not None else None
+    if args.json:
+        print(_dump({**result.to_dict(), "target": target}))
+        return 0
+    print(result.report())
+    if target is not None:
+        print(f"at C = {target['flops']:.4g}: N* = {target['params']:.4g} params, "
+              f"D* = {target['tokens']:.4g} tokens, D*/N* = {target['tokens_per_param']:.3g}")
+    return 0
+
+
+# ------------------------------------------------------------------------------- optimal
+def _add_optimal(sub) -> None:
+    p = sub.add_parser(
+        "optimal", help="compute-optimal N and D at a budget from a fitted Chinchilla law "
+                        "(Hoffmann et al. 2022, Eq. 4)")
+    p.add_argument("ladder", help="bundled ladder name, manifest or data file")
+    p.add_argument("--target-flops", type=_number, metavar="C",
+                   help="target compute [FLOPs] (default: the manifest's target)")
+    p.add_argument("--floor", type=_number, metavar="E", help="fix the irreducible loss E")
+    p.add_argument("--fix", type=_fixed_pair, action="append", default=[], metavar="NAME=VALUE",
+                   help="fix a parameter (repeatable)")
+    p.add_argument("--bound", type=_bound_triple, action="append", default=[],
+                   metavar="NAME=LO:HI", help="bound a parameter (repeatable)")
+    p.add_argument("--fit-max-flops", type=_number, metavar="C",
+                   help="fit only runs with compute at or below C FLOPs")
+    p.add_argument("--include-unfinished", action="store_true",
+                   help="also fit the last checkpoint of runs stopped early")
+    p.add_argument("--draws", metavar="PATH",
+                   help="CSV or JSON of parameter draws (columns A, B, alpha, beta) for "
+                        "percentile intervals")
+    p.add_argument("--level", type=_number, default=0.9, help="interval level (default 0.9)")
+    p.add_argument("--metric", metavar="COLUMN", help="source column to use as the loss")
+    _common(p)
+
+
+def _read_draws(path: str):
+    import pandas as pd
+
+    file = Path(path).expanduser()
+    if not file.is_file():
+        raise LadderError(f"parameter draws file not found: {file}")
+    try:
+        if file.suffix.lower() == ".json":
+            data = json.loads(file.read_text())
+            return data.get("draws", data) if isinstance(data, dict) else data
+        return pd.read_csv(file)
+    except (ValueError, OSError) as exc:
+        raise FitError(f"cannot read parameter draws from {file}: {exc}") from None
+
+
+def _manifest_target(ladder_arg: str) -> float | None:
+    from .readers import FORMATS, load_manifest
+
+    if Path(ladder_arg).suffix.lower() in FORMATS:
+        return None
+    defaults = load_manifest(ladder_arg).predict
+    return getattr(defaults, "target_flops", None) if defaults is not None else None
+
+
+def _cmd_optimal(args) -> int:
+    from .optimal import compute_optimal
+    from .readers import load_ladder
+
+    ladder = load_ladder(args.ladder, metric=args.metric)
+    flops = args.target_flops if args.target_flops is not None else _manifest_target(args.ladder)
+    if flops is None:
+        raise TargetError(f"delphi optimal needs --target-flops (ladder {ladder.name!r} names "
+                          f"no target compute)")
+    fixed = dict(args.fix)
+    if args.floor is not None:
+        fixed["E"] = args.floor
+    draws = _read_draws(args.draws) if args.draws else None
+    allocation = compute_optimal(ladder, flops, fixed=fixed or None,
+                                 bounds=dict(args.bound) or None, draws=draws, level=args.level,
+                                 fit_max_flops=args.fit_max_flops,
+                                 include_unfinished=args.include_unfinished)
+    if args.json:
+        print(_dump({**allocation.to_dict(), "ladder": {"name": ladder.name,
+                                                        "source": ladder.source}}))
+    else:
+        print(f"ladder     {ladder.name} ({ladder.source}), metric {ladder.metric}")
+        print(allocation.report())
+    return 0
+
+
+# ------------------------------------------------------------------------------- plan
+def _add_plan(sub) -> None:
+    p = sub.add_parser(
+        "plan", help="propose a ladder of small runs for a target compute",
+        description="Budgets log-spaced below the target (total = fraction x target), model "
+                    "sizes centred on N*(C) (params = 12 * layers * d^2, layers = "
+                    "round(d/100), d in steps of 128), tokens = budget / (6N), batch and LR "
+                    "from the hyperparameter rule.")
+    p.add_argument("--target-flops", type=_number, required=True, metavar="C",
+                   help="target compute [FLOPs]")
+    p.add_argument("--fraction", type=_number, default=0.01,
+                   help="ladder compute as a share of the target's (default 0.01)")
+    p.add_argument("--budgets", type=_integer, default=7, metavar="K",
+                   help="number of compute budgets (default 7)")
+    p.add_argument("--sizes-per-budget", type=_integer, default=5, metavar="M",
+                   help="model sizes per budget (default 5)")
+    p.add_argument("--rule", default="adamh", help="hyperparameter rule (default adamh)")
+    p.add_argument("--tokens-per-param", type=_number, default=20.0,
+                   help="prior D*/N* when no --from ladder is given (default 20)")
+    p.add_argument("--max-tokens-per-param", type=_number, metavar="R",
+                   help="drop runs above R tokens per parameter (Marin: 250)")
+    p.add_argument("--span", type=_number, default=100.0,
+                   help="largest / smallest budget (default 100, as 3e18..3e20)")
+    p.add_argument("--spread", type=_number, default=10.0,
+                   help="largest / smallest model size per budget (default 10)")
+    p.add_argument("--from", dest="from_ladder", metavar="LADDER",
+                   help="centre sizes on N*(C) fitted to this ladder instead of the prior")
+    p.add_argument("--from-method", choices=("chinchilla", "isoflop"), default="chinchilla",
+                   help="how --from estimates N*(C): a Chinchilla law (Eq. 4, default) or an "
+                        "isoFLOP power law (Approach 2)")
+    p.add_argument("--metric", metavar="COLUMN", help="loss column of the --from ladder")
+    p.add_argument("--csv", metavar="PATH", help="write the runs as a tidy CSV")
+    _common(p)
+
+
+def _optimum_from(args):
+    from .readers import load_ladder
+
+    ladder = load_ladder(args.from_ladder, metric=args.metric)
+    if args.from_method == "isoflop":
+        from .isoflop import isoflop_analysis
+
+        law = isoflop_analysis(ladder).params_law
+        return (lambda c: float(law.predict(c)),
+                f"an isoFLOP power law fitted to {ladder.name} ({law.formula})")
+    from .optimal import compute_optimal
+    from .planning import optimum_from_allocation
+
+    a = compute_optimal(ladder, args.target_flops)
+    return (optimum_from_allocation(a.G, a.a),
+            f"a Chinchilla law fitted to {ladder.name} (N* = {a.G:.4g} (C/6)^{a.a:.4f})")
+
+
+def _cmd_plan(args) -> int:
+    from .planning import plan_ladder
+
+    optimum, prior = _optimum_from(args) if args.from_ladder else (None, None)
+    plan = plan_ladder(args.target_flops, fraction=args.fraction, budgets=args.budgets,
+                       sizes_per_budget=args.sizes_per_budget, rule=args.rule,
+                       tokens_per_param=args.tokens_per_param, optimum=optimum, prior=prior,
+                       max_tokens_per_param=args.max_tokens_per_param, span=args.span,
+                       spread=args.spread)
+    written = str(plan.to_csv(args.csv)) if args.csv else None
+    if args.json:
+        print(_dump({**plan.to_dict(), "csv": written}))
+        return 0
+    print(plan.report())
+    if written:
+        print(f"wrote      {written} ({len(plan.runs)} runs)")
+    return 0
+
+
+# ------------------------------------------------------------------------------- wiring
+def add_analysis_commands(subparsers) -> dict[str, Handler]:
+    """Register ``isoflop``, ``optimal`` and ``plan`` on ``subparsers`` (the object returned by
+    ``parser.add_subparsers()``); return ``{command: handler(args) -> exit code}``.
+
+    Each subcommand has ``--json`` and ``--debug`` like the others.
+    """
+    _add_isoflop(subparsers)
+    _add_optimal(subparsers)
+    _add_plan(subparsers)
+    return {"isoflop": _cmd_isoflop, "optimal": _cmd_optimal, "plan": _cmd_plan}

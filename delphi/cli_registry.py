@@ -1,0 +1,329 @@
+"""Argparse wiring for ``delphi register``, ``delphi score`` and ``delphi registry``.
+
+:func:`add_registry_commands` adds the three commands to ``delphi``'s subparsers and returns
+their handlers; :func:`main` runs them on their own (``python -m delphi.cli_registry``), with
+the same error convention as ``delphi``: one line on stderr and exit code 1 for a delphi error,
+2 for bad usage. Parsing and printing only: the work is in :mod:`delphi.registry`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import sys
+import traceback
+import warnings
+from pathlib import Path
+from typing import Callable, Sequence
+
+from .cli import _add_fit_options, _fit_settings, _load, _positive_float
+from .errors import DelphiError, DelphiWarning, RegistryError
+from .forecast import Target, default_law, predict
+from .registry import Registry
+
+__all__ = ["add_registry_commands", "main"]
+
+Handler = Callable[[argparse.Namespace], int]
+
+
+def _add_target_options(p: argparse.ArgumentParser) -> None:
+    # The same target flags as `delphi predict` (kept identical on purpose), plus facts the
+    # registry records but the fit does not read.
+    p.add_argument("--target-flops", type=_positive_float, metavar="C", help="target compute [FLOPs]")
+    p.add_argument("--target-params", type=_positive_float, metavar="N", help="target parameters")
+    p.add_argument("--target-tokens", type=_positive_float, metavar="D", help="target tokens")
+    p.add_argument("--target-name", help="label for the target")
+    p.add_argument("--target-active-params", type=_positive_float, metavar="N_ACT",
+                   help="active parameters per token (MoE), recorded with the target")
+
+
+def _add_common(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.add_argument("--debug", action="store_true", help="show tracebacks on errors")
+
+
+def add_registry_commands(subparsers) -> dict[str, Handler]:
+    """Add ``register``, ``score`` and ``registry`` to ``subparsers`` (from
+    ``parser.add_subparsers(dest="command")``).
+
+    Returns
+    -------
+    ``{command: handler}``; ``handler(args)`` returns the exit code and raises
+    :class:`~delphi.errors.DelphiError` on bad input (the caller prints it on one line).
+    """
+    p = subparsers.add_parser(
+        "register", help="forecast a target (as `delphi predict`) and append the prediction to "
+        "a registry", description="Fit LADDER and forecast the target exactly as `delphi "
+        "predict` does (manifest defaults included), then append the forecast to the registry. "
+        "With --external-loss, record a forecast made elsewhere instead (no LADDER).")
+    _add_fit_options(p)
+    for action in p._actions:  # LADDER is not needed for an external forecast
+        if action.dest == "ladder":
+            action.nargs, action.default, action.required = "?", None, False
+    _add_target_options(p)
+    p.add_argument("--registry", required=True, metavar="PATH", help="registry file (JSON Lines)")
+    p.add_argument("--id", required=True, help="short unique id, e.g. marin-535b-a23b")
+    p.add_argument("--author", help="who makes the forecast")
+    p.add_argument("--kind", choices=("prediction", "projection"), default="prediction",
+                   help="prediction: a run that will exist (default); projection: hypothetical")
+    p.add_argument("--notes", help="free text kept with the entry")
+    p.add_argument("--curve", metavar="CURVE",
+                   help="forecast curve for partial scoring: 'FRACTION:LOSS,...' or a CSV file "
+                        "with columns fraction,loss")
+    p.add_argument("--interval", metavar="LO:HI:LEVEL[:KIND]",
+                   help="forecast interval for the final loss, e.g. 2.01:2.07:0.9")
+    p.add_argument("--created-at", metavar="ISO",
+                   help="explicit UTC timestamp (only to transcribe history; default now)")
+    ext = p.add_argument_group("external forecast (made outside delphi)")
+    ext.add_argument("--external-loss", type=float, metavar="LOSS",
+                     help="record this forecast loss instead of fitting LADDER")
+    ext.add_argument("--external-source", metavar="TEXT",
+                     help="where the external forecast was published (required with it)")
+    ext.add_argument("--external-made-at", metavar="DATE", help="when it was made (ISO date)")
+    ext.add_argument("--target-metric", help="eval metric of an external forecast")
+    ext.add_argument("--target-unit", help="unit of an external forecast's loss")
+
+    p = subparsers.add_parser("score", help="append the observed loss of a registered "
+                              "prediction and score it")
+    p.add_argument("--registry", required=True, metavar="PATH")
+    p.add_argument("--id", required=True, help="the prediction's id")
+    p.add_argument("--actual", required=True, type=float, metavar="LOSS", help="observed loss")
+    p.add_argument("--fraction", type=float, default=1.0,
+                   help="share of training done when measured, in (0, 1] (default 1: final)")
+    p.add_argument("--source", help="where the number comes from (W&B run, issue...)")
+    p.add_argument("--author")
+    p.add_argument("--notes")
+    p.add_argument("--created-at", metavar="ISO", help="explicit UTC timestamp (default now)")
+    _add_common(p)
+
+    p = subparsers.add_parser("registry", help="list, show, report, verify or repair a registry")
+    sub = p.add_subparsers(dest="registry_command", required=True, metavar="ACTION")
+    q = sub.add_parser("list", help="one line per entry")
+    q.add_argument("path", metavar="PATH")
+    _add_common(q)
+    q = sub.add_parser("show", help="one entry, with its outcomes and scores")
+    q.add_argument("id", metavar="ID")
+    q.add_argument("path", metavar="PATH")
+    _add_common(q)
+    q = sub.add_parser("report", help="scoreboard over scored predictions (markdown or JSON)")
+    q.add_argument("path", metavar="PATH")
+    _add_common(q)
+    q = sub.add_parser("verify", help="recompute the hash chain; exit 1 at the first problem")
+    q.add_argument("path", metavar="PATH")
+    q.add_argument("--expect-head", metavar="HASH",
+                   help="a head hash published earlier (detects entries removed from the end)")
+    _add_common(q)
+    q = sub.add_parser("repair", help="remove a torn last line left by an interrupted append "
+                       "(keeps a backup)")
+    q.add_argument("path", metavar="PATH")
+    _add_common(q)
+    return {"register": _cmd_register, "score": _cmd_score, "registry": _cmd_registry}
+
+
+# --------------------------------------------------------------------------- parsing helpers
+def _parse_curve(text: str | None) -> list[tuple[float, float]] | None:
+    if text is None:
+        return None
+    try:
+        if Path(text).is_file():
+            with open(text, newline="") as fh:
+                rows = list(csv.DictReader(fh))
+            return [(float(r["fraction"]), float(r["loss"])) for r in rows]
+        return [(float(f), float(v)) for f, v in
+                (item.split(":") for item in text.split(",") if item.strip())]
+    except (KeyError, ValueError, TypeError):
+        raise RegistryError(f"--curve: expected 'FRACTION:LOSS,...' or a CSV with columns "
+                            f"fraction,loss, got {text!r}") from None
+
+
+def _parse_interval(text: str | None):
+    if text is None:
+        return None
+    parts = text.split(":")
+    try:
+        if len(parts) not in (3, 4):
+            raise ValueError
+        return (float(parts[0]), float(parts[1]), float(parts[2]),
+                *(parts[3:] if len(parts) == 4 else []))
+    except ValueError:
+        raise RegistryError(f"--interval: expected LOWER:UPPER:LEVEL[:KIND], got {text!r}") \
+            from None
+
+
+def _print_json(obj) -> None:
+    print(json.dumps(obj, indent=2, allow_nan=False))
+
+
+# --------------------------------------------------------------------------- handlers
+def _cmd_register(args) -> int:
+    reg = Registry(args.registry)
+    common = dict(id=args.id, author=args.author, kind=args.kind, notes=args.notes,
+                  curve=_parse_curve(args.curve), interval=_parse_interval(args.interval),
+                  created_at=args.created_at)
+    forecast = None
+    if args.external_loss is not None:
+        fit_flags = [flag for flag, used in (
+            ("LADDER", args.ladder is not None), ("--floor", args.floor is not None),
+            ("--fix", bool(args.fix)), ("--bound", bool(args.bound)),
+            ("--fit-max-flops", args.fit_max_flops is not None),
+            ("--metric", args.metric is not None)) if used]
+        if fit_flags:
+            raise RegistryError(f"{', '.join(fit_flags)} cannot be used with --external-loss "
+                                f"(an external forecast records no fit)")
+        if not args.external_source:
+            raise RegistryError("--external-loss needs --external-source (where the forecast "
+                                "was published)")
+        target = {"flops": args.target_flops, "params": args.target_params,
+                  "tokens": args.target_tokens, "name": args.target_name,
+                  "active_params": args.target_active_params, "metric": args.target_metric,
+                  "unit": args.target_unit}
+        entry = reg.register_external(target={k: v for k, v in target.items() if v is not None},
+                                      loss=args.external_loss, source=args.external_source,
+                                      law=args.law, made_at=args.external_made_at, **common)
+    else:
+        if args.ladder is None:
+            raise RegistryError("give LADDER to forecast from, or --external-loss for a forecast "
+                                "made elsewhere")
+        if args.target_metric or args.target_unit or args.external_source:
+            raise RegistryError("--target-metric, --target-unit and --external-source are for "
+                                "external forecasts; a delphi forecast takes them from LADDER")
+        # Target and law exactly as `delphi predict` chooses them (manifest defaults first).
+        ladder, defaults = _load(args)
+        given = any(v is not None for v in (args.target_flops, args.target_params,
+                                            args.target_tokens))
+        if given or defaults is None:
+            target = Target(flops=args.target_flops, params=args.target_params,
+                            tokens=args.target_tokens, name=args.target_name)
+        else:
+            target = Target(flops=defaults.target_flops, params=defaults.target_params,
+                            tokens=defaults.target_tokens,
+                            name=args.target_name or defaults.target_name)
+        law = (args.law or (defaults.law if defaults is not None else None)
+               or default_law(ladder, target))
+        settings = _fit_settings(args, defaults)
+        forecast = predict(ladder, target, law, **settings)
+        entry = reg.register(forecast, target_facts={"active_params": args.target_active_params},
+                             settings=settings, **common)
+    if args.json:
+        _print_json(entry.model_dump(mode="json"))
+    else:
+        if forecast is not None:
+            print(forecast.report())
+            print()
+        fc = entry.forecast
+        unit = f" {entry.target.unit}" if entry.target.unit else ""
+        print(f"registered {entry.kind} {entry.id}: {fc.loss:.4f}{unit}"
+              f"{' (external)' if fc.external else ''} in {reg.path}")
+        print(f"hash       {entry.hash}")
+    return 0
+
+
+def _cmd_score(args) -> int:
+    score = Registry(args.registry).score(args.id, args.actual, fraction=args.fraction,
+                                          source=args.source, author=args.author,
+                                          notes=args.notes, created_at=args.created_at)
+    if args.json:
+        _print_json(score.to_dict())
+    else:
+        print(score.report())
+    return 0
+
+
+def _cmd_registry(args) -> int:
+    reg = Registry(args.path)
+    action = args.registry_command
+    if action == "verify":
+        report = reg.verify(expect_head=args.expect_head)
+        if args.json:
+            _print_json(report.to_dict())
+        else:
+            print(report)
+        return 0 if report.ok else 1
+    if action == "repair":
+        before = reg.verify()
+        backup = reg.repair()
+        after = reg.verify()
+        if args.json:
+            _print_json({"repaired": backup is not None, "backup": str(backup) if backup else None,
+                         "before": before.to_dict(), "after": after.to_dict()})
+        elif backup is None:
+            print(f"nothing to repair: {after}")
+        else:
+            print(f"repaired line {before.line}: it {before.problem}\nbackup   {backup}\n{after}")
+        return 0 if after.ok else 1
+    if not reg.path.exists():
+        raise RegistryError(f"no registry at {reg.path}")
+    if action == "list":
+        entries = reg.entries()
+        if args.json:
+            _print_json([e.model_dump(mode="json") for e in entries])
+        else:
+            for i, e in enumerate(entries, 1):
+                print(_summary_line(i, e))
+        _warn_if_broken(reg)
+        return 0
+    if action == "show":
+        entry = reg.get(args.id)
+        outcomes = reg.outcomes(args.id) if entry.kind != "outcome" else []
+        scores = reg.scores(args.id) if entry.kind == "prediction" else []
+        if args.json:
+            _print_json({"entry": entry.model_dump(mode="json"),
+                         "outcomes": [o.model_dump(mode="json") for o in outcomes],
+                         "scores": [s.to_dict() for s in scores]})
+        else:
+            print(json.dumps(entry.model_dump(mode="json"), indent=2, sort_keys=True))
+            for s in scores:
+                print()
+                print(s.report())
+            if entry.kind == "prediction" and not scores:
+                print("\nno outcome yet")
+        _warn_if_broken(reg)
+        return 0
+    if action == "report":
+        board = reg.report()
+        if args.json:
+            _print_json(board.to_dict())
+        else:
+            print(board.to_markdown())
+        _warn_if_broken(reg)
+        return 0
+    raise RegistryError(f"unknown registry action {action!r}")  # pragma: no cover
+
+
+def _summary_line(i: int, e) -> str:
+    when = e.created_at.strftime("%Y-%m-%d %H:%M")
+    if e.kind == "outcome":
+        o = e.outcome
+        what = f"actual {o.actual:.4f} at fraction {o.fraction:g} for {o.of}"
+    else:
+        ext = " external" if e.forecast.external else ""
+        what = f"{e.forecast.loss:.4f}{ext}  {e.target.name or ''}"
+    return f"{i:>4}  {e.id:<32} {e.kind:<10} {when}  {what}"
+
+
+def _warn_if_broken(reg: Registry) -> None:
+    report = reg.verify()
+    if not report.ok:
+        print(f"delphi: warning: {report}", file=sys.stderr)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run a registry command on its own (same conventions as ``delphi``); returns the exit
+    code: 0 success, 1 a delphi error or a failed verify, 2 bad usage."""
+    parser = argparse.ArgumentParser(prog="delphi", description="Preregistration registry.")
+    handlers = add_registry_commands(parser.add_subparsers(dest="command", required=True))
+    args = parser.parse_args(argv)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DelphiWarning)
+        try:
+            return handlers[args.command](args)
+        except DelphiError as exc:
+            if args.debug:
+                traceback.print_exc()
+            print(f"delphi: error: {exc}", file=sys.stderr)
+            return 1
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

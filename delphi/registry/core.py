@@ -1,0 +1,644 @@
+"""The :class:`Registry`: locked, fsynced, hash-chained appends of predictions and outcomes."""
+
+from __future__ import annotations
+
+import json
+import numbers
+import os
+import re
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Callable, Iterator, Mapping, Sequence
+
+from filelock import FileLock, Timeout
+from pydantic import ValidationError
+
+from ..errors import RegistryError
+from .chain import VerifyReport, split_lines, verify_bytes
+from .schema import (GENESIS, Entry, ExclusionRecord, FitRecord, ForecastRecord, IntervalRecord,
+                     LadderRecord, LawRecord, OutcomeRecord, TargetRecord, entry_hash,
+                     validation_message)
+from .scoring import Score, Scoreboard, score_outcome, scoreboard
+
+__all__ = ["Registry", "MAX_ID_LENGTH", "PAUSE_ENV", "PAUSE_SIGNAL_ENV"]
+
+#: Longest id a user may choose (outcome ids append ``/outcome-N`` to it).
+MAX_ID_LENGTH = 64
+#: Test hook: when set to a fraction in [0, 1], an append writes that share of its line,
+#: fsyncs, creates the file named by :data:`PAUSE_SIGNAL_ENV` (if set) and sleeps, so a test
+#: can kill the writer mid-line. Never set it outside tests.
+PAUSE_ENV = "DELPHI_REGISTRY_TEST_PAUSE"
+PAUSE_SIGNAL_ENV = "DELPHI_REGISTRY_TEST_PAUSE_SIGNAL"
+
+_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:/@+-]*")
+_TARGET_FIELDS = set(TargetRecord.model_fields) - {"facts"}
+_SETTING_KEYS = {"fixed", "bounds", "delta", "huber_delta", "fit_max_flops", "include_unfinished",
+                 "divergence_threshold", "seed"}
+
+
+def _plain(value: Any) -> Any:
+    """numpy scalars -> Python numbers; anything else unchanged (the schema rejects bad types)."""
+    if isinstance(value, numbers.Integral) and not isinstance(value, bool):
+        return int(value)
+    if isinstance(value, numbers.Real) and not isinstance(value, bool):
+        return float(value)
+    return value
+
+
+def _finite_or_none(value: Any) -> float | None:
+    v = _plain(value)
+    return float(v) if isinstance(v, (int, float)) and abs(v) != float("inf") and v == v else None
+
+
+def _timestamp(value: datetime | str | None) -> datetime:
+    """``value`` as an aware UTC datetime; now (to the second) when None."""
+    if value is None:
+        return datetime.now(timezone.utc).replace(microsecond=0)
+    if isinstance(value, str):
+        try:
+            value = datetime.fromisoformat(value.replace("Z", "+00:00"))
+        except ValueError:
+            raise RegistryError(f"created_at: not an ISO 8601 timestamp: {value!r}") from None
+    if not isinstance(value, datetime):
+        raise RegistryError(f"created_at must be a datetime or ISO string, got {value!r}")
+    if value.tzinfo is None:
+        raise RegistryError(f"created_at must carry a time zone (e.g. ...Z for UTC): {value!r}")
+    return value.astimezone(timezone.utc)
+
+
+def _curve(curve: Sequence[Sequence[float]] | None) -> tuple | None:
+    if curve is None:
+        return None
+    try:
+        return tuple((_plain(f), _plain(loss)) for f, loss in curve)
+    except (TypeError, ValueError):
+        raise RegistryError("curve must be a list of (fraction, loss) pairs") from None
+
+
+def _interval(interval: Any) -> IntervalRecord | None:
+    """An :class:`IntervalRecord` from a record, a mapping, an object with ``lower``, ``upper``,
+    ``level`` (and ``kind``) attributes, or a ``(lower, upper, level[, kind])`` tuple."""
+    if interval is None or isinstance(interval, IntervalRecord):
+        return interval
+    if isinstance(interval, Mapping):
+        data = dict(interval)
+    elif isinstance(interval, (tuple, list)):
+        if len(interval) not in (3, 4):
+            raise RegistryError("interval must be (lower, upper, level[, kind])")
+        data = dict(zip(("lower", "upper", "level", "kind"), interval))
+    else:
+        data = {k: getattr(interval, k, None) for k in ("lower", "upper", "level", "kind")}
+    data = {k: _plain(v) for k, v in data.items() if v is not None or k != "kind"}
+    try:
+        return IntervalRecord(**data)
+    except ValidationError as exc:
+        raise RegistryError(validation_message(exc, "interval")) from None
+
+
+def _forecast_interval(forecast) -> IntervalRecord | None:
+    """The interval a :class:`~delphi.forecast.Forecast` provides, if any.
+
+    Forecasts do not carry intervals yet; this reads ``forecast.interval`` (or, among several in
+    ``forecast.intervals``, the one for a new run) so registration records them once they do.
+    """
+    intervals = getattr(forecast, "intervals", None)
+    if intervals:
+        items = list(intervals.values()) if isinstance(intervals, Mapping) else list(intervals)
+        kinds = [getattr(i, "kind", None) or (i.get("kind") if isinstance(i, Mapping) else None)
+                 for i in items]
+        # A run's observed loss includes run-to-run noise: score it against the new-run interval.
+        pick = next((i for i, k in zip(items, kinds) if k and "run" in str(k)), items[0])
+        return _interval(pick)
+    return _interval(getattr(forecast, "interval", None))
+
+
+def _target_record(base: Mapping[str, Any], facts: Mapping[str, Any] | None) -> TargetRecord:
+    data = {k: _plain(v) for k, v in base.items() if v is not None}
+    extra = {k: _plain(v) for k, v in (data.pop("facts", None) or {}).items()}
+    for key, value in (facts or {}).items():
+        if value is None:
+            continue
+        if key in _TARGET_FIELDS:
+            data[key] = _plain(value)
+        else:
+            extra[key] = _plain(value)
+    unknown = set(data) - _TARGET_FIELDS
+    if unknown:
+        raise RegistryError(f"target: unknown field(s) {sorted(unknown)}; known: "
+                            f"{sorted(_TARGET_FIELDS)} (put anything else in 'facts')")
+    try:
+        return TargetRecord(**data, facts=extra)
+    except ValidationError as exc:
+        raise RegistryError(validation_message(exc, "target")) from None
+
+
+def _fit_record(fit, settings: Mapping[str, Any] | None) -> FitRecord:
+    settings = dict(settings or {})
+    unknown = set(settings) - _SETTING_KEYS
+    if unknown:
+        raise RegistryError(f"settings: unknown key(s) {sorted(unknown)}; known: "
+                            f"{sorted(_SETTING_KEYS)}")
+    bounds = {k: (_finite_or_none(lo), _finite_or_none(hi)) for k, (lo, hi) in fit.bounds.items()}
+    return FitRecord(
+        fixed={k: _plain(v) for k, v in fit.fixed.items()}, bounds=bounds,
+        huber_delta=_plain(fit.delta), fit_max_flops=_plain(settings.get("fit_max_flops")),
+        include_unfinished=settings.get("include_unfinished"),
+        divergence_threshold=_plain(settings.get("divergence_threshold")),
+        seed=_plain(settings.get("seed")), n_runs=int(fit.n_points),
+        runs=tuple(str(r) for r in fit.labels),
+        excluded=tuple(ExclusionRecord(run=str(e.run), reason=str(e.reason))
+                       for e in fit.exclusions),
+        converged=bool(fit.converged), message=str(fit.message),
+        objective=_finite_or_none(fit.objective), warnings=tuple(str(w) for w in fit.warnings))
+
+
+@dataclass
+class _State:
+    """What an append needs to know about the file: its bytes, lines, ids and last hash."""
+
+    data: bytes = b""
+    lines: list[bytes] = field(default_factory=list)
+    ids: dict[str, int] = field(default_factory=dict)
+    last_hash: str = GENESIS
+
+    def entry(self, id: str) -> Entry:
+        try:
+            return Entry.model_validate_json(self.lines[self.ids[id]])
+        except ValidationError as exc:
+            raise RegistryError(f"the entry {id!r} is unreadable ({validation_message(exc)}); "
+                                f"run `delphi registry verify`") from None
+
+
+class Registry:
+    """A preregistration registry: one append-only, hash-chained JSON Lines file.
+
+    Appends take a file lock (``PATH.lock``, via :mod:`filelock`), write the whole line in one
+    call and fsync it; concurrent writers (threads or processes) are serialised. Nothing is ever
+    edited in place: an outcome is a new entry that references its prediction.
+
+    Parameters
+    ----------
+    path: the registry file (created on the first append; its directory must exist).
+    lock_timeout: seconds to wait for the lock before raising :class:`RegistryError`.
+
+    Every method raises :class:`~delphi.errors.RegistryError` on bad input or a bad file, and a
+    failed append leaves the file byte-identical.
+    """
+
+    def __init__(self, path: str | os.PathLike, *, lock_timeout: float = 60.0):
+        self.path = Path(path)
+        self.lock_timeout = float(lock_timeout)
+        self._cache: _State | None = None
+
+    def __repr__(self) -> str:
+        return f"Registry({str(self.path)!r})"
+
+    # ------------------------------------------------------------------ reading
+    def _read(self) -> bytes:
+        try:
+            return self.path.read_bytes()
+        except FileNotFoundError:
+            return b""
+        except OSError as exc:
+            raise RegistryError(f"cannot read registry {self.path}: {exc}") from None
+
+    def entries(self) -> list[Entry]:
+        """Every complete entry, in file order (a torn last line is left out: see
+        :meth:`verify`). Does not check the chain.
+
+        Raises
+        ------
+        RegistryError
+            A line is not a valid entry (run :meth:`verify` to locate tampering).
+        """
+        out = []
+        lines, _ = split_lines(self._read())
+        for i, line in enumerate(lines, 1):
+            try:
+                out.append(Entry.model_validate_json(line))
+            except ValidationError as exc:
+                raise RegistryError(f"{self.path}: line {i} is not a valid entry "
+                                    f"({validation_message(exc, 'entry')}); run `delphi registry "
+                                    f"verify {self.path}`") from None
+        return out
+
+    def get(self, id: str) -> Entry:
+        """The entry with this id.
+
+        Raises
+        ------
+        RegistryError
+            No such id.
+        """
+        for e in self.entries():
+            if e.id == id:
+                return e
+        raise RegistryError(f"no entry {id!r} in {self.path}")
+
+    def outcomes(self, id: str) -> list[Entry]:
+        """Outcome entries scoring prediction ``id``, in file order."""
+        return [e for e in self.entries() if e.kind == "outcome" and e.outcome.of == id]
+
+    def scores(self, id: str | None = None) -> list[Score]:
+        """Scores of every outcome (of prediction ``id`` only, when given), in file order."""
+        board = self.report()
+        return [s for s in board.scores if id is None or s.prediction_id == id]
+
+    def report(self) -> Scoreboard:
+        """The scoreboard: every outcome scored; mean and max |relative error| and interval
+        coverage over the latest final outcome of each prediction."""
+        return scoreboard(self.entries())
+
+    def verify(self, expect_head: str | None = None) -> VerifyReport:
+        """Recompute the hash chain and check every entry (see :class:`VerifyReport`).
+
+        Parameters
+        ----------
+        expect_head: a head hash published earlier; fails when no entry has it.
+
+        Raises
+        ------
+        RegistryError
+            The file does not exist.
+        """
+        if not self.path.exists():
+            raise RegistryError(f"no registry at {self.path}")
+        return verify_bytes(self._read(), self.path, expect_head)
+
+    # ------------------------------------------------------------------ writing
+    @contextmanager
+    def _lock(self) -> Iterator[None]:
+        if not self.path.parent.is_dir():
+            raise RegistryError(f"cannot write {self.path}: directory {self.path.parent} "
+                                f"does not exist")
+        lock = FileLock(str(self.path) + ".lock", timeout=self.lock_timeout)
+        try:
+            lock.acquire()
+        except Timeout:
+            raise RegistryError(f"could not lock {self.path} within {self.lock_timeout:g} s "
+                                f"(another writer holds {lock.lock_file})") from None
+        try:
+            yield
+        finally:
+            lock.release()
+
+    def _scan(self) -> _State:
+        """The file's state for an append (call with the lock held).
+
+        Raises
+        ------
+        RegistryError
+            A torn last line (run repair first) or an unreadable line.
+        """
+        data = self._read()
+        lines, tail = split_lines(data)
+        if tail:
+            raise RegistryError(
+                f"{self.path}: line {len(lines) + 1} is torn (an earlier append was interrupted); "
+                f"nothing was written. Run `delphi registry repair {self.path}` (it keeps a "
+                f"backup), then retry")
+        # Other writers only ever append: re-parse only what was added since the last scan.
+        cached = self._cache
+        if cached is not None and data.startswith(cached.data):
+            state = _State(cached.data, list(cached.lines), dict(cached.ids), cached.last_hash)
+        else:
+            state = _State()
+        for i in range(len(state.lines), len(lines)):
+            line = lines[i]
+            try:
+                raw = json.loads(line)
+                rid, rhash = raw["id"], raw["hash"]
+                if not (isinstance(rid, str) and isinstance(rhash, str)):
+                    raise TypeError
+            except (ValueError, TypeError, KeyError):
+                raise RegistryError(f"{self.path}: line {i + 1} is unreadable; nothing was "
+                                    f"written. Run `delphi registry verify {self.path}`") from None
+            state.ids.setdefault(rid, i)
+            state.lines.append(line)
+            state.last_hash = rhash
+        state.data = data
+        return state
+
+    def _write(self, payload: bytes) -> None:
+        new = not self.path.exists()
+        try:
+            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        except OSError as exc:
+            raise RegistryError(f"cannot open {self.path} for appending: {exc}") from None
+        try:
+            view = memoryview(payload)
+            pause = os.environ.get(PAUSE_ENV)
+            if pause:
+                k = int(float(pause) * len(payload))
+                _write_all(fd, view[:k])
+                os.fsync(fd)
+                signal = os.environ.get(PAUSE_SIGNAL_ENV)
+                if signal:
+                    Path(signal).write_text(str(k))
+                time.sleep(3600)
+                view = view[k:]
+            _write_all(fd, view)
+            os.fsync(fd)
+        except OSError as exc:
+            raise RegistryError(f"writing {self.path} failed ({exc}); if `delphi registry "
+                                f"verify` reports a torn line, run `delphi registry repair`") \
+                from None
+        finally:
+            os.close(fd)
+        if new:  # make the new directory entry durable too
+            dfd = os.open(self.path.parent, os.O_RDONLY)
+            try:
+                os.fsync(dfd)
+            finally:
+                os.close(dfd)
+
+    def _append(self, build: Callable[[_State], dict]) -> Entry:
+        """Lock, scan, build the entry's fields from the state, seal, write, unlock."""
+        with self._lock():
+            state = self._scan()
+            entry = _seal(build(state), state.last_hash)
+            if entry.id in state.ids:
+                raise RegistryError(f"id {entry.id!r} is already in {self.path} (line "
+                                    f"{state.ids[entry.id] + 1}); ids are unique: choose another")
+            line = entry.line.encode("ascii")
+            self._write(line + b"\n")
+            state.ids[entry.id] = len(state.lines)
+            state.lines.append(line)
+            state.last_hash = entry.hash
+            state.data += line + b"\n"
+            self._cache = state
+        return entry
+
+    def register(self, forecast, *, id: str, author: str | None = None,
+                 kind: str = "prediction", notes: str | None = None,
+                 curve: Sequence[Sequence[float]] | None = None, interval: Any = None,
+                 target_facts: Mapping[str, Any] | None = None,
+                 settings: Mapping[str, Any] | None = None,
+                 created_at: datetime | str | None = None) -> Entry:
+        """Append a delphi :class:`~delphi.forecast.Forecast` as a prediction (or projection).
+
+        Parameters
+        ----------
+        forecast: from :func:`delphi.predict`; its loss, fit, law, ladder fingerprint, notes and
+            interval (when Forecast provides one) are recorded.
+        id: short unique name (letters, digits, ``._:/@+-``; at most 64 characters).
+        kind: ``"prediction"`` (a run that will exist, scoreable) or ``"projection"``
+            (a hypothetical target, never scored).
+        curve: predicted loss along training, ``[(fraction, loss), ...]`` with fractions in
+            (0, 1] increasing; partial outcomes are scored against it.
+        interval: overrides the forecast's interval: ``(lower, upper, level[, kind])`` or a
+            mapping.
+        target_facts: more about the target: ``active_params``, ``metric``, ... or any other
+            scalar fact (kept under ``target.facts``).
+        settings: the fit settings passed to :func:`delphi.predict` (``fit_max_flops``,
+            ``include_unfinished``, ``divergence_threshold``, ``seed``); fixed values, bounds and
+            the Huber delta are read from the fit.
+        created_at: the entry's timestamp (default: now, UTC). Give one only to transcribe
+            history (the bundled ``marin-registry.jsonl`` does, for a reproducible file).
+
+        Returns
+        -------
+        Entry, as written.
+
+        Raises
+        ------
+        RegistryError
+            Bad id or kind, duplicate id, a non-finite loss or parameter, a malformed curve or
+            interval, a torn or unreadable registry, or a lock timeout. Nothing is written.
+        """
+        if kind not in ("prediction", "projection"):
+            raise RegistryError(f"kind must be 'prediction' or 'projection', got {kind!r}")
+        for attr in ("target", "loss", "fit", "ladder_sha256"):
+            if not hasattr(forecast, attr):
+                raise RegistryError(f"register() needs a delphi Forecast (from delphi.predict), "
+                                    f"got {type(forecast).__name__}; for a forecast made "
+                                    f"elsewhere use register_external()")
+        _check_id(id)
+        fit, t = forecast.fit, forecast.target
+        target = _target_record(
+            {**t.to_dict(), "metric": forecast.metric, "unit": forecast.unit}, target_facts)
+        try:
+            fc = ForecastRecord(loss=_plain(forecast.loss), interval=_forecast_interval(forecast)
+                                if interval is None else _interval(interval),
+                                curve=_curve(curve), extrapolation=_plain(forecast.extrapolation),
+                                notes=tuple(str(n) for n in forecast.notes))
+            law = LawRecord(name=fit.law.name, formula=fit.law.formula,
+                            params={k: _plain(v) for k, v in fit.params.items()},
+                            stderr={k: _finite_or_none(v) for k, v in fit.stderr.items()})
+            fit_rec = _fit_record(fit, settings)
+            ladder = LadderRecord(name=str(forecast.ladder_name),
+                                  source=str(forecast.ladder_source),
+                                  sha256=str(forecast.ladder_sha256))
+        except ValidationError as exc:
+            raise RegistryError(validation_message(exc, "forecast")) from None
+        fields = dict(id=id, kind=kind, created_at=_timestamp(created_at), author=author,
+                      target=target, forecast=fc, law=law, fit=fit_rec, ladder=ladder,
+                      notes=notes)
+        return self._append(lambda state: fields)
+
+    def register_external(self, *, id: str, target: Mapping[str, Any] | Any, loss: float,
+                          source: str, law: str | None = None,
+                          law_params: Mapping[str, float] | None = None,
+                          made_at: str | None = None, interval: Any = None,
+                          curve: Sequence[Sequence[float]] | None = None,
+                          author: str | None = None, kind: str = "prediction",
+                          notes: str | None = None,
+                          created_at: datetime | str | None = None) -> Entry:
+        """Append a forecast made outside delphi (marked ``forecast.external = true``).
+
+        Parameters
+        ----------
+        target: a mapping of target fields (``flops`` [FLOPs], ``params``, ``active_params``,
+            ``tokens``, ``name``, ``metric``, ``unit``...; other keys go to ``facts``) or a
+            :class:`~delphi.forecast.Target`.
+        loss: the forecast final loss, in the target's unit.
+        source: where the forecast was published (URL or citation); required.
+        law: the law or method used, as its authors describe it; ``law_params`` its parameters.
+        made_at: when the forecast was made, as the source states it (ISO date).
+        Other parameters as in :meth:`register`.
+
+        Returns
+        -------
+        Entry, as written.
+
+        Raises
+        ------
+        RegistryError
+            As :meth:`register`; also a missing source or an empty target. Nothing is written.
+        """
+        if kind not in ("prediction", "projection"):
+            raise RegistryError(f"kind must be 'prediction' or 'projection', got {kind!r}")
+        _check_id(id)
+        base = target.to_dict() if hasattr(target, "to_dict") else target
+        if not isinstance(base, Mapping):
+            raise RegistryError(f"target must be a mapping or a Target, got {target!r}")
+        base = dict(base)
+        target_rec = _target_record({"facts": base.pop("facts", None)}, base)
+        try:
+            fc = ForecastRecord(loss=_plain(loss), interval=_interval(interval),
+                                curve=_curve(curve), external=True, source=source,
+                                made_at=made_at)
+            law_rec = None if law is None and not law_params else LawRecord(
+                name=law or "unspecified",
+                params={k: _plain(v) for k, v in (law_params or {}).items()})
+        except ValidationError as exc:
+            raise RegistryError(validation_message(exc, "external forecast")) from None
+        fields = dict(id=id, kind=kind, created_at=_timestamp(created_at), author=author,
+                      target=target_rec, forecast=fc, law=law_rec, notes=notes)
+        return self._append(lambda state: fields)
+
+    def score(self, id: str, actual: float, fraction: float = 1.0, source: str | None = None, *,
+              author: str | None = None, notes: str | None = None,
+              created_at: datetime | str | None = None) -> Score:
+        """Append the observed loss of prediction ``id`` as an outcome entry and score it.
+
+        Parameters
+        ----------
+        id: the prediction's id.
+        actual: observed loss, in the prediction's unit.
+        fraction: share of training done when ``actual`` was measured, in (0, 1]; below 1 the
+            prediction's forecast curve is interpolated.
+        source: where the number comes from (W&B run, issue comment...).
+
+        Returns
+        -------
+        Score (its ``outcome_id`` is the new entry's id, ``ID/outcome-N``).
+
+        Raises
+        ------
+        RegistryError
+            Unknown id, a projection or outcome id, a non-finite or non-positive loss, a
+            fraction outside (0, 1], a partial outcome without a curve, a torn registry.
+            Nothing is written.
+        """
+        if not isinstance(id, str):
+            raise RegistryError(f"id must be a string, got {id!r}")
+        try:
+            outcome = OutcomeRecord(of=id, actual=_plain(actual), fraction=_plain(fraction),
+                                    source=source)
+        except ValidationError as exc:
+            raise RegistryError(validation_message(exc, "outcome")) from None
+        result: dict[str, Score] = {}
+
+        def build(state: _State) -> dict:
+            if id not in state.ids:
+                known = [i for i in state.ids if "/outcome-" not in i]
+                raise RegistryError(f"no prediction {id!r} in {self.path}; register it first "
+                                    f"(known: {', '.join(known[:10]) or 'none'})")
+            pred = state.entry(id)
+            if pred.kind != "prediction":
+                raise RegistryError(f"{id!r} is a {pred.kind}, not a prediction; only "
+                                    f"predictions are scored")
+            n = 1 + sum(1 for i in state.ids if i.startswith(f"{id}/outcome-"))
+            while f"{id}/outcome-{n}" in state.ids:
+                n += 1
+            oid = f"{id}/outcome-{n}"
+            stamp = _timestamp(created_at)
+            result["score"] = score_outcome(pred, outcome_id=oid, actual=outcome.actual,
+                                            fraction=outcome.fraction, source=source,
+                                            created_at=stamp.isoformat())
+            return dict(id=oid, kind="outcome", created_at=stamp, author=author,
+                        outcome=outcome, notes=notes)
+
+        self._append(build)
+        return result["score"]
+
+    def repair(self) -> Path | None:
+        """Fix an interrupted append at the end of the file, keeping a backup.
+
+        A torn last line is removed; a last line that is a whole valid entry missing only its
+        newline is completed. Every complete entry is kept.
+
+        Returns
+        -------
+        The backup's path (``PATH.bak``, ``PATH.bak.2``...), or None when the file verifies
+        and nothing was done.
+
+        Raises
+        ------
+        RegistryError
+            The file is damaged elsewhere (altered, reordered or deleted entries: restore it
+            from version control), or it does not exist.
+        """
+        if not self.path.exists():
+            raise RegistryError(f"no registry at {self.path}")
+        with self._lock():
+            data = self._read()
+            report = verify_bytes(data, self.path)
+            if report.ok:
+                return None
+            if not report.torn:
+                raise RegistryError(f"cannot repair {self.path}: {report}. Repair only fixes an "
+                                    f"interrupted append at the end; restore the file from "
+                                    f"version control")
+            backup = self._backup_path()
+            with open(backup, "xb") as fh:
+                fh.write(data)
+                fh.flush()
+                os.fsync(fh.fileno())
+            _, tail = split_lines(data)
+            with open(self.path, "r+b") as fh:
+                if report.tail_complete:
+                    fh.seek(0, os.SEEK_END)
+                    fh.write(b"\n")
+                else:
+                    fh.truncate(len(data) - len(tail))
+                fh.flush()
+                os.fsync(fh.fileno())
+            self._cache = None
+        return backup
+
+    def _backup_path(self) -> Path:
+        candidate = self.path.with_name(self.path.name + ".bak")
+        n = 1
+        while candidate.exists():
+            n += 1
+            candidate = self.path.with_name(f"{self.path.name}.bak.{n}")
+        return candidate
+
+
+def _check_id(id: Any) -> None:
+    if not isinstance(id, str):
+        raise RegistryError(f"id must be a string, got {id!r}")
+    if not _ID.fullmatch(id):
+        raise RegistryError(f"id {id!r}: use letters, digits and ._:/@+- only, starting with "
+                            f"a letter or digit (no spaces)")
+    if len(id) > MAX_ID_LENGTH:
+        raise RegistryError(f"id {id[:20]!r}... is {len(id)} characters; at most "
+                            f"{MAX_ID_LENGTH}")
+    if "/outcome-" in id:
+        raise RegistryError(f"id {id!r}: '/outcome-' is reserved for outcome entries")
+
+
+def _write_all(fd: int, view: memoryview) -> None:
+    while view:
+        written = os.write(fd, view)
+        view = view[written:]
+
+
+def _seal(fields: dict, prev_hash: str) -> Entry:
+    """The entry with ``prev_hash`` and its own hash, checked to read back identically.
+
+    Raises
+    ------
+    RegistryError
+        The fields do not make a valid entry.
+    """
+    from .. import __version__
+
+    body = {"delphi_version": __version__, **fields, "prev_hash": prev_hash, "hash": GENESIS}
+    try:
+        draft = Entry(**body)
+    except ValidationError as exc:
+        raise RegistryError(validation_message(exc)) from None
+    entry = draft.model_copy(update={"hash": entry_hash(draft.model_dump(mode="json"))})
+    # What is written must verify later: re-read it exactly as verify will.
+    line = entry.line
+    back = Entry.model_validate_json(line)
+    if back.line != line or entry_hash(back.model_dump(mode="json")) != back.hash:
+        raise RegistryError(f"internal error: entry {entry.id!r} does not round-trip; "
+                            f"nothing was written")
+    return back

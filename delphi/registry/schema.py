@@ -1,0 +1,290 @@
+"""The registry's record format: pydantic models, canonical JSON and the entry hash.
+
+One JSON object per line. Every model forbids unknown fields and is strict about types (a
+string is never silently read as a number), so a hand-edited or foreign line is rejected with
+a message naming the field. Floats must be finite.
+
+Canonical form: ``json.dumps(entry, sort_keys=True, separators=(",", ":"),
+ensure_ascii=True, allow_nan=False)`` of the model's JSON dump, every field present (``null``
+when unset). ``hash`` is the SHA-256 (hex) of the canonical form of the entry *without* its
+``hash`` field; ``prev_hash`` is the previous line's ``hash`` (:data:`GENESIS` on line 1).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from datetime import datetime, timezone
+from typing import Annotated, Any, Literal, Mapping
+
+from pydantic import (AwareDatetime, BaseModel, ConfigDict, Field, ValidationError,
+                      field_validator, model_validator)
+
+from ..errors import RegistryError
+
+__all__ = [
+    "FORMAT", "GENESIS", "KINDS", "Entry", "TargetRecord", "IntervalRecord", "ForecastRecord",
+    "LawRecord", "FitRecord", "ExclusionRecord", "LadderRecord", "OutcomeRecord",
+    "canonical_json", "entry_hash", "validation_message",
+]
+
+#: Format tag stored in every entry; bump it when the schema changes incompatibly.
+FORMAT = "delphi.registry/1"
+#: ``prev_hash`` of the first entry: there is nothing before it.
+GENESIS = "0" * 64
+#: Entry kinds. ``prediction``: a run that will exist; ``projection``: a hypothetical target
+#: (never scored); ``outcome``: the observed loss of a registered prediction.
+KINDS = ("prediction", "projection", "outcome")
+
+Finite = Annotated[float, Field(allow_inf_nan=False)]
+Positive = Annotated[float, Field(gt=0, allow_inf_nan=False)]
+Fraction = Annotated[float, Field(gt=0, le=1, allow_inf_nan=False)]
+Sha256 = Annotated[str, Field(pattern=r"^[0-9a-f]{64}$")]
+#: Ids are short and human-readable: no spaces, at most 80 characters.
+EntryId = Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._:/@+-]{0,79}$")]
+Text = Annotated[str, Field(max_length=20_000)]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+
+
+class TargetRecord(_Strict):
+    """What was forecast: the run (or hypothetical run) and the eval it is scored on."""
+
+    name: Text | None = None
+    metric: Text | None = None
+    """Eval metric and set, e.g. ``"Paloma macro loss (dropless)"``."""
+    unit: Text | None = None
+    """Unit of the loss, e.g. ``"nats/token"``."""
+    flops: Positive | None = None
+    """C, training compute [FLOPs]."""
+    params: Positive | None = None
+    """N, total parameters [count]."""
+    active_params: Positive | None = None
+    """Active parameters per token for MoE models [count]."""
+    tokens: Positive | None = None
+    """D, training tokens [tokens]."""
+    peak_lr: Positive | None = None
+    schedule: Text | None = None
+    """LR schedule shape, e.g. ``"cosine:warmup=50,final=0.1"``."""
+    steps: Positive | None = None
+    """Run length [optimizer steps]."""
+    batch_size: Positive | None = None
+    """Batch [tokens]."""
+    facts: dict[str, bool | int | Finite | Text] = Field(default_factory=dict)
+    """Any other fact about the target (schedule details, hardware...), scalar values only."""
+
+    @model_validator(mode="after")
+    def _something_given(self) -> "TargetRecord":
+        if self.flops is None and self.params is None and self.tokens is None:
+            raise ValueError("a target needs at least one of flops, params, tokens")
+        return self
+
+
+class IntervalRecord(_Strict):
+    """A forecast interval for the final loss: ``[lower, upper]`` at ``level``."""
+
+    lower: Finite
+    upper: Finite
+    level: Annotated[float, Field(gt=0, lt=1, allow_inf_nan=False)]
+    """Nominal coverage, e.g. 0.9."""
+    kind: Text | None = None
+    """What it covers, e.g. ``"new-run"`` (a fresh run's loss) or ``"mean"``."""
+
+    @model_validator(mode="after")
+    def _ordered(self) -> "IntervalRecord":
+        if not self.lower < self.upper:
+            raise ValueError(f"interval lower ({self.lower}) must be below upper ({self.upper})")
+        return self
+
+
+class ForecastRecord(_Strict):
+    """The forecast itself."""
+
+    loss: Positive
+    """Predicted final loss, in the target's unit."""
+    interval: IntervalRecord | None = None
+    curve: tuple[tuple[Fraction, Positive], ...] | None = None
+    """Predicted loss along the run: ``(fraction of training, loss)`` pairs, fractions strictly
+    increasing; partial outcomes are scored against it."""
+    extrapolation: Positive | None = None
+    """Target compute over the largest fitted run's compute."""
+    external: bool = False
+    """True when the number was made outside delphi (no fit recorded here)."""
+    source: Text | None = None
+    """Where an external forecast was published (URL or citation)."""
+    made_at: Text | None = None
+    """When an external forecast was made, as its source states it (ISO date)."""
+    notes: tuple[Text, ...] = ()
+    """Assumptions made by the forecaster (delphi's :attr:`Forecast.notes`)."""
+
+    @model_validator(mode="after")
+    def _consistent(self) -> "ForecastRecord":
+        if self.external and not self.source:
+            raise ValueError("an external forecast needs a source")
+        if self.interval is not None and not (self.interval.lower <= self.loss
+                                               <= self.interval.upper):
+            raise ValueError(f"the predicted loss {self.loss} is outside its interval "
+                             f"[{self.interval.lower}, {self.interval.upper}]")
+        if self.curve is not None:
+            if not self.curve:
+                raise ValueError("a forecast curve needs at least one point")
+            fractions = [f for f, _ in self.curve]
+            if any(b <= a for a, b in zip(fractions, fractions[1:])):
+                raise ValueError("forecast curve fractions must be strictly increasing")
+            f_last, l_last = self.curve[-1]
+            # The curve ends where the point forecast says; two final values would be ambiguous.
+            if f_last == 1.0 and not math.isclose(l_last, self.loss, rel_tol=1e-6):
+                raise ValueError(f"the forecast curve ends at {l_last} but the forecast loss is "
+                                 f"{self.loss}")
+        return self
+
+
+class LawRecord(_Strict):
+    """The law and its fitted parameters (natural units)."""
+
+    name: Text
+    """A delphi law name (``power``, ``chinchilla``...) or, for an external forecast, a
+    description of the method."""
+    formula: Text | None = None
+    params: dict[str, Finite] = Field(default_factory=dict)
+    stderr: dict[str, Finite | None] = Field(default_factory=dict)
+    """Approximate standard errors of the free parameters (null when unavailable)."""
+
+
+class ExclusionRecord(_Strict):
+    run: Text
+    reason: Text
+
+
+class FitRecord(_Strict):
+    """Fit settings (enough to redo the fit) and the fit's diagnostics."""
+
+    fixed: dict[str, Finite] = Field(default_factory=dict)
+    bounds: dict[str, tuple[Finite | None, Finite | None]] = Field(default_factory=dict)
+    """Bounds used per parameter; null for an open side."""
+    huber_delta: Positive | None = None
+    fit_max_flops: Positive | None = None
+    include_unfinished: bool | None = None
+    divergence_threshold: Positive | None = None
+    seed: int | None = None
+    n_runs: Annotated[int, Field(ge=0)]
+    runs: tuple[Text, ...] = ()
+    excluded: tuple[ExclusionRecord, ...] = ()
+    converged: bool
+    message: Text | None = None
+    objective: Finite | None = None
+    warnings: tuple[Text, ...] = ()
+
+
+class LadderRecord(_Strict):
+    """The fitted data: where it came from and the SHA-256 of the canonical fitted points."""
+
+    name: Text
+    source: Text
+    sha256: Sha256
+
+
+class OutcomeRecord(_Strict):
+    """An observed loss of a registered prediction."""
+
+    of: EntryId
+    """Id of the prediction scored."""
+    actual: Positive
+    """Observed loss, in the prediction's unit."""
+    fraction: Fraction = 1.0
+    """Share of the planned training done when it was measured (1.0 = final)."""
+    source: Text | None = None
+    """Where the number comes from (W&B run, issue comment...)."""
+
+
+class Entry(_Strict):
+    """One line of the registry: a prediction, a projection or an outcome."""
+
+    format: Literal["delphi.registry/1"] = FORMAT
+    id: EntryId
+    kind: Literal["prediction", "projection", "outcome"]
+    created_at: AwareDatetime
+    """When the entry was written (UTC, as claimed by the writer: the chain proves order, the
+    repository's history proves time)."""
+    author: Text | None = None
+    target: TargetRecord | None = None
+    forecast: ForecastRecord | None = None
+    law: LawRecord | None = None
+    fit: FitRecord | None = None
+    ladder: LadderRecord | None = None
+    outcome: OutcomeRecord | None = None
+    delphi_version: Text
+    notes: Text | None = None
+    prev_hash: Sha256
+    hash: Sha256
+
+    @field_validator("created_at")
+    @classmethod
+    def _utc(cls, value: datetime) -> datetime:
+        return value.astimezone(timezone.utc)
+
+    @model_validator(mode="after")
+    def _fields_for_kind(self) -> "Entry":
+        forecast_fields = ("target", "forecast", "law", "fit", "ladder")
+        if self.kind == "outcome":
+            if self.outcome is None:
+                raise ValueError("an outcome entry needs an 'outcome'")
+            extra = [f for f in forecast_fields if getattr(self, f) is not None]
+            if extra:
+                raise ValueError(f"an outcome entry cannot carry {', '.join(extra)}")
+            return self
+        if self.outcome is not None:
+            raise ValueError(f"a {self.kind} entry cannot carry an 'outcome'")
+        if self.target is None or self.forecast is None:
+            raise ValueError(f"a {self.kind} entry needs 'target' and 'forecast'")
+        if not self.forecast.external and (self.law is None or self.fit is None
+                                           or self.ladder is None):
+            raise ValueError("a forecast made by delphi needs 'law', 'fit' and 'ladder' "
+                             "(mark a forecast made elsewhere as external)")
+        return self
+
+    @property
+    def line(self) -> str:
+        """The entry as written in the file (canonical JSON, no newline)."""
+        return canonical_json(self.model_dump(mode="json"))
+
+
+def canonical_json(obj: Any) -> str:
+    """Canonical JSON: sorted keys, no whitespace, ASCII only, no NaN or infinity.
+
+    Raises
+    ------
+    RegistryError
+        ``obj`` holds a non-finite float or a value JSON cannot represent.
+    """
+    try:
+        return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=True,
+                          allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        raise RegistryError(f"cannot write a registry entry: {exc}") from None
+
+
+def entry_hash(fields: Mapping[str, Any]) -> str:
+    """SHA-256 (hex) of the canonical JSON of ``fields`` without its ``hash`` key."""
+    body = {k: v for k, v in fields.items() if k != "hash"}
+    return hashlib.sha256(canonical_json(body).encode("ascii")).hexdigest()
+
+
+def validation_message(exc: ValidationError, what: str = "registry entry") -> str:
+    """One readable line from a pydantic error: each bad field, what is wrong, what was given."""
+    parts = []
+    for err in exc.errors(include_url=False):
+        loc = ".".join(str(p) for p in err.get("loc", ())) or "(entry)"
+        msg = err.get("msg", "invalid")
+        if msg.startswith("Value error, "):
+            msg = msg[len("Value error, "):]
+        given = err.get("input")
+        shown = "" if err.get("type") in ("missing",) or isinstance(given, (dict, BaseModel)) \
+            else f" (got {given!r:.60})"
+        if err.get("type") == "extra_forbidden":
+            msg = "unknown field"
+        parts.append(f"{loc}: {msg}{shown}")
+    return f"invalid {what}: " + "; ".join(parts)

@@ -1,0 +1,259 @@
+"""Scoring registered forecasts against observed losses, and the scoreboard over a registry."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from statistics import NormalDist
+
+import numpy as np
+
+from ..errors import RegistryError
+from .schema import Entry, ForecastRecord, IntervalRecord
+
+__all__ = ["Score", "Scoreboard", "predicted_at", "score_outcome", "scoreboard"]
+
+
+def predicted_at(forecast: ForecastRecord, fraction: float, *, id: str = "?") -> float:
+    """Predicted loss at ``fraction`` of training (1.0 = the final loss).
+
+    Below 1.0 the forecast curve is interpolated linearly in the fraction; the point forecast
+    closes the curve at 1.0 when the curve stops short of it.
+
+    Raises
+    ------
+    RegistryError
+        ``fraction`` < 1 and the prediction has no curve, or ``fraction`` is before the curve's
+        first point.
+    """
+    if fraction == 1.0:
+        return forecast.loss
+    if forecast.curve is None:
+        raise RegistryError(f"prediction {id!r} has no forecast curve, so a partial outcome "
+                            f"(fraction {fraction:g}) cannot be scored; score the final loss "
+                            f"(fraction 1) or register the curve with the prediction")
+    fractions = [f for f, _ in forecast.curve]
+    losses = [loss for _, loss in forecast.curve]
+    if fractions[-1] < 1.0:
+        fractions.append(1.0)
+        losses.append(forecast.loss)
+    if fraction < fractions[0]:
+        raise RegistryError(f"fraction {fraction:g} is before the start of prediction {id!r}'s "
+                            f"forecast curve ({fractions[0]:g}); it cannot be scored")
+    return float(np.interp(fraction, fractions, losses))
+
+
+@dataclass(frozen=True)
+class Score:
+    """An observed loss scored against its prediction.
+
+    Errors are in the target's unit (nats/token unless the entry says otherwise).
+    ``z`` and ``pit`` treat the interval as a central interval of a normal distribution at its
+    level: mean = the interval's midpoint, sigma = half-width / Phi^-1((1 + level) / 2); they are
+    None when the prediction has no interval or the outcome is partial (intervals are for the
+    final loss).
+    """
+
+    prediction_id: str
+    outcome_id: str
+    fraction: float
+    """Share of training done when ``actual`` was measured (1.0 = final)."""
+    actual: float
+    predicted: float
+    """Predicted loss at ``fraction`` (interpolated on the forecast curve below 1.0)."""
+    error: float
+    """actual - predicted."""
+    rel_error: float
+    """(actual - predicted) / predicted (signed; positive = the run did worse than forecast)."""
+    abs_error: float
+    """|actual - predicted|."""
+    interval: IntervalRecord | None
+    inside: bool | None
+    """actual within [lower, upper]; None without an interval."""
+    z: float | None
+    pit: float | None
+    """Probability integral transform Phi(z): uniform on [0, 1] for calibrated forecasts."""
+    no_interval_reason: str | None
+    external: bool
+    target_name: str | None
+    unit: str | None
+    source: str | None
+    created_at: str | None = None
+
+    @property
+    def final(self) -> bool:
+        """True for an outcome at the end of training."""
+        return self.fraction == 1.0
+
+    def to_dict(self) -> dict:
+        """JSON-ready dict (the output of ``delphi score --json``)."""
+        return {"prediction_id": self.prediction_id, "outcome_id": self.outcome_id,
+                "target": self.target_name, "fraction": self.fraction, "actual": self.actual,
+                "predicted": self.predicted, "error": self.error, "rel_error": self.rel_error,
+                "abs_error": self.abs_error,
+                "interval": self.interval.model_dump(mode="json") if self.interval else None,
+                "inside": self.inside, "z": self.z, "pit": self.pit,
+                "no_interval_reason": self.no_interval_reason, "external": self.external,
+                "unit": self.unit, "source": self.source, "created_at": self.created_at}
+
+    def report(self) -> str:
+        """Readable multi-line summary."""
+        unit = f" {self.unit}" if self.unit else ""
+        at = "final loss" if self.final else f"at {self.fraction:.0%} of training (forecast curve)"
+        lines = [f"scored     {self.prediction_id}{' (external forecast)' if self.external else ''}"
+                 f", {at}; outcome {self.outcome_id}",
+                 f"predicted  {self.predicted:.4f}{unit}",
+                 f"actual     {self.actual:.4f}{unit}" + (f"  ({self.source})" if self.source else ""),
+                 f"error      {self.error:+.4f} (relative {self.rel_error:+.3%}), "
+                 f"absolute {self.abs_error:.4f}"]
+        if self.interval is not None:
+            iv = self.interval
+            lines.append(f"interval   {iv.level:.0%} [{iv.lower:.4f}, {iv.upper:.4f}]"
+                         f"{f' ({iv.kind})' if iv.kind else ''}: "
+                         f"{'inside' if self.inside else 'OUTSIDE'}; z = {self.z:+.2f}, "
+                         f"PIT = {self.pit:.3f}")
+        else:
+            lines.append(f"interval   none: {self.no_interval_reason}")
+        return "\n".join(lines)
+
+    def __str__(self) -> str:
+        return self.report()
+
+
+def score_outcome(prediction: Entry, *, outcome_id: str, actual: float, fraction: float,
+                  source: str | None, created_at: str | None = None) -> Score:
+    """Score ``actual`` (loss at ``fraction`` of training) against ``prediction``.
+
+    Raises
+    ------
+    RegistryError
+        See :func:`predicted_at`.
+    """
+    fc = prediction.forecast
+    assert fc is not None and prediction.target is not None
+    predicted = predicted_at(fc, fraction, id=prediction.id)
+    error = actual - predicted
+    interval = inside = z = pit = reason = None
+    if fc.interval is None:
+        reason = "the forecast has no interval, so no z-score or PIT"
+    elif fraction != 1.0:
+        reason = "the interval is for the final loss; a partial outcome has no z-score or PIT"
+    else:
+        interval = fc.interval
+        inside = bool(interval.lower <= actual <= interval.upper)
+        q = NormalDist().inv_cdf((1.0 + interval.level) / 2.0)
+        sigma = (interval.upper - interval.lower) / (2.0 * q)
+        z = (actual - (interval.lower + interval.upper) / 2.0) / sigma
+        pit = NormalDist().cdf(z)
+    return Score(prediction_id=prediction.id, outcome_id=outcome_id, fraction=fraction,
+                 actual=actual, predicted=predicted, error=error, rel_error=error / predicted,
+                 abs_error=abs(error), interval=interval, inside=inside, z=z, pit=pit,
+                 no_interval_reason=reason, external=fc.external,
+                 target_name=prediction.target.name, unit=prediction.target.unit, source=source,
+                 created_at=created_at)
+
+
+@dataclass(frozen=True)
+class Scoreboard:
+    """Every scored outcome, and summary statistics over final outcomes.
+
+    A prediction's final score is its latest outcome at fraction 1.0 (a later outcome corrects
+    an earlier one; both stay in the file). Partial outcomes are listed but not summarised.
+    """
+
+    scores: tuple[Score, ...]
+    """Every outcome, in file order."""
+    final: tuple[Score, ...]
+    """The latest final outcome of each scored prediction, in prediction order."""
+    n_predictions: int
+    n_projections: int
+    unscored: tuple[str, ...]
+    """Predictions with no final outcome yet."""
+    mean_abs_rel_error: float | None = field(default=None)
+    max_abs_rel_error: float | None = field(default=None)
+    n_with_interval: int = 0
+    n_inside: int = 0
+
+    @property
+    def coverage(self) -> float | None:
+        """Share of final outcomes with an interval that fell inside it."""
+        return self.n_inside / self.n_with_interval if self.n_with_interval else None
+
+    def to_dict(self) -> dict:
+        """JSON-ready dict (``delphi registry report --json``)."""
+        return {"n_predictions": self.n_predictions, "n_projections": self.n_projections,
+                "n_scored": len(self.final), "unscored": list(self.unscored),
+                "mean_abs_rel_error": self.mean_abs_rel_error,
+                "max_abs_rel_error": self.max_abs_rel_error,
+                "n_with_interval": self.n_with_interval, "n_inside": self.n_inside,
+                "coverage": self.coverage,
+                "final": [s.to_dict() for s in self.final],
+                "scores": [s.to_dict() for s in self.scores]}
+
+    def to_markdown(self) -> str:
+        """The scoreboard as a markdown table plus a summary line."""
+        def fmt(x, spec):
+            return "" if x is None else format(x, spec)
+
+        head = ("| prediction | target | fraction | predicted | actual | rel. error | "
+                "inside interval | z | PIT | source |")
+        rows = [head, "|" + "---|" * 10]
+        for s in self.scores:
+            inside = "" if s.inside is None else ("yes" if s.inside else "no")
+            name = s.prediction_id + (" (external)" if s.external else "")
+            rows.append(f"| {name} | {s.target_name or ''} | {s.fraction:g} | {s.predicted:.4f} | "
+                        f"{s.actual:.4f} | {s.rel_error:+.2%} | {inside} | {fmt(s.z, '+.2f')} | "
+                        f"{fmt(s.pit, '.3f')} | {s.source or ''} |")
+        summary = [f"**{len(self.final)} of {self.n_predictions} predictions scored**"
+                   + (f" ({self.n_projections} projections, never scored)."
+                      if self.n_projections else ".")]
+        if self.final:
+            summary.append(f"Final loss: mean |rel. error| {self.mean_abs_rel_error:.2%}, "
+                           f"max {self.max_abs_rel_error:.2%}.")
+            summary.append(
+                f"Interval coverage: {self.n_inside}/{self.n_with_interval} "
+                f"({self.coverage:.0%})." if self.n_with_interval else
+                "Interval coverage: no scored prediction has an interval.")
+        if self.unscored:
+            summary.append(f"Awaiting a final outcome: {', '.join(self.unscored)}.")
+        return "\n".join(rows) + "\n\n" + " ".join(summary)
+
+    def __str__(self) -> str:
+        return self.to_markdown()
+
+
+def scoreboard(entries: list[Entry]) -> Scoreboard:
+    """Score every outcome in ``entries`` (registry order) and summarise the final ones.
+
+    Raises
+    ------
+    RegistryError
+        An outcome references a missing prediction (the file does not verify).
+    """
+    by_id = {e.id: e for e in entries if e.kind != "outcome"}
+    scores: list[Score] = []
+    latest_final: dict[str, Score] = {}
+    for e in entries:
+        if e.kind != "outcome":
+            continue
+        o = e.outcome
+        pred = by_id.get(o.of)
+        if pred is None:
+            raise RegistryError(f"outcome {e.id!r} scores unknown prediction {o.of!r}; "
+                                f"run `delphi registry verify`")
+        s = score_outcome(pred, outcome_id=e.id, actual=o.actual, fraction=o.fraction,
+                          source=o.source, created_at=e.created_at.isoformat())
+        scores.append(s)
+        if s.final:
+            latest_final[pred.id] = s
+    predictions = [e.id for e in entries if e.kind == "prediction"]
+    final = tuple(latest_final[i] for i in predictions if i in latest_final)
+    rel = [abs(s.rel_error) for s in final]
+    with_iv = [s for s in final if s.inside is not None]
+    return Scoreboard(
+        scores=tuple(scores), final=final, n_predictions=len(predictions),
+        n_projections=sum(e.kind == "projection" for e in entries),
+        unscored=tuple(i for i in predictions if i not in latest_final),
+        mean_abs_rel_error=float(np.mean(rel)) if rel else None,
+        max_abs_rel_error=max(rel) if rel else None,
+        n_with_interval=len(with_iv), n_inside=sum(bool(s.inside) for s in with_iv))
+

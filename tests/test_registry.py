@@ -1,0 +1,587 @@
+"""The preregistration registry: schema, hash chain, locking, crash safety, scoring, CLI.
+
+Reliability tests use multiprocessing with the 'fork' context (cheap: the parent has already
+imported delphi) and a seeded RNG, so they are fast and deterministic in what they check.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import math
+import multiprocessing as mp
+import os
+import shutil
+import signal
+import time
+import types
+from datetime import datetime, timezone
+from pathlib import Path
+
+import numpy as np
+import pytest
+from scipy import stats
+
+import delphi
+from delphi import RegistryError
+from delphi.cli_registry import main as registry_main
+from delphi.registry import (GENESIS, PAUSE_ENV, PAUSE_SIGNAL_ENV, Entry, Registry)
+from delphi.registry.history import HERO_ID, build_marin_registry
+
+REPO = Path(__file__).resolve().parents[1]
+BUNDLED = REPO / "ladders" / "marin-registry.jsonl"
+FORK = mp.get_context("fork")
+
+
+@pytest.fixture(scope="module")
+def forecast():
+    """Marin's hero forecast from the bundled ladder (no shared data needed)."""
+    return delphi.predict(delphi.load_ladder("marin-moe-535b"), {"flops": 2.61e24, "name": "hero"},
+                          "power", fixed={"E": 1.5})
+
+
+def external(reg: Registry, id: str, loss: float = 2.5, **kw):
+    """A minimal external forecast: the cheapest complete append."""
+    kw.setdefault("target", {"flops": 1e21})
+    kw.setdefault("source", "test")
+    return reg.register_external(id=id, loss=loss, **kw)
+
+
+def small_registry(path: Path) -> Registry:
+    reg = Registry(path)
+    external(reg, "a-1e21", 2.6, target={"flops": 1e21, "name": "a"})
+    reg.score("a-1e21", 2.61, source="run a")
+    external(reg, "b-1e22", 2.4, interval=(2.3, 2.5, 0.9, "new-run"))
+    return reg
+
+
+def run_cli(capsys, *argv):
+    code = registry_main([str(a) for a in argv])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+# --------------------------------------------------------------------------- schema and chain
+def test_register_records_the_forecast(tmp_path, forecast):
+    reg = Registry(tmp_path / "r.jsonl")
+    entry = reg.register(forecast, id="hero", author="me", notes="n",
+                         target_facts={"active_params": 2.3e10, "layers": 48},
+                         settings={"fit_max_flops": None, "include_unfinished": False})
+    d = forecast.to_dict()
+    assert entry.kind == "prediction" and entry.prev_hash == GENESIS
+    assert entry.forecast.loss == forecast.loss and not entry.forecast.external
+    assert entry.law.name == "power" and entry.law.params == d["params"]
+    assert entry.fit.fixed == {"E": 1.5} and entry.fit.n_runs == d["fit"]["n_runs"]
+    assert [x.run for x in entry.fit.excluded] == [x["run"] for x in d["fit"]["excluded"]]
+    assert entry.ladder.sha256 == forecast.ladder_sha256
+    assert entry.target.flops == 2.61e24 and entry.target.active_params == 2.3e10
+    assert entry.target.facts == {"layers": 48} and entry.target.metric == forecast.metric
+    assert entry.forecast.interval is None  # Forecast carries no interval yet
+    assert entry.delphi_version == delphi.__version__
+    assert entry.created_at.tzinfo is not None and entry.created_at.utcoffset().total_seconds() == 0
+    assert reg.get("hero") == entry and reg.entries() == [entry]
+
+
+def test_hash_is_sha256_of_canonical_json_without_hash(tmp_path):
+    reg = small_registry(tmp_path / "r.jsonl")
+    lines = (tmp_path / "r.jsonl").read_text().splitlines()
+    prev = GENESIS
+    for line in lines:
+        raw = json.loads(line)
+        body = {k: v for k, v in raw.items() if k != "hash"}
+        canon = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+        assert raw["hash"] == hashlib.sha256(canon.encode()).hexdigest()
+        assert raw["prev_hash"] == prev
+        assert line == json.dumps(raw, sort_keys=True, separators=(",", ":"))
+        prev = raw["hash"]
+    assert reg.verify().ok and reg.verify().head == prev
+
+
+def test_unknown_fields_are_rejected(tmp_path):
+    path = tmp_path / "r.jsonl"
+    small_registry(path)
+    line = path.read_text().splitlines()[0]
+    raw = json.loads(line)
+    raw["forecast"]["confidence"] = "high"
+    with pytest.raises(Exception, match="unknown field"):
+        Entry.model_validate_json(json.dumps(raw))
+    # Even with a recomputed hash, the schema rejects it and verify names the line.
+    raw["hash"] = hashlib.sha256(json.dumps({k: v for k, v in raw.items() if k != "hash"},
+                                            sort_keys=True, separators=(",", ":")).encode()
+                                 ).hexdigest()
+    lines = path.read_text().splitlines()
+    lines[0] = json.dumps(raw, sort_keys=True, separators=(",", ":"))
+    path.write_text("\n".join(lines) + "\n")
+    report = Registry(path).verify()
+    assert not report.ok and report.line == 1 and report.id == "a-1e21"
+    assert "forecast.confidence: unknown field" in report.problem
+
+
+def test_explicit_timestamps(tmp_path):
+    reg = Registry(tmp_path / "r.jsonl")
+    e = external(reg, "x", created_at="2026-04-10T12:00:00+02:00")
+    assert e.created_at == datetime(2026, 4, 10, 10, tzinfo=timezone.utc)
+    assert '"created_at":"2026-04-10T10:00:00Z"' in e.line
+    with pytest.raises(RegistryError, match="time zone"):
+        external(reg, "y", created_at=datetime(2026, 4, 10))
+
+
+def test_forecast_interval_is_recorded_when_provided(tmp_path, forecast):
+    # A later Forecast carries intervals: the registry reads `intervals` (new-run preferred).
+    mean = types.SimpleNamespace(lower=2.03, upper=2.05, level=0.9, kind="mean")
+    new_run = types.SimpleNamespace(lower=2.0, upper=2.08, level=0.9, kind="new-run")
+    fc = types.SimpleNamespace(**{f.name: getattr(forecast, f.name)
+                                  for f in dataclasses.fields(forecast)},
+                               intervals=[mean, new_run])
+    e = Registry(tmp_path / "r.jsonl").register(fc, id="iv")
+    assert (e.forecast.interval.lower, e.forecast.interval.upper) == (2.0, 2.08)
+    assert e.forecast.interval.kind == "new-run" and e.forecast.interval.level == 0.9
+
+
+# --------------------------------------------------------------------------- scoring
+def test_score_with_interval_z_and_pit(tmp_path):
+    reg = Registry(tmp_path / "r.jsonl")
+    external(reg, "p", 2.05, interval=(2.0, 2.1, 0.9, "new-run"))
+    s = reg.score("p", 2.09, source="wandb")
+    assert s.outcome_id == "p/outcome-1" and s.predicted == 2.05
+    assert s.rel_error == pytest.approx((2.09 - 2.05) / 2.05)
+    assert s.abs_error == pytest.approx(0.04) and s.inside is True
+    sigma = 0.05 / stats.norm.ppf(0.95)
+    assert s.z == pytest.approx(0.04 / sigma)
+    assert s.pit == pytest.approx(stats.norm.cdf(0.04 / sigma))
+    outside = reg.score("p", 2.2)
+    assert outside.inside is False and outside.outcome_id == "p/outcome-2" and outside.z > 1.645
+    text = s.report()
+    assert "inside;" in text and f"z = {s.z:+.2f}" in text and f"{s.rel_error:+.3%}" in text
+
+
+def test_score_without_interval_says_so(tmp_path):
+    reg = Registry(tmp_path / "r.jsonl")
+    external(reg, "p", 2.5)
+    s = reg.score("p", 2.4)
+    assert s.inside is None and s.z is None and s.pit is None
+    assert "no interval" in s.report()
+    assert s.rel_error == pytest.approx(-0.1 / 2.5)
+
+
+def test_partial_outcomes_are_scored_on_the_curve(tmp_path):
+    reg = Registry(tmp_path / "r.jsonl")
+    fractions = np.arange(1, 20) * 0.05
+    curve = [(float(f), float(2.0 + 0.5 * (1 - f) ** 2)) for f in fractions]
+    external(reg, "p", 2.0, curve=curve, interval=(1.95, 2.05, 0.8))
+    s = reg.score("p", 2.1, fraction=0.56)
+    expected = np.interp(0.56, fractions, [c[1] for c in curve])
+    assert s.predicted == pytest.approx(expected) and s.fraction == 0.56
+    assert s.z is None and "final loss" in s.no_interval_reason
+    # Between the last curve point (0.95) and the end, the point forecast closes the curve.
+    s = reg.score("p", 2.0, fraction=0.975)
+    assert s.predicted == pytest.approx((curve[-1][1] + 2.0) / 2)
+    assert reg.score("p", 2.01).predicted == 2.0
+    with pytest.raises(RegistryError, match="before the start"):
+        reg.score("p", 2.3, fraction=0.01)
+
+
+def test_report_scoreboard(tmp_path):
+    reg = Registry(tmp_path / "r.jsonl")
+    external(reg, "a", 2.0, interval=(1.9, 2.1, 0.9))
+    external(reg, "b", 3.0, interval=(2.9, 3.1, 0.9))
+    external(reg, "c", 2.5)
+    external(reg, "proj", 1.5, kind="projection")
+    external(reg, "open", 2.2)
+    reg.score("a", 2.05)
+    reg.score("b", 3.5)          # superseded by the later final outcome below
+    reg.score("b", 3.2)
+    reg.score("c", 2.4)
+    board = reg.report()
+    rel = [abs(2.05 - 2.0) / 2.0, abs(3.2 - 3.0) / 3.0, abs(2.4 - 2.5) / 2.5]
+    assert [s.prediction_id for s in board.final] == ["a", "b", "c"]
+    assert board.mean_abs_rel_error == pytest.approx(np.mean(rel))
+    assert board.max_abs_rel_error == pytest.approx(max(rel))
+    assert (board.n_with_interval, board.n_inside) == (2, 1) and board.coverage == 0.5
+    assert board.unscored == ("open",) and board.n_projections == 1 and len(board.scores) == 4
+    md = board.to_markdown()
+    assert md.count("\n| ") == 5 and "3 of 4 predictions scored" in md and "open" in md
+    js = json.loads(json.dumps(board.to_dict()))
+    assert js["coverage"] == 0.5 and len(js["final"]) == 3
+
+
+# --------------------------------------------------------------------------- bad input
+def bad_calls(forecast):
+    nan_forecast = dataclasses.replace(forecast, loss=float("nan"))
+    return {
+        "score: actual is a string": lambda r: r.score("a-1e21", "2.5"),
+        "score: fraction is a string": lambda r: r.score("a-1e21", 2.5, fraction="0.5"),
+        "score: NaN actual": lambda r: r.score("a-1e21", float("nan")),
+        "score: negative actual": lambda r: r.score("a-1e21", -1.0),
+        "score: fraction 0": lambda r: r.score("a-1e21", 2.5, fraction=0.0),
+        "score: fraction above 1": lambda r: r.score("a-1e21", 2.5, fraction=1.5),
+        "score: partial without curve": lambda r: r.score("a-1e21", 2.5, fraction=0.5),
+        "score: unknown id": lambda r: r.score("nope", 2.5),
+        "score: an outcome id": lambda r: r.score("a-1e21/outcome-1", 2.5),
+        "score: id not a string": lambda r: r.score(7, 2.5),
+        "score: a projection": lambda r: r.score("proj", 2.5),
+        "register: duplicate id": lambda r: r.register(forecast, id="a-1e21"),
+        "register: NaN forecast": lambda r: r.register(nan_forecast, id="nan"),
+        "register: bad kind": lambda r: r.register(forecast, id="k", kind="guess"),
+        "register: outcome kind": lambda r: r.register(forecast, id="k", kind="outcome"),
+        "register: id with spaces": lambda r: r.register(forecast, id="my run"),
+        "register: id not a string": lambda r: r.register(forecast, id=12),
+        "register: not a forecast": lambda r: r.register({"loss": 2.0}, id="k"),
+        "register: curve of strings": lambda r: r.register(forecast, id="k",
+                                                           curve=[("0.5", "2.1")]),
+        "register: curve not increasing": lambda r: r.register(
+            forecast, id="k", curve=[(0.5, 2.2), (0.4, 2.3)]),
+        "register: interval excludes loss": lambda r: r.register(forecast, id="k",
+                                                                 interval=(3.0, 3.1, 0.9)),
+        "register: unknown setting": lambda r: r.register(forecast, id="k",
+                                                          settings={"lr": 1.0}),
+        "external: NaN loss": lambda r: external(r, "k", float("nan")),
+        "external: infinite loss": lambda r: external(r, "k", float("inf")),
+        "external: loss as string": lambda r: external(r, "k", "2.5"),
+        "external: flops as string": lambda r: external(r, "k", target={"flops": "1e21"}),
+        "external: empty target": lambda r: external(r, "k", target={"name": "x"}),
+        "external: no source": lambda r: external(r, "k", source=None),
+        "external: duplicate id": lambda r: external(r, "b-1e22"),
+        "external: interval level 90": lambda r: external(r, "k", interval=(2.0, 3.0, 90)),
+    }
+
+
+def test_malformed_input_raises_and_leaves_the_file_unchanged(tmp_path, forecast):
+    path = tmp_path / "r.jsonl"
+    reg = small_registry(path)
+    external(reg, "proj", 2.0, kind="projection")
+    before = path.read_bytes()
+    for name, call in bad_calls(forecast).items():
+        with pytest.raises(RegistryError) as info:
+            call(reg)
+        assert str(info.value), name
+        assert "Traceback" not in str(info.value)
+        assert path.read_bytes() == before, name
+    assert reg.verify().ok
+
+
+def test_error_messages_name_the_problem(tmp_path, forecast):
+    reg = small_registry(tmp_path / "r.jsonl")
+    with pytest.raises(RegistryError, match="already in .* line 1"):
+        external(reg, "a-1e21")
+    with pytest.raises(RegistryError, match="no prediction 'nope'"):
+        reg.score("nope", 2.0)
+    with pytest.raises(RegistryError, match=r"forecast\.loss: .*finite"):
+        reg.register(dataclasses.replace(forecast, loss=float("nan")), id="z")
+    with pytest.raises(RegistryError, match=r"actual: .*(float|number)"):
+        reg.score("a-1e21", "2.5")
+
+
+# --------------------------------------------------------------------------- tampering
+def _ids_and_spans(data: bytes):
+    out, start = [], 0
+    for line in data.split(b"\n")[:-1]:
+        out.append((json.loads(line)["id"], start, start + len(line) + 1))  # newline included
+        start += len(line) + 1
+    return out
+
+
+def test_any_edited_byte_is_named_by_line_and_id(tmp_path):
+    path = tmp_path / "r.jsonl"
+    small_registry(path)
+    data = path.read_bytes()
+    spans = _ids_and_spans(data)
+    rng = np.random.default_rng(5)
+    alphabet = b'0123456789abcdefABCDEF{}[]",:.-+eE \\\nxyz'
+    for pos in range(len(data)):
+        sub = data[pos]
+        while sub == data[pos]:
+            sub = alphabet[rng.integers(len(alphabet))]
+        path.write_bytes(data[:pos] + bytes([sub]) + data[pos + 1:])
+        report = Registry(path).verify()
+        line = next(i for i, (_, a, b) in enumerate(spans, 1) if a <= pos < b)
+        id_, a, _ = spans[line - 1]
+        assert not report.ok, pos
+        assert report.line == line, (pos, report)
+        id_span = data.index(b'"id":"', a) - a
+        if not id_span <= pos - a < id_span + 6 + len(id_) + 1:
+            assert report.id == id_, (pos, report)
+
+
+def test_deleted_swapped_and_inserted_entries_are_named(tmp_path):
+    path = tmp_path / "r.jsonl"
+    reg = small_registry(path)
+    external(reg, "d")
+    lines = path.read_bytes().split(b"\n")[:-1]
+    ids = [json.loads(x)["id"] for x in lines]
+    head = reg.verify().head
+
+    def check(new_lines, line, id_, fragment, expect_head=None):
+        path.write_bytes(b"".join(x + b"\n" for x in new_lines))
+        report = Registry(path).verify(expect_head=expect_head)
+        assert not report.ok and report.line == line and report.id == id_, report
+        assert fragment in report.problem, report
+        assert f"line {line} (id {id_})" in str(report)
+
+    check(lines[1:], 1, ids[1], "start of the chain")                       # first deleted
+    check(lines[:1] + lines[2:], 2, ids[2], "deleted")                       # middle deleted
+    check([lines[0], lines[2], lines[1], lines[3]], 2, ids[2], "reordered")  # swapped
+    check(lines[:2] + [lines[1]] + lines[2:], 3, ids[1], "")                 # duplicated
+    check(lines[:3], 3, ids[2], "removed from the end", expect_head=head)    # last deleted
+    path.write_bytes(b"".join(x + b"\n" for x in lines))
+    assert Registry(path).verify(expect_head=head).ok
+
+
+def test_repair_refuses_a_tampered_registry(tmp_path):
+    path = tmp_path / "r.jsonl"
+    small_registry(path)
+    data = path.read_bytes()
+    path.write_bytes(data.replace(b'"loss":2.6', b'"loss":2.5'))
+    tampered = path.read_bytes()
+    with pytest.raises(RegistryError, match="cannot repair.*line 1"):
+        Registry(path).repair()
+    assert path.read_bytes() == tampered
+
+
+# --------------------------------------------------------------------------- torn lines
+def test_torn_last_line_blocks_appends_until_repaired(tmp_path):
+    path = tmp_path / "r.jsonl"
+    reg = small_registry(path)
+    good = path.read_bytes()
+    path.write_bytes(good + b'{"author":null,"created_at":"2026')
+    report = reg.verify()
+    assert report.torn and report.line == 4 and not report.ok
+    torn = path.read_bytes()
+    with pytest.raises(RegistryError, match="line 4 is torn.*repair"):
+        external(reg, "next")
+    with pytest.raises(RegistryError, match="torn"):
+        reg.score("a-1e21", 2.6)
+    assert path.read_bytes() == torn
+    backup = reg.repair()
+    assert backup.read_bytes() == torn and path.read_bytes() == good
+    assert reg.repair() is None and reg.verify().ok
+    external(reg, "next")
+    assert reg.verify().ok and reg.verify().n_entries == 4
+
+
+def test_repair_completes_a_whole_entry_missing_its_newline(tmp_path):
+    path = tmp_path / "r.jsonl"
+    reg = small_registry(path)
+    full = path.read_bytes()
+    path.write_bytes(full[:-1])
+    report = reg.verify()
+    assert report.torn and report.tail_complete and report.id == "b-1e22"
+    reg.repair()
+    assert path.read_bytes() == full and reg.verify().ok
+
+
+def _killable_writer(path: str, fraction: float, signal_file: str, id: str) -> None:
+    os.environ[PAUSE_ENV] = repr(fraction)
+    os.environ[PAUSE_SIGNAL_ENV] = signal_file
+    # A large entry, so the pause point lands anywhere in a long line.
+    external(Registry(path), id, notes="x" * 20_000)
+
+
+def test_writer_killed_mid_append_never_loses_a_complete_entry(tmp_path):
+    path = tmp_path / "r.jsonl"
+    reg = Registry(path)
+    external(reg, "seed")
+    rng = np.random.default_rng(2024)
+    fractions = [0.0, 1.0] + list(rng.uniform(0, 1, 48))
+    outcomes = {"clean": 0, "repaired": 0}
+    for k, fraction in enumerate(fractions):
+        before = path.read_bytes()
+        before_ids = [e.id for e in reg.entries()]
+        signal_file = tmp_path / f"paused-{k}"
+        proc = FORK.Process(target=_killable_writer,
+                            args=(str(path), fraction, str(signal_file), f"killed-{k}"))
+        proc.start()
+        deadline = time.monotonic() + 30
+        while not signal_file.exists():
+            assert proc.is_alive() and time.monotonic() < deadline, "writer did not pause"
+            time.sleep(0.002)
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.join()
+        assert proc.exitcode == -signal.SIGKILL
+        after = path.read_bytes()
+        assert after.startswith(before)  # nothing written before the kill was touched
+        report = reg.verify()
+        assert report.ok or report.torn, report
+        if not report.ok:
+            with pytest.raises(RegistryError, match="torn"):
+                external(reg, f"refused-{k}")
+            assert path.read_bytes() == after
+            assert reg.repair().read_bytes() == after
+            outcomes["repaired"] += 1
+        else:
+            outcomes["clean"] += 1
+        assert reg.verify().ok
+        ids = [e.id for e in reg.entries()]
+        assert ids[:len(before_ids)] == before_ids
+        assert ids[len(before_ids):] in ([], [f"killed-{k}"])
+        external(reg, f"after-{k}")  # the registry stays writable
+    assert outcomes["repaired"] >= 40 and outcomes["clean"] >= 1
+    assert reg.verify().ok
+
+
+# --------------------------------------------------------------------------- concurrency
+def _append_many(path: str, worker: int, n: int) -> None:
+    reg = Registry(path)
+    for i in range(n):
+        external(reg, f"w{worker}-{i}", 2.0 + i * 1e-3)
+
+
+def test_concurrent_appends_from_eight_processes(tmp_path):
+    path = tmp_path / "r.jsonl"
+    procs = [FORK.Process(target=_append_many, args=(str(path), w, 100)) for w in range(8)]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(timeout=120)
+    assert [p.exitcode for p in procs] == [0] * 8
+    report = Registry(path).verify()
+    assert report.ok and report.n_entries == 800, report
+    ids = [e.id for e in Registry(path).entries()]
+    assert sorted(ids) == sorted(f"w{w}-{i}" for w in range(8) for i in range(100))
+    for w in range(8):  # each writer's entries keep their order
+        mine = [i for i in ids if i.startswith(f"w{w}-")]
+        assert mine == [f"w{w}-{i}" for i in range(100)]
+
+
+# --------------------------------------------------------------------------- CLI
+def test_cli_register_matches_predict_with_manifest_defaults(tmp_path, capsys):
+    from delphi.cli import main as delphi_main
+
+    assert delphi_main(["predict", "marin-moe-535b", "--json"]) == 0
+    predicted = json.loads(capsys.readouterr().out)
+    reg_path = tmp_path / "r.jsonl"
+    code, out, err = run_cli(capsys, "register", "marin-moe-535b", "--id", "hero", "--registry",
+                             reg_path, "--author", "me", "--curve", "0.5:2.2,0.9:2.06",
+                             "--target-active-params", "2.3e10", "--json")
+    assert code == 0, err
+    entry = json.loads(out)
+    assert entry["forecast"]["loss"] == predicted["prediction"]["loss"]
+    assert entry["ladder"]["sha256"] == predicted["ladder"]["sha256"]
+    assert entry["fit"]["fixed"] == {"E": 1.5} and entry["target"]["active_params"] == 2.3e10
+    assert entry["forecast"]["curve"] == [[0.5, 2.2], [0.9, 2.06]]
+    code, out, err = run_cli(capsys, "score", "--registry", reg_path, "--id", "hero",
+                             "--actual", "2.1", "--fraction", "0.7", "--json")
+    assert code == 0, err
+    s = json.loads(out)
+    assert s["predicted"] == pytest.approx(np.interp(0.7, [0.5, 0.9], [2.2, 2.06]))
+    assert s["rel_error"] == pytest.approx((2.1 - s["predicted"]) / s["predicted"])
+    code, out, _ = run_cli(capsys, "score", "--registry", reg_path, "--id", "hero",
+                           "--actual", "2.05")
+    assert code == 0 and "relative" in out and "no interval" in out
+    assert "outcome hero/outcome-2" in out
+
+
+def test_cli_external_forecast_and_errors(tmp_path, capsys):
+    reg_path = tmp_path / "r.jsonl"
+    code, out, err = run_cli(capsys, "register", "--external-loss", "2.598", "--external-source",
+                             "issue 4447", "--target-flops", "1e21", "--id", "x", "--registry",
+                             reg_path, "--interval", "2.55:2.65:0.9:new-run")
+    assert code == 0 and "external" in out, err
+    e = Registry(reg_path).get("x")
+    assert e.forecast.external and e.forecast.interval.kind == "new-run"
+    before = reg_path.read_bytes()
+    for argv in (["register", "--external-loss", "nan", "--external-source", "s",
+                  "--target-flops", "1e21", "--id", "y", "--registry", reg_path],
+                 ["register", "--external-loss", "2.5", "--target-flops", "1e21", "--id", "y",
+                  "--registry", reg_path],
+                 ["register", "marin-moe-535b", "--external-loss", "2.5", "--external-source",
+                  "s", "--id", "y", "--registry", reg_path],
+                 ["register", "--id", "y", "--registry", reg_path],
+                 ["register", "--external-loss", "2.5", "--external-source", "s",
+                  "--target-flops", "1e21", "--id", "x", "--registry", reg_path],
+                 ["score", "--registry", reg_path, "--id", "zzz", "--actual", "2.5"]):
+        code, out, err = run_cli(capsys, *argv)
+        assert code == 1 and err.startswith("delphi: error: ") and len(err.splitlines()) == 1
+        assert "Traceback" not in err
+        assert reg_path.read_bytes() == before
+
+
+def test_cli_registry_actions(tmp_path, capsys):
+    path = tmp_path / "r.jsonl"
+    small_registry(path)
+    code, out, _ = run_cli(capsys, "registry", "list", path)
+    assert code == 0 and len(out.splitlines()) == 3 and "a-1e21/outcome-1" in out
+    code, out, _ = run_cli(capsys, "registry", "show", "a-1e21", path, "--json")
+    d = json.loads(out)
+    assert code == 0 and d["entry"]["id"] == "a-1e21" and len(d["outcomes"]) == 1
+    assert d["scores"][0]["actual"] == 2.61
+    code, out, _ = run_cli(capsys, "registry", "report", path)
+    assert code == 0 and "| a-1e21 (external)" in out
+    code, out, _ = run_cli(capsys, "registry", "report", path, "--json")
+    assert json.loads(out)["final"][0]["prediction_id"] == "a-1e21"
+    code, out, _ = run_cli(capsys, "registry", "verify", path)
+    assert code == 0 and "OK, 3 entries" in out
+    path.write_bytes(path.read_bytes().replace(b'"actual":2.61', b'"actual":2.51'))
+    code, out, _ = run_cli(capsys, "registry", "verify", path, "--json")
+    d = json.loads(out)
+    assert code == 1 and d["line"] == 2 and d["id"] == "a-1e21/outcome-1" and not d["repairable"]
+    code, _, err = run_cli(capsys, "registry", "repair", path)
+    assert code == 1 and "cannot repair" in err
+    code, _, err = run_cli(capsys, "registry", "list", path)
+    assert code == 0 and "warning" in err
+    code, _, err = run_cli(capsys, "registry", "verify", tmp_path / "missing.jsonl")
+    assert code == 1 and "no registry" in err
+
+
+def test_cli_repair(tmp_path, capsys):
+    path = tmp_path / "r.jsonl"
+    small_registry(path)
+    good = path.read_bytes()
+    path.write_bytes(good + b'{"aut')
+    code, out, _ = run_cli(capsys, "registry", "verify", path)
+    assert code == 1 and "line 4" in out and "repair" in out
+    code, out, _ = run_cli(capsys, "registry", "repair", path)
+    assert code == 0 and "backup" in out and path.read_bytes() == good
+    code, out, _ = run_cli(capsys, "registry", "repair", path)
+    assert code == 0 and "nothing to repair" in out
+
+
+def test_add_registry_commands_returns_handlers():
+    import argparse
+
+    from delphi.cli_registry import add_registry_commands
+
+    parser = argparse.ArgumentParser(prog="delphi")
+    handlers = add_registry_commands(parser.add_subparsers(dest="command", required=True))
+    assert set(handlers) == {"register", "score", "registry"}
+    args = parser.parse_args(["registry", "show", "an-id", "reg.jsonl"])
+    assert (args.command, args.registry_command, args.id, args.path) == (
+        "registry", "show", "an-id", "reg.jsonl")
+    args = parser.parse_args(["register", "lad", "--id", "i", "--registry", "p", "--floor", "1.5",
+                              "--target-flops", "1e23"])
+    assert args.ladder == "lad" and args.floor == 1.5 and args.target_flops == 1e23
+
+
+# --------------------------------------------------------------------------- bundled history
+def test_bundled_marin_registry_verifies_and_rebuilds(tmp_path):
+    bundled = Registry(BUNDLED)
+    report = bundled.verify()
+    assert report.ok, report
+    rebuilt = build_marin_registry(tmp_path / "marin.jsonl")
+    assert rebuilt.verify().ok
+    old, new = bundled.entries(), rebuilt.entries()
+    assert [(e.id, e.kind, e.created_at) for e in old] == [(e.id, e.kind, e.created_at)
+                                                            for e in new]
+    for a, b in zip(old, new):
+        if a.kind == "outcome":
+            assert a.outcome == b.outcome
+        elif a.forecast.external:
+            assert a.forecast == b.forecast and a.target == b.target
+        else:  # a delphi fit: same data, same forecast up to optimiser noise
+            assert a.ladder == b.ladder and a.target == b.target
+            assert b.forecast.loss == pytest.approx(a.forecast.loss, rel=1e-6)
+    hero = bundled.get(HERO_ID)
+    assert hero.forecast.loss == pytest.approx(2.041, abs=0.005)
+    assert hero.target.flops == 2.61e24 and hero.fit.fixed == {"E": 1.5}
+    board = bundled.report()
+    assert [s.prediction_id for s in board.final] == ["marin-moe-1e21", "marin-moe-1e23"]
+    assert [s.predicted for s in board.final] == [2.598, 2.252]
+    assert all(s.external for s in board.final) and board.unscored == (HERO_ID,)
+    assert board.final[1].rel_error == pytest.approx((board.final[1].actual - 2.252) / 2.252)
+
+
+def test_bundled_registry_refuses_to_be_overwritten(tmp_path):
+    shutil.copy(BUNDLED, tmp_path / "m.jsonl")
+    with pytest.raises(RegistryError, match="append-only"):
+        build_marin_registry(tmp_path / "m.jsonl")
