@@ -88,6 +88,22 @@ def _add_target_lr_options(p: argparse.ArgumentParser) -> None:
                    help="MoE target: parameters active per token (C = 6 x N_active x D)")
 
 
+def _add_interval_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--interval", default="auto", choices=["auto", "bootstrap", "delta", "none"],
+                   help="interval method (default auto: bootstrap when the ladder has enough "
+                        "runs, else the approximate delta method)")
+    p.add_argument("--level", type=float, default=0.9, help="interval level (default 0.9)")
+    p.add_argument("--n-boot", type=int, default=200, help="bootstrap draws (default 200)")
+    p.add_argument("--boot-unit", default="run", choices=["run", "budget"],
+                   help="resample whole runs (default) or whole compute budgets")
+    p.add_argument("--seed", type=int, default=0, help="random seed (bootstrap)")
+
+
+def _interval_settings(args) -> dict:
+    return {"interval": None if args.interval == "none" else args.interval, "level": args.level,
+            "n_boot": args.n_boot, "boot_unit": args.boot_unit, "seed": args.seed}
+
+
 def _target_from(args, defaults) -> Target:
     """The target from the command line, else the manifest's [predict] defaults."""
     given = any(v is not None for v in (args.target_flops, args.target_params, args.target_tokens,
@@ -116,6 +132,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--target-tokens", type=_positive_float, metavar="D", help="target tokens")
     p.add_argument("--target-name", help="label for the target")
     _add_target_lr_options(p)
+    _add_interval_options(p)
 
     p = sub.add_parser("fit", help="fit a law to a ladder and print the fit")
     _add_fit_options(p)
@@ -192,7 +209,8 @@ def _cmd_predict(args) -> int:
     ladder, defaults = _load(args)
     target = _target_from(args, defaults)
     law = args.law or (defaults.law if defaults is not None else None) or default_law(ladder, target)
-    forecast = predict(ladder, target, law, **_fit_settings(args, defaults))
+    forecast = predict(ladder, target, law, **_fit_settings(args, defaults),
+                       **_interval_settings(args))
     print(json.dumps(forecast.to_dict(), indent=2, allow_nan=False) if args.json
           else forecast.report())
     return 0

@@ -17,7 +17,6 @@ import warnings
 from pathlib import Path
 from typing import Callable, Sequence
 
-from .cli import _add_fit_options, _fit_settings, _load, _positive_float
 from .errors import DelphiError, DelphiWarning, RegistryError
 from .forecast import Target, default_law, predict
 from .registry import Registry
@@ -30,6 +29,8 @@ Handler = Callable[[argparse.Namespace], int]
 def _add_target_options(p: argparse.ArgumentParser) -> None:
     # The same target flags as `delphi predict` (kept identical on purpose), plus facts the
     # registry records but the fit does not read.
+    from .cli import _positive_float
+
     p.add_argument("--target-flops", type=_positive_float, metavar="C", help="target compute [FLOPs]")
     p.add_argument("--target-params", type=_positive_float, metavar="N", help="target parameters")
     p.add_argument("--target-tokens", type=_positive_float, metavar="D", help="target tokens")
@@ -52,6 +53,9 @@ def add_registry_commands(subparsers) -> dict[str, Handler]:
     ``{command: handler}``; ``handler(args)`` returns the exit code and raises
     :class:`~delphi.errors.DelphiError` on bad input (the caller prints it on one line).
     """
+    # Imported here, not at module level, so that delphi.cli may import this module at its top.
+    from .cli import _add_fit_options
+
     p = subparsers.add_parser(
         "register", help="forecast a target (as `delphi predict`) and append the prediction to "
         "a registry", description="Fit LADDER and forecast the target exactly as `delphi "
@@ -157,7 +161,13 @@ def _print_json(obj) -> None:
 
 # --------------------------------------------------------------------------- handlers
 def _cmd_register(args) -> int:
+    from .cli import _fit_settings, _load
+
     reg = Registry(args.registry)
+    if reg.path.exists() and any(e.id == args.id for e in reg.entries()):
+        # Fail before spending time on the fit; the append re-checks under the lock.
+        raise RegistryError(f"id {args.id!r} is already in {reg.path}; ids are unique: "
+                            f"choose another")
     common = dict(id=args.id, author=args.author, kind=args.kind, notes=args.notes,
                   curve=_parse_curve(args.curve), interval=_parse_interval(args.interval),
                   created_at=args.created_at)

@@ -9,10 +9,11 @@ from typing import Mapping, Sequence
 import numpy as np
 
 from . import __version__
-from .errors import TargetError
+from .errors import FitError, TargetError
 from .fitting import DEFAULT_DELTA, DIVERGENCE_THRESHOLD, Fit, fit
 from .ladder import FLOPS_PER_PARAM_TOKEN, Ladder
 from .laws import Law, get_law
+from .uncertainty import DEFAULT_LEVEL, Interval
 
 __all__ = ["Target", "Forecast", "predict", "default_law"]
 
@@ -209,6 +210,18 @@ class Forecast:
     """Target compute over the largest fitted run's compute (None when unknown)."""
     notes: tuple[str, ...] = field(default=())
     """Assumptions and choices made on the user's behalf."""
+    interval: "Interval | None" = None
+    """New-run and expected-loss intervals (None when they cannot be estimated; see notes)."""
+
+    @property
+    def lower(self) -> float | None:
+        """Lower end of the new-run interval."""
+        return self.interval.lower if self.interval else None
+
+    @property
+    def upper(self) -> float | None:
+        """Upper end of the new-run interval."""
+        return self.interval.upper if self.interval else None
 
     def to_dict(self) -> dict:
         """The JSON object printed by ``delphi predict --json``."""
@@ -218,7 +231,11 @@ class Forecast:
             "params": d["params"],
             "target": self.target.to_dict(),
             "prediction": {"loss": self.loss, "metric": self.metric, "unit": self.unit,
-                           "extrapolation": self.extrapolation},
+                           "extrapolation": self.extrapolation,
+                           **(self.interval.to_dict() if self.interval else
+                              {"lower": None, "upper": None, "mean_lower": None,
+                               "mean_upper": None, "level": None, "kind": None,
+                               "method": None})},
             "fit": d["fit"],
             "ladder": {"name": self.ladder_name, "source": self.ladder_source,
                        "sha256": self.ladder_sha256},
@@ -239,6 +256,14 @@ class Forecast:
         for note in self.notes:
             lines.append(f"note       {note}")
         lines.append(f"prediction {self.loss:.4f} {self.unit}")
+        iv = self.interval
+        if iv is not None:
+            label = "bootstrap" if iv.method == "bootstrap" else "delta method, approximate"
+            lines.append(f"           {iv.level:.0%} interval for one new run  "
+                         f"[{iv.lower:.4f}, {iv.upper:.4f}]  ({label})")
+            lines.append(f"           {iv.level:.0%} interval for the expected loss "
+                         f"[{iv.mean_lower:.4f}, {iv.mean_upper:.4f}]  (run noise "
+                         f"{iv.noise:.2%} from {iv.noise_source})")
         return "\n".join(lines)
 
     def __str__(self) -> str:
@@ -252,8 +277,10 @@ def predict(ladder: Ladder, target: Target | Mapping[str, float], law: str | Law
             fixed: Mapping[str, float] | None = None,
             bounds: Mapping[str, Sequence[float]] | None = None, delta: float = DEFAULT_DELTA,
             fit_max_flops: float | None = None, include_unfinished: bool = False,
-            divergence_threshold: float | None = DIVERGENCE_THRESHOLD, seed: int = 0) -> Forecast:
-    """Fit ``law`` to ``ladder`` and predict the loss of ``target``.
+            divergence_threshold: float | None = DIVERGENCE_THRESHOLD, seed: int = 0,
+            interval: str | None = "auto", level: float = DEFAULT_LEVEL, n_boot: int = 200,
+            boot_unit: str = "run", workers: int | None = None) -> Forecast:
+    """Fit ``law`` to ``ladder`` and predict the loss of ``target``, with an interval.
 
     Parameters
     ----------
@@ -262,6 +289,11 @@ def predict(ladder: Ladder, target: Target | Mapping[str, float], law: str | Law
     law: law name or object; default :func:`default_law` (``power`` when only C is known).
     fixed, bounds, delta, fit_max_flops, include_unfinished, divergence_threshold, seed:
         as in :func:`delphi.fitting.fit`.
+    interval: ``"bootstrap"`` (resample runs, refit: :func:`delphi.uncertainty.bootstrap`),
+        ``"delta"`` (fast, approximate), ``"auto"`` (bootstrap when the ladder has at least
+        2p + 2 points for p free parameters, else delta) or None.
+    level: interval level (default 0.9). n_boot, boot_unit, workers: bootstrap settings
+        (``boot_unit="budget"`` resamples whole compute budgets).
 
     Returns
     -------
@@ -292,7 +324,36 @@ def predict(ladder: Ladder, target: Target | Mapping[str, float], law: str | Law
         notes.append(f"{law.floor} fixed at {result.fixed[law.floor]:g} (not fitted)")
     if not result.converged:
         notes.append("THE FIT DID NOT CONVERGE: do not trust this prediction")
+    band = _interval(result, inputs, interval, level, n_boot, boot_unit, seed, workers, notes)
     return Forecast(target=target, loss=loss, fit=result, ladder_name=ladder.name,
                     ladder_source=ladder.source, ladder_sha256=result.extra["sha256"],
                     metric=ladder.metric, unit=ladder.unit, extrapolation=extrapolation,
-                    notes=tuple(notes))
+                    notes=tuple(notes), interval=band)
+
+
+def _interval(result: Fit, inputs, method, level, n_boot, unit, seed, workers, notes):
+    from .uncertainty import bootstrap, bootstrap_interval, delta_interval
+
+    if method is None or method == "none":
+        return None
+    if method not in ("auto", "bootstrap", "delta"):
+        raise FitError(f"unknown interval method {method!r}; use auto, bootstrap, delta or none")
+    if method == "auto":
+        method = "bootstrap" if result.n_points >= 2 * result.n_free + 2 else "delta"
+        if method == "delta":
+            notes.append(f"too few runs ({result.n_points}) to bootstrap {result.n_free} free "
+                         f"parameters: delta-method interval")
+    if 0 < result.dof < 5:
+        notes.append(f"the interval rests on {result.dof} residual degree(s) of freedom: its "
+                     f"noise estimate is unreliable")
+    try:
+        if method == "delta":
+            return delta_interval(result, inputs, level=level)
+        draws = bootstrap(result, n=n_boot, unit=unit, seed=seed, workers=workers)
+        if draws.n_failed:
+            notes.append(f"{draws.n_failed} of {n_boot} bootstrap draws failed to refit and "
+                         f"were left out")
+        return bootstrap_interval(result, draws, inputs, level=level, seed=seed)
+    except FitError as exc:
+        notes.append(f"no interval: {exc}")
+        return None

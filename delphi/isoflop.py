@@ -48,7 +48,7 @@ import numpy as np
 import pandas as pd
 from scipy.interpolate import Akima1DInterpolator
 
-from .errors import FitError, LadderError
+from .errors import FitError, LadderError, TargetError
 from .ladder import FLOPS_PER_PARAM_TOKEN, Exclusion, Ladder
 
 __all__ = [
@@ -553,11 +553,11 @@ class IsoflopResult:
 
         Raises
         ------
-        FitError
+        TargetError
             ``flops`` not positive and finite.
         """
-        if not (math.isfinite(flops) and flops > 0):
-            raise FitError(f"target compute must be a positive number of FLOPs, got {flops!r}")
+        if not (isinstance(flops, (int, float, np.number)) and math.isfinite(flops) and flops > 0):
+            raise TargetError(f"target compute must be a positive number of FLOPs, got {flops!r}")
         n = float(self.params_law.predict(flops))
         d = float(self.tokens_law.predict(flops))
         used = [b.flops for b in self.budgets if b.used]
@@ -610,7 +610,9 @@ def _budget_notes(label: str, flags: Sequence[str], position: float, n_left: int
                     else "the vertex lies outside the sampled sizes")
                    + "; left out of the power-law fit",
         "off-centre": f"the vertex sits at {position:.0%} of the sampled ln N range (outside "
-                      f"the central half): an off-centre grid biases the {method} fit",
+                      f"the central half): " + ("the optimum is bracketed on one side only"
+                                                if method == "akima" else
+                                                f"an off-centre grid biases the {method} fit"),
         "asymmetric": f"the sample is asymmetric around the vertex ({n_left} sizes below, "
                       f"{n_right} above)",
         "no-minimum": f"the fitted {method} has no minimum; left out of the power-law fit",
@@ -944,9 +946,15 @@ class EnvelopeResult:
     """Hoffmann et al.'s approach number."""
 
     def optimal(self, flops: float) -> dict:
-        """N*, D* and D*/N* at compute ``flops`` [FLOPs] from the two power laws."""
-        if not (math.isfinite(flops) and flops > 0):
-            raise FitError(f"target compute must be a positive number of FLOPs, got {flops!r}")
+        """N*, D* and D*/N* at compute ``flops`` [FLOPs] from the two power laws.
+
+        Raises
+        ------
+        TargetError
+            ``flops`` not positive and finite.
+        """
+        if not (isinstance(flops, (int, float, np.number)) and math.isfinite(flops) and flops > 0):
+            raise TargetError(f"target compute must be a positive number of FLOPs, got {flops!r}")
         n = float(self.params_law.predict(flops))
         d = float(self.tokens_law.predict(flops))
         return {"flops": float(flops), "params": n, "tokens": d, "tokens_per_param": d / n}
@@ -1022,7 +1030,8 @@ def envelope_analysis(ladder: Ladder, *, n_grid: int = 100, min_runs: int = 2,
     diverged = {e.run for e in excluded}
     curves = []
     single = 0
-    for run, g in ladder.table.groupby("run", sort=True):
+    usable = ladder.table.dropna(subset=["flops", "params", "tokens", "loss"])
+    for run, g in usable.groupby("run", sort=True):
         if run in diverged:
             continue
         g = g.sort_values("flops", kind="mergesort").drop_duplicates("flops", keep="last")

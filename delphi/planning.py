@@ -338,7 +338,8 @@ def plan_ladder(target_flops: float, *, fraction: float = 0.01, budgets: int = 7
         a non-positive size, or no run left after the tokens-per-parameter cap.
     """
     target = _positive("target compute [FLOPs]", target_flops, TargetError)
-    if not 0 < fraction < 1:
+    fraction = _positive("fraction (ladder compute / target compute)", fraction)
+    if not fraction < 1:
         raise LadderError(f"fraction (ladder compute / target compute) must be in (0, 1), got "
                           f"{fraction!r}")
     k = _count("budgets", budgets, 1)

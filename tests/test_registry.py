@@ -104,7 +104,7 @@ def test_unknown_fields_are_rejected(tmp_path):
     line = path.read_text().splitlines()[0]
     raw = json.loads(line)
     raw["forecast"]["confidence"] = "high"
-    with pytest.raises(Exception, match="unknown field"):
+    with pytest.raises(ValueError, match="Extra inputs are not permitted"):
         Entry.model_validate_json(json.dumps(raw))
     # Even with a recomputed hash, the schema rejects it and verify names the line.
     raw["hash"] = hashlib.sha256(json.dumps({k: v for k, v in raw.items() if k != "hash"},
@@ -201,7 +201,7 @@ def test_report_scoreboard(tmp_path):
     assert (board.n_with_interval, board.n_inside) == (2, 1) and board.coverage == 0.5
     assert board.unscored == ("open",) and board.n_projections == 1 and len(board.scores) == 4
     md = board.to_markdown()
-    assert md.count("\n| ") == 5 and "3 of 4 predictions scored" in md and "open" in md
+    assert sum(x.startswith("| ") for x in md.splitlines()) == 1 + 4 and "3 of 4 predictions scored" in md and "open" in md
     js = json.loads(json.dumps(board.to_dict()))
     assert js["coverage"] == 0.5 and len(js["final"]) == 3
 
@@ -263,11 +263,11 @@ def test_malformed_input_raises_and_leaves_the_file_unchanged(tmp_path, forecast
 
 def test_error_messages_name_the_problem(tmp_path, forecast):
     reg = small_registry(tmp_path / "r.jsonl")
-    with pytest.raises(RegistryError, match="already in .* line 1"):
+    with pytest.raises(RegistryError, match=r"already in .*\(line 1\)"):
         external(reg, "a-1e21")
     with pytest.raises(RegistryError, match="no prediction 'nope'"):
         reg.score("nope", 2.0)
-    with pytest.raises(RegistryError, match=r"forecast\.loss: .*finite"):
+    with pytest.raises(RegistryError, match=r"invalid forecast: loss: .*finite"):
         reg.register(dataclasses.replace(forecast, loss=float("nan")), id="z")
     with pytest.raises(RegistryError, match=r"actual: .*(float|number)"):
         reg.score("a-1e21", "2.5")
@@ -360,6 +360,21 @@ def test_torn_last_line_blocks_appends_until_repaired(tmp_path):
     assert reg.verify().ok and reg.verify().n_entries == 4
 
 
+def test_appends_refuse_an_unreadable_line(tmp_path):
+    path = tmp_path / "r.jsonl"
+    small_registry(path)
+    lines = path.read_bytes().split(b"\n")
+    lines[1] = lines[1][:40]  # a line cut short in the middle of the file
+    path.write_bytes(b"\n".join(lines))
+    broken = path.read_bytes()
+    reg = Registry(path)
+    with pytest.raises(RegistryError, match="line 2 is unreadable"):
+        external(reg, "next")
+    assert path.read_bytes() == broken
+    report = reg.verify()
+    assert report.line == 2 and not report.torn and report.id == "a-1e21/outcome-1"
+
+
 def test_repair_completes_a_whole_entry_missing_its_newline(tmp_path):
     path = tmp_path / "r.jsonl"
     reg = small_registry(path)
@@ -372,7 +387,7 @@ def test_repair_completes_a_whole_entry_missing_its_newline(tmp_path):
 
 
 def _killable_writer(path: str, fraction: float, signal_file: str, id: str) -> None:
-    os.environ[PAUSE_ENV] = repr(fraction)
+    os.environ[PAUSE_ENV] = repr(float(fraction))
     os.environ[PAUSE_SIGNAL_ENV] = signal_file
     # A large entry, so the pause point lands anywhere in a long line.
     external(Registry(path), id, notes="x" * 20_000)
@@ -551,6 +566,22 @@ def test_add_registry_commands_returns_handlers():
     args = parser.parse_args(["register", "lad", "--id", "i", "--registry", "p", "--floor", "1.5",
                               "--target-flops", "1e23"])
     assert args.ladder == "lad" and args.floor == 1.5 and args.target_flops == 1e23
+
+
+def test_registry_commands_fit_delphis_own_parser(tmp_path, capsys):
+    # What cli.py will do: add the commands to its subparsers (no clashing options).
+    import argparse
+
+    from delphi import cli
+    from delphi.cli_registry import add_registry_commands
+
+    parser = cli._parser()
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    handlers = add_registry_commands(sub)
+    path = tmp_path / "r.jsonl"
+    small_registry(path)
+    args = parser.parse_args(["registry", "verify", str(path), "--json"])
+    assert handlers[args.command](args) == 0 and json.loads(capsys.readouterr().out)["ok"]
 
 
 # --------------------------------------------------------------------------- bundled history

@@ -229,7 +229,7 @@ def _at_bound(problem: Problem, z: np.ndarray, bounds, y: np.ndarray) -> list[st
 
 
 def _identifiability(problem: Problem, z: np.ndarray, free: Sequence[str], at_bound: Sequence[str],
-                     n: int) -> tuple[dict[str, float], list[str], list[str]]:
+                     n: int, out_cov: dict | None = None) -> tuple[dict[str, float], list[str], list[str]]:
     """Approximate standard errors and weakly identified parameter groups.
 
     Uses the Jacobian J of the log residuals in the internal coordinates: columns scaled to unit
@@ -260,6 +260,9 @@ def _identifiability(problem: Problem, z: np.ndarray, free: Sequence[str], at_bo
     if dof > 0 and s.size and s[-1] > _SINGULAR * smax:
         sigma2 = float(r @ r) / dof
         cov = (vt.T / s ** 2) @ vt / np.outer(norms, norms) * sigma2
+        if out_cov is not None:
+            out_cov["matrix"] = cov
+            out_cov["index"] = list(keep)
         values = problem.values(z)
         for idx, i in enumerate(keep):
             name = free[i]
@@ -271,7 +274,8 @@ def _identifiability(problem: Problem, z: np.ndarray, free: Sequence[str], at_bo
 def fit_arrays(law: str | Law, x: Mapping[str, np.ndarray], y: np.ndarray, *,
                labels: Sequence[str] | None = None, fixed: Mapping[str, float] | None = None,
                bounds: Mapping[str, Sequence[float]] | None = None, delta: float = DEFAULT_DELTA,
-               seed: int = 0, starts: int = _REFINE_STARTS) -> Fit:
+               seed: int = 0, starts: int = _REFINE_STARTS,
+               init: Mapping[str, float] | None = None) -> Fit:
     """Fit ``law`` to losses ``y`` at inputs ``x`` by minimising the summed Huber loss.
 
     Parameters
@@ -287,6 +291,8 @@ def fit_arrays(law: str | Law, x: Mapping[str, np.ndarray], y: np.ndarray, *,
     seed: seed of the quasi-random search (used when a law has more than two free non-linear
         parameters); the same inputs and seed give bit-identical results.
     starts: number of distinct search points refined.
+    init: parameter values (natural units) refined as one more start, e.g. the point estimate
+        when refitting bootstrap resamples; the search still runs, so a bad init costs nothing.
 
     Returns
     -------
@@ -304,10 +310,10 @@ def fit_arrays(law: str | Law, x: Mapping[str, np.ndarray], y: np.ndarray, *,
     # (20-40x slower on a busy 2-core machine), so the fit runs single-threaded.
     with threadpool_limits(limits=1, user_api="blas"):
         return _fit_arrays(law, x, y, labels=labels, fixed=fixed, bounds=bounds, delta=delta,
-                           seed=seed, starts=starts)
+                           seed=seed, starts=starts, init=init)
 
 
-def _fit_arrays(law, x, y, *, labels, fixed, bounds, delta, seed, starts) -> Fit:
+def _fit_arrays(law, x, y, *, labels, fixed, bounds, delta, seed, starts, init) -> Fit:
     law = get_law(law)
     if not (math.isfinite(delta) and delta > 0):
         raise FitError(f"Huber delta must be positive and finite, got {delta!r}")
@@ -343,6 +349,12 @@ def _fit_arrays(law, x, y, *, labels, fixed, bounds, delta, seed, starts) -> Fit
     for i in chosen:
         z0 = _start_vector(problem, thetas[i], coefs[i], y, ibounds)
         results.append(_refine(problem, z0, ibounds))
+    if init is not None:
+        lo = np.array([b[0] if b[0] is not None else -np.inf for b in ibounds])
+        hi = np.array([b[1] if b[1] is not None else np.inf for b in ibounds])
+        z0 = np.clip(problem.pack({**fixed, **dict(init)}), lo, hi)
+        if np.all(np.isfinite(z0)):
+            results.append(_refine(problem, z0, ibounds))
     results.sort(key=lambda t: t[1])
     z, objective, success, message = results[0]
     if not math.isfinite(objective):
@@ -366,7 +378,8 @@ def _fit_arrays(law, x, y, *, labels, fixed, bounds, delta, seed, starts) -> Fit
         where = f"lower bound {lo:g}" if abs(problem.values(z)[name] - lo) <= abs(
             problem.values(z)[name] - (hi if math.isfinite(hi) else math.inf)) else f"upper bound {hi:g}"
         warnings.append(f"{name} is at its {where}: the optimum lies on or beyond the bound")
-    stderr, weak, singular = _identifiability(problem, z, free, at_bound, len(y))
+    cov: dict = {}
+    stderr, weak, singular = _identifiability(problem, z, free, at_bound, len(y), cov)
     for group in singular:
         warnings.append(f"not identified: the data cannot separate {group} (singular direction); "
                         f"fix one of them or widen the design")
@@ -391,5 +404,7 @@ def _fit_arrays(law, x, y, *, labels, fixed, bounds, delta, seed, starts) -> Fit
                objective=float(objective), delta=float(delta), converged=bool(converged),
                message=message, n_points=len(y), n_free=len(free), at_bound=tuple(at_bound),
                warnings=tuple(warnings), stderr=stderr, residuals=r, labels=labels,
-               x={k: v.copy() for k, v in xa.items()}, y=y.copy(), n_starts=len(results),
-               n_agree=n_agree)
+               x={k: (v.copy() if isinstance(v, np.ndarray) else v) for k, v in xa.items()},
+               y=y.copy(), n_starts=len(results), n_agree=n_agree,
+               covariance=cov.get("matrix"),
+               covariance_params=tuple(free[i] for i in cov.get("index", ())))

@@ -61,6 +61,12 @@ class Fit:
     """Starts that reached the best objective (within 1e-6 relative)."""
     exclusions: tuple[Exclusion, ...] = ()
     """Runs left out of the fit and why."""
+    covariance: np.ndarray | None = None
+    """Approximate covariance (Gauss-Newton) of the free parameters not at a bound, in the
+    engine's coordinates: log c for coefficients, the value itself for exponents; rows in
+    :attr:`covariance_params` order. None when the fit has no residual degrees of freedom."""
+    covariance_params: tuple[str, ...] = ()
+    """Parameter names of :attr:`covariance`'s rows."""
     extra: dict = field(default_factory=dict)
     """Free-form provenance (ladder name, sha256, metric...)."""
 

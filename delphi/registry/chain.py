@@ -141,7 +141,10 @@ def verify_bytes(data: bytes, path: str | Path, expect_head: str | None = None) 
         try:
             entry = _check_line(line, raw, prev)
         except _Problem as p:
-            return fail(i - 1, i, p.message, p.id)
+            rid = p.id
+            if rid is None and raw is None and i < len(lines) and raws[i] is None:
+                rid = _guess_id(lines[i])  # a newline inserted into an entry splits it in two
+            return fail(i - 1, i, p.message, rid)
         if entry.prev_hash != prev:
             before = "the start of the chain" if i == 1 else f"line {i - 1} (id {prev_id})"
             j = declared.get(entry.prev_hash)

@@ -1,0 +1,305 @@
+"""Intervals for forecasts: parameter uncertainty (bootstrap or delta method) plus run noise.
+
+Two intervals are kept apart:
+
+* the interval of the **expected loss** at the target (``mean_lower``/``mean_upper``): only
+  the uncertainty of the fitted parameters;
+* the interval of **one new run** (``lower``/``upper``): adds run-to-run noise (seed, data
+  order), estimated from repeated runs of one configuration when the ladder has them, else
+  from the fit's residuals. A target is one run, so this is the default interval.
+
+Methods: the bootstrap (Efron & Tibshirani 1993) resamples whole runs, or whole compute
+budgets (a cluster bootstrap, for isoFLOP designs where runs of a budget share their
+hyper-parameters); Besiroglu et al. 2024 (arXiv 2404.10102, Sec. 4) bootstrap the Chinchilla
+fit this way. The delta method propagates the fit's Gauss-Newton covariance through the law's
+gradient: fast, approximate, labelled as such.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import sys
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field
+from typing import Mapping, Sequence
+
+import numpy as np
+from scipy import stats
+
+from .errors import DelphiError, FitError
+from .fitting import Fit, fit_arrays
+from .fitting.objective import Problem
+
+__all__ = ["Interval", "BootstrapDraws", "run_noise", "bootstrap", "delta_interval",
+           "bootstrap_interval", "DEFAULT_LEVEL"]
+
+#: Default interval level.
+DEFAULT_LEVEL = 0.90
+# Noise draws per bootstrap draw when forming the new-run interval (smooths the percentiles).
+_NOISE_PER_DRAW = 25
+
+
+@dataclass(frozen=True)
+class Interval:
+    """A forecast interval, in the ladder's loss unit."""
+
+    lower: float
+    """Lower end of the new-run interval (one new run at the target)."""
+    upper: float
+    """Upper end of the new-run interval."""
+    mean_lower: float
+    """Lower end of the interval of the expected loss (parameter uncertainty only)."""
+    mean_upper: float
+    """Upper end of the expected-loss interval."""
+    level: float
+    """Central coverage, e.g. 0.9."""
+    method: str
+    """``"bootstrap"`` or ``"delta"`` (approximate)."""
+    noise: float
+    """Run-to-run noise, standard deviation of log loss."""
+    noise_source: str
+    """Where the noise estimate came from."""
+    kind: str = "new-run"
+    """Which interval ``lower``/``upper`` are: always the new-run one."""
+    n_draws: int = 0
+    """Bootstrap draws used (0 for the delta method)."""
+    n_failed: int = 0
+    """Bootstrap draws whose refit failed (left out, reported)."""
+
+    def to_dict(self) -> dict:
+        return {"lower": self.lower, "upper": self.upper, "mean_lower": self.mean_lower,
+                "mean_upper": self.mean_upper, "level": self.level, "kind": self.kind,
+                "method": self.method, "noise": self.noise, "noise_source": self.noise_source,
+                "n_draws": self.n_draws, "n_failed": self.n_failed}
+
+
+@dataclass(frozen=True)
+class BootstrapDraws:
+    """Refitted parameters of bootstrap resamples."""
+
+    params: list[dict[str, float]]
+    """One dict of parameter values per successful draw."""
+    n_failed: int
+    """Draws whose refit raised (e.g. a resample with too few distinct runs)."""
+    unit: str
+    """What was resampled: ``"run"`` or ``"budget"``."""
+    seed: int
+    failures: list[str] = field(default_factory=list)
+    """First few failure messages."""
+
+    def values(self, name: str) -> np.ndarray:
+        """Draws of one parameter, shape (n_draws,)."""
+        return np.array([p[name] for p in self.params])
+
+    def stderr(self) -> dict[str, float]:
+        """Bootstrap standard error of every parameter (ddof = 1)."""
+        return {k: float(np.std(self.values(k), ddof=1)) for k in self.params[0]} \
+            if len(self.params) > 1 else {}
+
+
+def run_noise(fit: Fit) -> tuple[float, str]:
+    """Run-to-run noise of log loss: (sigma, source).
+
+    From repeated runs (points with identical inputs: seeds of one configuration), the pooled
+    within-group standard deviation; else from the fit's log residuals, a robust scale
+    (1.4826 x MAD) inflated by sqrt(n / (n - p)) for the fitted parameters.
+
+    Raises
+    ------
+    FitError
+        No residual degrees of freedom and no repeated runs: the noise cannot be estimated.
+    """
+    keys = [tuple(np.round(np.log(fit.x[c][i]), 9) for c in fit.law.inputs)
+            for i in range(fit.n_points)]
+    groups: dict[tuple, list[float]] = {}
+    for k, y in zip(keys, np.log(fit.y)):
+        groups.setdefault(k, []).append(y)
+    reps = [np.asarray(v) for v in groups.values() if len(v) > 1]
+    dof_rep = sum(len(v) - 1 for v in reps)
+    if dof_rep >= 3:
+        ss = sum(float(np.sum((v - v.mean()) ** 2)) for v in reps)
+        return math.sqrt(ss / dof_rep), f"repeated runs ({dof_rep} dof)"
+    if fit.dof <= 0:
+        raise FitError("no residual degrees of freedom and no repeated runs: the run-to-run "
+                       "noise, and so an interval, cannot be estimated")
+    r = fit.residuals
+    rms = float(np.sqrt(np.sum(r ** 2) / fit.dof))
+    if fit.n_points < 20:  # too few points for a robust scale
+        return rms, f"fit residuals ({fit.dof} dof)"
+    mad = float(np.median(np.abs(r - np.median(r))))
+    sigma = 1.4826 * mad * math.sqrt(fit.n_points / fit.dof)
+    return (sigma if sigma > 0 else rms), f"fit residuals ({fit.dof} dof, robust)"
+
+
+def _quantile(level: float, dof: int | None) -> float:
+    """Two-sided quantile: Student t when the dof are few, normal otherwise."""
+    q = 0.5 + level / 2
+    return float(stats.t.ppf(q, dof)) if dof and dof < 1000 else float(stats.norm.ppf(q))
+
+
+def _check_level(level: float) -> float:
+    if not (isinstance(level, (int, float)) and 0 < level < 1):
+        raise FitError(f"interval level must be in (0, 1), got {level!r}")
+    return float(level)
+
+
+def delta_interval(fit: Fit, x: Mapping[str, Sequence[float]], *,
+                   level: float = DEFAULT_LEVEL) -> Interval:
+    """Delta-method interval at one target point ``x`` (each input of shape (1,)).
+
+    var(log L) = g' Sigma g with g = d log L / d(theta) at the fit and Sigma its Gauss-Newton
+    covariance (:attr:`Fit.covariance`); parameters at a bound are held fixed. New-run
+    interval: log L +- q sqrt(var + sigma_run^2), q from Student t with the fit's dof.
+
+    Raises
+    ------
+    FitError: no covariance (zero residual dof) or noise estimate.
+    """
+    level = _check_level(level)
+    if fit.covariance is None:
+        raise FitError("the fit has no covariance (no residual degrees of freedom, or a "
+                       "singular direction); no delta-method interval")
+    sigma, source = run_noise(fit)
+    free = tuple(n for n in fit.law.param_names if n not in fit.fixed)
+    xt = fit.law.check_inputs({k: np.asarray(v, dtype=float) if not k.startswith("_") else v
+                               for k, v in x.items()})
+    problem = Problem(law=fit.law, x=xt, log_y=np.zeros(1), delta=fit.delta, free=free,
+                      fixed=dict(fit.fixed))
+    r, jac, ok = problem.residuals_and_jacobian(problem.pack(fit.params))
+    if not ok:
+        raise FitError("the law predicts a non-positive loss at the target")
+    idx = [free.index(n) for n in fit.covariance_params]
+    g = jac[0, idx]
+    var = float(g @ fit.covariance @ g)
+    q = _quantile(level, fit.dof)
+    centre = float(r[0])
+    half_mean = q * math.sqrt(max(var, 0.0))
+    half_new = q * math.sqrt(max(var, 0.0) + sigma ** 2)
+    return Interval(lower=math.exp(centre - half_new), upper=math.exp(centre + half_new),
+                    mean_lower=math.exp(centre - half_mean), mean_upper=math.exp(centre + half_mean),
+                    level=level, method="delta", noise=sigma, noise_source=source)
+
+
+# ----------------------------------------------------------------------------- bootstrap
+def _units(fit: Fit, unit: str) -> np.ndarray:
+    runs = np.array([lbl.split("@")[0] for lbl in fit.labels])
+    if unit == "run":
+        return runs
+    if unit == "budget":
+        if "flops" not in fit.x:
+            c = 6.0 * fit.x["params"] * fit.x["tokens"] if {"params", "tokens"} <= set(fit.x) \
+                else None
+        else:
+            c = fit.x["flops"]
+        if c is None:
+            raise FitError("a budget bootstrap needs flops (or params and tokens)")
+        order = np.argsort(c, kind="mergesort")
+        ids = np.empty(len(c), dtype=int)
+        budget, start = -1, None
+        for i in order:  # runs within 5% of compute share a budget (as in an isoFLOP design)
+            if start is None or c[i] > start * 1.05:
+                budget, start = budget + 1, c[i]
+            ids[i] = budget
+        return ids.astype(str)
+    raise FitError(f"unknown bootstrap unit {unit!r}; use 'run' or 'budget'")
+
+
+def _one_draw(args) -> tuple[dict[str, float] | None, str]:
+    law, x, y, groups, fixed, bounds, delta, init, seed_seq = args
+    rng = np.random.default_rng(seed_seq)
+    names = np.unique(groups)
+    chosen = rng.choice(names, size=len(names), replace=True)
+    idx = np.concatenate([np.flatnonzero(groups == g) for g in chosen])
+    xb = {k: (v[idx] if isinstance(v, np.ndarray) and v.shape == y.shape else v)
+          for k, v in x.items()}
+    try:
+        f = fit_arrays(law, xb, y[idx], fixed=fixed, bounds=bounds, delta=delta, starts=2,
+                       init=init)
+    except DelphiError as exc:
+        return None, str(exc)
+    return f.params, ""
+
+
+def bootstrap(fit: Fit, *, n: int = 200, unit: str = "run", seed: int = 0,
+              workers: int | None = None, progress: bool | None = None) -> BootstrapDraws:
+    """Refit ``fit``'s law to ``n`` resamples of its runs (or compute budgets).
+
+    Each draw resamples whole units with replacement and refits with the same fixed values,
+    bounds and Huber delta, searching globally plus a start at the original estimate. Draw b
+    uses the b-th child of ``numpy.random.SeedSequence(seed)``, so the result is bit-identical
+    for a given seed whatever the number of worker processes.
+
+    Parameters
+    ----------
+    fit: the fit to bootstrap (its points, law and settings are reused).
+    n: number of draws.
+    unit: ``"run"`` (default) or ``"budget"`` (cluster bootstrap over compute budgets).
+    seed: random seed.
+    workers: processes (default: all cores for large jobs, else 1). Each worker's BLAS is
+        pinned to one thread by the engine.
+    progress: show a progress bar (default: when stderr is a terminal and the job is long).
+
+    Raises
+    ------
+    FitError: n < 2, an unknown unit, or more than half of the draws failed.
+    """
+    if not (isinstance(n, int) and n >= 2):
+        raise FitError(f"bootstrap needs n >= 2 draws, got {n!r}")
+    groups = _units(fit, unit)
+    children = np.random.SeedSequence(seed).spawn(n)
+    bounds = {k: v for k, v in fit.bounds.items() if k not in fit.fixed}
+    jobs = [(fit.law, dict(fit.x), fit.y, groups, dict(fit.fixed), bounds, fit.delta,
+             dict(fit.params), child) for child in children]
+    heavy = n * fit.n_points > 20_000
+    workers = workers if workers is not None else (min(os.cpu_count() or 1, 8) if heavy else 1)
+    show = progress if progress is not None else (heavy and sys.stderr.isatty())
+    if workers > 1:
+        with ProcessPoolExecutor(max_workers=workers) as pool:
+            results = list(_progress(pool.map(_one_draw, jobs, chunksize=max(1, n // (4 * workers))),
+                                     n, show))
+    else:
+        results = list(_progress(map(_one_draw, jobs), n, show))
+    params = [p for p, _ in results if p is not None]
+    failures = [msg for p, msg in results if p is None]
+    if len(failures) > n / 2:
+        raise FitError(f"{len(failures)} of {n} bootstrap draws failed (e.g. {failures[0]}); "
+                       f"the ladder has too few {unit}s to resample")
+    return BootstrapDraws(params=params, n_failed=len(failures), unit=unit, seed=seed,
+                          failures=failures[:5])
+
+
+def _progress(iterable, total: int, show: bool):
+    if not show:
+        return iterable
+    from tqdm import tqdm
+    return tqdm(iterable, total=total, desc="bootstrap", unit="fit", file=sys.stderr)
+
+
+def bootstrap_interval(fit: Fit, draws: BootstrapDraws, x: Mapping[str, Sequence[float]], *,
+                       level: float = DEFAULT_LEVEL, seed: int = 0) -> Interval:
+    """Percentile intervals at one target point from bootstrap draws.
+
+    Expected loss: percentiles of the law evaluated with each draw's parameters. New run: the
+    same draws times exp(eps), eps ~ N(0, sigma_run^2) (seeded), so both parameter and run
+    noise enter.
+
+    Raises
+    ------
+    FitError: no successful draws, or no noise estimate.
+    """
+    level = _check_level(level)
+    if not draws.params:
+        raise FitError("no successful bootstrap draws")
+    sigma, source = run_noise(fit)
+    xt = {k: np.asarray(v, dtype=float) if not k.startswith("_") else v for k, v in x.items()}
+    preds = np.array([fit.law.predict(p, xt)[0] for p in draws.params])
+    rng = np.random.default_rng(np.random.SeedSequence(seed).spawn(1)[0])
+    eps = rng.normal(0.0, sigma, size=(len(preds), _NOISE_PER_DRAW))
+    new = (preds[:, None] * np.exp(eps)).ravel()
+    a = (1 - level) / 2
+    lo, hi = np.quantile(preds, [a, 1 - a])
+    nlo, nhi = np.quantile(new, [a, 1 - a])
+    return Interval(lower=float(nlo), upper=float(nhi), mean_lower=float(lo), mean_upper=float(hi),
+                    level=level, method="bootstrap", noise=sigma, noise_source=source,
+                    n_draws=len(draws.params), n_failed=draws.n_failed)
