@@ -171,7 +171,27 @@ def _parser() -> argparse.ArgumentParser:
     p = sub.add_parser("ladders", help="list the bundled ladders")
     p.add_argument("--json", action="store_true")
     p.add_argument("--debug", action="store_true")
+
+    p = sub.add_parser("backtest", help="fit small runs, predict held-out larger ones")
+    _add_fit_options(p)
+    p.add_argument("--leave-one-budget-out", action="store_true",
+                   help="drop each compute budget in turn and predict its runs (instead of "
+                        "--fit-max-flops)")
+    p.add_argument("--level", type=float, default=0.9, help="interval level (default 0.9)")
+    p.add_argument("--interval", default="delta", choices=["delta", "bootstrap", "none"],
+                   help="interval per prediction (default delta: fast)")
+    p.add_argument("--n-boot", type=int, default=100, help="bootstrap draws per fit")
+
+    from .cli_analyses import add_analysis_commands
+    from .cli_registry import add_registry_commands
+
+    _EXTRA.update(add_analysis_commands(sub))
+    _EXTRA.update(add_registry_commands(sub))
     return parser
+
+
+#: Handlers of commands defined in other modules (analyses, registry).
+_EXTRA: dict = {}
 
 
 def _load(args):
@@ -267,6 +287,22 @@ def _cmd_hparams(args) -> int:
     return 0
 
 
+def _cmd_backtest(args) -> int:
+    from .backtest import backtest
+    from .readers import load_ladder
+
+    ladder = load_ladder(args.ladder, metric=args.metric)
+    law = args.law or ("chinchilla" if ladder.has("params", "tokens") else "power")
+    settings = _fit_settings(args, None)
+    result = backtest(ladder, law, fit_max_flops=args.fit_max_flops,
+                      leave_one_budget_out=args.leave_one_budget_out, fixed=settings["fixed"],
+                      bounds=settings["bounds"], delta=args.huber_delta,
+                      interval=None if args.interval == "none" else args.interval,
+                      level=args.level, n_boot=args.n_boot)
+    print(json.dumps(result.to_dict(), indent=2, allow_nan=False) if args.json else result.report())
+    return 0
+
+
 def _cmd_ladders(args) -> int:
     from .readers import list_ladders
 
@@ -288,7 +324,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     """
     args = _parser().parse_args(argv)
     handlers = {"predict": _cmd_predict, "fit": _cmd_fit, "ladders": _cmd_ladders,
-                "complete": _cmd_complete, "hparams": _cmd_hparams}
+                "complete": _cmd_complete, "hparams": _cmd_hparams, "backtest": _cmd_backtest,
+                **_EXTRA}
     with warnings.catch_warnings():
         # Warnings are recorded on the ladder and fit and printed in the report; do not
         # print them twice through Python's warning machinery.

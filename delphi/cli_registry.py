@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 from .errors import DelphiError, DelphiWarning, RegistryError
-from .forecast import Target, default_law, predict
+from .forecast import default_law, predict
 from .registry import Registry
 
 __all__ = ["add_registry_commands", "main"]
@@ -27,16 +27,16 @@ Handler = Callable[[argparse.Namespace], int]
 
 
 def _add_target_options(p: argparse.ArgumentParser) -> None:
-    # The same target flags as `delphi predict` (kept identical on purpose), plus facts the
-    # registry records but the fit does not read.
-    from .cli import _positive_float
+    # The target flags of `delphi predict`: these four are inline in cli._parser (copied here,
+    # identical), the rest come from cli's helpers.
+    from .cli import _add_target_lr_options, _positive_float
 
-    p.add_argument("--target-flops", type=_positive_float, metavar="C", help="target compute [FLOPs]")
+    p.add_argument("--target-flops", type=_positive_float, metavar="C",
+                   help="target compute [FLOPs]")
     p.add_argument("--target-params", type=_positive_float, metavar="N", help="target parameters")
     p.add_argument("--target-tokens", type=_positive_float, metavar="D", help="target tokens")
     p.add_argument("--target-name", help="label for the target")
-    p.add_argument("--target-active-params", type=_positive_float, metavar="N_ACT",
-                   help="active parameters per token (MoE), recorded with the target")
+    _add_target_lr_options(p)
 
 
 def _add_common(p: argparse.ArgumentParser) -> None:
@@ -54,7 +54,7 @@ def add_registry_commands(subparsers) -> dict[str, Handler]:
     :class:`~delphi.errors.DelphiError` on bad input (the caller prints it on one line).
     """
     # Imported here, not at module level, so that delphi.cli may import this module at its top.
-    from .cli import _add_fit_options
+    from .cli import _add_fit_options, _add_interval_options
 
     p = subparsers.add_parser(
         "register", help="forecast a target (as `delphi predict`) and append the prediction to "
@@ -66,6 +66,7 @@ def add_registry_commands(subparsers) -> dict[str, Handler]:
         if action.dest == "ladder":
             action.nargs, action.default, action.required = "?", None, False
     _add_target_options(p)
+    _add_interval_options(p)
     p.add_argument("--registry", required=True, metavar="PATH", help="registry file (JSON Lines)")
     p.add_argument("--id", required=True, help="short unique id, e.g. marin-535b-a23b")
     p.add_argument("--author", help="who makes the forecast")
@@ -75,8 +76,6 @@ def add_registry_commands(subparsers) -> dict[str, Handler]:
     p.add_argument("--curve", metavar="CURVE",
                    help="forecast curve for partial scoring: 'FRACTION:LOSS,...' or a CSV file "
                         "with columns fraction,loss")
-    p.add_argument("--interval", metavar="LO:HI:LEVEL[:KIND]",
-                   help="forecast interval for the final loss, e.g. 2.01:2.07:0.9")
     p.add_argument("--created-at", metavar="ISO",
                    help="explicit UTC timestamp (only to transcribe history; default now)")
     ext = p.add_argument_group("external forecast (made outside delphi)")
@@ -85,6 +84,8 @@ def add_registry_commands(subparsers) -> dict[str, Handler]:
     ext.add_argument("--external-source", metavar="TEXT",
                      help="where the external forecast was published (required with it)")
     ext.add_argument("--external-made-at", metavar="DATE", help="when it was made (ISO date)")
+    ext.add_argument("--external-interval", metavar="LO:HI:LEVEL[:KIND]",
+                     help="its interval for the final loss, e.g. 2.55:2.65:0.9:new-run")
     ext.add_argument("--target-metric", help="eval metric of an external forecast")
     ext.add_argument("--target-unit", help="unit of an external forecast's loss")
 
@@ -151,8 +152,8 @@ def _parse_interval(text: str | None):
         return (float(parts[0]), float(parts[1]), float(parts[2]),
                 *(parts[3:] if len(parts) == 4 else []))
     except ValueError:
-        raise RegistryError(f"--interval: expected LOWER:UPPER:LEVEL[:KIND], got {text!r}") \
-            from None
+        raise RegistryError(f"--external-interval: expected LOWER:UPPER:LEVEL[:KIND], got "
+                            f"{text!r}") from None
 
 
 def _print_json(obj) -> None:
@@ -161,7 +162,7 @@ def _print_json(obj) -> None:
 
 # --------------------------------------------------------------------------- handlers
 def _cmd_register(args) -> int:
-    from .cli import _fit_settings, _load
+    from .cli import _fit_settings, _interval_settings, _load, _target_from
 
     reg = Registry(args.registry)
     if reg.path.exists() and any(e.id == args.id for e in reg.entries()):
@@ -169,8 +170,7 @@ def _cmd_register(args) -> int:
         raise RegistryError(f"id {args.id!r} is already in {reg.path}; ids are unique: "
                             f"choose another")
     common = dict(id=args.id, author=args.author, kind=args.kind, notes=args.notes,
-                  curve=_parse_curve(args.curve), interval=_parse_interval(args.interval),
-                  created_at=args.created_at)
+                  curve=_parse_curve(args.curve), created_at=args.created_at)
     forecast = None
     if args.external_loss is not None:
         fit_flags = [flag for flag, used in (
@@ -186,35 +186,35 @@ def _cmd_register(args) -> int:
                                 "was published)")
         target = {"flops": args.target_flops, "params": args.target_params,
                   "tokens": args.target_tokens, "name": args.target_name,
-                  "active_params": args.target_active_params, "metric": args.target_metric,
+                  "active_params": args.target_active_params, "peak_lr": args.target_peak_lr,
+                  "schedule": args.target_schedule, "steps": args.target_steps,
+                  "batch_size": args.target_batch, "metric": args.target_metric,
                   "unit": args.target_unit}
         entry = reg.register_external(target={k: v for k, v in target.items() if v is not None},
                                       loss=args.external_loss, source=args.external_source,
-                                      law=args.law, made_at=args.external_made_at, **common)
+                                      law=args.law, made_at=args.external_made_at,
+                                      interval=_parse_interval(args.external_interval), **common)
     else:
         if args.ladder is None:
             raise RegistryError("give LADDER to forecast from, or --external-loss for a forecast "
                                 "made elsewhere")
-        if args.target_metric or args.target_unit or args.external_source:
-            raise RegistryError("--target-metric, --target-unit and --external-source are for "
-                                "external forecasts; a delphi forecast takes them from LADDER")
-        # Target and law exactly as `delphi predict` chooses them (manifest defaults first).
+        external_only = [flag for flag, value in (
+            ("--target-metric", args.target_metric), ("--target-unit", args.target_unit),
+            ("--external-source", args.external_source),
+            ("--external-made-at", args.external_made_at),
+            ("--external-interval", args.external_interval)) if value]
+        if external_only:
+            raise RegistryError(f"{', '.join(external_only)}: only for an external forecast "
+                                f"(--external-loss); a delphi forecast takes them from LADDER")
+        # Target, law and settings exactly as `delphi predict` chooses them (manifest defaults
+        # first, command-line options over them).
         ladder, defaults = _load(args)
-        given = any(v is not None for v in (args.target_flops, args.target_params,
-                                            args.target_tokens))
-        if given or defaults is None:
-            target = Target(flops=args.target_flops, params=args.target_params,
-                            tokens=args.target_tokens, name=args.target_name)
-        else:
-            target = Target(flops=defaults.target_flops, params=defaults.target_params,
-                            tokens=defaults.target_tokens,
-                            name=args.target_name or defaults.target_name)
+        target = _target_from(args, defaults)
         law = (args.law or (defaults.law if defaults is not None else None)
                or default_law(ladder, target))
-        settings = _fit_settings(args, defaults)
+        settings = {**_fit_settings(args, defaults), **_interval_settings(args)}
         forecast = predict(ladder, target, law, **settings)
-        entry = reg.register(forecast, target_facts={"active_params": args.target_active_params},
-                             settings=settings, **common)
+        entry = reg.register(forecast, settings=settings, **common)
     if args.json:
         _print_json(entry.model_dump(mode="json"))
     else:

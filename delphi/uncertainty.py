@@ -98,12 +98,29 @@ class BootstrapDraws:
             if len(self.params) > 1 else {}
 
 
-def run_noise(fit: Fit) -> tuple[float, str]:
-    """Run-to-run noise of log loss: (sigma, source).
+def _log_compute(fit: Fit, x: Mapping[str, np.ndarray] | None = None) -> np.ndarray | None:
+    src = fit.x if x is None else x
+    if "flops" in src:
+        return np.log(np.asarray(src["flops"], dtype=float))
+    if "params" in src and "tokens" in src:
+        return np.log(6.0 * np.asarray(src["params"], float) * np.asarray(src["tokens"], float))
+    return None
 
-    From repeated runs (points with identical inputs: seeds of one configuration), the pooled
-    within-group standard deviation; else from the fit's log residuals, a robust scale
-    (1.4826 x MAD) inflated by sqrt(n / (n - p)) for the fitted parameters.
+
+# E[log |z|] for z ~ N(0, 1): turns a fitted mean of log|residual| into log sigma.
+_LOG_ABS_NORMAL = -0.6351814227307391
+
+
+def run_noise(fit: Fit, x: Mapping[str, Sequence[float]] | None = None) -> tuple[float, str]:
+    """Run-to-run noise of log loss at the target inputs ``x`` (or overall): (sigma, source).
+
+    * Repeated runs (points with identical inputs: seeds of one configuration): the pooled
+      within-group standard deviation.
+    * Else the fit's log residuals. When the ladder has 10+ points and the size of the
+      residuals trends with compute (small runs are often noisier), a regression of
+      log|r| on log C (E[log|z|] = -0.635 for normal z) gives sigma at the target's compute,
+      used when its slope is significant (|t| > 2.5). Otherwise one pooled scale: the RMS
+      with n - p dof below 20 points, a robust 1.4826 x MAD above.
 
     Raises
     ------
@@ -124,11 +141,25 @@ def run_noise(fit: Fit) -> tuple[float, str]:
         raise FitError("no residual degrees of freedom and no repeated runs: the run-to-run "
                        "noise, and so an interval, cannot be estimated")
     r = fit.residuals
+    inflate = math.sqrt(fit.n_points / fit.dof)
+    log_c = _log_compute(fit)
+    target_c = _log_compute(fit, x) if x is not None else None
+    if log_c is not None and target_c is not None and fit.n_points >= 10 and np.ptp(log_c) > 0:
+        la = np.log(np.maximum(np.abs(r), 1e-12))
+        design = np.stack([np.ones_like(log_c), log_c - log_c.mean()], axis=1)
+        coef, ss, *_ = np.linalg.lstsq(design, la, rcond=None)
+        resid = la - design @ coef
+        s2 = float(resid @ resid) / (len(la) - 2)
+        se_b = math.sqrt(s2 / float(np.sum((log_c - log_c.mean()) ** 2)))
+        if se_b > 0 and abs(coef[1] / se_b) > 2.5:
+            at = float(coef[0] + coef[1] * (target_c[0] - log_c.mean())) - _LOG_ABS_NORMAL
+            return math.exp(at) * inflate, (f"fit residuals, trending with compute "
+                                            f"(slope {coef[1]:+.2f} per e-fold of C)")
     rms = float(np.sqrt(np.sum(r ** 2) / fit.dof))
     if fit.n_points < 20:  # too few points for a robust scale
         return rms, f"fit residuals ({fit.dof} dof)"
     mad = float(np.median(np.abs(r - np.median(r))))
-    sigma = 1.4826 * mad * math.sqrt(fit.n_points / fit.dof)
+    sigma = 1.4826 * mad * inflate
     return (sigma if sigma > 0 else rms), f"fit residuals ({fit.dof} dof, robust)"
 
 
@@ -160,7 +191,7 @@ def delta_interval(fit: Fit, x: Mapping[str, Sequence[float]], *,
     if fit.covariance is None:
         raise FitError("the fit has no covariance (no residual degrees of freedom, or a "
                        "singular direction); no delta-method interval")
-    sigma, source = run_noise(fit)
+    sigma, source = run_noise(fit, x)
     free = tuple(n for n in fit.law.param_names if n not in fit.fixed)
     xt = fit.law.check_inputs({k: np.asarray(v, dtype=float) if not k.startswith("_") else v
                                for k, v in x.items()})
@@ -291,7 +322,7 @@ def bootstrap_interval(fit: Fit, draws: BootstrapDraws, x: Mapping[str, Sequence
     level = _check_level(level)
     if not draws.params:
         raise FitError("no successful bootstrap draws")
-    sigma, source = run_noise(fit)
+    sigma, source = run_noise(fit, x)
     xt = {k: np.asarray(v, dtype=float) if not k.startswith("_") else v for k, v in x.items()}
     preds = np.array([fit.law.predict(p, xt)[0] for p in draws.params])
     rng = np.random.default_rng(np.random.SeedSequence(seed).spawn(1)[0])

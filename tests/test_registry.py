@@ -9,7 +9,6 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
-import math
 import multiprocessing as mp
 import os
 import shutil
@@ -77,7 +76,13 @@ def test_register_records_the_forecast(tmp_path, forecast):
     assert entry.ladder.sha256 == forecast.ladder_sha256
     assert entry.target.flops == 2.61e24 and entry.target.active_params == 2.3e10
     assert entry.target.facts == {"layers": 48} and entry.target.metric == forecast.metric
-    assert entry.forecast.interval is None  # Forecast carries no interval yet
+    if forecast.interval is None:
+        assert entry.forecast.interval is None
+    else:  # the new-run interval, with how it was made
+        iv = entry.forecast.interval
+        assert (iv.lower, iv.upper, iv.level) == (forecast.interval.lower,
+                                                  forecast.interval.upper, forecast.interval.level)
+        assert iv.method == forecast.interval.method and iv.kind == forecast.interval.kind
     assert entry.delphi_version == delphi.__version__
     assert entry.created_at.tzinfo is not None and entry.created_at.utcoffset().total_seconds() == 0
     assert reg.get("hero") == entry and reg.entries() == [entry]
@@ -128,15 +133,19 @@ def test_explicit_timestamps(tmp_path):
 
 
 def test_forecast_interval_is_recorded_when_provided(tmp_path, forecast):
-    # A later Forecast carries intervals: the registry reads `intervals` (new-run preferred).
-    mean = types.SimpleNamespace(lower=2.03, upper=2.05, level=0.9, kind="mean")
-    new_run = types.SimpleNamespace(lower=2.0, upper=2.08, level=0.9, kind="new-run")
-    fc = types.SimpleNamespace(**{f.name: getattr(forecast, f.name)
-                                  for f in dataclasses.fields(forecast)},
-                               intervals=[mean, new_run])
-    e = Registry(tmp_path / "r.jsonl").register(fc, id="iv")
-    assert (e.forecast.interval.lower, e.forecast.interval.upper) == (2.0, 2.08)
-    assert e.forecast.interval.kind == "new-run" and e.forecast.interval.level == 0.9
+    reg = Registry(tmp_path / "r.jsonl")
+    band = types.SimpleNamespace(lower=2.0, upper=2.08, mean_lower=2.03, mean_upper=2.05,
+                                 level=0.8, kind="new-run", method="bootstrap", noise=0.01,
+                                 noise_source="residuals", n_draws=200, n_failed=3)
+    e = reg.register(dataclasses.replace(forecast, interval=band), id="iv",
+                     settings={"n_boot": 200, "boot_unit": "run", "seed": 0})
+    iv = e.forecast.interval
+    assert (iv.lower, iv.upper, iv.level, iv.kind, iv.method) == (2.0, 2.08, 0.8, "new-run",
+                                                                  "bootstrap")
+    assert (iv.mean_lower, iv.mean_upper, iv.n_draws, iv.n_failed) == (2.03, 2.05, 200, 3)
+    assert (e.fit.n_boot, e.fit.boot_unit, e.fit.seed) == (200, "run", 0)
+    e = reg.register(dataclasses.replace(forecast, interval=None), id="none")
+    assert e.forecast.interval is None
 
 
 # --------------------------------------------------------------------------- scoring
@@ -201,7 +210,8 @@ def test_report_scoreboard(tmp_path):
     assert (board.n_with_interval, board.n_inside) == (2, 1) and board.coverage == 0.5
     assert board.unscored == ("open",) and board.n_projections == 1 and len(board.scores) == 4
     md = board.to_markdown()
-    assert sum(x.startswith("| ") for x in md.splitlines()) == 1 + 4 and "3 of 4 predictions scored" in md and "open" in md
+    assert sum(x.startswith("| ") for x in md.splitlines()) == 1 + 4  # header + 4 outcomes
+    assert "3 of 4 predictions scored" in md and "open" in md
     js = json.loads(json.dumps(board.to_dict()))
     assert js["coverage"] == 0.5 and len(js["final"]) == 3
 
@@ -372,7 +382,7 @@ def test_appends_refuse_an_unreadable_line(tmp_path):
         external(reg, "next")
     assert path.read_bytes() == broken
     report = reg.verify()
-    assert report.line == 2 and not report.torn and report.id == "a-1e21/outcome-1"
+    assert report.line == 2 and not report.torn  # the id was cut off with the line
 
 
 def test_repair_completes_a_whole_entry_missing_its_newline(tmp_path):
@@ -474,6 +484,11 @@ def test_cli_register_matches_predict_with_manifest_defaults(tmp_path, capsys):
     assert entry["forecast"]["loss"] == predicted["prediction"]["loss"]
     assert entry["ladder"]["sha256"] == predicted["ladder"]["sha256"]
     assert entry["fit"]["fixed"] == {"E": 1.5} and entry["target"]["active_params"] == 2.3e10
+    assert entry["forecast"]["interval"] == (
+        None if predicted["prediction"]["lower"] is None else entry["forecast"]["interval"])
+    if entry["forecast"]["interval"] is not None:
+        assert entry["forecast"]["interval"]["lower"] == predicted["prediction"]["lower"]
+        assert entry["forecast"]["interval"]["method"] == predicted["prediction"]["method"]
     assert entry["forecast"]["curve"] == [[0.5, 2.2], [0.9, 2.06]]
     code, out, err = run_cli(capsys, "score", "--registry", reg_path, "--id", "hero",
                              "--actual", "2.1", "--fraction", "0.7", "--json")
@@ -483,15 +498,22 @@ def test_cli_register_matches_predict_with_manifest_defaults(tmp_path, capsys):
     assert s["rel_error"] == pytest.approx((2.1 - s["predicted"]) / s["predicted"])
     code, out, _ = run_cli(capsys, "score", "--registry", reg_path, "--id", "hero",
                            "--actual", "2.05")
-    assert code == 0 and "relative" in out and "no interval" in out
-    assert "outcome hero/outcome-2" in out
+    assert code == 0 and "relative" in out and "outcome hero/outcome-2" in out
+    iv = Registry(reg_path).get("hero").forecast.interval
+    if iv is None:
+        assert "no interval" in out
+    else:
+        assert ("inside" if iv.lower <= 2.05 <= iv.upper else "OUTSIDE") in out
+    code, out, err = run_cli(capsys, "register", "marin-moe-535b", "--id", "no-iv", "--registry",
+                             reg_path, "--interval", "none", "--json")
+    assert code == 0 and json.loads(out)["forecast"]["interval"] is None, err
 
 
 def test_cli_external_forecast_and_errors(tmp_path, capsys):
     reg_path = tmp_path / "r.jsonl"
     code, out, err = run_cli(capsys, "register", "--external-loss", "2.598", "--external-source",
                              "issue 4447", "--target-flops", "1e21", "--id", "x", "--registry",
-                             reg_path, "--interval", "2.55:2.65:0.9:new-run")
+                             reg_path, "--external-interval", "2.55:2.65:0.9:new-run")
     assert code == 0 and "external" in out, err
     e = Registry(reg_path).get("x")
     assert e.forecast.external and e.forecast.interval.kind == "new-run"
@@ -568,20 +590,15 @@ def test_add_registry_commands_returns_handlers():
     assert args.ladder == "lad" and args.floor == 1.5 and args.target_flops == 1e23
 
 
-def test_registry_commands_fit_delphis_own_parser(tmp_path, capsys):
-    # What cli.py will do: add the commands to its subparsers (no clashing options).
-    import argparse
+def test_delphi_cli_runs_the_registry_commands(tmp_path, capsys):
+    from delphi.cli import main as delphi_main
 
-    from delphi import cli
-    from delphi.cli_registry import add_registry_commands
-
-    parser = cli._parser()
-    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
-    handlers = add_registry_commands(sub)
     path = tmp_path / "r.jsonl"
     small_registry(path)
-    args = parser.parse_args(["registry", "verify", str(path), "--json"])
-    assert handlers[args.command](args) == 0 and json.loads(capsys.readouterr().out)["ok"]
+    assert delphi_main(["registry", "verify", str(path), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["n_entries"] == 3
+    assert delphi_main(["score", "--registry", str(path), "--id", "nope", "--actual", "2"]) == 1
+    assert capsys.readouterr().err.startswith("delphi: error: no prediction 'nope'")
 
 
 # --------------------------------------------------------------------------- bundled history

@@ -8,14 +8,15 @@ from .chinchilla import CHINCHILLA
 from .curves import ANNEALING, MULTIPOWER
 from .hparams import DEEPSEEK_BATCH, DEEPSEEK_LR, STEPLAW_BATCH, STEPLAW_LR
 from .lr import CHINCHILLA_CKPT, CHINCHILLA_LR
+from .overtrain import OVERTRAIN
 from .power import POWER
 
 __all__ = ["Law", "Param", "LAWS", "CHECKPOINT_LAWS", "CURVE_LAWS", "HPARAM_LAWS", "get_law", "POWER", "CHINCHILLA",
-           "CHINCHILLA_LR"]
+           "CHINCHILLA_LR", "OVERTRAIN"]
 
 #: Every loss law by its CLI/API name.
 LAWS: dict[str, Law] = {law.name: law for law in (POWER, CHINCHILLA, CHINCHILLA_LR,
-                                                  CHINCHILLA_CKPT)}
+                                                  CHINCHILLA_CKPT, OVERTRAIN)}
 #: Laws fitted to every checkpoint of a run rather than to its final loss.
 CHECKPOINT_LAWS = frozenset({CHINCHILLA_CKPT.name})
 #: Loss-curve laws for one model size (inputs from the LR schedule).

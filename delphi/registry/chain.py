@@ -10,7 +10,7 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from ..errors import RegistryError
-from .schema import GENESIS, Entry, entry_hash, validation_message
+from .schema import GENESIS, Entry, canonical_json, entry_hash, validation_message
 
 __all__ = ["VerifyReport", "verify_bytes", "split_lines"]
 
@@ -111,7 +111,9 @@ def _check_line(line: bytes, raw, prev: str) -> Entry:
         entry = Entry.model_validate_json(line)
     except ValidationError as exc:
         raise _Problem(validation_message(exc, "entry"), rid) from None
-    if entry.line.encode("ascii") != line:
+    # Compare with the canonical form of what was read (not of the model's dump), so files
+    # written before an optional field was added keep verifying.
+    if canonical_json(raw).encode("ascii") != line:
         raise _Problem("is not in canonical form (whitespace, key order or number format "
                        "changed)", rid)
     return entry

@@ -36,7 +36,9 @@ PAUSE_SIGNAL_ENV = "DELPHI_REGISTRY_TEST_PAUSE_SIGNAL"
 _ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:/@+-]*")
 _TARGET_FIELDS = set(TargetRecord.model_fields) - {"facts"}
 _SETTING_KEYS = {"fixed", "bounds", "delta", "huber_delta", "fit_max_flops", "include_unfinished",
-                 "divergence_threshold", "seed"}
+                 "divergence_threshold", "seed", "interval", "level", "n_boot", "boot_unit",
+                 "workers"}
+_INTERVAL_FIELDS = tuple(IntervalRecord.model_fields)
 
 
 def _plain(value: Any) -> Any:
@@ -89,30 +91,14 @@ def _interval(interval: Any) -> IntervalRecord | None:
         if len(interval) not in (3, 4):
             raise RegistryError("interval must be (lower, upper, level[, kind])")
         data = dict(zip(("lower", "upper", "level", "kind"), interval))
-    else:
-        data = {k: getattr(interval, k, None) for k in ("lower", "upper", "level", "kind")}
-    data = {k: _plain(v) for k, v in data.items() if v is not None or k != "kind"}
+    else:  # e.g. delphi.uncertainty.Interval: keep the fields the record knows
+        data = {k: getattr(interval, k, None) for k in _INTERVAL_FIELDS}
+    required = ("lower", "upper", "level")
+    data = {k: _plain(v) for k, v in data.items() if v is not None or k in required}
     try:
         return IntervalRecord(**data)
     except ValidationError as exc:
         raise RegistryError(validation_message(exc, "interval")) from None
-
-
-def _forecast_interval(forecast) -> IntervalRecord | None:
-    """The interval a :class:`~delphi.forecast.Forecast` provides, if any.
-
-    Forecasts do not carry intervals yet; this reads ``forecast.interval`` (or, among several in
-    ``forecast.intervals``, the one for a new run) so registration records them once they do.
-    """
-    intervals = getattr(forecast, "intervals", None)
-    if intervals:
-        items = list(intervals.values()) if isinstance(intervals, Mapping) else list(intervals)
-        kinds = [getattr(i, "kind", None) or (i.get("kind") if isinstance(i, Mapping) else None)
-                 for i in items]
-        # A run's observed loss includes run-to-run noise: score it against the new-run interval.
-        pick = next((i for i, k in zip(items, kinds) if k and "run" in str(k)), items[0])
-        return _interval(pick)
-    return _interval(getattr(forecast, "interval", None))
 
 
 def _target_record(base: Mapping[str, Any], facts: Mapping[str, Any] | None) -> TargetRecord:
@@ -147,7 +133,8 @@ def _fit_record(fit, settings: Mapping[str, Any] | None) -> FitRecord:
         huber_delta=_plain(fit.delta), fit_max_flops=_plain(settings.get("fit_max_flops")),
         include_unfinished=settings.get("include_unfinished"),
         divergence_threshold=_plain(settings.get("divergence_threshold")),
-        seed=_plain(settings.get("seed")), n_runs=int(fit.n_points),
+        seed=_plain(settings.get("seed")), n_boot=_plain(settings.get("n_boot")),
+        boot_unit=settings.get("boot_unit"), n_runs=int(fit.n_points),
         runs=tuple(str(r) for r in fit.labels),
         excluded=tuple(ExclusionRecord(run=str(e.run), reason=str(e.reason))
                        for e in fit.exclusions),
@@ -382,8 +369,9 @@ class Registry:
 
         Parameters
         ----------
-        forecast: from :func:`delphi.predict`; its loss, fit, law, ladder fingerprint, notes and
-            interval (when Forecast provides one) are recorded.
+        forecast: from :func:`delphi.predict`; its loss, interval (the new-run one, with its
+            method and expected-loss interval), fit, law, ladder fingerprint and notes are
+            recorded.
         id: short unique name (letters, digits, ``._:/@+-``; at most 64 characters).
         kind: ``"prediction"`` (a run that will exist, scoreable) or ``"projection"``
             (a hypothetical target, never scored).
@@ -393,9 +381,10 @@ class Registry:
             mapping.
         target_facts: more about the target: ``active_params``, ``metric``, ... or any other
             scalar fact (kept under ``target.facts``).
-        settings: the fit settings passed to :func:`delphi.predict` (``fit_max_flops``,
-            ``include_unfinished``, ``divergence_threshold``, ``seed``); fixed values, bounds and
-            the Huber delta are read from the fit.
+        settings: the keyword arguments given to :func:`delphi.predict`, to record how to redo
+            it (``fit_max_flops``, ``include_unfinished``, ``divergence_threshold``, ``seed``,
+            ``n_boot``, ``boot_unit``; fixed values, bounds and the Huber delta are read from
+            the fit, the interval method and level from the interval).
         created_at: the entry's timestamp (default: now, UTC). Give one only to transcribe
             history (the bundled ``marin-registry.jsonl`` does, for a reproducible file).
 
@@ -421,8 +410,9 @@ class Registry:
         target = _target_record(
             {**t.to_dict(), "metric": forecast.metric, "unit": forecast.unit}, target_facts)
         try:
-            fc = ForecastRecord(loss=_plain(forecast.loss), interval=_forecast_interval(forecast)
-                                if interval is None else _interval(interval),
+            fc = ForecastRecord(loss=_plain(forecast.loss), interval=_interval(
+                                getattr(forecast, "interval", None) if interval is None
+                                else interval),
                                 curve=_curve(curve), extrapolation=_plain(forecast.extrapolation),
                                 notes=tuple(str(n) for n in forecast.notes))
             law = LawRecord(name=fit.law.name, formula=fit.law.formula,

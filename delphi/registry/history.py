@@ -76,14 +76,16 @@ def build_marin_registry(path: str | Path) -> Registry:
     # The hero forecast, exactly as `delphi predict marin-moe-535b` makes it.
     ladder = load_ladder("marin-moe-535b")
     spec = load_manifest("marin-moe-535b").predict
-    target = Target(flops=spec.target_flops, params=5.35e11, name=spec.target_name)
-    forecast = predict(ladder, target, spec.law, fixed=spec.fixed,
-                       fit_max_flops=spec.fit_max_flops)
+    target = Target(flops=spec.target_flops, params=5.35e11, active_params=2.3e10,
+                    name=spec.target_name)
+    settings = {"fixed": spec.fixed, "fit_max_flops": spec.fit_max_flops,
+                "include_unfinished": False, "interval": "auto", "level": 0.9, "seed": 0}
+    forecast = predict(ladder, target, spec.law, **settings)
     reg.register(
         forecast, id=HERO_ID, author="delphi (reproducing Marin's forecast)",
-        target_facts={"active_params": 2.3e10, "experts": 384, "experts_per_token": 8,
-                      "shared_experts": 2, "layers": 48},
-        settings={"fit_max_flops": spec.fit_max_flops, "include_unfinished": False},
+        target_facts={"experts": 384, "experts_per_token": 8, "shared_experts": 2,
+                      "layers": 48},
+        settings=settings,
         created_at=next(stamps),
         notes="Marin's 535B-A23B MoE hero run (about 18T tokens). Marin recorded about 2.04 "
               "Paloma macro loss (dropless) before the launch, with E fixed at 1.5 and a power "

@@ -91,12 +91,28 @@ class IntervalRecord(_Strict):
     level: Annotated[float, Field(gt=0, lt=1, allow_inf_nan=False)]
     """Nominal coverage, e.g. 0.9."""
     kind: Text | None = None
-    """What it covers, e.g. ``"new-run"`` (a fresh run's loss) or ``"mean"``."""
+    """What ``lower``/``upper`` cover, e.g. ``"new-run"`` (one fresh run's loss: what an outcome
+    is scored against) or ``"mean"`` (the expected loss)."""
+    method: Text | None = None
+    """How it was made, e.g. ``"bootstrap"`` or ``"delta"``."""
+    mean_lower: Finite | None = None
+    """Lower end of the expected-loss interval (parameter uncertainty only), when given."""
+    mean_upper: Finite | None = None
+    noise: Annotated[float, Field(ge=0, allow_inf_nan=False)] | None = None
+    """Run-to-run noise used, standard deviation of log loss."""
+    noise_source: Text | None = None
+    n_draws: Annotated[int, Field(ge=0)] | None = None
+    """Bootstrap draws used."""
+    n_failed: Annotated[int, Field(ge=0)] | None = None
+    """Bootstrap draws whose refit failed."""
 
     @model_validator(mode="after")
     def _ordered(self) -> "IntervalRecord":
         if not self.lower < self.upper:
             raise ValueError(f"interval lower ({self.lower}) must be below upper ({self.upper})")
+        if (self.mean_lower is None) != (self.mean_upper is None) or (
+                self.mean_lower is not None and self.mean_lower > self.mean_upper):
+            raise ValueError("mean_lower and mean_upper must both be given, lower <= upper")
         return self
 
 
@@ -170,6 +186,10 @@ class FitRecord(_Strict):
     include_unfinished: bool | None = None
     divergence_threshold: Positive | None = None
     seed: int | None = None
+    n_boot: Annotated[int, Field(ge=0)] | None = None
+    """Bootstrap draws requested for the interval."""
+    boot_unit: Text | None = None
+    """What the bootstrap resampled (``"run"`` or ``"budget"``)."""
     n_runs: Annotated[int, Field(ge=0)]
     runs: tuple[Text, ...] = ()
     excluded: tuple[ExclusionRecord, ...] = ()

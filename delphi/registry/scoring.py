@@ -102,7 +102,8 @@ class Score:
         lines = [f"scored     {self.prediction_id}{' (external forecast)' if self.external else ''}"
                  f", {at}; outcome {self.outcome_id}",
                  f"predicted  {self.predicted:.4f}{unit}",
-                 f"actual     {self.actual:.4f}{unit}" + (f"  ({self.source})" if self.source else ""),
+                 f"actual     {self.actual:.4f}{unit}"
+                 + (f"  ({self.source})" if self.source else ""),
                  f"error      {self.error:+.4f} (relative {self.rel_error:+.3%}), "
                  f"absolute {self.abs_error:.4f}"]
         if self.interval is not None:
