@@ -1,0 +1,65 @@
+"""Backtests: the Gadre et al. 2024 reproduction and the backtest command's output."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+import delphi
+from delphi.backtest import backtest
+from delphi.cli import main
+
+GADRE_TRAIN = ["rpj-d=96_l=8_h=4-1.0", "rpj-d=512_l=8_h=4-1.0", "rpj-d=576_l=24_h=8-1.0",
+               "rpj-d=1024_l=24_h=8-1.0", "rpj-d=96_l=8_h=4-16.0"]
+GADRE_TEST = ["rpj-open_lm_1b-32.0", "rpj-open_lm_7b-1.0"]
+
+
+def test_gadre_overtraining_law_predicts_large_runs(data_dir):
+    # Gadre et al. 2024 (arXiv 2403.08540), Fig. 1 / Sec. 3: L(C, M) = E + (a M^eta +
+    # b M^-eta) C^-eta fitted on 5 small RedPajama runs (the four small archs at M = 20 plus
+    # d=96 at M = 320, C4 val loss) predicts the 1.4B M = 640 and the 6.9B M = 20 runs with
+    # about 0.7% relative error. Issue 4 asks for both within 0.8%.
+    ladder = delphi.load_ladder("gadre2024")
+    assert set(GADRE_TRAIN + GADRE_TEST) <= set(ladder.runs)
+    fit = delphi.fit(ladder.select(runs=GADRE_TRAIN), "overtrain")
+    assert fit.n_points == 5 and fit.converged
+    test = ladder.table[ladder.table["run"].isin(GADRE_TEST)]
+    pred = fit.predict({"params": test["params"].to_numpy(), "tokens": test["tokens"].to_numpy()})
+    rel = (test["loss"].to_numpy() - pred) / pred
+    print(f"\nGadre 1.4B M=640 and 6.9B M=20: relative errors {rel[0]:+.2%}, {rel[1]:+.2%}")
+    assert abs(rel).max() <= 0.008
+
+
+def test_backtest_fit_max_flops_json_schema(capsys):
+    code = main(["backtest", "marin-delphi-dense", "--law", "power", "--fit-max-flops", "3e19",
+                 "--json"])
+    d = json.loads(capsys.readouterr().out)
+    assert code == 0
+    assert [r["run"] for r in d["rows"]] == ["dense-9e19", "dense-1.8e20", "dense-3e20"]
+    for r in d["rows"]:
+        assert set(r) >= {"run", "flops", "params", "tokens", "actual", "predicted", "lower",
+                          "upper", "rel_error", "inside"}
+        assert r["rel_error"] == pytest.approx((r["actual"] - r["predicted"]) / r["predicted"])
+        assert r["inside"] == (r["lower"] <= r["actual"] <= r["upper"])
+    s = d["summary"]
+    assert s["n"] == 3 and s["level"] == 0.9
+    assert s["max_abs_rel_error"] == pytest.approx(max(abs(r["rel_error"]) for r in d["rows"]))
+    # Marin's Delphi dense ladder: a power law fitted up to 3e19 predicts 9e19..3e20 within 1%.
+    assert s["max_abs_rel_error"] < 0.01
+
+
+def test_leave_one_budget_out(data_dir):
+    ladder = delphi.load_ladder("marin-isoflop-dclm")
+    result = backtest(ladder, "chinchilla", leave_one_budget_out=True)
+    folds = {r.fold for r in result.rows}
+    assert len(folds) >= 5 and result.summary["n"] == len(ladder.runs)
+    assert result.summary["mean_abs_rel_error"] < 0.02
+
+
+def test_backtest_needs_one_design(capsys):
+    code = main(["backtest", "marin-delphi-dense"])
+    err = capsys.readouterr().err
+    assert code == 1 and "choose one backtest design" in err
+    code = main(["backtest", "marin-delphi-dense", "--fit-max-flops", "1e21"])
+    assert code == 1 and "nothing to predict" in capsys.readouterr().err
