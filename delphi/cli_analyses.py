@@ -14,6 +14,7 @@ import json
 from pathlib import Path
 from typing import Callable
 
+from .cli import _bound_triple, _fixed_pair
 from .errors import FitError, LadderError, TargetError
 
 __all__ = ["add_analysis_commands"]
@@ -34,27 +35,6 @@ def _integer(text: str) -> int:
         return int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
-
-
-def _fixed_pair(text: str) -> tuple[str, float]:
-    name, sep, value = text.partition("=")
-    if not sep:
-        raise argparse.ArgumentTypeError(f"expected NAME=VALUE, got {text!r}")
-    try:
-        return name.strip(), float(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number in {text!r}") from None
-
-
-def _bound_triple(text: str) -> tuple[str, tuple[float | None, float | None]]:
-    name, sep, rest = text.partition("=")
-    lo, sep2, hi = rest.partition(":")
-    if not sep or not sep2:
-        raise argparse.ArgumentTypeError(f"expected NAME=LOWER:UPPER, got {text!r}")
-    try:
-        return name.strip(), (float(lo) if lo.strip() else None, float(hi) if hi.strip() else None)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number in {text!r}") from None
 
 
 def _common(p: argparse.ArgumentParser) -> None:

@@ -319,20 +319,10 @@ def _warn_if_broken(reg: Registry) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run a registry command on its own (same conventions as ``delphi``); returns the exit
-    code: 0 success, 1 a delphi error or a failed verify, 2 bad usage."""
-    parser = argparse.ArgumentParser(prog="delphi", description="Preregistration registry.")
-    handlers = add_registry_commands(parser.add_subparsers(dest="command", required=True))
-    args = parser.parse_args(argv)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", DelphiWarning)
-        try:
-            return handlers[args.command](args)
-        except DelphiError as exc:
-            if args.debug:
-                traceback.print_exc()
-            print(f"delphi: error: {exc}", file=sys.stderr)
-            return 1
+    """Run a delphi command (the registry commands included); see :func:`delphi.cli.main`."""
+    from .cli import main as delphi_main
+
+    return delphi_main(argv)
 
 
 if __name__ == "__main__":  # pragma: no cover

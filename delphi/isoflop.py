@@ -48,6 +48,7 @@ import numpy as np
 import pandas as pd
 from scipy.interpolate import Akima1DInterpolator
 
+from .records import jsonable
 from .errors import FitError, LadderError, TargetError
 from .ladder import FLOPS_PER_PARAM_TOKEN, Exclusion, Ladder
 
@@ -76,20 +77,7 @@ _MAX_LISTED = 6
 
 
 # ------------------------------------------------------------------------------- helpers
-def _jsonable(value: Any) -> Any:
-    """Plain Python values for JSON: numpy scalars unwrapped, NaN/inf -> None."""
-    if isinstance(value, Mapping):
-        return {str(k): _jsonable(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple, np.ndarray)):
-        return [_jsonable(v) for v in value]
-    if isinstance(value, (bool, np.bool_)):
-        return bool(value)
-    if isinstance(value, np.integer):
-        return int(value)
-    if isinstance(value, (float, np.floating)):
-        v = float(value)
-        return v if math.isfinite(v) else None
-    return value
+_jsonable = jsonable
 
 
 def _g(value: float, digits: int = 4) -> str:
@@ -524,6 +512,14 @@ class BudgetOptimum:
                 f"{', '.join(self.flags)}")
 
 
+def _optimal(params_law: "PowerLaw", tokens_law: "PowerLaw", flops: float) -> dict:
+    if not (isinstance(flops, (int, float, np.number)) and math.isfinite(flops) and flops > 0):
+        raise TargetError(f"target compute must be a positive number of FLOPs, got {flops!r}")
+    n = float(params_law.predict(flops))
+    d = float(tokens_law.predict(flops))
+    return {"flops": float(flops), "params": n, "tokens": d, "tokens_per_param": d / n}
+
+
 @dataclass(frozen=True)
 class IsoflopResult:
     """Compute-optimal N*(C) and D*(C) from an isoFLOP ladder (Approach 2).
@@ -549,21 +545,18 @@ class IsoflopResult:
     """Hoffmann et al.'s approach number."""
 
     def optimal(self, flops: float) -> dict:
-        """N*, D* and D*/N* at compute ``flops`` [FLOPs] from the two power laws.
+        """N*, D*, D*/N*, 6N*D*/C and the extrapolation ratio at compute ``flops`` [FLOPs].
 
         Raises
         ------
         TargetError
             ``flops`` not positive and finite.
         """
-        if not (isinstance(flops, (int, float, np.number)) and math.isfinite(flops) and flops > 0):
-            raise TargetError(f"target compute must be a positive number of FLOPs, got {flops!r}")
-        n = float(self.params_law.predict(flops))
-        d = float(self.tokens_law.predict(flops))
+        out = _optimal(self.params_law, self.tokens_law, flops)
         used = [b.flops for b in self.budgets if b.used]
-        return {"flops": float(flops), "params": n, "tokens": d, "tokens_per_param": d / n,
-                "compute_check": FLOPS_PER_PARAM_TOKEN * n * d / flops,
-                "extrapolation": float(flops) / max(used) if used else math.nan}
+        out["compute_check"] = FLOPS_PER_PARAM_TOKEN * out["params"] * out["tokens"] / flops
+        out["extrapolation"] = float(flops) / max(used) if used else math.nan
+        return out
 
     def to_dict(self) -> dict:
         """JSON-ready summary."""
@@ -953,11 +946,7 @@ class EnvelopeResult:
         TargetError
             ``flops`` not positive and finite.
         """
-        if not (isinstance(flops, (int, float, np.number)) and math.isfinite(flops) and flops > 0):
-            raise TargetError(f"target compute must be a positive number of FLOPs, got {flops!r}")
-        n = float(self.params_law.predict(flops))
-        d = float(self.tokens_law.predict(flops))
-        return {"flops": float(flops), "params": n, "tokens": d, "tokens_per_param": d / n}
+        return _optimal(self.params_law, self.tokens_law, flops)
 
     def to_dict(self) -> dict:
         """JSON-ready summary."""

@@ -24,6 +24,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
+from .records import jsonable
 from .errors import FitError, LawError, TargetError
 from .ladder import FLOPS_PER_PARAM_TOKEN, Ladder
 
@@ -34,19 +35,7 @@ __all__ = ["Allocation", "chinchilla_optimum", "optimal_allocation", "compute_op
 REQUIRED_PARAMS = ("A", "B", "alpha", "beta")
 
 
-def _jsonable(value: Any) -> Any:
-    if isinstance(value, Mapping):
-        return {str(k): _jsonable(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple, np.ndarray)):
-        return [_jsonable(v) for v in value]
-    if isinstance(value, (bool, np.bool_)):
-        return bool(value)
-    if isinstance(value, np.integer):
-        return int(value)
-    if isinstance(value, (float, np.floating)):
-        v = float(value)
-        return v if math.isfinite(v) else None
-    return value
+_jsonable = jsonable
 
 
 def _check_flops(flops: float) -> float:

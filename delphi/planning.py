@@ -37,6 +37,7 @@ from typing import Any, Callable, Mapping
 import numpy as np
 import pandas as pd
 
+from .records import jsonable
 from .errors import LadderError, TargetError
 from .ladder import FLOPS_PER_PARAM_TOKEN
 from .rules import adamh_rule
@@ -65,19 +66,7 @@ def _hparams_adamh(tokens: float) -> dict[str, float]:
 RULES: dict[str, Callable[[float], dict[str, float]]] = {"adamh": _hparams_adamh}
 
 
-def _jsonable(value: Any) -> Any:
-    if isinstance(value, Mapping):
-        return {str(k): _jsonable(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple, np.ndarray)):
-        return [_jsonable(v) for v in value]
-    if isinstance(value, (bool, np.bool_)):
-        return bool(value)
-    if isinstance(value, np.integer):
-        return int(value)
-    if isinstance(value, (float, np.floating)):
-        v = float(value)
-        return v if math.isfinite(v) else None
-    return value
+_jsonable = jsonable
 
 
 # ------------------------------------------------------------------------------- model sizes
