@@ -134,7 +134,7 @@ def backtest(ladder: Ladder, law: str | Law, *, fit_max_flops: float | None = No
              leave_one_budget_out: bool = False, fixed: Mapping[str, float] | None = None,
              bounds: Mapping[str, Sequence[float]] | None = None, delta: float = DEFAULT_DELTA,
              interval: str | None = "delta", level: float = DEFAULT_LEVEL, n_boot: int = 100,
-             seed: int = 0) -> Backtest:
+             seed: int = 0, include_unfinished: bool = False) -> Backtest:
     """Fit on part of a ladder, predict the rest, and score the predictions.
 
     Parameters
@@ -144,7 +144,8 @@ def backtest(ladder: Ladder, law: str | Law, *, fit_max_flops: float | None = No
     fit_max_flops: fit on runs at or below this compute [FLOPs], predict every larger run.
     leave_one_budget_out: instead, drop each compute budget (runs within 5% of compute) in
         turn, fit on the others and predict the dropped runs.
-    fixed, bounds, delta: as in :func:`delphi.fitting.fit`.
+    fixed, bounds, delta, include_unfinished: as in :func:`delphi.fitting.fit` (unfinished runs
+        are fitted, never predicted: a held-out run is scored on its final loss).
     interval: ``"delta"`` (default, fast), ``"bootstrap"`` or None; level, n_boot, seed: its
         settings.
 
@@ -186,7 +187,8 @@ def backtest(ladder: Ladder, law: str | Law, *, fit_max_flops: float | None = No
     rows, fits, notes = [], [], []
     for name, train, held in folds:
         try:
-            result = fit(train, law, fixed=fixed, bounds=bounds, delta=delta, seed=seed)
+            result = fit(train, law, fixed=fixed, bounds=bounds, delta=delta, seed=seed,
+                         include_unfinished=include_unfinished)
         except DelphiError as exc:
             raise FitError(f"backtest fold '{name}': {exc}") from None
         fits.append({"fold": name, "n_runs": result.n_points, "params": result.params,

@@ -27,6 +27,25 @@ def _positive_float(text: str) -> float:
     return value  # range checks happen in the library, which names the quantity
 
 
+def _level(text: str) -> float:
+    value = _positive_float(text)
+    if not 0 < value < 1:
+        raise argparse.ArgumentTypeError(f"a level is in (0, 1), e.g. 0.9; got {text!r}")
+    return value
+
+
+def _count(minimum: int):
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"must be at least {minimum}, got {value}")
+        return value
+    return parse
+
+
 def _fixed_pair(text: str) -> tuple[str, float]:
     name, sep, value = text.partition("=")
     if not sep:
@@ -92,11 +111,12 @@ def _add_interval_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--interval", default="auto", choices=["auto", "bootstrap", "delta", "none"],
                    help="interval method (default auto: bootstrap when the ladder has enough "
                         "runs, else the approximate delta method)")
-    p.add_argument("--level", type=float, default=0.9, help="interval level (default 0.9)")
-    p.add_argument("--n-boot", type=int, default=200, help="bootstrap draws (default 200)")
+    p.add_argument("--level", type=_level, default=0.9, help="interval level (default 0.9)")
+    p.add_argument("--n-boot", type=_count(20), default=200,
+                   help="bootstrap draws (default 200; at least 20)")
     p.add_argument("--boot-unit", default="run", choices=["run", "budget"],
                    help="resample whole runs (default) or whole compute budgets")
-    p.add_argument("--seed", type=int, default=0, help="random seed (bootstrap)")
+    p.add_argument("--seed", type=_count(0), default=0, help="random seed (bootstrap; >= 0)")
 
 
 def _interval_settings(args) -> dict:
@@ -177,10 +197,10 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--leave-one-budget-out", action="store_true",
                    help="drop each compute budget in turn and predict its runs (instead of "
                         "--fit-max-flops)")
-    p.add_argument("--level", type=float, default=0.9, help="interval level (default 0.9)")
+    p.add_argument("--level", type=_level, default=0.9, help="interval level (default 0.9)")
     p.add_argument("--interval", default="delta", choices=["delta", "bootstrap", "none"],
                    help="interval per prediction (default delta: fast)")
-    p.add_argument("--n-boot", type=int, default=100, help="bootstrap draws per fit")
+    p.add_argument("--n-boot", type=_count(20), default=100, help="bootstrap draws per fit")
 
     from .cli_analyses import add_analysis_commands
     from .cli_registry import add_registry_commands
@@ -291,12 +311,14 @@ def _cmd_backtest(args) -> int:
     from .backtest import backtest
     from .readers import load_ladder
 
-    ladder = load_ladder(args.ladder, metric=args.metric)
-    law = args.law or ("chinchilla" if ladder.has("params", "tokens") else "power")
-    settings = _fit_settings(args, None)
+    ladder, defaults = _load(args)
+    law = args.law or (defaults.law if defaults is not None else None) or (
+        "chinchilla" if ladder.has("params", "tokens") else "power")
+    settings = _fit_settings(args, defaults)
     result = backtest(ladder, law, fit_max_flops=args.fit_max_flops,
                       leave_one_budget_out=args.leave_one_budget_out, fixed=settings["fixed"],
                       bounds=settings["bounds"], delta=args.huber_delta,
+                      include_unfinished=args.include_unfinished,
                       interval=None if args.interval == "none" else args.interval,
                       level=args.level, n_boot=args.n_boot)
     print(json.dumps(result.to_dict(), indent=2, allow_nan=False) if args.json else result.report())

@@ -271,8 +271,7 @@ def _cmd_registry(args) -> int:
         else:
             for i, e in enumerate(entries, 1):
                 print(_summary_line(i, e))
-        _warn_if_broken(reg)
-        return 0
+        return _warn_if_broken(reg)
     if action == "show":
         entry = reg.get(args.id)
         outcomes = reg.outcomes(args.id) if entry.kind != "outcome" else []
@@ -288,16 +287,16 @@ def _cmd_registry(args) -> int:
                 print(s.report())
             if entry.kind == "prediction" and not scores:
                 print("\nno outcome yet")
-        _warn_if_broken(reg)
-        return 0
+        return _warn_if_broken(reg)
     if action == "report":
         board = reg.report()
+        verified = reg.verify()
         if args.json:
-            _print_json(board.to_dict())
+            _print_json({**board.to_dict(), "verified": verified.ok,
+                         "verify": verified.to_dict()})
         else:
             print(board.to_markdown())
-        _warn_if_broken(reg)
-        return 0
+        return _warn_if_broken(reg, verified)
     raise RegistryError(f"unknown registry action {action!r}")  # pragma: no cover
 
 
@@ -312,10 +311,14 @@ def _summary_line(i: int, e) -> str:
     return f"{i:>4}  {e.id:<32} {e.kind:<10} {when}  {what}"
 
 
-def _warn_if_broken(reg: Registry) -> None:
-    report = reg.verify()
+def _warn_if_broken(reg: Registry, report=None) -> int:
+    """Exit code of a read command: 1 (with the reason on stderr) when the chain is broken."""
+    report = report if report is not None else reg.verify()
     if not report.ok:
-        print(f"delphi: warning: {report}", file=sys.stderr)
+        print(f"delphi: error: the registry does not verify, so what was printed cannot be "
+              f"trusted: {report}", file=sys.stderr)
+        return 1
+    return 0
 
 
 def main(argv: Sequence[str] | None = None) -> int:

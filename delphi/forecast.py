@@ -259,9 +259,10 @@ class Forecast:
         iv = self.interval
         if iv is not None:
             label = "bootstrap" if iv.method == "bootstrap" else "delta method, approximate"
-            lines.append(f"           {iv.level:.0%} interval for one new run  "
+            pct = f"{100 * iv.level:.4g}%"
+            lines.append(f"           {pct} interval for one new run  "
                          f"[{iv.lower:.4f}, {iv.upper:.4f}]  ({label})")
-            lines.append(f"           {iv.level:.0%} interval for the expected loss "
+            lines.append(f"           {pct} interval for the expected loss "
                          f"[{iv.mean_lower:.4f}, {iv.mean_upper:.4f}]  (run noise "
                          f"{iv.noise:.2%} from {iv.noise_source})")
         return "\n".join(lines)
@@ -338,11 +339,22 @@ def _interval(result: Fit, inputs, method, level, n_boot, unit, seed, workers, n
         return None
     if method not in ("auto", "bootstrap", "delta"):
         raise FitError(f"unknown interval method {method!r}; use auto, bootstrap, delta or none")
+    # Bad settings are errors, not a silently missing interval.
+    if not (isinstance(level, (int, float)) and 0 < level < 1):
+        raise FitError(f"interval level must be in (0, 1), got {level!r}")
+    if not (isinstance(n_boot, int) and n_boot >= 20):
+        raise FitError(f"a bootstrap interval needs at least 20 draws, got {n_boot!r}")
+    if not (isinstance(seed, int) and seed >= 0):
+        raise FitError(f"seed must be a non-negative integer, got {seed!r}")
+    enough = result.n_points >= 2 * result.n_free + 2
     if method == "auto":
-        method = "bootstrap" if result.n_points >= 2 * result.n_free + 2 else "delta"
+        method = "bootstrap" if enough else "delta"
         if method == "delta":
             notes.append(f"too few runs ({result.n_points}) to bootstrap {result.n_free} free "
                          f"parameters: delta-method interval")
+    elif method == "bootstrap" and not enough:
+        notes.append(f"bootstrap with only {result.n_points} runs for {result.n_free} free "
+                     f"parameters: resamples repeat runs, so the interval is too narrow")
     if 0 < result.dof < 5:
         notes.append(f"the interval rests on {result.dof} residual degree(s) of freedom: its "
                      f"noise estimate is unreliable")

@@ -118,8 +118,8 @@ def run_noise(fit: Fit, x: Mapping[str, Sequence[float]] | None = None) -> tuple
       within-group standard deviation.
     * Else the fit's log residuals. When the ladder has 10+ points and the size of the
       residuals trends with compute (small runs are often noisier), a regression of
-      log|r| on log C (E[log|z|] = -0.635 for normal z) gives sigma at the target's compute,
-      used when its slope is significant (|t| > 2.5). Otherwise one pooled scale: the RMS
+      log|r| on log C (E[log|z|] = -0.635 for normal z) gives sigma at the target's compute
+      (held at the ladder's edge beyond it), used when its slope is significant (|t| > 2.5). Otherwise one pooled scale: the RMS
       with n - p dof below 20 points, a robust 1.4826 x MAD above.
 
     Raises
@@ -152,7 +152,9 @@ def run_noise(fit: Fit, x: Mapping[str, Sequence[float]] | None = None) -> tuple
         s2 = float(resid @ resid) / (len(la) - 2)
         se_b = math.sqrt(s2 / float(np.sum((log_c - log_c.mean()) ** 2)))
         if se_b > 0 and abs(coef[1] / se_b) > 2.5:
-            at = float(coef[0] + coef[1] * (target_c[0] - log_c.mean())) - _LOG_ABS_NORMAL
+            # The trend is known only across the ladder: hold it at the ladder's edge beyond.
+            c_at = float(np.clip(target_c[0], log_c.min(), log_c.max()))
+            at = float(coef[0] + coef[1] * (c_at - log_c.mean())) - _LOG_ABS_NORMAL
             return math.exp(at) * inflate, (f"fit residuals, trending with compute "
                                             f"(slope {coef[1]:+.2f} per e-fold of C)")
     rms = float(np.sqrt(np.sum(r ** 2) / fit.dof))
@@ -277,6 +279,8 @@ def bootstrap(fit: Fit, *, n: int = 200, unit: str = "run", seed: int = 0,
     """
     if not (isinstance(n, int) and n >= 2):
         raise FitError(f"bootstrap needs n >= 2 draws, got {n!r}")
+    if not (isinstance(seed, (int, np.integer)) and seed >= 0):
+        raise FitError(f"seed must be a non-negative integer, got {seed!r}")
     groups = _units(fit, unit)
     children = np.random.SeedSequence(seed).spawn(n)
     bounds = {k: v for k, v in fit.bounds.items() if k not in fit.fixed}

@@ -159,8 +159,14 @@ def test_score_with_interval_z_and_pit(tmp_path):
     sigma = 0.05 / stats.norm.ppf(0.95)
     assert s.z == pytest.approx(0.04 / sigma)
     assert s.pit == pytest.approx(stats.norm.cdf(0.04 / sigma))
-    outside = reg.score("p", 2.2)
-    assert outside.inside is False and outside.outcome_id == "p/outcome-2" and outside.z > 1.645
+    external(reg, "q", 2.05, interval=(2.0, 2.1, 0.9, "new-run"))
+    outside = reg.score("q", 2.2)
+    assert outside.inside is False and outside.outcome_id == "q/outcome-1" and outside.z > 1.645
+    # A final loss is recorded once: a second final outcome is refused, the file unchanged.
+    before = (tmp_path / "r.jsonl").read_bytes()
+    with pytest.raises(RegistryError, match="already has a final outcome"):
+        reg.score("p", 2.0)
+    assert (tmp_path / "r.jsonl").read_bytes() == before
     text = s.report()
     assert "inside;" in text and f"z = {s.z:+.2f}" in text and f"{s.rel_error:+.3%}" in text
 
@@ -194,12 +200,12 @@ def test_partial_outcomes_are_scored_on_the_curve(tmp_path):
 def test_report_scoreboard(tmp_path):
     reg = Registry(tmp_path / "r.jsonl")
     external(reg, "a", 2.0, interval=(1.9, 2.1, 0.9))
-    external(reg, "b", 3.0, interval=(2.9, 3.1, 0.9))
+    external(reg, "b", 3.0, interval=(2.9, 3.1, 0.9), curve=[(0.5, 3.4), (1.0, 3.0)])
     external(reg, "c", 2.5)
     external(reg, "proj", 1.5, kind="projection")
     external(reg, "open", 2.2)
     reg.score("a", 2.05)
-    reg.score("b", 3.5)          # superseded by the later final outcome below
+    reg.score("b", 3.5, fraction=0.5)   # a partial outcome, then the final one
     reg.score("b", 3.2)
     reg.score("c", 2.4)
     board = reg.report()
@@ -556,7 +562,7 @@ def test_cli_registry_actions(tmp_path, capsys):
     code, _, err = run_cli(capsys, "registry", "repair", path)
     assert code == 1 and "cannot repair" in err
     code, _, err = run_cli(capsys, "registry", "list", path)
-    assert code == 0 and "warning" in err
+    assert code == 1 and "does not verify" in err
     code, _, err = run_cli(capsys, "registry", "verify", tmp_path / "missing.jsonl")
     assert code == 1 and "no registry" in err
 

@@ -117,9 +117,11 @@ class Fit:
 
     def report(self) -> str:
         """A readable, multi-line report of the fit."""
+        runs = len({lbl.split("@")[0] for lbl in self.labels})
+        what = f"{self.n_points} runs" if runs == self.n_points else \
+            f"{self.n_points} checkpoints of {runs} run{'s' if runs != 1 else ''}"
         lines = [f"law        {self.law.name}: {self.law.formula}",
-                 f"points     {self.n_points} runs, {self.n_free} free parameters "
-                 f"({self.dof} residual dof)",
+                 f"points     {what}, {self.n_free} free parameters ({self.dof} residual dof)",
                  f"objective  {self.objective:.6g}  (summed Huber, delta={self.delta:g}, "
                  f"on log residuals)",
                  f"converged  {'yes' if self.converged else 'NO'}: {self.message} "

@@ -133,7 +133,7 @@ def verify_bytes(data: bytes, path: str | Path, expect_head: str | None = None) 
     # Where each declared hash sits, to tell a reordering from a deletion.
     declared = {r["hash"]: i for i, r in enumerate(raws, 1)
                 if isinstance(r, dict) and isinstance(r.get("hash"), str)}
-    prev, prev_id = GENESIS, None
+    prev, prev_id, prev_time = GENESIS, None, None
     kinds: dict[str, tuple[str, int]] = {}
 
     def fail(n: int, line_no: int, message: str, id: str | None, **kw) -> VerifyReport:
@@ -160,6 +160,9 @@ def verify_bytes(data: bytes, path: str | Path, expect_head: str | None = None) 
                         f"{before}; {why}", entry.id)
         if entry.id in kinds:
             return fail(i - 1, i, f"repeats the id of line {kinds[entry.id][1]}", entry.id)
+        if prev_time is not None and entry.created_at < prev_time:
+            return fail(i - 1, i, f"is dated {entry.created_at.isoformat()}, before line {i - 1} "
+                        f"({prev_time.isoformat()}): entries must be in time order", entry.id)
         if entry.kind == "outcome":
             ref = kinds.get(entry.outcome.of)
             if ref is None:
@@ -169,7 +172,7 @@ def verify_bytes(data: bytes, path: str | Path, expect_head: str | None = None) 
                 return fail(i - 1, i, f"scores {entry.outcome.of!r}, a {ref[0]}, not a "
                             f"prediction", entry.id)
         kinds[entry.id] = (entry.kind, i)
-        prev, prev_id = entry.hash, entry.id
+        prev, prev_id, prev_time = entry.hash, entry.id, entry.created_at
     n = len(lines)
     if tail:
         try:

@@ -17,7 +17,7 @@ from filelock import FileLock, Timeout
 from pydantic import ValidationError
 
 from ..errors import RegistryError
-from .chain import VerifyReport, split_lines, verify_bytes
+from .chain import _Problem, _check_line, VerifyReport, split_lines, verify_bytes
 from .schema import (GENESIS, Entry, ExclusionRecord, FitRecord, ForecastRecord, IntervalRecord,
                      LadderRecord, LawRecord, OutcomeRecord, TargetRecord, entry_hash,
                      validation_message)
@@ -55,6 +55,17 @@ def _finite_or_none(value: Any) -> float | None:
     return float(v) if isinstance(v, (int, float)) and abs(v) != float("inf") and v == v else None
 
 
+def _explicit_time(value: datetime | str | None) -> datetime | None:
+    """A given timestamp, validated; None when the entry is to be stamped at append time."""
+    return None if value is None else _timestamp(value)
+
+
+def _now(state) -> datetime:
+    """Now (to the second), never before the registry's last entry."""
+    now = _timestamp(None)
+    return max(now, state.last_time) if state.last_time is not None else now
+
+
 def _timestamp(value: datetime | str | None) -> datetime:
     """``value`` as an aware UTC datetime; now (to the second) when None."""
     if value is None:
@@ -78,6 +89,21 @@ def _curve(curve: Sequence[Sequence[float]] | None) -> tuple | None:
         return tuple((_plain(f), _plain(loss)) for f, loss in curve)
     except (TypeError, ValueError):
         raise RegistryError("curve must be a list of (fraction, loss) pairs") from None
+
+
+def _snap_curve(curve: tuple | None, loss: Any) -> tuple | None:
+    """A curve whose final point (fraction 1) was typed rounded: end it at the exact forecast.
+
+    Within 0.1% the typed value is the forecast; further off it is a different claim, and the
+    schema rejects it.
+    """
+    if not curve or not isinstance(loss, (int, float)):
+        return curve
+    f_last, l_last = curve[-1]
+    if f_last == 1.0 and isinstance(l_last, (int, float)) and loss and \
+            abs(l_last / loss - 1) <= 1e-3:
+        return tuple(curve[:-1]) + ((1.0, float(loss)),)
+    return curve
 
 
 def _interval(interval: Any) -> IntervalRecord | None:
@@ -150,6 +176,7 @@ class _State:
     lines: list[bytes] = field(default_factory=list)
     ids: dict[str, int] = field(default_factory=dict)
     last_hash: str = GENESIS
+    last_time: datetime | None = None
 
     def entry(self, id: str) -> Entry:
         try:
@@ -290,7 +317,8 @@ class Registry:
         # Other writers only ever append: re-parse only what was added since the last scan.
         cached = self._cache
         if cached is not None and data.startswith(cached.data):
-            state = _State(cached.data, list(cached.lines), dict(cached.ids), cached.last_hash)
+            state = _State(cached.data, list(cached.lines), dict(cached.ids), cached.last_hash,
+                           cached.last_time)
         else:
             state = _State()
         for i in range(len(state.lines), len(lines)):
@@ -303,9 +331,21 @@ class Registry:
             except (ValueError, TypeError, KeyError):
                 raise RegistryError(f"{self.path}: line {i + 1} is unreadable; nothing was "
                                     f"written. Run `delphi registry verify {self.path}`") from None
+            # Never extend a broken chain: an append would bless the tampered history.
+            try:
+                entry = _check_line(line, raw, state.last_hash)
+            except _Problem as problem:
+                raise RegistryError(f"{self.path}: line {i + 1} (id {rid}) {problem.message}; "
+                                    f"nothing was written. Run `delphi registry verify "
+                                    f"{self.path}`") from None
+            if entry.prev_hash != state.last_hash or rid in state.ids:
+                raise RegistryError(f"{self.path}: line {i + 1} (id {rid}) breaks the chain; "
+                                    f"nothing was written. Run `delphi registry verify "
+                                    f"{self.path}`")
             state.ids.setdefault(rid, i)
             state.lines.append(line)
             state.last_hash = rhash
+            state.last_time = entry.created_at
         state.data = data
         return state
 
@@ -346,7 +386,14 @@ class Registry:
         """Lock, scan, build the entry's fields from the state, seal, write, unlock."""
         with self._lock():
             state = self._scan()
-            entry = _seal(build(state), state.last_hash)
+            fields = build(state)
+            if fields.get("created_at") is None:  # stamped under the lock: in file order
+                fields["created_at"] = _now(state)
+            entry = _seal(fields, state.last_hash)
+            if state.last_time is not None and entry.created_at < state.last_time:
+                raise RegistryError(
+                    f"created_at {entry.created_at.isoformat()} is earlier than the last entry's "
+                    f"({state.last_time.isoformat()}); a registry's entries are in time order")
             if entry.id in state.ids:
                 raise RegistryError(f"id {entry.id!r} is already in {self.path} (line "
                                     f"{state.ids[entry.id] + 1}); ids are unique: choose another")
@@ -355,6 +402,7 @@ class Registry:
             state.ids[entry.id] = len(state.lines)
             state.lines.append(line)
             state.last_hash = entry.hash
+            state.last_time = entry.created_at
             state.data += line + b"\n"
             self._cache = state
         return entry
@@ -413,7 +461,8 @@ class Registry:
             fc = ForecastRecord(loss=_plain(forecast.loss), interval=_interval(
                                 getattr(forecast, "interval", None) if interval is None
                                 else interval),
-                                curve=_curve(curve), extrapolation=_plain(forecast.extrapolation),
+                                curve=_snap_curve(_curve(curve), _plain(forecast.loss)),
+                                extrapolation=_plain(forecast.extrapolation),
                                 notes=tuple(str(n) for n in forecast.notes))
             law = LawRecord(name=fit.law.name, formula=fit.law.formula,
                             params={k: _plain(v) for k, v in fit.params.items()},
@@ -424,7 +473,7 @@ class Registry:
                                   sha256=str(forecast.ladder_sha256))
         except ValidationError as exc:
             raise RegistryError(validation_message(exc, "forecast")) from None
-        fields = dict(id=id, kind=kind, created_at=_timestamp(created_at), author=author,
+        fields = dict(id=id, kind=kind, created_at=_explicit_time(created_at), author=author,
                       target=target, forecast=fc, law=law, fit=fit_rec, ladder=ladder,
                       notes=notes)
         return self._append(lambda state: fields)
@@ -469,14 +518,15 @@ class Registry:
         target_rec = _target_record({"facts": base.pop("facts", None)}, base)
         try:
             fc = ForecastRecord(loss=_plain(loss), interval=_interval(interval),
-                                curve=_curve(curve), external=True, source=source,
+                                curve=_snap_curve(_curve(curve), _plain(loss)), external=True,
+                                source=source,
                                 made_at=made_at)
             law_rec = None if law is None and not law_params else LawRecord(
                 name=law or "unspecified",
                 params={k: _plain(v) for k, v in (law_params or {}).items()})
         except ValidationError as exc:
             raise RegistryError(validation_message(exc, "external forecast")) from None
-        fields = dict(id=id, kind=kind, created_at=_timestamp(created_at), author=author,
+        fields = dict(id=id, kind=kind, created_at=_explicit_time(created_at), author=author,
                       target=target_rec, forecast=fc, law=law_rec, notes=notes)
         return self._append(lambda state: fields)
 
@@ -514,19 +564,28 @@ class Registry:
         result: dict[str, Score] = {}
 
         def build(state: _State) -> dict:
+            if not state.lines:
+                raise RegistryError(f"no registry at {self.path} (or it is empty): register a "
+                                    f"prediction first")
             if id not in state.ids:
                 known = [i for i in state.ids if "/outcome-" not in i]
                 raise RegistryError(f"no prediction {id!r} in {self.path}; register it first "
                                     f"(known: {', '.join(known[:10]) or 'none'})")
             pred = state.entry(id)
             if pred.kind != "prediction":
-                raise RegistryError(f"{id!r} is a {pred.kind}, not a prediction; only "
+                raise RegistryError(f"{id!r} is an {pred.kind} entry, not a prediction; only "
                                     f"predictions are scored")
+            if outcome.fraction >= 1.0:
+                for other in (i for i in state.ids if i.startswith(f"{id}/outcome-")):
+                    if state.entry(other).outcome.fraction >= 1.0:
+                        raise RegistryError(
+                            f"{id!r} already has a final outcome ({other}, line "
+                            f"{state.ids[other] + 1}); a final loss is recorded once")
             n = 1 + sum(1 for i in state.ids if i.startswith(f"{id}/outcome-"))
             while f"{id}/outcome-{n}" in state.ids:
                 n += 1
             oid = f"{id}/outcome-{n}"
-            stamp = _timestamp(created_at)
+            stamp = _explicit_time(created_at) or _now(state)
             result["score"] = score_outcome(pred, outcome_id=oid, actual=outcome.actual,
                                             fraction=outcome.fraction, source=source,
                                             created_at=stamp.isoformat())
