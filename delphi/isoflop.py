@@ -703,6 +703,8 @@ def _analyse_budget(b: Budget, index: int, *, method: str, window: int | None, b
         if draws.size == 0:
             return math.nan, None, math.nan
         sd = float(np.std(np.log(draws))) if draws.size > 1 else math.nan
+        if np.ptp(draws) == 0:  # every resample gave the same vertex: no interval to report
+            return float(np.median(draws)), None, sd
         return float(np.median(draws)), _percentiles(draws, level), sd
 
     pm, piv, psd = summary(vn)
