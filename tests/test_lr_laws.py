@@ -89,7 +89,8 @@ def test_chinchilla_ckpt_recovers_known_parameters():
 def test_chinchilla_lr_recovers_optimal_lr_rule():
     rng = np.random.default_rng(4)
     true = {"E": 1.9, "A": 300.0, "B": 900.0, "K": 0.05, "alpha": 0.32, "beta": 0.30,
-            "log_c": np.log(1.79), "p": -0.713, "q": 0.307}
+            "log_eta0": np.log(1.79) - 0.713 * np.log(1e8) + 0.307 * np.log(1e10),
+            "p": -0.713, "q": 0.307}
     n = np.repeat(10 ** rng.uniform(7, 9, 15), 5)
     d = np.repeat(10 ** rng.uniform(9, 11, 15), 5)
     opt = CHINCHILLA_LR.optimal_lr(true, n, d)
@@ -100,6 +101,8 @@ def test_chinchilla_lr_recovers_optimal_lr_rule():
     assert f.params["p"] == pytest.approx(true["p"], abs=0.05)
     assert f.params["q"] == pytest.approx(true["q"], abs=0.05)
     assert f.params["K"] == pytest.approx(true["K"], rel=0.15)
+    # the Step Law constants (Li et al. 2025, Eq. 6: c = 1.79) come back from the anchored form
+    assert CHINCHILLA_LR.step_law_constants(f.params)["c"] == pytest.approx(1.79, rel=0.5)
     # eta* itself is pinned within a few percent across the sampled range
     est = CHINCHILLA_LR.optimal_lr(f.params, n, d)
     assert np.max(np.abs(est / opt - 1)) < 0.1
@@ -176,6 +179,9 @@ def test_misfitting_lr_sweeps_peak_lr_law(data_dir):
     assert len(test) >= 20
     assert err_lr <= 0.015
     assert err_lr < err_blind
+    # The five-dimensional search reaches the same optimum whatever its seed.
+    other = delphi.fit(ladder.select(runs=small), "chinchilla-lr", seed=7)
+    assert other.objective == pytest.approx(lr_fit.objective, rel=1e-7)
 
 
 def test_olmo_checkpoint_law_predicts_1b_3b(data_dir):

@@ -340,7 +340,8 @@ def _fit_arrays(law, x, y, *, labels, fixed, bounds, delta, seed, starts, init) 
     log_scale = [p.log_search and r[0] > 0 for p, r in zip(nl_params, ranges)]
     thetas = theta_candidates(ranges, seed, log_scale=log_scale, points=law.search_points)
     obj, coefs = screen(problem, thetas, y)
-    chosen = pick_starts(obj, thetas, ranges, starts)
+    # A quasi-random search in three or more dimensions samples each basin thinly: refine more.
+    chosen = pick_starts(obj, thetas, ranges, starts + (len(ranges) if len(ranges) >= 3 else 0))
     if not chosen:
         raise FitError(f"law {law.name!r} cannot represent these losses anywhere in its search "
                        f"range (every candidate gives a non-positive prediction)")

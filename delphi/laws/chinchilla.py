@@ -6,7 +6,7 @@ import numpy as np
 
 from .base import Inputs, Law, Param
 
-__all__ = ["ChinchillaLaw", "CHINCHILLA"]
+__all__ = ["ChinchillaLaw", "CHINCHILLA", "CHINCHILLA_COEFFICIENTS", "CHINCHILLA_EXPONENTS"]
 
 
 class ChinchillaLaw(Law):
@@ -33,21 +33,27 @@ class ChinchillaLaw(Law):
         return out
 
 
+#: E, A, B of the Chinchilla law, shared by the laws that extend it (linear parameters first).
+CHINCHILLA_COEFFICIENTS = (
+    Param("E", linear=True, doc="irreducible loss [loss unit]"),
+    Param("A", linear=True, doc="parameter-term scale [loss unit * params^alpha]"),
+    Param("B", linear=True, doc="data-term scale [loss unit * tokens^beta]"),
+)
+#: alpha, beta of the Chinchilla law.
+CHINCHILLA_EXPONENTS = (
+    Param("alpha", linear=False, lower=0.0, upper=5.0, search=(0.0, 2.0),
+          doc="parameter exponent [dimensionless]"),
+    Param("beta", linear=False, lower=0.0, upper=5.0, search=(0.0, 2.0),
+          doc="token exponent [dimensionless]"),
+)
+
 CHINCHILLA = ChinchillaLaw(
     name="chinchilla",
     formula="L(N, D) = E + A / N^alpha + B / D^beta",
     source="Hoffmann et al. 2022 (arXiv 2203.15556) Eq. 2, Approach 3; "
            "fit as in Besiroglu et al. 2024 (arXiv 2404.10102)",
     inputs=("params", "tokens"),
-    params=(
-        Param("E", linear=True, doc="irreducible loss [loss unit]"),
-        Param("A", linear=True, doc="parameter-term scale [loss unit * params^alpha]"),
-        Param("B", linear=True, doc="data-term scale [loss unit * tokens^beta]"),
-        Param("alpha", linear=False, lower=0.0, upper=5.0, search=(0.0, 2.0),
-              doc="parameter exponent [dimensionless]"),
-        Param("beta", linear=False, lower=0.0, upper=5.0, search=(0.0, 2.0),
-              doc="token exponent [dimensionless]"),
-    ),
+    params=CHINCHILLA_COEFFICIENTS + CHINCHILLA_EXPONENTS,
     signs=(1, 1, 1),
     floor="E",
     identified_by={"params": ("A", "alpha"), "tokens": ("B", "beta")},

@@ -5,8 +5,13 @@ from __future__ import annotations
 import numpy as np
 
 from .base import Inputs, Law, Param
+from .chinchilla import CHINCHILLA_COEFFICIENTS, CHINCHILLA_EXPONENTS
 
 __all__ = ["ChinchillaLRLaw", "CHINCHILLA_LR", "ChinchillaCkptLaw", "CHINCHILLA_CKPT"]
+
+# Reference size of the optimal-LR power law (inside typical ladders; see ChinchillaLRLaw).
+LOG_N0 = float(np.log(1e8))
+LOG_D0 = float(np.log(1e10))
 
 # Keeps log|u| and d log u^2 / du finite where the LR sits exactly on the fitted optimum; the
 # term's weight vanishes there, so the value does not matter.
@@ -17,7 +22,11 @@ class ChinchillaLRLaw(Law):
     """Peak-LR mis-tuning surface around the Chinchilla law.
 
     L(N, D, eta) = E + A/N^alpha + B/D^beta + K (ln eta - ln eta*(N, D))^2,
-    eta*(N, D) = exp(log_c) N^p D^q.
+    eta*(N, D) = exp(log_eta0) (N / N0)^p (D / D0)^q,  N0 = 1e8 params, D0 = 1e10 tokens.
+
+    The optimum is anchored at a reference size (N0, D0) inside typical ladders, so
+    ``log_eta0`` is the log optimal LR there and barely moves with p and q; the Step Law's
+    prefactor c = eta0 N0^-p D0^-q follows (:meth:`step_law_constants`).
 
     The quadratic in log LR is the usual shape of loss-vs-LR sweeps near their optimum (Wortsman
     et al. 2023, arXiv 2309.14322, Fig. 1); the power law for the optimal LR is the Step Law
@@ -26,8 +35,9 @@ class ChinchillaLRLaw(Law):
     """
 
     def _u(self, theta, x):
-        _, _, log_c, p, q = theta
-        return (np.log(x["peak_lr"]) - log_c - p * np.log(x["params"]) - q * np.log(x["tokens"]))
+        _, _, log_eta0, p, q = theta
+        return (np.log(x["peak_lr"]) - log_eta0 - p * (np.log(x["params"]) - LOG_N0)
+                - q * (np.log(x["tokens"]) - LOG_D0))
 
     def log_basis(self, theta: np.ndarray, x: Inputs) -> tuple[np.ndarray, np.ndarray]:
         alpha, beta = theta[0], theta[1]
@@ -41,31 +51,34 @@ class ChinchillaLRLaw(Law):
         dlogphi[:, 2, 1] = -log_d
         inv = 2.0 / np.copysign(au, u)  # d log(u^2)/du
         dlogphi[:, 3, 2] = -inv
-        dlogphi[:, 3, 3] = -inv * log_n
-        dlogphi[:, 3, 4] = -inv * log_d
+        dlogphi[:, 3, 3] = -inv * (log_n - LOG_N0)
+        dlogphi[:, 3, 4] = -inv * (log_d - LOG_D0)
         return logphi, dlogphi
 
     def optimal_lr(self, values, params, tokens) -> np.ndarray:
-        """eta*(N, D) = exp(log_c) N^p D^q for fitted ``values``; shape of the broadcast inputs."""
-        return np.exp(values["log_c"] + values["p"] * np.log(params) + values["q"] * np.log(tokens))
+        """eta*(N, D) for fitted ``values``; shape of the broadcast inputs."""
+        return np.exp(values["log_eta0"] + values["p"] * (np.log(params) - LOG_N0)
+                      + values["q"] * (np.log(tokens) - LOG_D0))
+
+    @staticmethod
+    def step_law_constants(values) -> dict[str, float]:
+        """(c, p, q) of the Step Law form eta* = c N^p D^q (Li et al. 2025, Eq. 6)."""
+        c = np.exp(values["log_eta0"] - values["p"] * LOG_N0 - values["q"] * LOG_D0)
+        return {"c": float(c), "p": float(values["p"]), "q": float(values["q"])}
 
 
 CHINCHILLA_LR = ChinchillaLRLaw(
     name="chinchilla-lr",
-    formula="L(N, D, eta) = E + A/N^alpha + B/D^beta + K (ln eta - ln(exp(log_c) N^p D^q))^2",
+    formula="L(N, D, eta) = E + A/N^alpha + B/D^beta + K (ln eta - ln eta*)^2, "
+            "eta* = exp(log_eta0) (N/1e8)^p (D/1e10)^q",
     source="Hoffmann et al. 2022 Eq. 2 plus a quadratic in log peak LR around the Step Law "
            "optimum eta*(N, D) (Li et al. 2025, arXiv 2503.04715, Eq. 6)",
     inputs=("params", "tokens", "peak_lr"),
-    params=(
-        Param("E", linear=True, doc="irreducible loss [loss unit]"),
-        Param("A", linear=True, doc="parameter-term scale [loss unit * params^alpha]"),
-        Param("B", linear=True, doc="data-term scale [loss unit * tokens^beta]"),
+    params=CHINCHILLA_COEFFICIENTS + (
         Param("K", linear=True, doc="curvature of loss in ln(peak LR) [loss unit]"),
-        Param("alpha", linear=False, lower=0.0, upper=5.0, search=(0.0, 1.5),
-              doc="parameter exponent"),
-        Param("beta", linear=False, lower=0.0, upper=5.0, search=(0.0, 1.5), doc="token exponent"),
-        Param("log_c", linear=False, lower=-30.0, upper=30.0, search=(-12.0, 6.0),
-              doc="ln of the optimal-LR prefactor c in eta* = c N^p D^q"),
+    ) + CHINCHILLA_EXPONENTS + (
+        Param("log_eta0", linear=False, lower=-25.0, upper=5.0, search=(-11.5, 0.0),
+              doc="ln of the optimal peak LR at N0 = 1e8 params, D0 = 1e10 tokens"),
         Param("p", linear=False, lower=-3.0, upper=3.0, search=(-1.5, 1.0),
               doc="optimal-LR exponent in N"),
         Param("q", linear=False, lower=-3.0, upper=3.0, search=(-1.0, 1.0),
@@ -110,14 +123,9 @@ CHINCHILLA_CKPT = ChinchillaCkptLaw(
     source="Hoffmann et al. 2022 Eq. 2 with the LR term of AI2's OLMo-ladder fits "
            "(Bhagia et al. 2024, arXiv 2412.04403)",
     inputs=("params", "tokens", "h"),
-    params=(
-        Param("E", linear=True, doc="irreducible loss [loss unit]"),
-        Param("A", linear=True, doc="parameter-term scale"),
-        Param("B", linear=True, doc="data-term scale"),
+    params=CHINCHILLA_COEFFICIENTS + (
         Param("F", linear=True, doc="loss gap of an un-annealed checkpoint at h = 1"),
-        Param("alpha", linear=False, lower=0.0, upper=5.0, search=(0.0, 1.5),
-              doc="parameter exponent"),
-        Param("beta", linear=False, lower=0.0, upper=5.0, search=(0.0, 1.5), doc="token exponent"),
+    ) + CHINCHILLA_EXPONENTS + (
         Param("gamma", linear=False, lower=0.0, upper=10.0, search=(0.0, 4.0),
               doc="exponent of h in the annealing term"),
     ),
