@@ -302,8 +302,10 @@ def _cmd_hparams(args) -> int:
         batch = (f", batch {rec['batch_size']:.4g} tokens" if rec.get("batch_size")
                  else f" ({rec.get('batch_note') or 'no batch law'})")
         print(f"recommendation  peak LR {rec['peak_lr']:.4g}{batch}")
+        shown = set(result.warnings)  # the report above printed these already
         for w in rec.get("warnings", []):
-            print(f"warning    {w}")
+            if w not in shown:
+                print(f"warning    {w}")
     return 0
 
 

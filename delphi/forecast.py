@@ -355,9 +355,9 @@ def _interval(result: Fit, inputs, method, level, n_boot, unit, seed, workers, n
     elif method == "bootstrap" and not enough:
         notes.append(f"bootstrap with only {result.n_points} runs for {result.n_free} free "
                      f"parameters: resamples repeat runs, so the interval is too narrow")
-    if 0 < result.dof < 5:
-        notes.append(f"the interval rests on {result.dof} residual degree(s) of freedom: its "
-                     f"noise estimate is unreliable")
+    if 3 <= result.dof < 5:
+        notes.append(f"the interval rests on {result.dof} residual degrees of freedom: its "
+                     f"noise estimate is rough")
     try:
         if method == "delta":
             return delta_interval(result, inputs, level=level)

@@ -36,6 +36,9 @@ __all__ = ["Interval", "BootstrapDraws", "run_noise", "bootstrap", "delta_interv
 
 #: Default interval level.
 DEFAULT_LEVEL = 0.90
+# Fewer residual dof than this cannot estimate the run noise (with 1 dof the estimate is one
+# residual, often near 0 by chance): no interval rather than a falsely narrow one.
+_MIN_NOISE_DOF = 3
 # Noise draws per bootstrap draw when forming the new-run interval (smooths the percentiles).
 _NOISE_PER_DRAW = 25
 
@@ -125,7 +128,8 @@ def run_noise(fit: Fit, x: Mapping[str, Sequence[float]] | None = None) -> tuple
     Raises
     ------
     FitError
-        No residual degrees of freedom and no repeated runs: the noise cannot be estimated.
+        Fewer than 3 residual degrees of freedom and no repeated runs: the noise cannot be
+        estimated.
     """
     keys = [tuple(np.round(np.log(fit.x[c][i]), 9) for c in fit.law.inputs)
             for i in range(fit.n_points)]
@@ -137,9 +141,11 @@ def run_noise(fit: Fit, x: Mapping[str, Sequence[float]] | None = None) -> tuple
     if dof_rep >= 3:
         ss = sum(float(np.sum((v - v.mean()) ** 2)) for v in reps)
         return math.sqrt(ss / dof_rep), f"repeated runs ({dof_rep} dof)"
-    if fit.dof <= 0:
-        raise FitError("no residual degrees of freedom and no repeated runs: the run-to-run "
-                       "noise, and so an interval, cannot be estimated")
+    if fit.dof < _MIN_NOISE_DOF:
+        raise FitError(f"{fit.dof} residual degree(s) of freedom and no repeated runs: the "
+                       f"run-to-run noise cannot be estimated, and an interval resting on it "
+                       f"would be too narrow to trust (need {_MIN_NOISE_DOF} dof or repeated "
+                       f"seeds)")
     r = fit.residuals
     inflate = math.sqrt(fit.n_points / fit.dof)
     log_c = _log_compute(fit)

@@ -41,9 +41,12 @@ def test_backtest_fit_max_flops_json_schema(capsys):
         assert set(r) >= {"run", "flops", "params", "tokens", "actual", "predicted", "lower",
                           "upper", "rel_error", "inside"}
         assert r["rel_error"] == pytest.approx((r["actual"] - r["predicted"]) / r["predicted"])
-        assert r["inside"] == (r["lower"] <= r["actual"] <= r["upper"])
+        # 4 runs for 3 parameters leave 1 residual dof: too few to estimate the run noise,
+        # so no interval rather than a falsely narrow one, and the output says why.
+        assert r["lower"] is None and r["inside"] is None
+    assert any("no interval" in n for n in d["notes"])
     s = d["summary"]
-    assert s["n"] == 3 and s["level"] == 0.9
+    assert s["n"] == 3 and s["level"] == 0.9 and s["coverage"] is None
     assert s["max_abs_rel_error"] == pytest.approx(max(abs(r["rel_error"]) for r in d["rows"]))
     # Marin's Delphi dense ladder: a power law fitted up to 3e19 predicts 9e19..3e20 within 1%.
     assert s["max_abs_rel_error"] < 0.01
@@ -55,6 +58,10 @@ def test_leave_one_budget_out(data_dir):
     folds = {r.fold for r in result.rows}
     assert len(folds) >= 5 and result.summary["n"] == len(ladder.runs)
     assert result.summary["mean_abs_rel_error"] < 0.02
+    for r in result.rows:
+        assert r.inside == (r.lower <= r.actual <= r.upper)
+    print(f"\nleave-one-budget-out on marin-isoflop-dclm: mean |rel. error| "
+          f"{result.summary['mean_abs_rel_error']:.2%}, coverage {result.summary['coverage']:.0%}")
 
 
 def test_backtest_needs_one_design(capsys):
