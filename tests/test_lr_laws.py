@@ -227,3 +227,43 @@ def test_misfitting_completion_at_80_percent_beats_lr_blind_baseline(data_dir):
     assert len(ours) >= 30
     assert np.median(ours) < 0.5 * np.median(base)
     assert np.median(ours) < 0.006
+
+
+# --------------------------------------------------------------------- CLI
+def test_predict_checkpoint_law_states_the_assumed_schedule(data_dir, capsys):
+    import json
+    code = main(["predict", "olmo-ladder", "--law", "chinchilla-ckpt", "--target-params", "7e9",
+                 "--target-tokens", "1.4e11", "--interval", "none", "--json"])
+    d = json.loads(capsys.readouterr().out)
+    assert code == 0 and d["law"] == "chinchilla-ckpt"
+    assert any("ends like the ladder's finished runs (final LR ratio h = 0.1" in n
+               for n in d["notes"])
+    # A WSD schedule decaying to zero ends at h = 0: no un-annealed gap, a lower loss.
+    code = main(["predict", "olmo-ladder", "--law", "chinchilla-ckpt", "--target-params", "7e9",
+                 "--target-tokens", "1.4e11", "--interval", "none", "--json",
+                 "--target-schedule", "wsd:warmup=100,decay=0.2,final=0"])
+    w = json.loads(capsys.readouterr().out)
+    assert code == 0 and w["target"]["schedule"] == "wsd:warmup=100,decay=0.2,final=0"
+    assert w["prediction"]["loss"] < d["prediction"]["loss"]
+
+
+def test_predict_at_a_mistuned_peak_lr_costs_loss(data_dir, capsys):
+    import json
+    args = ["predict", "misfitting2025-final", "--law", "chinchilla-lr", "--target-params",
+            "4e8", "--target-tokens", "8e9", "--interval", "none", "--json"]
+    assert main(args) == 0
+    best = json.loads(capsys.readouterr().out)
+    assert any("assumed the fitted optimum" in n for n in best["notes"])
+    assert main(args + ["--target-peak-lr", "0.02"]) == 0
+    off = json.loads(capsys.readouterr().out)
+    assert off["target"]["peak_lr"] == 0.02
+    assert off["prediction"]["loss"] > best["prediction"]["loss"]
+
+
+def test_hparams_cli_recommends_a_peak_lr(data_dir, capsys):
+    import json
+    code = main(["hparams", "misfitting2025-final", "--law", "steplaw", "--target-params", "1e9",
+                 "--target-tokens", "2e10", "--json"])
+    d = json.loads(capsys.readouterr().out)
+    assert code == 0 and 1e-5 < d["recommendation"]["peak_lr"] < 1e-1
+    assert d["recommendation"]["batch_size"] is None  # the sweeps never vary the batch
