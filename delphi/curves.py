@@ -225,6 +225,14 @@ def complete(ladder: Ladder, run: str, law: str | Law = "annealing", *,
     spec = sched.spec() if isinstance(sched, Schedule) else "logged"
     if actual is not None and limit >= total:
         notes.append("the run already reached its planned end; the fit includes its final loss")
+    decay_term = {"annealing": "C", "multipower": "B"}.get(law.name)
+    h_last = float(rows.loc[use & (rows["run"] == run), "h"].iloc[-1]) if (
+        use & (rows["run"] == run)).any() else 1.0
+    if decay_term in result.at_bound and float(end["h"][0]) < 0.9 * h_last:
+        notes.append(f"the LR-decay term vanished ({decay_term} = 0): the checkpoints so far show "
+                     f"no annealing response, so the loss drop from the decay still to come "
+                     f"(lr/peak {h_last:.2f} -> {float(end['h'][0]):.2f}) is missing from the "
+                     f"prediction, which is then too high")
     used_runs = sorted(set(rows.loc[use, "run"]) - {run})
     if used_runs:
         notes.append(f"fitted together with {len(used_runs)} sibling run(s) of the same model and "
