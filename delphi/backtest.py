@@ -7,7 +7,6 @@ every larger run) and leave-one-budget-out (drop each compute budget in turn).
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from typing import Mapping, Sequence
 
@@ -15,7 +14,7 @@ import numpy as np
 import pandas as pd
 
 from .errors import DelphiError, FitError, LadderError
-from .fitting import DEFAULT_DELTA, Fit, fit
+from .fitting import DEFAULT_DELTA, fit
 from .fitting.api import _lr_ratio
 from .ladder import Ladder
 from .laws import Law, get_law

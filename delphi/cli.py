@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import sys
 import traceback
 import warnings
@@ -311,7 +310,6 @@ def _cmd_hparams(args) -> int:
 
 def _cmd_backtest(args) -> int:
     from .backtest import backtest
-    from .readers import load_ladder
 
     ladder, defaults = _load(args)
     law = args.law or (defaults.law if defaults is not None else None) or (

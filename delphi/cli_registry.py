@@ -12,12 +12,10 @@ import argparse
 import csv
 import json
 import sys
-import traceback
-import warnings
 from pathlib import Path
 from typing import Callable, Sequence
 
-from .errors import DelphiError, DelphiWarning, RegistryError
+from .errors import RegistryError
 from .forecast import default_law, predict
 from .registry import Registry
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from typing import Mapping, Sequence
 
@@ -13,6 +12,7 @@ from .errors import FitError, TargetError
 from .fitting import DEFAULT_DELTA, DIVERGENCE_THRESHOLD, Fit, fit
 from .ladder import FLOPS_PER_PARAM_TOKEN, Ladder
 from .laws import Law, get_law
+from .records import positive_number
 from .uncertainty import DEFAULT_LEVEL, Interval
 
 __all__ = ["Target", "Forecast", "predict", "default_law"]
@@ -21,13 +21,7 @@ __all__ = ["Target", "Forecast", "predict", "default_law"]
 def _check_positive(name: str, value: float | None) -> float | None:
     if value is None:
         return None
-    try:
-        v = float(value)
-    except (TypeError, ValueError):
-        raise TargetError(f"target {name} must be a number, got {value!r}") from None
-    if not (math.isfinite(v) and v > 0):
-        raise TargetError(f"target {name} must be a positive finite number, got {value!r}")
-    return v
+    return positive_number(value, f"target {name} must be a positive finite number", TargetError)
 
 
 @dataclass(frozen=True)

@@ -24,7 +24,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from .records import jsonable
+from .records import jsonable, positive_number
 from .errors import FitError, LawError, TargetError
 from .ladder import FLOPS_PER_PARAM_TOKEN, Ladder
 
@@ -39,13 +39,8 @@ _jsonable = jsonable
 
 
 def _check_flops(flops: float) -> float:
-    try:
-        c = float(flops)
-    except (TypeError, ValueError):
-        raise TargetError(f"target compute must be a positive number of FLOPs, got {flops!r}") from None
-    if not (math.isfinite(c) and c > 0):
-        raise TargetError(f"target compute must be a positive number of FLOPs, got {flops!r}")
-    return c
+    return positive_number(flops, "target compute must be a positive number of FLOPs",
+                           TargetError)
 
 
 def _law_params(params: Mapping[str, float]) -> dict[str, float]:

@@ -32,12 +32,12 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any, Callable
 
 import numpy as np
 import pandas as pd
 
-from .records import jsonable
+from .records import jsonable, positive_number
 from .errors import LadderError, TargetError
 from .ladder import FLOPS_PER_PARAM_TOKEN
 from .rules import adamh_rule
@@ -252,13 +252,7 @@ def _round_sig(x: float, digits: int = 2) -> float:
 
 
 def _positive(name: str, value: Any, error: type[Exception] = LadderError) -> float:
-    try:
-        v = float(value)
-    except (TypeError, ValueError):
-        raise error(f"{name} must be a positive number, got {value!r}") from None
-    if not (math.isfinite(v) and v > 0):
-        raise error(f"{name} must be a positive number, got {value!r}")
-    return v
+    return positive_number(value, f"{name} must be a positive number", error)
 
 
 def _count(name: str, value: Any, minimum: int) -> int:

@@ -7,7 +7,7 @@ from typing import Any, Mapping
 
 import numpy as np
 
-__all__ = ["jsonable"]
+__all__ = ["jsonable", "positive_number"]
 
 
 def jsonable(value: Any) -> Any:
@@ -24,3 +24,14 @@ def jsonable(value: Any) -> Any:
         v = float(value)
         return v if math.isfinite(v) else None
     return value
+
+
+def positive_number(value: Any, message: str, error: type[Exception]) -> float:
+    """``value`` as a positive finite float, else ``error(f"{message}, got {value!r}")``."""
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        raise error(f"{message}, got {value!r}") from None
+    if not (math.isfinite(v) and v > 0):
+        raise error(f"{message}, got {value!r}")
+    return v

@@ -15,7 +15,7 @@ from delphi.cli import main
 from delphi.curves import complete
 from delphi.fitting import fit_arrays
 from delphi.laws import ANNEALING, CHINCHILLA_CKPT, CHINCHILLA_LR, MULTIPOWER
-from delphi.schedules import Schedule, features, multipower_ld
+from delphi.schedules import Schedule, features
 
 NOISE = 0.002
 

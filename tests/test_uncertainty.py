@@ -8,7 +8,6 @@ import numpy as np
 import pandas as pd
 import pytest
 
-import delphi
 from delphi.cli import main
 from delphi.fitting import fit_arrays
 from delphi.laws import POWER
