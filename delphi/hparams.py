@@ -41,6 +41,7 @@ from .fitting.result import Fit
 from .ladder import FLOPS_PER_PARAM_TOKEN, Exclusion, Ladder
 from .laws.base import Law
 from .laws.hparams import DEEPSEEK_BATCH, DEEPSEEK_LR, STEPLAW_BATCH, STEPLAW_LR
+from .records import positive_number
 
 __all__ = [
     "OptimaTable", "HparamFit", "ExcludedGroup", "optimal_points", "fit_hparams",
@@ -549,15 +550,9 @@ class HparamFit:
     def _inputs(self, flops, params, tokens) -> tuple[dict[str, float], list[str]]:
         vals = {}
         for name, v in (("flops", flops), ("params", params), ("tokens", tokens)):
-            if v is None:
-                continue
-            try:
-                f = float(v)
-            except (TypeError, ValueError):
-                raise TargetError(f"target {name} must be a number, got {v!r}") from None
-            if not (math.isfinite(f) and f > 0):
-                raise TargetError(f"target {name} must be a positive finite number, got {v!r}")
-            vals[name] = f
+            if v is not None:
+                vals[name] = positive_number(
+                    v, f"target {name} must be a positive finite number", TargetError)
         notes = []
         if self.family == "steplaw":
             if "params" not in vals or "tokens" not in vals:
