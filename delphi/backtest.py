@@ -14,11 +14,12 @@ import numpy as np
 import pandas as pd
 
 from .errors import DelphiError, FitError, LadderError
-from .fitting import DEFAULT_DELTA, fit
+from .fitting import DEFAULT_DELTA, Fit, fit
 from .fitting.api import _lr_ratio
 from .ladder import Ladder
 from .laws import Law, get_law
-from .uncertainty import DEFAULT_LEVEL, bootstrap, bootstrap_interval, delta_interval
+from .uncertainty import (_WORSE_RTOL, CHECK_EVERY, DEFAULT_LEVEL, bootstrap,
+                          bootstrap_interval, delta_interval)
 
 __all__ = ["Backtest", "BacktestRow", "backtest"]
 
@@ -64,6 +65,9 @@ class Backtest:
     fits: list[dict] = field(default_factory=list)
     """Per fold: the fold name, runs fitted, parameters, converged flag and warnings."""
     notes: list[str] = field(default_factory=list)
+    guard: dict = field(default_factory=dict)
+    """Warm-start guard of the folds: ``{"checked": folds also fitted by global search,
+    "worse": of those, folds whose warm start was worse (the global fit was kept)}``."""
 
     @property
     def summary(self) -> dict:
@@ -77,7 +81,8 @@ class Backtest:
 
     def to_dict(self) -> dict:
         return {"law": self.law, "design": self.design, "rows": [r.to_dict() for r in self.rows],
-                "summary": self.summary, "fits": self.fits, "notes": self.notes}
+                "summary": self.summary, "fits": self.fits, "notes": self.notes,
+                "guard": self.guard}
 
     def report(self) -> str:
         lines = [f"backtest   {self.law}, {self.design}",
@@ -129,11 +134,27 @@ def _inputs(law: Law, ladder: Ladder, rows: pd.DataFrame) -> dict[str, np.ndarra
     return x
 
 
+def _fold_fit(job) -> tuple[Fit, int]:
+    """Fit one fold: (fit, guard code: -1 not checked, 0 warm start as good as the global
+    search, 1 worse, and the global fit kept)."""
+    train, law, settings, warm, checked = job
+    if warm is None:
+        return fit(train, law, **settings), -1
+    result = fit(train, law, warm_start=warm, **settings)
+    if not checked:
+        return result, -1
+    glob = fit(train, law, **settings)
+    worse = (glob.n_points == result.n_points
+             and result.objective > glob.objective * (1 + _WORSE_RTOL) + 1e-300)
+    return (glob, 1) if worse or glob.n_points != result.n_points else (result, 0)
+
+
 def backtest(ladder: Ladder, law: str | Law, *, fit_max_flops: float | None = None,
              leave_one_budget_out: bool = False, fixed: Mapping[str, float] | None = None,
              bounds: Mapping[str, Sequence[float]] | None = None, delta: float = DEFAULT_DELTA,
              interval: str | None = "delta", level: float = DEFAULT_LEVEL, n_boot: int = 100,
-             seed: int = 0, include_unfinished: bool = False) -> Backtest:
+             seed: int = 0, include_unfinished: bool = False, n_jobs: int | None = None,
+             check_every: int = CHECK_EVERY) -> Backtest:
     """Fit on part of a ladder, predict the rest, and score the predictions.
 
     Parameters
@@ -142,11 +163,16 @@ def backtest(ladder: Ladder, law: str | Law, *, fit_max_flops: float | None = No
     law: the law to test.
     fit_max_flops: fit on runs at or below this compute [FLOPs], predict every larger run.
     leave_one_budget_out: instead, drop each compute budget (runs within 5% of compute) in
-        turn, fit on the others and predict the dropped runs.
+        turn, fit on the others and predict the dropped runs. The law is fitted once to the
+        whole ladder (global search) and each fold refined from that optimum; as a guard,
+        one fold in ``check_every`` (at least one, from a seeded offset) is also fitted by
+        the global search and the better fit kept (reported in ``notes`` when worse).
     fixed, bounds, delta, include_unfinished: as in :func:`delphi.fitting.fit` (unfinished runs
         are fitted, never predicted: a held-out run is scored on its final loss).
     interval: ``"delta"`` (default, fast), ``"bootstrap"`` or None; level, n_boot, seed: its
         settings.
+    n_jobs: joblib workers for the folds (or for the bootstrap of a single fold); see
+        :mod:`delphi.parallel`. Results do not depend on it.
 
     Returns
     -------
@@ -157,7 +183,9 @@ def backtest(ladder: Ladder, law: str | Law, *, fit_max_flops: float | None = No
     LadderError: neither or both designs chosen, or nothing left to predict.
     FitError: a fold could not be fitted (the message names it).
     """
+    from .parallel import check_n_jobs, map_jobs
     law = get_law(law)
+    n_jobs = check_n_jobs(n_jobs)
     if (fit_max_flops is None) == (not leave_one_budget_out):
         raise LadderError("choose one backtest design: fit_max_flops=C (--fit-max-flops) or "
                           "leave_one_budget_out (--leave-one-budget-out)")
@@ -183,20 +211,47 @@ def backtest(ladder: Ladder, law: str | Law, *, fit_max_flops: float | None = No
             keep = sorted(set(ladder.runs) - set(held["run"]))
             folds.append((f"without budget {b}", ladder.select(runs=keep), held))
         design = f"leave one budget out ({len(folds)} budgets)"
-    rows, fits, notes = [], [], []
-    for name, train, held in folds:
+    settings = dict(fixed=fixed, bounds=bounds, delta=delta, seed=seed,
+                    include_unfinished=include_unfinished)
+    warm = None
+    checked = np.zeros(len(folds), dtype=bool)
+    if len(folds) > 1:
+        # Refits of a law already fitted start at the full-data optimum (global search once).
         try:
-            result = fit(train, law, fixed=fixed, bounds=bounds, delta=delta, seed=seed,
-                         include_unfinished=include_unfinished)
-        except DelphiError as exc:
-            raise FitError(f"backtest fold '{name}': {exc}") from None
+            warm = dict(fit(ladder, law, **settings).params)
+        except DelphiError:
+            warm = None  # the folds then search globally, each on its own
+        if check_every and check_every > 0:
+            rng = np.random.default_rng(np.random.SeedSequence([seed, len(folds)]))
+            checked[int(rng.integers(min(check_every, len(folds))))::check_every] = True
+    jobs = [(train, law, settings, warm, bool(checked[i]))
+            for i, (_, train, _) in enumerate(folds)]
+    try:
+        fold_fits = map_jobs(_fold_fit, jobs, n_jobs=n_jobs if len(folds) > 1 else 1,
+                             desc="backtest folds", unit="fold")
+    except DelphiError:
+        fold_fits = None
+    rows, fits, notes = [], [], []
+    codes = []
+    for i, (name, train, held) in enumerate(folds):
+        if fold_fits is None:  # find and name the fold that failed
+            try:
+                _fold_fit(jobs[i])
+            except DelphiError as exc:
+                raise FitError(f"backtest fold '{name}': {exc}") from None
+            continue
+        result, code = fold_fits[i]
+        codes.append(code)
         fits.append({"fold": name, "n_runs": result.n_points, "params": result.params,
-                     "converged": result.converged, "warnings": list(result.warnings)})
+                     "converged": result.converged, "warnings": list(result.warnings),
+                     "warm_start": warm is not None and code != 1})
         x = _inputs(law, ladder, held)
         pred = result.predict(x)
         draws = None
         if interval == "bootstrap":
-            draws = bootstrap(result, n=n_boot, seed=seed)
+            draws = bootstrap(result, n=n_boot, seed=seed,
+                              n_jobs=n_jobs if len(folds) == 1 else 1)
+            notes.extend(draws.warnings)
         for i, (_, r) in enumerate(held.iterrows()):
             xi = {k: v[i:i + 1] for k, v in x.items()}
             lo = hi = None
@@ -214,6 +269,13 @@ def backtest(ladder: Ladder, law: str | Law, *, fit_max_flops: float | None = No
                 tokens=float(r["tokens"]) if "tokens" in r and pd.notna(r.get("tokens")) else None,
                 actual=actual, predicted=p, lower=lo, upper=hi, rel_error=(actual - p) / p,
                 inside=None if lo is None else bool(lo <= actual <= hi), fold=name))
+    if fold_fits is None:  # every fold refitted on its own and none failed: should not happen
+        raise FitError("a backtest fold could not be fitted")
+    n_checked, n_worse = sum(c >= 0 for c in codes), sum(c == 1 for c in codes)
+    if n_worse:
+        notes.append(f"warm-start guard: {n_worse} of {n_checked} checked fold(s) found a better "
+                     f"optimum by global search (kept); folds far from the full-data optimum "
+                     f"may need a global search (check_every=1)")
     rows.sort(key=lambda r: (r.flops or 0.0, r.run))
     return Backtest(law=law.name, design=design, rows=rows, level=level, fits=fits,
-                    notes=sorted(set(notes)))
+                    notes=sorted(set(notes)), guard={"checked": n_checked, "worse": n_worse})

@@ -274,7 +274,8 @@ def predict(ladder: Ladder, target: Target | Mapping[str, float], law: str | Law
             fit_max_flops: float | None = None, include_unfinished: bool = False,
             divergence_threshold: float | None = DIVERGENCE_THRESHOLD, seed: int = 0,
             interval: str | None = "auto", level: float = DEFAULT_LEVEL, n_boot: int = 200,
-            boot_unit: str = "run", workers: int | None = None) -> Forecast:
+            boot_unit: str = "run", n_jobs: int | None = None,
+            workers: int | None = None) -> Forecast:
     """Fit ``law`` to ``ladder`` and predict the loss of ``target``, with an interval.
 
     Parameters
@@ -287,8 +288,10 @@ def predict(ladder: Ladder, target: Target | Mapping[str, float], law: str | Law
     interval: ``"bootstrap"`` (resample runs, refit: :func:`delphi.uncertainty.bootstrap`),
         ``"delta"`` (fast, approximate), ``"auto"`` (bootstrap when the ladder has at least
         2p + 2 points for p free parameters, else delta) or None.
-    level: interval level (default 0.9). n_boot, boot_unit, workers: bootstrap settings
+    level: interval level (default 0.9). n_boot, boot_unit: bootstrap settings
         (``boot_unit="budget"`` resamples whole compute budgets).
+    n_jobs: joblib workers for the bootstrap (see :mod:`delphi.parallel`); ``workers`` is an
+        older alias.
 
     Returns
     -------
@@ -319,14 +322,15 @@ def predict(ladder: Ladder, target: Target | Mapping[str, float], law: str | Law
         notes.append(f"{law.floor} fixed at {result.fixed[law.floor]:g} (not fitted)")
     if not result.converged:
         notes.append("THE FIT DID NOT CONVERGE: do not trust this prediction")
-    band = _interval(result, inputs, interval, level, n_boot, boot_unit, seed, workers, notes)
+    band = _interval(result, inputs, interval, level, n_boot, boot_unit, seed,
+                     n_jobs if n_jobs is not None else workers, notes)
     return Forecast(target=target, loss=loss, fit=result, ladder_name=ladder.name,
                     ladder_source=ladder.source, ladder_sha256=result.extra["sha256"],
                     metric=ladder.metric, unit=ladder.unit, extrapolation=extrapolation,
                     notes=tuple(notes), interval=band)
 
 
-def _interval(result: Fit, inputs, method, level, n_boot, unit, seed, workers, notes):
+def _interval(result: Fit, inputs, method, level, n_boot, unit, seed, n_jobs, notes):
     from .uncertainty import bootstrap, bootstrap_interval, delta_interval
 
     if method is None or method == "none":
@@ -355,7 +359,8 @@ def _interval(result: Fit, inputs, method, level, n_boot, unit, seed, workers, n
     try:
         if method == "delta":
             return delta_interval(result, inputs, level=level)
-        draws = bootstrap(result, n=n_boot, unit=unit, seed=seed, workers=workers)
+        draws = bootstrap(result, n=n_boot, unit=unit, seed=seed, n_jobs=n_jobs)
+        notes.extend(draws.warnings)
         if draws.n_failed:
             notes.append(f"{draws.n_failed} of {n_boot} bootstrap draws failed to refit and "
                          f"were left out")

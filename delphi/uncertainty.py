@@ -18,14 +18,10 @@ gradient: fast, approximate, labelled as such.
 from __future__ import annotations
 
 import math
-import os
-import sys
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from typing import Mapping, Sequence
 
 import numpy as np
-from scipy import stats
 
 from .errors import DelphiError, FitError
 from .fitting import Fit, fit_arrays
@@ -69,12 +65,17 @@ class Interval:
     """Bootstrap draws used (0 for the delta method)."""
     n_failed: int = 0
     """Bootstrap draws whose refit failed (left out, reported)."""
+    n_checked: int = 0
+    """Bootstrap draws also fitted by the global search (the warm-start guard)."""
+    n_worse: int = 0
+    """Checked draws whose warm-started optimum was worse than the global one (> 1e-9 rel.)."""
 
     def to_dict(self) -> dict:
         return {"lower": self.lower, "upper": self.upper, "mean_lower": self.mean_lower,
                 "mean_upper": self.mean_upper, "level": self.level, "kind": self.kind,
                 "method": self.method, "noise": self.noise, "noise_source": self.noise_source,
-                "n_draws": self.n_draws, "n_failed": self.n_failed}
+                "n_draws": self.n_draws, "n_failed": self.n_failed,
+                "guard": {"checked": self.n_checked, "worse": self.n_worse}}
 
 
 @dataclass(frozen=True)
@@ -90,6 +91,18 @@ class BootstrapDraws:
     seed: int
     failures: list[str] = field(default_factory=list)
     """First few failure messages."""
+    n_checked: int = 0
+    """Draws also refitted by the global search (the warm-start guard)."""
+    n_worse: int = 0
+    """Checked draws whose warm-started optimum was worse than the global search's by more
+    than 1e-9 relative (the global optimum was kept for those)."""
+    warnings: list[str] = field(default_factory=list)
+    """Warnings about the draws (e.g. the guard found too many worse warm starts)."""
+
+    @property
+    def worse_share(self) -> float:
+        """Share of checked draws whose warm start was worse (0 when none was checked)."""
+        return self.n_worse / self.n_checked if self.n_checked else 0.0
 
     def values(self, name: str) -> np.ndarray:
         """Draws of one parameter, shape (n_draws,)."""
@@ -173,6 +186,7 @@ def run_noise(fit: Fit, x: Mapping[str, Sequence[float]] | None = None) -> tuple
 
 def _quantile(level: float, dof: int | None) -> float:
     """Two-sided quantile: Student t when the dof are few, normal otherwise."""
+    from scipy import stats  # imported here: scipy.stats is slow to import
     q = 0.5 + level / 2
     return float(stats.t.ppf(q, dof)) if dof and dof < 1000 else float(stats.norm.ppf(q))
 
@@ -244,30 +258,124 @@ def _units(fit: Fit, unit: str) -> np.ndarray:
     raise FitError(f"unknown bootstrap unit {unit!r}; use 'run' or 'budget'")
 
 
-def _one_draw(args) -> tuple[dict[str, float] | None, str]:
-    law, x, y, groups, fixed, bounds, delta, init, seed_seq = args
-    rng = np.random.default_rng(seed_seq)
-    names = np.unique(groups)
+# Every CHECK_EVERY-th draw (from a seeded offset) also runs the global search, to check
+# that the warm start found the resample's optimum; a larger share worse than this warns.
+CHECK_EVERY = 25
+_WORSE_RTOL = 1e-9
+_WORSE_WARN = 0.02
+# Draws per batch: fixed by the problem's size alone, so a draw's result never depends on
+# the number of workers.
+_BATCH_ELEMENTS = 4_000_000
+
+
+def _batch_size(fit: Fit) -> int:
+    k = len(fit.law.linear_names)
+    m = max(1, len(fit.law.nonlinear_names))
+    return int(max(1, min(64, _BATCH_ELEMENTS // max(1, fit.n_points * k * m))))
+
+
+def _draw_weights(groups: np.ndarray, names: np.ndarray, inverse: np.ndarray,
+                  child: np.random.SeedSequence) -> np.ndarray:
+    """Point multiplicities of one resample of whole units: shape (n_points,)."""
+    rng = np.random.default_rng(child)
     chosen = rng.choice(names, size=len(names), replace=True)
-    idx = np.concatenate([np.flatnonzero(groups == g) for g in chosen])
-    xb = {k: (v[idx] if isinstance(v, np.ndarray) and v.shape == y.shape else v)
-          for k, v in x.items()}
+    counts = np.zeros(len(names))
+    np.add.at(counts, np.searchsorted(names, chosen), 1.0)
+    return counts[inverse]
+
+
+def _design_failure(prep, w: np.ndarray) -> str:
+    """Why a resample cannot be fitted ("" when it can): too few distinct points, or an
+    input that no longer varies (the same checks as the full fit)."""
+    from .fitting.engine import _check_design
+    keep = w > 0
+    if int(keep.sum()) < len(prep.free):
+        return (f"resample has {int(keep.sum())} distinct point(s) for {len(prep.free)} free "
+                f"parameters")
     try:
-        f = fit_arrays(law, xb, y[idx], fixed=fixed, bounds=bounds, delta=delta, starts=2,
-                       init=init)
+        _check_design(prep.law, {k: v[keep] for k, v in prep.x.items()
+                                 if isinstance(v, np.ndarray) and v.shape == w.shape},
+                      prep.y[keep], [prep.labels[i] for i in np.flatnonzero(keep)], prep.free,
+                      prep.fixed, prep.bounds)
     except DelphiError as exc:
-        return None, str(exc)
-    return f.params, ""
+        return str(exc)
+    return ""
+
+
+def _resample_optimum(prep, w: np.ndarray, seed: int) -> np.ndarray:
+    """Internal optimum of one resample by the global search (dense screen, then L-BFGS-B
+    from its two best distinct points), the points repeated by their multiplicity."""
+    from .fitting.engine import global_search, prepare
+    idx = np.repeat(np.arange(len(w)), w.astype(int))
+    xb = {k: (v[idx] if isinstance(v, np.ndarray) and v.shape == prep.y.shape else v)
+          for k, v in prep.x.items()}
+    sub = prepare(prep.law, xb, prep.y[idx], fixed=prep.fixed,
+                  bounds={k: v for k, v in prep.bounds.items() if k not in prep.fixed},
+                  delta=prep.problem.delta)
+    return min(global_search(sub, seed=seed, starts=2), key=lambda t: t[1])[0]
+
+
+def _bootstrap_block(job) -> list[tuple[dict[str, float] | None, str, int]]:
+    """Refit one block of draws: [(params or None, failure message, check code)], where
+    check code is -1 unchecked, 0 checked and as good as the global search, 1 worse."""
+    from .fitting.engine import prepare, safe_start
+    from .fitting.refit import refine_batch, refine_one, weighted_objective
+    (law, x, y, labels, fixed, bounds, delta, params, weights, checked, seed) = job
+    prep = prepare(law, x, y, labels=labels, fixed=fixed, bounds=bounds, delta=delta)
+    problem = prep.problem
+    z0 = safe_start(problem, params, prep.ibounds)
+    failures = [_design_failure(prep, w) for w in weights]
+    ok = np.array([not f for f in failures])
+    out: list[tuple[dict[str, float] | None, str, int]] = [(None, f, -1) for f in failures]
+    if not ok.any():
+        return out
+    batch = refine_batch(problem, z0, weights[ok], prep.ibounds)
+    for a, b in enumerate(np.flatnonzero(ok)):
+        z, obj = batch.z[a], float(batch.objective[a])
+        if not batch.converged[a] or not np.isfinite(obj):
+            # Finish with L-BFGS-B on the resample itself.
+            idx = np.repeat(np.arange(len(y)), weights[b].astype(int))
+            sub = type(problem)(law=problem.law,
+                                x={k: (v[idx] if isinstance(v, np.ndarray) and v.shape == y.shape
+                                       else v) for k, v in problem.x.items()},
+                                log_y=problem.log_y[idx], delta=problem.delta,
+                                free=problem.free, fixed=problem.fixed)
+            start = z if np.all(np.isfinite(z)) else z0
+            z = refine_one(sub, start, prep.ibounds)[0]
+            obj = float(weighted_objective(problem, z, weights[b])[0])
+        code = -1
+        if checked[b]:
+            try:
+                zg = _resample_optimum(prep, weights[b], seed)
+                obj_g = float(weighted_objective(problem, zg, weights[b])[0])
+            except DelphiError:
+                obj_g = math.inf
+            code = 0
+            if not np.isfinite(obj) or obj > obj_g * (1 + _WORSE_RTOL) + 1e-300:
+                code = 1
+                z, obj = zg, obj_g
+        if not np.isfinite(obj):
+            out[b] = (None, "the refit gave no finite objective", code)
+        else:
+            out[b] = (problem.values(z), "", code)
+    return out
 
 
 def bootstrap(fit: Fit, *, n: int = 200, unit: str = "run", seed: int = 0,
-              workers: int | None = None, progress: bool | None = None) -> BootstrapDraws:
+              n_jobs: int | None = None, workers: int | None = None,
+              progress: bool | None = None, check_every: int = CHECK_EVERY) -> BootstrapDraws:
     """Refit ``fit``'s law to ``n`` resamples of its runs (or compute budgets).
 
-    Each draw resamples whole units with replacement and refits with the same fixed values,
-    bounds and Huber delta, searching globally plus a start at the original estimate. Draw b
-    uses the b-th child of ``numpy.random.SeedSequence(seed)``, so the result is bit-identical
-    for a given seed whatever the number of worker processes.
+    Each draw resamples whole units with replacement (point multiplicities) and refits with
+    the same fixed values, bounds and Huber delta, **starting at the full-data optimum**: the
+    global search ran once, for ``fit``; draws are refined locally in batches
+    (:func:`delphi.fitting.refit.refine_batch`, L-BFGS-B for any draw the batch does not
+    finish). As a guard, every ``check_every``-th draw (from a seeded offset) is also fitted
+    with the full global search; the better optimum is kept, and the share of checked draws
+    whose warm start was worse by more than 1e-9 (relative) is reported
+    (:attr:`BootstrapDraws.n_worse`), with a warning above 2%. Draw b uses the b-th child of
+    ``numpy.random.SeedSequence(seed)`` and draws are batched by the problem's size alone, so
+    the result is bit-identical for a given seed whatever ``n_jobs`` or backend.
 
     Parameters
     ----------
@@ -275,46 +383,54 @@ def bootstrap(fit: Fit, *, n: int = 200, unit: str = "run", seed: int = 0,
     n: number of draws.
     unit: ``"run"`` (default) or ``"budget"`` (cluster bootstrap over compute budgets).
     seed: random seed.
-    workers: processes (default: all cores for large jobs, else 1). Each worker's BLAS is
-        pinned to one thread by the engine.
-    progress: show a progress bar (default: when stderr is a terminal and the job is long).
+    n_jobs: joblib workers (see :mod:`delphi.parallel`; default serial, or the active
+        ``joblib.parallel_config``, e.g. a Dask cluster). ``workers`` is an older alias.
+    progress: show a progress bar (default: when stderr is a terminal, after 2 s).
+    check_every: guard rate (0 turns the guard off).
 
     Raises
     ------
-    FitError: n < 2, an unknown unit, or more than half of the draws failed.
+    FitError: n < 2, an unknown unit, a bad n_jobs, or more than half of the draws failed.
     """
+    from .parallel import map_jobs
     if not (isinstance(n, int) and n >= 2):
         raise FitError(f"bootstrap needs n >= 2 draws, got {n!r}")
     if not (isinstance(seed, (int, np.integer)) and seed >= 0):
         raise FitError(f"seed must be a non-negative integer, got {seed!r}")
+    if n_jobs is None and workers is not None:
+        n_jobs = workers
     groups = _units(fit, unit)
-    children = np.random.SeedSequence(seed).spawn(n)
+    names, inverse = np.unique(groups, return_inverse=True)
+    children = np.random.SeedSequence(seed).spawn(n + 1)
+    checked = np.zeros(n, dtype=bool)
+    if check_every and check_every > 0:
+        offset = int(np.random.default_rng(children[n]).integers(min(check_every, n)))
+        checked[offset::check_every] = True
+    weights = np.stack([_draw_weights(groups, names, inverse, c) for c in children[:n]])
     bounds = {k: v for k, v in fit.bounds.items() if k not in fit.fixed}
-    jobs = [(fit.law, dict(fit.x), fit.y, groups, dict(fit.fixed), bounds, fit.delta,
-             dict(fit.params), child) for child in children]
-    heavy = n * fit.n_points > 20_000
-    workers = workers if workers is not None else (min(os.cpu_count() or 1, 8) if heavy else 1)
-    show = progress if progress is not None else (heavy and sys.stderr.isatty())
-    if workers > 1:
-        with ProcessPoolExecutor(max_workers=workers) as pool:
-            results = list(_progress(pool.map(_one_draw, jobs, chunksize=max(1, n // (4 * workers))),
-                                     n, show))
-    else:
-        results = list(_progress(map(_one_draw, jobs), n, show))
-    params = [p for p, _ in results if p is not None]
-    failures = [msg for p, msg in results if p is None]
+    size = _batch_size(fit)
+    jobs = [(fit.law, dict(fit.x), fit.y, fit.labels, dict(fit.fixed), bounds, fit.delta,
+             dict(fit.params), weights[i:i + size], checked[i:i + size], seed)
+            for i in range(0, n, size)]
+    blocks = map_jobs(_bootstrap_block, jobs, n_jobs=n_jobs, desc="bootstrap",
+                      show_progress=progress, unit="block")
+    results = [r for block in blocks for r in block]
+    params = [p for p, _, _ in results if p is not None]
+    failures = [msg for p, msg, _ in results if p is None]
+    codes = np.array([c for _, _, c in results])
+    n_checked, n_worse = int(np.sum(codes >= 0)), int(np.sum(codes == 1))
     if len(failures) > n / 2:
         raise FitError(f"{len(failures)} of {n} bootstrap draws failed (e.g. {failures[0]}); "
                        f"the ladder has too few {unit}s to resample")
+    warnings = []
+    if n_checked and n_worse / n_checked > _WORSE_WARN:
+        warnings.append(f"{n_worse} of {n_checked} checked bootstrap draws found a better "
+                        f"optimum by global search than by the warm start (> {_WORSE_WARN:.0%}): "
+                        f"the resamples' optima are far from the full-data fit, so the interval "
+                        f"may be too narrow; check the fit")
     return BootstrapDraws(params=params, n_failed=len(failures), unit=unit, seed=seed,
-                          failures=failures[:5])
-
-
-def _progress(iterable, total: int, show: bool):
-    if not show:
-        return iterable
-    from tqdm import tqdm
-    return tqdm(iterable, total=total, desc="bootstrap", unit="fit", file=sys.stderr)
+                          failures=failures[:5], n_checked=n_checked, n_worse=n_worse,
+                          warnings=warnings)
 
 
 def bootstrap_interval(fit: Fit, draws: BootstrapDraws, x: Mapping[str, Sequence[float]], *,
@@ -343,4 +459,5 @@ def bootstrap_interval(fit: Fit, draws: BootstrapDraws, x: Mapping[str, Sequence
     nlo, nhi = np.quantile(new, [a, 1 - a])
     return Interval(lower=float(nlo), upper=float(nhi), mean_lower=float(lo), mean_upper=float(hi),
                     level=level, method="bootstrap", noise=sigma, noise_source=source,
-                    n_draws=len(draws.params), n_failed=draws.n_failed)
+                    n_draws=len(draws.params), n_failed=draws.n_failed,
+                    n_checked=draws.n_checked, n_worse=draws.n_worse)

@@ -153,7 +153,8 @@ def fit(ladder: Ladder, law: str | Law, *, fixed: Mapping[str, float] | None = N
         bounds: Mapping[str, Sequence[float]] | None = None, delta: float = DEFAULT_DELTA,
         fit_max_flops: float | None = None, include_unfinished: bool = False,
         divergence_threshold: float | None = DIVERGENCE_THRESHOLD, seed: int = 0,
-        min_checkpoint_fraction: float = MIN_CHECKPOINT_FRACTION) -> Fit:
+        min_checkpoint_fraction: float = MIN_CHECKPOINT_FRACTION,
+        warm_start: Mapping[str, float] | None = None) -> Fit:
     """Fit a law to a ladder: one point per finished run, or every checkpoint for a checkpoint
     law (``chinchilla-ckpt``).
 
@@ -169,6 +170,9 @@ def fit(ladder: Ladder, law: str | Law, *, fixed: Mapping[str, float] | None = N
         first robust fit, and far outside the ladder's scatter, are excluded as diverged and the
         law refitted; ``None`` disables the check.
     min_checkpoint_fraction: checkpoint laws skip checkpoints in this first share of each run.
+    warm_start: parameter values of a fit of the same law to more of this ladder (a backtest
+        fold's full-data fit): skip the global search and refine from there (see
+        :func:`~delphi.fitting.fit_arrays`).
 
     Returns
     -------
@@ -211,7 +215,8 @@ def fit(ladder: Ladder, law: str | Law, *, fixed: Mapping[str, float] | None = N
             labels = [f"{r}@{s:g}" for r, s in zip(table["run"], table["step"])]
         try:
             return fit_arrays(law, x, table["loss"].to_numpy(float), labels=labels,
-                              fixed=fixed, bounds=bounds, delta=delta, seed=seed)
+                              fixed=fixed, bounds=bounds, delta=delta, seed=seed,
+                              warm_start=warm_start)
         except FitError as exc:
             if not excluded or "cannot fit" not in str(exc):
                 raise

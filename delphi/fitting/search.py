@@ -21,7 +21,7 @@ from .objective import Problem, huber
 __all__ = ["Candidate", "theta_candidates", "screen"]
 
 GRID_1D = 801
-GRID_2D = 61
+GRID_2D = 41
 SOBOL_POINTS = 4096
 _CHUNK_ELEMENTS = 2_000_000
 

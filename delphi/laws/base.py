@@ -140,6 +140,15 @@ class Law:
         """
         return np.stack([self.log_basis(t, x)[0] for t in thetas])
 
+    def log_basis_batch(self, thetas: np.ndarray, x: Inputs) -> tuple[np.ndarray, np.ndarray]:
+        """``log phi`` and its derivative at many parameter vectors, for batched refits.
+
+        thetas (B, m) -> (logphi (B, n, k), dlogphi (B, n, k, m)). The default loops over
+        :meth:`log_basis`; laws whose derivative does not depend on ``theta`` override it.
+        """
+        pairs = [self.log_basis(t, x) for t in thetas]
+        return np.stack([p[0] for p in pairs]), np.stack([p[1] for p in pairs])
+
     def check_inputs(self, x: Inputs, *, what: str = "target") -> dict[str, np.ndarray]:
         """Validate and convert the inputs the law needs.
 

@@ -32,6 +32,11 @@ class ChinchillaLaw(Law):
         out[:, :, 2] = -thetas[:, 1:2] * log_d[None, :]
         return out
 
+    def log_basis_batch(self, thetas: np.ndarray, x: Inputs) -> tuple[np.ndarray, np.ndarray]:
+        logphi = self.log_basis_grid(thetas, x)
+        _, dlogphi = self.log_basis(thetas[0], x)  # linear in theta: the same for every draw
+        return logphi, np.broadcast_to(dlogphi, (len(thetas),) + dlogphi.shape)
+
 
 #: E, A, B of the Chinchilla law, shared by the laws that extend it (linear parameters first).
 CHINCHILLA_COEFFICIENTS = (

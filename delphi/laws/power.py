@@ -32,6 +32,11 @@ class PowerLaw(Law):
         out[:, :, 1] = -thetas[:, :1] * log_c[None, :]
         return out
 
+    def log_basis_batch(self, thetas: np.ndarray, x: Inputs) -> tuple[np.ndarray, np.ndarray]:
+        logphi = self.log_basis_grid(thetas, x)
+        _, dlogphi = self.log_basis(thetas[0], x)  # linear in theta: the same for every draw
+        return logphi, np.broadcast_to(dlogphi, (len(thetas),) + dlogphi.shape)
+
 
 POWER = PowerLaw(
     name="power",
