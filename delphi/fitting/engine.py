@@ -22,7 +22,7 @@ from typing import Mapping, Sequence
 
 import numpy as np
 from scipy.optimize import minimize
-from threadpoolctl import threadpool_limits
+from threadpoolctl import ThreadpoolController
 
 from ..errors import FitError, IdentifiabilityError, LawError
 from ..laws import Law, get_law
@@ -42,6 +42,18 @@ _STATIONARY = 1e-5
 # A direction of the scaled Jacobian this much weaker than the strongest is not identified.
 _ILL_CONDITIONED = 1e-6
 _SINGULAR = 1e-10
+
+
+_CONTROLLER: ThreadpoolController | None = None
+
+
+def one_blas_thread():
+    """Context manager pinning BLAS to one thread (the library scan is done once: it costs
+    milliseconds, a sizeable share of a small fit)."""
+    global _CONTROLLER
+    if _CONTROLLER is None:
+        _CONTROLLER = ThreadpoolController()
+    return _CONTROLLER.limit(limits=1, user_api="blas")
 
 
 def _resolve(law: Law, fixed: Mapping[str, float] | None,
@@ -319,7 +331,7 @@ def fit_arrays(law: str | Law, x: Mapping[str, np.ndarray], y: np.ndarray, *,
     """
     # The linear algebra here is on tiny matrices: BLAS threads only contend for the cores
     # (20-40x slower on a busy 2-core machine), so the fit runs single-threaded.
-    with threadpool_limits(limits=1, user_api="blas"):
+    with one_blas_thread():
         return _fit_arrays(law, x, y, labels=labels, fixed=fixed, bounds=bounds, delta=delta,
                            seed=seed, starts=starts, init=init, warm_start=warm_start)
 
