@@ -2,22 +2,51 @@
 
 The flow: ``load_ladder`` -> :class:`Ladder` -> ``fit(ladder, law)`` -> :class:`Fit` ->
 ``predict(ladder, target, law)`` -> :class:`Forecast`. See the README for the CLI.
+
+``import delphi`` is quick: the names below (and the submodules, e.g. ``delphi.plot``) are
+imported on first use, so a notebook or the ``delphi`` command pays for pandas, scipy and the
+fitting engine only when it needs them. ``delphi.X`` and ``from delphi import X`` work for
+every name in ``__all__``.
 """
+
+from __future__ import annotations
+
+import importlib
+import sys
+import types
+from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
 
+# The errors are tiny and needed by every caller that catches them: imported eagerly.
 from .errors import (DataDirError, DelphiError, DelphiWarning, FitError, FitWarning,  # noqa: E402
                      IdentifiabilityError, LadderError, LadderWarning, LawError, ManifestError,
                      RegistryError, TargetError)
-from .fitting import Fit, ScalingLawFitter, fit, fit_arrays  # noqa: E402
-from .forecast import Forecast, Target, predict  # noqa: E402
-from .ladder import Exclusion, Ladder  # noqa: E402
-from .laws import LAWS, Law, Param, get_law  # noqa: E402
-from .readers import list_ladders, load_ladder, load_manifest  # noqa: E402
-from .backtest import Backtest, backtest  # noqa: E402
-from .curves import Completion, complete  # noqa: E402
-from .registry import Registry  # noqa: E402
-from .uncertainty import Interval, bootstrap  # noqa: E402
+
+#: Public name -> the submodule that defines it (imported on first access).
+_LAZY: dict[str, str] = {
+    "Fit": "fitting", "ScalingLawFitter": "fitting", "fit": "fitting", "fit_arrays": "fitting",
+    "Forecast": "forecast", "Target": "forecast", "predict": "forecast",
+    "Exclusion": "ladder", "Ladder": "ladder",
+    "LAWS": "laws", "Law": "laws", "Param": "laws", "get_law": "laws",
+    "list_ladders": "readers", "load_ladder": "readers", "load_manifest": "readers",
+    "Backtest": "backtest", "backtest": "backtest",
+    "Completion": "curves", "complete": "curves",
+    "complete_many": "curves",
+    "Registry": "registry",
+    "Interval": "uncertainty", "bootstrap": "uncertainty",
+}
+
+if TYPE_CHECKING:  # static analysers and IDEs see the real imports
+    from .backtest import Backtest, backtest
+    from .curves import Completion, complete
+    from .fitting import Fit, ScalingLawFitter, fit, fit_arrays
+    from .forecast import Forecast, Target, predict
+    from .ladder import Exclusion, Ladder
+    from .laws import LAWS, Law, Param, get_law
+    from .readers import list_ladders, load_ladder, load_manifest
+    from .registry import Registry
+    from .uncertainty import Interval, bootstrap
 
 __all__ = [
     "__version__", "Ladder", "Exclusion", "load_ladder", "load_manifest", "list_ladders",
@@ -28,3 +57,42 @@ __all__ = [
     "FitError", "IdentifiabilityError", "RegistryError", "DelphiWarning", "LadderWarning",
     "FitWarning",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    """Import a public name (or a submodule such as ``delphi.plot``) on first access."""
+    module = _LAZY.get(name)
+    if module is not None:
+        value = getattr(importlib.import_module(f".{module}", __name__), name)
+        globals()[name] = value
+        return value
+    if not name.startswith("_"):
+        try:
+            return importlib.import_module(f".{name}", __name__)
+        except ModuleNotFoundError as exc:
+            if exc.name != f"{__name__}.{name}":
+                raise  # the submodule exists but one of its imports is missing
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))
+
+
+class _Package(types.ModuleType):
+    """The package's module type: keeps public functions that share a submodule's name.
+
+    ``delphi.backtest`` is the function, as it was when this package imported everything
+    eagerly; Python's import system binds a submodule on its package when it is first
+    imported (e.g. by ``from delphi.backtest import Backtest``), which would replace the
+    function by the module. This binds the module's function of that name instead.
+    """
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if (_LAZY.get(name) == name and isinstance(value, types.ModuleType)
+                and value.__name__ == f"{__name__}.{name}"):
+            value = getattr(value, name)
+        super().__setattr__(name, value)
+
+
+sys.modules[__name__].__class__ = _Package

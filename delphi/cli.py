@@ -1,4 +1,11 @@
-"""The ``delphi`` command line: argument parsing and printing only; the science is elsewhere."""
+"""The ``delphi`` command line: argument parsing and printing only; the science is elsewhere.
+
+Start-up is kept light: this module imports only the standard library, :mod:`delphi.errors`
+and :mod:`delphi.parallel`, so ``delphi --help`` and usage errors answer without importing
+pandas, scipy or the fitting engine. Each handler imports what it needs once the arguments
+have parsed. Help texts that name the laws or the fitting defaults are filled in only when
+a help page is printed (see :class:`_HelpFormatter`).
+"""
 
 from __future__ import annotations
 
@@ -11,11 +18,45 @@ from typing import Sequence
 
 from . import __version__
 from .errors import DelphiError, DelphiWarning, LawError
-from .fitting import DEFAULT_DELTA, fit
-from .forecast import Target, default_law, predict
-from .laws import CURVE_LAWS, LAWS
+from .parallel import is_quiet, set_quiet
 
 __all__ = ["main"]
+
+
+# Placeholders in help texts, filled in (by importing the laws / the engine) only when a help
+# page is formatted, so that parsing does not import them.
+def _help_values() -> dict[str, str]:
+    from .fitting import DEFAULT_DELTA
+    from .laws import CURVE_LAWS, LAWS
+
+    return {"{LAWS}": ", ".join(sorted(LAWS)), "{CURVE_LAWS}": ", ".join(sorted(CURVE_LAWS)),
+            "{DELTA}": f"{DEFAULT_DELTA:g}"}
+
+
+class _HelpFormatter(argparse.HelpFormatter):
+    """argparse's formatter, filling ``{LAWS}``, ``{CURVE_LAWS}`` and ``{DELTA}`` in help
+    texts when (and only when) a help page is printed."""
+
+    def _expand_help(self, action: argparse.Action) -> str:
+        text = super()._expand_help(action)
+        if "{" in text:
+            for key, value in _help_values().items():
+                text = text.replace(key, value)
+        return text
+
+
+class _Parser(argparse.ArgumentParser):
+    """An ArgumentParser whose help texts use :class:`_HelpFormatter` (subparsers too)."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        kwargs.setdefault("formatter_class", _HelpFormatter)
+        super().__init__(*args, **kwargs)
+
+
+def note(text: str) -> None:
+    """Print an explanatory note (not a result) on stderr, unless ``--quiet``."""
+    if not is_quiet():
+        print(f"delphi: note: {text}", file=sys.stderr)
 
 
 def _positive_float(text: str) -> float:
@@ -45,6 +86,29 @@ def _count(minimum: int):
     return parse
 
 
+def _jobs(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if value == 0:
+        raise argparse.ArgumentTypeError("0 jobs: use 1 for serial, -1 for all cores")
+    return value
+
+
+def _add_jobs_option(p: argparse.ArgumentParser, what: str) -> None:
+    p.add_argument("-j", "--jobs", type=_jobs, metavar="N",
+                   help=f"parallel jobs for {what} (joblib convention: 1 serial, -1 all cores, "
+                        f"-2 all but one; default serial unless a joblib parallel_config is "
+                        f"active); results do not depend on N")
+
+
+def _jobs_kwargs(args) -> dict:
+    """``{"n_jobs": N}`` when ``-j`` was given, else nothing (the library's default)."""
+    jobs = getattr(args, "jobs", None)
+    return {} if jobs is None else {"n_jobs": jobs}
+
+
 def _fixed_pair(text: str) -> tuple[str, float]:
     name, sep, value = text.partition("=")
     if not sep:
@@ -69,9 +133,9 @@ def _bound_triple(text: str) -> tuple[str, tuple[float | None, float | None]]:
 def _add_fit_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("ladder", help="bundled ladder name, a manifest (.toml) or a tidy "
                                   "CSV/Parquet/JSONL file")
-    p.add_argument("--law", metavar="LAW", help=f"law to fit: {', '.join(sorted(LAWS))} (default: "
+    p.add_argument("--law", metavar="LAW", help="law to fit: {LAWS} (default: "
                    "power when only C is known, chinchilla when the target gives N and D); "
-                   f"curve laws ({', '.join(sorted(CURVE_LAWS))}) are for `delphi complete`")
+                   "curve laws ({CURVE_LAWS}) are for `delphi complete`")
     p.add_argument("--floor", type=_positive_float, metavar="E",
                    help="fix the irreducible loss E at this value")
     p.add_argument("--fix", type=_fixed_pair, action="append", default=[], metavar="NAME=VALUE",
@@ -83,8 +147,8 @@ def _add_fit_options(p: argparse.ArgumentParser) -> None:
                    help="fit only runs with compute at or below C FLOPs")
     p.add_argument("--include-unfinished", action="store_true",
                    help="also fit the last checkpoint of runs stopped early")
-    p.add_argument("--huber-delta", type=_positive_float, default=DEFAULT_DELTA,
-                   help=f"Huber delta on log residuals (default {DEFAULT_DELTA:g})")
+    p.add_argument("--huber-delta", type=_positive_float, metavar="DELTA",
+                   help="Huber delta on log residuals (default {DELTA})")
     p.add_argument("--no-defaults", action="store_true",
                    help="ignore the manifest's [predict] defaults (target, fixed values, law)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
@@ -116,6 +180,7 @@ def _add_interval_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--boot-unit", default="run", choices=["run", "budget"],
                    help="resample whole runs (default) or whole compute budgets")
     p.add_argument("--seed", type=_count(0), default=0, help="random seed (bootstrap; >= 0)")
+    _add_jobs_option(p, "the bootstrap")
 
 
 def _interval_settings(args) -> dict:
@@ -123,8 +188,11 @@ def _interval_settings(args) -> dict:
             "n_boot": args.n_boot, "boot_unit": args.boot_unit, "seed": args.seed}
 
 
-def _target_from(args, defaults) -> Target:
-    """The target from the command line, else the manifest's [predict] defaults."""
+def _target_from(args, defaults):
+    """The target (a :class:`~delphi.forecast.Target`) from the command line, else the
+    manifest's [predict] defaults."""
+    from .forecast import Target
+
     given = any(v is not None for v in (args.target_flops, args.target_params, args.target_tokens,
                                         args.target_steps))
     lr = {"peak_lr": args.target_peak_lr, "schedule": args.target_schedule,
@@ -137,11 +205,27 @@ def _target_from(args, defaults) -> Target:
                   tokens=defaults.target_tokens, name=args.target_name or defaults.target_name, **lr)
 
 
+def _add_quiet(parser: argparse.ArgumentParser, default) -> None:
+    parser.add_argument("-q", "--quiet", action="store_true", default=default,
+                        help="no progress bars or notes on stderr (results are still printed)")
+
+
+def _add_quiet_to_subcommands(parser: argparse.ArgumentParser) -> None:
+    # `-q` is accepted before or after the subcommand. After it, the subparser must not reset
+    # a `-q` given before it to False: its default is SUPPRESS (no attribute unless given).
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for child in dict.fromkeys(action.choices.values()):  # aliases: once each
+                _add_quiet(child, argparse.SUPPRESS)
+                _add_quiet_to_subcommands(child)
+
+
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="delphi", description="Predict the final loss of a large training run from a "
         "ladder of small runs.")
     parser.add_argument("--version", action="version", version=f"delphi {__version__}")
+    _add_quiet(parser, False)
     sub = parser.add_subparsers(dest="command", required=True)
 
     p = sub.add_parser("predict", help="fit a law to a ladder and predict a target run")
@@ -159,7 +243,12 @@ def _parser() -> argparse.ArgumentParser:
     p = sub.add_parser("complete", help="predict an unfinished run's final loss from its "
                                         "checkpoints and planned LR schedule")
     p.add_argument("ladder", help="bundled ladder name, manifest or data file with checkpoints")
-    p.add_argument("--run", required=True, help="the run to complete")
+    runs = p.add_mutually_exclusive_group(required=True)
+    runs.add_argument("--run", action="append", metavar="RUN",
+                      help="the run to complete (repeatable: several runs, one result each)")
+    runs.add_argument("--all-runs", action="store_true",
+                      help="complete every run of the ladder (runs that cannot be completed "
+                           "are skipped with a note)")
     p.add_argument("--law", default="annealing", metavar="LAW",
                    help="curve law: annealing (default; Tissue et al. 2024) or multipower "
                         "(Luo et al. 2025; more flexible, slower, needs more checkpoints)")
@@ -169,7 +258,9 @@ def _parser() -> argparse.ArgumentParser:
                    help="also fit the ladder's runs of the same model and peak LR, up to the "
                         "same step")
     p.add_argument("--metric", metavar="COLUMN", help="source column to use as the loss")
-    p.add_argument("--json", action="store_true", help="print one JSON object")
+    _add_jobs_option(p, "several runs")
+    p.add_argument("--json", action="store_true",
+                   help="print one JSON object (a list of them for several runs)")
     p.add_argument("--debug", action="store_true", help="show tracebacks on errors")
 
     p = sub.add_parser("hparams", help="fit optimal-LR (and batch) laws from LR sweeps and "
@@ -184,6 +275,7 @@ def _parser() -> argparse.ArgumentParser:
                    help="also fit sweeps whose best LR is at the edge of the sweep")
     p.add_argument("--groups", action="store_true", help="show every sweep's optimum")
     p.add_argument("--metric", metavar="COLUMN", help="source column to use as the loss")
+    _add_jobs_option(p, "the sweeps' optima and the laws")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument("--debug", action="store_true", help="show tracebacks on errors")
 
@@ -200,12 +292,14 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--interval", default="delta", choices=["delta", "bootstrap", "none"],
                    help="interval per prediction (default delta: fast)")
     p.add_argument("--n-boot", type=_count(20), default=100, help="bootstrap draws per fit")
+    _add_jobs_option(p, "the folds")
 
     from .cli_analyses import add_analysis_commands
     from .cli_registry import add_registry_commands
 
     _EXTRA.update(add_analysis_commands(sub))
     _EXTRA.update(add_registry_commands(sub))
+    _add_quiet_to_subcommands(parser)
     return parser
 
 
@@ -240,22 +334,31 @@ def _fit_settings(args, defaults) -> dict:
     fit_max = args.fit_max_flops
     if fit_max is None and defaults is not None:
         fit_max = defaults.fit_max_flops
-    return {"fixed": fixed, "bounds": dict(args.bound) or None, "delta": args.huber_delta,
+    if args.huber_delta is not None:
+        delta = args.huber_delta
+    else:
+        from .fitting import DEFAULT_DELTA
+        delta = DEFAULT_DELTA
+    return {"fixed": fixed, "bounds": dict(args.bound) or None, "delta": delta,
             "fit_max_flops": fit_max, "include_unfinished": args.include_unfinished}
 
 
 def _cmd_predict(args) -> int:
+    from .forecast import default_law, predict
+
     ladder, defaults = _load(args)
     target = _target_from(args, defaults)
     law = args.law or (defaults.law if defaults is not None else None) or default_law(ladder, target)
     forecast = predict(ladder, target, law, **_fit_settings(args, defaults),
-                       **_interval_settings(args))
+                       **_interval_settings(args), **_jobs_kwargs(args))
     print(json.dumps(forecast.to_dict(), indent=2, allow_nan=False) if args.json
           else forecast.report())
     return 0
 
 
 def _cmd_fit(args) -> int:
+    from .fitting import fit
+
     ladder, defaults = _load(args)
     law = args.law or (defaults.law if defaults is not None else None)
     if law is None:
@@ -274,14 +377,53 @@ def _cmd_fit(args) -> int:
 
 
 def _cmd_complete(args) -> int:
-    from .curves import complete
     from .readers import load_ladder
 
     ladder = load_ladder(args.ladder, metric=args.metric)
-    result = complete(ladder, args.run, args.law, upto_fraction=args.upto_fraction,
-                      siblings=args.siblings)
-    print(json.dumps(result.to_dict(), indent=2, allow_nan=False) if args.json else result.report())
+    settings = {"upto_fraction": args.upto_fraction, "siblings": args.siblings}
+    if not args.all_runs and len(args.run) == 1:
+        from .curves import complete
+
+        result = complete(ladder, args.run[0], args.law, **settings)
+        print(json.dumps(result.to_dict(), indent=2, allow_nan=False) if args.json
+              else result.report())
+        return 0
+    runs = list(ladder.runs) if args.all_runs else list(dict.fromkeys(args.run))
+    done, failed = _complete_runs(ladder, runs, args.law, settings, args)
+    for run, reason in failed:
+        note(f"run {run!r} not completed: {reason}")
+    if failed:
+        note(f"{len(done)} of {len(runs)} runs completed")
+    if args.json:
+        print(json.dumps([c.to_dict() for c in done], indent=2, allow_nan=False))
+    else:
+        print("\n\n".join(c.report() for c in done))
+    if not done:
+        raise DelphiError(f"none of the {len(runs)} runs could be completed"
+                          + (f" (first: {failed[0][1]})" if failed else ""))
     return 0
+
+
+def _complete_runs(ladder, runs: list[str], law: str, settings: dict, args):
+    """Complete several runs with :func:`delphi.curves.complete_many` (parallel through
+    ``-j``); returns (completions in run order, [(run, reason), ...]).
+
+    With ``--all-runs`` a run that cannot be completed (no schedule, too few checkpoints) is
+    skipped with a note; runs named with ``--run`` must all succeed (else a delphi error).
+    """
+    from .curves import complete_many
+
+    done, failed = [], []
+    for run, result in complete_many(ladder, runs, law, **settings, **_jobs_kwargs(args)):
+        if isinstance(result, str):  # the run's one-line error message
+            prefix = f"run {run!r}: "
+            reason = result.replace(prefix, "", 1) if prefix in result else result
+            if not args.all_runs:
+                raise DelphiError(f"run {run!r} could not be completed: {reason}")
+            failed.append((run, reason))
+        else:
+            done.append(result)
+    return done, failed
 
 
 def _cmd_hparams(args) -> int:
@@ -289,7 +431,7 @@ def _cmd_hparams(args) -> int:
     from .readers import load_ladder
 
     ladder = load_ladder(args.ladder, metric=args.metric)
-    result = fit_hparams(ladder, args.law, include_edge=args.include_edge)
+    result = fit_hparams(ladder, args.law, include_edge=args.include_edge, n_jobs=args.jobs)
     target = any(v is not None for v in (args.target_flops, args.target_params, args.target_tokens))
     rec = result.recommend(flops=args.target_flops, params=args.target_params,
                            tokens=args.target_tokens) if target else None
@@ -317,10 +459,10 @@ def _cmd_backtest(args) -> int:
     settings = _fit_settings(args, defaults)
     result = backtest(ladder, law, fit_max_flops=args.fit_max_flops,
                       leave_one_budget_out=args.leave_one_budget_out, fixed=settings["fixed"],
-                      bounds=settings["bounds"], delta=args.huber_delta,
+                      bounds=settings["bounds"], delta=settings["delta"],
                       include_unfinished=args.include_unfinished,
                       interval=None if args.interval == "none" else args.interval,
-                      level=args.level, n_boot=args.n_boot)
+                      level=args.level, n_boot=args.n_boot, **_jobs_kwargs(args))
     print(json.dumps(result.to_dict(), indent=2, allow_nan=False) if args.json else result.report())
     return 0
 
@@ -343,15 +485,22 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     Exit codes: 0 success, 1 a delphi error (bad ladder, law, target or failed fit: one line on
     stderr, no traceback unless ``--debug``), 2 bad command-line usage (argparse).
+
+    ``-q/--quiet`` (before or after the subcommand) turns progress bars and notes off for the
+    duration of the call.
     """
     args = _parser().parse_args(argv)
     handlers = {"predict": _cmd_predict, "fit": _cmd_fit, "ladders": _cmd_ladders,
                 "complete": _cmd_complete, "hparams": _cmd_hparams, "backtest": _cmd_backtest,
                 **_EXTRA}
+    from . import parallel
+
+    was_quiet = parallel._QUIET
     with warnings.catch_warnings():
         # Warnings are recorded on the ladder and fit and printed in the report; do not
         # print them twice through Python's warning machinery.
         warnings.simplefilter("ignore", DelphiWarning)
+        set_quiet(was_quiet or args.quiet)
         try:
             return handlers[args.command](args)
         except DelphiError as exc:
@@ -359,6 +508,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 traceback.print_exc()
             print(f"delphi: error: {exc}", file=sys.stderr)
             return 1
+        finally:
+            set_quiet(was_quiet)
 
 
 if __name__ == "__main__":  # pragma: no cover

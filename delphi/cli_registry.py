@@ -16,8 +16,9 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 from .errors import RegistryError
-from .forecast import default_law, predict
-from .registry import Registry
+
+# delphi.registry (pydantic, filelock) and delphi.forecast (the fitting stack) are imported by
+# the handlers, after parsing: `delphi --help` and usage errors stay quick.
 
 __all__ = ["add_registry_commands", "main"]
 
@@ -160,7 +161,8 @@ def _print_json(obj) -> None:
 
 # --------------------------------------------------------------------------- handlers
 def _cmd_register(args) -> int:
-    from .cli import _fit_settings, _interval_settings, _load, _target_from
+    from .cli import _fit_settings, _interval_settings, _jobs_kwargs, _load, _target_from
+    from .registry import Registry
 
     reg = Registry(args.registry)
     if reg.path.exists() and any(e.id == args.id for e in reg.entries()):
@@ -206,12 +208,14 @@ def _cmd_register(args) -> int:
                                 f"(--external-loss); a delphi forecast takes them from LADDER")
         # Target, law and settings exactly as `delphi predict` chooses them (manifest defaults
         # first, command-line options over them).
+        from .forecast import default_law, predict
+
         ladder, defaults = _load(args)
         target = _target_from(args, defaults)
         law = (args.law or (defaults.law if defaults is not None else None)
                or default_law(ladder, target))
         settings = {**_fit_settings(args, defaults), **_interval_settings(args)}
-        forecast = predict(ladder, target, law, **settings)
+        forecast = predict(ladder, target, law, **settings, **_jobs_kwargs(args))
         entry = reg.register(forecast, settings=settings, **common)
     if args.json:
         _print_json(entry.model_dump(mode="json"))
@@ -228,6 +232,8 @@ def _cmd_register(args) -> int:
 
 
 def _cmd_score(args) -> int:
+    from .registry import Registry
+
     score = Registry(args.registry).score(args.id, args.actual, fraction=args.fraction,
                                           source=args.source, author=args.author,
                                           notes=args.notes, created_at=args.created_at)
@@ -239,6 +245,8 @@ def _cmd_score(args) -> int:
 
 
 def _cmd_registry(args) -> int:
+    from .registry import Registry
+
     reg = Registry(args.path)
     action = args.registry_command
     if action == "verify":
@@ -309,7 +317,7 @@ def _summary_line(i: int, e) -> str:
     return f"{i:>4}  {e.id:<32} {e.kind:<10} {when}  {what}"
 
 
-def _warn_if_broken(reg: Registry, report=None) -> int:
+def _warn_if_broken(reg, report=None) -> int:
     """Exit code of a read command: 1 (with the reason on stderr) when the chain is broken."""
     report = report if report is not None else reg.verify()
     if not report.ok:

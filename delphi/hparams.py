@@ -41,6 +41,7 @@ from .fitting.result import Fit
 from .ladder import FLOPS_PER_PARAM_TOKEN, Exclusion, Ladder
 from .laws.base import Law
 from .laws.hparams import DEEPSEEK_BATCH, DEEPSEEK_LR, STEPLAW_BATCH, STEPLAW_LR
+from .parallel import map_jobs
 from .records import positive_number
 
 __all__ = [
@@ -322,9 +323,47 @@ def _check_columns(ladder: Ladder, needed: Sequence[str], what: str) -> None:
             f"needed {what}; columns found: {', '.join(map(str, ladder.table.columns))}")
 
 
+def _group_optimum(job: tuple) -> tuple[dict, bool, bool]:
+    """The optimum of one sweep, for :func:`optimal_points` (module level: run by workers).
+
+    ``job`` is ``(by, key, g, min_points, max_fit_points)`` with ``g`` the group's rows
+    (columns ``_h``, ``_o``, ``loss``, ``flops`` and ``batch_size`` when present). Returns the
+    table row, whether replicates were averaged and whether the other hparam was profiled.
+    """
+    by, key, g, min_points, max_fit_points = job
+    label = _group_label(by, key)
+    # Average replicates: same hparam and same other setting.
+    cell = g.groupby(["_h", "_o"], sort=True)["loss"].agg(["mean", "size"]).reset_index()
+    replicated = bool((cell["size"] > 1).any())
+    xs, ys = [], []
+    profiled = False
+    for h, sub in cell.groupby("_h", sort=True):
+        xs.append(float(h))
+        if len(sub) == 1 or (sub["_o"] <= 0).any():   # one setting, or one unknown
+            ys.append(float(sub["mean"].min()))
+            continue
+        profiled = True
+        inner = _locate(sub["_o"].to_numpy(float), sub["mean"].to_numpy(float),
+                        min_points=min_points, max_fit_points=max_fit_points)
+        ys.append(inner.loss if inner.status == "interior" else float(sub["mean"].min()))
+    x, y = np.asarray(xs), np.asarray(ys)
+    opt = _locate(x, y, min_points=min_points, max_fit_points=max_fit_points)
+    batch = g["batch_size"].dropna().unique() if "batch_size" in g.columns else []
+    row = {
+        **dict(zip(by, key)), "group": label, "flops": float(g["flops"].median()),
+        "optimum": opt.optimum, "loss_at_optimum": opt.loss, "status": opt.status,
+        "method": opt.method, "side": opt.side, "vertex": opt.vertex,
+        "curvature": opt.curvature, "best_sampled": opt.best_value,
+        "best_loss": opt.best_loss, "n_points": len(x), "n_runs": len(g), "n_fit": opt.n_fit,
+        "hparam_min": float(x.min()), "hparam_max": float(x.max()),
+        "batch_size": float(batch[0]) if len(batch) == 1 else math.nan,
+    }
+    return row, replicated, profiled
+
+
 def optimal_points(ladder: Ladder, *, by: Sequence[str] = ("params", "tokens"),
                    hparam: str = "peak_lr", min_points: int = 3,
-                   max_fit_points: int = 5) -> OptimaTable:
+                   max_fit_points: int = 5, n_jobs: int | None = None) -> OptimaTable:
     """Locate the optimal ``hparam`` of each sweep in ``ladder``.
 
     Each finished run (:meth:`Ladder.final_points`) contributes its final loss. Runs are
@@ -351,6 +390,9 @@ def optimal_points(ladder: Ladder, *, by: Sequence[str] = ("params", "tokens"),
     hparam: the swept column, ``"peak_lr"`` (dimensionless) or ``"batch_size"`` [tokens].
     min_points: fewest distinct ``hparam`` values for a parabola (>= 3).
     max_fit_points: most points the parabola is fitted to (>= ``min_points``).
+    n_jobs: sweeps located in parallel through :func:`delphi.parallel.map_jobs` (joblib
+        convention: None the active ``parallel_config``, serial by default; 1 serial; -1 all
+        cores). The table is the same whatever ``n_jobs``.
 
     Returns
     -------
@@ -397,38 +439,13 @@ def optimal_points(ladder: Ladder, *, by: Sequence[str] = ("params", "tokens"),
     pts["_o"] = (_merge_values(pts[other].fillna(-1.0).to_numpy(float)) if other
                  else 0.0)
 
-    rows, n_replicated, n_profiled = [], 0, 0
-    for key, g in pts.groupby(list(by), sort=True):
-        key = key if isinstance(key, tuple) else (key,)
-        label = _group_label(by, key)
-        # Average replicates: same hparam and same other setting.
-        cell = g.groupby(["_h", "_o"], sort=True)["loss"].agg(["mean", "size"]).reset_index()
-        if (cell["size"] > 1).any():
-            n_replicated += 1
-        xs, ys = [], []
-        profiled = False
-        for h, sub in cell.groupby("_h", sort=True):
-            xs.append(float(h))
-            if len(sub) == 1 or (sub["_o"] <= 0).any():   # one setting, or one unknown
-                ys.append(float(sub["mean"].min()))
-                continue
-            profiled = True
-            inner = _locate(sub["_o"].to_numpy(float), sub["mean"].to_numpy(float),
-                            min_points=min_points, max_fit_points=max_fit_points)
-            ys.append(inner.loss if inner.status == "interior" else float(sub["mean"].min()))
-        n_profiled += profiled
-        x, y = np.asarray(xs), np.asarray(ys)
-        opt = _locate(x, y, min_points=min_points, max_fit_points=max_fit_points)
-        batch = g["batch_size"].dropna().unique() if "batch_size" in g.columns else []
-        rows.append({
-            **dict(zip(by, key)), "group": label, "flops": float(g["flops"].median()),
-            "optimum": opt.optimum, "loss_at_optimum": opt.loss, "status": opt.status,
-            "method": opt.method, "side": opt.side, "vertex": opt.vertex,
-            "curvature": opt.curvature, "best_sampled": opt.best_value,
-            "best_loss": opt.best_loss, "n_points": len(x), "n_runs": len(g), "n_fit": opt.n_fit,
-            "hparam_min": float(x.min()), "hparam_max": float(x.max()),
-            "batch_size": float(batch[0]) if len(batch) == 1 else math.nan,
-        })
+    keep = ["_h", "_o", "loss", "flops"] + (["batch_size"] if "batch_size" in pts.columns else [])
+    jobs = [(by, key if isinstance(key, tuple) else (key,), g[keep], min_points, max_fit_points)
+            for key, g in pts.groupby(list(by), sort=True)]
+    done = map_jobs(_group_optimum, jobs, n_jobs=n_jobs, desc=f"{hparam} sweeps", unit="sweep")
+    rows = [row for row, _, _ in done]
+    n_replicated = sum(rep for _, rep, _ in done)
+    n_profiled = sum(prof for _, _, prof in done)
 
     notes = []
     if n_replicated:
@@ -499,6 +516,18 @@ def _fit_law(law: Law, pts: pd.DataFrame, delta: float, seed: int) -> Fit:
     x = {c: pts[c].to_numpy(float) for c in law.inputs}
     return fit_arrays(law, x, pts["optimum"].to_numpy(float), labels=list(pts["group"]),
                       delta=delta, seed=seed)
+
+
+def _fit_law_job(job: tuple) -> Fit | FitError | LadderError:
+    """One law fit for :func:`fit_hparams` (module level: run by workers). With ``catch``, a
+    FitError or LadderError is returned instead of raised (the optional batch law)."""
+    law, pts, delta, seed, catch = job
+    try:
+        return _fit_law(law, pts, delta, seed)
+    except (FitError, LadderError) as exc:
+        if not catch:
+            raise
+        return exc
 
 
 def _batch_status(ladder: Ladder, by: Sequence[str]) -> str | None:
@@ -725,7 +754,8 @@ class HparamFit:
 
 def fit_hparams(ladder: Ladder, law: str = "deepseek", *, include_edge: bool = False,
                 by: Sequence[str] | None = None, min_points: int = 3, max_fit_points: int = 5,
-                delta: float = DEFAULT_DELTA, seed: int = 0) -> HparamFit:
+                delta: float = DEFAULT_DELTA, seed: int = 0,
+                n_jobs: int | None = None) -> HparamFit:
     """Fit the optimal peak LR (and batch size) laws of a family to a ladder of sweeps.
 
     Parameters
@@ -743,6 +773,10 @@ def fit_hparams(ladder: Ladder, law: str = "deepseek", *, include_edge: bool = F
     delta: Huber delta on log residuals of the optima (default: the engine's 1e-3, which
         makes the regression nearly least-absolute-deviation, robust to a stray optimum).
     seed: seed of the engine's search (results are deterministic for a given seed).
+    n_jobs: the sweeps' optima and the LR and batch laws are computed in parallel through
+        :func:`delphi.parallel.map_jobs` (joblib convention: None the active
+        ``parallel_config``, serial by default; 1 serial; -1 all cores). Results are identical
+        whatever ``n_jobs``.
 
     Returns
     -------
@@ -773,29 +807,39 @@ def fit_hparams(ladder: Ladder, law: str = "deepseek", *, include_edge: bool = F
         _check_columns(ladder, ("params", "tokens"), "by the steplaw family (N and D)")
 
     lr_optima = optimal_points(ladder, by=by, hparam="peak_lr", min_points=min_points,
-                               max_fit_points=max_fit_points)
+                               max_fit_points=max_fit_points, n_jobs=n_jobs)
     pts, excluded, warns = _law_points(lr_optima, lr_law, include_edge, "peak LR")
-    lr_fit = _fit_law(lr_law, pts, delta, seed)
-    # Per-group edge warnings stay on the optima table; the summary from _law_points names
-    # their count, and `excluded` names the groups.
-    warns = _fallback_warnings(lr_optima.table, "peak_lr") + warns \
-        + [f"peak LR law: {w}" for w in lr_fit.warnings]
+    fits = [(lr_law, pts, delta, seed, False)]
 
     batch_fit, batch_optima = None, None
+    batch_warns: list[str] = []
     batch_note = _batch_status(ladder, by)
     if batch_note is None:
         batch_optima = optimal_points(ladder, by=by, hparam="batch_size", min_points=min_points,
-                                      max_fit_points=max_fit_points)
-        warns += _fallback_warnings(batch_optima.table, "batch_size")
+                                      max_fit_points=max_fit_points, n_jobs=n_jobs)
+        batch_warns += _fallback_warnings(batch_optima.table, "batch_size")
         try:
             bpts, bexcl, bwarn = _law_points(batch_optima, batch_law, include_edge, "batch")
             excluded += bexcl
-            warns += bwarn
-            batch_fit = _fit_law(batch_law, bpts, delta, seed)
-            warns += [f"batch law: {w}" for w in batch_fit.warnings]
+            batch_warns += bwarn
+            fits.append((batch_law, bpts, delta, seed, True))
         except (FitError, LadderError) as exc:
             # The LR law stands on its own; say why the batch law is missing instead of failing.
             batch_note = f"batch law not fitted: {exc}"
+            batch_warns.append(batch_note)
+    # The LR law and the batch law are fitted as two jobs (an LR-law error is raised).
+    fitted = map_jobs(_fit_law_job, fits, n_jobs=n_jobs, desc="hparam laws", unit="law")
+    lr_fit = fitted[0]
+    # Per-group edge warnings stay on the optima table; the summary from _law_points names
+    # their count, and `excluded` names the groups.
+    warns = _fallback_warnings(lr_optima.table, "peak_lr") + warns \
+        + [f"peak LR law: {w}" for w in lr_fit.warnings] + batch_warns
+    if len(fitted) > 1:
+        if isinstance(fitted[1], Fit):
+            batch_fit = fitted[1]
+            warns += [f"batch law: {w}" for w in batch_fit.warnings]
+        else:
+            batch_note = f"batch law not fitted: {fitted[1]}"
             warns.append(batch_note)
     return HparamFit(
         family=family, ladder=ladder.name, lr_fit=lr_fit, lr_optima=lr_optima,

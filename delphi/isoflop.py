@@ -46,7 +46,6 @@ from typing import Iterable, Sequence
 
 import numpy as np
 import pandas as pd
-from scipy.interpolate import Akima1DInterpolator
 
 from .records import jsonable
 from .errors import FitError, LadderError, TargetError
@@ -298,6 +297,8 @@ def _akima_vertices(u: np.ndarray, Y: np.ndarray) -> tuple[np.ndarray, np.ndarra
 
     Returns (u*, y*, inside) of shape (B,); ``inside`` is False where the argmin is an end of
     the grid (Porian et al.'s code drops those)."""
+    from scipy.interpolate import Akima1DInterpolator  # here, not at import: start-up time
+
     grid = np.linspace(u[0], u[-1], _AKIMA_REFINE * (len(u) - 1))
     with np.errstate(divide="ignore", invalid="ignore"):
         z = Akima1DInterpolator(u, np.log(Y), axis=0)(grid)   # (G, B)

@@ -14,8 +14,6 @@ import math
 from itertools import combinations
 
 import numpy as np
-from scipy.stats import qmc
-
 from .objective import Problem
 
 __all__ = ["Candidate", "theta_candidates", "screen"]
@@ -52,6 +50,7 @@ def theta_candidates(ranges: list[tuple[float, float]], seed: int, *,
         a, b = np.meshgrid(np.linspace(0, 1, GRID_2D), np.linspace(0, 1, GRID_2D), indexing="ij")
         unit = np.stack([a.ravel(), b.ravel()], axis=1)
     else:
+        from scipy.stats import qmc  # imported here: scipy.stats is slow to import
         unit = qmc.Sobol(d=m, scramble=True, seed=seed).random_base2(
             max(1, math.ceil(math.log2(points))))
     out = lo + unit * (hi - lo)

@@ -1,0 +1,148 @@
+"""``-j/--jobs`` and ``--quiet`` in the CLI, and ``n_jobs`` in delphi.hparams (issue 8, items 2
+and 7): results do not depend on the number of jobs; notes go to stderr unless quiet."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import delphi
+from delphi.cli import main
+from delphi.hparams import fit_hparams, optimal_points
+from delphi.laws.curves import ANNEALING
+from delphi.schedules import Schedule, features
+
+
+def run_cli(capsys, *argv):
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+# --------------------------------------------------------------------------- ladders
+def curve_ladder(tmp_path, runs=("a", "b"), short=()):
+    """Runs on one cosine schedule whose losses follow a known annealing law (stopped at 70%);
+    runs in ``short`` have only two checkpoints (too few to complete)."""
+    sched = Schedule.parse("cosine:warmup=100,final=0.1", peak_lr=2e-3, total_steps=10000)
+    steps = np.arange(200, 7001, 200)
+    f = features(sched, steps)
+    rows = []
+    for i, run in enumerate(list(runs) + list(short)):
+        true = {"L0": 2.3 + 0.1 * i, "A": 0.6, "C": 0.25, "alpha": 0.5}
+        loss = ANNEALING.predict(true, {"S1": f["S1"], "S2": f["S2"]})
+        loss = loss * (1 + 0.001 * np.random.default_rng(i).standard_normal(len(loss)))
+        keep = slice(None) if run not in short else slice(0, 2)
+        rows.append(pd.DataFrame({"run": run, "step": steps[keep], "loss": loss[keep],
+                                  "flops": 1e17 * (i + 1) * steps[keep], "peak_lr": 2e-3,
+                                  "total_steps": 10000, "fraction": steps[keep] / 10000}))
+    pd.concat(rows).to_csv(tmp_path / "curves.csv", index=False)
+    (tmp_path / "curves.toml").write_text(
+        'name = "curves"\ndescription = "synthetic curves"\n'
+        'schedule = "cosine:warmup=100,final=0.1"\n'
+        '[source]\nreader = "csv"\npath = "curves.csv"\n')
+    return str(tmp_path / "curves.toml")
+
+
+def sweep_ladder(tmp_path):
+    """LR x batch grids (5 peak LRs x 3 batch sizes) at 6 (N, D), with Step-Law optima."""
+    rows = []
+    for n in (5e7, 1e8, 2e8):
+        for d in (2e9, 8e9):
+            opt = 1.79 * n ** -0.713 * d ** 0.307
+            bopt = 0.58 * d ** 0.571
+            for b in (-1, 0, 1):
+                batch = bopt * 2.0 ** (b + 0.2)
+                for k in (-2, -1, 0, 1, 2):
+                    lr = opt * 2.0 ** (k + 0.3)
+                    loss = (2.0 + 40 * n ** -0.3 + 0.02 * np.log(lr / opt) ** 2
+                            + 0.01 * np.log(batch / bopt) ** 2)
+                    rows.append({"run": f"n{n:g}-d{d:g}-lr{k}-b{b}", "params": n, "tokens": d,
+                                 "peak_lr": lr, "batch_size": batch, "loss": loss})
+    path = tmp_path / "sweeps.csv"
+    pd.DataFrame(rows).to_csv(path, index=False)
+    return str(path)
+
+
+# --------------------------------------------------------------------------- hparams
+def test_hparams_n_jobs_gives_identical_results(tmp_path):
+    ladder = delphi.load_ladder(sweep_ladder(tmp_path))
+    serial = fit_hparams(ladder, "steplaw", n_jobs=1)
+    parallel = fit_hparams(ladder, "steplaw", n_jobs=2)
+    assert json.dumps(serial.to_dict(), sort_keys=True) == \
+        json.dumps(parallel.to_dict(), sort_keys=True)
+    assert serial.lr_fit.params == parallel.lr_fit.params
+    assert serial.batch_fit is not None   # two law fits ran as two jobs
+    assert serial.batch_fit.params == parallel.batch_fit.params
+    pd.testing.assert_frame_equal(optimal_points(ladder, n_jobs=1).table,
+                                  optimal_points(ladder, n_jobs=2).table)
+    with pytest.raises(delphi.FitError, match="n_jobs"):
+        fit_hparams(ladder, "steplaw", n_jobs=0)
+
+
+def test_cli_hparams_jobs(tmp_path, capsys):
+    path = sweep_ladder(tmp_path)
+    outs = []
+    for jobs in ("1", "2"):
+        code, out, _ = run_cli(capsys, "hparams", path, "--law", "steplaw", "--target-params",
+                               "1e9", "--target-tokens", "2e10", "-j", jobs, "--json")
+        assert code == 0
+        outs.append(json.loads(out))
+    assert outs[0] == outs[1]
+
+
+# --------------------------------------------------------------------------- predict, backtest
+@pytest.mark.shared_data
+def test_cli_predict_and_backtest_jobs(data_dir, capsys):
+    args = ["predict", "epoch-chinchilla", "--law", "chinchilla", "--target-params", "7e10",
+            "--target-tokens", "1.4e12", "--interval", "bootstrap", "--n-boot", "40", "--json"]
+    results = []
+    for jobs in ("1", "2"):
+        code, out, _ = run_cli(capsys, *args, "--jobs", jobs)
+        assert code == 0
+        results.append(json.loads(out)["prediction"])
+    assert results[0] == results[1]
+    args = ["backtest", "epoch-chinchilla", "--law", "chinchilla", "--leave-one-budget-out",
+            "--interval", "none", "--json"]
+    results = []
+    for jobs in ("1", "-1"):
+        code, out, _ = run_cli(capsys, *args, "-j", jobs)
+        assert code == 0
+        results.append(json.loads(out))
+    assert results[0] == results[1]
+
+
+# --------------------------------------------------------------------------- complete
+def test_complete_several_runs(tmp_path, capsys):
+    manifest = curve_ladder(tmp_path)
+    code, out, _ = run_cli(capsys, "complete", manifest, "--run", "a", "--json")
+    single = json.loads(out)
+    assert code == 0 and isinstance(single, dict)
+    results = []
+    for jobs in ("1", "2"):
+        code, out, _ = run_cli(capsys, "complete", manifest, "--run", "a", "--run", "b",
+                               "-j", jobs, "--json")
+        assert code == 0
+        results.append(json.loads(out))
+    both = results[0]
+    assert results[1] == both                      # bit-identical whatever -j
+    assert [c["run"] for c in both] == ["a", "b"]
+    assert both[0]["prediction"]["loss"] == pytest.approx(single["prediction"]["loss"],
+                                                          rel=1e-9)
+    code, out, err = run_cli(capsys, "complete", manifest, "--all-runs")
+    assert code == 0 and out.count("prediction") >= 2 and err == ""
+
+
+def test_all_runs_skips_failures_with_a_note_and_quiet_hides_it(tmp_path, capsys):
+    manifest = curve_ladder(tmp_path, runs=("a",), short=("z",))
+    code, out, err = run_cli(capsys, "complete", manifest, "--all-runs", "--json")
+    assert code == 0
+    assert [c["run"] for c in json.loads(out)] == ["a"]
+    assert "delphi: note: run 'z' not completed" in err
+    code, out, err = run_cli(capsys, "-q", "complete", manifest, "--all-runs", "--json")
+    assert code == 0 and err == "" and [c["run"] for c in json.loads(out)] == ["a"]
+    # a named run that cannot be completed is an error, as for one run
+    code, _, err = run_cli(capsys, "complete", manifest, "--run", "a", "--run", "z")
+    assert code == 1 and err.startswith("delphi: error:")

@@ -1,0 +1,102 @@
+"""Quick start-up (issue 8, item 4): what ``import delphi`` and ``delphi --help`` load.
+
+Each check runs in a fresh interpreter and reads ``sys.modules``; no timings are asserted
+(``benchmarks/bench_import.py`` measures them).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+HEAVY_ON_IMPORT = ("matplotlib", "scipy.signal", "scipy.stats", "scipy.interpolate", "pyarrow")
+FITTING_STACK = ("pandas", "scipy", "pyarrow", "matplotlib", "pydantic", "delphi.fitting",
+                 "delphi.forecast", "delphi.registry")
+
+
+def loaded_after(code: str) -> dict:
+    """Run ``code`` in a fresh interpreter; return {"modules": [...], **whatever it adds}."""
+    script = ("import sys, json\nextra = {}\n" + code
+              + "\nprint(json.dumps({'modules': sorted(sys.modules), **extra}))")
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                         timeout=120)
+    assert out.returncode == 0, out.stderr
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def cli(argv: list[str]) -> str:
+    return ("from delphi.cli import main\n"
+            "try:\n"
+            f"    extra['rc'] = main({argv!r})\n"
+            "except SystemExit as exc:\n"
+            "    extra['rc'] = exc.code\n")
+
+
+def test_import_delphi_does_not_load_heavy_modules():
+    mods = set(loaded_after("import delphi")["modules"])
+    assert not mods & set(HEAVY_ON_IMPORT), sorted(mods & set(HEAVY_ON_IMPORT))
+
+
+@pytest.mark.parametrize("argv,rc", [
+    (["--help"], 0),
+    (["predict"], 2),                                       # no ladder
+    (["predict", "some-ladder", "--level", "2"], 2),        # bad --level
+    (["complete", "some-ladder"], 2),                       # neither --run nor --all-runs
+    (["predict", "some-ladder", "-j", "0"], 2),             # bad --jobs
+    (["registry", "--help"], 0),
+    (["--version"], 0),
+])
+def test_help_and_usage_errors_do_not_import_the_fitting_stack(argv, rc):
+    res = loaded_after(cli(argv))
+    assert res["rc"] == rc
+    mods = set(res["modules"])
+    heavy = {m for m in mods if m.split(".")[0] in FITTING_STACK or m in FITTING_STACK}
+    assert not heavy, sorted(heavy)
+
+
+def test_lazy_exports_resolve():
+    import delphi
+
+    for name in delphi.__all__:
+        assert getattr(delphi, name) is not None, name
+    ns: dict = {}
+    exec("from delphi import *", ns)
+    assert set(delphi.__all__) <= set(ns)
+    from delphi.backtest import Backtest  # importing the submodule keeps the function public
+    assert callable(delphi.backtest) and delphi.Backtest is Backtest
+    assert delphi.rules.adamh_rule is not None          # submodules on first access
+    with pytest.raises(AttributeError):
+        delphi.no_such_thing  # noqa: B018
+
+
+def test_subcommand_help_names_the_laws_and_defaults(capsys):
+    from delphi.cli import main
+    from delphi.fitting import DEFAULT_DELTA
+    from delphi.laws import CURVE_LAWS, LAWS
+
+    with pytest.raises(SystemExit) as exc:
+        main(["predict", "--help"])
+    assert exc.value.code == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "{LAWS}" not in out and "{DELTA}" not in out
+    # argparse wraps at hyphens: compare with the law names' words
+    for name in list(LAWS) + list(CURVE_LAWS):
+        assert name.split("-")[0] in out
+    assert f"(default {DEFAULT_DELTA:g})" in out
+    assert "-j N, --jobs N" in out and "-q, --quiet" in out
+
+
+def test_quiet_before_or_after_the_subcommand():
+    from delphi.cli import _parser
+
+    p = _parser()
+    assert p.parse_args(["ladders"]).quiet is False
+    assert p.parse_args(["-q", "ladders"]).quiet is True
+    assert p.parse_args(["ladders", "--quiet"]).quiet is True
+    assert p.parse_args(["-q", "registry", "list", "x"]).quiet is True
+    assert p.parse_args(["registry", "list", "x", "-q"]).quiet is True
+    assert p.parse_args(["predict", "x", "-j", "-1"]).jobs == -1
+    assert p.parse_args(["predict", "x"]).jobs is None
