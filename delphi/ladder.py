@@ -54,9 +54,11 @@ _PER_RUN = ("params", "active_params", "peak_lr", "batch_size", "total_steps")
 # A run's own FLOP column may differ from 6ND by up to this much before we say so.
 _FLOPS_RUN_TOLERANCE = 0.25
 _FLOPS_MEDIAN_RANGE = (0.5, 2.0)
+# Rows per block when hashing a table (bounds the CSV text held at once).
+_FINGERPRINT_ROWS = 100_000
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Exclusion:
     """A run (or row) left out of a fit, and why. Exclusions are reported, never silent."""
 
@@ -91,23 +93,98 @@ def _row_label(table: pd.DataFrame, idx) -> str:
     return f"run {run!r} (row {row})"
 
 
+_TRUTHY = {"true": True, "1": True, "yes": True, "t": True,
+           "false": False, "0": False, "no": False, "f": False}
+
+
+def _bool_cell(value):
+    """One cell of a ``final`` column as True, False or ``pd.NA``; ``None`` when invalid."""
+    if isinstance(value, (bool, np.bool_)):
+        return bool(value)
+    if isinstance(value, (int, np.integer, float, np.floating)) and value in (0, 1):
+        return bool(value)
+    if isinstance(value, str) and value.strip().lower() in _TRUTHY:
+        return _TRUTHY[value.strip().lower()]
+    if value is None or value is pd.NA or (isinstance(value, float) and math.isnan(value)):
+        return pd.NA  # unknown, not "not final"
+    return None
+
+
 def _coerce_bool(series: pd.Series, column: str, table: pd.DataFrame) -> pd.Series:
-    truthy = {"true": True, "1": True, "yes": True, "t": True,
-              "false": False, "0": False, "no": False, "f": False}
-    out = []
-    for idx, value in series.items():
-        if isinstance(value, (bool, np.bool_)):
-            out.append(bool(value))
-        elif isinstance(value, (int, np.integer, float, np.floating)) and value in (0, 1):
-            out.append(bool(value))
-        elif isinstance(value, str) and value.strip().lower() in truthy:
-            out.append(truthy[value.strip().lower()])
-        elif value is None or value is pd.NA or (isinstance(value, float) and math.isnan(value)):
-            out.append(pd.NA)  # unknown, not "not final"
+    """``series`` as a nullable boolean Series (shape (n,)): True/False, 1/0, "yes"/"no",
+    "t"/"f" (any case, surrounding spaces ignored); empty cells become ``pd.NA``.
+
+    Vectorised over distinct values: each distinct value is read once.
+
+    Raises
+    ------
+    LadderError
+        At the first row (in table order) holding anything else; names run, row and column.
+    """
+    if isinstance(series.dtype, pd.BooleanDtype):
+        return series.copy()
+    if series.dtype == bool:
+        return series.astype("boolean")
+    try:
+        codes, uniques = pd.factorize(series, use_na_sentinel=False)
+    except TypeError:  # unhashable cells (dicts from JSON): one at a time
+        codes, uniques = np.arange(len(series)), series.to_numpy(dtype=object)
+    uniques = np.asarray(uniques, dtype=object)
+    mapped = [_bool_cell(u) for u in uniques]
+    invalid = np.array([m is None for m in mapped], dtype=bool)
+    if invalid.any():
+        # Distinct values may conflate (1 == 1.0 == True): report the first bad *row*, and
+        # re-check it as a cell so the value shown is the row's own.
+        for pos in np.flatnonzero(invalid[codes]):
+            value = series.iloc[pos]
+            if _bool_cell(value) is None:
+                raise LadderError(f"{_row_label(table, series.index[pos])}: column {column!r} "
+                                  f"must be true/false, got {value!r}")
+    na = np.array([m is pd.NA for m in mapped], dtype=bool)
+    truth = np.array([m is True for m in mapped], dtype=bool)
+    return pd.Series(pd.arrays.BooleanArray(truth[codes], na[codes]), index=series.index)
+
+
+def _run_codes(runs: pd.Series) -> tuple[np.ndarray, np.ndarray]:
+    """``(codes, names)``: run id of each row as an integer, shape (n,), numbered in sorted
+    order of the ids, and the sorted distinct ids (an array of str), shape (n_runs,)."""
+    values = runs.array
+    if len(values) > 1:
+        # Fast path, no hashing: rows already grouped by run in sorted order (files usually are).
+        prev, nxt = values[:-1], values[1:]
+        changed = np.asarray(nxt != prev, dtype=bool)
+        if changed.all():                                  # one row per run
+            if np.asarray(nxt > prev, dtype=bool).all():
+                return np.arange(len(values), dtype=np.int64), values
         else:
-            raise LadderError(
-                f"{_row_label(table, idx)}: column {column!r} must be true/false, got {value!r}")
-    return pd.Series(out, index=series.index, dtype="boolean")
+            at = np.flatnonzero(changed)
+            if np.asarray(nxt[at] > prev[at], dtype=bool).all():
+                codes = np.zeros(len(values), dtype=np.int64)
+                codes[at + 1] = 1
+                return np.cumsum(codes), values[np.r_[0, at + 1]]
+    codes, names = pd.factorize(runs, sort=True)
+    return codes.astype(np.int64, copy=False), names
+
+
+def _is_sorted(codes: np.ndarray) -> bool:
+    return bool(np.all(codes[1:] >= codes[:-1]))
+
+
+def _sort_order(codes: np.ndarray, key: np.ndarray) -> np.ndarray | None:
+    """Stable permutation sorting rows by run, then ``key`` (NaN last), shape (n,); ``None``
+    when the rows are in that order already (the usual case: files are written that way)."""
+    with np.errstate(invalid="ignore"):
+        dc = codes[1:] - codes[:-1]
+        in_order = (dc > 0) | ((dc == 0) & ((key[1:] >= key[:-1]) | np.isnan(key[1:])))
+    if in_order.all():
+        return None
+    by_key = np.argsort(key, kind="stable")
+    return by_key[np.argsort(codes[by_key], kind="stable")]
+
+
+def _group_starts(codes: np.ndarray) -> np.ndarray:
+    """First position of each run in ``codes`` sorted ascending (contiguous runs)."""
+    return np.flatnonzero(np.r_[True, codes[1:] != codes[:-1]])
 
 
 class Ladder:
@@ -160,7 +237,8 @@ class Ladder:
         self.warnings: list[str] = []
         self.exclusions: list[Exclusion] = list(exclusions)
         self.flops_source: str = "given"
-        self.table = self._validate(pd.DataFrame(table).copy())
+        # A shallow copy: columns are replaced, never written into (copy-on-write).
+        self.table = self._validate(pd.DataFrame(table).copy(deep=False))
 
     # ------------------------------------------------------------------ construction
     @classmethod
@@ -173,6 +251,9 @@ class Ladder:
         warnings.warn(message, LadderWarning, stacklevel=3)
 
     def _validate(self, t: pd.DataFrame) -> pd.DataFrame:
+        # Vectorised: whole-column checks and per-run aggregates over integer run codes. Only
+        # the first failing row or run (in the order the checks have always used) is turned
+        # into an error message, with the same wording as the row-by-row checks had.
         if t.empty:
             raise LadderError(f"ladder {self.name!r} has no rows")
         found = ", ".join(str(c) for c in t.columns if c != "row")
@@ -194,93 +275,139 @@ class Ladder:
         for col in _POSITIVE + _NONNEGATIVE + ("fraction",):
             if col not in t.columns:
                 continue
-            values = pd.to_numeric(t[col], errors="coerce")
-            bad = values.isna() & t[col].notna()
-            if bad.any():
-                idx = t.index[bad][0]
-                raise LadderError(
-                    f"{_row_label(t, idx)}: column {col!r} is not a number: {_show(t.at[idx, col])}")
-            values = values.astype(float)
-            if col in ("lr", "step", "fraction", "active_params", "peak_lr", "batch_size",
-                       "total_steps"):
-                present = values.notna()     # optional per row: empty means unknown
-            else:
-                present = pd.Series(True, index=values.index)
-            v = values[present]
-            problems = [
-                (~np.isfinite(v.to_numpy()), "is NaN or infinite"),
-            ]
-            if col in _POSITIVE:
-                problems.append((v.to_numpy() <= 0, "must be > 0"))
-            elif col == "fraction":
-                problems.append(((v.to_numpy() <= 0) | (v.to_numpy() > 1), "must be in (0, 1]"))
-            else:
-                problems.append((v.to_numpy() < 0, "must be >= 0"))
-            for mask, what in problems:
-                if mask.any():
-                    idx = v.index[mask][0]
-                    raise LadderError(
-                        f"{_row_label(t, idx)}: column {col!r} {what}, got {_show(t.at[idx, col])}")
-            t[col] = values
+            values = self._check_numbers(t, col)
+            if values.dtype != t[col].dtype or not isinstance(t[col].dtype, np.dtype):
+                t[col] = values          # float64 columns stay as they are (no copy)
         if "final" in t.columns:
             t["final"] = _coerce_bool(t["final"], "final", t)
 
-        self._check_per_run(t)
+        codes, names = _run_codes(t["run"])
+        self._check_per_run(t, codes, names)
         key = ["run", "step"] if "step" in t.columns else (
             ["run", "tokens"] if "tokens" in t.columns else ["run", "flops"])
-        dup = t.duplicated(subset=key, keep=False)
-        if dup.any():
-            first = t[dup].iloc[0]
-            rows = t.loc[(t[key] == first[key]).all(axis=1), "row"].tolist()
-            raise LadderError(
-                f"run {first['run']!r}: duplicate rows for {key[1]} = {first[key[1]]:g} "
-                f"(rows {', '.join(map(str, rows))})")
+        order = _sort_order(codes, t[key[1]].to_numpy(float))
+        self._check_duplicates(t, key, codes, order)
 
-        self._account_flops(t)
-        sort_by = ["run"] + [c for c in ("step", "tokens", "flops") if c in t.columns][:1]
-        return t.sort_values(sort_by, kind="mergesort").reset_index(drop=True)
+        self._account_flops(t, codes, names)
+        if order is not None:        # not already sorted by run, then step/tokens/flops
+            t = t.take(order)
+        return t.reset_index(drop=True)
 
-    def _check_per_run(self, t: pd.DataFrame) -> None:
+    @staticmethod
+    def _check_numbers(t: pd.DataFrame, col: str) -> np.ndarray:
+        """Column ``col`` as float, shape (n,); raises at its first bad row."""
+        raw = t[col]
+        if pd.api.types.is_float_dtype(raw.dtype) and not isinstance(raw.dtype, pd.api.extensions.ExtensionDtype):
+            values = raw.to_numpy()
+        else:
+            numbers = pd.to_numeric(raw, errors="coerce")
+            bad = (numbers.isna() & raw.notna()).to_numpy()
+            if bad.any():
+                idx = t.index[np.argmax(bad)]
+                raise LadderError(
+                    f"{_row_label(t, idx)}: column {col!r} is not a number: {_show(t.at[idx, col])}")
+            values = numbers.to_numpy(dtype=float, na_value=np.nan)
+        optional = col in ("lr", "step", "fraction", "active_params", "peak_lr", "batch_size",
+                           "total_steps")        # optional per row: empty means unknown
+        with np.errstate(invalid="ignore"):
+            nonfinite = np.isinf(values) if optional else ~np.isfinite(values)
+            if col in _POSITIVE:
+                out_of_range, what = values <= 0, "must be > 0"
+            elif col == "fraction":
+                out_of_range, what = (values <= 0) | (values > 1), "must be in (0, 1]"
+            else:
+                out_of_range, what = values < 0, "must be >= 0"
+        for mask, problem in ((nonfinite, "is NaN or infinite"), (out_of_range, what)):
+            if mask.any():
+                idx = t.index[np.argmax(mask)]
+                raise LadderError(
+                    f"{_row_label(t, idx)}: column {col!r} {problem}, got {_show(t.at[idx, col])}")
+        return values
+
+    def _check_per_run(self, t: pd.DataFrame, codes: np.ndarray, names: np.ndarray) -> None:
+        """Per-run constants must not vary within a run: min == max per run (NaN ignored)."""
         cols = [c for c in _PER_RUN if c in t.columns]
-        for run, g in t.groupby("run", sort=True):
-            info = {"run": run}
-            for c in cols:
-                vals = g[c].dropna().unique()
-                if len(vals) > 1:
-                    raise LadderError(
-                        f"run {run!r}: column {c!r} must be constant within a run, found "
-                        f"{', '.join(f'{v:g}' for v in vals[:4])} (rows "
-                        f"{g['row'].iloc[0]}..{g['row'].iloc[-1]})")
-                if len(vals) == 1:
-                    info[c] = float(vals[0])
-            try:
-                _RunInfo(**info)
-            except ValidationError as exc:  # pragma: no cover - checked per column above
-                raise LadderError(f"run {run!r}: {exc.errors()[0]['msg']}") from None
+        n_runs = len(names)
+        failing = np.zeros(n_runs, dtype=bool)
+        failing[0] = len(names[0]) == 0        # "" sorts first: only the first id can be empty
+        if cols and n_runs < len(codes):           # else every run has one row
+            perm = None if _is_sorted(codes) else np.argsort(codes, kind="stable")
+            c = codes if perm is None else codes[perm]
+            starts = _group_starts(c)
+            for col in cols:
+                v = t[col].to_numpy(float)
+                if perm is not None:
+                    v = v[perm]
+                lo, hi = np.fmin.reduceat(v, starts), np.fmax.reduceat(v, starts)
+                failing |= (lo != hi) & ~np.isnan(lo)     # a run without the value passes
+        if not failing.any():
+            return
+        first = int(np.argmax(failing))
+        run = names[first]
+        g = t[codes == first]
+        info = {"run": run}
+        for c in cols:
+            vals = g[c].dropna().unique()
+            if len(vals) > 1:
+                raise LadderError(
+                    f"run {run!r}: column {c!r} must be constant within a run, found "
+                    f"{', '.join(f'{v:g}' for v in vals[:4])} (rows "
+                    f"{g['row'].iloc[0]}..{g['row'].iloc[-1]})")
+            if len(vals) == 1:
+                info[c] = float(vals[0])
+        try:
+            _RunInfo(**info)
+        except ValidationError as exc:
+            raise LadderError(f"run {run!r}: {exc.errors()[0]['msg']}") from None
 
-    def _account_flops(self, t: pd.DataFrame) -> None:
+    @staticmethod
+    def _check_duplicates(t: pd.DataFrame, key: list[str], codes: np.ndarray,
+                          order: np.ndarray | None) -> None:
+        """A (run, step) pair (or (run, tokens), (run, flops)) may not repeat: adjacent equal
+        keys in sorted order (NaN equals NaN, as in ``DataFrame.duplicated``)."""
+        v = t[key[1]].to_numpy(float)
+        c = codes
+        if order is not None:
+            v, c = v[order], c[order]
+        same = (c[1:] == c[:-1]) & ((v[1:] == v[:-1]) | (np.isnan(v[1:]) & np.isnan(v[:-1])))
+        if not same.any():
+            return
+        dup = t.duplicated(subset=key, keep=False)
+        first = t[dup].iloc[0]
+        rows = t.loc[(t[key] == first[key]).all(axis=1) | (
+            (t["run"] == first["run"]) & t[key[1]].isna() & pd.isna(first[key[1]])), "row"].tolist()
+        raise LadderError(
+            f"run {first['run']!r}: duplicate rows for {key[1]} = {first[key[1]]:g} "
+            f"(rows {', '.join(map(str, rows))})")
+
+    def _account_flops(self, t: pd.DataFrame, codes: np.ndarray, names: np.ndarray) -> None:
         has_nd = {"params", "tokens"} <= set(t.columns)
         if not has_nd:
             return
         n = t["params"].to_numpy(float)
         if "active_params" in t.columns:
-            n = np.where(t["active_params"].notna(), t["active_params"].to_numpy(float), n)
+            active = t["active_params"].to_numpy(float)
+            n = np.where(~np.isnan(active), active, n)
         six_nd = FLOPS_PER_PARAM_TOKEN * n * t["tokens"].to_numpy(float)
         if "flops" not in t.columns:
             t["flops"] = six_nd
             self.flops_source = "6ND"
             return
         ratio = t["flops"].to_numpy(float) / six_nd
-        per_run = pd.Series(ratio).groupby(t["run"].to_numpy()).median()
-        median = float(np.median(per_run.to_numpy()))
+        if len(names) == len(ratio):                       # one row per run
+            per_run = np.empty(len(ratio))
+            per_run[codes] = ratio
+        else:
+            per_run = pd.Series(ratio).groupby(codes).median().to_numpy()
+        median = float(np.median(per_run))
         lo, hi = _FLOPS_MEDIAN_RANGE
         if not lo <= median <= hi:
             self._warn(
                 f"ladder {self.name!r}: the flops column is {median:.3g} x 6·N·D on median "
                 f"(outside {lo}..{hi}); is it forward-only or in other units?")
-        stray = per_run[np.abs(per_run / median - 1.0) > _FLOPS_RUN_TOLERANCE]
+        stray = np.flatnonzero(np.abs(per_run / median - 1.0) > _FLOPS_RUN_TOLERANCE)
         if len(stray):
-            listed = ", ".join(f"{r} ({v / median:.2f}x)" for r, v in stray.head(8).items())
+            listed = ", ".join(f"{names[k]} ({per_run[k] / median:.2f}x)" for k in stray[:8])
             more = f" and {len(stray) - 8} more" if len(stray) > 8 else ""
             self._warn(
                 f"ladder {self.name!r}: flops of {len(stray)} run(s) stray more than "
@@ -322,11 +449,16 @@ class Ladder:
             if not (math.isfinite(max_flops) and max_flops > 0):
                 raise LadderError(f"fit_max_flops (--fit-max-flops) must be a positive finite "
                                   f"number, got {max_flops!r}")
-            run_c = t.groupby("run")["flops"].transform("max")
-            over = run_c > max_flops * (1 + 1e-9)
-            for run in sorted(t.loc[over & keep, "run"].unique()):
-                c = float(run_c[t["run"] == run].iloc[0])
-                excluded.append(Exclusion(run, f"compute {c:.3g} FLOPs above --fit-max-flops {max_flops:.3g}"))
+            codes, names = _run_codes(t["run"])
+            run_max = pd.Series(t["flops"].to_numpy(float)).groupby(codes).max()
+            run_max = run_max.reindex(range(len(names))).to_numpy()
+            over_run = run_max > max_flops * (1 + 1e-9)
+            over = pd.Series(over_run[codes], index=t.index)
+            dropped = np.zeros(len(names), dtype=bool)
+            dropped[codes[(over & keep).to_numpy()]] = True
+            for code in np.flatnonzero(dropped):          # sorted run order
+                excluded.append(Exclusion(names[code], f"compute {float(run_max[code]):.3g} FLOPs "
+                                                       f"above --fit-max-flops {max_flops:.3g}"))
             keep &= ~over
         if not keep.any():
             raise LadderError(f"no runs of ladder {self.name!r} are left after selection")
@@ -352,40 +484,67 @@ class Ladder:
             ``table`` has one row per kept run (all columns); ``exclusions`` lists each run
             left out with its reason (the ladder's own earlier exclusions are not repeated).
         """
-        rows, excluded = [], []
-        for run, g in self.table.groupby("run", sort=True):
-            explicit_false = ("final" in g.columns and not g["final"].any()
-                              and g["final"].iloc[-1] is not pd.NA and not bool(g["final"].iloc[-1]))
-            if "final" in g.columns and g["final"].any():
+        t = self.table
+        codes, names = _run_codes(t["run"])
+        perm = None if _is_sorted(codes) else np.argsort(codes, kind="stable")
+        pos = np.arange(len(t)) if perm is None else perm      # table position of sorted row
+        c = codes if perm is None else codes[perm]
+        starts = _group_starts(c)
+        ends = np.r_[starts[1:], len(c)] - 1
+        n_runs = len(starts)
+        chosen = pos[ends]                                      # each run's last row
+        any_final = np.zeros(n_runs, dtype=bool)
+        explicit_false = np.zeros(n_runs, dtype=bool)
+        if "final" in t.columns:
+            final = t["final"].astype("boolean")
+            is_true = final.fillna(False).to_numpy(bool)
+            is_false = (~final).fillna(False).to_numpy(bool)
+            if perm is not None:
+                is_true, is_false = is_true[perm], is_false[perm]
+            n_final = np.add.reduceat(is_true.astype(np.int64), starts)
+            if (n_final > 1).any():
+                first = int(np.argmax(n_final > 1))
+                g = t.iloc[pos[starts[first]:ends[first] + 1]]
                 finals = g[g["final"].fillna(False).astype(bool)]
-                if len(finals) > 1:
-                    raise LadderError(
-                        f"run {run!r}: {len(finals)} rows are marked final (rows "
-                        f"{', '.join(map(str, finals['row']))}); a run has one final checkpoint")
-                last = finals.iloc[0]
-            else:
-                last = g.iloc[-1]
-                frac = last.get("fraction", np.nan) if "fraction" in g.columns else np.nan
-                if not (pd.isna(frac) or frac >= 1.0) and not include_unfinished:
-                    excluded.append(Exclusion(
-                        run, f"unfinished (fraction = {frac:g}); final-loss laws need finished runs"))
-                    continue
-                if explicit_false and pd.isna(frac) and not include_unfinished:
-                    excluded.append(Exclusion(
-                        run, "unfinished (its last row is marked final = false); final-loss laws "
-                             "need finished runs"))
-                    continue
-            best = float(g["loss"].min())
-            if float(last["loss"]) > best * (1 + divergence_rise):
+                raise LadderError(
+                    f"run {names[first]!r}: {len(finals)} rows are marked final (rows "
+                    f"{', '.join(map(str, finals['row']))}); a run has one final checkpoint")
+            any_final = n_final == 1
+            true_at = np.flatnonzero(is_true)
+            chosen[any_final] = pos[true_at]         # one per run, in run order
+            explicit_false = ~any_final & is_false[ends]
+        if "fraction" in t.columns:
+            frac = t["fraction"].to_numpy(float)[pos[ends]]
+        else:
+            frac = np.full(n_runs, np.nan)
+        loss = t["loss"].to_numpy(float)
+        best = np.minimum.reduceat(loss if perm is None else loss[perm], starts)
+        last_loss = loss[chosen]
+        has_frac = ~np.isnan(frac)
+        with np.errstate(invalid="ignore"):
+            short = ~any_final & has_frac & (frac < 1.0) & (not include_unfinished)
+        marked = ~any_final & ~short & explicit_false & ~has_frac & (not include_unfinished)
+        diverged = ~short & ~marked & (last_loss > best * (1 + divergence_rise))
+        out = short | marked | diverged
+        excluded = []
+        for k in np.flatnonzero(out):
+            run = names[k]
+            if short[k]:
                 excluded.append(Exclusion(
-                    run, f"diverged: last loss {float(last['loss']):.4g} is "
-                         f"{float(last['loss']) / best - 1:.1%} above the run's best {best:.4g}"))
-                continue
-            rows.append(last)
-        if not rows:
+                    run, f"unfinished (fraction = {frac[k]:g}); final-loss laws need finished runs"))
+            elif marked[k]:
+                excluded.append(Exclusion(
+                    run, "unfinished (its last row is marked final = false); final-loss laws "
+                         "need finished runs"))
+            else:
+                b, last = float(best[k]), float(last_loss[k])
+                excluded.append(Exclusion(
+                    run, f"diverged: last loss {last:.4g} is {last / b - 1:.1%} above the run's "
+                         f"best {b:.4g}"))
+        if out.all():
             reasons = "; ".join(f"{e.run}: {e.reason}" for e in excluded[:5])
             raise LadderError(f"ladder {self.name!r} has no finished runs to fit ({reasons})")
-        return pd.DataFrame(rows).reset_index(drop=True), excluded
+        return t.take(chosen[~out]).reset_index(drop=True), excluded
 
     def fingerprint(self, table: pd.DataFrame | None = None) -> str:
         """SHA-256 (hex) of the canonical columns of ``table`` (default: the whole ladder).
@@ -397,5 +556,10 @@ class Ladder:
         cols = [c for c in CANONICAL_COLUMNS if c in t.columns]
         order = [c for c in ("run", "step", "tokens", "flops") if c in cols]
         canon = t[cols].sort_values(order, kind="mergesort")
-        text = canon.to_csv(index=False, float_format="%.17g", lineterminator="\n")
-        return hashlib.sha256(f"unit={self.unit}\n{text}".encode()).hexdigest()
+        # Hashed in blocks of rows: the same bytes as one CSV text, without holding it all.
+        digest = hashlib.sha256(f"unit={self.unit}\n".encode())
+        for start in range(0, max(len(canon), 1), _FINGERPRINT_ROWS):
+            block = canon.iloc[start:start + _FINGERPRINT_ROWS]
+            digest.update(block.to_csv(index=False, header=start == 0, float_format="%.17g",
+                                       lineterminator="\n").encode())
+        return digest.hexdigest()

@@ -412,7 +412,7 @@ def bootstrap(fit: Fit, *, n: int = 200, unit: str = "run", seed: int = 0,
     jobs = [(fit.law, dict(fit.x), fit.y, fit.labels, dict(fit.fixed), bounds, fit.delta,
              dict(fit.params), weights[i:i + size], checked[i:i + size], seed)
             for i in range(0, n, size)]
-    blocks = map_jobs(_bootstrap_block, jobs, n_jobs=n_jobs, desc="bootstrap",
+    blocks = map_jobs(_bootstrap_block, jobs, n_jobs=n_jobs, desc=f"bootstrap ({n} draws)",
                       show_progress=progress, unit="block")
     results = [r for block in blocks for r in block]
     params = [p for p, _, _ in results if p is not None]

@@ -36,12 +36,33 @@ def _lr_ratio(ladder: Ladder, rows: pd.DataFrame) -> np.ndarray:
         return (rows["lr"] / rows["peak_lr"]).to_numpy(float)
     if ladder.schedule:
         from ..curves import run_schedule  # curves builds on fitting: import at use
-        from ..schedules import features
+        from ..schedules import Schedule, features
         h = np.empty(len(rows))
-        for run, idx in rows.groupby("run").groups.items():
-            sched = run_schedule(ladder, run)
-            steps = np.minimum(rows.loc[idx, "step"].to_numpy(float), sched.total_steps)
-            h[rows.index.get_indexer(idx)] = features(sched, steps.astype(np.int64))["h"]
+        codes, names = pd.factorize(rows["run"])
+        slow = np.ones(len(names), dtype=bool)
+        if {"step", "peak_lr", "total_steps"} <= set(rows.columns) and len(rows):
+            # h = lr / peak_lr of a parametric schedule does not depend on the peak: one
+            # evaluation per distinct planned length, for all rows of all runs at once.
+            by_run = pd.DataFrame({"total": rows["total_steps"].to_numpy(float),
+                                   "peak": rows["peak_lr"].to_numpy(float),
+                                   "nostep": rows["step"].isna().to_numpy()}).groupby(codes)
+            first = by_run[["total", "peak"]].first()
+            ok = (first["total"].notna() & first["peak"].notna()
+                  & ~by_run["nostep"].any()).to_numpy()
+            total = np.round(first["total"].to_numpy(float)).astype(np.int64, copy=False)
+            slow = ~ok
+            fast_rows = ok[codes]
+            steps = rows["step"].to_numpy(float)
+            row_total = total[codes]
+            for t_run in np.unique(row_total[fast_rows]):
+                sel = fast_rows & (row_total == t_run)
+                sched = Schedule.parse(ladder.schedule, peak_lr=1.0, total_steps=int(t_run))
+                h[sel] = sched.lr_at(np.minimum(steps[sel], t_run).astype(np.int64))
+        for i in np.flatnonzero(slow):        # logged LRs or missing columns: run by run
+            idx = np.flatnonzero(codes == i)
+            sched = run_schedule(ladder, names[i])
+            steps = np.minimum(rows["step"].to_numpy(float)[idx], sched.total_steps)
+            h[idx] = features(sched, steps.astype(np.int64))["h"]
         return h
     raise LadderError(f"ladder {ladder.name!r} gives no learning rate per checkpoint: a "
                       f"checkpoint law needs lr and peak_lr columns or a schedule shape")
@@ -52,7 +73,11 @@ def _run_fraction(rows: pd.DataFrame) -> np.ndarray:
         return rows["fraction"].to_numpy(float)
     if "step" in rows.columns and "total_steps" in rows.columns and rows["total_steps"].notna().all():
         return (rows["step"] / rows["total_steps"]).to_numpy(float)
-    return (rows["tokens"] / rows.groupby("run")["tokens"].transform("max")).to_numpy(float)
+    codes, _ = pd.factorize(rows["run"])
+    tokens = rows["tokens"].to_numpy(float)
+    run_max = np.full(codes.max() + 1 if len(codes) else 0, -np.inf)
+    np.maximum.at(run_max, codes, tokens)
+    return tokens / run_max[codes]
 
 
 def _points(ladder: Ladder, law: Law, include_unfinished: bool, min_fraction: float):
@@ -97,25 +122,118 @@ def _dominated(pts: pd.DataFrame, law: Law, threshold: float) -> dict[int, str]:
     tokens never raise the loss), so a run whose loss exceeds, by more than ``threshold``
     (log ratio), the loss of a run that had at most its N, D or C has diverged, whatever the
     fitted trend: this needs no fit, so several diverged runs cannot mask each other.
+
+    ``pts`` has one row per run (``run``, ``loss`` and the law's inputs); returns
+    ``{position in pts: reason}`` in increasing position. For each run the comparison is with
+    the lowest-loss run (first in table order on ties) among the others having every input at
+    most its own (x 1 + 1e-9). Sub-quadratic: O(n log n) for one input (sort and running
+    minimum), O(n log^2 n) for two (a dominance sweep, see :func:`_lowest_below`); other
+    cases compare in blocks of rows.
     """
     cols = [c for c in law.inputs if c in ("flops", "params", "tokens")]
     if not cols or len(cols) != len(law.inputs):
         return {}
     x = pts[cols].to_numpy(float)
     y = np.log(pts["loss"].to_numpy(float))
-    out = {}
-    for i in range(len(pts)):
-        smaller = np.all(x <= x[i] * (1 + 1e-9), axis=1)
-        smaller[i] = False
-        if smaller.any():
-            j = np.flatnonzero(smaller)[np.argmin(y[smaller])]
-            if y[i] - y[j] > threshold:
-                out[i] = (f"diverged or mis-tuned: loss {np.exp(y[i]):.4g} is "
-                          f"{np.exp(y[i] - y[j]) - 1:.0%} above that of run "
-                          f"{pts['run'].iloc[j]!r}, which had no more {' or '.join(cols)}; "
-                          f"not fitted")
-    if len(pts) - len(out) < 2:
+    n = len(pts)
+    if n < 2:
         return {}
+    if threshold >= 0 and x.shape[1] <= 2:
+        # The lowest run in the region includes the run itself; when that is the run, every
+        # other run there is at least as low, so it cannot be flagged for threshold >= 0.
+        j = _lowest_below(x, y)
+        j[j == np.arange(n)] = -1
+    else:
+        j = _lowest_below_blocks(x, y)
+    has = j >= 0
+    flagged = np.zeros(n, dtype=bool)
+    flagged[has] = y[has] - y[j[has]] > threshold
+    if n - int(flagged.sum()) < 2:
+        return {}
+    idx = np.flatnonzero(flagged)
+    runs = pts["run"].to_numpy(dtype=object)[j[idx]].tolist()
+    losses = np.exp(y[idx]).tolist()
+    excess = (np.exp(y[idx] - y[j[idx]]) - 1).tolist()
+    inputs = " or ".join(cols)
+    return {int(i): (f"diverged or mis-tuned: loss {loss:.4g} is {up:.0%} above that of run "
+                     f"{run!r}, which had no more {inputs}; not fitted")
+            for i, loss, up, run in zip(idx, losses, excess, runs)}
+
+
+def _loss_rank(y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(rank, by_rank)``: each point's position when sorted by loss, ties by position, and
+    the inverse permutation, both shape (n,)."""
+    by_rank = np.argsort(y, kind="stable")
+    rank = np.empty_like(by_rank)
+    rank[by_rank] = np.arange(len(y))
+    return rank, by_rank
+
+
+def _lowest_below(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """For each point i, the index of the lowest ``y`` (first index on ties) among all points
+    j, i included, with ``x[j] <= x[i] * (1 + 1e-9)`` in every column; shape (n,).
+
+    ``x`` has shape (n, 1) or (n, 2). One column: sort by it and take a running minimum of the
+    loss rank. Two columns: sort by the first; a prefix of that order splits into O(log n)
+    aligned blocks (as in a Fenwick tree); at each block size, the points are sorted by the
+    second column within their block with a running minimum of the rank, and each point's
+    query in a block is a binary search. O(n log^2 n) time, O(n) memory.
+    """
+    n = len(y)
+    rank, by_rank = _loss_rank(y)
+    upper = x * (1 + 1e-9)
+    order = np.argsort(x[:, 0], kind="stable")
+    first = x[order, 0]
+    k = np.searchsorted(first, upper[:, 0], side="right")     # prefix [0, k) in that order
+    if x.shape[1] == 1:
+        return by_rank[np.minimum.accumulate(rank[order])[k - 1]]
+    # Second column as integers: b_j <= upper_i  <=>  below[j] < limit[i].
+    second = np.sort(x[:, 1])
+    below = np.searchsorted(second, x[order, 1], side="left").astype(np.int64)
+    limit = np.searchsorted(second, upper[:, 1], side="right").astype(np.int64)
+    r = rank[order].astype(np.int64)
+    best = np.full(n, n, dtype=np.int64)
+    positions = np.arange(n, dtype=np.int64)
+    width = np.int64(n + 1)
+    level = 0
+    while (1 << level) <= n:
+        use = ((k >> level) & 1).astype(bool)
+        if use.any():
+            block = positions >> level
+            keys = block * width + below
+            sort = np.argsort(keys)      # ties (same block and value) may come in any order
+            keys = keys[sort]
+            n_blocks = int(block[-1]) + 1
+            # Running minimum that restarts at each block: earlier blocks carry larger offsets.
+            acc = np.minimum.accumulate((n_blocks - block[sort]) * np.int64(n) + r[sort])
+            q_block = (k[use] >> level) - 1
+            query = q_block * width + limit[use]
+            by_query = np.argsort(query)        # sorted queries search far faster
+            at = np.empty(len(query), dtype=np.int64)
+            at[by_query] = np.searchsorted(keys, query[by_query], side="left") - 1
+            ok = at >= 0
+            ok[ok] = keys[at[ok]] // width == q_block[ok]
+            cand = np.full(len(at), n, dtype=np.int64)
+            cand[ok] = acc[at[ok]] - (n_blocks - q_block[ok]) * np.int64(n)
+            best[use] = np.minimum(best[use], cand)
+        level += 1
+    return by_rank[best]
+
+
+def _lowest_below_blocks(x: np.ndarray, y: np.ndarray, *, cells: int = 1 << 22) -> np.ndarray:
+    """As :func:`_lowest_below` but excluding each point itself, by direct comparison in
+    blocks of rows (O(n^2) time, O(cells) memory); -1 where no other point qualifies."""
+    n = len(y)
+    upper = x * (1 + 1e-9)
+    out = np.full(n, -1, dtype=np.int64)
+    step = max(1, cells // max(n * x.shape[1], 1))
+    for start in range(0, n, step):
+        rows = np.arange(start, min(n, start + step))
+        smaller = np.all(x[None, :, :] <= upper[rows, None, :], axis=2)
+        smaller[np.arange(len(rows)), rows] = False
+        masked = np.where(smaller, y[None, :], np.inf)
+        j = np.argmin(masked, axis=1)
+        out[rows] = np.where(smaller.any(axis=1), j, -1)
     return out
 
 
@@ -131,18 +249,23 @@ def _compute_frontier(pts: pd.DataFrame) -> tuple[pd.DataFrame, list[Exclusion],
     mistaken for diverged runs.
     """
     order = pts.sort_values("flops", kind="mergesort")
-    budget, start, ids = 0, None, []
-    for c in order["flops"]:
-        if start is None or c > start * _BUDGET_TOLERANCE:
-            budget, start = budget + 1, c
-        ids.append(budget)
+    c = order["flops"].to_numpy(float)
+    ids = np.empty(len(c), dtype=np.int64)
+    budget, start = 0, 0
+    while start < len(c):   # one step per budget: it ends at the first run > its first x 1.05
+        end = int(np.searchsorted(c, c[start] * _BUDGET_TOLERANCE, side="right"))
+        budget += 1
+        ids[start:end] = budget
+        start = end
     order = order.assign(_budget=ids)
     best = order.loc[order.groupby("_budget")["loss"].idxmin()]
     others = order.drop(index=best.index)
     if others.empty:
         return pts, [], []
-    excluded = [Exclusion(r, f"isoFLOP point: not the lowest loss of its compute budget "
-                             f"(~{c:.3g} FLOPs)") for r, c in zip(others["run"], others["flops"])]
+    reasons: dict[str, str] = {}      # one string per distinct budget text, shared
+    excluded = [Exclusion(r, reasons.setdefault(f"{c:.3g}", f"isoFLOP point: not the lowest loss "
+                                                           f"of its compute budget (~{c:.3g} FLOPs)"))
+                for r, c in zip(others["run"].tolist(), others["flops"].tolist())]
     note = (f"{len(others)} run(s) share a compute budget with a lower-loss run; a power law in C "
             f"is fitted to the compute-optimal frontier ({len(best)} budgets), the rest are "
             f"excluded (use chinchilla to fit every run)")

@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Mapping, Sequence
 
+import numpy as np
 import pandas as pd
-import pyarrow
 
 from ..errors import LadderError, LadderWarning
 from ..ladder import CANONICAL_COLUMNS, Exclusion, Ladder
@@ -139,6 +139,12 @@ def read_file(path: Path, fmt: str) -> pd.DataFrame:
     LadderError
         The file cannot be parsed as ``fmt`` (the message names the file).
     """
+    errors: tuple[type[BaseException], ...] = (pd.errors.ParserError, pd.errors.EmptyDataError,
+                                               ValueError, OSError)
+    if fmt == "parquet":
+        import pyarrow  # heavy: only when a Parquet file is read
+
+        errors += (pyarrow.ArrowException,)
     try:
         if fmt == "csv":
             frame = pd.read_csv(path)
@@ -148,8 +154,7 @@ def read_file(path: Path, fmt: str) -> pd.DataFrame:
             frame = pd.read_json(path, lines=True, precise_float=True)
         else:  # pragma: no cover - callers pass a known format
             raise ValueError(f"unknown format {fmt!r}")
-    except (pd.errors.ParserError, pd.errors.EmptyDataError, pyarrow.ArrowException,
-            ValueError, OSError) as exc:
+    except errors as exc:
         raise LadderError(f"cannot read {path} as {fmt}: {exc}") from None
     if "row" not in frame.columns:
         frame["row"] = range(len(frame))
@@ -226,11 +231,11 @@ def canonicalize(frame: pd.DataFrame, *, columns: Mapping[str, str] | None = Non
     rest = frame.drop(columns=sorted(consumed))
     # Keep a clashing, unmapped source column (e.g. a raw `lr` that is really the peak) as metadata.
     rest = rest.rename(columns={c: f"source:{c}" for c in rest.columns if c in new})
-    out = pd.concat([rest, pd.DataFrame(new, index=frame.index)], axis=1)
+    out = pd.concat([rest, pd.DataFrame(new, index=frame.index)], axis=1) if new else rest
     renamed = {src: canonical for canonical, src in mapping.items() if canonical != src}
 
     for col in NUMERIC_COLUMNS:
-        if col in out.columns:
+        if col in out.columns and out[col].dtype != np.float64:    # float columns as they are
             values = pd.to_numeric(out[col], errors="coerce")
             if (values.isna() == out[col].isna()).all():   # else leave it: Ladder names the bad cell
                 out[col] = values.astype(float)
@@ -258,10 +263,9 @@ def drop_missing_metric(table: SourceTable, *, what: str = "sparse W&B history")
         return
     metric = table.metric or "loss"
     runs = t["run"].astype(str) if "run" in t.columns else pd.Series("?", index=t.index)
-    for run, miss in missing.groupby(runs, sort=True):
-        n, total = int(miss.sum()), len(miss)
-        if n == 0:
-            continue
+    counts = missing.groupby(runs, sort=True).agg(["sum", "size"])   # per run, vectorised
+    counts = counts[counts["sum"] > 0]
+    for run, n, total in zip(counts.index, counts["sum"].tolist(), counts["size"].tolist()):
         if n == total:
             reason = f"no {metric} value in any of its {total} row(s); run dropped"
         else:

@@ -186,8 +186,12 @@ def _drop_duplicates(table: SourceTable) -> None:
     if "run" not in t.columns:
         return
     # Compare cells as text: metadata may hold unhashable values (dicts from JSON).
-    content = t[[c for c in t.columns if c not in ("row", "source_file")]].astype(str)
-    group = content.groupby(list(content.columns), sort=False, dropna=False).ngroup()
+    # One column at a time (bounded memory): row groups numbered by first appearance.
+    group = np.zeros(len(t), dtype=np.int64)
+    for col in (c for c in t.columns if c not in ("row", "source_file")):
+        codes, _ = pd.factorize(t[col].astype(str), use_na_sentinel=False)
+        group, _ = pd.factorize(group * (int(codes.max(initial=0)) + 1) + codes)
+    group = pd.Series(group, index=t.index)
     first_row = t.groupby(group)["row"].transform("first")
     exact = group.duplicated()
     for idx in t.index[exact]:
@@ -197,15 +201,18 @@ def _drop_duplicates(table: SourceTable) -> None:
     t = t[~exact]
     key = _step_key(t)
     clash = t.duplicated(subset=key, keep=False)
-    for run in sorted(t.loc[clash, "run"].astype(str).unique()):
-        rows = t[clash & (t["run"].astype(str) == run)]
-        value = rows[key[1]].iloc[0]
-        same = rows[rows[key[1]] == value]["row"].tolist()
-        table.exclusions.append(Exclusion(
-            run, f"ambiguous: the source has {len(same)} different rows for {key[1]} {value:g} "
-                 f"(rows {', '.join(map(str, same))}), so the run id names more than one run; "
-                 f"all {int((t['run'].astype(str) == run).sum())} rows of the run dropped"))
-    bad = t["run"].astype(str).isin(t.loc[clash, "run"].astype(str))
+    runs = t["run"].astype(str)
+    if clash.any():
+        sizes = runs.value_counts()
+        clashing = t[clash].assign(_run=runs[clash])
+        for run, rows in clashing.groupby("_run", sort=True):    # only runs that clash
+            value = rows[key[1]].iloc[0]
+            same = rows[rows[key[1]] == value]["row"].tolist()
+            table.exclusions.append(Exclusion(
+                run, f"ambiguous: the source has {len(same)} different rows for {key[1]} {value:g} "
+                     f"(rows {', '.join(map(str, same))}), so the run id names more than one run; "
+                     f"all {int(sizes[run])} rows of the run dropped"))
+    bad = runs.isin(runs[clash])
     table.frame = t[~bad].reset_index(drop=True)
 
 

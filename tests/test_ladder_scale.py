@@ -1,0 +1,208 @@
+"""Vectorised ladder validation, final points and dominance checks (issue 8, large ladders).
+
+The vectorised code must give the same exclusions and errors as the row-by-row code did;
+the small tables here are crafted to hit each check, several bad rows at once. No timings.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import delphi
+from delphi.errors import LadderError
+from delphi.fitting.api import _compute_frontier, _dominated
+from delphi.ladder import Ladder
+from delphi.laws import get_law
+
+BASE = dict(run=["b", "a", "a", "c", "c", "d"], step=[2.0, 1, 2, 5, 1, 3],
+            params=[1e6, 2e6, 2e6, 3e6, 3e6, 4e6], tokens=[1e8, 1e8, 2e8, 3e8, 1e8, 4e8],
+            loss=[3.0, 3.1, 2.9, 2.8, 3.5, 2.7])
+
+
+def table(**changes) -> pd.DataFrame:
+    data = dict(BASE)
+    data.update(changes)
+    return pd.DataFrame(data)
+
+
+# ---------------------------------------------------------------- errors: first bad row
+@pytest.mark.parametrize("changes, message", [
+    (dict(params=[1e6, -2e6, 2e6, 3e6, 0, 4e6]),
+     r"run 'a' \(row 1\): column 'params' must be > 0, got -2e\+06"),
+    (dict(loss=[3.0, np.nan, 2.9, np.inf, 3.5, 2.7]),
+     r"run 'a' \(row 1\): column 'loss' is NaN or infinite, got nan"),
+    (dict(loss=["3.0", "x", 2.9, "y", 3.5, 2.7]),
+     r"run 'a' \(row 1\): column 'loss' is not a number: 'x'"),
+    (dict(step=[2.0, -1, 2, 5, -3, 3]), r"run 'a' \(row 1\): column 'step' must be >= 0, got -1"),
+    (dict(lr=[1e-3, np.inf, 2e-3, -1, 1e-3, np.nan]),
+     r"run 'a' \(row 1\): column 'lr' is NaN or infinite, got inf"),
+    (dict(fraction=[1.0, 0.5, 1.8, 0, 0.3, 0.9]),
+     r"run 'a' \(row 2\): column 'fraction' must be in \(0, 1\], got 1.8"),
+    (dict(final=[True, 2, True, "maybe", False, "no"]),
+     r"run 'a' \(row 1\): column 'final' must be true/false, got 2"),
+    (dict(step=[2.0, 1, 1, 5, 5, 3]), r"run 'a': duplicate rows for step = 1 \(rows 1, 2\)"),
+    (dict(params=[1e6, 2e6, 2.5e6, 3e6, 3.1e6, 4e6]),
+     r"run 'a': column 'params' must be constant within a run, found 2e\+06, 2.5e\+06 "
+     r"\(rows 1..2\)"),
+    (dict(run=["", "a", "a", "c", "c", "d"]), r"run '': String should have at least 1 character"),
+    (dict(run=["b", None, "a", "c", "c", None]), r"row 1: column 'run' is empty"),
+])
+def test_vectorised_validation_reports_the_first_bad_row_as_before(changes, message):
+    with pytest.raises(LadderError, match=message):
+        Ladder(table(**changes), name="t")
+
+
+def test_duplicates_without_a_step_column_use_tokens():
+    t = pd.DataFrame(dict(run=["b", "a", "a"], params=[1.0, 2, 2], tokens=[5.0, 2, 2],
+                          loss=[1, 2, 3.0]))
+    with pytest.raises(LadderError, match=r"run 'a': duplicate rows for tokens = 2 \(rows 1, 2\)"):
+        Ladder(t)
+
+
+def test_per_run_constants_may_be_missing_on_some_rows():
+    ladder = Ladder(table(peak_lr=[1e-3, np.nan, 2e-3, 1e-3, 1e-3, np.nan]))
+    assert ladder.table.loc[ladder.table["run"] == "a", "peak_lr"].tolist()[1] == 2e-3
+
+
+def test_rows_sorted_by_run_then_step_and_the_input_is_untouched():
+    t = table()
+    before = t.copy()
+    ladder = Ladder(t)
+    assert ladder.table["run"].tolist() == ["a", "a", "b", "c", "c", "d"]
+    assert ladder.table["step"].tolist() == [1, 2, 2, 1, 5, 3]
+    assert ladder.table["row"].tolist() == [1, 2, 0, 4, 3, 5]
+    ladder.table.loc[0, "loss"] = 99.0
+    pd.testing.assert_frame_equal(t, before)
+
+
+def test_final_column_accepts_the_usual_spellings():
+    ladder = Ladder(table(final=[" Yes", "t", "F", "no", "0", 1.0]))
+    assert ladder.table["final"].tolist() == [True, False, True, False, False, True]
+    assert str(ladder.table["final"].dtype) == "boolean"
+
+
+# ---------------------------------------------------------------- final points
+def test_final_points_exclusions_unfinished_marked_and_diverged():
+    t = table(fraction=[1.0, np.nan, np.nan, np.nan, np.nan, 0.9],
+              final=[True, np.nan, np.nan, False, False, np.nan],
+              loss=[3.0, 2.0, 2.9, 2.8, 3.5, 2.7])
+    pts, excluded = Ladder(t).final_points()
+    assert [(e.run, e.reason) for e in excluded] == [
+        ("a", "diverged: last loss 2.9 is 45.0% above the run's best 2"),
+        ("c", "unfinished (its last row is marked final = false); final-loss laws need "
+              "finished runs"),
+        ("d", "unfinished (fraction = 0.9); final-loss laws need finished runs"),
+    ]
+    assert pts["run"].tolist() == ["b"]
+    pts, excluded = Ladder(t).final_points(include_unfinished=True)
+    assert pts["run"].tolist() == ["b", "c", "d"] and [e.run for e in excluded] == ["a"]
+
+
+def test_final_points_takes_the_marked_row_and_rejects_two():
+    t = table(final=[True, True, False, np.nan, np.nan, np.nan],
+              loss=[3.0, 3.0, 2.95, 2.8, 3.5, 2.7])
+    pts, _ = Ladder(t).final_points()
+    assert pts.set_index("run").loc["a", "step"] == 1.0
+    with pytest.raises(LadderError, match=r"run 'a': 2 rows are marked final \(rows 1, 2\)"):
+        Ladder(table(final=[True, True, True, np.nan, np.nan, np.nan])).final_points()
+
+
+def test_no_finished_run_lists_the_reasons():
+    with pytest.raises(LadderError, match=r"no finished runs to fit \(a: unfinished \(fraction "
+                                          r"= 0.5\)"):
+        Ladder(table(fraction=[0.5] * 6)).final_points()
+
+
+def test_select_reports_runs_above_the_compute_cut_in_run_order():
+    ladder = Ladder(table())
+    small = ladder.select(max_flops=1e15)
+    assert [e.run for e in small.exclusions] == ["a", "c", "d"]
+    assert small.exclusions[0].reason == "compute 2.4e+15 FLOPs above --fit-max-flops 1e+15"
+    assert small.runs == ["b"]
+
+
+def test_fingerprint_ignores_row_order_and_hashes_in_blocks(monkeypatch):
+    ladder = Ladder(table())
+    shuffled = Ladder(table().iloc[::-1])
+    assert ladder.fingerprint() == shuffled.fingerprint()
+    whole = ladder.fingerprint()
+    monkeypatch.setattr("delphi.ladder._FINGERPRINT_ROWS", 2)
+    assert ladder.fingerprint() == whole
+
+
+# ---------------------------------------------------------------- dominance, frontier
+def _dominated_reference(pts, law, threshold):
+    """The O(n^2) loop the vectorised version replaced."""
+    cols = [c for c in law.inputs if c in ("flops", "params", "tokens")]
+    if not cols or len(cols) != len(law.inputs):
+        return {}
+    x = pts[cols].to_numpy(float)
+    y = np.log(pts["loss"].to_numpy(float))
+    out = {}
+    for i in range(len(pts)):
+        smaller = np.all(x <= x[i] * (1 + 1e-9), axis=1)
+        smaller[i] = False
+        if smaller.any():
+            j = np.flatnonzero(smaller)[np.argmin(y[smaller])]
+            if y[i] - y[j] > threshold:
+                out[i] = (f"diverged or mis-tuned: loss {np.exp(y[i]):.4g} is "
+                          f"{np.exp(y[i] - y[j]) - 1:.0%} above that of run "
+                          f"{pts['run'].iloc[j]!r}, which had no more {' or '.join(cols)}; "
+                          f"not fitted")
+    if len(pts) - len(out) < 2:
+        return {}
+    return out
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_dominated_agrees_with_the_quadratic_reference(seed):
+    rng = np.random.default_rng(seed)
+    for trial in range(8):
+        n = int(rng.integers(1, 80))
+        if trial % 2:    # ties, and values within the 1e-9 tolerance of each other
+            x = rng.integers(1, 6, size=(n, 3)).astype(float)
+            x *= 1 + rng.choice([0.0, 5e-10, 2e-9], size=(n, 3))
+            loss = rng.choice([2.0, 2.5, 3.0], n)
+        else:
+            x = np.exp(rng.normal(size=(n, 3)))
+            loss = np.exp(rng.normal(1, 0.2, n))
+        pts = pd.DataFrame({"run": [f"r{i}" for i in range(n)], "flops": x[:, 0],
+                            "params": x[:, 1], "tokens": x[:, 2], "loss": loss})
+        for law in ("power", "chinchilla", "overtrain", "chinchilla-lr"):
+            for threshold in (0.1, 0.0, 0.3, -0.05):
+                assert _dominated(pts, get_law(law), threshold) == \
+                    _dominated_reference(pts, get_law(law), threshold), (seed, trial, law)
+
+
+def test_compute_frontier_keeps_the_lowest_loss_of_each_budget():
+    pts = pd.DataFrame({"run": list("abcdef"), "flops": [1e18, 1.04e18, 1.06e18, 3e18, 3.1e18, 9e18],
+                        "loss": [3.0, 2.9, 3.1, 2.8, 2.7, 2.5]})
+    best, excluded, notes = _compute_frontier(pts)
+    assert best["run"].tolist() == ["b", "c", "e", "f"]
+    assert [(e.run, e.reason) for e in excluded] == [
+        ("a", "isoFLOP point: not the lowest loss of its compute budget (~1e+18 FLOPs)"),
+        ("d", "isoFLOP point: not the lowest loss of its compute budget (~3e+18 FLOPs)")]
+    assert "4 budgets" in notes[0]
+
+
+# ---------------------------------------------------------------- a moderately large ladder
+def test_a_ladder_of_20000_single_row_runs_loads_and_fits(tmp_path):
+    rng = np.random.default_rng(0)
+    n = 20_000
+    params = np.exp(rng.uniform(np.log(1e7), np.log(1e10), n))
+    tokens = params * np.exp(rng.uniform(np.log(2), np.log(200), n))
+    loss = (1.69 + 406.4 / params ** 0.34 + 410.7 / tokens ** 0.28) * np.exp(rng.normal(0, 0.01, n))
+    loss[:3] *= 1.5                                  # three diverged runs
+    frame = pd.DataFrame({"run": [f"r{i:05d}" for i in range(n)], "params": params,
+                          "tokens": tokens, "loss": loss})
+    path = tmp_path / "big.parquet"
+    frame.sample(frac=1.0, random_state=0).to_parquet(path, index=False)   # unsorted rows
+    ladder = delphi.load_ladder(path)
+    assert len(ladder) == n and ladder.runs[:2] == ["r00000", "r00001"]
+    assert ladder.table["run"].is_monotonic_increasing
+    pts, excluded = ladder.final_points()
+    assert len(pts) == n and excluded == []
+    dominated = _dominated(pts, get_law("chinchilla"), 0.10)
+    assert {pts["run"].iloc[i] for i in dominated} == {"r00000", "r00001", "r00002"}
