@@ -13,13 +13,14 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from .errors import FitError, LadderError
+from .errors import DelphiError, FitError, LadderError
 from .fitting import DEFAULT_DELTA, Fit, fit_arrays
 from .ladder import Ladder
 from .laws import Law, get_law
 from .schedules import LoggedSchedule, Schedule, features
 
-__all__ = ["run_schedule", "curve_inputs", "complete", "Completion", "ANNEALING_MOMENTUM"]
+__all__ = ["run_schedule", "curve_inputs", "complete", "complete_many", "Completion",
+           "ANNEALING_MOMENTUM"]
 
 #: Momentum lambda of the annealing area S2 (Tissue et al. 2024 use 0.999).
 ANNEALING_MOMENTUM = 0.999
@@ -241,6 +242,64 @@ def complete(ladder: Ladder, run: str, law: str | Law = "annealing", *,
     return Completion(run=run, loss=loss, total_steps=total, fitted_upto_step=int(
         rows.loc[use, "step"].max()), n_checkpoints=int(use.sum()), schedule=spec, fit=result,
         actual=actual, notes=tuple(notes))
+
+
+def _complete_job(item: tuple) -> tuple[str, Completion | str]:
+    """One run of :func:`complete_many` (module level: pickled for process/Dask workers)."""
+    ladder, run, law, options = item
+    try:
+        return run, complete(ladder, run, law, **options)
+    except DelphiError as exc:
+        return run, f"{type(exc).__name__}: {exc}"
+
+
+def complete_many(ladder: Ladder, runs=None, law: str | Law = "annealing", *,
+                  n_jobs: int | None = None, upto_fraction: float | None = None,
+                  upto_step: int | None = None, min_step_fraction: float = 0.0,
+                  siblings: bool = False, fixed=None, bounds=None, delta: float = DEFAULT_DELTA,
+                  seed: int = 0, show_progress: bool | None = None
+                  ) -> list[tuple[str, Completion | str]]:
+    """Complete many runs (:func:`complete` on each), serially or in parallel, in run order.
+
+    Each run is fitted on its own (with its siblings when ``siblings``), exactly as
+    :func:`complete` would, with the same ``seed``: the results do not depend on ``n_jobs``
+    or the joblib backend. A run that cannot be completed (too few checkpoints, no schedule,
+    an unknown run...) does not stop the others: its entry holds the error message instead.
+    Jobs run through :func:`delphi.parallel.map_jobs` (joblib; BLAS pinned to one thread per
+    job; a progress bar on a terminal for batches that take more than ~2 s). Laws:
+    ``annealing`` (Tissue et al. 2024, arXiv 2408.11029, Eq. 1) or ``multipower`` (Luo et
+    al. 2025, arXiv 2503.12811, Sec. 3).
+
+    Parameters
+    ----------
+    ladder: a ladder with per-checkpoint rows (see :func:`complete`).
+    runs: run ids to complete, shape (r,); default every run of the ladder.
+    law: a curve law name or object, as in :func:`complete`.
+    n_jobs: joblib's convention: None (the active ``joblib.parallel_config``, else serial),
+        1 serial, -1 every core; a Dask backend runs the jobs on its cluster.
+    upto_fraction, upto_step, min_step_fraction, siblings, fixed, bounds, delta, seed: as in
+        :func:`complete`, the same for every run.
+    show_progress: force the progress bar on or off (default: on a terminal, unless quiet).
+
+    Returns
+    -------
+    list of (run, Completion or str), one per run in ``runs`` order: the completion, or the
+    one-line error message (``"FitError: ..."``) of a run that could not be completed.
+
+    Raises
+    ------
+    LawError: unknown law (it applies to every run). FitError: a bad ``n_jobs``.
+    """
+    from .parallel import check_n_jobs, map_jobs
+    law = get_law(law)
+    n_jobs = check_n_jobs(n_jobs)
+    runs = list(ladder.runs) if runs is None else [str(r) for r in runs]
+    options = dict(upto_fraction=upto_fraction, upto_step=upto_step,
+                   min_step_fraction=min_step_fraction, siblings=siblings, fixed=fixed,
+                   bounds=bounds, delta=delta, seed=seed)
+    items = [(ladder, run, law, options) for run in runs]
+    return map_jobs(_complete_job, items, n_jobs=n_jobs, desc=f"complete ({law.name})",
+                    show_progress=show_progress, unit="run")
 
 
 def _siblings(ladder: Ladder, run: str) -> list[str]:

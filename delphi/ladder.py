@@ -26,6 +26,7 @@ Any other column is kept as free metadata.
 from __future__ import annotations
 
 import hashlib
+import re
 import math
 import warnings
 from dataclasses import dataclass
@@ -560,6 +561,48 @@ class Ladder:
         digest = hashlib.sha256(f"unit={self.unit}\n".encode())
         for start in range(0, max(len(canon), 1), _FINGERPRINT_ROWS):
             block = canon.iloc[start:start + _FINGERPRINT_ROWS]
-            digest.update(block.to_csv(index=False, header=start == 0, float_format="%.17g",
-                                       lineterminator="\n").encode())
+            text = _fast_csv(block, header=start == 0)
+            if text is None:
+                text = block.to_csv(index=False, header=start == 0, float_format="%.17g",
+                                    lineterminator="\n")
+            digest.update(text.encode())
         return digest.hexdigest()
+
+
+_CSV_SPECIAL = re.compile(r'[,"\r\n]')
+
+
+def _fast_csv(block: pd.DataFrame, *, header: bool) -> str | None:
+    """``block.to_csv(index=False, float_format="%.17g", lineterminator="\\n")``, the same
+    text, several times faster: floats formatted by Python directly instead of through
+    pandas' per-value formatter. None when a column needs pandas' quoting or an unusual
+    dtype (the caller then uses pandas)."""
+    columns = []
+    for name in block.columns:
+        col = block[name]
+        kind = col.dtype.kind
+        if kind == "f":
+            values = col.to_numpy()
+            strings = [format(v, ".17g") for v in values.tolist()]
+            if np.isnan(values).any():
+                strings = ["" if v != v else t for v, t in zip(values.tolist(), strings)]
+        elif kind in "iu":
+            strings = [str(v) for v in col.tolist()]
+        elif kind == "b":
+            strings = ["True" if v else "False" for v in col.tolist()]
+        elif kind in "OUT" or str(col.dtype) in ("str", "string"):
+            values = col.tolist()
+            if not all(type(v) is str for v in values):
+                return None
+            if any(_CSV_SPECIAL.search(v) or v == "" for v in values):
+                return None
+            strings = values
+        else:
+            return None
+        columns.append(strings)
+    head = ",".join(map(str, block.columns)) + "\n" if header else ""
+    if any(_CSV_SPECIAL.search(str(c)) for c in block.columns):
+        return None
+    if not len(block):
+        return head
+    return head + "\n".join(map(",".join, zip(*columns))) + "\n"

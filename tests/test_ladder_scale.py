@@ -206,3 +206,26 @@ def test_a_ladder_of_20000_single_row_runs_loads_and_fits(tmp_path):
     assert len(pts) == n and excluded == []
     dominated = _dominated(pts, get_law("chinchilla"), 0.10)
     assert {pts["run"].iloc[i] for i in dominated} == {"r00000", "r00001", "r00002"}
+
+
+def test_fast_fingerprint_text_is_pandas_csv_byte_for_byte():
+    # The fingerprint hashes CSV text; the fast writer must give pandas' exact bytes (or
+    # decline, for values pandas would quote), or stored fingerprints would stop matching.
+    from delphi.ladder import _fast_csv
+    rng = np.random.default_rng(0)
+    n = 500
+    table = pd.DataFrame({
+        "run": [f"r{i % 7}-x.y" for i in range(n)],
+        "step": rng.integers(0, 10**6, n),
+        "params": 10 ** rng.uniform(6, 11, n),
+        "loss": np.where(rng.random(n) < 0.1, np.nan, rng.random(n) * 5),
+        "tiny": rng.normal(size=n) * 1e-300,
+        "special": rng.choice([0.0, -0.0, np.inf, -np.inf, 1e22, 0.1], n),
+        "final": rng.random(n) < 0.5,
+    })
+    expected = table.to_csv(index=False, float_format="%.17g", lineterminator="\n")
+    assert _fast_csv(table, header=True) == expected
+    assert _fast_csv(table.iloc[:0], header=True) == table.iloc[:0].to_csv(
+        index=False, float_format="%.17g", lineterminator="\n")
+    quoted = table.assign(run=["a,b"] + table["run"].tolist()[1:])
+    assert _fast_csv(quoted, header=False) is None  # pandas quotes it: leave it to pandas

@@ -267,3 +267,95 @@ def test_hparams_cli_recommends_a_peak_lr(data_dir, capsys):
     d = json.loads(capsys.readouterr().out)
     assert code == 0 and 1e-5 < d["recommendation"]["peak_lr"] < 1e-1
     assert d["recommendation"]["batch_size"] is None  # the sweeps never vary the batch
+
+
+# --------------------------------------------------------------------- vectorised evaluation
+def _multi_run_inputs():
+    specs = [Schedule.parse(s, peak_lr=3e-3, total_steps=t) for s, t in
+             (("cosine:warmup=50,final=0.1", 1200), ("wsd:warmup=50,decay=0.3,final=0", 900),
+              ("constant:warmup=50", 700))]
+    x, _ = curves(specs, 25, ANNEALING, {"L0": 2.8, "A": 0.45, "C": 0.35, "alpha": 0.55})
+    order = np.random.default_rng(0).permutation(len(x["S1"]))  # rows of runs interleaved
+    return {k: (v[order] if isinstance(v, np.ndarray) else v) for k, v in x.items()}
+
+
+@pytest.mark.parametrize("law, thetas", [
+    (MULTIPOWER, np.array([[0.5, 2.0, 0.6, 0.5], [0.1, 0.02, 2.5, 0.0], [1.5, 80.0, 0.05, 1.4],
+                           [0.7, 1e-6, 1e-3, 3.0]])),
+    (ANNEALING, np.array([[0.0], [0.55], [1.7]])),
+])
+def test_curve_law_grid_and_batch_equal_log_basis(law, thetas):
+    x = law.check_inputs(_multi_run_inputs(), what="ladder")
+    grid = law.log_basis_grid(thetas, x)
+    logphi, dlogphi = law.log_basis_batch(thetas, x)
+    for i, theta in enumerate(thetas):
+        one, done = law.log_basis(theta, x)
+        np.testing.assert_allclose(grid[i], one, rtol=1e-12, atol=1e-300)
+        np.testing.assert_allclose(logphi[i], one, rtol=1e-12, atol=1e-300)
+        np.testing.assert_allclose(dlogphi[i], done, rtol=1e-12, atol=1e-300)
+
+
+def test_chinchilla_ckpt_grid_and_batch_equal_log_basis():
+    rng = np.random.default_rng(8)
+    x = {"params": 10 ** rng.uniform(7, 9, 60), "tokens": 10 ** rng.uniform(9, 11, 60),
+         "h": np.r_[0.0, rng.uniform(0.0, 1.0, 59)]}
+    thetas = np.array([[0.3, 0.3, 1.5], [0.0, 2.0, 0.0], [1.2, 0.1, 4.0]])
+    grid = CHINCHILLA_CKPT.log_basis_grid(thetas, x)
+    logphi, dlogphi = CHINCHILLA_CKPT.log_basis_batch(thetas, x)
+    for i, theta in enumerate(thetas):
+        with np.errstate(invalid="ignore"):
+            one, done = CHINCHILLA_CKPT.log_basis(theta, x)
+        np.testing.assert_allclose(grid[i], one, rtol=1e-12)
+        np.testing.assert_allclose(logphi[i], one, rtol=1e-12)
+        np.testing.assert_allclose(dlogphi[i], done, rtol=1e-12)
+
+
+def test_multipower_log_basis_gradient_vs_finite_differences():
+    x = MULTIPOWER.check_inputs(_multi_run_inputs(), what="ladder")
+    theta = np.array([0.5, 2.0, 0.6, 0.5])
+    logphi, dlogphi = MULTIPOWER.log_basis(theta, x)
+    ok = np.isfinite(logphi[:, 2])
+    for j in range(4):
+        h = 1e-6
+        up, down = theta.copy(), theta.copy()
+        up[j] += h
+        down[j] -= h
+        with np.errstate(invalid="ignore"):   # -inf - -inf where LD = 0: masked out below
+            fd = (MULTIPOWER.log_basis(up, x)[0] - MULTIPOWER.log_basis(down, x)[0]) / (2 * h)
+        np.testing.assert_allclose(dlogphi[ok, :, j][:, 1:], fd[ok][:, 1:], rtol=1e-5,
+                                   atol=1e-8)
+    with pytest.raises(delphi.LawError, match="beta"):
+        MULTIPOWER.log_basis(np.array([0.5, 2.0, -0.1, 0.5]), x)
+
+
+def test_lr_ratio_vectorised_equals_features_per_run():
+    from delphi.fitting.api import _lr_ratio
+    rows = []
+    for i, total in enumerate((400, 400, 650, 1000)):
+        steps = np.arange(20, total + 1, 20)
+        rows.append(pd.DataFrame({"run": f"r{i}", "step": steps, "loss": 3.0, "params": 1e8,
+                                  "tokens": steps * 1e6, "peak_lr": 1e-3 * (i + 1),
+                                  "total_steps": total}))
+    ladder = delphi.Ladder(pd.concat(rows, ignore_index=True), name="t",
+                           schedule="cosine:warmup=30,final=0.1")
+    t = ladder.table.sample(frac=1.0, random_state=0).reset_index(drop=True)
+    h = _lr_ratio(ladder, t)
+    for run, g in t.groupby("run"):
+        sched = Schedule.parse(ladder.schedule, peak_lr=float(g["peak_lr"].iloc[0]),
+                               total_steps=int(g["total_steps"].iloc[0]))
+        expected = features(sched, g["step"].to_numpy(np.int64))["h"]
+        np.testing.assert_allclose(h[g.index.to_numpy()], expected, rtol=1e-14)
+
+
+def test_complete_many_reports_errors_and_matches_complete(tmp_path):
+    manifest, _ = synthetic_rung(tmp_path)
+    ladder = delphi.load_ladder(str(manifest))
+    out = delphi.complete_many(ladder, ["d2048", "nope"], "annealing", n_jobs=1)
+    assert [r for r, _ in out] == ["d2048", "nope"]
+    one = complete(ladder, "d2048", "annealing")
+    assert out[0][1].loss == one.loss
+    assert isinstance(out[1][1], str) and "unknown run" in out[1][1]
+    assert delphi.complete_many(ladder, law="annealing", upto_fraction=0.5)[0][1].loss == \
+        complete(ladder, "d2048", "annealing", upto_fraction=0.5).loss
+    with pytest.raises(delphi.LawError):
+        delphi.complete_many(ladder, ["d2048"], "no-such-law")

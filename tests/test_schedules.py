@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 
 from delphi.errors import LadderError, LawError
-from delphi.schedules import LoggedSchedule, Schedule, features, multipower_ld
+from delphi.schedules import (LoggedSchedule, Schedule, features, momentum_filter, multipower_groups,
+                             multipower_ld, multipower_ld_grid)
 
 
 # --------------------------------------------------------------------------- shapes
@@ -389,3 +390,138 @@ def test_multipower_ld_overflowing_x_is_its_limit():
     res = multipower_ld([1.0, 1.0, 1e-300, 1e-300], [3, 4], C=1.0, beta=0.5, gamma=5.0)
     np.testing.assert_allclose(res.ld, [1.0, 1.0])
     np.testing.assert_array_equal(res.grad, 0.0)
+
+
+# --------------------------------------------------------------------------- vectorised forms
+
+def _reference_filter(d, lam):
+    """m_i = lam m_{i-1} + d_i, m_0 = 0, one step at a time."""
+    out, m = np.empty(len(d)), 0.0
+    for i, v in enumerate(d):
+        m = lam * m + v
+        out[i] = m
+    return out
+
+
+@pytest.mark.parametrize("lam", [0.0, 1e-3, 0.5, 0.9, 0.999, 0.9999])
+@pytest.mark.parametrize("T", [1, 7, 3001, 120_000])
+def test_momentum_filter_matches_reference_recursion(lam, T):
+    rng = np.random.default_rng(T)
+    d = rng.normal(0.0, 1e-3, T)
+    got = momentum_filter(d, lam)
+    ref = _reference_filter(d, lam)
+    np.testing.assert_allclose(got, ref, rtol=0, atol=1e-12 * np.max(np.abs(ref)))
+    # same-sign inputs (LR drops of a decaying schedule): elementwise relative agreement
+    pos = np.abs(d)
+    np.testing.assert_allclose(momentum_filter(pos, lam), _reference_filter(pos, lam),
+                               rtol=1e-12)
+
+
+def test_momentum_filter_extreme_scales_and_errors():
+    d = np.full(50_000, 1e200)         # lam^-t and d lam^-t would overflow without blocks
+    np.testing.assert_allclose(momentum_filter(d, 0.99), _reference_filter(d, 0.99), rtol=1e-12)
+    d = np.full(50_000, 1e-300)
+    np.testing.assert_allclose(momentum_filter(d, 0.999), _reference_filter(d, 0.999),
+                               rtol=1e-12)
+    assert momentum_filter([], 0.9).shape == (0,)
+    with pytest.raises(LadderError, match="momentum"):
+        momentum_filter([1.0], 1.0)
+    with pytest.raises(LadderError, match="finite"):
+        momentum_filter([1.0, np.nan], 0.5)
+
+
+@pytest.mark.parametrize("sched", [
+    Schedule("cosine", 1e-3, 3000, warmup_steps=100, final_ratio=0.1),
+    Schedule("wsd", 2e-3, 30000, warmup_steps=50, decay_fraction=0.3, cooldown="1-sqrt"),
+])
+def test_features_s2_matches_reference_recursion_tightly(sched):
+    lrs = sched.lrs()
+    steps = np.unique(np.linspace(1, sched.total_steps, 50).astype(int))
+    f = features(sched, steps)
+    ref = _naive_s2(lrs, 0.999)[steps - 1]
+    np.testing.assert_allclose(f["S2"], ref, rtol=1e-12, atol=1e-300)
+
+
+def test_schedules_do_not_import_scipy_signal():
+    import subprocess
+    import sys
+    code = ("import sys, delphi.schedules; "
+            "assert 'scipy.signal' not in sys.modules, 'scipy.signal imported'")
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
+_GROUP_SCHEDULES = [
+    Schedule("cosine", 1e-3, 60, warmup_steps=5, final_ratio=0.1),
+    Schedule("wsd", 2e-3, 60, warmup_steps=6, decay_fraction=0.25, cooldown="1-sqrt",
+             final_ratio=0.0),
+    Schedule("linear", 1.0, 40, final_ratio=0.2),
+]
+
+
+def test_multipower_groups_with_single_steps_equal_exact_sum():
+    # a ratio this close to 1 makes every group one step: the exact sum of multipower_ld
+    lrs = [s.lrs() for s in _GROUP_SCHEDULES] + [np.array([1.0, 1.0, 0.5, 0.0, 0.5])]
+    steps, group = [], []
+    for g, arr in enumerate(lrs):   # interleave runs: rows need not be grouped by run
+        t = np.unique(np.r_[1, 3, len(arr) // 2, len(arr) - 1, len(arr)])
+        steps.append(t)
+        group.append(np.full(t.size, g))
+    order = np.argsort(np.concatenate([np.arange(t.size) for t in steps]), kind="stable")
+    steps, group = np.concatenate(steps)[order], np.concatenate(group)[order]
+    groups = multipower_groups(lrs, steps, group, ratio=1.0001)
+    for C, beta, gamma in ((2.0, 0.6, 0.5), (0.3, 1.7, 1.2), (0.0, 0.5, 0.5)):
+        ld, grad = multipower_ld_grid(groups, C, beta, gamma)
+        for g, arr in enumerate(lrs):
+            rows = group == g
+            ex = multipower_ld(arr, steps[rows], C, beta, gamma)
+            np.testing.assert_allclose(ld[rows], ex.ld, rtol=1e-12, atol=1e-15)
+            np.testing.assert_allclose(grad[rows], ex.grad, rtol=1e-11, atol=1e-14)
+
+
+def test_multipower_ld_grid_equals_point_by_point():
+    sched = Schedule("cosine", 3e-3, 2000, warmup_steps=50, final_ratio=0.1)
+    steps = np.arange(10, 2001, 10)
+    groups = multipower_groups(sched, steps)
+    rng = np.random.default_rng(5)
+    C = np.exp(rng.uniform(np.log(1e-2), np.log(1e2), 17))
+    beta, gamma = rng.uniform(0.05, 3.0, 17), rng.uniform(0.0, 1.5, 17)
+    ld, grad = multipower_ld_grid(groups, C, beta, gamma)
+    assert ld.shape == (17, steps.size) and grad.shape == (17, steps.size, 3)
+    for i in range(17):
+        one, g_one = multipower_ld_grid(groups, C[i], beta[i], gamma[i])
+        np.testing.assert_allclose(ld[i], one, rtol=1e-12)
+        np.testing.assert_allclose(grad[i], g_one, rtol=1e-12, atol=1e-300)
+
+
+@pytest.mark.parametrize("spec, T", [("cosine:warmup=50,final=0.1", 5000),
+                                     ("linear:warmup=20,final=0.0", 2000),
+                                     ("wsd:warmup=50,decay=0.4,cooldown=1-sqrt,final=0", 5000)])
+def test_multipower_groups_accuracy_and_gradient(spec, T):
+    sched = Schedule.parse(spec, peak_lr=3e-3, total_steps=T)
+    steps = np.unique(np.r_[np.linspace(1, T, 30).astype(int), T])
+    groups = multipower_groups(sched, steps)
+    assert groups.drop.size < 0.1 * steps.size * T     # far fewer terms than the exact sum
+    for C, beta, gamma in ((2.0, 0.6, 0.5), (0.3, 1.5, 0.03), (30.0, 0.2, 1.2)):
+        ex = multipower_ld(sched, steps, C, beta, gamma)
+        ld, grad = multipower_ld_grid(groups, C, beta, gamma)
+        np.testing.assert_allclose(ld, ex.ld, rtol=0, atol=1e-3 * ex.ld.max())  # ~1e-4 typical, 6e-4 worst seen
+        # the derivatives are exact for the grouped sum: central differences agree
+        theta = np.array([C, beta, gamma])
+        for j in range(3):
+            h = 1e-6 * max(1.0, abs(theta[j]))
+            up, down = theta.copy(), theta.copy()
+            up[j] += h
+            down[j] -= h
+            fd = (multipower_ld_grid(groups, *up, grad=False)[0]
+                  - multipower_ld_grid(groups, *down, grad=False)[0]) / (2 * h)
+            np.testing.assert_allclose(grad[:, j], fd, rtol=1e-5,
+                                       atol=1e-9 * np.abs(fd).max())
+
+
+def test_multipower_groups_errors():
+    with pytest.raises(LawError, match="ratio"):
+        multipower_groups([1.0, 0.5], [2], ratio=1.0)
+    with pytest.raises(LadderError, match="1..2"):
+        multipower_groups([1.0, 0.5], [3])
+    with pytest.raises(LadderError, match="group"):
+        multipower_groups([[1.0, 0.5]], [2], [1])

@@ -377,34 +377,109 @@ def prepare(law, x, y, *, labels=None, fixed=None, bounds=None, delta=DEFAULT_DE
                     bounds=all_bounds, ibounds=_internal_bounds(problem, all_bounds), free=free)
 
 
+#: Above this many points the dense screen and the first descent of every start run on an
+#: evenly spaced subsample of this size; only the distinct optima found there are refined on
+#: all the points. The screen only has to find the basins; the full data decide the optimum.
+SCREEN_ROWS = 2048
+# Distinct optima of a subsample within this factor of the best are refined on all points.
+_POLISH_WITHIN = 1.10
+
+
+def _subsample(problem: Problem, y: np.ndarray, size: int) -> tuple[Problem, np.ndarray]:
+    """The problem restricted to ``size`` evenly spaced points (table order, so every run of
+    a ladder of runs keeps points), and their losses."""
+    n = len(y)
+    idx = np.unique(np.linspace(0, n - 1, size).round().astype(np.int64))
+    x = {k: (v[idx] if isinstance(v, np.ndarray) and v.shape == (n,) else v)
+         for k, v in problem.x.items()}
+    sub = Problem(law=problem.law, x=x, log_y=problem.log_y[idx], delta=problem.delta,
+                  free=problem.free, fixed=problem.fixed)
+    return sub, y[idx]
+
+
+_UNPOLISHED = "left unfinished above a converged start (not polished)"
+
+
+def _descend(problem: Problem, z0: np.ndarray, ibounds) -> list:
+    """Refine every start of ``z0`` (S, p): one batched BFGS, then L-BFGS-B for the starts it
+    left unfinished that could still beat the best converged one (all of them, when none
+    converged, up to the best two). [(z, objective, success, message)] per start; a start
+    not polished carries the message :data:`_UNPOLISHED` and is left out of the fit's
+    agreement count."""
+    batch = refine_batch(problem, z0, np.ones((len(z0), len(problem.log_y))), ibounds)
+    done = batch.converged & np.isfinite(batch.objective)
+    best = float(batch.objective[done].min()) if done.any() else math.inf
+    unfinished = np.flatnonzero(~done)
+    unfinished = unfinished[np.argsort(batch.objective[unfinished], kind="stable")]
+    if not done.any():
+        polish = set(unfinished[:2].tolist())
+    else:
+        polish = {i for i in unfinished.tolist() if batch.objective[i] < best}
+    out = []
+    for i, (zb, ob, za) in enumerate(zip(batch.z, batch.objective, z0)):
+        if done[i]:
+            out.append((zb, float(ob), True, "converged (batched BFGS)"))
+        elif i in polish:
+            out.append(_refine(problem, zb if np.all(np.isfinite(zb)) else za, ibounds))
+        else:
+            out.append((zb, float(ob), False, _UNPOLISHED))
+    return out
+
+
 def global_search(prep: Prepared, *, seed: int = 0, starts: int = _REFINE_STARTS) -> list:
-    """Dense search over the non-linear parameters, then L-BFGS-B from the best distinct
-    points: [(z, objective, success, message)] per start, unsorted.
+    """Dense search over the non-linear parameters, then a local descent from the best
+    distinct points: [(z, objective, success, message)] per start, unsorted.
+
+    Large problems (more than :data:`SCREEN_ROWS` points) are screened and first descended on
+    an evenly spaced subsample; the distinct optima found there are then refined on all the
+    points (a two-level search), and each start reports the full-data optimum it led to.
 
     Raises
     ------
     FitError: no point of the search range gives a positive prediction everywhere.
     """
     law, problem, ibounds = prep.law, prep.problem, prep.ibounds
+    big = len(prep.y) > SCREEN_ROWS
+    sp, sy = _subsample(problem, prep.y, SCREEN_ROWS) if big else (problem, prep.y)
     ranges = _search_ranges(law, problem, prep.bounds)
     nl_params = [law.param(problem.nl_names[i]) for i in problem.free_nl]
     log_scale = [p.log_search and r[0] > 0 for p, r in zip(nl_params, ranges)]
     thetas = theta_candidates(ranges, seed, log_scale=log_scale, points=law.search_points)
-    obj, coefs = screen(problem, thetas, prep.y)
+    obj, coefs = screen(sp, thetas, sy)
     # A quasi-random search in three or more dimensions samples each basin thinly: refine more.
     chosen = pick_starts(obj, thetas, ranges, starts + (len(ranges) if len(ranges) >= 3 else 0))
     if not chosen:
         raise FitError(f"law {law.name!r} cannot represent these losses anywhere in its "
                        f"search range (every candidate gives a non-positive prediction)")
-    z0 = np.stack([_start_vector(problem, thetas[i], coefs[i], prep.y, ibounds) for i in chosen])
-    # All starts descend together in one batched BFGS; L-BFGS-B finishes any it leaves.
-    batch = refine_batch(problem, z0, np.ones((len(chosen), len(prep.y))), ibounds)
-    out = []
-    for zb, ob, ok, za in zip(batch.z, batch.objective, batch.converged, z0):
-        if ok and np.isfinite(ob):
-            out.append((zb, float(ob), True, "converged (batched BFGS)"))
+    z0 = np.stack([_start_vector(sp, thetas[i], coefs[i], sy, ibounds) for i in chosen])
+    results = _descend(sp, z0, ibounds)
+    if not big:
+        return results
+    # Distinct optima of the subsample (starts that met in one basin share it).
+    reps: list[int] = []
+    owner = []
+    for i, (z, f, _, _) in enumerate(results):
+        for r in reps:
+            zr, fr = results[r][0], results[r][1]
+            if abs(f - fr) <= 1e-6 * max(abs(fr), 1e-300) and np.allclose(z, zr, rtol=1e-3,
+                                                                              atol=1e-4):
+                owner.append(r)
+                break
         else:
-            out.append(_refine(problem, zb if np.all(np.isfinite(zb)) else za, ibounds))
+            reps.append(i)
+            owner.append(i)
+    finite = [results[r][1] for r in reps if np.isfinite(results[r][1])]
+    best = min(finite) if finite else math.inf
+    keep = [r for r in reps if np.isfinite(results[r][1])
+            and results[r][1] <= best * _POLISH_WITHIN + 1e-300] or reps[:1]
+    full = dict(zip(keep, _descend(problem, np.stack([results[r][0] for r in keep]), ibounds)))
+    out = []
+    for i, r in enumerate(owner):
+        if r in full:
+            out.append(full[r])
+        else:  # a worse basin of the subsample: its full-data objective, unrefined
+            z = results[r][0]
+            out.append((z, problem.objective(z), False, "left in a worse basin (not refined)"))
     return out
 
 
@@ -426,7 +501,8 @@ def _fit_arrays(law, x, y, *, labels, fixed, bounds, delta, seed, starts, init,
         z0 = np.clip(problem.pack({**fixed, **dict(init)}), lo, hi)
         if np.all(np.isfinite(z0)):
             results.append(_refine(problem, z0, ibounds))
-    results.sort(key=lambda t: t[1])
+    polished = [t for t in results if t[3] != _UNPOLISHED]
+    results = sorted(polished or results, key=lambda t: t[1])
     z, objective, success, message = results[0]
     if not math.isfinite(objective):
         raise FitError(f"every start of law {law.name!r} failed to give a finite objective")

@@ -8,17 +8,17 @@ passed as context (``_lrs``: one array per run, ``_group``: each row's run index
 
 from __future__ import annotations
 
+import hashlib
+import math
+from collections import OrderedDict
+
 import numpy as np
 
-from ..schedules import multipower_ld
+from ..errors import LawError
+from ..schedules import MultiPowerGroups, multipower_groups, multipower_ld_grid
 from .base import Inputs, Law, Param
 
 __all__ = ["AnnealingLaw", "MultiPowerLaw", "ANNEALING", "MULTIPOWER"]
-
-# multipower_ld groups LR drops far from each checkpoint; 200 groups keep its relative error
-# near 1e-4 (see delphi.schedules) at a small fraction of the exact cost.
-_LD_TERMS = 200
-
 
 class AnnealingLaw(Law):
     """L(s) = L0 + A·S1^(-alpha) - C·S2 (Tissue et al. 2024, arXiv 2408.11029, Eq. 1/3).
@@ -36,6 +36,23 @@ class AnnealingLaw(Law):
         dlogphi = np.zeros((n, 3, 1))
         dlogphi[:, 1, 0] = -log_s1
         return logphi, dlogphi
+
+    def log_basis_grid(self, thetas: np.ndarray, x: Inputs) -> np.ndarray:
+        """``log phi`` at many alphas: thetas (G, 1) -> (G, n, 3), by broadcasting."""
+        log_s1 = np.log(x["S1"])
+        with np.errstate(divide="ignore"):
+            log_s2 = np.log(x["S2"])
+        out = np.empty((len(thetas), log_s1.shape[0], 3))
+        out[:, :, 0] = 0.0
+        out[:, :, 1] = -np.asarray(thetas, dtype=float)[:, :1] * log_s1[None, :]
+        out[:, :, 2] = log_s2[None, :]
+        return out
+
+    def log_basis_batch(self, thetas: np.ndarray, x: Inputs) -> tuple[np.ndarray, np.ndarray]:
+        """Batched :meth:`log_basis`: the derivative does not depend on alpha (shared view)."""
+        _, dlogphi = self.log_basis(np.asarray(thetas, dtype=float)[0], x)
+        return (self.log_basis_grid(thetas, x),
+                np.broadcast_to(dlogphi, (len(thetas),) + dlogphi.shape))
 
 
 ANNEALING = AnnealingLaw(
@@ -63,20 +80,19 @@ class MultiPowerLaw(Law):
 
     LD(t) = sum_k (eta_{k-1} - eta_k) G(eta_k^(-gamma) S_k(t)), G(x) = 1 - (C x + 1)^(-beta);
     ``S1`` here already includes the warmup area S_W (see :func:`delphi.schedules.features`).
+    LD is summed over per-checkpoint groups of drops (:func:`delphi.schedules.multipower_groups`,
+    relative error ~1e-4), built once per set of inputs and evaluated for all checkpoints of
+    all runs, and in the search for a whole block of parameter points, by broadcasting.
     """
 
     def log_basis(self, theta: np.ndarray, x: Inputs) -> tuple[np.ndarray, np.ndarray]:
-        alpha, c, beta, gamma = theta
+        alpha, c, beta, gamma = (float(v) for v in theta)
+        if not all(math.isfinite(v) for v in (c, beta, gamma)) or c < 0 or beta < 0:
+            raise LawError(f"multi-power parameters need finite C >= 0, beta >= 0 and gamma; "
+                           f"got C={c!r}, beta={beta!r}, gamma={gamma!r}")
         log_s1 = np.log(x["S1"])
         n = log_s1.shape[0]
-        ld = np.zeros(n)
-        grad = np.zeros((n, 3))
-        steps = np.asarray(x["step"]).astype(np.int64)
-        for g, lrs in enumerate(x["_lrs"]):
-            rows = np.flatnonzero(x["_group"] == g)
-            if rows.size:
-                res = multipower_ld(lrs, steps[rows], c, beta, gamma, max_terms=_LD_TERMS)
-                ld[rows], grad[rows] = res.ld, res.grad
+        ld, grad = multipower_ld_grid(_groups(x), c, beta, gamma)
         pos = ld > 0
         with np.errstate(divide="ignore"):
             log_ld = np.where(pos, np.log(np.where(pos, ld, 1.0)), -np.inf)
@@ -85,6 +101,90 @@ class MultiPowerLaw(Law):
         dlogphi[:, 1, 0] = -log_s1
         dlogphi[:, 2, 1:] = np.where(pos[:, None], grad / np.where(pos, ld, 1.0)[:, None], 0.0)
         return logphi, dlogphi
+
+    def log_basis_grid(self, thetas: np.ndarray, x: Inputs) -> np.ndarray:
+        """``log phi`` for a block of points: thetas (G, 4) -> (G, n, 3), no loop over points
+        (blocks of points bounded in memory); equal to :meth:`log_basis` point by point."""
+        thetas = np.asarray(thetas, dtype=float)
+        log_s1 = np.log(x["S1"])
+        n = log_s1.shape[0]
+        groups = _groups(x)
+        out = np.zeros((len(thetas), n, 3))
+        out[:, :, 1] = -thetas[:, :1] * log_s1[None, :]
+        block = max(1, _GRID_ELEMENTS // max(1, groups.drop.size))
+        for a in range(0, len(thetas), block):
+            t = thetas[a:a + block]
+            ld, _ = multipower_ld_grid(groups, t[:, 1], t[:, 2], t[:, 3], grad=False)
+            with np.errstate(divide="ignore", invalid="ignore"):
+                out[a:a + block, :, 2] = np.where(ld > 0, np.log(np.where(ld > 0, ld, 1.0)),
+                                                  -np.inf)
+        return out
+
+    def log_basis_batch(self, thetas: np.ndarray, x: Inputs) -> tuple[np.ndarray, np.ndarray]:
+        """``log phi`` and its derivative at a batch of points: thetas (B, 4) ->
+        ((B, n, 3), (B, n, 3, 4)), vectorised; equal to :meth:`log_basis` point by point."""
+        thetas = np.asarray(thetas, dtype=float)
+        log_s1 = np.log(x["S1"])
+        n, b = log_s1.shape[0], len(thetas)
+        groups = _groups(x)
+        logphi = np.zeros((b, n, 3))
+        dlogphi = np.zeros((b, n, 3, 4))
+        logphi[:, :, 1] = -thetas[:, :1] * log_s1[None, :]
+        dlogphi[:, :, 1, 0] = -log_s1[None, :]
+        block = max(1, _GRID_ELEMENTS // max(1, 4 * groups.drop.size))
+        for a in range(0, b, block):
+            t = thetas[a:a + block]
+            ld, grad = multipower_ld_grid(groups, t[:, 1], t[:, 2], t[:, 3])
+            pos = ld > 0
+            safe = np.where(pos, ld, 1.0)
+            with np.errstate(divide="ignore"):
+                logphi[a:a + block, :, 2] = np.where(pos, np.log(safe), -np.inf)
+            dlogphi[a:a + block, :, 2, 1:] = np.where(pos[..., None], grad / safe[..., None],
+                                                      0.0)
+        return logphi, dlogphi
+
+
+# Groups of LR drops of recent inputs, keyed by a digest of (steps, run index, LRs): a fit
+# evaluates the law hundreds of times on the same inputs.
+_GROUP_CACHE: OrderedDict[bytes, MultiPowerGroups] = OrderedDict()
+_GROUP_CACHE_SIZE = 8
+# Float64 elements of one (points x groups) block in MultiPowerLaw.log_basis_grid.
+_GRID_ELEMENTS = 1 << 21
+
+
+# The last inputs seen, by identity (the fitting engine passes the same arrays every call):
+# (step, _group, _lrs list, its elements) -> groups. Holding the objects keeps their ids unique.
+_LAST: list = [None]
+
+
+def _groups(x: Inputs) -> MultiPowerGroups:
+    """Per-checkpoint drop groups of the inputs ``x`` (``step``, ``_group``, ``_lrs``), cached
+    (inputs are not to be modified in place between calls)."""
+    objs = (x["step"], x["_group"], x["_lrs"], tuple(x["_lrs"]))
+    last = _LAST[0]
+    if last is not None and len(last[0]) == len(objs[3]) and all(
+            a is b for a, b in zip(last[0], objs[3])) and all(
+            a is b for a, b in zip(last[1], objs[:3])):
+        return last[2]
+    steps = np.asarray(x["step"], dtype=float).astype(np.int64)
+    group = np.asarray(x["_group"]).astype(np.int64)
+    lrs = [np.ascontiguousarray(r.lrs() if hasattr(r, "lrs") and callable(r.lrs) else r,
+                                dtype=float) for r in x["_lrs"]]
+    h = hashlib.blake2b(digest_size=20)
+    h.update(np.ascontiguousarray(steps).tobytes())
+    h.update(np.ascontiguousarray(group).tobytes())
+    for r in lrs:
+        h.update(np.int64(r.size).tobytes())
+        h.update(r.tobytes())
+    key = h.digest()
+    hit = _GROUP_CACHE.get(key)
+    if hit is None:
+        hit = multipower_groups(lrs, steps, group)
+        _GROUP_CACHE[key] = hit
+        while len(_GROUP_CACHE) > _GROUP_CACHE_SIZE:
+            _GROUP_CACHE.popitem(last=False)
+    _LAST[0] = (objs[3], objs[:3], hit)
+    return hit
 
 
 MULTIPOWER = MultiPowerLaw(

@@ -55,6 +55,26 @@ class ChinchillaLRLaw(Law):
         dlogphi[:, 3, 4] = -inv * (log_d - LOG_D0)
         return logphi, dlogphi
 
+    def log_basis_batch(self, thetas: np.ndarray, x: Inputs) -> tuple[np.ndarray, np.ndarray]:
+        log_n, log_d = np.log(x["params"]), np.log(x["tokens"])
+        cn, cd = log_n - LOG_N0, log_d - LOG_D0
+        u = (np.log(x["peak_lr"])[None, :] - thetas[:, 2:3] - thetas[:, 3:4] * cn[None, :]
+             - thetas[:, 4:5] * cd[None, :])
+        au = np.maximum(np.abs(u), _TINY)
+        b, n = u.shape
+        logphi = np.zeros((b, n, 4))
+        logphi[:, :, 1] = -thetas[:, 0:1] * log_n[None, :]
+        logphi[:, :, 2] = -thetas[:, 1:2] * log_d[None, :]
+        logphi[:, :, 3] = 2 * np.log(au)
+        dlogphi = np.zeros((b, n, 4, 5))
+        dlogphi[:, :, 1, 0] = -log_n[None, :]
+        dlogphi[:, :, 2, 1] = -log_d[None, :]
+        inv = 2.0 / np.copysign(au, u)
+        dlogphi[:, :, 3, 2] = -inv
+        dlogphi[:, :, 3, 3] = -inv * cn[None, :]
+        dlogphi[:, :, 3, 4] = -inv * cd[None, :]
+        return logphi, dlogphi
+
     def optimal_lr(self, values, params, tokens) -> np.ndarray:
         """eta*(N, D) for fitted ``values``; shape of the broadcast inputs."""
         return np.exp(values["log_eta0"] + values["p"] * (np.log(params) - LOG_N0)
@@ -115,6 +135,27 @@ class ChinchillaCkptLaw(Law):
         dlogphi[:, 2, 1] = -log_d
         dlogphi[:, 3, 2] = log_h
         return logphi, dlogphi
+
+    def log_basis_grid(self, thetas: np.ndarray, x: Inputs) -> np.ndarray:
+        """``log phi`` at many (alpha, beta, gamma): thetas (G, 3) -> (G, n, 4), by
+        broadcasting (no loop over points); equal to :meth:`log_basis` point by point."""
+        thetas = np.asarray(thetas, dtype=float)
+        log_n, log_d = np.log(x["params"]), np.log(x["tokens"])
+        with np.errstate(divide="ignore"):
+            log_h = np.log(x["h"])
+        out = np.empty((len(thetas), log_n.shape[0], 4))
+        out[:, :, 0] = 0.0
+        out[:, :, 1] = -thetas[:, 0:1] * log_n[None, :]
+        out[:, :, 2] = -thetas[:, 1:2] * log_d[None, :]
+        with np.errstate(invalid="ignore"):   # as log_basis: nan at h = 0 with gamma = 0
+            out[:, :, 3] = thetas[:, 2:3] * log_h[None, :]
+        return out
+
+    def log_basis_batch(self, thetas: np.ndarray, x: Inputs) -> tuple[np.ndarray, np.ndarray]:
+        """Batched :meth:`log_basis`: the derivative does not depend on theta (shared view)."""
+        _, dlogphi = self.log_basis(np.asarray(thetas, dtype=float)[0], x)
+        return (self.log_basis_grid(thetas, x),
+                np.broadcast_to(dlogphi, (len(thetas),) + dlogphi.shape))
 
 
 CHINCHILLA_CKPT = ChinchillaCkptLaw(
