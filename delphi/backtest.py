@@ -136,7 +136,7 @@ def _inputs(law: Law, ladder: Ladder, rows: pd.DataFrame) -> dict[str, np.ndarra
 
 def _fold_fit(job) -> tuple[Fit, int]:
     """Fit one fold: (fit, guard code: -1 not checked, 0 warm start as good as the global
-    search, 1 worse, and the global fit kept)."""
+    search, 1 worse or with other runs excluded, and the global fit kept)."""
     train, law, settings, warm, checked = job
     if warm is None:
         return fit(train, law, **settings), -1
@@ -273,9 +273,10 @@ def backtest(ladder: Ladder, law: str | Law, *, fit_max_flops: float | None = No
         raise FitError("a backtest fold could not be fitted")
     n_checked, n_worse = sum(c >= 0 for c in codes), sum(c == 1 for c in codes)
     if n_worse:
-        notes.append(f"warm-start guard: {n_worse} of {n_checked} checked fold(s) found a better "
-                     f"optimum by global search (kept); folds far from the full-data optimum "
-                     f"may need a global search (check_every=1)")
+        notes.append(f"warm-start guard: in {n_worse} of {n_checked} checked fold(s) the global "
+                     f"search found a better optimum or excluded other runs (its fit was kept); "
+                     f"folds far from the full-data optimum may need a global search each "
+                     f"(check_every=1)")
     rows.sort(key=lambda r: (r.flops or 0.0, r.run))
     return Backtest(law=law.name, design=design, rows=rows, level=level, fits=fits,
                     notes=sorted(set(notes)), guard={"checked": n_checked, "worse": n_worse})

@@ -274,9 +274,10 @@ def _batch_size(fit: Fit) -> int:
     return int(max(1, min(64, _BATCH_ELEMENTS // max(1, fit.n_points * k * m))))
 
 
-def _draw_weights(groups: np.ndarray, names: np.ndarray, inverse: np.ndarray,
+def _draw_weights(names: np.ndarray, inverse: np.ndarray,
                   child: np.random.SeedSequence) -> np.ndarray:
-    """Point multiplicities of one resample of whole units: shape (n_points,)."""
+    """Point multiplicities of one resample of whole units, shape (n_points,): ``names`` are
+    the sorted unit names, ``inverse`` each point's index into them."""
     rng = np.random.default_rng(child)
     chosen = rng.choice(names, size=len(names), replace=True)
     counts = np.zeros(len(names))
@@ -348,10 +349,11 @@ def _bootstrap_block(job) -> list[tuple[dict[str, float] | None, str, int]]:
             try:
                 zg = _resample_optimum(prep, weights[b], seed)
                 obj_g = float(weighted_objective(problem, zg, weights[b])[0])
-            except DelphiError:
-                obj_g = math.inf
+            except DelphiError:  # the global search found nothing: nothing to compare with
+                zg, obj_g = None, math.inf
             code = 0
-            if not np.isfinite(obj) or obj > obj_g * (1 + _WORSE_RTOL) + 1e-300:
+            if zg is not None and np.isfinite(obj_g) and (
+                    not np.isfinite(obj) or obj > obj_g * (1 + _WORSE_RTOL)):
                 code = 1
                 z, obj = zg, obj_g
         if not np.isfinite(obj):
@@ -406,7 +408,7 @@ def bootstrap(fit: Fit, *, n: int = 200, unit: str = "run", seed: int = 0,
     if check_every and check_every > 0:
         offset = int(np.random.default_rng(children[n]).integers(min(check_every, n)))
         checked[offset::check_every] = True
-    weights = np.stack([_draw_weights(groups, names, inverse, c) for c in children[:n]])
+    weights = np.stack([_draw_weights(names, inverse, c) for c in children[:n]])
     bounds = {k: v for k, v in fit.bounds.items() if k not in fit.fixed}
     size = _batch_size(fit)
     jobs = [(fit.law, dict(fit.x), fit.y, fit.labels, dict(fit.fixed), bounds, fit.delta,

@@ -37,7 +37,7 @@ def _full_search_draws(fit, n, seed):
     children = np.random.SeedSequence(seed).spawn(n + 1)
     out = []
     for child in children[:n]:
-        w = _draw_weights(groups, names, inverse, child)
+        w = _draw_weights(names, inverse, child)
         idx = np.repeat(np.arange(len(w)), w.astype(int))
         f = fit_arrays(fit.law, {k: v[idx] for k, v in fit.x.items()}, fit.y[idx])
         out.append((w, f.params))
