@@ -398,32 +398,46 @@ def _subsample(problem: Problem, y: np.ndarray, size: int) -> tuple[Problem, np.
 
 
 _UNPOLISHED = "left unfinished above a converged start (not polished)"
+# Iterations of L-BFGS-B that an unfinished start gets to show it can beat the best one
+# before it is polished to the end.
+_PROBE_ITER = 60
 
 
 def _descend(problem: Problem, z0: np.ndarray, ibounds) -> list:
     """Refine every start of ``z0`` (S, p): one batched BFGS, then L-BFGS-B for the starts it
-    left unfinished that could still beat the best converged one (all of them, when none
-    converged, up to the best two). [(z, objective, success, message)] per start; a start
-    not polished carries the message :data:`_UNPOLISHED` and is left out of the fit's
-    agreement count."""
-    batch = refine_batch(problem, z0, np.ones((len(z0), len(problem.log_y))), ibounds)
+    left unfinished that could still beat the best converged one (up to the best two when
+    none converged). The lowest of those is polished to the end; each other one first gets a
+    short probe and is polished only if the probe goes below the best so far (in a flat
+    valley, polishing every start to machine precision costs seconds and changes nothing).
+    [(z, objective, success, message)] per start; a start not polished carries the message
+    :data:`_UNPOLISHED` and is left out of the fit's agreement count."""
+    batch = refine_batch(problem, z0, np.ones((len(z0), len(problem.log_y))), ibounds,
+                         race=True)
     done = batch.converged & np.isfinite(batch.objective)
     best = float(batch.objective[done].min()) if done.any() else math.inf
     unfinished = np.flatnonzero(~done)
     unfinished = unfinished[np.argsort(batch.objective[unfinished], kind="stable")]
     if not done.any():
-        polish = set(unfinished[:2].tolist())
+        polish = unfinished[:2].tolist()
     else:
-        polish = {i for i in unfinished.tolist() if batch.objective[i] < best}
-    out = []
-    for i, (zb, ob, za) in enumerate(zip(batch.z, batch.objective, z0)):
-        if done[i]:
-            out.append((zb, float(ob), True, "converged (batched BFGS)"))
-        elif i in polish:
-            out.append(_refine(problem, zb if np.all(np.isfinite(zb)) else za, ibounds))
-        else:
-            out.append((zb, float(ob), False, _UNPOLISHED))
-    return out
+        polish = [i for i in unfinished.tolist() if batch.objective[i] < best]
+    out: dict[int, tuple] = {}
+    for i in np.flatnonzero(done):
+        out[int(i)] = (batch.z[i], float(batch.objective[i]), True, "converged (batched BFGS)")
+    for rank, i in enumerate(polish):
+        start = batch.z[i] if np.all(np.isfinite(batch.z[i])) else z0[i]
+        if rank > 0:
+            probe = refine_one(problem, start, ibounds, max_iter=_PROBE_ITER)
+            if not probe[1] < best * (1 - 1e-9):
+                out[i] = probe[:3] + (f"stopped after a {_PROBE_ITER}-iteration probe above "
+                                      f"the best start ({probe[3].strip().lower()})",)
+                continue
+            start = probe[0]
+        out[i] = _refine(problem, start, ibounds)
+        best = min(best, out[i][1])
+    for i in range(len(z0)):
+        out.setdefault(i, (batch.z[i], float(batch.objective[i]), False, _UNPOLISHED))
+    return [out[i] for i in range(len(z0))]
 
 
 def global_search(prep: Prepared, *, seed: int = 0, starts: int = _REFINE_STARTS) -> list:

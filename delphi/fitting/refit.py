@@ -133,7 +133,7 @@ def _scale(jac: np.ndarray, weights: np.ndarray) -> np.ndarray:
 
 
 def refine_batch(problem: Problem, z0: np.ndarray, weights: np.ndarray, ibounds, *,
-                 max_iter: int = _MAX_ITER) -> WeightedBatch:
+                 max_iter: int = _MAX_ITER, race: bool = False) -> WeightedBatch:
     """Refine every weighted problem from ``z0`` (p,) or (B, p) by batched BFGS.
 
     Parameters
@@ -143,6 +143,9 @@ def refine_batch(problem: Problem, z0: np.ndarray, weights: np.ndarray, ibounds,
     weights: (B, n) non-negative point multiplicities, one row per refit.
     ibounds: internal bounds, as passed to L-BFGS-B.
     max_iter: batch iterations before the remaining draws go to L-BFGS-B.
+    race: the rows are starts of one problem (a global search), not separate problems: once
+        one has converged at iteration t, the others get until iteration max(2t, t + 30) to
+        go below it, and those still above it then stop (unconverged).
 
     Returns
     -------
@@ -168,6 +171,7 @@ def refine_batch(problem: Problem, z0: np.ndarray, weights: np.ndarray, ibounds,
     active = np.isfinite(f)
     converged = np.zeros(nb, dtype=bool)
     stalls = np.zeros(nb, dtype=int)
+    first_converged = None
     it = 0
     eye = np.eye(p)
     while active.any() and it < max_iter:
@@ -230,20 +234,28 @@ def refine_batch(problem: Problem, z0: np.ndarray, weights: np.ndarray, ibounds,
         # when its scale-free gradient meets the engine's stationarity test.
         converged[idx[done]] = stationary[done] | (gmax[done] < _GTOL_STALLED)
         active[idx[done]] = False
+        if race and converged.any():
+            first = it if first_converged is None else first_converged
+            first_converged = first
+            if it >= max(2 * first, first + 30):
+                best = float(f[converged].min())
+                active &= f < best * (1 - 1e-9)
     return WeightedBatch(z=z, objective=f * problem.delta, converged=converged, iterations=it)
 
 
-def refine_one(problem: Problem, z0: np.ndarray, ibounds) -> tuple[np.ndarray, float, bool, str]:
+def refine_one(problem: Problem, z0: np.ndarray, ibounds, *, max_iter: int | None = None
+               ) -> tuple[np.ndarray, float, bool, str]:
     """L-BFGS-B from z0, restarted (fresh curvature memory) while it keeps improving.
 
+    ``max_iter`` caps the iterations of a single run (a probe: no restarts).
     Returns (z, objective in the scipy convention, success, scipy's message).
     """
     z, best, success, message = z0, math.inf, False, "not run"
-    for _ in range(4):
+    for _ in range(4 if max_iter is None else 1):
         res = minimize(problem.scaled_objective_and_grad, z, jac=True, method="L-BFGS-B",
                        bounds=ibounds,
-                       options={"maxiter": 20000, "maxfun": 40000, "ftol": 1e-15,
-                                "gtol": 1e-11, "maxcor": 30})
+                       options={"maxiter": max_iter or 20000, "maxfun": 2 * (max_iter or 20000),
+                                "ftol": 1e-15, "gtol": 1e-11, "maxcor": 30})
         improved = res.fun < best - 1e-13 * max(1.0, abs(best))
         if res.fun <= best:
             z, success, message = res.x, bool(res.success), str(res.message)
