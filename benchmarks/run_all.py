@@ -30,6 +30,7 @@ BENCHMARKS = [
     ("bench_curves", "item 3: curve laws without Python loops"),
     ("bench_import", "item 4: start-up time"),
     ("bench_large", "item 5: large ladders"),
+    ("curve_completion", "item 3: (Mis)Fitting completion at 50% with multipower on every run"),
 ]
 
 
