@@ -134,19 +134,29 @@ def _inputs(law: Law, ladder: Ladder, rows: pd.DataFrame) -> dict[str, np.ndarra
     return x
 
 
-def _fold_fit(job) -> tuple[Fit, int]:
-    """Fit one fold: (fit, guard code: -1 not checked, 0 warm start as good as the global
-    search, 1 worse or with other runs excluded, and the global fit kept)."""
-    train, law, settings, warm, checked = job
+def _fold_fit(job) -> tuple[Fit, int, object, str]:
+    """Fit one fold, and bootstrap it when asked: (fit, guard code, draws or None, note).
+
+    Guard code: -1 not checked, 0 warm start as good as the global search, 1 worse or with
+    other runs excluded (the global fit is then kept).
+    """
+    train, law, settings, warm, checked, boot = job
     if warm is None:
-        return fit(train, law, **settings), -1
-    result = fit(train, law, warm_start=warm, **settings)
-    if not checked:
-        return result, -1
-    glob = fit(train, law, **settings)
-    worse = (glob.n_points == result.n_points
-             and result.objective > glob.objective * (1 + _WORSE_RTOL) + 1e-300)
-    return (glob, 1) if worse or glob.n_points != result.n_points else (result, 0)
+        result, code = fit(train, law, **settings), -1
+    else:
+        result, code = fit(train, law, warm_start=warm, **settings), -1
+        if checked:
+            glob = fit(train, law, **settings)
+            worse = (glob.n_points != result.n_points
+                     or result.objective > glob.objective * (1 + _WORSE_RTOL))
+            result, code = (glob, 1) if worse else (result, 0)
+    draws, note = None, ""
+    if boot is not None:
+        try:
+            draws = bootstrap(result, **boot)
+        except FitError as exc:  # this fold gets no interval; the others still do
+            note = f"no bootstrap interval: {exc}"
+    return result, code, draws, note
 
 
 def backtest(ladder: Ladder, law: str | Law, *, fit_max_flops: float | None = None,
@@ -224,7 +234,9 @@ def backtest(ladder: Ladder, law: str | Law, *, fit_max_flops: float | None = No
         if check_every and check_every > 0:
             rng = np.random.default_rng(np.random.SeedSequence([seed, len(folds)]))
             checked[int(rng.integers(min(check_every, len(folds))))::check_every] = True
-    jobs = [(train, law, settings, warm, bool(checked[i]))
+    boot = (dict(n=n_boot, seed=seed, n_jobs=n_jobs if len(folds) == 1 else 1)
+            if interval == "bootstrap" else None)
+    jobs = [(train, law, settings, warm, bool(checked[i]), boot)
             for i, (_, train, _) in enumerate(folds)]
     try:
         fold_fits = map_jobs(_fold_fit, jobs, n_jobs=n_jobs if len(folds) > 1 else 1,
@@ -240,22 +252,21 @@ def backtest(ladder: Ladder, law: str | Law, *, fit_max_flops: float | None = No
             except DelphiError as exc:
                 raise FitError(f"backtest fold '{name}': {exc}") from None
             continue
-        result, code = fold_fits[i]
+        result, code, draws, boot_note = fold_fits[i]
         codes.append(code)
+        if boot_note:
+            notes.append(f"[{name}] {boot_note}")
         fits.append({"fold": name, "n_runs": result.n_points, "params": result.params,
                      "converged": result.converged, "warnings": list(result.warnings),
                      "warm_start": warm is not None and code != 1})
         x = _inputs(law, ladder, held)
         pred = result.predict(x)
-        draws = None
-        if interval == "bootstrap":
-            draws = bootstrap(result, n=n_boot, seed=seed,
-                              n_jobs=n_jobs if len(folds) == 1 else 1)
-            notes.extend(draws.warnings)
+        if draws is not None:
+            notes.extend(f"[{name}] {w}" for w in draws.warnings)
         for i, (_, r) in enumerate(held.iterrows()):
             xi = {k: v[i:i + 1] for k, v in x.items()}
             lo = hi = None
-            if interval is not None:
+            if interval is not None and not (interval == "bootstrap" and draws is None):
                 try:
                     band = (bootstrap_interval(result, draws, xi, level=level, seed=seed)
                             if draws is not None else delta_interval(result, xi, level=level))
@@ -276,7 +287,7 @@ def backtest(ladder: Ladder, law: str | Law, *, fit_max_flops: float | None = No
         notes.append(f"warm-start guard: in {n_worse} of {n_checked} checked fold(s) the global "
                      f"search found a better optimum or excluded other runs (its fit was kept); "
                      f"folds far from the full-data optimum may need a global search each "
-                     f"(check_every=1)")
+                     f"(API: backtest(..., check_every=1))")
     rows.sort(key=lambda r: (r.flops or 0.0, r.run))
     return Backtest(law=law.name, design=design, rows=rows, level=level, fits=fits,
                     notes=sorted(set(notes)), guard={"checked": n_checked, "worse": n_worse})

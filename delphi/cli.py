@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import traceback
 import warnings
@@ -380,6 +381,8 @@ def _cmd_complete(args) -> int:
     from .readers import load_ladder
 
     ladder = load_ladder(args.ladder, metric=args.metric)
+    if args.upto_fraction is not None and not 0 < args.upto_fraction <= 1:
+        raise DelphiError(f"--upto-fraction must be in (0, 1], got {args.upto_fraction:g}")
     settings = {"upto_fraction": args.upto_fraction, "siblings": args.siblings}
     if not args.all_runs and len(args.run) == 1:
         from .curves import complete
@@ -395,7 +398,11 @@ def _cmd_complete(args) -> int:
     if failed:
         note(f"{len(done)} of {len(runs)} runs completed")
     if args.json:
-        print(json.dumps([c.to_dict() for c in done], indent=2, allow_nan=False))
+        # Every run asked for is in the list: completed ones, and the others with their reason.
+        records = {c.run: c.to_dict() for c in done}
+        records.update({run: {"run": run, "error": reason} for run, reason in failed})
+        print(json.dumps([records[r] for r in runs if r in records], indent=2,
+                         allow_nan=False))
     else:
         print("\n\n".join(c.report() for c in done))
     if not done:
@@ -508,6 +515,15 @@ def main(argv: Sequence[str] | None = None) -> int:
                 traceback.print_exc()
             print(f"delphi: error: {exc}", file=sys.stderr)
             return 1
+        except BrokenPipeError:
+            # The reader went away (`delphi ... | head`): stop quietly, and keep Python from
+            # complaining again when it flushes stdout at exit.
+            try:
+                devnull = os.open(os.devnull, os.O_WRONLY)
+                os.dup2(devnull, sys.stdout.fileno())
+            except (OSError, ValueError, AttributeError):
+                pass
+            return 0
         finally:
             set_quiet(was_quiet)
 

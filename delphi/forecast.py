@@ -340,8 +340,10 @@ def _interval(result: Fit, inputs, method, level, n_boot, unit, seed, n_jobs, no
     # Bad settings are errors, not a silently missing interval.
     if not (isinstance(level, (int, float)) and 0 < level < 1):
         raise FitError(f"interval level must be in (0, 1), got {level!r}")
-    if not (isinstance(n_boot, int) and n_boot >= 20):
-        raise FitError(f"a bootstrap interval needs at least 20 draws, got {n_boot!r}")
+    from .uncertainty import MAX_DRAWS
+    if not (isinstance(n_boot, int) and 20 <= n_boot <= MAX_DRAWS):
+        raise FitError(f"a bootstrap interval needs 20 to {MAX_DRAWS:,} draws (--n-boot), got "
+                       f"{n_boot!r}")
     if not (isinstance(seed, int) and seed >= 0):
         raise FitError(f"seed must be a non-negative integer, got {seed!r}")
     enough = result.n_points >= 2 * result.n_free + 2

@@ -124,6 +124,12 @@ def _resolve_n_jobs(n_jobs: int | None) -> int:
     from joblib.parallel import get_active_backend
     backend, configured_jobs = get_active_backend()
     if n_jobs is not None:
+        if type(backend).__name__ in ("LokyBackend", "SequentialBackend", "MultiprocessingBackend",
+                                      "ThreadingBackend"):
+            # Local workers beyond the cores only add start-up cost and contention.
+            cores = os.cpu_count() or 1
+            n_jobs = cores if n_jobs > cores else (max(1, cores + 1 + n_jobs) if n_jobs < 0
+                                                   else n_jobs)
         return n_jobs
     # Nothing configured (joblib's default loky backend, no n_jobs): serial. A configured
     # backend (e.g. Dask, threads) without n_jobs gets all its workers.
@@ -145,7 +151,8 @@ def map_jobs(fn: Callable[[Any], Any], items: Sequence[Any], *, n_jobs: int | No
     fn: the job, one item -> one result.
     items: the jobs' inputs.
     n_jobs: joblib's convention (None: the active ``parallel_config``, serial by default;
-        1 serial; -1 all cores).
+        1 serial; -1 all cores). Local workers are capped at the number of cores and of
+        items; starting them costs about a second, so parallel pays off for long jobs.
     desc, unit: progress-bar label and unit (one unit per item).
     show_progress: force the bar on/off (default: on a terminal, unless quiet).
     chunk_size: items per parallel task (default: about four tasks per worker, so that tiny
@@ -161,6 +168,8 @@ def map_jobs(fn: Callable[[Any], Any], items: Sequence[Any], *, n_jobs: int | No
     """
     items = list(items)
     n_jobs = _resolve_n_jobs(check_n_jobs(n_jobs))
+    if n_jobs > len(items):  # no more workers than jobs
+        n_jobs = max(1, len(items))
     if n_jobs == 1 or len(items) <= 1:
         from threadpoolctl import threadpool_limits
         with threadpool_limits(limits=1, user_api="blas"):

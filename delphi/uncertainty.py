@@ -258,6 +258,8 @@ def _units(fit: Fit, unit: str) -> np.ndarray:
     raise FitError(f"unknown bootstrap unit {unit!r}; use 'run' or 'budget'")
 
 
+#: Most bootstrap draws one call accepts (each draw is a refit).
+MAX_DRAWS = 1_000_000
 # Every CHECK_EVERY-th draw (from a seeded offset) also runs the global search, to check
 # that the warm start found the resample's optimum; a larger share worse than this warns.
 CHECK_EVERY = 25
@@ -321,7 +323,10 @@ def _bootstrap_block(job) -> list[tuple[dict[str, float] | None, str, int]]:
     check code is -1 unchecked, 0 checked and as good as the global search, 1 worse."""
     from .fitting.engine import prepare, safe_start
     from .fitting.refit import refine_batch, refine_one, weighted_objective
-    (law, x, y, labels, fixed, bounds, delta, params, weights, checked, seed) = job
+    (law, x, y, labels, fixed, bounds, delta, params, names, inverse, children, checked,
+     seed) = job
+    # Drawn here, block by block: a large n never holds every draw's weights at once.
+    weights = np.stack([_draw_weights(names, inverse, c) for c in children])
     prep = prepare(law, x, y, labels=labels, fixed=fixed, bounds=bounds, delta=delta)
     problem = prep.problem
     z0 = safe_start(problem, params, prep.ibounds)
@@ -395,8 +400,8 @@ def bootstrap(fit: Fit, *, n: int = 200, unit: str = "run", seed: int = 0,
     FitError: n < 2, an unknown unit, a bad n_jobs, or more than half of the draws failed.
     """
     from .parallel import map_jobs
-    if not (isinstance(n, int) and n >= 2):
-        raise FitError(f"bootstrap needs n >= 2 draws, got {n!r}")
+    if not (isinstance(n, int) and 2 <= n <= MAX_DRAWS):
+        raise FitError(f"bootstrap needs 2 <= n <= {MAX_DRAWS:,} draws (--n-boot), got {n!r}")
     if not (isinstance(seed, (int, np.integer)) and seed >= 0):
         raise FitError(f"seed must be a non-negative integer, got {seed!r}")
     if n_jobs is None and workers is not None:
@@ -408,11 +413,11 @@ def bootstrap(fit: Fit, *, n: int = 200, unit: str = "run", seed: int = 0,
     if check_every and check_every > 0:
         offset = int(np.random.default_rng(children[n]).integers(min(check_every, n)))
         checked[offset::check_every] = True
-    weights = np.stack([_draw_weights(names, inverse, c) for c in children[:n]])
     bounds = {k: v for k, v in fit.bounds.items() if k not in fit.fixed}
     size = _batch_size(fit)
     jobs = [(fit.law, dict(fit.x), fit.y, fit.labels, dict(fit.fixed), bounds, fit.delta,
-             dict(fit.params), weights[i:i + size], checked[i:i + size], seed)
+             dict(fit.params), names, inverse, children[i:min(i + size, n)],
+             checked[i:i + size], seed)
             for i in range(0, n, size)]
     blocks = map_jobs(_bootstrap_block, jobs, n_jobs=n_jobs, desc=f"bootstrap ({n} draws)",
                       show_progress=progress, unit="block")
@@ -426,10 +431,13 @@ def bootstrap(fit: Fit, *, n: int = 200, unit: str = "run", seed: int = 0,
                        f"the ladder has too few {unit}s to resample")
     warnings = []
     if n_checked and n_worse / n_checked > _WORSE_WARN:
-        warnings.append(f"{n_worse} of {n_checked} checked bootstrap draws found a better "
-                        f"optimum by global search than by the warm start (> {_WORSE_WARN:.0%}): "
-                        f"the resamples' optima are far from the full-data fit, so the interval "
-                        f"may be too narrow; check the fit")
+        warnings.append(f"warm-start guard: {n_worse} of {n_checked} checked bootstrap draws "
+                        f"found a better optimum by global search than by the warm start "
+                        f"(> {_WORSE_WARN:.0%}): the resamples' optima are far from the "
+                        f"full-data fit, so the interval may be too narrow; check the fit")
+        import warnings as _warnings
+        from .errors import FitWarning
+        _warnings.warn(warnings[-1], FitWarning, stacklevel=2)
     return BootstrapDraws(params=params, n_failed=len(failures), unit=unit, seed=seed,
                           failures=failures[:5], n_checked=n_checked, n_worse=n_worse,
                           warnings=warnings)

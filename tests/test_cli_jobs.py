@@ -139,10 +139,13 @@ def test_all_runs_skips_failures_with_a_note_and_quiet_hides_it(tmp_path, capsys
     manifest = curve_ladder(tmp_path, runs=("a",), short=("z",))
     code, out, err = run_cli(capsys, "complete", manifest, "--all-runs", "--json")
     assert code == 0
-    assert [c["run"] for c in json.loads(out)] == ["a"]
+    records = json.loads(out)
+    # Every run is in the JSON: the completed one, and the skipped one with its reason.
+    assert [c["run"] for c in records] == ["a", "z"]
+    assert "prediction" in records[0] and "error" not in records[0] and records[1]["error"]
     assert "delphi: note: run 'z' not completed" in err
     code, out, err = run_cli(capsys, "-q", "complete", manifest, "--all-runs", "--json")
-    assert code == 0 and err == "" and [c["run"] for c in json.loads(out)] == ["a"]
+    assert code == 0 and err == "" and [c["run"] for c in json.loads(out)] == ["a", "z"]
     # a named run that cannot be completed is an error, as for one run
     code, _, err = run_cli(capsys, "complete", manifest, "--run", "a", "--run", "z")
     assert code == 1 and err.startswith("delphi: error:")

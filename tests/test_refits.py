@@ -85,7 +85,8 @@ def test_guard_catches_bad_warm_starts(epoch_fit, monkeypatch):
         return out
 
     monkeypatch.setattr(refit, "refine_batch", broken)
-    draws = bootstrap(epoch_fit, n=10, seed=1, check_every=1)
+    with pytest.warns(delphi.FitWarning, match="warm-start guard"):
+        draws = bootstrap(epoch_fit, n=10, seed=1, check_every=1)
     assert draws.n_checked == 10 and draws.n_worse == 10
     assert draws.warnings and "10 of 10 checked" in draws.warnings[0]
     # The kept optimum is the global one: alpha back near the full-data estimate.
@@ -130,9 +131,31 @@ def test_bootstrap_identical_for_any_n_jobs():
     assert a.params == b.params and a.n_checked == b.n_checked
 
 
-def test_bad_n_jobs_is_a_clear_error():
+def test_bad_n_jobs_and_draw_counts_are_clear_errors():
     with pytest.raises(delphi.FitError, match="n_jobs"):
         bootstrap(_power_fit(), n=10, n_jobs=0)
+    with pytest.raises(delphi.FitError, match="n_jobs"):
+        bootstrap(_power_fit(), n=10, n_jobs=2.5)
+    with pytest.raises(delphi.FitError, match="1,000,000"):
+        bootstrap(_power_fit(), n=10**9)  # refused at once, before any memory is used
+
+
+def test_every_parameter_fixed_fits_and_bootstraps_without_error():
+    f = fit_arrays("power", _power_fit().x, _power_fit().y,
+                   fixed={"E": 1.8, "A": 150.0, "alpha": 0.12})
+    assert f.n_free == 0 and np.isfinite(f.objective)
+    draws = bootstrap(f, n=20, seed=0)
+    assert len(draws.params) == 20
+    assert all(p == pytest.approx({"E": 1.8, "A": 150.0, "alpha": 0.12}, rel=1e-12)
+               for p in draws.params)
+
+
+def test_local_workers_are_capped_at_cores_and_items():
+    from delphi.parallel import _resolve_n_jobs
+    import os
+    assert _resolve_n_jobs(64) == (os.cpu_count() or 1)
+    assert _resolve_n_jobs(-1) == (os.cpu_count() or 1)
+    assert _resolve_n_jobs(-1000) == 1
 
 
 def test_leave_one_budget_out_folds_are_warm_started_and_guarded():

@@ -104,7 +104,7 @@ def _evaluate(problem: Problem, z: np.ndarray, weights: np.ndarray):
                 term = w[j] * np.where(np.isfinite(dj), dj, 0.0)
                 col = term if col is None else col + term
         cols.append(col if col is not None else np.zeros_like(r))
-    jac = np.stack(cols, axis=2)
+    jac = np.stack(cols, axis=2) if cols else np.zeros(r.shape + (0,))
     d = problem.delta
     a = np.abs(r)
     f = np.sum(weights * np.where(a <= d, 0.5 * r * r / d, a - 0.5 * d), axis=1)
@@ -156,6 +156,9 @@ def refine_batch(problem: Problem, z0: np.ndarray, weights: np.ndarray, ibounds,
     lo, hi = _lohi(ibounds)
     z = np.clip(np.broadcast_to(np.asarray(z0, float), (nb, p)).copy(), lo, hi)
     f, g, r, jac = _evaluate(problem, z, weights)
+    if p == 0:  # every parameter fixed: nothing to refine
+        return WeightedBatch(z=z, objective=f * problem.delta, converged=np.isfinite(f),
+                             iterations=0)
     # Initial inverse Hessian: IRLS Gauss-Newton matrix of the scaled Huber objective.
     irls = weights / np.maximum(np.abs(r), problem.delta) / 1.0
     h = (jac.transpose(0, 2, 1) * irls[:, None, :]) @ jac
@@ -250,6 +253,8 @@ def refine_one(problem: Problem, z0: np.ndarray, ibounds, *, max_iter: int | Non
     ``max_iter`` caps the iterations of a single run (a probe: no restarts).
     Returns (z, objective in the scipy convention, success, scipy's message).
     """
+    if len(z0) == 0:  # every parameter fixed: nothing to refine
+        return z0, problem.objective(z0), True, "nothing to fit: every parameter is fixed"
     z, best, success, message = z0, math.inf, False, "not run"
     for _ in range(4 if max_iter is None else 1):
         res = minimize(problem.scaled_objective_and_grad, z, jac=True, method="L-BFGS-B",
