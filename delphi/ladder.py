@@ -582,10 +582,14 @@ def _fast_csv(block: pd.DataFrame, *, header: bool) -> str | None:
         col = block[name]
         kind = col.dtype.kind
         if kind == "f":
-            values = col.to_numpy()
-            strings = [format(v, ".17g") for v in values.tolist()]
-            if np.isnan(values).any():
-                strings = ["" if v != v else t for v, t in zip(values.tolist(), strings)]
+            values = col.to_numpy(dtype=float)
+            # Format each distinct value once (N, peak LR, planned steps repeat along a run).
+            uniq, inverse = np.unique(values, return_inverse=True)
+            text = np.array(["" if v != v else format(v, ".17g") for v in uniq.tolist()],
+                            dtype=object)
+            strings = text[inverse.reshape(-1)].tolist()
+            for i in np.flatnonzero((values == 0) & np.signbit(values)):  # -0.0 == 0.0 in unique
+                strings[i] = format(-0.0, ".17g")
         elif kind in "iu":
             strings = [str(v) for v in col.tolist()]
         elif kind == "b":

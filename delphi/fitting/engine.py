@@ -380,7 +380,7 @@ def prepare(law, x, y, *, labels=None, fixed=None, bounds=None, delta=DEFAULT_DE
 #: Above this many points the dense screen and the first descent of every start run on an
 #: evenly spaced subsample of this size; only the distinct optima found there are refined on
 #: all the points. The screen only has to find the basins; the full data decide the optimum.
-SCREEN_ROWS = 2048
+SCREEN_ROWS = 1024
 # Distinct optima of a subsample within this factor of the best are refined on all points.
 _POLISH_WITHIN = 1.10
 
