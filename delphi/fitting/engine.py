@@ -377,8 +377,8 @@ def prepare(law, x, y, *, labels=None, fixed=None, bounds=None, delta=DEFAULT_DE
                     bounds=all_bounds, ibounds=_internal_bounds(problem, all_bounds), free=free)
 
 
-#: Above this many points the dense screen and the first descent of every start run on an
-#: evenly spaced subsample of this size; only the distinct optima found there are refined on
+#: Above four times this many points the dense screen and the first descent of every start
+#: run on an evenly spaced subsample of this size; only the distinct optima found there are refined on
 #: all the points. The screen only has to find the basins; the full data decide the optimum.
 SCREEN_ROWS = 1024
 # Distinct optima of a subsample within this factor of the best are refined on all points.
@@ -444,7 +444,7 @@ def global_search(prep: Prepared, *, seed: int = 0, starts: int = _REFINE_STARTS
     """Dense search over the non-linear parameters, then a local descent from the best
     distinct points: [(z, objective, success, message)] per start, unsorted.
 
-    Large problems (more than :data:`SCREEN_ROWS` points) are screened and first descended on
+    Large problems (more than 4 x :data:`SCREEN_ROWS` points) are screened and first descended on
     an evenly spaced subsample; the distinct optima found there are then refined on all the
     points (a two-level search), and each start reports the full-data optimum it led to.
 
@@ -453,7 +453,7 @@ def global_search(prep: Prepared, *, seed: int = 0, starts: int = _REFINE_STARTS
     FitError: no point of the search range gives a positive prediction everywhere.
     """
     law, problem, ibounds = prep.law, prep.problem, prep.ibounds
-    big = len(prep.y) > SCREEN_ROWS
+    big = len(prep.y) > 4 * SCREEN_ROWS  # below that, the second level costs more than it saves
     sp, sy = _subsample(problem, prep.y, SCREEN_ROWS) if big else (problem, prep.y)
     ranges = _search_ranges(law, problem, prep.bounds)
     nl_params = [law.param(problem.nl_names[i]) for i in problem.free_nl]
