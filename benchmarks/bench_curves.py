@@ -170,10 +170,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args()
-    for r in run(args.repeats):
-        print(f"{r['benchmark']:<55} {r['value']:8.3f} s  = {r['ratio']:6.2f}x "
-              f"{r['baseline']} ({r['baseline_value']:.3f} s); target {r['target']}: "
-              f"{'met' if r['met'] else 'NOT met'}\n    {r['note']}")
+    from run_all import print_rows
+    print_rows(run(args.repeats))
 
 
 if __name__ == "__main__":

@@ -124,10 +124,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=5)
     args = parser.parse_args()
-    for r in run(args.repeats):
-        print(f"{r['benchmark']:<40} {r['value']:7.3f} s = {r['ratio']:5.2f}x baseline "
-              f"({r['baseline_value']:.3f} s); target {r['target']}: "
-              f"{'met' if r['met'] else 'NOT met'}\n    {r['note']}")
+    from run_all import print_rows
+    print_rows(run(args.repeats))
 
 
 if __name__ == "__main__":

@@ -33,6 +33,20 @@ def baseline(ladder, run, fraction):
     return float(f.predict({"flops": g["tokens"].to_numpy(float)[-1:]})[0])
 
 
+def _runs_and_baselines(ladder, every: int, fraction: float):
+    """Runs with at least 8 checkpoints (every ``every``-th), and the LR-blind baseline's
+    prediction for each run it can fit."""
+    counts = ladder.table.groupby("run").size()
+    runs = [r for r in counts.index if counts[r] >= 8][::every]
+    base = {}
+    for r in runs:
+        try:
+            base[r] = baseline(ladder, r, fraction)
+        except DelphiError:
+            pass
+    return runs, base
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--fractions", type=float, nargs="+", default=[0.5, 0.8])
@@ -42,15 +56,8 @@ def main() -> None:
     args = parser.parse_args()
     warnings.simplefilter("ignore", delphi.DelphiWarning)
     ladder = delphi.load_ladder("misfitting2025")
-    counts = ladder.table.groupby("run").size()
-    runs = [r for r in counts.index if counts[r] >= 8][::args.every]
     for fraction in args.fractions:
-        base = {}
-        for run in runs:
-            try:
-                base[run] = baseline(ladder, run, fraction)
-            except DelphiError:
-                pass
+        runs, base = _runs_and_baselines(ladder, args.every, fraction)
         print(f"fit on checkpoints up to {fraction:.0%} of each run ({len(runs)} runs):")
         print(f"  {'law':<26} {'runs':>5} {'failed':>6} {'median':>8} {'p90':>8} {'mean':>8} "
               f"{'time':>7}")
@@ -89,14 +96,7 @@ def run(quick: bool = False, laws=("annealing", "multipower"), fraction: float =
     """
     warnings.simplefilter("ignore", delphi.DelphiWarning)
     ladder = delphi.load_ladder("misfitting2025")
-    counts = ladder.table.groupby("run").size()
-    runs = [r for r in counts.index if counts[r] >= 8][::4 if quick else 1]
-    base = {}
-    for r in runs:
-        try:
-            base[r] = baseline(ladder, r, fraction)
-        except DelphiError:
-            pass
+    runs, base = _runs_and_baselines(ladder, 4 if quick else 1, fraction)
     errors, seconds = {}, {}
     for law in laws:
         t0 = time.perf_counter()

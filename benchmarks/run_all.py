@@ -66,6 +66,15 @@ def _table(rows: list[dict]) -> list[str]:
     return out
 
 
+def print_rows(rows: list[dict]) -> None:
+    """One line per benchmark row: figure, value, ratio to its baseline, target, note."""
+    for r in rows:
+        ratio = f"{r['ratio']:.3g}x" if isinstance(r.get("ratio"), (int, float)) else "-"
+        print(f"  {r['figure']}: {_fmt(r['value'], r.get('unit', ''))}, ratio {ratio} "
+              f"(target {r.get('target') or '-'}, met: {r.get('met')}) {r.get('note', '')}",
+              flush=True)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true",
@@ -96,11 +105,7 @@ def main() -> int:
             sections.append((name, what, None, traceback.format_exc(), 0.0, _load()))
             print(traceback.format_exc(), flush=True)
             continue
-        for r in rows:
-            ratio = f"{r['ratio']:.3g}x" if isinstance(r.get("ratio"), (int, float)) else "-"
-            print(f"  {r['figure']}: {_fmt(r['value'], r.get('unit', ''))}, ratio {ratio} "
-                  f"(target {r.get('target') or '-'}, met: {r.get('met')}) {r.get('note', '')}",
-                  flush=True)
+        print_rows(rows)
         sections.append((name, what, rows, "", time.perf_counter() - t0, _load()))
 
     lines = ["# Benchmark results", "",

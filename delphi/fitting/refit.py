@@ -160,13 +160,14 @@ def refine_batch(problem: Problem, z0: np.ndarray, weights: np.ndarray, ibounds,
         return WeightedBatch(z=z, objective=f * problem.delta, converged=np.isfinite(f),
                              iterations=0)
     # Initial inverse Hessian: IRLS Gauss-Newton matrix of the scaled Huber objective.
-    irls = weights / np.maximum(np.abs(r), problem.delta) / 1.0
-    h = (jac.transpose(0, 2, 1) * irls[:, None, :]) @ jac
-    ridge = 1e-10 * np.trace(h, axis1=1, axis2=2)[:, None, None] * np.eye(p)[None] + 1e-300
-    try:
-        hinv = np.linalg.inv(h + ridge)
-    except np.linalg.LinAlgError:
-        hinv = np.repeat(np.eye(p)[None], nb, axis=0)
+    with np.errstate(all="ignore"):  # an infeasible start gives inf/nan here: identity below
+        irls = weights / np.maximum(np.abs(r), problem.delta)
+        h = (jac.transpose(0, 2, 1) * irls[:, None, :]) @ jac
+        ridge = 1e-10 * np.trace(h, axis1=1, axis2=2)[:, None, None] * np.eye(p)[None] + 1e-300
+        try:
+            hinv = np.linalg.inv(h + ridge)
+        except np.linalg.LinAlgError:
+            hinv = np.repeat(np.eye(p)[None], nb, axis=0)
     bad = ~np.all(np.isfinite(hinv), axis=(1, 2))
     hinv[bad] = np.eye(p)
     # The gradient's scale for the stationarity test, from the start (it barely moves).
