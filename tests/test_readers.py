@@ -512,3 +512,26 @@ def test_missing_required_column_lists_the_columns_found(tmp_path):
     with pytest.raises(LadderError, match=r"missing required column\(s\) loss; "
                                           r"columns found: run, params, tokens, val"):
         load_ladder(path)
+
+
+@pytest.mark.parametrize("suffix", [".csv", ".jsonl", ".parquet"])
+def test_run_ids_are_text_not_numbers(tmp_path, suffix):
+    # Issue 9: "1", "1.0" and "001" are three runs; read as numbers they merged into one run
+    # "1.0", silently losing two runs' final points.
+    frame = pd.DataFrame({"run": ["1", "1.0", "001", "2"], "flops": [1e18, 3e18, 1e19, 3e19],
+                          "loss": [3.5, 3.3, 3.1, 3.0]})
+    path = tmp_path / f"ids{suffix}"
+    if suffix == ".csv":
+        path.write_text("run,flops,loss\n1,1e18,3.5\n1.0,3e18,3.3\n001,1e19,3.1\n2,3e19,3.0\n")
+    elif suffix == ".jsonl":  # ids as a JSON number and as strings
+        path.write_text('{"run": 1, "flops": 1e18, "loss": 3.5}\n'
+                        '{"run": "1.0", "flops": 3e18, "loss": 3.3}\n'
+                        '{"run": "001", "flops": 1e19, "loss": 3.1}\n'
+                        '{"run": 2, "flops": 3e19, "loss": 3.0}\n')
+    else:
+        frame.to_parquet(path, index=False)
+    ladder = load_ladder(path)
+    assert sorted(ladder.runs) == ["001", "1", "1.0", "2"]
+    finals, _ = ladder.final_points()
+    assert len(finals) == 4
+    assert dict(zip(finals["run"], finals["loss"]))["001"] == 3.1

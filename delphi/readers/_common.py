@@ -131,8 +131,18 @@ def resolve_paths(path: str | Path, *, pattern: str) -> list[Path]:
     raise LadderError(f"file not found: {p}")
 
 
-def read_file(path: Path, fmt: str) -> pd.DataFrame:
+def _text_columns(names, text_columns: Sequence[str]) -> dict:
+    """Source columns read as text: ``run`` whatever its case and spacing, and the given
+    columns (a manifest's mapped run column). Run ids are names: ``1``, ``1.0`` and ``001``
+    are three runs, not one number."""
+    wanted = {"run"} | {str(c).strip().lower() for c in text_columns}
+    return {c: str for c in names if isinstance(c, str) and c.strip().lower() in wanted}
+
+
+def read_file(path: Path, fmt: str, text_columns: Sequence[str] = ()) -> pd.DataFrame:
     """Read one CSV, Parquet or JSONL file with pandas; ``row`` = 0-based row number.
+
+    The run column (and any of ``text_columns``) is read as text, so ids keep their spelling.
 
     Raises
     ------
@@ -147,11 +157,16 @@ def read_file(path: Path, fmt: str) -> pd.DataFrame:
         errors += (pyarrow.ArrowException,)
     try:
         if fmt == "csv":
-            frame = pd.read_csv(path)
+            header = pd.read_csv(path, nrows=0).columns
+            frame = pd.read_csv(path, dtype=_text_columns(header, text_columns))
         elif fmt == "parquet":
             frame = pd.read_parquet(path)
         elif fmt == "jsonl":
-            frame = pd.read_json(path, lines=True, precise_float=True)
+            # dtype=False: no guessing, so a string "001" stays text (numbers stay numbers).
+            frame = pd.read_json(path, lines=True, precise_float=True, dtype=False)
+            for col in _text_columns(frame.columns, text_columns):
+                # JSON numbers as ids: 1 -> "1", 1.5 -> "1.5" (their JSON spelling)
+                frame[col] = frame[col].map(_json_id, na_action="ignore")
         else:  # pragma: no cover - callers pass a known format
             raise ValueError(f"unknown format {fmt!r}")
     except errors as exc:
@@ -159,6 +174,11 @@ def read_file(path: Path, fmt: str) -> pd.DataFrame:
     if "row" not in frame.columns:
         frame["row"] = range(len(frame))
     return frame
+
+
+def _json_id(value) -> str:
+    """A JSON run id as text: a number keeps its JSON spelling (1 -> "1", 1.5 -> "1.5")."""
+    return str(value)
 
 
 def concat_files(frames: Sequence[pd.DataFrame], files: Sequence[Path]) -> pd.DataFrame:

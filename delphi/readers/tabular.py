@@ -24,7 +24,8 @@ _PATTERNS = {"csv": "*.csv", "parquet": "*.parquet", "jsonl": "*.jsonl"}
 def _read(fmt: str, path: str | Path, columns: Mapping[str, str] | None,
           scale: Mapping[str, float] | None, metric: str | None) -> SourceTable:
     files = resolve_paths(path, pattern=_PATTERNS[fmt])
-    frame = concat_files([read_file(f, fmt) for f in files], files)
+    run_source = [dict(columns or {}).get("run")] if (columns or {}).get("run") else []
+    frame = concat_files([read_file(f, fmt, run_source) for f in files], files)
     frame, renamed, loss_source = canonicalize(frame, columns=columns, scale=scale, metric=metric,
                                                where=str(path))
     return SourceTable(frame, str(path), renamed=renamed, metric=loss_source)
