@@ -518,6 +518,19 @@ class Ladder:
             frac = t["fraction"].to_numpy(float)[pos[ends]]
         else:
             frac = np.full(n_runs, np.nan)
+        with np.errstate(invalid="ignore"):
+            contradiction = explicit_false & ~np.isnan(frac) & (frac >= 1.0)
+        if contradiction.any():
+            # A row at 100% of its planned run that says it is not final: one of the two is
+            # wrong, and guessing either way changes the forecast.
+            bad = np.flatnonzero(contradiction)
+            rows = t["row"].to_numpy()[pos[ends[bad]]] if "row" in t.columns else pos[ends[bad]]
+            listed = ", ".join(f"run {names[k]!r} (row {r})" for k, r in zip(bad[:20], rows[:20]))
+            more = f" and {len(bad) - 20} more" if len(bad) > 20 else ""
+            raise LadderError(
+                f"{len(bad)} run(s) end on a row marked final = false with fraction = 1: "
+                f"{listed}{more}; a run at 100% of its planned length is finished, so fix the "
+                f"final or the fraction column")
         loss = t["loss"].to_numpy(float)
         best = np.minimum.reduceat(loss if perm is None else loss[perm], starts)
         last_loss = loss[chosen]
