@@ -35,3 +35,29 @@ def test_final_false_without_fraction_still_excludes_the_run(tmp_path):
     finals, excluded = delphi.load_ladder(path).final_points()
     assert sorted(finals["run"]) == ["a", "b"]
     assert [e.run for e in excluded] == ["main"] and "final = false" in excluded[0].reason
+
+
+# Issue 9, section 3: a rung in bits per byte inside a nats ladder (0.91 where the trend says
+# about 2.7). Before, it was fitted: E went to 0 and the 90% interval was [0.38, 16.9].
+MIXED_UNITS = """run,flops,loss
+moe-v16-1e18,1e18,3.522
+moe-v16-3e18,3e18,3.339
+moe-v16-1e19,1e19,3.154
+moe-v16-3e19,3e19,3.000
+moe-v16-1e20,1e20,2.848
+moe-v16-3e20,3e20,0.91
+"""
+
+
+def test_a_rung_far_below_the_trend_is_excluded_and_named(tmp_path):
+    path = tmp_path / "mixed.csv"
+    path.write_text(MIXED_UNITS)
+    forecast = delphi.predict(delphi.load_ladder(path), {"flops": 1e22}, "power")
+    below = [e for e in forecast.fit.exclusions if e.run == "moe-v16-3e20"]
+    assert below and "far below the trend" in below[0].reason and "bits per byte" in below[0].reason
+    # The right value: the same forecast from the five consistent rungs alone.
+    clean = tmp_path / "clean.csv"
+    clean.write_text("".join(MIXED_UNITS.splitlines(keepends=True)[:-1]))
+    reference = delphi.predict(delphi.load_ladder(clean), {"flops": 1e22}, "power")
+    assert forecast.loss == pytest.approx(reference.loss, rel=1e-9)
+    assert forecast.fit.params["E"] > 1.0  # not driven to 0 by the stray rung

@@ -103,16 +103,28 @@ def _points(ladder: Ladder, law: Law, include_unfinished: bool, min_fraction: fl
 
 
 def _most_diverged(fit: Fit, threshold: float) -> int | None:
-    """The point furthest above the trend, if it is diverged: more than ``threshold`` (log
-    residual) above the fit and far outside the ladder's scatter, with enough points left."""
+    """The point furthest from the trend, on either side, if it is an outlier: more than
+    ``threshold`` (log residual) off the fit and far outside the ladder's scatter, with enough
+    points left. Above the trend it has diverged; far below, it is usually in another unit
+    (bits per byte in a nats ladder) or from another setup: either way not the same law."""
     if len(fit.y) - 1 < fit.n_free + 1:
         return None
-    above = -fit.residuals  # log(L_obs / L_pred): positive when the run is above the trend
+    off = np.abs(fit.residuals)
     sigma = 1.4826 * float(np.median(np.abs(fit.residuals - np.median(fit.residuals))))
-    i = int(np.argmax(above))
-    if above[i] > threshold and above[i] > _DIVERGENCE_SIGMAS * sigma:
+    i = int(np.argmax(off))
+    if off[i] > threshold and off[i] > _DIVERGENCE_SIGMAS * sigma:
         return i
     return None
+
+
+def _outlier_reason(fit: Fit, i: int) -> str:
+    ratio = math.exp(-fit.residuals[i]) - 1  # L_obs / L_pred - 1
+    if ratio > 0:
+        return (f"diverged: loss {fit.y[i]:.4g} is {ratio:.0%} above the trend of the other "
+                f"runs; not fitted")
+    return (f"far below the trend: loss {fit.y[i]:.4g} is {-ratio:.0%} below what the other "
+            f"runs predict (another unit, such as bits per byte in a nats ladder, or another "
+            f"setup?); not fitted")
 
 
 def _dominated(pts: pd.DataFrame, law: Law, threshold: float) -> dict[int, str]:
@@ -354,11 +366,7 @@ def fit(ladder: Ladder, law: str | Law, *, fixed: Mapping[str, float] | None = N
         # One at a time, worst first: several diverged runs can drag a first fit so far that
         # the good runs look off-trend, and removing the worst lets the fit recover.
         while (i := _most_diverged(result, divergence_threshold)) is not None:
-            ratio = math.exp(-result.residuals[i]) - 1
-            excluded.append(Exclusion(
-                result.labels[i],
-                f"diverged: loss {result.y[i]:.4g} is {ratio:.0%} above the trend of the "
-                f"other runs; not fitted"))
+            excluded.append(Exclusion(result.labels[i], _outlier_reason(result, i)))
             pts = pts.drop(index=pts.index[i]).reset_index(drop=True)
             result = run(pts)
     extra = {"ladder": ladder.name, "source": ladder.source, "metric": ladder.metric,
