@@ -497,6 +497,28 @@ def global_search(prep: Prepared, *, seed: int = 0, starts: int = _REFINE_STARTS
     return out
 
 
+# A ladder this small cannot afford to have rungs treated as outliers by the Huber loss.
+_SMALL_LADDER = 12
+
+
+def _delta_warning(r: np.ndarray, delta: float, dof: int) -> list[str]:
+    """Warn when, on a small ladder, a third or more of the log residuals sit in the Huber
+    loss's linear zone (|r| > delta): the fit is then least-absolute-deviations there and
+    discounts those rungs, so their misfit barely moves the law. Suggest a delta above the
+    residual scale (a least-squares fit of the same law)."""
+    a = np.abs(r[np.isfinite(r)])
+    if a.size == 0 or a.size > _SMALL_LADDER or dof < 1:
+        return []
+    outside = int(np.sum(a > delta))
+    if outside == 0 or outside < a.size / 3:
+        return []
+    suggest = float(2 * a.max())
+    return [f"{outside} of {a.size} log residuals exceed the Huber delta {delta:g} (largest "
+            f"{a.max():.2g}): on a ladder this small the fit treats those rungs as outliers and "
+            f"barely follows them; if they are not outliers, refit with --huber-delta "
+            f"{suggest:.2g} (least squares on these residuals) and compare"]
+
+
 def _fit_arrays(law, x, y, *, labels, fixed, bounds, delta, seed, starts, init,
                 warm_start=None) -> Fit:
     prep = prepare(law, x, y, labels=labels, fixed=fixed, bounds=bounds, delta=delta)
@@ -561,6 +583,7 @@ def _fit_arrays(law, x, y, *, labels, fixed, bounds, delta, seed, starts, init,
                         f"parameters, so the fit interpolates and its objective says nothing about "
                         f"fit quality")
     r, _, _ = problem.residuals_and_jacobian(z)
+    warnings.extend(_delta_warning(r, delta, dof))
     return Fit(law=law, params=problem.values(z), fixed=fixed, bounds=all_bounds,
                objective=float(objective), delta=float(delta), converged=bool(converged),
                message=message, n_points=len(y), n_free=len(free), at_bound=tuple(at_bound),
