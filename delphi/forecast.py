@@ -57,6 +57,9 @@ class Target:
     steps: int | None = None
     batch_size: float | None = None
     active_params: float | None = None
+    flops_source: str = field(default="", compare=False, repr=False)
+    """How :attr:`flops` was obtained: ``"given"``, ``"6ND"`` (total N) or ``"6 N_active D"``
+    (set on construction)."""
 
     def __post_init__(self) -> None:
         for key in ("flops", "params", "tokens", "peak_lr", "steps", "batch_size",
@@ -74,8 +77,12 @@ class Target:
                     f"{six_nd:.4g}; give flops or N and D (for MoE, --target-active-params)")
         if self.schedule is not None:
             self.final_lr_ratio()  # fail early on a malformed schedule
-        if self.flops is None and n is not None and self.tokens is not None:
+        if self.flops is not None:
+            object.__setattr__(self, "flops_source", "given")
+        elif n is not None and self.tokens is not None:
             object.__setattr__(self, "flops", FLOPS_PER_PARAM_TOKEN * n * self.tokens)
+            object.__setattr__(self, "flops_source",
+                               "6 N_active D" if self.active_params else "6ND")
         if self.flops is None and (self.params is None or self.tokens is None):
             raise TargetError("a target needs --target-flops, or both --target-params and "
                               "--target-tokens")
@@ -146,6 +153,30 @@ def _as_target(target) -> Target:
 def _base_inputs(target: Target, law: Law) -> dict[str, list[float]]:
     """The target's N, D, C inputs of ``law`` (LR quantities are resolved after the fit)."""
     return target.inputs(law, skip=("peak_lr", "h"))
+
+
+def _check_moe_target(target: Target, law: Law, ladder: Ladder) -> None:
+    """An MoE ladder counts compute with active parameters (C = 6 N_active D); a target whose
+    C would come from its total N is then off by the sparsity factor, silently. Refuse it.
+
+    Raises
+    ------
+    TargetError: the ladder is MoE, the law reads C, and the target gives N and D but neither
+        its active parameters nor its FLOPs.
+    """
+    if "flops" not in law.inputs or target.flops_source != "6ND" or not ladder.has("active_params"):
+        return
+    t = ladder.table
+    active = t["active_params"].to_numpy(float)
+    total = t["params"].to_numpy(float) if "params" in t.columns else active
+    if np.all(np.isnan(active)) or np.nanmax(np.abs(active / total - 1)) < 1e-9:
+        return  # dense: active = total
+    ratio = float(np.nanmedian(total / active))
+    raise TargetError(
+        f"ladder {ladder.name!r} is a mixture of experts: its compute counts active parameters "
+        f"(C = 6 x active x tokens; its runs have {ratio:.3g}x more total than active "
+        f"parameters), but the target gives only its total parameters; give "
+        f"--target-active-params (API: active_params) or --target-flops")
 
 
 def _target_inputs(target: Target, law: Law, result: Fit, ladder: Ladder):
@@ -305,6 +336,7 @@ def predict(ladder: Ladder, target: Target | Mapping[str, float], law: str | Law
     target = _as_target(target)
     law = get_law(law or default_law(ladder, target))
     _base_inputs(target, law)  # fail on a missing input before spending time on the fit
+    _check_moe_target(target, law, ladder)
     result = fit(ladder, law, fixed=fixed, bounds=bounds, delta=delta, fit_max_flops=fit_max_flops,
                  include_unfinished=include_unfinished,
                  divergence_threshold=divergence_threshold, seed=seed)
