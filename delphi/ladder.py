@@ -53,6 +53,10 @@ _NONNEGATIVE = ("step", "lr")
 _PER_RUN = ("params", "active_params", "peak_lr", "batch_size", "total_steps")
 
 # A run's own FLOP column may differ from 6ND by up to this much before we say so.
+#: Plausible tokens per parameter (D/N) of a training run; a ladder entirely outside it has its
+#: tokens counted in other units (sequences, steps).
+_TOKENS_PER_PARAM = (0.05, 1e4)
+_SEQUENCE_LENGTHS = (256, 512, 1024, 2048, 4096, 8192, 16384, 32768)
 _FLOPS_RUN_TOLERANCE = 0.25
 _FLOPS_MEDIAN_RANGE = (0.5, 2.0)
 # Rows per block when hashing a table (bounds the CSV text held at once).
@@ -390,6 +394,7 @@ class Ladder:
             active = t["active_params"].to_numpy(float)
             n = np.where(~np.isnan(active), active, n)
         six_nd = FLOPS_PER_PARAM_TOKEN * n * t["tokens"].to_numpy(float)
+        tokens_suspect = self._check_tokens_per_param(t, n, codes)
         if "flops" not in t.columns:
             t["flops"] = six_nd
             self.flops_source = "6ND"
@@ -403,9 +408,12 @@ class Ladder:
         median = float(np.median(per_run))
         lo, hi = _FLOPS_MEDIAN_RANGE
         if not lo <= median <= hi:
+            culprit = ("the tokens column is the likely culprit (see the tokens-per-parameter "
+                       "warning)" if tokens_suspect else
+                       "is it forward-only (2·N·D) or in other units?")
             self._warn(
                 f"ladder {self.name!r}: the flops column is {median:.3g} x 6·N·D on median "
-                f"(outside {lo}..{hi}); is it forward-only or in other units?")
+                f"(outside {lo}..{hi}); {culprit}")
         stray = np.flatnonzero(np.abs(per_run / median - 1.0) > _FLOPS_RUN_TOLERANCE)
         if len(stray):
             listed = ", ".join(f"{names[k]} ({per_run[k] / median:.2f}x)" for k in stray[:8])
@@ -413,6 +421,36 @@ class Ladder:
             self._warn(
                 f"ladder {self.name!r}: flops of {len(stray)} run(s) stray more than "
                 f"{_FLOPS_RUN_TOLERANCE:.0%} from the ladder's median flops/(6·N·D): {listed}{more}")
+
+    def _check_tokens_per_param(self, t: pd.DataFrame, n: np.ndarray,
+                                codes: np.ndarray) -> bool:
+        """Warn when no run has a plausible D/N (tokens per parameter, from each run's last
+        tokens): below 0.05 the tokens column likely counts sequences or steps, above 1e4 it
+        is in other units. Returns whether it warned."""
+        tokens = t["tokens"].to_numpy(float)
+        per_row = tokens / n
+        if codes.size == 0 or np.all(np.isnan(per_row)):
+            return False
+        tpp = pd.Series(per_row).groupby(codes).max().to_numpy()
+        lo, hi = _TOKENS_PER_PARAM
+        if not (np.all(tpp < lo) or np.all(tpp > hi)):
+            return False
+        side = "below" if np.all(tpp < lo) else "above"
+        hint = ""
+        if side == "below" and "flops" in t.columns:
+            # If C is right, C / (6 N D) is the factor missing from D: a sequence length?
+            k = float(np.nanmedian(t["flops"].to_numpy(float) / (FLOPS_PER_PARAM_TOKEN * n * tokens)))
+            near = [L for L in _SEQUENCE_LENGTHS if abs(k / L - 1) < 0.2]
+            hint = (f"; C / (6·N·D) is {k:.4g}, close to a sequence length of {near[0]}: the "
+                    f"column likely counts sequences" if near else
+                    f"; C / (6·N·D) is {k:.4g}: the column likely counts sequences or steps")
+        elif side == "below":
+            hint = "; it likely counts sequences or optimizer steps, not tokens"
+        self._warn(
+            f"ladder {self.name!r}: tokens per parameter (D/N) is {side} the plausible range "
+            f"{lo:g}..{hi:g} for every run ({np.min(tpp):.3g}..{np.max(tpp):.3g}): check the "
+            f"tokens column{hint}")
+        return True
 
     # ------------------------------------------------------------------ views
     def __len__(self) -> int:
