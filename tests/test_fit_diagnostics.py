@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 import delphi
 
@@ -39,3 +40,22 @@ def test_no_delta_warning_when_residuals_are_inside_delta_or_the_ladder_is_large
     y = (1.8 + 150 * c ** -0.12) * np.exp(rng.normal(0, 0.01, c.size))
     fit = delphi.fit_arrays("power", {"flops": c}, y)  # residuals >> delta, but 40 runs
     assert not [w for w in fit.warnings if "Huber delta" in w]
+
+
+def test_budget_grouping_only_for_isofLOP_budgets():
+    # Issue 9: three seeds of each of five sizes, one compute per size. Keeping the lowest
+    # loss of each ~5% compute bucket picked the luckiest seed (biased low, noise hidden);
+    # these are not isoFLOP budgets, so every run is fitted.
+    import pandas as pd
+    rng = np.random.default_rng(0)
+    c = np.repeat(np.logspace(18, 20, 5), 3)
+    y = (1.8 + 150 * c ** -0.12) * np.exp(rng.normal(0, 0.01, c.size))
+    n = np.repeat([1e8, 2e8, 4e8, 8e8, 1.6e9], 3)
+    table = pd.DataFrame({"run": [f"r{i}" for i in range(15)], "params": n, "tokens": c / (6 * n),
+                          "flops": c, "loss": y})
+    fit = delphi.fit(delphi.Ladder(table, source="<test>", name="seeds"), "power")
+    assert fit.n_points == 15 and not fit.exclusions
+    assert any("repeated seeds" in note for note in fit.extra["notes"])
+    # The right value: the same law fitted to all 15 points directly.
+    direct = delphi.fit_arrays("power", {"flops": c}, y)
+    assert fit.params["alpha"] == pytest.approx(direct.params["alpha"], rel=1e-6)

@@ -270,18 +270,33 @@ def _compute_frontier(pts: pd.DataFrame) -> tuple[pd.DataFrame, list[Exclusion],
         ids[start:end] = budget
         start = end
     order = order.assign(_budget=ids)
+    notes: list[str] = []
+    if "params" in order.columns and order["params"].notna().all():
+        # Only an isoFLOP budget (several model sizes at one compute) has a frontier: runs of
+        # one size at one compute are repeated seeds, and keeping the luckiest of them would
+        # bias the law low and hide the noise. Those budgets keep every run.
+        n = order["params"].to_numpy(float)
+        span = (pd.Series(n).groupby(ids).max() / pd.Series(n).groupby(ids).min()).to_numpy()
+        sizes = pd.Series(ids).groupby(ids).size().to_numpy()
+        seeds = (sizes > 1) & (span <= _BUDGET_TOLERANCE)
+        if seeds.any():
+            keep_all = np.isin(ids, np.flatnonzero(seeds) + 1)
+            order.loc[keep_all, "_budget"] = -np.arange(1, int(keep_all.sum()) + 1)
+            notes.append(f"{int(seeds.sum())} compute budget(s) hold runs of one model size "
+                         f"(repeated seeds, not an isoFLOP sweep): all their runs are fitted")
     best = order.loc[order.groupby("_budget")["loss"].idxmin()]
     others = order.drop(index=best.index)
     if others.empty:
-        return pts, [], []
+        return pts, [], notes
     reasons: dict[str, str] = {}      # one string per distinct budget text, shared
     excluded = [Exclusion(r, reasons.setdefault(f"{c:.3g}", f"isoFLOP point: not the lowest loss "
                                                            f"of its compute budget (~{c:.3g} FLOPs)"))
                 for r, c in zip(others["run"].tolist(), others["flops"].tolist())]
-    note = (f"{len(others)} run(s) share a compute budget with a lower-loss run; a power law in C "
-            f"is fitted to the compute-optimal frontier ({len(best)} budgets), the rest are "
-            f"excluded (use chinchilla to fit every run)")
-    return best.drop(columns="_budget").reset_index(drop=True), excluded, [note]
+    note = (f"{len(others)} run(s) share a compute budget with a lower-loss run of another "
+            f"size (an isoFLOP sweep); a power law in C is fitted to the compute-optimal frontier "
+            f"({int(best['_budget'].gt(0).sum())} budgets of the sweep), the rest are excluded (use "
+            f"chinchilla to fit every run)")
+    return best.drop(columns="_budget").reset_index(drop=True), excluded, notes + [note]
 
 
 def fit(ladder: Ladder, law: str | Law, *, fixed: Mapping[str, float] | None = None,
