@@ -239,20 +239,17 @@ def backtest(ladder: Ladder, law: str | Law, *, fit_max_flops: float | None = No
     jobs = [(train, law, settings, warm, bool(checked[i]), boot)
             for i, (_, train, _) in enumerate(folds)]
     try:
-        fold_fits = map_jobs(_fold_fit, jobs, n_jobs=n_jobs if len(folds) > 1 else 1,
-                             desc="backtest folds", unit="fold")
+        fold_fits = map_jobs(_fold_fit, jobs, n_jobs=n_jobs, desc="backtest folds", unit="fold")
     except DelphiError:
-        fold_fits = None
-    rows, fits, notes = [], [], []
-    codes = []
-    for i, (name, train, held) in enumerate(folds):
-        if fold_fits is None:  # find and name the fold that failed
+        for (name, _, _), job in zip(folds, jobs):  # find and name the fold that failed
             try:
-                _fold_fit(jobs[i])
+                _fold_fit(job)
             except DelphiError as exc:
                 raise FitError(f"backtest fold '{name}': {exc}") from None
-            continue
-        result, code, draws, boot_note = fold_fits[i]
+        raise
+    rows, fits, notes = [], [], []
+    codes = []
+    for (name, train, held), (result, code, draws, boot_note) in zip(folds, fold_fits):
         codes.append(code)
         if boot_note:
             notes.append(f"[{name}] {boot_note}")
@@ -280,8 +277,6 @@ def backtest(ladder: Ladder, law: str | Law, *, fit_max_flops: float | None = No
                 tokens=float(r["tokens"]) if "tokens" in r and pd.notna(r.get("tokens")) else None,
                 actual=actual, predicted=p, lower=lo, upper=hi, rel_error=(actual - p) / p,
                 inside=None if lo is None else bool(lo <= actual <= hi), fold=name))
-    if fold_fits is None:  # every fold refitted on its own and none failed: should not happen
-        raise FitError("a backtest fold could not be fitted")
     n_checked, n_worse = sum(c >= 0 for c in codes), sum(c == 1 for c in codes)
     if n_worse:
         notes.append(f"warm-start guard: in {n_worse} of {n_checked} checked fold(s) the global "

@@ -22,7 +22,8 @@ import os
 import sys
 from typing import Any, Callable, Iterable, Sequence
 
-__all__ = ["map_jobs", "progress", "set_quiet", "is_quiet", "check_n_jobs", "progress_delay"]
+__all__ = ["map_jobs", "progress", "set_quiet", "is_quiet", "check_n_jobs", "progress_delay",
+           "one_blas_thread"]
 
 _QUIET = False
 #: A bar appears only once a job has run this long [s] (tqdm's ``delay``): quick jobs stay
@@ -106,17 +107,22 @@ def _stderr_is_terminal() -> bool:
         return False
 
 
-def _pinned(fn: Callable, item: Any) -> Any:
-    from threadpoolctl import threadpool_limits
-    with threadpool_limits(limits=1, user_api="blas"):
-        return fn(item)
+_CONTROLLER = None
+
+
+def one_blas_thread():
+    """Context manager pinning BLAS to one thread. The scan for BLAS libraries is done once
+    per process: it costs milliseconds, a sizeable share of a small fit."""
+    global _CONTROLLER
+    if _CONTROLLER is None:
+        from threadpoolctl import ThreadpoolController
+        _CONTROLLER = ThreadpoolController()
+    return _CONTROLLER.limit(limits=1, user_api="blas")
 
 
 def _run_chunk(fn: Callable, chunk: Sequence[Any]) -> list:
-    # One task per chunk of items: the BLAS pinning (about 2 ms) and the pickling of ``fn``
-    # are paid once per chunk, not once per item.
-    from threadpoolctl import threadpool_limits
-    with threadpool_limits(limits=1, user_api="blas"):
+    # One task per chunk of items: the pickling of ``fn`` is paid once per chunk.
+    with one_blas_thread():
         return [fn(item) for item in chunk]
 
 
@@ -171,8 +177,7 @@ def map_jobs(fn: Callable[[Any], Any], items: Sequence[Any], *, n_jobs: int | No
     if n_jobs > len(items):  # no more workers than jobs
         n_jobs = max(1, len(items))
     if n_jobs == 1 or len(items) <= 1:
-        from threadpoolctl import threadpool_limits
-        with threadpool_limits(limits=1, user_api="blas"):
+        with one_blas_thread():
             return list(progress((fn(it) for it in items), len(items), desc,
                                  show=show_progress, unit=unit))
     from joblib import Parallel, delayed, effective_n_jobs

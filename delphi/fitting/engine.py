@@ -22,10 +22,10 @@ from typing import Mapping, Sequence
 
 import numpy as np
 from scipy.optimize import minimize
-from threadpoolctl import ThreadpoolController
 
 from ..errors import FitError, IdentifiabilityError, LawError
 from ..laws import Law, get_law
+from ..parallel import one_blas_thread
 from .objective import Problem
 from .result import Fit
 from .refit import refine_batch, refine_one
@@ -42,18 +42,6 @@ _STATIONARY = 1e-5
 # A direction of the scaled Jacobian this much weaker than the strongest is not identified.
 _ILL_CONDITIONED = 1e-6
 _SINGULAR = 1e-10
-
-
-_CONTROLLER: ThreadpoolController | None = None
-
-
-def one_blas_thread():
-    """Context manager pinning BLAS to one thread (the library scan is done once: it costs
-    milliseconds, a sizeable share of a small fit)."""
-    global _CONTROLLER
-    if _CONTROLLER is None:
-        _CONTROLLER = ThreadpoolController()
-    return _CONTROLLER.limit(limits=1, user_api="blas")
 
 
 def _resolve(law: Law, fixed: Mapping[str, float] | None,
