@@ -18,13 +18,16 @@ gradient: fast, approximate, labelled as such.
 from __future__ import annotations
 
 import math
+import warnings
 from dataclasses import dataclass, field
 from typing import Mapping, Sequence
 
 import numpy as np
 
-from .errors import DelphiError, FitError
+from .errors import DelphiError, FitError, FitWarning
 from .fitting import Fit, fit_arrays
+from .fitting.engine import _check_design, global_search, prepare, safe_start
+from .fitting.refit import refine_batch, refine_one, weighted_objective
 from .fitting.objective import Problem
 
 __all__ = ["Interval", "BootstrapDraws", "run_noise", "bootstrap", "delta_interval",
@@ -290,7 +293,6 @@ def _draw_weights(names: np.ndarray, inverse: np.ndarray,
 def _design_failure(prep, w: np.ndarray) -> str:
     """Why a resample cannot be fitted ("" when it can): too few distinct points, or an
     input that no longer varies (the same checks as the full fit)."""
-    from .fitting.engine import _check_design
     keep = w > 0
     if int(keep.sum()) < len(prep.free):
         return (f"resample has {int(keep.sum())} distinct point(s) for {len(prep.free)} free "
@@ -308,7 +310,6 @@ def _design_failure(prep, w: np.ndarray) -> str:
 def _resample_optimum(prep, w: np.ndarray, seed: int) -> np.ndarray:
     """Internal optimum of one resample by the global search (dense screen, then L-BFGS-B
     from its two best distinct points), the points repeated by their multiplicity."""
-    from .fitting.engine import global_search, prepare
     idx = np.repeat(np.arange(len(w)), w.astype(int))
     xb = {k: (v[idx] if isinstance(v, np.ndarray) and v.shape == prep.y.shape else v)
           for k, v in prep.x.items()}
@@ -321,8 +322,6 @@ def _resample_optimum(prep, w: np.ndarray, seed: int) -> np.ndarray:
 def _bootstrap_block(job) -> list[tuple[dict[str, float] | None, str, int]]:
     """Refit one block of draws: [(params or None, failure message, check code)], where
     check code is -1 unchecked, 0 checked and as good as the global search, 1 worse."""
-    from .fitting.engine import prepare, safe_start
-    from .fitting.refit import refine_batch, refine_one, weighted_objective
     (law, x, y, labels, fixed, bounds, delta, params, names, inverse, children, checked,
      seed) = job
     # Drawn here, block by block: a large n never holds every draw's weights at once.
@@ -429,18 +428,16 @@ def bootstrap(fit: Fit, *, n: int = 200, unit: str = "run", seed: int = 0,
     if len(failures) > n / 2:
         raise FitError(f"{len(failures)} of {n} bootstrap draws failed (e.g. {failures[0]}); "
                        f"the ladder has too few {unit}s to resample")
-    warnings = []
+    guard_warnings = []
     if n_checked and n_worse / n_checked > _WORSE_WARN:
-        warnings.append(f"warm-start guard: {n_worse} of {n_checked} checked bootstrap draws "
+        guard_warnings.append(f"warm-start guard: {n_worse} of {n_checked} checked bootstrap draws "
                         f"found a better optimum by global search than by the warm start "
                         f"(> {_WORSE_WARN:.0%}): the resamples' optima are far from the "
                         f"full-data fit, so the interval may be too narrow; check the fit")
-        import warnings as _warnings
-        from .errors import FitWarning
-        _warnings.warn(warnings[-1], FitWarning, stacklevel=2)
+        warnings.warn(guard_warnings[-1], FitWarning, stacklevel=2)
     return BootstrapDraws(params=params, n_failed=len(failures), unit=unit, seed=seed,
                           failures=failures[:5], n_checked=n_checked, n_worse=n_worse,
-                          warnings=warnings)
+                          warnings=guard_warnings)
 
 
 def bootstrap_interval(fit: Fit, draws: BootstrapDraws, x: Mapping[str, Sequence[float]], *,

@@ -76,7 +76,7 @@ def test_guard_checks_a_seeded_sample_and_reports_it(epoch_fit):
 def test_guard_catches_bad_warm_starts(epoch_fit, monkeypatch):
     # Sabotage the local refinement (each draw stops at a perturbed point): the guard must
     # count every checked draw as worse, keep the global optimum for it, and warn.
-    import delphi.fitting.refit as refit
+    import delphi.uncertainty as uncertainty
 
     def broken(problem, z0, weights, ibounds, **kw):
         out = refine_batch(problem, z0, weights, ibounds, **kw)
@@ -84,7 +84,7 @@ def test_guard_catches_bad_warm_starts(epoch_fit, monkeypatch):
         out.objective = weighted_objective(problem, out.z, weights)
         return out
 
-    monkeypatch.setattr(refit, "refine_batch", broken)
+    monkeypatch.setattr(uncertainty, "refine_batch", broken)
     with pytest.warns(delphi.FitWarning, match="warm-start guard"):
         draws = bootstrap(epoch_fit, n=10, seed=1, check_every=1)
     assert draws.n_checked == 10 and draws.n_worse == 10
