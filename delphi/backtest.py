@@ -7,13 +7,15 @@ every larger run) and leave-one-budget-out (drop each compute budget in turn).
 
 from __future__ import annotations
 
+import math
+import warnings
 from dataclasses import dataclass, field
 from typing import Mapping, Sequence
 
 import numpy as np
 import pandas as pd
 
-from .errors import DelphiError, FitError, LadderError
+from .errors import DelphiError, FitError, FitWarning, LadderError
 from .fitting import DEFAULT_DELTA, Fit, fit
 from .fitting.api import _lr_ratio
 from .ladder import Ladder
@@ -21,7 +23,8 @@ from .laws import Law, get_law
 from .uncertainty import (_WORSE_RTOL, CHECK_EVERY, DEFAULT_LEVEL, bootstrap,
                           bootstrap_interval, delta_interval)
 
-__all__ = ["Backtest", "BacktestRow", "backtest"]
+__all__ = ["Backtest", "BacktestRow", "backtest", "PrefixFits", "PrefixStep", "prefix_fits",
+           "DRIFT_WINDOW", "DRIFT_SES"]
 
 
 @dataclass(frozen=True)
@@ -283,6 +286,275 @@ def backtest(ladder: Ladder, law: str | Law, *, fit_max_flops: float | None = No
                      f"search found a better optimum or excluded other runs (its fit was kept); "
                      f"folds far from the full-data optimum may need a global search each "
                      f"(API: backtest(..., check_every=1))")
+    if fixed and interval is not None:
+        given = ", ".join(f"{k} = {v:g}" for k, v in fixed.items())
+        notes.append(f"{given} fixed (not fitted): the intervals are conditional on "
+                     f"{'this value' if len(fixed) == 1 else 'these values'} and leave out "
+                     f"{'its' if len(fixed) == 1 else 'their'} uncertainty")
     rows.sort(key=lambda r: (r.flops or 0.0, r.run))
     return Backtest(law=law.name, design=design, rows=rows, level=level, fits=fits,
                     notes=sorted(set(notes)), guard={"checked": n_checked, "worse": n_worse})
+
+
+# ----------------------------------------------------------------------------- nested fits
+#: Steady drift is judged over the last this-many nested fits (prefixes) ...
+DRIFT_WINDOW = 4
+#: ... and must exceed this many combined standard errors.
+DRIFT_SES = 2.0
+
+
+@dataclass(frozen=True)
+class PrefixStep:
+    """The fit of one prefix of the ladder (every finished run up to a compute budget)."""
+
+    max_flops: float
+    """Largest compute budget in the prefix [FLOPs]."""
+    n_runs: int
+    """Runs fitted."""
+    params: dict[str, float]
+    """Every parameter's value (fixed ones included)."""
+    stderr: dict[str, float]
+    """Approximate (Gauss-Newton) standard errors of the free parameters (natural units)."""
+    forecast: float
+    """Predicted loss at the target (ladder unit)."""
+    forecast_se: float | None
+    """Its approximate standard error (delta method on the parameters; None when the fit has
+    no covariance)."""
+    converged: bool
+    warnings: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict:
+        return {"max_flops": self.max_flops, "n_runs": self.n_runs,
+                "params": {k: float(v) for k, v in self.params.items()},
+                "stderr": {k: float(v) for k, v in self.stderr.items()},
+                "forecast": self.forecast, "forecast_se": self.forecast_se,
+                "converged": self.converged, "warnings": list(self.warnings)}
+
+
+@dataclass(frozen=True)
+class PrefixFits:
+    """A law fitted to growing prefixes of a ladder: each parameter's and the forecast's path,
+    and which of them drift steadily (see :func:`prefix_fits`)."""
+
+    law: str
+    target: dict
+    """The target whose forecast is followed (:meth:`delphi.forecast.Target.to_dict`)."""
+    target_label: str
+    steps: list[PrefixStep]
+    """One per prefix, by increasing compute."""
+    drift: dict[str, dict]
+    """Per free parameter and ``"forecast"``: ``values``, ``stderr`` (over the window),
+    ``monotone``, ``change`` (last - first in the window), ``combined_se``,
+    ``tested`` (False when a standard error is missing) and ``drift`` (the flag)."""
+    window: int
+    n_se: float
+    notes: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    """One per steadily drifting quantity (also raised as :class:`~delphi.errors.FitWarning`)."""
+
+    @property
+    def drifting(self) -> list[str]:
+        """Names of the quantities flagged for steady drift."""
+        return [k for k, d in self.drift.items() if d["drift"]]
+
+    def to_dict(self) -> dict:
+        return {"law": self.law, "design": "prefixes", "target": self.target,
+                "target_label": self.target_label, "steps": [s.to_dict() for s in self.steps],
+                "drift": self.drift, "drifting": self.drifting,
+                "rule": {"window": self.window, "n_se": self.n_se}, "notes": self.notes,
+                "warnings": self.warnings}
+
+    def report(self) -> str:
+        free = [k for k in self.drift if k != "forecast"]
+        lines = [f"backtest   {self.law}, nested fits of growing prefixes of the ladder "
+                 f"(forecast at {self.target_label})",
+                 f"{'prefix <= C':>12} {'runs':>5} " + " ".join(f"{k:>20}" for k in free)
+                 + f" {'forecast':>18}"]
+
+        def cell(v, se):
+            return f"{v:.4g} +- {se:.2g}" if se is not None and math.isfinite(se) else f"{v:.4g}"
+
+        for s in self.steps:
+            lines.append(f"{s.max_flops:>12.3g} {s.n_runs:>5} "
+                         + " ".join(f"{cell(s.params[k], s.stderr.get(k)):>20}" for k in free)
+                         + f" {cell(s.forecast, s.forecast_se):>18}")
+        for name, d in self.drift.items():
+            path = " -> ".join(f"{v:.4g}" for v in d["values"])
+            if d["drift"]:
+                continue  # in the warnings below
+            if not d["tested"]:
+                why = d.get("why", "no standard error")
+                lines.append(f"drift      {name}: {path}: not tested ({why})")
+            else:
+                lines.append(f"drift      {name}: {path}: no steady drift beyond "
+                             f"{self.n_se:g} combined s.e. ({d['combined_se']:.3g})")
+        for w in self.warnings:
+            lines.append(f"warning    {w}")
+        for n in self.notes:
+            lines.append(f"note       {n}")
+        return "\n".join(lines)
+
+    def __str__(self) -> str:
+        return self.report()
+
+
+def _prefix_job(job):
+    """Fit one prefix and forecast the target: a PrefixStep, or the error message."""
+    from .forecast import _target_inputs, predict
+    from .robustness import log_prediction_se
+    ladder, law, target, settings, max_flops = job
+    try:
+        fc = predict(ladder, target, law, fit_max_flops=max_flops, interval=None,
+                     off_trend=False, **settings)
+    except DelphiError as exc:
+        return str(exc)
+    result = fc.fit
+    se = None
+    try:
+        inputs, _ = _target_inputs(fc.target, result.law, result, ladder)
+        log_se = log_prediction_se(result, inputs)
+        se = fc.loss * log_se if log_se is not None else None
+    except DelphiError:
+        pass
+    return PrefixStep(max_flops=max_flops, n_runs=result.n_points, params=dict(result.params),
+                      stderr=dict(result.stderr), forecast=fc.loss, forecast_se=se,
+                      converged=result.converged, warnings=tuple(result.warnings))
+
+
+def _steady_drift(values: list[float], ses: list[float | None], window: int,
+                  n_se: float) -> dict:
+    v = np.asarray(values[-window:], dtype=float)
+    s = ses[-window:]
+    out = {"values": v.tolist(), "stderr": [None if e is None or not math.isfinite(e) else e
+                                            for e in s],
+           "monotone": False, "change": float(v[-1] - v[0]), "combined_se": None,
+           "tested": False, "drift": False}
+    if len(v) < 3:
+        out["why"] = f"{len(v)} prefixes; at least 3 needed"
+        return out
+    steps = np.diff(v)
+    out["monotone"] = bool(np.all(steps > 0) or np.all(steps < 0))
+    first, last = s[0], s[-1]
+    if first is None or last is None or not (math.isfinite(first) and math.isfinite(last)):
+        out["why"] = "no standard error at an end of the window (a parameter at a bound?)"
+        return out
+    combined = math.hypot(first, last)
+    out.update(combined_se=combined, tested=True,
+               drift=bool(out["monotone"] and abs(out["change"]) > n_se * combined))
+    return out
+
+
+def prefix_fits(ladder: Ladder, law: str | Law, target=None, *,
+                fixed: Mapping[str, float] | None = None,
+                bounds: Mapping[str, Sequence[float]] | None = None, delta: float = DEFAULT_DELTA,
+                include_unfinished: bool = False, seed: int = 0, min_runs: int | None = None,
+                window: int = DRIFT_WINDOW, n_se: float = DRIFT_SES,
+                n_jobs: int | None = None) -> PrefixFits:
+    """Fit ``law`` to growing prefixes of the ladder and flag parameters that drift.
+
+    The ladder's finished runs are grouped into compute budgets (runs within 5% of compute);
+    prefix k holds every run up to budget k. Prefixes start at the first with at least
+    ``min_runs`` runs (default n_free + 2, so every fit has 2 residual degrees of freedom)
+    and end with the whole ladder. Each prefix is fitted by the global search (as
+    :func:`delphi.forecast.predict` with ``fit_max_flops``) and the target predicted.
+
+    **Steady drift**: over the last ``window`` prefixes (default 4; at least 3 needed), a free
+    parameter's (or the forecast's) values change in one direction at every step (strictly
+    monotone) **and** the total change, last minus first of the window, exceeds ``n_se``
+    (default 2) combined standard errors, ``sqrt(se_first^2 + se_last^2)``, with the
+    approximate Gauss-Newton standard errors of those two fits (the delta method for the
+    forecast). A law that describes the ladder settles as rungs are added; one that climbs
+    steadily, beyond its own stated uncertainty, is extrapolating a trend the ladder has not
+    finished showing (e.g. an effective floor that rises with scale), and its standard errors
+    understate the forecast's uncertainty. A quantity without a standard error at an end of
+    the window is reported as not tested.
+
+    Parameters
+    ----------
+    ladder: the runs (final losses; ``include_unfinished`` as in :func:`delphi.fitting.fit`).
+    law: the law (final-loss law).
+    target: what to forecast at each prefix: a :class:`~delphi.forecast.Target`, a dict of its
+        fields or a number of FLOPs; default the ladder's largest finished run (its C, N, D).
+    fixed, bounds, delta, seed: as in :func:`delphi.fitting.fit`.
+    min_runs: smallest prefix fitted [runs].
+    window, n_se: the drift rule above.
+    n_jobs: joblib workers for the prefixes (results do not depend on it).
+
+    Returns
+    -------
+    PrefixFits; each drifting quantity is also raised as a :class:`~delphi.errors.FitWarning`.
+
+    Raises
+    ------
+    LadderError: no compute column, or fewer than 3 prefixes can be formed.
+    LawError, TargetError: a bad law, setting or target.
+    """
+    from .forecast import Target, _as_target
+    from .parallel import map_jobs
+
+    law = get_law(law)
+    if not (isinstance(window, int) and window >= 3):
+        raise LadderError(f"the drift window needs at least 3 prefixes, got {window!r}")
+    if not (isinstance(n_se, (int, float)) and n_se > 0):
+        raise LadderError(f"n_se must be a positive number, got {n_se!r}")
+    finals, _ = ladder.final_points(include_unfinished=include_unfinished)
+    if "flops" not in finals.columns or finals["flops"].isna().any():
+        raise LadderError("nested fits need each run's compute (flops, or params and tokens)")
+    if target is None:
+        top = finals.loc[finals["flops"].idxmax()]
+        # The run's own inputs of the law (its C for a law of C, its N and D for one of N, D).
+        fields = {c: float(top[c]) for c in law.inputs
+                  if c in ("flops", "params", "tokens") and c in top and pd.notna(top[c])}
+        target = Target(name=f"{top['run']} (the ladder's largest run)", **fields)
+        label = f"the ladder's largest run {top['run']!r}"
+    else:
+        target = _as_target(target)
+        label = target.name or ", ".join(f"{k} = {v:.4g}" for k, v in (
+            ("C", target.flops), ("N", target.params), ("D", target.tokens)) if v is not None)
+    n_free = len([p for p in law.param_names if p not in (fixed or {})])
+    need = max(min_runs if min_runs is not None else n_free + 2, 1)
+    budgets = _budgets(finals)
+    ends = finals.groupby(budgets)["flops"].max().sort_values()
+    counts = np.cumsum(finals.groupby(budgets).size().reindex(ends.index).to_numpy())
+    cuts = [float(c) for c, k in zip(ends.to_numpy(), counts) if k >= need]
+    if len(cuts) < 3:
+        raise LadderError(f"ladder {ladder.name!r} gives {len(cuts)} prefix(es) of at least "
+                          f"{need} runs ({len(ends)} compute budgets, {len(finals)} runs); nested "
+                          f"fits need 3")
+    settings = dict(fixed=fixed, bounds=bounds, delta=delta, include_unfinished=include_unfinished,
+                    seed=seed)
+    results = map_jobs(_prefix_job, [(ladder, law, target, settings, c) for c in cuts],
+                       n_jobs=n_jobs, desc="nested fits", unit="prefix")
+    steps, notes = [], []
+    for c, r in zip(cuts, results):
+        if isinstance(r, str):
+            notes.append(f"prefix <= {c:.3g} FLOPs not fitted: {r}")
+        else:
+            steps.append(r)
+    if len(steps) < 3:
+        raise LadderError(f"only {len(steps)} prefix(es) of ladder {ladder.name!r} could be "
+                          f"fitted; nested fits need 3" + (f" ({notes[0]})" if notes else ""))
+    free = [p for p in law.param_names if p not in (fixed or {})]
+    drift = {}
+    for name in free:
+        drift[name] = _steady_drift([s.params[name] for s in steps],
+                                    [s.stderr.get(name) for s in steps], window, n_se)
+    drift["forecast"] = _steady_drift([s.forecast for s in steps],
+                                      [s.forecast_se for s in steps], window, n_se)
+    found = []
+    for name, d in drift.items():
+        if not d["drift"]:
+            continue
+        path = " -> ".join(f"{v:.4g}" for v in d["values"])
+        what = "the forecast" if name == "forecast" else name
+        found.append(f"steady drift of {what} across the last {len(d['values'])} nested fits: "
+                     f"{path} ({d['change']:+.3g}, {abs(d['change']) / d['combined_se']:.3g}x "
+                     f"the combined s.e. {d['combined_se']:.3g}); the law has not settled as "
+                     f"the ladder grows, and its standard errors understate the uncertainty")
+    for w in found:
+        warnings.warn(w, FitWarning, stacklevel=2)
+    if any(not s.converged for s in steps):
+        notes.append("some prefix fits did not converge: "
+                     + ", ".join(f"<= {s.max_flops:.3g}" for s in steps if not s.converged))
+    return PrefixFits(law=law.name, target=target.to_dict(), target_label=label, steps=steps,
+                      drift=drift, window=window, n_se=float(n_se), notes=notes, warnings=found)

@@ -110,6 +110,17 @@ def _jobs_kwargs(args) -> dict:
     return {} if jobs is None else {"n_jobs": jobs}
 
 
+def _floor(text: str) -> float | tuple[float, float]:
+    """``E`` (one pinned floor) or ``LOW:HIGH`` (a floor range, scanned by predict)."""
+    low, sep, high = text.partition(":")
+    if not sep:
+        return _positive_float(text)
+    try:
+        return float(low), float(high)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected E or LOW:HIGH, got {text!r}") from None
+
+
 def _fixed_pair(text: str) -> tuple[str, float]:
     name, sep, value = text.partition("=")
     if not sep:
@@ -131,19 +142,37 @@ def _bound_triple(text: str) -> tuple[str, tuple[float | None, float | None]]:
         raise argparse.ArgumentTypeError(f"not a number in {text!r}") from None
 
 
+def _add_unit_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--unit", metavar="UNIT",
+                   help="unit of the loss: nats/token (default), bits/byte (bpb) or bits/token; "
+                        "a metric named like bpb / bits-per-byte defaults to bits/byte; a "
+                        "manifest's unit cannot be contradicted")
+
+
+def add_drop_invalid_option(p: argparse.ArgumentParser) -> None:
+    """``--drop-invalid`` for a command that loads a ladder."""
+    p.add_argument("--drop-invalid", action="store_true",
+                   help="drop invalid rows (bad values, duplicate steps, contradictory run "
+                        "state) instead of stopping, and list each with its reason")
+
+
 def _add_fit_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("ladder", help="bundled ladder name, a manifest (.toml) or a tidy "
                                   "CSV/Parquet/JSONL file")
     p.add_argument("--law", metavar="LAW", help="law to fit: {LAWS} (default: "
                    "power when only C is known, chinchilla when the target gives N and D); "
                    "curve laws ({CURVE_LAWS}) are for `delphi complete`")
-    p.add_argument("--floor", type=_positive_float, metavar="E",
-                   help="fix the irreducible loss E at this value")
+    p.add_argument("--floor", type=_floor, metavar="E",
+                   help="fix the irreducible loss E at this value (the interval is then "
+                        "conditional on it); predict also takes a range LOW:HIGH, e.g. 1.4:1.8, "
+                        "and reports the forecast at its ends and middle")
     p.add_argument("--fix", type=_fixed_pair, action="append", default=[], metavar="NAME=VALUE",
                    help="fix any parameter (repeatable), e.g. --fix alpha=0.34")
     p.add_argument("--bound", type=_bound_triple, action="append", default=[],
                    metavar="NAME=LO:HI", help="bound a parameter (repeatable; empty side = none)")
     p.add_argument("--metric", metavar="COLUMN", help="source column to use as the loss")
+    _add_unit_option(p)
+    add_drop_invalid_option(p)
     p.add_argument("--fit-max-flops", type=_positive_float, metavar="C",
                    help="fit only runs with compute at or below C FLOPs")
     p.add_argument("--include-unfinished", action="store_true",
@@ -237,6 +266,9 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--target-name", help="label for the target")
     _add_target_lr_options(p)
     _add_interval_options(p)
+    p.add_argument("--allow-degenerate", action="store_true",
+                   help="extrapolate a degenerate fit (a law that collapsed to a constant over "
+                        "the ladder: flat or identical losses) instead of refusing")
 
     p = sub.add_parser("fit", help="fit a law to a ladder and print the fit")
     _add_fit_options(p)
@@ -255,10 +287,16 @@ def _parser() -> argparse.ArgumentParser:
                         "(Luo et al. 2025; more flexible, slower, needs more checkpoints)")
     p.add_argument("--upto-fraction", type=_positive_float, metavar="F",
                    help="fit only checkpoints up to this share of the run (backtesting)")
+    p.add_argument("--upto-step", type=_positive_float, metavar="STEP",
+                   help="fit only checkpoints up to this step (backtesting)")
     p.add_argument("--siblings", action="store_true",
                    help="also fit the ladder's runs of the same model and peak LR, up to the "
                         "same step")
+    p.add_argument("--keep-warmup", action="store_true",
+                   help="also fit the warm-up checkpoints (LR still rising; left out by default)")
     p.add_argument("--metric", metavar="COLUMN", help="source column to use as the loss")
+    _add_unit_option(p)
+    add_drop_invalid_option(p)
     _add_jobs_option(p, "several runs")
     p.add_argument("--json", action="store_true",
                    help="print one JSON object (a list of them for several runs)")
@@ -276,6 +314,8 @@ def _parser() -> argparse.ArgumentParser:
                    help="also fit sweeps whose best LR is at the edge of the sweep")
     p.add_argument("--groups", action="store_true", help="show every sweep's optimum")
     p.add_argument("--metric", metavar="COLUMN", help="source column to use as the loss")
+    _add_unit_option(p)
+    add_drop_invalid_option(p)
     _add_jobs_option(p, "the sweeps' optima and the laws")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument("--debug", action="store_true", help="show tracebacks on errors")
@@ -293,6 +333,17 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--interval", default="delta", choices=["delta", "bootstrap", "none"],
                    help="interval per prediction (default delta: fast)")
     p.add_argument("--n-boot", type=_count(20), default=100, help="bootstrap draws per fit")
+    p.add_argument("--prefixes", action="store_true",
+                   help="instead: fit growing prefixes of the ladder (by compute budget), show "
+                        "each parameter's and the forecast's path, and flag a steady drift "
+                        "(monotone over the last 4 prefixes and beyond 2 combined s.e.)")
+    p.add_argument("--target-flops", type=_positive_float, metavar="C",
+                   help="with --prefixes: the target whose forecast is followed (default the "
+                        "manifest's target, else the ladder's largest run)")
+    p.add_argument("--target-params", type=_positive_float, metavar="N",
+                   help="with --prefixes: target parameters")
+    p.add_argument("--target-tokens", type=_positive_float, metavar="D",
+                   help="with --prefixes: target tokens")
     _add_jobs_option(p, "the folds")
 
     from .cli_analyses import add_analysis_commands
@@ -313,7 +364,8 @@ def _load(args):
 
     from .readers import FORMATS, load_ladder, load_manifest
 
-    ladder = load_ladder(args.ladder, metric=args.metric)
+    ladder = load_ladder(args.ladder, metric=args.metric, unit=args.unit,
+                         drop_invalid=args.drop_invalid)
     is_data_file = Path(args.ladder).suffix.lower() in FORMATS
     manifest = None if args.no_defaults or is_data_file else load_manifest(args.ladder)
     return ladder, (manifest.predict if manifest is not None else None)
@@ -327,7 +379,12 @@ def _fit_settings(args, defaults) -> dict:
     if twice:
         raise LawError(f"{', '.join(twice)} fixed more than once (--fix/--floor); give one value")
     fixed.update(dict(args.fix))
-    if args.floor is not None:
+    if isinstance(args.floor, tuple):
+        if args.command != "predict":
+            raise LawError("a floor range (--floor LOW:HIGH) is for `delphi predict`; give "
+                           "one value")
+        fixed.pop("E", None)  # the range replaces a manifest's pinned floor
+    elif args.floor is not None:
         fixed["E"] = args.floor
     bounded = [name for name, _ in args.bound]
     if len(set(bounded)) < len(bounded):
@@ -350,8 +407,10 @@ def _cmd_predict(args) -> int:
     ladder, defaults = _load(args)
     target = _target_from(args, defaults)
     law = args.law or (defaults.law if defaults is not None else None) or default_law(ladder, target)
+    floor_range = args.floor if isinstance(args.floor, tuple) else None
     forecast = predict(ladder, target, law, **_fit_settings(args, defaults),
-                       **_interval_settings(args), **_jobs_kwargs(args))
+                       **_interval_settings(args), **_jobs_kwargs(args), floor_range=floor_range,
+                       allow_degenerate=args.allow_degenerate)
     print(json.dumps(forecast.to_dict(), indent=2, allow_nan=False) if args.json
           else forecast.report())
     return 0
@@ -367,8 +426,11 @@ def _cmd_fit(args) -> int:
     result = fit(ladder, law, **_fit_settings(args, defaults))
     if args.json:
         out = result.to_dict()
+        conv = ladder.flops_convention
         out["ladder"] = {"name": ladder.name, "source": ladder.source,
-                         "sha256": result.extra["sha256"]}
+                         "sha256": result.extra["sha256"], "metric": ladder.metric,
+                         "unit": ladder.unit,
+                         "flops_convention": conv.to_dict() if conv is not None else None}
         out["delphi_version"] = __version__
         print(json.dumps(out, indent=2, allow_nan=False))
     else:
@@ -380,10 +442,17 @@ def _cmd_fit(args) -> int:
 def _cmd_complete(args) -> int:
     from .readers import load_ladder
 
-    ladder = load_ladder(args.ladder, metric=args.metric)
+    ladder = load_ladder(args.ladder, metric=args.metric, unit=args.unit,
+                         drop_invalid=args.drop_invalid)
+    # A completion's report has no ladder exclusions: say which invalid rows were dropped.
+    for e in ladder.exclusions:
+        if "(drop_invalid)" in e.reason:
+            note(f"excluded {e.run}: {e.reason}")
     if args.upto_fraction is not None and not 0 < args.upto_fraction <= 1:
         raise DelphiError(f"--upto-fraction must be in (0, 1], got {args.upto_fraction:g}")
-    settings = {"upto_fraction": args.upto_fraction, "siblings": args.siblings}
+    settings = {"upto_fraction": args.upto_fraction, "siblings": args.siblings,
+                "keep_warmup": args.keep_warmup,
+                "upto_step": None if args.upto_step is None else int(args.upto_step)}
     if not args.all_runs and len(args.run) == 1:
         from .curves import complete
 
@@ -437,7 +506,8 @@ def _cmd_hparams(args) -> int:
     from .hparams import fit_hparams
     from .readers import load_ladder
 
-    ladder = load_ladder(args.ladder, metric=args.metric)
+    ladder = load_ladder(args.ladder, metric=args.metric, unit=args.unit,
+                         drop_invalid=args.drop_invalid)
     result = fit_hparams(ladder, args.law, include_edge=args.include_edge, n_jobs=args.jobs)
     target = any(v is not None for v in (args.target_flops, args.target_params, args.target_tokens))
     rec = result.recommend(flops=args.target_flops, params=args.target_params,
@@ -464,12 +534,36 @@ def _cmd_backtest(args) -> int:
     law = args.law or (defaults.law if defaults is not None else None) or (
         "chinchilla" if ladder.has("params", "tokens") else "power")
     settings = _fit_settings(args, defaults)
+    if args.prefixes:
+        return _backtest_prefixes(args, ladder, law, settings, defaults)
     result = backtest(ladder, law, fit_max_flops=args.fit_max_flops,
                       leave_one_budget_out=args.leave_one_budget_out, fixed=settings["fixed"],
                       bounds=settings["bounds"], delta=settings["delta"],
                       include_unfinished=args.include_unfinished,
                       interval=None if args.interval == "none" else args.interval,
                       level=args.level, n_boot=args.n_boot, **_jobs_kwargs(args))
+    print(json.dumps(result.to_dict(), indent=2, allow_nan=False) if args.json else result.report())
+    return 0
+
+
+def _backtest_prefixes(args, ladder, law, settings, defaults) -> int:
+    from .backtest import prefix_fits
+    from .forecast import Target
+
+    if args.fit_max_flops is not None or args.leave_one_budget_out:
+        raise DelphiError("choose one backtest design: --prefixes, --fit-max-flops or "
+                          "--leave-one-budget-out")
+    given = {"flops": args.target_flops, "params": args.target_params,
+             "tokens": args.target_tokens}
+    target = None
+    if any(v is not None for v in given.values()):
+        target = Target(**given)
+    elif defaults is not None and (defaults.target_flops or defaults.target_params):
+        target = Target(flops=defaults.target_flops, params=defaults.target_params,
+                        tokens=defaults.target_tokens, name=defaults.target_name)
+    result = prefix_fits(ladder, law, target, fixed=settings["fixed"], bounds=settings["bounds"],
+                         delta=settings["delta"], include_unfinished=args.include_unfinished,
+                         **_jobs_kwargs(args))
     print(json.dumps(result.to_dict(), indent=2, allow_nan=False) if args.json else result.report())
     return 0
 

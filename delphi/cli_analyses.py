@@ -14,7 +14,7 @@ import json
 from pathlib import Path
 from typing import Callable
 
-from .cli import _bound_triple, _fixed_pair
+from .cli import _bound_triple, _fixed_pair, add_drop_invalid_option
 from .errors import FitError, LadderError, TargetError
 
 __all__ = ["add_analysis_commands"]
@@ -38,6 +38,7 @@ def _integer(text: str) -> int:
 
 
 def _common(p: argparse.ArgumentParser) -> None:
+    add_drop_invalid_option(p)
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument("--debug", action="store_true", help="show tracebacks on errors")
 
@@ -89,7 +90,7 @@ def _cmd_isoflop(args) -> int:
     from .isoflop import envelope_analysis, isoflop_analysis
     from .readers import load_ladder
 
-    ladder = load_ladder(args.ladder, metric=args.metric)
+    ladder = load_ladder(args.ladder, metric=args.metric, drop_invalid=args.drop_invalid)
     if args.approach == 1:
         result = envelope_analysis(ladder, n_grid=args.n_grid, min_runs=args.min_runs,
                                    drop_edge=not args.keep_edge)
@@ -130,6 +131,9 @@ def _add_optimal(sub) -> None:
                    help="CSV or JSON of parameter draws (columns A, B, alpha, beta) for "
                         "percentile intervals")
     p.add_argument("--level", type=_number, default=0.9, help="interval level (default 0.9)")
+    p.add_argument("--allow-unidentified", action="store_true",
+                   help="give the allocation even when the ladder does not identify alpha or "
+                        "beta (flagged in the output) instead of refusing")
     p.add_argument("--metric", metavar="COLUMN", help="source column to use as the loss")
     _common(p)
 
@@ -162,7 +166,7 @@ def _cmd_optimal(args) -> int:
     from .optimal import compute_optimal
     from .readers import load_ladder
 
-    ladder = load_ladder(args.ladder, metric=args.metric)
+    ladder = load_ladder(args.ladder, metric=args.metric, drop_invalid=args.drop_invalid)
     flops = args.target_flops if args.target_flops is not None else _manifest_target(args.ladder)
     if flops is None:
         raise TargetError(f"delphi optimal needs --target-flops (ladder {ladder.name!r} names "
@@ -174,7 +178,8 @@ def _cmd_optimal(args) -> int:
     allocation = compute_optimal(ladder, flops, fixed=fixed or None,
                                  bounds=dict(args.bound) or None, draws=draws, level=args.level,
                                  fit_max_flops=args.fit_max_flops,
-                                 include_unfinished=args.include_unfinished)
+                                 include_unfinished=args.include_unfinished,
+                                 allow_unidentified=args.allow_unidentified)
     if args.json:
         print(_dump({**allocation.to_dict(), "ladder": {"name": ladder.name,
                                                         "source": ladder.source}}))
@@ -222,30 +227,35 @@ def _add_plan(sub) -> None:
 def _optimum_from(args):
     from .readers import load_ladder
 
-    ladder = load_ladder(args.from_ladder, metric=args.metric)
+    ladder = load_ladder(args.from_ladder, metric=args.metric, drop_invalid=args.drop_invalid)
     if args.from_method == "isoflop":
         from .isoflop import isoflop_analysis
 
-        law = isoflop_analysis(ladder).params_law
+        result = isoflop_analysis(ladder)
+        law = result.params_law
+        if law is None:     # one budget: a vertex but no N*(C) to centre the plan on
+            raise FitError(f"--from {ladder.name}: {'; '.join(result.notes)}")
         return (lambda c: float(law.predict(c)),
-                f"an isoFLOP power law fitted to {ladder.name} ({law.formula})")
+                f"an isoFLOP power law fitted to {ladder.name} ({law.formula})", None)
     from .optimal import compute_optimal
     from .planning import optimum_from_allocation
 
-    a = compute_optimal(ladder, args.target_flops)
+    # An unidentified split is flagged in the plan rather than refused (see delphi.planning).
+    a = compute_optimal(ladder, args.target_flops, allow_unidentified=True)
     return (optimum_from_allocation(a.G, a.a),
-            f"a Chinchilla law fitted to {ladder.name} (N* = {a.G:.4g} (C/6)^{a.a:.4f})")
+            f"a Chinchilla law fitted to {ladder.name} (N* = {a.G:.4g} (C/6)^{a.a:.4f})",
+            a.unidentified)
 
 
 def _cmd_plan(args) -> int:
     from .planning import plan_ladder
 
-    optimum, prior = _optimum_from(args) if args.from_ladder else (None, None)
+    optimum, prior, unidentified = _optimum_from(args) if args.from_ladder else (None, None, None)
     plan = plan_ladder(args.target_flops, fraction=args.fraction, budgets=args.budgets,
                        sizes_per_budget=args.sizes_per_budget, rule=args.rule,
                        tokens_per_param=args.tokens_per_param, optimum=optimum, prior=prior,
                        max_tokens_per_param=args.max_tokens_per_param, span=args.span,
-                       spread=args.spread)
+                       spread=args.spread, unidentified=unidentified)
     written = str(plan.to_csv(args.csv)) if args.csv else None
     if args.json:
         print(_dump({**plan.to_dict(), "csv": written}))

@@ -96,6 +96,10 @@ def add_registry_commands(subparsers) -> dict[str, Handler]:
     p.add_argument("--fraction", type=float, default=1.0,
                    help="share of training done when measured, in (0, 1] (default 1: final)")
     p.add_argument("--source", help="where the number comes from (W&B run, issue...)")
+    p.add_argument("--unit", metavar="UNIT",
+                   help="unit of --actual (nats/token, bits/byte, bits/token); an outcome in "
+                        "another unit than the prediction's is refused (default: the "
+                        "prediction's unit)")
     p.add_argument("--author")
     p.add_argument("--notes")
     p.add_argument("--created-at", metavar="ISO", help="explicit UTC timestamp (default now)")
@@ -236,7 +240,8 @@ def _cmd_score(args) -> int:
 
     score = Registry(args.registry).score(args.id, args.actual, fraction=args.fraction,
                                           source=args.source, author=args.author,
-                                          notes=args.notes, created_at=args.created_at)
+                                          notes=args.notes, created_at=args.created_at,
+                                          unit=args.unit)
     if args.json:
         _print_json(score.to_dict())
     else:

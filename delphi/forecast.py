@@ -2,18 +2,23 @@
 
 from __future__ import annotations
 
+import copy
+import warnings
 from dataclasses import dataclass, field
-from typing import Mapping, Sequence
+from typing import TYPE_CHECKING, Mapping, Sequence
 
 import numpy as np
 
 from . import __version__
-from .errors import FitError, TargetError
+from .errors import FitError, FitWarning, TargetError
 from .fitting import DEFAULT_DELTA, DIVERGENCE_THRESHOLD, Fit, fit
-from .ladder import FLOPS_PER_PARAM_TOKEN, Ladder
+from .ladder import _SEQUENCE_LENGTHS, FLOPS_PER_PARAM_TOKEN, FlopsConvention, Ladder
 from .laws import Law, get_law
 from .records import positive_number
 from .uncertainty import DEFAULT_LEVEL, Interval
+
+if TYPE_CHECKING:
+    from .robustness import FloorScan, OffTrend
 
 __all__ = ["Target", "Forecast", "predict", "default_law"]
 
@@ -30,7 +35,9 @@ class Target:
 
     Attributes
     ----------
-    flops: C, training FLOPs (computed as 6·N·D when only N and D are given).
+    flops: C, training FLOPs. When only N and D are given: 6·N·D here, and
+        :func:`predict` converts it to the ladder's FLOP convention, C = k·6·N·D with the
+        ladder's median k = C/(6·N·D) (see :attr:`flops_source`, :attr:`flops_k`).
     params: N, parameters (count).
     tokens: D, training tokens.
     name: a label, e.g. ``"marin-535b-a23b hero run"``.
@@ -45,7 +52,8 @@ class Target:
     ------
     TargetError
         A value is not a positive finite number, nothing at all is given, or C, N and D are
-        all given and C is more than 25% away from 6·N·D.
+        all given and C / (6·N·D) is outside 0.3..2, the range of FLOP conventions in use
+        (:func:`predict` then checks C against the ladder's own convention, within 25%).
     """
 
     flops: float | None = None
@@ -59,7 +67,10 @@ class Target:
     active_params: float | None = None
     flops_source: str = field(default="", compare=False, repr=False)
     """How :attr:`flops` was obtained: ``"given"``, ``"6ND"`` (total N) or ``"6 N_active D"``
-    (set on construction)."""
+    (set on construction); :func:`predict` appends ``" x ladder k"`` when it converts them
+    to the ladder's FLOP convention."""
+    flops_k: float | None = field(default=None, compare=False, repr=False)
+    """The k of C = k·6·N·D used for :attr:`flops` (None when C was given, 1 for 6·N·D)."""
 
     def __post_init__(self) -> None:
         for key in ("flops", "params", "tokens", "peak_lr", "steps", "batch_size",
@@ -70,11 +81,15 @@ class Target:
         n = self.active_params or self.params
         if self.flops is not None and n is not None and self.tokens is not None:
             six_nd = FLOPS_PER_PARAM_TOKEN * n * self.tokens
-            if abs(self.flops / six_nd - 1) > 0.25:
+            # Ladders count C as k·6·N·D with k from ~1/3 (forward only) to ~2 (attention
+            # included); predict() checks C against the ladder's own k.
+            if not _K_PLAUSIBLE[0] <= self.flops / six_nd <= _K_PLAUSIBLE[1]:
                 what = "active params" if self.active_params else "params"
                 raise TargetError(
                     f"target flops {self.flops:.4g} disagree with 6 x {what} x tokens = "
-                    f"{six_nd:.4g}; give flops or N and D (for MoE, --target-active-params)")
+                    f"{six_nd:.4g} (ratio {self.flops / six_nd:.3g}, outside the FLOP "
+                    f"conventions in use, {_K_PLAUSIBLE[0]:g}..{_K_PLAUSIBLE[1]:g}); give flops "
+                    f"or N and D (for MoE, --target-active-params)")
         if self.schedule is not None:
             self.final_lr_ratio()  # fail early on a malformed schedule
         if self.flops is not None:
@@ -83,6 +98,7 @@ class Target:
             object.__setattr__(self, "flops", FLOPS_PER_PARAM_TOKEN * n * self.tokens)
             object.__setattr__(self, "flops_source",
                                "6 N_active D" if self.active_params else "6ND")
+            object.__setattr__(self, "flops_k", 1.0)
         if self.flops is None and (self.params is None or self.tokens is None):
             raise TargetError("a target needs --target-flops, or both --target-params and "
                               "--target-tokens")
@@ -130,7 +146,16 @@ class Target:
     def to_dict(self) -> dict:
         return {"name": self.name, "flops": self.flops, "params": self.params, "tokens": self.tokens,
                 "active_params": self.active_params, "peak_lr": self.peak_lr,
-                "schedule": self.schedule, "steps": self.steps, "batch_size": self.batch_size}
+                "schedule": self.schedule, "steps": self.steps, "batch_size": self.batch_size,
+                "flops_source": self.flops_source or None, "flops_k": self.flops_k}
+
+
+#: C / (6·N·D) of FLOP conventions in use: forward-only counts are near 1/3, counts with
+#: attention up to about 2 (the same range the ladder check uses).
+_K_PLAUSIBLE = (0.3, 2.0)
+#: A target's D/N or N more than this factor beyond the fitted runs' range is outside the
+#: ladder's design.
+_DESIGN_FACTOR = 10.0
 
 
 def _as_target(target) -> Target:
@@ -177,6 +202,115 @@ def _check_moe_target(target: Target, law: Law, ladder: Ladder) -> None:
         f"(C = 6 x active x tokens; its runs have {ratio:.3g}x more total than active "
         f"parameters), but the target gives only its total parameters; give "
         f"--target-active-params (API: active_params) or --target-flops")
+
+
+def _in_ladder_convention(target: Target, law: Law, ladder: Ladder,
+                          notes: list[str]) -> Target:
+    """The target with its C in the ladder's FLOP convention, C = k·6·N·D (k: the ladder's
+    median C/(6·N·D), :attr:`Ladder.flops_convention`), and a note saying so.
+
+    A law of C reads the converted C; a law of N and D reads N and D only, so C then sets
+    only the extrapolation ratio. A target given by C alone is kept (with a reminder when
+    the ladder's k is far from 1); a target giving C, N and D is checked against k.
+
+    Raises
+    ------
+    TargetError: C, N and D are all given, the law reads C, and C/(6·N·D) is more than 25%
+        away from the ladder's k.
+    """
+    conv = ladder.flops_convention
+    reads_c = "flops" in law.inputs
+    n = target.active_params or target.params
+    if n is None or target.tokens is None:
+        if conv is not None and conv.source == "given" and reads_c and abs(conv.median - 1) > 0.1:
+            notes.append(f"the ladder counts compute as C = {conv.median:.3g} x {conv.n_label} "
+                         f"(median over {len(conv.k)} runs): the target's C must be counted "
+                         f"the same way")
+        return target
+    k = conv.median if conv is not None else 1.0
+    label = conv.n_label if conv is not None else "6·N·D"
+    six_nd = FLOPS_PER_PARAM_TOKEN * n * target.tokens
+    if target.flops_source == "given":
+        ratio = target.flops / six_nd
+        if abs(ratio / k - 1) > 0.25:
+            what = "active params" if target.active_params else "params"
+            msg = (f"target flops {target.flops:.4g} disagree with 6 x {what} x tokens = "
+                   f"{six_nd:.4g} in the ladder's FLOP convention: the target's C is "
+                   f"{ratio:.3g} x 6·N·D, the ladder's {k:.3g} x {label} (median "
+                   f"C/({label}))")
+            if reads_c:
+                raise TargetError(f"{msg}; give only N and D (converted with the ladder's k) "
+                                  f"or a C counted like the ladder's")
+            notes.append(f"{msg}; law {law.name!r} reads N and D, so only the extrapolation "
+                         f"ratio uses C")
+        return target
+    if conv is None or conv.source != "given":
+        return target                 # the ladder's C is 6·N·D too (k = 1)
+    converted = copy.copy(target)
+    object.__setattr__(converted, "flops", k * six_nd)
+    object.__setattr__(converted, "flops_source", f"{target.flops_source} x ladder k")
+    object.__setattr__(converted, "flops_k", k)
+    if abs(k - 1) >= 0.01 or conv.drifting:
+        use = ("" if reads_c else f"; law {law.name!r} reads N and D, so C only sets the "
+               f"extrapolation ratio")
+        spread = (f"for all {len(conv.k)} runs" if conv.high - conv.low <= 1e-3 * k else
+                  f"on median over {len(conv.k)} runs, range {conv.low:.4g}..{conv.high:.4g}")
+        notes.append(f"target C = {k:.4g} x {label} = {converted.flops:.4g} FLOPs, converted "
+                     f"to the ladder's FLOP convention (its C/({label}) is {k:.4g} {spread})"
+                     f"{use}")
+    return converted
+
+
+def _times(factor: float) -> str:
+    """A factor for a message: ``2,048`` or ``12.5``."""
+    return f"{factor:,.0f}" if factor >= 100 else f"{factor:.3g}"
+
+
+def _design_notes(target: Target, law: Law, result: Fit, ladder: Ladder) -> list[str]:
+    """Warnings for a target outside the ladder's design: its tokens per parameter D/N (any
+    law) or its N (laws of N and D) more than 10x beyond the fitted runs' range. A D/N
+    off by a factor near a sequence length says the tokens were counted in sequences.
+
+    Each is also issued as a :class:`~delphi.errors.FitWarning`.
+    """
+    if target.params is None or target.tokens is None:
+        return []
+    if {"params", "tokens"} <= set(result.x):
+        n_fit = np.asarray(result.x["params"], float)
+        d_fit = np.asarray(result.x["tokens"], float)
+    elif ladder.has("params", "tokens"):
+        t = ladder.table
+        t = t[t["run"].isin(set(result.labels))]
+        if t.empty:
+            return []
+        last = t.sort_values("tokens", kind="stable").groupby("run").tail(1)
+        n_fit, d_fit = last["params"].to_numpy(float), last["tokens"].to_numpy(float)
+    else:
+        return []
+    out = []
+    tpp, lo, hi = target.tokens / target.params, float(np.min(d_fit / n_fit)), float(
+        np.max(d_fit / n_fit))
+    span = f"{lo:.3g}..{hi:.3g}" if hi > lo * 1.001 else f"{lo:.3g}"
+    if tpp * _DESIGN_FACTOR < lo or tpp > hi * _DESIGN_FACTOR:
+        factor = lo / tpp if tpp < lo else tpp / hi
+        side = "below" if tpp < lo else "above"
+        near = [L for L in _SEQUENCE_LENGTHS if abs(factor / L - 1) < 0.2]
+        hint = (f"; a factor close to a sequence length of {near[0]}: were the target's tokens "
+                f"(or batch) counted in sequences?" if near and side == "below" else
+                "; check the target's tokens and parameters")
+        out.append(f"outside the ladder's design: the target's tokens per parameter D/N = "
+                   f"{tpp:.3g} is {_times(factor)}x {side} the fitted runs' range ({span}){hint}")
+    if "params" in law.inputs:
+        n, n_lo, n_hi = target.params, float(np.min(n_fit)), float(np.max(n_fit))
+        if n > n_hi * _DESIGN_FACTOR or n * _DESIGN_FACTOR < n_lo:
+            factor, side = (n / n_hi, "above the largest") if n > n_hi else (n_lo / n,
+                                                                               "below the smallest")
+            out.append(f"outside the ladder's design: the target's N = {n:.3g} is "
+                       f"{_times(factor)}x {side} N fitted ({n_lo:.3g}..{n_hi:.3g}): law {law.name!r} is "
+                       f"extrapolated that far in model size")
+    for message in out:
+        warnings.warn(message, FitWarning, stacklevel=3)
+    return out
 
 
 def _target_inputs(target: Target, law: Law, result: Fit, ladder: Ladder):
@@ -236,7 +370,17 @@ class Forecast:
     notes: tuple[str, ...] = field(default=())
     """Assumptions and choices made on the user's behalf."""
     interval: "Interval | None" = None
-    """New-run and expected-loss intervals (None when they cannot be estimated; see notes)."""
+    """New-run and expected-loss intervals (None when they cannot be estimated; see notes).
+    With parameters fixed (``fit.fixed``, e.g. the floor E) it is conditional on their values:
+    their uncertainty is not in it (``conditional_on`` in the JSON, and a note)."""
+    off_trend: "OffTrend | None" = None
+    """Rungs the other rungs' law misses by several times their scatter, kept in the fit, and
+    the forecast without them (:func:`delphi.robustness.find_off_trend`); None when none."""
+    floor_scan: "FloorScan | None" = None
+    """The forecast across a range of pinned floors (``floor_range``), else None."""
+    flops_convention: "FlopsConvention | None" = None
+    """The ladder's k = C/(6·N·D) per run, median, spread and drift (``"flops_convention"``
+    in the JSON's ladder block); None when the ladder has no N and D."""
 
     @property
     def lower(self) -> float | None:
@@ -260,10 +404,16 @@ class Forecast:
                            **(self.interval.to_dict() if self.interval else
                               {"lower": None, "upper": None, "mean_lower": None,
                                "mean_upper": None, "level": None, "kind": None,
-                               "method": None})},
+                               "method": None}),
+                           # the interval leaves out the uncertainty of these fixed values
+                           "conditional_on": {k: float(v) for k, v in self.fit.fixed.items()}},
+            "off_trend": self.off_trend.to_dict() if self.off_trend else None,
+            "floor_range": self.floor_scan.to_dict() if self.floor_scan else None,
             "fit": d["fit"],
             "ladder": {"name": self.ladder_name, "source": self.ladder_source,
-                       "sha256": self.ladder_sha256},
+                       "sha256": self.ladder_sha256,
+                       "flops_convention": (self.flops_convention.to_dict()
+                                            if self.flops_convention is not None else None)},
             "notes": list(self.notes),
             "delphi_version": __version__,
         }
@@ -278,8 +428,11 @@ class Forecast:
         lines.append(f"target     {t.name + ': ' if t.name else ''}{what}")
         if self.extrapolation is not None:
             lines.append(f"           {self.extrapolation:.3g}x the largest fitted run's compute")
+        # The off-trend and floor-range notes are shown as their own blocks below.
+        shown = {x.note() for x in (self.off_trend, self.floor_scan) if x is not None}
         for note in self.notes:
-            lines.append(f"note       {note}")
+            if note not in shown:
+                lines.append(f"note       {note}")
         lines.append(f"prediction {self.loss:.4f} {self.unit}")
         iv = self.interval
         if iv is not None:
@@ -290,6 +443,18 @@ class Forecast:
             lines.append(f"           {pct} interval for the expected loss "
                          f"[{iv.mean_lower:.4f}, {iv.mean_upper:.4f}]  (run noise "
                          f"{iv.noise:.2%} from {iv.noise_source})")
+            if self.fit.fixed:
+                given = ", ".join(f"{k} = {v:g}" for k, v in self.fit.fixed.items())
+                lines.append(f"           conditional on {given} (fixed, not fitted)")
+        ot = self.off_trend
+        if ot is not None:
+            for r in ot.rungs:
+                lines.append(f"off-trend  {r.run}: {r.describe()}; kept in the fit")
+            lines.append(f"           forecast {ot.loss_with:.4f} with, {ot.loss_without:.4f} "
+                         f"without {'it' if len(ot.rungs) == 1 else 'them'} "
+                         f"({ot.change:+.2%})")
+        if self.floor_scan is not None:
+            lines.extend(self.floor_scan.report_lines())
         return "\n".join(lines)
 
     def __str__(self) -> str:
@@ -306,13 +471,19 @@ def predict(ladder: Ladder, target: Target | Mapping[str, float], law: str | Law
             divergence_threshold: float | None = DIVERGENCE_THRESHOLD, seed: int = 0,
             interval: str | None = "auto", level: float = DEFAULT_LEVEL, n_boot: int = 200,
             boot_unit: str = "run", n_jobs: int | None = None,
-            workers: int | None = None) -> Forecast:
+            workers: int | None = None, floor_range: Sequence[float] | None = None,
+            floor_points: int = 3, off_trend: bool = True,
+            allow_degenerate: bool = False) -> Forecast:
     """Fit ``law`` to ``ladder`` and predict the loss of ``target``, with an interval.
 
     Parameters
     ----------
     ladder: the runs.
     target: a :class:`Target` or a dict with ``flops`` [FLOPs] and/or ``params`` and ``tokens``.
+        A target given by N and D gets C = k·6·N·D with the ladder's FLOP convention k
+        (:attr:`Ladder.flops_convention`; a note and ``flops_source``/``flops_k`` in the
+        target's JSON say so); a D/N or (for laws of N and D) an N more than 10x beyond the
+        fitted runs' range is warned (:class:`~delphi.errors.FitWarning` and a note).
     law: law name or object; default :func:`default_law` (``power`` when only C is known).
     fixed, bounds, delta, fit_max_flops, include_unfinished, divergence_threshold, seed:
         as in :func:`delphi.fitting.fit`.
@@ -323,6 +494,17 @@ def predict(ladder: Ladder, target: Target | Mapping[str, float], law: str | Law
         (``boot_unit="budget"`` resamples whole compute budgets).
     n_jobs: joblib workers for the bootstrap (see :mod:`delphi.parallel`); ``workers`` is an
         older alias.
+    floor_range: ``(low, high)`` of the law's floor E (ladder unit): instead of one pinned
+        value, the forecast and its interval at ``floor_points`` (default 3: the ends and the
+        middle) values across it; the forecast returned is at the middle, with
+        :attr:`Forecast.floor_scan` (per value, and the lowest and highest forecast or interval
+        end). An interval with E fixed is conditional on E; the range shows how much it moves.
+    off_trend: test for off-trend rungs (default True; :func:`delphi.robustness.find_off_trend`:
+        the law of the other rungs misses it by > 6 standard deviations and > 0.5%). Named rungs stay in
+        the fit; :attr:`Forecast.off_trend` gives the forecast without them.
+
+    allow_degenerate: extrapolate a degenerate fit (a law that collapsed to a constant over
+        the ladder, :attr:`Fit.degenerate`) instead of refusing; the forecast then says so.
 
     Returns
     -------
@@ -330,18 +512,50 @@ def predict(ladder: Ladder, target: Target | Mapping[str, float], law: str | Law
 
     Raises
     ------
-    TargetError: invalid target, or one the law cannot be evaluated at.
+    TargetError: invalid target, or one the law cannot be evaluated at, or (for a law of C)
+        a target whose C, N and D disagree with the ladder's FLOP convention by over 25%.
+    DegenerateFitError: (an :class:`~delphi.errors.IdentifiabilityError`) the fitted law
+        collapsed to a constant over the ladder (its losses show no trend beyond their noise)
+        and ``allow_degenerate`` is False.
     LadderError, LawError, FitError: see :func:`delphi.fitting.fit`.
     """
     target = _as_target(target)
     law = get_law(law or default_law(ladder, target))
     _base_inputs(target, law)  # fail on a missing input before spending time on the fit
     _check_moe_target(target, law, ladder)
+    if floor_range is not None:
+        from .robustness import check_floor_range, scan_floor
+        check_floor_range(floor_range)
+
+        def one(pinned):
+            return predict(ladder, target, law, fixed=pinned, bounds=bounds, delta=delta,
+                           fit_max_flops=fit_max_flops, include_unfinished=include_unfinished,
+                           divergence_threshold=divergence_threshold, seed=seed,
+                           interval=interval, level=level, n_boot=n_boot, boot_unit=boot_unit,
+                           n_jobs=n_jobs, workers=workers, off_trend=off_trend,
+                           allow_degenerate=allow_degenerate)
+        return scan_floor(one, law, floor_range, floor_points, fixed)
+    convention_notes: list[str] = []
+    target = _in_ladder_convention(target, law, ladder, convention_notes)
     result = fit(ladder, law, fixed=fixed, bounds=bounds, delta=delta, fit_max_flops=fit_max_flops,
                  include_unfinished=include_unfinished,
                  divergence_threshold=divergence_threshold, seed=seed)
+    from .fitting.diagnostics import refuse_degenerate
+    degenerate_note = refuse_degenerate(result, allow=allow_degenerate)  # raises unless allowed
     inputs, notes = _target_inputs(target, law, result, ladder)
+    if degenerate_note:
+        notes.append(degenerate_note)
+    notes = convention_notes + notes
     loss = float(result.predict(inputs)[0])
+    conv = ladder.flops_convention
+    if conv is not None and conv.drifting and target.flops_k is not None and "flops" in inputs:
+        # k is not one number for this ladder: show what the largest rung's k would give.
+        k_top = conv.k[-1]
+        alt = float(result.predict({**inputs, "flops": [target.flops / target.flops_k * k_top]})[0])
+        notes.append(f"the ladder's C/({conv.n_label}) drifts {conv.drift:+.0%} across rungs: with "
+                     f"the largest rung's k = {k_top:.4g} instead of {target.flops_k:.4g} the "
+                     f"forecast would be {alt:.4f} ({alt / loss - 1:+.2%})")
+    notes.extend(_design_notes(target, law, result, ladder))
     largest, smallest = result.extra.get("max_flops"), result.extra.get("min_flops")
     extrapolation = target.flops / largest if (largest and target.flops) else None
     if extrapolation is not None and extrapolation > 1e4:
@@ -350,16 +564,28 @@ def predict(ladder: Ladder, target: Target | Mapping[str, float], law: str | Law
     if smallest and target.flops and target.flops < smallest:
         notes.append(f"the target's compute {target.flops:.3g} is below the smallest fitted run "
                      f"({smallest:.3g}): the law is extrapolated downwards")
-    if law.floor and law.floor in result.fixed:
-        notes.append(f"{law.floor} fixed at {result.fixed[law.floor]:g} (not fitted)")
+    if result.fixed:
+        given = ", ".join(f"{k} = {v:g}" for k, v in result.fixed.items())
+        scan = (f"; a floor range (--floor LO:HI, API floor_range) shows how the forecast "
+                f"moves with {law.floor}" if law.floor in result.fixed else "")
+        notes.append(f"{given} fixed (not fitted): the interval is conditional on "
+                     f"{'this value' if len(result.fixed) == 1 else 'these values'} and leaves "
+                     f"out {'its' if len(result.fixed) == 1 else 'their'} uncertainty{scan}")
     if not result.converged:
         notes.append("THE FIT DID NOT CONVERGE: do not trust this prediction")
     band = _interval(result, inputs, interval, level, n_boot, boot_unit, seed,
                      n_jobs if n_jobs is not None else workers, notes)
+    rungs = None
+    if off_trend:
+        from .robustness import find_off_trend
+        rungs = find_off_trend(result, inputs, bounds=bounds, seed=seed)
+        if rungs is not None:
+            notes.append(rungs.note())
     return Forecast(target=target, loss=loss, fit=result, ladder_name=ladder.name,
                     ladder_source=ladder.source, ladder_sha256=result.extra["sha256"],
                     metric=ladder.metric, unit=ladder.unit, extrapolation=extrapolation,
-                    notes=tuple(notes), interval=band)
+                    notes=tuple(notes), interval=band, off_trend=rungs,
+                    flops_convention=ladder.flops_convention)
 
 
 def _interval(result: Fit, inputs, method, level, n_boot, unit, seed, n_jobs, notes):
@@ -390,6 +616,14 @@ def _interval(result: Fit, inputs, method, level, n_boot, unit, seed, n_jobs, no
     if 3 <= result.dof < 5:
         notes.append(f"the interval rests on {result.dof} residual degrees of freedom: its "
                      f"noise estimate is rough")
+    from .fitting.diagnostics import NOISE_FLOOR, residual_scale
+    if method == "bootstrap" and residual_scale(result) < NOISE_FLOOR:
+        # Every resample of an exactly fitted ladder gives the same law: a zero-width
+        # interval. The delta method at the floored noise is not.
+        method = "delta"
+        notes.append(f"the law fits the ladder exactly (residual scale {residual_scale(result):.2g}"
+                     f" < {NOISE_FLOOR:g}): bootstrap resamples would all agree, so the interval "
+                     f"is the delta method's with the noise floored at {NOISE_FLOOR:g}")
     try:
         if method == "delta":
             return delta_interval(result, inputs, level=level)

@@ -17,6 +17,9 @@ Every reader returns a :class:`Ladder`; every law, fit and analysis reads one. C
 ``final``          True on the last checkpoint of a finished run (optional)
 ``fraction``       share of the planned run completed at this row, in (0, 1] (optional)
 ``total_steps``    planned length of the run's LR schedule [steps] (optional)
+``status``         the tracker's run state, e.g. W&B ``finished``/``crashed``/``running``
+                   (optional; a ``state`` column is read as ``status``); see
+                   :mod:`delphi.runstate` for how a run's state is decided
 ``row``            0-based row of the source table the row came from (added if absent)
 =================  ==========================================================================
 
@@ -37,15 +40,18 @@ import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from .errors import LadderError, LadderWarning
+from .runstate import Invalid, invalid_message, not_annealed, run_states, status_kinds
+from .units import UNITS, normalize_unit, unit_from_metric
 
-__all__ = ["Ladder", "Exclusion", "CANONICAL_COLUMNS", "FLOPS_PER_PARAM_TOKEN"]
+__all__ = ["Ladder", "Exclusion", "FlopsConvention", "CANONICAL_COLUMNS",
+           "FLOPS_PER_PARAM_TOKEN", "UNITS", "normalize_unit", "unit_from_metric"]
 
 #: Training FLOPs per parameter per token (forward + backward), Kaplan et al. 2020, Eq. 2.1.
 FLOPS_PER_PARAM_TOKEN = 6.0
 
 CANONICAL_COLUMNS: tuple[str, ...] = (
     "run", "params", "tokens", "flops", "loss", "step", "lr", "peak_lr", "batch_size",
-    "active_params", "final", "fraction", "total_steps",
+    "active_params", "final", "fraction", "total_steps", "status",
 )
 _POSITIVE = ("params", "tokens", "flops", "loss", "peak_lr", "batch_size", "active_params",
              "total_steps")
@@ -59,8 +65,96 @@ _TOKENS_PER_PARAM = (0.05, 1e4)
 _SEQUENCE_LENGTHS = (256, 512, 1024, 2048, 4096, 8192, 16384, 32768)
 _FLOPS_RUN_TOLERANCE = 0.25
 _FLOPS_MEDIAN_RANGE = (0.5, 2.0)
+#: A steady change of k = C / (6·N·D) across rungs beyond this (relative, smallest to largest
+#: rung) is reported: a count that includes attention or embedding FLOPs shrinks relative to
+#: 6·N·D as models grow, so no single k converts a far larger target.
+_FLOPS_DRIFT = 0.10
 # Rows per block when hashing a table (bounds the CSV text held at once).
 _FINGERPRINT_ROWS = 100_000
+
+@dataclass(frozen=True)
+class FlopsConvention:
+    """How a ladder counts training compute: k = C / (6·N·D) per run.
+
+    N is ``active_params`` where given (MoE), else ``params``. k = 1 is Kaplan et al.'s
+    6·N·D (2020, Eq. 2.1); a count with attention FLOPs is above 1, a forward-only count near
+    1/3. A target given by N and D is converted to the ladder's compute with :attr:`median`
+    (C = k·6·N·D) so that a law of C sees both in one convention.
+
+    Attributes are per run in rung order (ascending run compute, a run's largest ``flops``);
+    arrays are tuples of length n_runs.
+    """
+
+    source: str
+    """``"given"`` (the ladder's own flops column, compared with 6·N·D) or ``"6ND"`` (no
+    flops column: C computed as 6·N·D, so k = 1 exactly)."""
+    n_label: str
+    """``"6·N·D"`` or ``"6·N_active·D"`` (MoE ladders)."""
+    runs: tuple[str, ...]
+    """Run ids, by ascending compute."""
+    flops: tuple[float, ...]
+    """Each run's compute C [FLOPs]."""
+    k: tuple[float, ...]
+    """Each run's C / (6·N·D) (median over its rows) [dimensionless]."""
+    median: float
+    """Median of :attr:`k` over runs: the ladder's convention."""
+    low: float
+    high: float
+    """Smallest and largest per-run k."""
+    spread: float
+    """(high - low) / median [relative]."""
+    drift: float | None
+    """Fitted relative change of k from the smallest to the largest rung: exp(b·(ln C_max -
+    ln C_min)) - 1 for the least-squares slope b of ln k on ln C; ``None`` when every run has
+    the same compute."""
+    drift_t: float | None
+    """t statistic of that slope (``inf`` for an exact trend, ``None`` below 3 compute
+    levels)."""
+    drifting: bool
+    """True when |drift| > 10% and the trend is steady (|t| >= 2, or only two compute
+    levels): k is not one number for this ladder."""
+
+    def to_dict(self) -> dict:
+        """JSON-ready summary (``"flops_convention"`` in ``--json`` output)."""
+        return {"source": self.source, "n": self.n_label, "k_median": self.median,
+                "k_low": self.low, "k_high": self.high, "k_spread": self.spread,
+                "k_drift": self.drift, "drifting": self.drifting,
+                "k_by_run": dict(zip(self.runs, self.k))}
+
+    def describe(self, limit: int = 10) -> str:
+        """``"r1 1.8, r2 1.8, ..."``: k per rung, at most ``limit`` rungs spread evenly."""
+        idx = np.unique(np.linspace(0, len(self.k) - 1, min(limit, len(self.k))).round()
+                        .astype(int))
+        shown = ", ".join(f"{self.runs[i]} {self.k[i]:.3g}" for i in idx)
+        return shown + (f" ({len(self.k) - len(idx)} more rungs not shown)"
+                        if len(idx) < len(self.k) else "")
+
+
+def _convention(source: str, n_label: str, names: np.ndarray, per_run_k: np.ndarray,
+                run_flops: np.ndarray) -> FlopsConvention:
+    """A :class:`FlopsConvention` from per-run k and compute, both shape (n_runs,)."""
+    order = np.argsort(run_flops, kind="stable")
+    k, c = per_run_k[order], run_flops[order]
+    median = float(np.median(k))
+    drift = t_stat = None
+    x, y = np.log(c), np.log(k)
+    levels = len(np.unique(c))
+    if levels >= 2:
+        xc = x - x.mean()
+        slope = float(xc @ (y - y.mean()) / (xc @ xc))
+        drift = float(np.expm1(slope * (x.max() - x.min())))
+        if levels >= 3 and len(k) >= 3:
+            resid = y - y.mean() - slope * xc
+            se = math.sqrt(float(resid @ resid) / (len(k) - 2) / float(xc @ xc))
+            # An exact trend has no scatter: infinitely significant, not a division by zero.
+            t_stat = math.inf if se <= 1e-12 * max(abs(slope), 1e-300) else slope / se
+    drifting = bool(drift is not None and abs(drift) > _FLOPS_DRIFT
+                    and (t_stat is None or abs(t_stat) >= 2.0))
+    return FlopsConvention(
+        source=source, n_label=n_label, runs=tuple(str(r) for r in names[order]),
+        flops=tuple(float(v) for v in c), k=tuple(float(v) for v in k), median=median,
+        low=float(k.min()), high=float(k.max()), spread=float((k.max() - k.min()) / median),
+        drift=drift, drift_t=t_stat, drifting=drifting)
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,16 +209,20 @@ def _bool_cell(value):
     return None
 
 
-def _coerce_bool(series: pd.Series, column: str, table: pd.DataFrame) -> pd.Series:
+def _coerce_bool(series: pd.Series, column: str, table: pd.DataFrame,
+                 problems: list | None = None) -> pd.Series:
     """``series`` as a nullable boolean Series (shape (n,)): True/False, 1/0, "yes"/"no",
     "t"/"f" (any case, surrounding spaces ignored); empty cells become ``pd.NA``.
 
-    Vectorised over distinct values: each distinct value is read once.
+    Vectorised over distinct values: each distinct value is read once. With ``problems`` (a
+    list), every row holding anything else is appended to it as an :class:`Invalid` (its
+    cell becomes ``pd.NA``) instead of raising.
 
     Raises
     ------
     LadderError
-        At the first row (in table order) holding anything else; names run, row and column.
+        Without ``problems``: at the first row (in table order) holding anything else; names
+        run, row and column.
     """
     if isinstance(series.dtype, pd.BooleanDtype):
         return series.copy()
@@ -143,8 +241,13 @@ def _coerce_bool(series: pd.Series, column: str, table: pd.DataFrame) -> pd.Seri
         for pos in np.flatnonzero(invalid[codes]):
             value = series.iloc[pos]
             if _bool_cell(value) is None:
-                raise LadderError(f"{_row_label(table, series.index[pos])}: column {column!r} "
-                                  f"must be true/false, got {value!r}")
+                idx = series.index[pos]
+                if problems is None:
+                    raise LadderError(f"{_row_label(table, idx)}: column {column!r} "
+                                      f"must be true/false, got {value!r}")
+                problems.append(Invalid(_row_label(table, idx), f"column {column!r} must be "
+                                        f"true/false, got {value!r}", (int(pos),), order=pos))
+        mapped = [pd.NA if m is None else m for m in mapped]
     na = np.array([m is pd.NA for m in mapped], dtype=bool)
     truth = np.array([m is True for m in mapped], dtype=bool)
     return pd.Series(pd.arrays.BooleanArray(truth[codes], na[codes]), index=series.index)
@@ -192,6 +295,35 @@ def _group_starts(codes: np.ndarray) -> np.ndarray:
     return np.flatnonzero(np.r_[True, codes[1:] != codes[:-1]])
 
 
+_STATUS_NAMES = ("status", "state", "run_status", "run_state")
+
+
+def _status_alias(t: pd.DataFrame) -> pd.DataFrame:
+    """``t`` with its run-state column named ``status``: a ``status`` column as it is, else
+    the first column named ``state``, ``run_status`` or ``run_state`` (any case; W&B's runs
+    table calls it ``State``)."""
+    if "status" in t.columns:
+        return t
+    by_name = {str(c).strip().lower(): c for c in t.columns}
+    for name in _STATUS_NAMES:
+        if name in by_name:
+            return t.rename(columns={by_name[name]: "status"})
+    return t
+
+
+def _check_status(t: pd.DataFrame, problems: list) -> None:
+    """Append every row whose ``status`` is not a known run state to ``problems``."""
+    _, bad = status_kinds(t["status"])
+    values = t["status"].to_numpy(dtype=object)
+    for pos in np.flatnonzero(bad):
+        problems.append(Invalid(
+            _row_label(t, t.index[pos]),
+            f"column 'status' has an unknown run state {values[pos]!r}; known: finished "
+            f"(or success, completed), running, crashed, failed, killed, preempted, "
+            f"cancelled, dep_failed ... (see delphi.runstate), or empty/unknown",
+            (int(pos),), order=pos))
+
+
 class Ladder:
     """A validated ladder of training runs (one row per run and checkpoint).
 
@@ -207,9 +339,15 @@ class Ladder:
     metric:
         Name of the eval metric in ``loss`` (e.g. ``"paloma/macro_loss"``).
     unit:
-        Unit of ``loss``: ``"nats/token"`` (default) or ``"bits/byte"``.
+        Unit of ``loss``: ``"nats/token"`` (default), ``"bits/byte"`` or ``"bits/token"``
+        (:data:`UNITS`; ``bpb`` is accepted for bits/byte). Labels only: values are not
+        converted.
     exclusions:
         Rows or runs a reader or manifest already left out, kept for the report.
+    drop_invalid:
+        Drop invalid rows instead of raising: each dropped row (or run, for a problem of the
+        whole run such as a duplicate step or contradictory run state) is listed in
+        :attr:`exclusions` with its reason, and one warning gives the count.
     schedule:
         The runs' LR schedule shape, e.g. ``"cosine:warmup=50,final=0.1"``
         (:meth:`delphi.schedules.Schedule.parse`), completed per run by ``peak_lr`` and
@@ -218,32 +356,46 @@ class Ladder:
     Raises
     ------
     LadderError
-        A required column is missing (the message lists the columns found), a value is
-        non-numeric, NaN, infinite, zero or negative (the message names run, row and column),
-        a (run, step) pair repeats, or a per-run constant (``params``...) varies within a run.
+        A required column is missing (the message lists the columns found), or ``unit`` is
+        not a known unit (the message lists them). Unless ``drop_invalid``: rows are invalid
+        (one error lists the first 20 problems and gives the count, each naming run, row and
+        column): a value non-numeric, NaN, infinite, zero or negative, a (run, step) pair
+        repeated, a per-run constant (``params``...) varying within a run, an unknown
+        ``status``, more than one ``final`` row in a run, or a run whose ``final``,
+        ``status`` and ``fraction`` (or step against ``total_steps``) disagree
+        (:mod:`delphi.runstate`).
 
     Notes
     -----
     When ``flops`` is absent it is computed as C = 6·N·D (Kaplan et al. 2020, Eq. 2.1), with
-    N = ``active_params`` where given (MoE). A given ``flops`` column is compared with 6·N·D:
-    a median ratio outside 0.5..2 or single runs straying from the median by more than 25%
+    N = ``active_params`` where given (MoE). A given ``flops`` column is compared with 6·N·D
+    run by run: k = C / (6·N·D) is kept in :attr:`flops_convention` (median, spread, drift
+    across rungs). A median k outside 0.5..2, single runs straying from the median by more
+    than 25%, or a steady drift of k by more than 10% from the smallest to the largest rung
     are reported in :attr:`warnings` (a budget taken from a run's name can be forward-only,
-    a third of the training compute).
+    a third of the training compute; a count with attention FLOPs drifts with model size).
     """
 
     def __init__(self, table: pd.DataFrame, *, source: str = "<memory>", name: str | None = None,
                  metric: str = "loss", unit: str = "nats/token",
-                 exclusions: Iterable[Exclusion] = (), schedule: str | None = None) -> None:
+                 exclusions: Iterable[Exclusion] = (), schedule: str | None = None,
+                 drop_invalid: bool = False) -> None:
         self.source = str(source)
         self.schedule = schedule
         self.name = name or self.source
         self.metric = metric
-        self.unit = unit
+        self.unit = normalize_unit(unit)
         self.warnings: list[str] = []
         self.exclusions: list[Exclusion] = list(exclusions)
         self.flops_source: str = "given"
+        #: k = C / (6·N·D) per run, its median, spread and drift across rungs; ``None`` when
+        #: the ladder has no params and tokens to compare its compute with.
+        self.flops_convention: FlopsConvention | None = None
+        #: Runs whose last row was dropped as invalid (``drop_invalid``): run -> source row.
+        #: Their final loss is unknown, so final-loss laws leave them out.
+        self.cut_runs: dict[str, int] = {}
         # A shallow copy: columns are replaced, never written into (copy-on-write).
-        self.table = self._validate(pd.DataFrame(table).copy(deep=False))
+        self.table = self._validate(pd.DataFrame(table).copy(deep=False), drop_invalid)
 
     # ------------------------------------------------------------------ construction
     @classmethod
@@ -255,10 +407,10 @@ class Ladder:
         self.warnings.append(message)
         warnings.warn(message, LadderWarning, stacklevel=3)
 
-    def _validate(self, t: pd.DataFrame) -> pd.DataFrame:
-        # Vectorised: whole-column checks and per-run aggregates over integer run codes. Only
-        # the first failing row or run (in the order the checks have always used) is turned
-        # into an error message, with the same wording as the row-by-row checks had.
+    def _validate(self, t: pd.DataFrame, drop_invalid: bool = False) -> pd.DataFrame:
+        # Vectorised: whole-column checks and per-run aggregates over integer run codes. Every
+        # invalid row is collected (an Invalid each, with the wording the row-by-row checks
+        # had) and reported in one error, or dropped and listed with drop_invalid.
         if t.empty:
             raise LadderError(f"ladder {self.name!r} has no rows")
         found = ", ".join(str(c) for c in t.columns if c != "row")
@@ -272,45 +424,146 @@ class Ladder:
         if "row" not in t.columns:
             t["row"] = np.arange(len(t))
         t = t.reset_index(drop=True)
-        if t["run"].isna().any():
-            idx = t.index[t["run"].isna()][0]
-            raise LadderError(f"row {t.at[idx, 'row']}: column 'run' is empty")
+        t = _status_alias(t)
+        problems: list[Invalid] = []
+        for i in np.flatnonzero(t["run"].isna().to_numpy()):
+            problems.append(Invalid(f"row {t.at[i, 'row']}", "column 'run' is empty", (int(i),),
+                                    order=i))
         t["run"] = t["run"].astype(str)
 
         for col in _POSITIVE + _NONNEGATIVE + ("fraction",):
             if col not in t.columns:
                 continue
-            values = self._check_numbers(t, col)
+            values = self._check_numbers(t, col, problems)
             if values.dtype != t[col].dtype or not isinstance(t[col].dtype, np.dtype):
                 t[col] = values          # float64 columns stay as they are (no copy)
         if "final" in t.columns:
-            t["final"] = _coerce_bool(t["final"], "final", t)
+            t["final"] = _coerce_bool(t["final"], "final", t, problems)
+        if "status" in t.columns:
+            _check_status(t, problems)
 
-        codes, names = _run_codes(t["run"])
-        self._check_per_run(t, codes, names)
+        # Run-level checks on the rows whose values are valid.
+        bad = np.zeros(len(t), dtype=bool)
+        for p in problems:
+            bad[list(p.rows)] = True
+        v = t.take(np.flatnonzero(~bad)) if bad.any() else t
         key = ["run", "step"] if "step" in t.columns else (
             ["run", "tokens"] if "tokens" in t.columns else ["run", "flops"])
-        order = _sort_order(codes, t[key[1]].to_numpy(float))
-        self._check_duplicates(t, key, codes, order)
+        if len(v):
+            codes, names = _run_codes(v["run"])
+            self._check_per_run(v, codes, names, problems)
+            order = _sort_order(codes, v[key[1]].to_numpy(float))
+            self._check_duplicates(v, key, codes, order, problems)
+            self._check_states(v if order is None else v.take(order),
+                               codes if order is None else codes[order], names, problems)
+        if problems:
+            rows = set()
+            for p in problems:
+                rows.update(p.rows)
+            if not drop_invalid:
+                raise LadderError(invalid_message(self.name, problems, len(rows)))
+            v = self._drop_invalid(t, problems, key[1])
+            codes, names = _run_codes(v["run"])
+            order = _sort_order(codes, v[key[1]].to_numpy(float))
 
-        self._account_flops(t, codes, names)
+        if "step" in v.columns:
+            # Rows are still in file order here: a step going back is a resumed run.
+            self._check_restarts(v, codes, names)
+        self._account_flops(v, codes, names)
         if order is not None:        # not already sorted by run, then step/tokens/flops
-            t = t.take(order)
-        return t.reset_index(drop=True)
+            v = v.take(order)
+        return v.reset_index(drop=True)
+
+    def _drop_invalid(self, t: pd.DataFrame, problems: list[Invalid], key: str) -> pd.DataFrame:
+        """``t`` without the invalid rows (and the whole runs of run-level problems), in file
+        order; each dropped row or run is recorded in :attr:`exclusions` with its reason, and
+        runs that lost their last row in :attr:`cut_runs`."""
+        by_run: dict[str, list[str]] = {}
+        by_row: dict[int, list[str]] = {}
+        first: dict = {}                       # where each dropped run or row is listed
+        for p in sorted(problems, key=lambda p: p.order):
+            if p.run is not None:
+                by_run.setdefault(p.run, []).append(p.detail)
+                first.setdefault(("run", p.run), p.order)
+            else:
+                by_row.setdefault(p.rows[0], []).append(p.detail)
+                first.setdefault(("row", p.rows[0]), p.order)
+        runs = t["run"].to_numpy(dtype=object)
+        keep = ~t["run"].isin(list(by_run)).to_numpy()
+        keep[list(by_row)] = False
+        src = t["row"].to_numpy()
+        no_id = np.zeros(len(t), dtype=bool)
+        no_id[[p.rows[0] for p in problems if p.detail == "column 'run' is empty"]] = True
+        listed = []
+        for run, details in by_run.items():
+            listed.append((first[("run", run)], Exclusion(
+                run, "invalid run dropped (drop_invalid): " + "; ".join(details))))
+        for pos, details in by_row.items():
+            run = "*" if no_id[pos] else runs[pos]
+            listed.append((first[("row", pos)], Exclusion(
+                run, f"invalid row {src[pos]} dropped (drop_invalid): " + "; ".join(details))))
+        self.exclusions.extend(e for _, e in sorted(listed, key=lambda x: x[0]))
+        v = t.take(np.flatnonzero(keep))
+        if v.empty:
+            raise LadderError(f"ladder {self.name!r}: every row is invalid ({len(problems)} "
+                              f"problem(s); first: {sorted(problems, key=lambda p: p.order)[0].message})")
+        # A run that lost its last row (by step) would show an earlier checkpoint as its end.
+        last = pd.Series(v[key].to_numpy(float)).groupby(v["run"].to_numpy()).max()
+        keys = pd.to_numeric(t[key], errors="coerce").to_numpy(float)
+        for pos in sorted(by_row):
+            run = runs[pos]
+            if run in last.index and not no_id[pos] and not keys[pos] < last[run]:
+                self.cut_runs.setdefault(str(run), int(src[pos]))
+        single = sum(1 for pos in by_row if runs[pos] not in by_run)
+        parts = ([f"{len(by_run)} invalid run(s), all their rows"] if by_run else []) + (
+            [f"{single} invalid row(s)"] if single else [])
+        self._warn(f"ladder {self.name!r}: drop_invalid dropped {int((~keep).sum())} row(s) "
+                   f"({' and '.join(parts)}); each is listed with its reason in the exclusions")
+        return v
+
+    def _check_states(self, s: pd.DataFrame, codes: np.ndarray, names, problems: list) -> None:
+        """Append to ``problems`` the runs of ``s`` (sorted by run, then step) with several
+        ``final`` rows or whose ``final``, ``status`` and ``fraction`` disagree."""
+        starts = _group_starts(codes)
+        st = run_states(s, codes, names, starts)
+        pos = s.index.to_numpy()
+        rows = s["row"].to_numpy()
+        for k, at in st.multiple_finals:
+            run = str(names[k])
+            listed = sorted(rows[at].tolist())
+            problems.append(Invalid(f"run {run!r}", f"{len(at)} rows are marked final (rows "
+                                    f"{', '.join(map(str, listed))}); a run has one final "
+                                    f"checkpoint", tuple(int(i) for i in pos[at]), run=run,
+                                    order=float(pos[at].min())))
+        multiple = {k for k, _ in st.multiple_finals}
+        for k, detail in st.contradictions:
+            if k in multiple:
+                continue
+            i = st.end[k]
+            run = str(names[k])
+            problems.append(Invalid(f"run {run!r} (row {rows[i]})", detail, (int(pos[i]),),
+                                    run=run, order=float(pos[i])))
 
     @staticmethod
-    def _check_numbers(t: pd.DataFrame, col: str) -> np.ndarray:
-        """Column ``col`` as float, shape (n,); raises at its first bad row."""
+    def _check_numbers(t: pd.DataFrame, col: str, problems: list | None = None) -> np.ndarray:
+        """Column ``col`` as float, shape (n,). Every bad row is appended to ``problems`` (an
+        :class:`Invalid` each); without ``problems``, raises at the first."""
         raw = t[col]
+        found: list[Invalid] = []
+
+        def report(mask: np.ndarray, what) -> None:
+            for pos in np.flatnonzero(mask):
+                idx = t.index[pos]
+                found.append(Invalid(_row_label(t, idx), what(_show(t.at[idx, col])),
+                                     (int(pos),), order=pos))
+
         if pd.api.types.is_float_dtype(raw.dtype) and not isinstance(raw.dtype, pd.api.extensions.ExtensionDtype):
             values = raw.to_numpy()
+            not_number = None
         else:
             numbers = pd.to_numeric(raw, errors="coerce")
-            bad = (numbers.isna() & raw.notna()).to_numpy()
-            if bad.any():
-                idx = t.index[np.argmax(bad)]
-                raise LadderError(
-                    f"{_row_label(t, idx)}: column {col!r} is not a number: {_show(t.at[idx, col])}")
+            not_number = (numbers.isna() & raw.notna()).to_numpy()
+            report(not_number, lambda v: f"column {col!r} is not a number: {v}")
             values = numbers.to_numpy(dtype=float, na_value=np.nan)
         optional = col in ("lr", "step", "fraction", "active_params", "peak_lr", "batch_size",
                            "total_steps")        # optional per row: empty means unknown
@@ -322,15 +575,20 @@ class Ladder:
                 out_of_range, what = (values <= 0) | (values > 1), "must be in (0, 1]"
             else:
                 out_of_range, what = values < 0, "must be >= 0"
+        if not_number is not None:
+            nonfinite = nonfinite & ~not_number      # one problem per cell
         for mask, problem in ((nonfinite, "is NaN or infinite"), (out_of_range, what)):
-            if mask.any():
-                idx = t.index[np.argmax(mask)]
-                raise LadderError(
-                    f"{_row_label(t, idx)}: column {col!r} {problem}, got {_show(t.at[idx, col])}")
+            report(mask, lambda v, problem=problem: f"column {col!r} {problem}, got {v}")
+        if found and problems is None:
+            raise LadderError(min(found, key=lambda p: p.order).message)
+        if problems is not None:
+            problems.extend(found)
         return values
 
-    def _check_per_run(self, t: pd.DataFrame, codes: np.ndarray, names: np.ndarray) -> None:
-        """Per-run constants must not vary within a run: min == max per run (NaN ignored)."""
+    def _check_per_run(self, t: pd.DataFrame, codes: np.ndarray, names: np.ndarray,
+                       problems: list) -> None:
+        """Per-run constants must not vary within a run: min == max per run (NaN ignored).
+        Each failing run is appended to ``problems`` (the whole run is invalid)."""
         cols = [c for c in _PER_RUN if c in t.columns]
         n_runs = len(names)
         failing = np.zeros(n_runs, dtype=bool)
@@ -345,45 +603,80 @@ class Ladder:
                     v = v[perm]
                 lo, hi = np.fmin.reduceat(v, starts), np.fmax.reduceat(v, starts)
                 failing |= (lo != hi) & ~np.isnan(lo)     # a run without the value passes
-        if not failing.any():
-            return
-        first = int(np.argmax(failing))
-        run = names[first]
-        g = t[codes == first]
-        info = {"run": run}
-        for c in cols:
-            vals = g[c].dropna().unique()
-            if len(vals) > 1:
-                raise LadderError(
-                    f"run {run!r}: column {c!r} must be constant within a run, found "
-                    f"{', '.join(f'{v:g}' for v in vals[:4])} (rows "
-                    f"{g['row'].iloc[0]}..{g['row'].iloc[-1]})")
-            if len(vals) == 1:
-                info[c] = float(vals[0])
-        try:
-            _RunInfo(**info)
-        except ValidationError as exc:
-            raise LadderError(f"run {run!r}: {exc.errors()[0]['msg']}") from None
+        for k in np.flatnonzero(failing):
+            run = str(names[k])
+            g = t[codes == k]
+            at = tuple(int(i) for i in g.index)
+            src = g["row"]
+
+            def add(detail: str) -> None:
+                problems.append(Invalid(f"run {run!r}", detail, at, run=run, order=min(at)))
+
+            info = {"run": run}
+            varies = False
+            for c in cols:
+                vals = g[c].dropna().unique()
+                if len(vals) > 1:
+                    varies = True
+                    add(f"column {c!r} must be constant within a run, found "
+                        f"{', '.join(f'{v:g}' for v in vals[:4])} (rows "
+                        f"{src.min()}..{src.max()})")
+                elif len(vals) == 1:
+                    info[c] = float(vals[0])
+            if varies:
+                continue
+            try:
+                _RunInfo(**info)
+            except ValidationError as exc:
+                add(exc.errors()[0]["msg"])
+
+    def _check_restarts(self, t: pd.DataFrame, codes: np.ndarray, names: np.ndarray) -> None:
+        """Record and warn about runs whose logged step goes back in file order (resumed
+        runs; :func:`delphi.schedules.find_restarts`): ``self.restarts`` maps run -> restarts.
+        Curve laws refuse such runs; their last row by step may not be their last checkpoint."""
+        from .schedules import find_restarts
+        found = find_restarts(codes, t["step"].to_numpy(float), t["loss"].to_numpy(float),
+                              t["row"].to_numpy(), names)
+        self.restarts = {}
+        for r in found:
+            self.restarts.setdefault(r.run, []).append(r)
+        for run, items in self.restarts.items():
+            listed = "; ".join(r.describe() for r in items[:3])
+            more = f"; and {len(items) - 3} more" if len(items) > 3 else ""
+            self._warn(f"ladder {self.name!r}: run {run!r} was resumed: its step goes back "
+                       f"{len(items)} time(s) in file order ({listed}{more}); sorted by step "
+                       f"its segments interleave, so it is not one loss curve: curve laws "
+                       f"(delphi complete) refuse it, and its last row by step may not be its "
+                       f"last checkpoint. Fix its steps or drop the superseded rows")
 
     @staticmethod
     def _check_duplicates(t: pd.DataFrame, key: list[str], codes: np.ndarray,
-                          order: np.ndarray | None) -> None:
+                          order: np.ndarray | None, problems: list) -> None:
         """A (run, step) pair (or (run, tokens), (run, flops)) may not repeat: adjacent equal
-        keys in sorted order (NaN equals NaN, as in ``DataFrame.duplicated``)."""
+        keys in sorted order (NaN equals NaN, as in ``DataFrame.duplicated``). Each repeated
+        pair is appended to ``problems`` (the whole run is invalid: which row is right?)."""
         v = t[key[1]].to_numpy(float)
         c = codes
+        pos = t.index.to_numpy()
         if order is not None:
-            v, c = v[order], c[order]
+            v, c, pos = v[order], c[order], pos[order]
         same = (c[1:] == c[:-1]) & ((v[1:] == v[:-1]) | (np.isnan(v[1:]) & np.isnan(v[:-1])))
         if not same.any():
             return
-        dup = t.duplicated(subset=key, keep=False)
-        first = t[dup].iloc[0]
-        rows = t.loc[(t[key] == first[key]).all(axis=1) | (
-            (t["run"] == first["run"]) & t[key[1]].isna() & pd.isna(first[key[1]])), "row"].tolist()
-        raise LadderError(
-            f"run {first['run']!r}: duplicate rows for {key[1]} = {first[key[1]]:g} "
-            f"(rows {', '.join(map(str, rows))})")
+        src = t["row"]
+        at = np.flatnonzero(same)
+        # Blocks of equal keys: a block starts where `same` turns on.
+        for b in at[np.r_[True, at[1:] != at[:-1] + 1]]:
+            end = b + 1
+            while end < len(same) and same[end]:
+                end += 1
+            members = pos[b:end + 1]
+            run = str(t.at[members[0], "run"])
+            rows = sorted(src.loc[members].tolist())
+            problems.append(Invalid(
+                f"run {run!r}", f"duplicate rows for {key[1]} = {v[b]:g} "
+                                f"(rows {', '.join(map(str, rows))})",
+                tuple(int(i) for i in members), run=run, order=float(members.min())))
 
     def _account_flops(self, t: pd.DataFrame, codes: np.ndarray, names: np.ndarray) -> None:
         has_nd = {"params", "tokens"} <= set(t.columns)
@@ -395,17 +688,27 @@ class Ladder:
             n = np.where(~np.isnan(active), active, n)
         six_nd = FLOPS_PER_PARAM_TOKEN * n * t["tokens"].to_numpy(float)
         tokens_suspect = self._check_tokens_per_param(t, n, codes)
+        moe = "active_params" in t.columns and bool(np.any(~np.isnan(
+            t["active_params"].to_numpy(float))))
+        n_label = "6·N_active·D" if moe else "6·N·D"
         if "flops" not in t.columns:
             t["flops"] = six_nd
             self.flops_source = "6ND"
+            run_flops = pd.Series(six_nd).groupby(codes).max().to_numpy()
+            self.flops_convention = _convention("6ND", n_label, names, np.ones(len(names)),
+                                                run_flops)
             return
         ratio = t["flops"].to_numpy(float) / six_nd
         if len(names) == len(ratio):                       # one row per run
             per_run = np.empty(len(ratio))
             per_run[codes] = ratio
+            run_flops = np.empty(len(ratio))
+            run_flops[codes] = t["flops"].to_numpy(float)
         else:
             per_run = pd.Series(ratio).groupby(codes).median().to_numpy()
-        median = float(np.median(per_run))
+            run_flops = pd.Series(t["flops"].to_numpy(float)).groupby(codes).max().to_numpy()
+        conv = self.flops_convention = _convention("given", n_label, names, per_run, run_flops)
+        median = conv.median
         lo, hi = _FLOPS_MEDIAN_RANGE
         if not lo <= median <= hi:
             culprit = ("the tokens column is the likely culprit (see the tokens-per-parameter "
@@ -420,7 +723,18 @@ class Ladder:
             more = f" and {len(stray) - 8} more" if len(stray) > 8 else ""
             self._warn(
                 f"ladder {self.name!r}: flops of {len(stray)} run(s) stray more than "
-                f"{_FLOPS_RUN_TOLERANCE:.0%} from the ladder's median flops/(6·N·D): {listed}{more}")
+                f"{_FLOPS_RUN_TOLERANCE:.0%} from the ladder's median flops/(6·N·D): "
+                f"{listed}{more} (k = C/({n_label}) median {median:.3g}, range {conv.low:.3g}..{conv.high:.3g} "
+                f"over {len(per_run)} runs)")
+        if conv.drifting:
+            sign = "rises" if conv.drift > 0 else "falls"
+            self._warn(
+                f"ladder {self.name!r}: the FLOP convention k = C/({n_label}) {sign} by "
+                f"{abs(conv.drift):.0%} from the smallest to the largest rung (fitted trend over "
+                f"{conv.flops[0]:.3g}..{conv.flops[-1]:.3g} FLOPs; median {median:.3g}, range "
+                f"{conv.low:.3g}..{conv.high:.3g}); k by rung: {conv.describe()}. A count that "
+                f"includes attention or embedding FLOPs changes relative to 6·N·D with model "
+                f"size, so a target's C converted with one k is uncertain by as much")
 
     def _check_tokens_per_param(self, t: pd.DataFrame, n: np.ndarray,
                                 codes: np.ndarray) -> bool:
@@ -512,91 +826,98 @@ class Ladder:
                      divergence_rise: float = 0.05) -> tuple[pd.DataFrame, list[Exclusion]]:
         """One row per run for final-loss laws, and the runs left out.
 
-        A run contributes its ``final`` row; else its last row when its ``fraction`` there is
-        1 or absent. Runs stopped early (``fraction`` < 1 and no ``final`` row) are excluded
-        unless ``include_unfinished``. A run whose last loss is more than ``divergence_rise``
-        (relative) above its own best checkpoint is excluded as diverged.
+        A run's state follows one rule (:mod:`delphi.runstate`): its end row is its ``final``
+        row, else its last row; ``final``, ``status`` (W&B / Marin run state) and
+        ``fraction`` (or step against ``total_steps``) there say whether it finished. Only
+        finished runs contribute their end row. Left out, each with its reason: unfinished
+        runs (stopped early, crashed, failed, killed, still running, marked final = false),
+        runs whose last row was dropped as invalid (:attr:`cut_runs`), and runs whose end row
+        is still at its peak LR on a decaying schedule (not annealed), unless
+        ``include_unfinished``; and a run whose last loss is more than ``divergence_rise``
+        (relative) above its own best checkpoint (diverged).
 
         Returns
         -------
         (table, exclusions):
             ``table`` has one row per kept run (all columns); ``exclusions`` lists each run
             left out with its reason (the ladder's own earlier exclusions are not repeated).
+
+        Raises
+        ------
+        LadderError
+            No run is left; or (for a table not validated by :class:`Ladder`) a run with
+            several ``final`` rows or contradictory state.
         """
         t = self.table
         codes, names = _run_codes(t["run"])
         perm = None if _is_sorted(codes) else np.argsort(codes, kind="stable")
-        pos = np.arange(len(t)) if perm is None else perm      # table position of sorted row
+        s = t if perm is None else t.take(perm)
         c = codes if perm is None else codes[perm]
+        pos = np.arange(len(t)) if perm is None else perm      # table position of sorted row
         starts = _group_starts(c)
-        ends = np.r_[starts[1:], len(c)] - 1
-        n_runs = len(starts)
-        chosen = pos[ends]                                      # each run's last row
-        any_final = np.zeros(n_runs, dtype=bool)
-        explicit_false = np.zeros(n_runs, dtype=bool)
-        if "final" in t.columns:
-            final = t["final"].astype("boolean")
-            is_true = final.fillna(False).to_numpy(bool)
-            is_false = (~final).fillna(False).to_numpy(bool)
-            if perm is not None:
-                is_true, is_false = is_true[perm], is_false[perm]
-            n_final = np.add.reduceat(is_true.astype(np.int64), starts)
-            if (n_final > 1).any():
-                first = int(np.argmax(n_final > 1))
-                g = t.iloc[pos[starts[first]:ends[first] + 1]]
-                finals = g[g["final"].fillna(False).astype(bool)]
-                raise LadderError(
-                    f"run {names[first]!r}: {len(finals)} rows are marked final (rows "
-                    f"{', '.join(map(str, finals['row']))}); a run has one final checkpoint")
-            any_final = n_final == 1
-            true_at = np.flatnonzero(is_true)
-            chosen[any_final] = pos[true_at]         # one per run, in run order
-            explicit_false = ~any_final & is_false[ends]
-        if "fraction" in t.columns:
-            frac = t["fraction"].to_numpy(float)[pos[ends]]
-        else:
-            frac = np.full(n_runs, np.nan)
-        with np.errstate(invalid="ignore"):
-            contradiction = explicit_false & ~np.isnan(frac) & (frac >= 1.0)
-        if contradiction.any():
-            # A row at 100% of its planned run that says it is not final: one of the two is
-            # wrong, and guessing either way changes the forecast.
-            bad = np.flatnonzero(contradiction)
-            rows = t["row"].to_numpy()[pos[ends[bad]]] if "row" in t.columns else pos[ends[bad]]
-            listed = ", ".join(f"run {names[k]!r} (row {r})" for k, r in zip(bad[:20], rows[:20]))
-            more = f" and {len(bad) - 20} more" if len(bad) > 20 else ""
-            raise LadderError(
-                f"{len(bad)} run(s) end on a row marked final = false with fraction = 1: "
-                f"{listed}{more}; a run at 100% of its planned length is finished, so fix the "
-                f"final or the fraction column")
+        problems: list[Invalid] = []
+        self._check_states(s.reset_index(drop=True), c, names, problems)
+        if problems:
+            rows = {r for p in problems for r in p.rows}
+            raise LadderError(invalid_message(self.name, problems, len(rows)))
+        st = run_states(s, c, names, starts)
+        chosen = pos[st.end]
         loss = t["loss"].to_numpy(float)
         best = np.minimum.reduceat(loss if perm is None else loss[perm], starts)
         last_loss = loss[chosen]
-        has_frac = ~np.isnan(frac)
-        with np.errstate(invalid="ignore"):
-            short = ~any_final & has_frac & (frac < 1.0) & (not include_unfinished)
-        marked = ~any_final & ~short & explicit_false & ~has_frac & (not include_unfinished)
-        diverged = ~short & ~marked & (last_loss > best * (1 + divergence_rise))
-        out = short | marked | diverged
+        n_runs = len(starts)
+        reasons: list = list(st.reason)
+        for k in range(n_runs):
+            run = str(names[k])
+            if reasons[k] is None and run in getattr(self, "cut_runs", {}) and not (
+                    st.fin[k] == 1 or st.reached[k] == 1):
+                reasons[k] = (f"unfinished: its last row (row {self.cut_runs[run]}) was dropped "
+                              f"as invalid, so its final loss is unknown; final-loss laws need "
+                              f"finished runs")
+        for k, why in not_annealed(s, c, names, st, self.schedule).items():
+            if reasons[k] is None:
+                reasons[k] = why
+        left_out = np.array([r is not None for r in reasons], dtype=bool) & (not include_unfinished)
+        diverged = ~left_out & (last_loss > best * (1 + divergence_rise))
+        out = left_out | diverged
         excluded = []
         for k in np.flatnonzero(out):
-            run = names[k]
-            if short[k]:
-                excluded.append(Exclusion(
-                    run, f"unfinished (fraction = {frac[k]:g}); final-loss laws need finished runs"))
-            elif marked[k]:
-                excluded.append(Exclusion(
-                    run, "unfinished (its last row is marked final = false); final-loss laws "
-                         "need finished runs"))
+            if left_out[k]:
+                excluded.append(Exclusion(names[k], reasons[k]))
             else:
                 b, last = float(best[k]), float(last_loss[k])
                 excluded.append(Exclusion(
-                    run, f"diverged: last loss {last:.4g} is {last / b - 1:.1%} above the run's "
-                         f"best {b:.4g}"))
+                    names[k], f"diverged: last loss {last:.4g} is {last / b - 1:.1%} above the "
+                              f"run's best {b:.4g}"))
         if out.all():
             reasons = "; ".join(f"{e.run}: {e.reason}" for e in excluded[:5])
             raise LadderError(f"ladder {self.name!r} has no finished runs to fit ({reasons})")
         return t.take(chosen[~out]).reset_index(drop=True), excluded
+
+    def run_states(self) -> pd.DataFrame:
+        """Each run's state by the one rule of :mod:`delphi.runstate`, one row per run.
+
+        Returns
+        -------
+        DataFrame with columns ``run``, ``row`` (source row of its end row: the ``final``
+        row, else the last), ``state`` (``"finished"``, ``"unfinished"`` or ``"unknown"``,
+        which final-loss laws treat as finished) and ``reason`` (why not finished, or the
+        not-annealed flag; else empty).
+        """
+        t = self.table
+        codes, names = _run_codes(t["run"])
+        perm = None if _is_sorted(codes) else np.argsort(codes, kind="stable")
+        s = t if perm is None else t.take(perm)
+        c = codes if perm is None else codes[perm]
+        st = run_states(s, c, names, _group_starts(c))
+        flags = not_annealed(s, c, names, st, self.schedule)
+        label = {1: "finished", 0: "unfinished", -1: "unknown"}
+        return pd.DataFrame({
+            "run": [str(n) for n in names],
+            "row": s["row"].to_numpy()[st.end],
+            "state": [label[int(v)] for v in st.state],
+            "reason": [st.reason[k] or flags.get(k) or "" for k in range(len(st.state))],
+        })
 
     def fingerprint(self, table: pd.DataFrame | None = None) -> str:
         """SHA-256 (hex) of the canonical columns of ``table`` (default: the whole ladder).

@@ -13,6 +13,17 @@ mapping) and, optionally, *draws* of them (bootstrap or posterior samples, e.g. 
 ``delphi.uncertainty``): each draw gives its own N_opt, D_opt, D/N at the target, and the
 allocation reports their percentile intervals. :func:`compute_optimal` fits the law to a
 ladder first.
+
+**Unidentified split.** N_opt, D_opt and D/N rest on how the loss splits between the N and D
+terms: the exponent a = beta / (alpha + beta) and G are ratios of the two terms' parameters.
+When the fitted ladder does not identify alpha or beta (their profile-likelihood interval
+reaches the end of the admissible range, :attr:`Fit.unidentified`), equally good fits give
+N_opt differing by orders of magnitude at an extrapolated budget, so a single number would be
+arbitrary: the allocation is **refused** (:class:`~delphi.fitting.diagnostics.UnidentifiedError`,
+naming the parameter and its range) unless ``allow_unidentified=True``
+(``--allow-unidentified``), and then the allocation carries the flag
+(:attr:`Allocation.unidentified`, in the report and the JSON). The floor E does not enter the
+allocation, so an unidentified E is not a reason to refuse.
 """
 
 from __future__ import annotations
@@ -29,10 +40,12 @@ from .errors import FitError, LawError, TargetError
 from .ladder import FLOPS_PER_PARAM_TOKEN, Ladder
 
 __all__ = ["Allocation", "chinchilla_optimum", "optimal_allocation", "compute_optimal",
-           "draws_to_arrays", "REQUIRED_PARAMS"]
+           "draws_to_arrays", "REQUIRED_PARAMS", "SPLIT_PARAMS"]
 
 #: Parameters of the Chinchilla law that fix the allocation (E does not).
 REQUIRED_PARAMS = ("A", "B", "alpha", "beta")
+#: The exponents profiled by :func:`delphi.fitting.diagnostics.identify` that the split rests on.
+SPLIT_PARAMS = ("alpha", "beta")
 
 
 _jsonable = jsonable
@@ -161,6 +174,11 @@ class Allocation:
     """Largest compute among the fitted runs [FLOPs], when known."""
     warnings: tuple[str, ...] = ()
     """Everything the user should know (extrapolation, invalid draws...)."""
+    unidentified: dict[str, tuple[float, float]] | None = None
+    """Split parameters (alpha, beta) the fitted ladder does not identify -> their profile
+    interval; only set when the allocation was asked for anyway (``allow_unidentified``): the
+    N_opt, D_opt and D/N above are then one of many equally good answers. None or empty when
+    the split is identified (or the law came as bare parameters)."""
 
     @property
     def tokens_per_param(self) -> float:
@@ -182,7 +200,9 @@ class Allocation:
             "law_params": self.law_params, "intervals": self.intervals,
             "medians": self.medians, "level": self.level, "n_draws": self.n_draws,
             "n_invalid": self.n_invalid, "source": self.source, "max_flops": self.max_flops,
-            "extrapolation": self.extrapolation, "warnings": list(self.warnings)})
+            "extrapolation": self.extrapolation, "warnings": list(self.warnings),
+            "identified": not self.unidentified,
+            "unidentified": {k: list(v) for k, v in (self.unidentified or {}).items()}})
 
     def report(self) -> str:
         """Readable multi-line report."""
@@ -193,13 +213,18 @@ class Allocation:
             return f"   {self.level:.0%} interval [{lo:.4g}, {hi:.4g}]"
 
         lines = [f"compute-optimal allocation at C = {self.flops:.4g} FLOPs "
-                 f"(Hoffmann et al. 2022, Eq. 4)" + (f" from {self.source}" if self.source else ""),
-                 f"N_opt      {self.params:.4g} params{iv('params')}",
-                 f"D_opt      {self.tokens:.4g} tokens{iv('tokens')}",
-                 f"D/N        {self.tokens_per_param:.4g} tokens per parameter"
-                 f"{iv('tokens_per_param')}",
-                 f"law        N_opt = {self.G:.4g} (C/6)^{self.a:.4f}, D_opt = (C/6)/N_opt "
-                 f"(a = beta/(alpha+beta){iv('a')})"]
+                 f"(Hoffmann et al. 2022, Eq. 4)" + (f" from {self.source}" if self.source else "")]
+        if self.unidentified:
+            which = ", ".join(f"{k} in [{lo:.3g}, {hi:.3g}]"
+                              for k, (lo, hi) in self.unidentified.items())
+            lines.append(f"UNIDENTIFIED split: the ladder does not identify {which}; N_opt, "
+                         f"D_opt and D/N below are arbitrary within that range")
+        lines += [f"N_opt      {self.params:.4g} params{iv('params')}",
+                  f"D_opt      {self.tokens:.4g} tokens{iv('tokens')}",
+                  f"D/N        {self.tokens_per_param:.4g} tokens per parameter"
+                  f"{iv('tokens_per_param')}",
+                  f"law        N_opt = {self.G:.4g} (C/6)^{self.a:.4f}, D_opt = (C/6)/N_opt "
+                  f"(a = beta/(alpha+beta){iv('a')})"]
         if self.n_draws:
             lines.append(f"draws      {self.n_draws - self.n_invalid} of {self.n_draws} used")
         if self.extrapolation is not None:
@@ -209,6 +234,26 @@ class Allocation:
 
     def __str__(self) -> str:
         return self.report()
+
+
+def _split_check(fit_or_params: Any, allow: bool) -> dict[str, tuple[float, float]]:
+    """Split parameters a Fit's ladder does not identify -> their profile interval.
+
+    Raises
+    ------
+    UnidentifiedError: there are some and ``allow`` is False.
+    """
+    from .fitting.diagnostics import require_identified
+    from .fitting.result import Fit
+
+    if not isinstance(fit_or_params, Fit):
+        return {}
+    if not allow:
+        require_identified(fit_or_params, SPLIT_PARAMS,
+                           "the compute-optimal allocation (N_opt, D_opt, D/N)",
+                           "pass --allow-unidentified (API allow_unidentified=True) to get it "
+                           "anyway, flagged")
+    return {k: v for k, v in fit_or_params.unidentified.items() if k in SPLIT_PARAMS}
 
 
 def _fit_params(fit_or_params: Any) -> tuple[dict[str, float], str, float | None, tuple[str, ...]]:
@@ -232,7 +277,8 @@ def _fit_params(fit_or_params: Any) -> tuple[dict[str, float], str, float | None
 
 
 def optimal_allocation(fit_or_params: Any, flops: float, *, draws: Any = None,
-                       level: float = 0.9, max_flops: float | None = None) -> Allocation:
+                       level: float = 0.9, max_flops: float | None = None,
+                       allow_unidentified: bool = False) -> Allocation:
     """The compute-optimal N_opt, D_opt and tokens per parameter at ``flops``.
 
     Parameters
@@ -251,6 +297,9 @@ def optimal_allocation(fit_or_params: Any, flops: float, *, draws: Any = None,
     max_flops:
         Largest compute among the runs the law was fitted to [FLOPs] (taken from the Fit when
         it records it); the report states the extrapolation factor.
+    allow_unidentified:
+        Return the allocation even when the Fit's ladder does not identify alpha or beta (see
+        the module docstring), flagged in :attr:`Allocation.unidentified` and its warnings.
 
     Returns
     -------
@@ -258,6 +307,8 @@ def optimal_allocation(fit_or_params: Any, flops: float, *, draws: Any = None,
 
     Raises
     ------
+    UnidentifiedError: (an :class:`~delphi.errors.IdentifiabilityError`) the Fit's ladder does
+        not identify alpha or beta, and ``allow_unidentified`` is False.
     LawError: not a Chinchilla law, or parameters missing.
     FitError: a point parameter is not positive; ``level`` outside (0, 1); malformed draws;
         fewer than 2 valid draws.
@@ -265,6 +316,7 @@ def optimal_allocation(fit_or_params: Any, flops: float, *, draws: Any = None,
     """
     c = _check_flops(flops)
     params, source, fit_max, warnings_ = _fit_params(fit_or_params)
+    unidentified = _split_check(fit_or_params, allow_unidentified)
     p = _law_params(params)
     n, d = chinchilla_optimum(p, c)
     s = p["alpha"] + p["beta"]
@@ -274,6 +326,10 @@ def optimal_allocation(fit_or_params: Any, flops: float, *, draws: Any = None,
         law_params["E"] = float(params["E"])
     max_flops = max_flops if max_flops is not None else fit_max
     warnings_ = list(warnings_)
+    if unidentified:
+        warnings_.append(f"allocation given on request (allow_unidentified) although the ladder "
+                         f"does not identify {', '.join(unidentified)}: N_opt, D_opt and D/N are "
+                         f"one of many equally good answers")
     intervals = medians = None
     n_draws = n_invalid = 0
     if draws is not None:
@@ -316,18 +372,20 @@ def optimal_allocation(fit_or_params: Any, flops: float, *, draws: Any = None,
                       medians=medians, level=level if draws is not None else None,
                       n_draws=n_draws, n_invalid=n_invalid, source=source,
                       max_flops=float(max_flops) if max_flops else None,
-                      warnings=tuple(warnings_))
+                      warnings=tuple(warnings_), unidentified=unidentified or None)
 
 
 def compute_optimal(ladder: Ladder, flops: float, *, law: str = "chinchilla",
                     fixed: Mapping[str, float] | None = None,
                     bounds: Mapping[str, Sequence[float]] | None = None,
-                    draws: Any = None, level: float = 0.9, **fit_options: Any) -> Allocation:
+                    draws: Any = None, level: float = 0.9, allow_unidentified: bool = False,
+                    **fit_options: Any) -> Allocation:
     """Fit the Chinchilla law to ``ladder`` and return the allocation at ``flops`` [FLOPs].
 
     ``fixed``, ``bounds`` and ``fit_options`` (``delta``, ``fit_max_flops``,
-    ``include_unfinished``, ...) go to :func:`delphi.fitting.fit`; ``draws`` and ``level`` to
-    :func:`optimal_allocation`.
+    ``include_unfinished``, ...) go to :func:`delphi.fitting.fit`; ``draws``, ``level`` and
+    ``allow_unidentified`` to :func:`optimal_allocation` (which refuses an allocation whose
+    split the ladder does not identify).
 
     Raises
     ------
@@ -337,4 +395,5 @@ def compute_optimal(ladder: Ladder, flops: float, *, law: str = "chinchilla",
 
     _check_flops(flops)
     result = fit(ladder, law, fixed=fixed, bounds=bounds, **fit_options)
-    return optimal_allocation(result, flops, draws=draws, level=level)
+    return optimal_allocation(result, flops, draws=draws, level=level,
+                              allow_unidentified=allow_unidentified)

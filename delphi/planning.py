@@ -25,6 +25,15 @@
 
 The plan states its total compute as a share of the target's and the farthest extrapolation
 (target C / largest budget), and writes a tidy CSV ready to run (:meth:`LadderPlan.to_frame`).
+
+**An unidentified centre is flagged, not refused.** When N*(C) comes from a law fitted to an
+earlier ladder that does not identify alpha or beta (:attr:`delphi.fitting.Fit.unidentified`),
+the centre of every budget's sizes is one of many equally good guesses. The plan is still
+made, with the flag (:attr:`LadderPlan.unidentified`, a warning, ``unidentified`` in the JSON):
+a plan is a proposal for measuring the optimum, and an isoFLOP sweep locates it whatever its
+centre, so a wrong centre costs efficiency (a vertex nearer the edge of the sizes), not a wrong
+answer; the warning suggests a wider ``spread`` or the tokens-per-parameter prior.
+(:func:`delphi.optimal.optimal_allocation`, whose answer *is* the split, refuses instead.)
 """
 
 from __future__ import annotations
@@ -175,6 +184,9 @@ class LadderPlan:
     """Cap on D / N (runs above it are dropped)."""
     warnings: tuple[str, ...] = ()
     """Merged sizes, dropped runs, tiny budgets..."""
+    unidentified: dict[str, tuple[float, float]] | None = None
+    """Parameters of the law behind ``optimum`` that its ladder does not identify -> their
+    profile interval (the centres N*(C) are then uncertain guesses); None when none given."""
 
     @property
     def total_flops(self) -> float:
@@ -221,7 +233,9 @@ class LadderPlan:
             "max_tokens_per_param": self.max_tokens_per_param,
             "size_formula": "params = 12 * layers * width^2, layers = max(1, round(width/100)), "
                             "width a multiple of 128",
-            "runs": [r.to_dict() for r in self.runs], "warnings": list(self.warnings)})
+            "runs": [r.to_dict() for r in self.runs], "warnings": list(self.warnings),
+            "centre_identified": not self.unidentified,
+            "unidentified": {k: list(v) for k, v in (self.unidentified or {}).items()}})
 
     def report(self) -> str:
         """Readable plan: summary lines and a table of runs."""
@@ -280,7 +294,8 @@ def plan_ladder(target_flops: float, *, fraction: float = 0.01, budgets: int = 7
                 sizes_per_budget: int = 5, rule: str = "adamh", tokens_per_param: float = 20.0,
                 optimum: Callable[[float], float] | None = None, prior: str | None = None,
                 max_tokens_per_param: float | None = None, span: float = 100.0,
-                spread: float = 10.0) -> LadderPlan:
+                spread: float = 10.0,
+                unidentified: dict[str, tuple[float, float]] | None = None) -> LadderPlan:
     """Propose an isoFLOP ladder of ``budgets`` x ``sizes_per_budget`` runs below a target.
 
     Parameters
@@ -308,6 +323,10 @@ def plan_ladder(target_flops: float, *, fraction: float = 0.01, budgets: int = 7
         Largest / smallest budget (default 100, as 3e18..3e20); ignored when ``budgets`` is 1.
     spread:
         Largest / smallest model size wanted per budget (default 10).
+    unidentified:
+        Parameters of the law behind ``optimum`` that its ladder does not identify -> their
+        profile interval (e.g. ``Allocation.unidentified``): the plan is made and flagged (see
+        the module docstring for why it is not refused).
 
     Returns
     -------
@@ -342,6 +361,11 @@ def plan_ladder(target_flops: float, *, fraction: float = 0.01, budgets: int = 7
     prior = prior or "a given N*(C)"
 
     warnings_: list[str] = []
+    if unidentified:
+        which = ", ".join(f"{k} in [{lo:.3g}, {hi:.3g}]" for k, (lo, hi) in unidentified.items())
+        warnings_.append(f"the centre N*(C) comes from a law whose ladder does not identify "
+                         f"{which}: the centres are one guess among many equally good ones; "
+                         f"widen --spread or centre on --tokens-per-param instead")
     if m < 3:
         warnings_.append(f"{m} size(s) per budget: a parabola needs at least 3 to have a vertex")
     ratio = span ** (1.0 / (k - 1)) if k > 1 else 1.0
@@ -394,4 +418,7 @@ def plan_ladder(target_flops: float, *, fraction: float = 0.01, budgets: int = 7
     return LadderPlan(target_flops=target, fraction=float(fraction), budgets=tuple(values),
                       centres=tuple(centres), runs=tuple(runs), rule=rule, prior=prior,
                       spread=spread, span=span if k > 1 else 1.0, max_tokens_per_param=cap,
-                      warnings=tuple(warnings_))
+                      warnings=tuple(warnings_),
+                      unidentified={str(name): (float(lo), float(hi))
+                                    for name, (lo, hi) in unidentified.items()}
+                      if unidentified else None)

@@ -608,8 +608,10 @@ def plot_isoflop(result: IsoflopResult, ladder: Ladder | None = None, *,
     ax.set_xlabel(_X_LABELS["params"])
     ax.set_ylabel(f"final loss [{ladder.unit}]" if ladder is not None else "final loss")
     a = result.params_law
+    # One budget has a vertex but no power law across budgets.
+    slope = f"N* ~ C^{a.exponent:.3f}" if a is not None else "one budget, no power law"
     ax.set_title(f"isoFLOP analysis of {result.ladder or 'ladder'}: {method} per budget, "
-                 f"N* ~ C^{a.exponent:.3f}", fontsize="medium")
+                 f"{slope}", fontsize="medium")
     ax.grid(True, which="major", alpha=0.3)
     from matplotlib.lines import Line2D
 
@@ -674,9 +676,10 @@ def plot_isoflop_frontier(result: IsoflopResult | EnvelopeResult, *, ax: "Axes |
     if (~used & ok).any():
         ax.plot(cs[~used & ok], ys[~used & ok], "o", ls="none", mfc="none", mec="C0", ms=6,
                 gid="unused-optima", label=f"not fitted ({int((~used & ok).sum())})")
-    grid = np.geomspace(cs.min(), cs.max(), _N_CURVE)
-    ax.plot(grid, law.predict(grid), "-", color="C1", lw=1.8, gid="power-law",
-            label=law.formula)
+    if law is not None:  # None for a single budget: a power law needs two
+        grid = np.geomspace(cs.min(), cs.max(), _N_CURVE)
+        ax.plot(grid, law.predict(grid), "-", color="C1", lw=1.8, gid="power-law",
+                label=law.formula)
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlabel(_X_LABELS["flops"])

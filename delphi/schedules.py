@@ -44,6 +44,9 @@ __all__ = [
     "multipower_groups",
     "multipower_ld_grid",
     "MultiPowerGroups",
+    "warmup_end",
+    "Restart",
+    "find_restarts",
 ]
 
 #: Schedule shapes :class:`Schedule` knows.
@@ -595,6 +598,149 @@ def features(lrs: Any, steps: Any, *, peak_lr: float | None = None,
     S2 = np.cumsum(m)[idx]
     lr = eta[idx]
     return {"S1": S1, "S2": S2, "h": lr / peak, "lr": lr}
+
+
+def warmup_end(lrs: Any) -> int:
+    """The 1-based step at which warm-up ends: the first step where the LR reaches its peak.
+
+    Checkpoints at steps below it are taken while the LR is still rising. This is the step
+    ``p`` of the module conventions (the annealing area S2 and the multi-power LD start
+    there), so a checkpoint is warm-up exactly when the annealing laws see no decay yet and
+    the LR has not reached its peak: ``W`` for a :class:`Schedule` with ``warmup_steps = W
+    > 0``, 1 without warm-up, and the first logged point at the peak for a
+    :class:`LoggedSchedule` (the interpolated LR rises up to it).
+
+    Parameters
+    ----------
+    lrs:
+        Per-step LRs, shape ``(T,)``, or a schedule (an object with ``lrs()``).
+
+    Returns
+    -------
+    int
+        ``p`` in ``1..T``.
+
+    Raises
+    ------
+    LadderError
+        Bad LRs (empty, non-finite or negative).
+    """
+    if hasattr(lrs, "lrs") and callable(lrs.lrs):
+        lrs = lrs.lrs()
+    return int(np.argmax(_check_lrs(lrs))) + 1
+
+
+@dataclass(frozen=True)
+class Restart:
+    """A place where a run's logged step goes back in file order: the run was resumed.
+
+    ``kind`` is ``"rollback"`` when the loss jumps back up to about the run's earlier loss at
+    that step (resumed from an earlier checkpoint, the overlapping steps logged twice) and
+    ``"counter"`` when the loss carries on from where it was (the step counter restarted, so
+    the later steps are not the run's global steps). Either way the rows are not one loss
+    curve in step order.
+    """
+
+    run: str
+    """Run id."""
+    row: int
+    """Source row (the ladder's ``row`` column) where the step goes back."""
+    step: float
+    """Step logged at ``row``."""
+    prev_row: int
+    """The row logged just before it (same run, file order)."""
+    prev_step: float
+    """Step logged at ``prev_row`` (greater than ``step``)."""
+    loss: float
+    """Loss at ``row``."""
+    prev_loss: float
+    """Loss at ``prev_row``."""
+    kind: str
+    """``"rollback"`` or ``"counter"`` (see the class docstring)."""
+
+    def describe(self) -> str:
+        """One clause for messages, naming rows, steps and losses."""
+        what = (f"the loss jumps back up ({self.prev_loss:.4g} -> {self.loss:.4g}): resumed "
+                f"from an earlier checkpoint" if self.kind == "rollback" else
+                f"the loss carries on ({self.prev_loss:.4g} -> {self.loss:.4g}): the step "
+                f"counter restarted")
+        return (f"step {self.prev_step:g} (row {self.prev_row}) -> {self.step:g} "
+                f"(row {self.row}), {what}")
+
+
+def find_restarts(group: Any, steps: Any, losses: Any, rows: Any,
+                  names: Any) -> list[Restart]:
+    """Restarts of logged step counters: rows whose step is below the previous row's step of
+    the same run, with the rows in **file order** (the order they were logged in).
+
+    A resumed run logged as one history has its step going back where it was resumed: to an
+    earlier checkpoint (a *rollback*: the loss jumps back up to its earlier value at that
+    step) or to 0 (a restarted counter: the loss carries on). Sorted by step, the segments of
+    such a run interleave, and a loss curve fitted through them blames the misfit on the LR
+    schedule. A run logged newest-first (more decreases than increases) is read in reverse.
+    Vectorised: one pass over all rows; a Python loop only over the places found.
+
+    Parameters
+    ----------
+    group:
+        Run index of each row, int array of shape ``(n,)``, indexing ``names``.
+    steps, losses:
+        Step and loss of each row, shape ``(n,)`` (NaN steps are skipped).
+    rows:
+        Source row labels, shape ``(n,)``, for messages.
+    names:
+        Run ids, shape ``(n_runs,)``.
+
+    Returns
+    -------
+    list of Restart
+        In run order, then file order; empty when every run's steps increase.
+    """
+    g = np.asarray(group, dtype=np.int64)
+    s = np.asarray(steps, dtype=float)
+    loss = np.asarray(losses, dtype=float)
+    label = np.asarray(rows)
+    if g.size < 2:
+        return []
+    ok = ~np.isnan(s)
+    if not ok.all():
+        g, s, loss, label = g[ok], s[ok], loss[ok], label[ok]
+    order = np.argsort(g, kind="stable")                  # runs together, file order kept
+    g, s, loss, label = g[order], s[order], loss[order], label[order]
+    same = g[1:] == g[:-1]
+    down = same & (s[1:] < s[:-1])
+    if not down.any():
+        return []
+    up = same & (s[1:] > s[:-1])
+    n_runs = int(g.max()) + 1
+    n_down = np.bincount(g[1:][down], minlength=n_runs)
+    n_up = np.bincount(g[1:][up], minlength=n_runs)
+    out: list[Restart] = []
+    starts = np.searchsorted(g, np.arange(n_runs))
+    ends = np.searchsorted(g, np.arange(n_runs), side="right")
+    for run in np.flatnonzero(n_down):
+        a, b = int(starts[run]), int(ends[run])
+        rs, rl, rr = s[a:b], loss[a:b], label[a:b]
+        if n_down[run] > n_up[run]:                       # logged newest first
+            rs, rl, rr = rs[::-1], rl[::-1], rr[::-1]
+        for i in np.flatnonzero(rs[1:] < rs[:-1]) + 1:
+            before_s, before_l = rs[:i], rl[:i]
+            k = np.argsort(before_s, kind="stable")
+            kind = "counter"
+            if before_s[k[0]] <= rs[i]:
+                # The run's earlier loss at this step: a rollback lands near it.
+                earlier = float(np.interp(rs[i], before_s[k], before_l[k]))
+                if abs(rl[i] - earlier) < abs(rl[i] - rl[i - 1]):
+                    kind = "rollback"
+            out.append(Restart(run=str(names[run]), row=_plain(rr[i]), step=float(rs[i]),
+                               prev_row=_plain(rr[i - 1]), prev_step=float(rs[i - 1]),
+                               loss=float(rl[i]), prev_loss=float(rl[i - 1]), kind=kind))
+    return out
+
+
+def _plain(value: Any):
+    """A row label as a plain Python value (no numpy scalar reprs in messages)."""
+    return value.item() if isinstance(value, np.generic) else value
 
 
 class MultiPowerLD(NamedTuple):

@@ -133,6 +133,28 @@ _LOG_ABS_NORMAL = -0.6351814227307391
 def run_noise(fit: Fit, x: Mapping[str, Sequence[float]] | None = None) -> tuple[float, str]:
     """Run-to-run noise of log loss at the target inputs ``x`` (or overall): (sigma, source).
 
+    The estimate of :func:`_run_noise_estimate`, floored at
+    :data:`delphi.fitting.diagnostics.NOISE_FLOOR` (1e-4, about the rounding of a loss logged
+    to 4-5 significant digits): identical losses or a law that interpolates the ladder give a
+    noise of 0, and an interval resting on it would be zero-width. The source then says so.
+
+    Raises
+    ------
+    FitError: as :func:`_run_noise_estimate`.
+    """
+    from .fitting.diagnostics import NOISE_FLOOR
+
+    sigma, source = _run_noise_estimate(fit, x)
+    if not sigma >= NOISE_FLOOR:
+        return NOISE_FLOOR, (f"{source}; the estimate {sigma:.2g} is below the floor "
+                             f"{NOISE_FLOOR:g} and was raised to it")
+    return sigma, source
+
+
+def _run_noise_estimate(fit: Fit, x: Mapping[str, Sequence[float]] | None = None
+                        ) -> tuple[float, str]:
+    """Run-to-run noise of log loss at the target inputs ``x`` (or overall), not floored.
+
     * Repeated runs (points with identical inputs: seeds of one configuration): the pooled
       within-group standard deviation.
     * Else the fit's log residuals. When the ladder has 10+ points and the size of the
@@ -227,7 +249,9 @@ def delta_interval(fit: Fit, x: Mapping[str, Sequence[float]], *,
         raise FitError("the law predicts a non-positive loss at the target")
     idx = [free.index(n) for n in fit.covariance_params]
     g = jac[0, idx]
-    var = float(g @ fit.covariance @ g)
+    from .fitting.diagnostics import floored_covariance
+    # A fit that interpolates its ladder has a covariance of ~0: use the floored noise.
+    var = float(g @ floored_covariance(fit) @ g)
     q = _quantile(level, fit.dof)
     centre = float(r[0])
     half_mean = q * math.sqrt(max(var, 0.0))

@@ -71,3 +71,215 @@ def test_tokens_counted_in_sequences_are_named_with_the_sequence_length(tmp_path
                                   for line in SEQUENCES.splitlines()) + "\n")
     with pytest.warns(delphi.LadderWarning, match="tokens per parameter"):
         delphi.load_ladder(no_flops)
+
+
+# ---------------------------------------------------------------- FLOP convention k = C/(6ND)
+# The issue's ladder: every run's C is 1.8 x 6·N·D (attention and embedding FLOPs counted).
+K18 = """run,params,tokens,flops,loss
+r1,1.0e8,2.0e9,2.16e18,3.40
+r2,2.0e8,4.0e9,8.64e18,3.20
+r3,4.0e8,8.0e9,3.456e19,3.03
+r4,8.0e8,1.6e10,1.3824e20,2.89
+"""
+# The issue's target, and its C in the ladder's convention, by hand: 1.8 x 6 x 6.4e9 x 1.28e11.
+TARGET_N, TARGET_D = 6.4e9, 1.28e11
+TARGET_C_K18 = 1.8 * 6 * 6.4e9 * 1.28e11          # 8.84736e21
+
+
+def _k18(tmp_path):
+    path = tmp_path / "k18.csv"
+    path.write_text(K18)
+    return path
+
+
+def test_flops_convention_is_measured_per_run(tmp_path):
+    ladder = delphi.load_ladder(_k18(tmp_path))
+    conv = ladder.flops_convention
+    # By hand: 2.16e18 / (6 x 1e8 x 2e9) = 1.8, and so for every row.
+    assert conv.source == "given" and conv.n_label == "6·N·D"
+    assert conv.runs == ("r1", "r2", "r3", "r4")
+    assert conv.k == pytest.approx((1.8,) * 4, rel=1e-12)
+    assert conv.median == pytest.approx(1.8, rel=1e-12)
+    assert conv.spread == pytest.approx(0.0, abs=1e-12)
+    assert conv.drift == pytest.approx(0.0, abs=1e-9) and not conv.drifting
+    assert not ladder.warnings                     # 1.8 is a plausible convention, no drift
+    # Without a flops column C is 6·N·D: k = 1 by construction.
+    no_c = tmp_path / "noc.csv"
+    no_c.write_text("\n".join(",".join(line.split(",")[:3] + line.split(",")[4:])
+                              for line in K18.splitlines()) + "\n")
+    conv = delphi.load_ladder(no_c).flops_convention
+    assert conv.source == "6ND" and conv.k == (1.0,) * 4
+
+
+def _ladder_with_k(k, step=4.0):
+    import numpy as np
+    import pandas as pd
+
+    n = 1e8 * step ** np.arange(len(k))
+    d = 20 * n
+    c = np.asarray(k) * 6 * n * d
+    return pd.DataFrame({"run": [f"r{i}" for i in range(len(k))], "params": n, "tokens": d,
+                         "flops": c, "loss": 1.5 + 40 * c ** -0.07}), c
+
+
+def test_flops_convention_drift_is_reported_with_every_rung():
+    import numpy as np
+
+    k = [1.5, 1.4, 1.3, 1.2]       # attention's share shrinks as the model grows
+    frame, c = _ladder_with_k(k)
+    with pytest.warns(delphi.LadderWarning, match="FLOP convention"):
+        ladder = delphi.Ladder(frame)
+    conv = ladder.flops_convention
+    # Independent figure: least-squares slope of ln k on ln C (numpy.polyfit), taken from the
+    # smallest to the largest rung.
+    slope = np.polyfit(np.log(c), np.log(k), 1)[0]
+    expected = np.expm1(slope * (np.log(c[-1]) - np.log(c[0])))
+    assert expected < -0.1
+    assert conv.drift == pytest.approx(expected, rel=1e-9) and conv.drifting
+    assert conv.median == pytest.approx(1.35) and conv.spread == pytest.approx(0.3 / 1.35)
+    [message] = [w for w in ladder.warnings if "FLOP convention" in w]
+    assert f"falls by {abs(expected):.0%}" in message
+    for i, value in enumerate(k):                   # every rung's value, not only the worst
+        assert f"r{i} {value:.3g}" in message
+    assert "median 1.35, range 1.2..1.5" in message
+
+
+def test_flops_convention_scatter_without_trend_is_not_a_drift():
+    import numpy as np
+    from scipy.stats import linregress
+
+    k = [0.9, 1.3, 1.0, 0.95, 1.35, 1.2]
+    frame, c = _ladder_with_k(k, step=2.0)
+    ladder = delphi.Ladder(frame)
+    fit = linregress(np.log(c), np.log(k))
+    drift = np.expm1(fit.slope * (np.log(c[-1]) - np.log(c[0])))
+    assert drift > 0.1 and abs(fit.slope / fit.stderr) < 2    # large, but not a steady trend
+    conv = ladder.flops_convention
+    assert conv.drift == pytest.approx(drift, rel=1e-9)
+    assert conv.drift_t == pytest.approx(fit.slope / fit.stderr, rel=1e-9)
+    assert not conv.drifting
+    assert not [w for w in ladder.warnings if "FLOP convention" in w]
+    # The spread is still there for whoever asks: (max - min) / median.
+    assert conv.spread == pytest.approx((1.35 - 0.9) / float(np.median(k)))
+
+
+def test_target_from_n_and_d_is_converted_with_the_ladders_k(tmp_path):
+    ladder = delphi.load_ladder(_k18(tmp_path))
+    kw = dict(law="power", fixed={"E": 1.5}, interval=None)
+    by_nd = delphi.predict(ladder, {"params": TARGET_N, "tokens": TARGET_D}, **kw)
+    by_c = delphi.predict(ladder, {"flops": TARGET_C_K18}, **kw)
+    assert by_nd.target.flops == pytest.approx(TARGET_C_K18, rel=1e-12)
+    assert by_nd.loss == pytest.approx(by_c.loss, rel=1e-12)
+    assert by_nd.target.flops_source == "6ND x ladder k" and by_nd.target.flops_k == 1.8
+    assert any("1.8 x 6·N·D" in n and "FLOP convention" in n for n in by_nd.notes)
+    target_json = by_nd.to_dict()["target"]
+    assert target_json["flops_source"] == "6ND x ladder k" and target_json["flops_k"] == 1.8
+    # What the target used to get: C = 6·N·D, 1.8x too little compute for this ladder.
+    before = delphi.predict(ladder, {"flops": 6 * TARGET_N * TARGET_D}, **kw)
+    assert before.loss / by_c.loss - 1 > 0.01
+    # The extrapolation ratio is in one convention too: 8.84736e21 / 1.3824e20 = 64.
+    assert by_nd.extrapolation == pytest.approx(64.0, rel=1e-12)
+
+
+def test_law_of_n_and_d_reads_n_and_d_and_says_c_is_only_for_the_ratio(tmp_path):
+    ladder = delphi.load_ladder(_k18(tmp_path))
+    f = delphi.predict(ladder, {"params": TARGET_N, "tokens": TARGET_D}, "chinchilla",
+                       fixed={"E": 1.5}, interval=None)
+    p = f.fit.params
+    by_hand = p["E"] + p["A"] / TARGET_N ** p["alpha"] + p["B"] / TARGET_D ** p["beta"]
+    assert f.loss == pytest.approx(by_hand, rel=1e-12)
+    assert f.extrapolation == pytest.approx(64.0, rel=1e-12)
+    assert any("reads N and D, so C only sets the extrapolation ratio" in n for n in f.notes)
+
+
+def test_target_c_counted_another_way_than_the_ladder_is_refused_for_a_law_of_c(tmp_path):
+    ladder = delphi.load_ladder(_k18(tmp_path))
+    six_nd = 6 * TARGET_N * TARGET_D
+    # C = 6ND given with N and D, on a ladder whose C is 1.8 x 6ND: 44% less compute.
+    with pytest.raises(delphi.TargetError, match="ladder's 1.8 x 6·N·D"):
+        delphi.predict(ladder, {"flops": six_nd, "params": TARGET_N, "tokens": TARGET_D},
+                       "power", fixed={"E": 1.5}, interval=None)
+    # Counted like the ladder, it is accepted (a target alone allows 0.3..2 x 6ND).
+    ok = delphi.predict(ladder, {"flops": TARGET_C_K18, "params": TARGET_N,
+                                 "tokens": TARGET_D}, "power", fixed={"E": 1.5}, interval=None)
+    assert ok.target.flops == TARGET_C_K18
+    with pytest.raises(delphi.TargetError, match="disagree with 6 x params x tokens"):
+        delphi.Target(flops=2.5 * six_nd, params=TARGET_N, tokens=TARGET_D)
+
+
+def test_drifting_convention_shows_the_forecast_at_the_largest_rungs_k():
+    frame, c = _ladder_with_k([1.5, 1.4, 1.3, 1.2])
+    with pytest.warns(delphi.LadderWarning):
+        ladder = delphi.Ladder(frame)
+    n, d = 1e11, 2e12
+    f = delphi.predict(ladder, {"params": n, "tokens": d}, "power", fixed={"E": 1.5},
+                       interval=None)
+    assert f.target.flops == pytest.approx(1.35 * 6 * n * d, rel=1e-12)   # the median k
+    p = f.fit.params
+    alt = p["E"] + p["A"] * (1.2 * 6 * n * d) ** -p["alpha"]               # the largest rung's
+    [note] = [x for x in f.notes if "largest rung's k" in x]
+    assert f"{alt:.4f}" in note and "k = 1.2 " in note
+
+
+# ---------------------------------------------------------------- target outside the design
+def test_target_tokens_in_sequences_is_outside_the_design(tmp_path):
+    ladder = delphi.load_ladder(_k18(tmp_path))
+    # A target whose D was counted in sequences of 2,048: D/N = 6.25e7 / 6.4e9, while every
+    # fitted run has D/N = 20, so the target is 20 / (6.25e7 / 6.4e9) = 2,048x below.
+    with pytest.warns(delphi.FitWarning, match="outside the ladder's design"):
+        f = delphi.predict(ladder, {"params": TARGET_N, "tokens": TARGET_D / 2048}, "power",
+                           fixed={"E": 1.5}, interval=None)
+    [note] = [x for x in f.notes if "tokens per parameter" in x]
+    assert "2,048x below" in note and "sequence length of 2048" in note
+    assert f.extrapolation < 1                     # "0.03x": alone it read as interpolation
+
+
+def test_target_n_far_beyond_the_ladder_is_named_for_laws_of_n_and_d(tmp_path):
+    ladder = delphi.load_ladder(_k18(tmp_path))
+    with pytest.warns(delphi.FitWarning, match="extrapolated that far in model size"):
+        f = delphi.predict(ladder, {"params": 1e11, "tokens": 2e12}, "chinchilla",
+                           fixed={"E": 1.5}, interval=None)
+    [note] = [x for x in f.notes if "target's N" in x]
+    assert "125x above the largest N fitted" in note          # 1e11 / 8e8, by hand
+    # Within 10x in N and in D/N: no design note.
+    inside = delphi.predict(ladder, {"params": TARGET_N, "tokens": TARGET_D}, "chinchilla",
+                            fixed={"E": 1.5}, interval=None)
+    assert not [x for x in inside.notes if "outside the ladder's design" in x]
+
+
+# ---------------------------------------------------------------- CLI
+def test_cli_target_n_and_d_matches_target_flops_and_says_so(tmp_path, capsys):
+    import json
+
+    from delphi.cli import main
+
+    path = str(_k18(tmp_path))
+    common = ["--floor", "1.5", "--law", "power", "--json"]
+    assert main(["predict", path, "--target-params", "6.4e9", "--target-tokens", "1.28e11",
+                 *common]) == 0
+    by_nd = json.loads(capsys.readouterr().out)
+    assert main(["predict", path, "--target-flops", repr(TARGET_C_K18), *common]) == 0
+    by_c = json.loads(capsys.readouterr().out)
+    assert by_nd["prediction"]["loss"] == pytest.approx(by_c["prediction"]["loss"], rel=1e-12)
+    assert by_nd["target"]["flops_source"] == "6ND x ladder k"
+    assert any("ladder's FLOP convention" in n for n in by_nd["notes"])
+    assert by_nd["ladder"]["flops_convention"]["k_median"] == pytest.approx(1.8)
+    assert main(["predict", path, "--target-params", "6.4e9", "--target-tokens", "1.28e11",
+                 "--floor", "1.5", "--law", "power"]) == 0
+    assert "target C = 1.8 x 6·N·D = 8.847e+21 FLOPs" in capsys.readouterr().out
+    assert main(["fit", path, "--law", "power", "--floor", "1.5", "--json"]) == 0
+    conv = json.loads(capsys.readouterr().out)["ladder"]["flops_convention"]
+    assert conv["k_median"] == pytest.approx(1.8) and conv["drifting"] is False
+    assert conv["k_by_run"] == pytest.approx({"r1": 1.8, "r2": 1.8, "r3": 1.8, "r4": 1.8})
+
+
+def test_registry_records_a_converted_targets_convention(tmp_path):
+    from delphi.registry import Registry
+
+    ladder = delphi.load_ladder(_k18(tmp_path))
+    f = delphi.predict(ladder, {"params": TARGET_N, "tokens": TARGET_D}, "power",
+                       fixed={"E": 1.5}, interval=None)
+    entry = Registry(tmp_path / "r.jsonl").register(f, id="k18")
+    assert entry.target.flops == pytest.approx(TARGET_C_K18, rel=1e-12)
+    assert entry.target.facts == {"flops_source": "6ND x ladder k", "flops_k": 1.8}
+    assert any("FLOP convention" in n for n in entry.forecast.notes)

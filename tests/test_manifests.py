@@ -52,8 +52,13 @@ def test_every_data_manifest_has_an_expected_size():
 
 # ---------------------------------------------------------------- bundled (in-repo) data
 def test_marin_delphi_dense_has_the_seven_compute_optimal_points():
-    ladder = load_ladder("marin-delphi-dense")
-    assert len(ladder) == 7 and len(ladder.runs) == 7 and ladder.warnings == []
+    with pytest.warns(LadderWarning, match="FLOP convention"):
+        ladder = load_ladder("marin-delphi-dense")
+    # The only warning: C is each rung's nominal budget, and C/(6ND) rises from 3e18 /
+    # (6 x 381e6 x 1.48e9) = 0.887 to 3e20 / (6 x 2.35e9 x 20.9e9) = 1.018 across the rungs
+    # (issue 9: a drift of the FLOP convention beyond 10% is reported).
+    assert len(ladder) == 7 and len(ladder.runs) == 7 and len(ladder.warnings) == 1
+    assert "rises by 14%" in ladder.warnings[0] and "dense-3e20 1.02" in ladder.warnings[0]
     t = ladder.table.sort_values("flops")
     assert t["flops"].tolist() == [3e18, 9e18, 1.8e19, 3e19, 9e19, 1.8e20, 3e20]
     assert t["loss"].tolist() == [3.586, 3.386, 3.271, 3.195, 3.041, 2.946, 2.883]

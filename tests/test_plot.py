@@ -423,3 +423,24 @@ def test_completion_errors(rung, dense, hero):
         plot_completion(c, "rung")
     with pytest.raises(delphi.LadderError, match="not in ladder"):
         plot_completion(c, dense)
+
+
+def test_isoflop_single_budget_draws_vertex_without_power_law():
+    # One budget (issue 9 §5): a vertex, no power law across budgets; the plots must not need one.
+    import warnings as _w
+
+    n = np.geomspace(1e8, 1e9, 7)
+    loss = 2.0 + 0.1 * np.log(n / 3e8) ** 2  # exact parabola in log N, vertex at 3e8
+    table = pd.DataFrame({"run": [f"r{i}" for i in range(7)], "params": n,
+                          "tokens": 1e19 / (6 * n), "flops": 1e19, "loss": loss})
+    with _w.catch_warnings():
+        _w.simplefilter("ignore")
+        result = isoflop_analysis(delphi.Ladder(table))
+    assert result.params_law is None
+    fig, (ax, fax) = plt.subplots(1, 2)
+    plot_isoflop(result, ax=ax, frontier_ax=fax)
+    assert "no power law" in ax.get_title()
+    assert [ln for ln in fax.get_lines() if ln.get_gid() == "power-law"] == []
+    (star,) = [ln for ln in ax.get_lines() if ln.get_gid() == "vertex"]
+    assert star.get_xdata()[0] == pytest.approx(3e8, rel=1e-6)
+    plt.close(fig)

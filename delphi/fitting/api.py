@@ -304,7 +304,7 @@ def fit(ladder: Ladder, law: str | Law, *, fixed: Mapping[str, float] | None = N
         fit_max_flops: float | None = None, include_unfinished: bool = False,
         divergence_threshold: float | None = DIVERGENCE_THRESHOLD, seed: int = 0,
         min_checkpoint_fraction: float = MIN_CHECKPOINT_FRACTION,
-        warm_start: Mapping[str, float] | None = None) -> Fit:
+        warm_start: Mapping[str, float] | None = None, identify: bool = True) -> Fit:
     """Fit a law to a ladder: one point per finished run, or every checkpoint for a checkpoint
     law (``chinchilla-ckpt``).
 
@@ -323,6 +323,11 @@ def fit(ladder: Ladder, law: str | Law, *, fixed: Mapping[str, float] | None = N
     warm_start: parameter values of a fit of the same law to more of this ladder (a backtest
         fold's full-data fit): skip the global search and refine from there (see
         :func:`~delphi.fitting.fit_arrays`).
+    identify: profile the free exponents and floor, list strongly correlated pairs and test
+        for a degenerate (constant) fit (:func:`delphi.fitting.diagnostics.identify`, a few
+        local refits); the result is :attr:`Fit.identification`, its findings are also in
+        :attr:`Fit.warnings` and issued as :class:`~delphi.errors.FitWarning`. Skipped for a
+        warm-started refit (a fold of a fit already checked).
 
     Returns
     -------
@@ -390,8 +395,12 @@ def fit(ladder: Ladder, law: str | Law, *, fixed: Mapping[str, float] | None = N
              "min_flops": float(pts["flops"].min()) if "flops" in pts else None,
              "notes": notes}
     ladder_warnings = tuple(ladder.warnings)
-    return replace(result, exclusions=tuple(excluded), extra=extra,
-                   warnings=ladder_warnings + result.warnings)
+    result = replace(result, exclusions=tuple(excluded), extra=extra,
+                     warnings=ladder_warnings + result.warnings)
+    if identify and warm_start is None:
+        from .diagnostics import attach_identification
+        result = attach_identification(result)
+    return result
 
 
 class ScalingLawFitter:

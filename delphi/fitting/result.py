@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Mapping
+from typing import TYPE_CHECKING, Mapping
 
 import numpy as np
 
 from ..laws.base import Inputs, Law
 from ..ladder import Exclusion
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .diagnostics import Identification
 
 __all__ = ["Fit"]
 
@@ -69,11 +72,38 @@ class Fit:
     """Parameter names of :attr:`covariance`'s rows."""
     extra: dict = field(default_factory=dict)
     """Free-form provenance (ladder name, sha256, metric...)."""
+    identification: "Identification | None" = None
+    """What the ladder identifies (:func:`delphi.fitting.diagnostics.identify`): the profile
+    of the objective along each free exponent and the free floor E, with its profile-likelihood
+    interval at 95% (Venzon & Moolgavkar 1988; Raue et al. 2009); parameter pairs with
+    |correlation| > 0.95 in :attr:`covariance`; and whether the law collapsed to a constant
+    over the ladder (:attr:`degenerate`). Set by :func:`delphi.fitting.fit`; None for fits
+    made otherwise (e.g. :func:`~delphi.fitting.fit_arrays`, warm-started refits)."""
 
     @property
     def success(self) -> bool:
         """Converged and with every parameter identified (warnings may still apply)."""
         return self.converged
+
+    @property
+    def unidentified(self) -> dict[str, tuple[float, float]]:
+        """Parameters the ladder does not identify -> the range over which the objective stays
+        within the noise-equivalent threshold (its profile interval reaches the end of the
+        parameter's admissible range). Empty when all are identified or nothing was checked."""
+        return dict(self.identification.unidentified) if self.identification else {}
+
+    @property
+    def correlated(self) -> tuple[tuple[str, str, float], ...]:
+        """(name, name, correlation) of free parameter pairs with |correlation| > 0.95 in
+        :attr:`covariance` (coefficients as log c). Empty when none or nothing was checked."""
+        return self.identification.correlated if self.identification else ()
+
+    @property
+    def degenerate(self) -> str:
+        """Why the law collapsed to a constant over the ladder (a constant loss fits the
+        ladder within the noise-equivalent threshold of the law), or "" when it did not.
+        :func:`delphi.forecast.predict` refuses to extrapolate a degenerate fit."""
+        return self.identification.degenerate if self.identification else ""
 
     @property
     def dof(self) -> int:
@@ -112,6 +142,8 @@ class Fit:
                 "excluded": [{"run": e.run, "reason": e.reason} for e in self.exclusions],
                 "notes": list(self.extra.get("notes", ())),
                 "runs": list(self.labels),
+                "identification": (self.identification.to_dict()
+                                   if self.identification is not None else None),
             },
         }
 
@@ -138,6 +170,8 @@ class Fit:
             lines.append(f"  {name:<8} {value:>14.6g}  {note}")
         rms = float(np.sqrt(np.mean(self.residuals ** 2))) if len(self.residuals) else float("nan")
         lines.append(f"residuals  rms {rms:.3g}, max |r| {np.max(np.abs(self.residuals)):.3g} (log scale)")
+        if self.identification is not None:
+            lines.extend(self.identification.report_lines())
         for e in self.exclusions:
             lines.append(f"excluded   {e.run}: {e.reason}")
         for note in self.extra.get("notes", ()):

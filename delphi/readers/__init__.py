@@ -18,6 +18,7 @@ import pandas as pd
 
 from ..errors import LadderError
 from ..ladder import Ladder
+from ..units import DEFAULT_UNIT, normalize_unit, unit_from_metric
 from ._common import SourceTable
 from ._pipeline import build_ladder
 from .manifest import Manifest, read_manifest
@@ -82,7 +83,20 @@ def load_manifest(source: str | Path) -> Manifest:
     return read_manifest(path)
 
 
-def load_ladder(source: str | Path, *, metric: str | None = None) -> Ladder:
+def _unit_for(metric: str | None, unit: str | None, default: str) -> tuple[str, str | None]:
+    """``(unit, note)``: the given unit, else the one the metric's name implies (with a note
+    saying so), else ``default``."""
+    if unit is not None:
+        return normalize_unit(unit), None
+    implied = unit_from_metric(metric)
+    if implied is not None and implied != default:
+        return implied, (f"metric {metric!r} is named as bits per byte: its unit is taken as "
+                         f"{implied} (give --unit / unit= to override)")
+    return default, None
+
+
+def load_ladder(source: str | Path, *, metric: str | None = None,
+                unit: str | None = None, drop_invalid: bool = False) -> Ladder:
     """Load a ladder from a bundled name, a manifest (``.toml``) or a tidy data file.
 
     Parameters
@@ -94,6 +108,16 @@ def load_ladder(source: str | Path, *, metric: str | None = None) -> Ladder:
     metric:
         Source column to use as the loss instead of the default (CLI ``--metric``); for OLMo
         ladders an eval-set name such as ``"pile"`` also works.
+    unit:
+        Unit of the loss (CLI ``--unit``): ``"nats/token"``, ``"bits/byte"`` or
+        ``"bits/token"`` (:data:`delphi.units.UNITS`). Default: a manifest's ``unit``; for a
+        data file or DataFrame, bits/byte when the metric column's name says so (``bpb``,
+        ``bits-per-byte``, ``bits_per_byte``; recorded in :attr:`Ladder.warnings`), else
+        nats/token.
+    drop_invalid:
+        Drop invalid rows instead of raising (CLI ``--drop-invalid``): each dropped row, or
+        whole run for a run-level problem (duplicate step, contradictory run state), is
+        listed in :attr:`Ladder.exclusions` with its reason, and a warning gives the count.
 
     Returns
     -------
@@ -104,7 +128,9 @@ def load_ladder(source: str | Path, *, metric: str | None = None) -> Ladder:
     ------
     LadderError
         Unknown name (lists the known ladders), unsupported format (names the suffix and the
-        supported ones), missing file (gives the path), or bad data (names run, row, column).
+        supported ones), missing file (gives the path), bad data (one error lists the first
+        20 invalid rows, each naming run, row and column, and gives the count), an
+        unknown unit (lists the accepted ones), or a unit contradicting the manifest's.
     ManifestError
         An invalid manifest (names the key and the file).
     DataDirError
@@ -112,11 +138,27 @@ def load_ladder(source: str | Path, *, metric: str | None = None) -> Ladder:
         does not exist; the message says where delphi looked and how to set it.
     """
     if isinstance(source, pd.DataFrame):
-        return Ladder(source, source="<DataFrame>", name="dataframe", metric=metric or "loss")
+        chosen, note = _unit_for(metric, unit, DEFAULT_UNIT)
+        table = SourceTable(source, "<DataFrame>", notes=[note] if note else [])
+        return table.to_ladder(name="dataframe", metric=metric or "loss", unit=chosen,
+                               drop_invalid=drop_invalid)
     kind, path, label = _resolve(source)
     if kind == "manifest":
-        return build_ladder(read_manifest(path), metric=metric, source=label)
-    return read_table(path, metric=metric).to_ladder(name=path.stem, metric=metric, source=label)
+        manifest = read_manifest(path)
+        if unit is not None and normalize_unit(unit) != manifest.unit:
+            raise LadderError(f"--unit {normalize_unit(unit)} contradicts manifest {label!r}, "
+                              f"whose loss is in {manifest.unit}; edit the manifest's unit if "
+                              f"it is wrong")
+        # A manifest's unit is for its own metric; another metric (--metric) may say otherwise.
+        chosen, note = _unit_for(metric, None, manifest.unit) if metric else (manifest.unit, None)
+        return build_ladder(manifest, metric=metric, source=label, unit=chosen,
+                            notes=[note] if note else [], drop_invalid=drop_invalid)
+    table = read_table(path, metric=metric)
+    chosen, note = _unit_for(table.metric or metric, unit, DEFAULT_UNIT)
+    if note:
+        table.notes.append(note)
+    return table.to_ladder(name=path.stem, metric=metric, source=label, unit=chosen,
+                           drop_invalid=drop_invalid)
 
 
 def list_ladders() -> list[tuple[str, str]]:

@@ -82,11 +82,13 @@ class SourceTable:
 
     def to_ladder(self, *, name: str | None = None, metric: str | None = None,
                   unit: str = "nats/token", source: str | None = None,
-                  schedule: str | None = None) -> Ladder:
-        """Validate into a :class:`Ladder` (raises :class:`LadderError` on bad values)."""
+                  schedule: str | None = None, drop_invalid: bool = False) -> Ladder:
+        """Validate into a :class:`Ladder`: raises :class:`LadderError` listing every invalid
+        row, or with ``drop_invalid`` drops them and lists each in ``Ladder.exclusions``."""
         ladder = Ladder(self.frame, source=source or self.source, name=name,
                         metric=metric or self.metric or "loss", unit=unit,
-                        exclusions=self.exclusions, schedule=schedule)
+                        exclusions=self.exclusions, schedule=schedule,
+                        drop_invalid=drop_invalid)
         for note in self.notes:
             ladder.warnings.append(note)
             warnings.warn(note, LadderWarning, stacklevel=2)

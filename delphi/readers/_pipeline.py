@@ -4,7 +4,7 @@ filters, duplicates and curation, in that order. Every dropped row becomes an Ex
 from __future__ import annotations
 
 import re
-from typing import Callable
+from typing import Callable, Sequence
 
 import numpy as np
 import pandas as pd
@@ -84,8 +84,9 @@ def _apply_runs(table: SourceTable, manifest: Manifest) -> None:
                         f"{where}: [[runs]] match {spec.match!r} sets {col} = {value!r}, but the "
                         f"source already has {plain(have.iloc[0])} (run {runs[have.index[0]]!r})")
             else:
-                t[col] = pd.Series(np.nan, index=t.index, dtype=object if col == "final" else float)
-            if col == "final":
+                t[col] = pd.Series(np.nan, index=t.index,
+                                   dtype=object if col in ("final", "status") else float)
+            if col in ("final", "status"):
                 t[col] = t[col].astype(object)
             t.loc[mask, col] = value
 
@@ -235,7 +236,8 @@ def _curate(table: SourceTable, manifest: Manifest) -> None:
 
 
 def build_ladder(manifest: Manifest, *, metric: str | None = None,
-                 source: str | None = None) -> Ladder:
+                 source: str | None = None, unit: str | None = None,
+                 notes: Sequence[str] = (), drop_invalid: bool = False) -> Ladder:
     """Read the manifest's data and build its :class:`Ladder`.
 
     Parameters
@@ -244,6 +246,13 @@ def build_ladder(manifest: Manifest, *, metric: str | None = None,
         Source column to use as ``loss`` instead of the manifest's (CLI ``--metric``).
     source:
         How the ladder records its origin (default: the manifest file).
+    unit:
+        Unit of the loss (default: the manifest's ``unit``).
+    notes:
+        Facts to record as ladder warnings (e.g. the unit implied by ``metric``'s name).
+    drop_invalid:
+        Drop invalid rows (each listed in the ladder's exclusions) instead of raising; see
+        :class:`~delphi.ladder.Ladder`.
 
     Raises
     ------
@@ -280,6 +289,7 @@ def build_ladder(manifest: Manifest, *, metric: str | None = None,
     _curate(table, manifest)
     if table.frame.empty:
         raise LadderError(f"{where}: no rows left after the manifest's filters")
+    table.notes.extend(notes)
     return table.to_ladder(name=manifest.name, metric=metric or manifest.metric,
-                           unit=manifest.unit, source=source or where,
-                           schedule=manifest.schedule)
+                           unit=unit or manifest.unit, source=source or where,
+                           schedule=manifest.schedule, drop_invalid=drop_invalid)

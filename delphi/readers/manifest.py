@@ -105,6 +105,7 @@ class ColumnsSpec(_Strict):
     final: str | None = None
     fraction: str | None = None
     total_steps: str | None = None
+    status: str | None = None
 
 
 class ScaleSpec(_Strict):
@@ -185,6 +186,8 @@ class RunSpec(_Strict):
     batch_size: float | None = _positive()
     fraction: float | None = Field(default=None, gt=0, le=1)
     final: bool | None = None
+    status: str | None = None
+    """The runs' state, e.g. ``"crashed"`` (see :mod:`delphi.runstate`)."""
 
     @field_validator("match")
     @classmethod
@@ -222,7 +225,7 @@ class Manifest(_Strict):
     notes: str = ""
     metric: str = "loss"
     """Human name of the eval metric in ``loss``."""
-    unit: Literal["nats/token", "bits/byte"] = "nats/token"
+    unit: Literal["nats/token", "bits/byte", "bits/token"] = "nats/token"
     source: SourceSpec
     columns: ColumnsSpec = Field(default_factory=ColumnsSpec)
     scale: ScaleSpec = Field(default_factory=ScaleSpec)

@@ -35,6 +35,9 @@ PAUSE_SIGNAL_ENV = "DELPHI_REGISTRY_TEST_PAUSE_SIGNAL"
 
 _ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:/@+-]*")
 _TARGET_FIELDS = set(TargetRecord.model_fields) - {"facts"}
+# Target attributes kept as facts when C was converted to the ladder's FLOP convention (the
+# record format predates them: a new field would change every existing entry's hash).
+_TARGET_FACTS = {"flops_source", "flops_k"}
 _SETTING_KEYS = {"fixed", "bounds", "delta", "huber_delta", "fit_max_flops", "include_unfinished",
                  "divergence_threshold", "seed", "interval", "level", "n_boot", "boot_unit",
                  "workers"}
@@ -130,6 +133,9 @@ def _interval(interval: Any) -> IntervalRecord | None:
 def _target_record(base: Mapping[str, Any], facts: Mapping[str, Any] | None) -> TargetRecord:
     data = {k: _plain(v) for k, v in base.items() if v is not None}
     extra = {k: _plain(v) for k, v in (data.pop("facts", None) or {}).items()}
+    converted = str(data.get("flops_source", "")).endswith("ladder k")
+    extra.update({k: v for k in _TARGET_FACTS & set(data) if (v := data.pop(k)) is not None
+                  and converted})
     for key, value in (facts or {}).items():
         if value is None:
             continue
@@ -141,10 +147,40 @@ def _target_record(base: Mapping[str, Any], facts: Mapping[str, Any] | None) -> 
     if unknown:
         raise RegistryError(f"target: unknown field(s) {sorted(unknown)}; known: "
                             f"{sorted(_TARGET_FIELDS)} (put anything else in 'facts')")
+    if "unit" in data:
+        data["unit"] = _unit(data["unit"], "target unit")
     try:
         return TargetRecord(**data, facts=extra)
     except ValidationError as exc:
         raise RegistryError(validation_message(exc, "target")) from None
+
+
+def _unit(unit: Any, what: str) -> str:
+    """``unit`` as one of :data:`delphi.units.UNITS` (RegistryError listing them if not)."""
+    from ..errors import LadderError
+    from ..units import normalize_unit
+
+    try:
+        return normalize_unit(unit, what=what)
+    except LadderError as exc:
+        raise RegistryError(str(exc)) from None
+
+
+def _check_outcome_unit(pred: Entry, unit: str | None) -> None:
+    """An outcome in another unit than its prediction's cannot be scored against it."""
+    if unit is None or pred.target is None or pred.target.unit is None:
+        return
+    try:
+        expected = _unit(pred.target.unit, "prediction unit")
+    except RegistryError:
+        expected = pred.target.unit          # an old free-text unit: compare as written
+    if unit != expected:
+        exact = ({"nats/token", "bits/token"} == {unit, expected})
+        how = (" (bits/token = nats/token / ln 2: convert the outcome)" if exact else
+               " (converting needs the eval set's bytes per token)")
+        raise RegistryError(f"the outcome is in {unit} but prediction {pred.id!r} is in "
+                            f"{expected}: losses in different units cannot be scored against "
+                            f"each other{how}")
 
 
 def _fit_record(fit, settings: Mapping[str, Any] | None) -> FitRecord:
@@ -532,7 +568,7 @@ class Registry:
 
     def score(self, id: str, actual: float, fraction: float = 1.0, source: str | None = None, *,
               author: str | None = None, notes: str | None = None,
-              created_at: datetime | str | None = None) -> Score:
+              created_at: datetime | str | None = None, unit: str | None = None) -> Score:
         """Append the observed loss of prediction ``id`` as an outcome entry and score it.
 
         Parameters
@@ -542,6 +578,9 @@ class Registry:
         fraction: share of training done when ``actual`` was measured, in (0, 1]; below 1 the
             prediction's forecast curve is interpolated.
         source: where the number comes from (W&B run, issue comment...).
+        unit: unit of ``actual`` (:data:`delphi.units.UNITS`); default: the prediction's. A
+            unit other than the prediction's is an error: losses in different units are not
+            comparable (nats and bits differ by ln 2; bytes and tokens by the tokenizer).
 
         Returns
         -------
@@ -551,9 +590,10 @@ class Registry:
         ------
         RegistryError
             Unknown id, a projection or outcome id, a non-finite or non-positive loss, a
-            fraction outside (0, 1], a partial outcome without a curve, a torn registry.
-            Nothing is written.
+            fraction outside (0, 1], a partial outcome without a curve, an unknown unit or one
+            other than the prediction's, a torn registry. Nothing is written.
         """
+        given_unit = None if unit is None else _unit(unit, "outcome unit")
         if not isinstance(id, str):
             raise RegistryError(f"id must be a string, got {id!r}")
         try:
@@ -575,6 +615,7 @@ class Registry:
             if pred.kind != "prediction":
                 raise RegistryError(f"{id!r} is an {pred.kind} entry, not a prediction; only "
                                     f"predictions are scored")
+            _check_outcome_unit(pred, given_unit)
             if outcome.fraction >= 1.0:
                 for other in (i for i in state.ids if i.startswith(f"{id}/outcome-")):
                     if state.entry(other).outcome.fraction >= 1.0:

@@ -1,0 +1,264 @@
+"""Issue 9, section 6 (loss curves): resumed runs, warm-up checkpoints, and completions from a
+prefix whose LR decay has barely begun. Every expected value is worked out by hand below."""
+
+from __future__ import annotations
+
+import json
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import delphi
+from delphi import FitWarning, Ladder, LadderError, LadderWarning
+from delphi.cli import main
+from delphi.curves import DECAY_SHARE_MIN, complete, complete_many, decay_seen
+from delphi.laws import ANNEALING
+from delphi.schedules import LoggedSchedule, Schedule, features, find_restarts, warmup_end
+
+TRUE = {"L0": 2.3, "A": 0.6, "C": 0.25, "alpha": 0.5}
+
+
+def annealing_curve(sched: Schedule, steps) -> np.ndarray:
+    f = features(sched, np.asarray(steps))
+    return ANNEALING.predict(TRUE, {"S1": f["S1"], "S2": f["S2"]})
+
+
+def quiet(fn, *args, **kwargs):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return fn(*args, **kwargs)
+
+
+# --------------------------------------------------------------------- resumed runs
+def test_find_restarts_tells_a_restarted_counter_from_a_rollback():
+    # run a: steps 100..400, then the counter restarts at 100 while the loss carries on
+    # (3.0 -> 2.95): file rows 4 (step 400) -> 5 (step 100), kind "counter".
+    # run b: steps 100..400, then resumed from the step-200 checkpoint: step 250 with the loss
+    # back up to the earlier curve (3.5 -> 3.78; the earlier rows give 3.8 at step 250): rows 10 -> 11.
+    # run c: logged newest first (steps decreasing throughout): not a restart.
+    group = np.array([0] * 6 + [1] * 6 + [2] * 3)
+    steps = np.array([100, 200, 300, 400, 100, 200,
+                      100, 200, 300, 400, 250, 300,
+                      300, 200, 100], float)
+    loss = np.array([4.0, 3.5, 3.2, 3.0, 2.95, 2.9,
+                     4.5, 4.0, 3.6, 3.5, 3.78, 3.6,
+                     3.0, 3.2, 3.5])
+    rows = np.arange(15)
+    found = find_restarts(group, steps, loss, rows, np.array(["a", "b", "c"]))
+    assert [(r.run, r.prev_row, r.row, r.prev_step, r.step, r.kind) for r in found] == [
+        ("a", 3, 4, 400.0, 100.0, "counter"), ("b", 9, 10, 400.0, 250.0, "rollback")]
+    assert "step 400 (row 3) -> 100 (row 4)" in found[0].describe()
+    # rows of the runs interleaved in the file (a table sorted by step): same answer
+    perm = np.argsort(np.r_[np.arange(6), np.arange(6), np.arange(3)], kind="stable")
+    again = find_restarts(group[perm], steps[perm], loss[perm], rows[perm],
+                          np.array(["a", "b", "c"]))
+    assert [(r.run, r.row) for r in again] == [("a", 4), ("b", 10)]
+
+
+def resumed_frame() -> pd.DataFrame:
+    """Run 'r' logged every 500 steps to 3000 (rows 0-5), then resumed with its counter
+    restarted: the next segment logs steps 250, 750, ..., 2750 (rows 6-11; really 3250..5750),
+    interleaving when sorted, the loss carrying on."""
+    sched = Schedule.parse("cosine:warmup=100,final=0.1", peak_lr=2e-3, total_steps=10000)
+    first = np.arange(500, 3001, 500)
+    second_true = np.arange(3250, 6000, 500)            # what the second segment really is
+    steps = np.r_[first, second_true - 3000]
+    loss = np.r_[annealing_curve(sched, first), annealing_curve(sched, second_true)]
+    return pd.DataFrame({"run": "r", "step": steps, "loss": loss, "flops": 1e15 * (1 + np.arange(
+        len(steps))), "peak_lr": 2e-3, "total_steps": 10000})
+
+
+def test_ladder_warns_about_a_resumed_run_and_complete_refuses_it():
+    frame = resumed_frame()
+    with pytest.warns(LadderWarning, match=r"run 'r' was resumed") as rec:
+        ladder = Ladder(frame, schedule="cosine:warmup=100,final=0.1")
+    text = " ".join(str(w.message) for w in rec)
+    # file rows 5 (step 3000) -> 6 (step 250): the step goes back once
+    assert "step 3000 (row 5) -> 250 (row 6)" in text and "1 time(s)" in text
+    assert "counter restarted" in text
+    assert [r.row for r in ladder.restarts["r"]] == [6]
+    assert any("run 'r' was resumed" in w for w in ladder.warnings)
+    with pytest.raises(LadderError, match=r"run 'r' was resumed.*row 6"):
+        complete(ladder, "r")
+    out = complete_many(ladder, ["r"], n_jobs=1)
+    assert out[0][0] == "r" and "was resumed" in out[0][1]
+
+
+def test_a_run_logged_in_order_has_no_restarts():
+    frame = resumed_frame().iloc[:6]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", LadderWarning)
+        ladder = Ladder(frame, schedule="cosine:warmup=100,final=0.1")
+    assert ladder.restarts == {}
+    # the same rows written newest first are read in reverse, not as restarts
+    assert Ladder(frame.iloc[::-1], schedule="cosine:warmup=100,final=0.1").restarts == {}
+
+
+def test_resumed_sibling_is_left_out_with_a_note():
+    frame = resumed_frame()
+    sched = Schedule.parse("cosine:warmup=100,final=0.1", peak_lr=2e-3, total_steps=10000)
+    steps = np.arange(500, 10001, 500)
+    good = pd.DataFrame({"run": "s", "step": steps, "loss": annealing_curve(sched, steps),
+                         "flops": 1e15 * steps, "peak_lr": 2e-3, "total_steps": 10000})
+    ladder = quiet(Ladder, pd.concat([frame.assign(params=1e8), good.assign(params=1e8)]),
+                   schedule="cosine:warmup=100,final=0.1")
+    c = quiet(complete, ladder, "s", siblings=True)
+    assert any("left out, resumed" in n and "r" in n for n in c.notes)
+    assert set(lbl.split("@")[0] for lbl in c.fit.labels) == {"s"}
+
+
+# --------------------------------------------------------------------- warm-up checkpoints
+def test_warmup_end_of_parametric_and_logged_schedules():
+    assert warmup_end(Schedule.parse("cosine:warmup=200,final=0.1", peak_lr=1e-3,
+                                     total_steps=1000)) == 200
+    assert warmup_end(Schedule.parse("linear:final=0", peak_lr=1e-3, total_steps=1000)) == 1
+    # logged: rising at 100, 200, 300, peak first reached at the logged step 400
+    logged = LoggedSchedule.from_logged([100, 200, 300, 400, 800], [2.5e-4, 5e-4, 7.5e-4, 1e-3,
+                                                                      5e-4], total_steps=800)
+    assert warmup_end(logged) == 400
+
+
+def warm_ladder(logged: bool = False) -> Ladder:
+    """Checkpoints every 50 steps of a cosine run with 200 warm-up steps: 50, 100 and 150 are
+    taken while the LR still rises (3 warm-up checkpoints)."""
+    sched = Schedule.parse("cosine:warmup=200,final=0.1", peak_lr=2e-3, total_steps=4000)
+    steps = np.arange(50, 4001, 50)
+    loss = annealing_curve(sched, steps)
+    loss[:3] += 1.0                                      # a warm-up transient
+    frame = pd.DataFrame({"run": "w", "step": steps, "loss": loss, "flops": 1e15 * steps,
+                          "peak_lr": 2e-3, "total_steps": 4000})
+    if logged:
+        frame["lr"] = sched.lr_at(steps)
+        return Ladder(frame.drop(columns=["peak_lr"]))
+    return Ladder(frame, schedule="cosine:warmup=200,final=0.1")
+
+
+@pytest.mark.parametrize("logged", [False, True])
+def test_complete_leaves_out_warmup_checkpoints_by_default(logged):
+    ladder = warm_ladder(logged)
+    c = complete(ladder, "w", upto_fraction=0.6)
+    # 0.6 x 4000 = step 2400: 48 checkpoints, 3 of them warm-up
+    assert c.n_warmup_excluded == 3 and c.n_checkpoints == 45
+    assert any("3 warm-up checkpoint(s) left out" in n for n in c.notes)
+    assert c.to_dict()["warmup_excluded"] == 3
+    # the law the data follow after warm-up comes back: final loss within 0.1%
+    truth = annealing_curve(Schedule.parse("cosine:warmup=200,final=0.1", peak_lr=2e-3,
+                                           total_steps=4000), [4000])[0]
+    assert c.loss == pytest.approx(truth, rel=1e-3)
+    kept = quiet(complete, ladder, "w", upto_fraction=0.6, keep_warmup=True)
+    assert kept.n_warmup_excluded == 0 and kept.n_checkpoints == 48
+    assert not any("warm-up" in n for n in kept.notes)
+
+
+def test_complete_says_when_only_warmup_checkpoints_are_left():
+    with pytest.raises(delphi.FitError, match="after warm-up"):
+        complete(warm_ladder(), "w", upto_step=150)
+
+
+# --------------------------------------------------------------------- decay not yet seen
+def test_decay_seen_share_and_half_step():
+    # linear decay from the peak to 0 over 1000 steps, no warm-up: h(s) = 1 - s/1000.
+    sched = Schedule.parse("linear:final=0", peak_lr=1e-3, total_steps=1000)
+    share, h_seen, h_end, half = decay_seen([1.0, 0.9, 0.7], sched)
+    assert (share, h_seen, h_end) == pytest.approx((0.3, 0.7, 0.0))
+    assert half == 500                                   # h = 0.5 first at step 500
+    # WSD with a 20% cooldown to 0: on the plateau nothing of the decay is seen
+    wsd = Schedule.parse("wsd:decay=0.2,final=0", peak_lr=1e-3, total_steps=1000)
+    assert decay_seen([1.0, 1.0], wsd)[0] == 0.0
+    assert decay_seen([1.0, 1.0], wsd)[3] == 900         # cooldown 801..1000, half at 900
+    # a constant schedule has no decay to come
+    assert decay_seen([1.0], Schedule.parse("constant", peak_lr=1e-3, total_steps=10)) is None
+
+
+def linear_ladder() -> Ladder:
+    sched = Schedule.parse("linear:final=0.1", peak_lr=2e-3, total_steps=2000)
+    steps = np.arange(50, 2001, 50)
+    return Ladder(pd.DataFrame({"run": "lin", "step": steps, "loss": annealing_curve(
+        sched, steps), "flops": 1e15 * steps, "peak_lr": 2e-3, "total_steps": 2000}),
+        schedule="linear:final=0.1")
+
+
+def test_completion_from_a_prefix_before_half_the_decay_is_warned():
+    ladder = linear_ladder()
+    # h(s) = 1 - 0.9 s/2000; at step 600 h = 0.73: (1 - 0.73) / 0.9 = 30% of the decay seen
+    with pytest.warns(FitWarning, match=r"run 'lin': the LR-decay response is not identified"):
+        c = complete(ladder, "lin", upto_step=600)
+    assert c.decay_share == pytest.approx(0.3)
+    assert "0.73 of its peak, 30% of the way to its final 0.10" in c.warnings[0]
+    assert "from step 1000 on" in c.warnings[0]   # 1 - 0.9 s/2000 <= 0.55 first at s = 1000
+    assert c.to_dict()["warnings"] == list(c.warnings)
+    assert "warning    the LR-decay response" in c.report()
+    # up to step 1200: h = 0.46, (1 - 0.46) / 0.9 = 60% seen, no warning
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", FitWarning)
+        later = complete(ladder, "lin", upto_step=1200)
+    assert later.decay_share == pytest.approx(0.6) and later.warnings == ()
+    assert DECAY_SHARE_MIN == 0.5
+
+
+def test_olmo_190m_completion_at_step_3000_is_warned_and_later_ones_hold(data_dir):
+    # Issue 9: 190M-1xC completed from its checkpoints up to step 3,000 of 7,272 (warm-up
+    # excluded). The logged LR there is 0.000693 of a 0.000973 peak (h = 0.712) and ends at
+    # 0.1 x peak: (1 - 0.712) / 0.9 = 32% of the decay seen. The annealing law misses by
+    # about 3% (sign depending on the checkpoints), so delphi must say why; from 80% of the
+    # run (81% of the decay seen) the same completion is within 1%.
+    ladder = quiet(delphi.load_ladder, "olmo-ladder")
+    with pytest.warns(FitWarning, match="not identified"):
+        c = complete(ladder, "190M-1xC", upto_step=3000)
+    assert c.n_warmup_excluded == 1                      # step 200, LR still rising
+    assert c.decay_share == pytest.approx((1 - 0.000693 / 0.000973) / 0.9, abs=0.01)
+    assert abs(c.rel_error) > 0.01
+    late = complete(ladder, "190M-1xC", upto_fraction=0.8)
+    assert late.warnings == () and abs(late.rel_error) < 0.01
+
+
+# --------------------------------------------------------------------- CLI
+def test_cli_complete_warmup_flag_json_and_resumed_run(tmp_path, capsys):
+    ladder = linear_ladder()
+    path = tmp_path / "lin.csv"
+    ladder.table.drop(columns=["row"]).to_csv(path, index=False)
+    (tmp_path / "lin.toml").write_text('name = "lin"\ndescription = "x"\n'
+                                       'schedule = "linear:final=0.1"\n'
+                                       '[source]\nreader = "csv"\npath = "lin.csv"\n')
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        code = main(["complete", str(tmp_path / "lin.toml"), "--run", "lin", "--upto-step",
+                     "600", "--json"])
+    out = json.loads(capsys.readouterr().out)
+    assert code == 0 and out["fitted_upto_step"] == 600
+    assert out["decay_share"] == pytest.approx(0.3) and "not identified" in out["warnings"][0]
+    assert out["warmup_excluded"] == 0                   # no warm-up in this schedule
+
+    warm = warm_ladder()
+    warm.table.drop(columns=["row"]).to_csv(tmp_path / "w.csv", index=False)
+    (tmp_path / "w.toml").write_text('name = "w"\ndescription = "x"\n'
+                                     'schedule = "cosine:warmup=200,final=0.1"\n'
+                                     '[source]\nreader = "csv"\npath = "w.csv"\n')
+    code = main(["complete", str(tmp_path / "w.toml"), "--run", "w"])
+    text = capsys.readouterr().out
+    assert code == 0 and "3 warm-up checkpoint(s) left out" in text
+    code = main(["complete", str(tmp_path / "w.toml"), "--run", "w", "--keep-warmup", "--json"])
+    assert code == 0 and json.loads(capsys.readouterr().out)["warmup_excluded"] == 0
+
+    resumed_frame().to_csv(tmp_path / "r.csv", index=False)
+    (tmp_path / "r.toml").write_text('name = "r"\ndescription = "x"\n'
+                                     'schedule = "cosine:warmup=100,final=0.1"\n'
+                                     '[source]\nreader = "csv"\npath = "r.csv"\n')
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        code = main(["complete", str(tmp_path / "r.toml"), "--run", "r"])
+    err = capsys.readouterr().err
+    assert code == 1 and "run 'r' was resumed" in err and "(row 6)" in err
+
+
+def test_kept_warmup_checkpoints_do_not_count_as_decay_seen():
+    # The warm-up checkpoints' LR (0.25..0.75 of peak) is below the peak too; with
+    # keep_warmup the share seen must still come from the post-warm-up ones: up to step 600
+    # of the cosine to 0.1 over 200..4000, h = 0.1 + 0.45 (1 + cos(pi 400/3800)) = 0.9755,
+    # (1 - 0.9755) / 0.9 = 2.7% of the decay seen.
+    c = quiet(complete, warm_ladder(), "w", upto_step=600, keep_warmup=True)
+    h = 0.1 + 0.45 * (1 + np.cos(np.pi * 400 / 3800))
+    assert c.decay_share == pytest.approx((1 - h) / 0.9, rel=1e-6)
+    assert c.warnings and "not identified" in c.warnings[0]

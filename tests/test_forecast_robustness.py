@@ -1,0 +1,305 @@
+"""Issue 9, section 4: pinned floors, off-trend rungs and drift across nested fits.
+
+Expected values come from an independent Huber fit written here with scipy's
+``least_squares(loss="huber")`` (the same objective, another optimiser and code path), or
+from a ladder built from a known law.
+"""
+
+from __future__ import annotations
+
+import json
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy.optimize import least_squares
+
+from delphi.backtest import _steady_drift, prefix_fits
+from delphi.cli import main
+from delphi.errors import FitError, FitWarning, LawError
+from delphi.forecast import predict
+from delphi.ladder import Ladder
+from delphi.robustness import OFF_TREND_MIN, find_off_trend
+
+DELTA = 1e-3  # delphi's default Huber delta on log residuals
+
+# Issue 9, section 4: the first rung is another architecture (a shallow dense model).
+OFF_TREND_CSV = """run,flops,loss
+shallow-d384-3e17,3e17,3.816
+moe-v16-1e18,1e18,3.522
+moe-v16-3e18,3e18,3.339
+moe-v16-1e19,1e19,3.154
+moe-v16-3e19,3e19,3.000
+moe-v16-1e20,1e20,2.848
+moe-v16-3e20,3e20,2.725
+"""
+
+
+def _ladder(df: pd.DataFrame, name: str = "test") -> Ladder:
+    return Ladder(df, source="<test>", name=name)
+
+
+def _off_trend_ladder() -> Ladder:
+    rows = [line.split(",") for line in OFF_TREND_CSV.strip().splitlines()[1:]]
+    return _ladder(pd.DataFrame({"run": [r[0] for r in rows],
+                                 "flops": [float(r[1]) for r in rows],
+                                 "loss": [float(r[2]) for r in rows]}), "offtrend")
+
+
+def _huber_power(c, loss, floor=None):
+    """Independent fit of L = E + A C^-alpha: summed Huber(delta=1e-3) of log residuals,
+    by scipy's trust-region least squares from a grid of starts. Returns (E, A, alpha)."""
+    c, loss = np.asarray(c, float), np.asarray(loss, float)
+    lc = np.log(c / c.min())
+
+    def model(p):
+        e = floor if floor is not None else np.exp(p[2])
+        return e + np.exp(p[0] - p[1] * lc)
+
+    best = None
+    floors = [None] if floor is not None else [0.2, 0.5, 0.8, 0.95]
+    for share in floors:
+        e0 = floor if floor is not None else share * loss.min()
+        slope, icpt = np.polyfit(lc, np.log(loss - e0), 1)
+        p0 = [icpt, -slope] + ([] if floor is not None else [np.log(e0)])
+        res = least_squares(lambda p: np.log(model(p)) - np.log(loss), p0, loss="huber",
+                            f_scale=DELTA, xtol=1e-15, ftol=1e-15, gtol=1e-15, max_nfev=20000)
+        if best is None or res.cost < best.cost:
+            best = res
+    p = best.x
+    e = floor if floor is not None else float(np.exp(p[2]))
+    # back to A in L = E + A C^-alpha (C in FLOPs)
+    return e, float(np.exp(p[0]) * c.min() ** p[1]), float(p[1])
+
+
+def _power(params, c):
+    e, a, alpha = params
+    return e + a * np.asarray(c, float) ** -alpha
+
+
+# ----------------------------------------------------------------------------- off-trend rungs
+def test_off_trend_rung_is_named_with_forecast_with_and_without_it():
+    ladder = _off_trend_ladder()
+    t = ladder.table
+    fc = predict(ladder, {"flops": 1e23}, "power", fixed={"E": 1.6}, interval="delta")
+    ot = fc.off_trend
+    assert ot is not None and [r.run for r in ot.rungs] == ["shallow-d384-3e17"]
+    # Reported, not excluded: the rung is still fitted and the forecast is the all-rung one.
+    assert "shallow-d384-3e17" in fc.fit.labels and fc.fit.n_points == 7
+    every = _huber_power(t["flops"], t["loss"], floor=1.6)
+    moe = t[t["run"] != "shallow-d384-3e17"]
+    others = _huber_power(moe["flops"], moe["loss"], floor=1.6)
+    assert fc.loss == pytest.approx(_power(every, 1e23), rel=1e-5)
+    assert ot.loss_with == pytest.approx(_power(every, 1e23), rel=1e-5)
+    assert ot.loss_without == pytest.approx(_power(others, 1e23), rel=1e-5)
+    rung = ot.rungs[0]
+    assert rung.trend == pytest.approx(_power(others, 3e17), rel=1e-5)
+    assert rung.loss / rung.trend - 1 > 0.01  # 1.6% above the trend of the moe rungs
+    note = [n for n in fc.notes if "off-trend" in n]
+    assert len(note) == 1 and "kept in the fit, not excluded" in note[0]
+    assert "without it" in note[0]
+    d = fc.to_dict()["off_trend"]
+    assert d["excluded"] is False and d["rungs"][0]["run"] == "shallow-d384-3e17"
+    assert d["loss_without"] == pytest.approx(_power(others, 1e23), rel=1e-5)
+
+
+def test_off_trend_rung_with_a_free_floor_is_the_rung_not_its_neighbour():
+    # With E free, the full fit bends towards the shallow rung and its neighbour carries the
+    # largest residual; the leave-one-out test still names the shallow rung.
+    ladder = _off_trend_ladder()
+    fc = predict(ladder, {"flops": 1e23}, "power", interval=None)
+    assert int(np.argmax(np.abs(fc.fit.residuals))) == fc.fit.labels.index("moe-v16-1e18")
+    assert [r.run for r in fc.off_trend.rungs] == ["shallow-d384-3e17"]
+    moe = ladder.table[ladder.table["run"] != "shallow-d384-3e17"]
+    others = _huber_power(moe["flops"], moe["loss"])
+    assert fc.off_trend.loss_without == pytest.approx(_power(others, 1e23), rel=1e-4)
+
+
+@pytest.mark.parametrize("bump, named", [(0.003, False), (0.02, True)])
+def test_off_trend_needs_a_minimum_size(bump, named):
+    # An exact law (E = 1.6, A = 80, alpha = 0.09) with one rung moved up by `bump`: the
+    # others fit exactly (zero scatter), so only the minimum size (0.5%) decides.
+    c = np.logspace(17, 20.5, 8)
+    loss = 1.6 + 80 * c ** -0.09
+    loss[3] *= 1 + bump
+    ladder = _ladder(pd.DataFrame({"run": [f"r{i}" for i in range(8)], "flops": c,
+                                   "loss": loss}))
+    fc = predict(ladder, {"flops": 1e23}, "power", fixed={"E": 1.6}, interval=None)
+    assert OFF_TREND_MIN == 0.005
+    if not named:
+        assert fc.off_trend is None and not any("off-trend" in n for n in fc.notes)
+        return
+    assert [r.run for r in fc.off_trend.rungs] == ["r3"]
+    assert fc.off_trend.rungs[0].trend == pytest.approx(1.6 + 80 * c[3] ** -0.09, rel=1e-6)
+    assert fc.off_trend.rungs[0].residual == pytest.approx(-np.log(1.02), rel=1e-4)
+    assert fc.off_trend.loss_without == pytest.approx(1.6 + 80 * 1e23 ** -0.09, rel=1e-6)
+
+
+def test_no_off_trend_rung_on_a_noisy_law():
+    # A law with 0.5% seeded log-normal noise: no rung is 6 standard deviations off.
+    rng = np.random.default_rng(11)
+    c = np.logspace(17, 21, 12)
+    loss = (1.7 + 1e4 * c ** -0.2) * np.exp(rng.normal(0, 0.005, len(c)))
+    ladder = _ladder(pd.DataFrame({"run": [f"r{i}" for i in range(12)], "flops": c,
+                                   "loss": loss}))
+    fc = predict(ladder, {"flops": 1e22}, "power", interval=None)
+    assert fc.off_trend is None
+    assert find_off_trend(fc.fit, {"flops": [1e22]}) is None
+    # too few rungs to tell one from the others' scatter: no verdict
+    few = ladder.select(runs=["r0", "r4", "r8", "r11"])
+    assert predict(few, {"flops": 1e22}, "power", interval=None).off_trend is None
+
+
+# ----------------------------------------------------------------------------- pinned floors
+def test_fixed_floor_makes_the_interval_conditional():
+    ladder = _off_trend_ladder()
+    fc = predict(ladder, {"flops": 1e23}, "power", fixed={"E": 1.6}, interval="delta",
+                 off_trend=False)
+    notes = [n for n in fc.notes if "conditional on" in n]
+    assert len(notes) == 1 and notes[0].startswith("E = 1.6 fixed")
+    assert fc.to_dict()["prediction"]["conditional_on"] == {"E": 1.6}
+    assert "conditional on E = 1.6" in fc.report()
+    free = predict(ladder, {"flops": 1e23}, "power", interval="delta", off_trend=False)
+    assert free.to_dict()["prediction"]["conditional_on"] == {}
+    assert not any("conditional on" in n for n in free.notes)
+
+
+def test_floor_range_reports_the_forecast_across_the_range():
+    ladder = _off_trend_ladder()
+    t = ladder.table
+    fc = predict(ladder, {"flops": 1e23}, "power", floor_range=(1.4, 1.8), interval="delta")
+    scan = fc.floor_scan
+    assert scan.values == pytest.approx((1.4, 1.6, 1.8))
+    expected = [_power(_huber_power(t["flops"], t["loss"], floor=e), 1e23) for e in (1.4, 1.6, 1.8)]
+    assert scan.losses == pytest.approx(expected, rel=1e-5)
+    # the reported forecast is the middle of the range, E pinned at 1.6
+    assert fc.fit.fixed == {"E": 1.6} and fc.loss == pytest.approx(expected[1], rel=1e-5)
+    for loss, lo, hi in zip(scan.losses, scan.lowers, scan.uppers):
+        assert lo < loss < hi
+    assert scan.minimum == min(scan.lowers) and scan.maximum == max(scan.uppers)
+    d = fc.to_dict()["floor_range"]
+    assert [p["value"] for p in d["points"]] == pytest.approx([1.4, 1.6, 1.8])
+    assert d["min"] == scan.minimum and d["max"] == scan.maximum
+    assert any("scanned over [1.4, 1.8]" in n for n in fc.notes)
+    assert "E = 1.4" in fc.report() and "over the range" in fc.report()
+    five = predict(ladder, {"flops": 1e23}, "power", floor_range=(1.4, 1.8), floor_points=5,
+                   interval=None, off_trend=False)
+    assert five.floor_scan.values == pytest.approx((1.4, 1.5, 1.6, 1.7, 1.8))
+    assert five.floor_scan.lowers == (None,) * 5 and five.floor_scan.minimum == pytest.approx(
+        expected[0], rel=1e-5)
+
+
+def test_floor_range_errors():
+    ladder = _off_trend_ladder()
+    with pytest.raises(LawError, match="both fixed"):
+        predict(ladder, 1e23, "power", fixed={"E": 1.5}, floor_range=(1.4, 1.8))
+    with pytest.raises(LawError, match="low < high"):
+        predict(ladder, 1e23, "power", floor_range=(1.8, 1.4))
+    # a floor above an observed loss (2.725) is refused, naming the value of the range
+    with pytest.raises(FitError, match=r"E = 3 \(floor range \[2, 3\]\)"):
+        predict(ladder, 1e23, "power", floor_range=(2.0, 3.0), interval=None)
+
+
+# ----------------------------------------------------------------------------- nested fits
+def _climbing_floor_ladder() -> Ladder:
+    # The effective floor rises with scale: L = 0.61 + 0.01 (log10 C/1e17)^3 + 1e4 C^-0.2.
+    c = np.logspace(17, 20.5, 8)
+    loss = 0.61 + 0.01 * np.log10(c / 1e17) ** 3 + 1e4 * c ** -0.2
+    return _ladder(pd.DataFrame({"run": [f"r{i}" for i in range(8)], "flops": c,
+                                 "loss": loss}), "climbing")
+
+
+def test_steady_drift_rule():
+    se = [0.05] * 4
+    up = _steady_drift([1.0, 1.1, 1.2, 1.3], se, 4, 2.0)
+    assert up["drift"] and up["change"] == pytest.approx(0.3)
+    assert up["combined_se"] == pytest.approx(np.sqrt(2) * 0.05)
+    assert not _steady_drift([1.0, 1.2, 1.1, 1.3], se, 4, 2.0)["drift"]     # not monotone
+    assert not _steady_drift([1.0, 1.02, 1.04, 1.06], se, 4, 2.0)["drift"]  # 0.06 < 0.141
+    # only the last `window` values count
+    assert _steady_drift([2.0, 1.0, 1.1, 1.2, 1.3], se + [0.05], 4, 2.0)["drift"]
+    untested = _steady_drift([1.0, 1.1, 1.2, 1.3], [None, 0.1, 0.1, 0.05], 4, 2.0)
+    assert not untested["tested"] and not untested["drift"]
+
+
+def test_prefix_fits_flag_a_climbing_floor():
+    ladder = _climbing_floor_ladder()
+    t = ladder.table.sort_values("flops")
+    with pytest.warns(FitWarning) as caught:
+        result = prefix_fits(ladder, "power", {"flops": 1e22})
+    assert any("steady drift of E" in str(w.message) for w in caught)
+    assert [s.n_runs for s in result.steps] == [5, 6, 7, 8]   # n_free + 2 = 5 runs first
+    e_path = [s.params["E"] for s in result.steps]
+    expected = [_huber_power(t["flops"][:k], t["loss"][:k])[0] for k in (5, 6, 7, 8)]
+    assert e_path == pytest.approx(expected, rel=1e-3)
+    assert e_path[0] == pytest.approx(1.05, abs=0.01) and e_path[-1] == pytest.approx(1.44,
+                                                                                       abs=0.01)
+    assert "E" in result.drifting and "forecast" in result.drifting
+    d = result.drift["E"]
+    assert d["monotone"] and d["change"] > 2 * d["combined_se"]
+    assert any("steady drift of E" in w for w in result.warnings)
+    assert "steady drift of E" in result.report()
+
+
+def test_prefix_fits_no_drift_on_a_settled_law():
+    rng = np.random.default_rng(5)
+    c = np.logspace(17, 20.5, 8)
+    loss = (1.7 + 1e4 * c ** -0.2) * np.exp(rng.normal(0, 0.003, len(c)))
+    ladder = _ladder(pd.DataFrame({"run": [f"r{i}" for i in range(8)], "flops": c,
+                                   "loss": loss}))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", FitWarning)   # no drift warning may be raised
+        result = prefix_fits(ladder, "power")
+    assert result.drifting == []
+    assert all(d["tested"] for d in result.drift.values())
+    assert result.target["flops"] == pytest.approx(c[-1])     # default: the largest run
+
+
+def test_prefix_fits_need_three_prefixes():
+    from delphi.errors import LadderError
+    c = np.logspace(17, 19, 5)
+    ladder = _ladder(pd.DataFrame({"run": [f"r{i}" for i in range(5)], "flops": c,
+                                   "loss": 1.7 + 1e4 * c ** -0.2}))
+    with pytest.raises(LadderError, match="nested fits need 3"):
+        prefix_fits(ladder, "power")
+
+
+# ----------------------------------------------------------------------------- CLI
+def test_cli_off_trend_pinned_floor_and_floor_range(tmp_path, capsys):
+    path = tmp_path / "offtrend.csv"
+    path.write_text(OFF_TREND_CSV)
+    assert main(["predict", str(path), "--floor", "1.6", "--target-flops", "1e23",
+                 "--interval", "delta"]) == 0
+    out = capsys.readouterr().out
+    assert "off-trend  shallow-d384-3e17" in out and "kept in the fit" in out
+    assert "without it" in out and "conditional on E = 1.6" in out
+    assert main(["predict", str(path), "--floor", "1.6", "--target-flops", "1e23",
+                 "--interval", "delta", "--json"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    assert d["off_trend"]["rungs"][0]["run"] == "shallow-d384-3e17"
+    assert d["prediction"]["conditional_on"] == {"E": 1.6}
+    assert main(["predict", str(path), "--floor", "1.4:1.8", "--target-flops", "1e23",
+                 "--interval", "delta", "--json"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    assert [p["value"] for p in d["floor_range"]["points"]] == pytest.approx([1.4, 1.6, 1.8])
+    assert d["params"]["E"] == 1.6
+    assert main(["fit", str(path), "--floor", "1.4:1.8"]) == 1
+    assert "for `delphi predict`" in capsys.readouterr().err
+
+
+def test_cli_backtest_prefixes(tmp_path, capsys):
+    ladder = _climbing_floor_ladder()
+    path = tmp_path / "climbing.csv"
+    ladder.table[["run", "flops", "loss"]].to_csv(path, index=False)
+    assert main(["backtest", str(path), "--law", "power", "--prefixes",
+                 "--target-flops", "1e22"]) == 0
+    out = capsys.readouterr().out
+    assert "nested fits" in out and "steady drift of E" in out
+    assert main(["backtest", str(path), "--law", "power", "--prefixes", "--json"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    assert d["design"] == "prefixes" and "E" in d["drifting"]
+    assert [s["n_runs"] for s in d["steps"]] == [5, 6, 7, 8]
+    assert main(["backtest", str(path), "--law", "power", "--prefixes",
+                 "--fit-max-flops", "1e19"]) == 1
+    assert "choose one backtest design" in capsys.readouterr().err

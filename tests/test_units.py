@@ -1,0 +1,129 @@
+"""Loss units (issue 9, section 3): named, validated, carried into forecasts and the registry,
+and never compared across units."""
+
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+import pytest
+
+import delphi
+from delphi import LadderError, RegistryError
+from delphi.cli import main
+from delphi.registry import Registry
+from delphi.units import UNITS, normalize_unit, unit_from_metric
+
+ROWS = """run,params,tokens,{metric}
+r1,1.0e8,2.0e9,3.40
+r2,2.0e8,4.0e9,3.20
+r3,4.0e8,8.0e9,3.03
+r4,8.0e8,1.6e10,2.89
+r5,1.6e9,3.2e10,2.78
+"""
+
+
+def _csv(tmp_path, metric="loss", name="runs.csv"):
+    path = tmp_path / name
+    path.write_text(ROWS.format(metric=metric))
+    return path
+
+
+def test_unit_names_are_validated_with_the_accepted_list(tmp_path):
+    assert UNITS == ("nats/token", "bits/byte", "bits/token")
+    assert normalize_unit(" Bits/Byte ") == "bits/byte"
+    assert normalize_unit("bpb") == "bits/byte" and normalize_unit("bits per token") == "bits/token"
+    for bad in ("nat", "bits/char", "perplexity"):
+        with pytest.raises(LadderError, match="accepted: nats/token, bits/byte, bits/token"):
+            delphi.load_ladder(_csv(tmp_path), unit=bad)
+    frame = pd.read_csv(_csv(tmp_path))
+    with pytest.raises(LadderError, match="unknown unit 'loss'"):
+        delphi.Ladder(frame, unit="loss")
+    assert delphi.load_ladder(_csv(tmp_path)).unit == "nats/token"         # the default
+    assert delphi.load_ladder(_csv(tmp_path), unit="bits/token").unit == "bits/token"
+
+
+@pytest.mark.parametrize("metric", ["val_bpb", "eval/paloma/c4_en/bpb", "bits_per_byte",
+                                    "BITS-PER-BYTE", "eval bits per byte"])
+def test_a_metric_named_bits_per_byte_defaults_to_bits_per_byte_with_a_note(tmp_path, metric):
+    assert unit_from_metric(metric) == "bits/byte"
+    path = _csv(tmp_path, metric)
+    with pytest.warns(delphi.LadderWarning, match="named as bits per byte"):
+        ladder = delphi.load_ladder(path, metric=metric)
+    assert ladder.unit == "bits/byte"
+    assert any("unit is taken as bits/byte" in w for w in ladder.warnings)
+    # An explicit unit wins, and nothing is assumed.
+    ladder = delphi.load_ladder(path, metric=metric, unit="nats/token")
+    assert ladder.unit == "nats/token" and not ladder.warnings
+
+
+@pytest.mark.parametrize("metric", ["loss", "c4_loss", "bpe_loss", "subpbyte"])
+def test_other_metric_names_keep_nats_per_token(tmp_path, metric):
+    assert unit_from_metric(metric) is None
+    ladder = delphi.load_ladder(_csv(tmp_path, metric), metric=None if metric == "loss" else metric)
+    assert ladder.unit == "nats/token" and not ladder.warnings
+
+
+def test_a_manifests_unit_cannot_be_contradicted():
+    assert delphi.load_ladder("epoch-chinchilla", unit="nats/token").unit == "nats/token"
+    with pytest.raises(LadderError, match="contradicts manifest 'epoch-chinchilla'"):
+        delphi.load_ladder("epoch-chinchilla", unit="bits/byte")
+
+
+def test_the_unit_travels_into_forecasts_and_the_registry(tmp_path):
+    with pytest.warns(delphi.LadderWarning, match="bits per byte"):
+        ladder = delphi.load_ladder(_csv(tmp_path, "val_bpb"), metric="val_bpb")
+    f = delphi.predict(ladder, {"flops": 1e22}, "power", fixed={"E": 0.5}, interval=None)
+    assert f.unit == "bits/byte" and f.to_dict()["prediction"]["unit"] == "bits/byte"
+    assert "bits/byte" in f.report()
+    reg = Registry(tmp_path / "reg.jsonl")
+    entry = reg.register(f, id="bpb-1e22")
+    assert entry.target.unit == "bits/byte" and entry.target.metric == "val_bpb"
+    assert entry.target.facts == {}       # C was given: nothing converted, nothing to add
+
+
+def test_scoring_an_outcome_in_another_unit_is_an_error(tmp_path):
+    ladder = delphi.load_ladder(_csv(tmp_path))
+    f = delphi.predict(ladder, {"flops": 1e22}, "power", fixed={"E": 1.5}, interval=None)
+    reg = Registry(tmp_path / "reg.jsonl")
+    reg.register(f, id="p")
+    before = reg.path.read_bytes()
+    with pytest.raises(RegistryError, match="outcome is in bits/byte but prediction 'p' is in "
+                                            "nats/token"):
+        reg.score("p", 0.9, unit="bpb")
+    with pytest.raises(RegistryError, match="ln 2"):          # exact factor, still refused
+        reg.score("p", 3.5, unit="bits/token")
+    with pytest.raises(RegistryError, match="accepted: nats/token, bits/byte, bits/token"):
+        reg.score("p", 2.5, unit="nat")
+    assert reg.path.read_bytes() == before                    # nothing written
+    s = reg.score("p", 2.5, unit="nats/token")
+    assert s.unit == "nats/token" and s.error == pytest.approx(2.5 - f.loss)
+    # An external forecast's unit is validated when it is registered.
+    with pytest.raises(RegistryError, match="unknown target unit 'nat'"):
+        reg.register_external(id="x", target={"flops": 1e23, "unit": "nat"}, loss=2.0,
+                              source="paper")
+
+
+def test_cli_unit_option_and_score_refusal(tmp_path, capsys):
+    path = str(_csv(tmp_path))
+    assert main(["fit", path, "--law", "power", "--floor", "1.5", "--unit", "bits/byte",
+                 "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["ladder"]["unit"] == "bits/byte"
+    assert main(["fit", path, "--law", "power", "--floor", "1.5", "--unit", "nat"]) == 1
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("delphi: error: unknown unit 'nat'") and "bits/token" in err
+    bpb = str(_csv(tmp_path, "val_bpb", "bpb.csv"))
+    assert main(["predict", bpb, "--metric", "val_bpb", "--law", "power", "--floor", "0.5",
+                 "--target-flops", "1e22", "--interval", "none"]) == 0
+    out = capsys.readouterr().out
+    assert "[bits/byte]" in out and "named as bits per byte" in out
+    reg = str(tmp_path / "reg.jsonl")
+    assert main(["register", path, "--law", "power", "--floor", "1.5", "--target-flops", "1e22",
+                 "--interval", "none", "--registry", reg, "--id", "p", "-q"]) == 0
+    capsys.readouterr()
+    assert main(["score", "--registry", reg, "--id", "p", "--actual", "0.9",
+                 "--unit", "bits/byte"]) == 1
+    assert "outcome is in bits/byte" in capsys.readouterr().err
+    assert main(["score", "--registry", reg, "--id", "p", "--actual", "2.5", "--unit",
+                 "nats/token", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["unit"] == "nats/token"
