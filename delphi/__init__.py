@@ -19,9 +19,9 @@ from typing import TYPE_CHECKING, Any
 __version__ = "0.1.0"
 
 # The errors are tiny and needed by every caller that catches them: imported eagerly.
-from .errors import (DataDirError, DelphiError, DelphiWarning, FitError, FitWarning,  # noqa: E402
-                     IdentifiabilityError, LadderError, LadderWarning, LawError, ManifestError,
-                     RegistryError, TargetError)
+from .errors import (DataDirError, DegenerateFitError, DelphiError, DelphiWarning,  # noqa: E402
+                     FitError, FitWarning, IdentifiabilityError, LadderError, LadderWarning,
+                     LawError, ManifestError, RegistryError, TargetError, UnidentifiedError)
 
 #: Public name -> the submodule that defines it (imported on first access).
 _LAZY: dict[str, str] = {
@@ -30,7 +30,7 @@ _LAZY: dict[str, str] = {
     "Exclusion": "ladder", "Ladder": "ladder",
     "LAWS": "laws", "Law": "laws", "Param": "laws", "get_law": "laws",
     "list_ladders": "readers", "load_ladder": "readers", "load_manifest": "readers",
-    "Backtest": "backtest", "backtest": "backtest",
+    "Backtest": "backtest", "backtest": "backtest", "prefix_fits": "backtest",
     "Completion": "curves", "complete": "curves",
     "complete_many": "curves",
     "Registry": "registry",
@@ -38,7 +38,7 @@ _LAZY: dict[str, str] = {
 }
 
 if TYPE_CHECKING:  # static analysers and IDEs see the real imports
-    from .backtest import Backtest, backtest
+    from .backtest import Backtest, backtest, prefix_fits
     from .curves import Completion, complete
     from .fitting import Fit, ScalingLawFitter, fit, fit_arrays
     from .forecast import Forecast, Target, predict
@@ -52,10 +52,11 @@ __all__ = [
     "__version__", "Ladder", "Exclusion", "load_ladder", "load_manifest", "list_ladders",
     "Law", "Param", "LAWS", "get_law", "fit", "fit_arrays", "Fit", "ScalingLawFitter",
     "predict", "Target", "Forecast", "Interval", "bootstrap", "backtest", "Backtest",
+    "prefix_fits",
     "complete", "Completion", "Registry",
     "DelphiError", "LadderError", "DataDirError", "ManifestError", "LawError", "TargetError",
-    "FitError", "IdentifiabilityError", "RegistryError", "DelphiWarning", "LadderWarning",
-    "FitWarning",
+    "FitError", "IdentifiabilityError", "DegenerateFitError", "UnidentifiedError",
+    "RegistryError", "DelphiWarning", "LadderWarning", "FitWarning",
 ]
 
 

@@ -144,6 +144,7 @@ def _fold_fit(job) -> tuple[Fit, int, object, str]:
     other runs excluded (the global fit is then kept).
     """
     train, law, settings, warm, checked, boot = job
+    settings = {**settings, "identify": False}  # fold rows report errors, not profiles
     if warm is None:
         result, code = fit(train, law, **settings), -1
     else:
@@ -231,7 +232,7 @@ def backtest(ladder: Ladder, law: str | Law, *, fit_max_flops: float | None = No
     if len(folds) > 1:
         # Refits of a law already fitted start at the full-data optimum (global search once).
         try:
-            warm = dict(fit(ladder, law, **settings).params)
+            warm = dict(fit(ladder, law, identify=False, **settings).params)
         except DelphiError:
             warm = None  # the folds then search globally, each on its own
         if check_every and check_every > 0:

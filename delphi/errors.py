@@ -15,6 +15,8 @@ __all__ = [
     "TargetError",
     "FitError",
     "IdentifiabilityError",
+    "DegenerateFitError",
+    "UnidentifiedError",
     "RegistryError",
     "DelphiWarning",
     "LadderWarning",
@@ -55,6 +57,17 @@ class FitError(DelphiError, RuntimeError):
 
 class IdentifiabilityError(FitError):
     """The ladder's design cannot identify one or more free parameters of the law."""
+
+
+class DegenerateFitError(IdentifiabilityError):
+    """The fitted law collapsed to a constant over the ladder (its losses show no trend beyond
+    their noise), so extrapolating it would be arbitrary. ``allow_degenerate=True``
+    (``--allow-degenerate``) predicts anyway."""
+
+
+class UnidentifiedError(IdentifiabilityError):
+    """An answer rests on a parameter the ladder does not identify (its profile-likelihood
+    interval reaches the edge of its admissible range); the message names it and the range."""
 
 
 class RegistryError(DelphiError):

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Mapping, Sequence
 import numpy as np
 
 from . import __version__
-from .errors import FitError, FitWarning, TargetError
+from .errors import FitError, FitWarning, LadderError, TargetError
 from .fitting import DEFAULT_DELTA, DIVERGENCE_THRESHOLD, Fit, fit
 from .ladder import _SEQUENCE_LENGTHS, FLOPS_PER_PARAM_TOKEN, FlopsConvention, Ladder
 from .laws import Law, get_law
@@ -342,10 +342,36 @@ def _final_h(ladder: Ladder, fin) -> np.ndarray:
     return _lr_ratio(ladder, fin.reset_index(drop=True))
 
 
+#: A ladder whose finished runs' tokens per parameter D/N span less than this factor does not
+#: separate N from D: the Chinchilla law's A, alpha and B, beta trade off along its one ray.
+_SPLIT_SPAN = 2.0
+
+
+def _ratio_span(ladder: Ladder) -> tuple[float, float] | None:
+    """Lowest and highest D/N over the ladder's finished runs (None without N and D)."""
+    if not ladder.has("params", "tokens"):
+        return None
+    try:
+        points, _ = ladder.final_points()
+    except LadderError:
+        return None
+    ratio = points["tokens"].to_numpy(float) / points["params"].to_numpy(float)
+    return float(ratio.min()), float(ratio.max())
+
+
 def default_law(ladder: Ladder, target: Target) -> str:
-    """``chinchilla`` when the target and ladder give N and D, else ``power`` (compute only)."""
+    """The law :func:`predict` fits when none is named.
+
+    ``chinchilla`` (L = E + A/N^alpha + B/D^beta; Hoffmann et al. 2022, Eq. 2) when the target
+    and the ladder give N and D and the ladder's tokens per parameter D/N span at least 2x;
+    else ``power`` in C (L = E + A/C^alpha): with D/N (nearly) one value, N and D move
+    together and the ladder cannot tell their terms apart, so the split would be arbitrary.
+    A target given by N and D is then converted to C with the ladder's FLOP convention.
+    """
     if target.params is not None and target.tokens is not None and ladder.has("params", "tokens"):
-        return "chinchilla"
+        span = _ratio_span(ladder)
+        if span is None or span[1] >= _SPLIT_SPAN * span[0]:
+            return "chinchilla"
     return "power"
 
 
@@ -556,6 +582,14 @@ def predict(ladder: Ladder, target: Target | Mapping[str, float], law: str | Law
                      f"the largest rung's k = {k_top:.4g} instead of {target.flops_k:.4g} the "
                      f"forecast would be {alt:.4f} ({alt / loss - 1:+.2%})")
     notes.extend(_design_notes(target, law, result, ladder))
+    if ("flops" in law.inputs and target.params is not None and target.tokens is not None):
+        span = _ratio_span(ladder)
+        if span is not None and span[1] < _SPLIT_SPAN * span[0]:
+            ratios = (f"are {span[0]:.3g} for every run" if span[1] <= 1.001 * span[0] else
+                      f"span only {span[0]:.3g}..{span[1]:.3g}")
+            notes.append(f"law {law.name!r} in C, not chinchilla in N and D: the ladder's tokens "
+                         f"per parameter D/N {ratios}, which does not separate N from D; the "
+                         f"target's N and D enter through its C")
     largest, smallest = result.extra.get("max_flops"), result.extra.get("min_flops")
     extrapolation = target.flops / largest if (largest and target.flops) else None
     if extrapolation is not None and extrapolation > 1e4:

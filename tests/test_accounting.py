@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pandas as pd
 import pytest
 
 import delphi
@@ -229,7 +230,7 @@ def test_target_tokens_in_sequences_is_outside_the_design(tmp_path):
     with pytest.warns(delphi.FitWarning, match="outside the ladder's design"):
         f = delphi.predict(ladder, {"params": TARGET_N, "tokens": TARGET_D / 2048}, "power",
                            fixed={"E": 1.5}, interval=None)
-    [note] = [x for x in f.notes if "tokens per parameter" in x]
+    [note] = [x for x in f.notes if x.startswith("outside the ladder's design")]
     assert "2,048x below" in note and "sequence length of 2048" in note
     assert f.extrapolation < 1                     # "0.03x": alone it read as interpolation
 
@@ -283,3 +284,31 @@ def test_registry_records_a_converted_targets_convention(tmp_path):
     assert entry.target.flops == pytest.approx(TARGET_C_K18, rel=1e-12)
     assert entry.target.facts == {"flops_source": "6ND x ladder k", "flops_k": 1.8}
     assert any("FLOP convention" in n for n in entry.forecast.notes)
+
+
+def test_default_law_with_one_tokens_per_param_is_power_in_c(tmp_path, capsys):
+    # Issue 9 §2, as a user types it: no --law. Every run has D/N = 20, so N and D move together
+    # and chinchilla's split is arbitrary (beta ends at its bound). The default is then a power
+    # law in C and the N, D target gives the same forecast as the C target.
+    import json
+
+    from delphi.cli import main
+    from delphi.forecast import default_law
+
+    path = str(_k18(tmp_path))
+    ladder = delphi.load_ladder(path)
+    assert default_law(ladder, delphi.Target(params=TARGET_N, tokens=TARGET_D)) == "power"
+    assert main(["predict", path, "--target-params", "6.4e9", "--target-tokens", "1.28e11",
+                 "--floor", "1.5", "--json"]) == 0
+    by_nd = json.loads(capsys.readouterr().out)
+    assert main(["predict", path, "--target-flops", repr(TARGET_C_K18), "--floor", "1.5",
+                 "--json"]) == 0
+    by_c = json.loads(capsys.readouterr().out)
+    assert by_nd["law"] == by_c["law"] == "power"
+    assert by_nd["prediction"]["loss"] == pytest.approx(by_c["prediction"]["loss"], rel=1e-12)
+    assert any("D/N are 20 for every run" in n for n in by_nd["notes"])
+    # A ladder that spans D/N (here 10..40) keeps chinchilla as the default.
+    table = pd.DataFrame({"run": ["a", "b", "c", "d"], "params": [1e8, 2e8, 4e8, 8e8],
+                          "tokens": [1e9, 8e9, 8e9, 8e9], "loss": [3.5, 3.1, 3.0, 2.95]})
+    assert default_law(delphi.Ladder(table),
+                              delphi.Target(params=TARGET_N, tokens=TARGET_D)) == "chinchilla"

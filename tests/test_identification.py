@@ -16,8 +16,8 @@ from scipy import stats
 from delphi.cli import main
 from delphi.errors import FitError, FitWarning, IdentifiabilityError
 from delphi.fitting import fit
-from delphi.fitting.diagnostics import (NOISE_FLOOR, DegenerateFitError, UnidentifiedError,
-                                        noise_threshold)
+from delphi.errors import DegenerateFitError, UnidentifiedError
+from delphi.fitting.diagnostics import NOISE_FLOOR, noise_threshold
 from delphi.forecast import predict
 from delphi.ladder import Ladder
 from delphi.optimal import compute_optimal

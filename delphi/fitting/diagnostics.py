@@ -58,7 +58,7 @@ from typing import TYPE_CHECKING, Iterable, Mapping
 
 import numpy as np
 
-from ..errors import DelphiError, FitError, IdentifiabilityError
+from ..errors import DegenerateFitError, DelphiError, FitError, UnidentifiedError
 from .objective import Problem, huber
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -87,17 +87,6 @@ _BISECT = 4
 _PROFILE_ITER = 12
 # L-BFGS-B iterations that finish a profile refit the capped BFGS could not decide.
 _FINISH_ITER = 2000
-
-
-class DegenerateFitError(IdentifiabilityError):
-    """The fitted law collapsed to a constant over the ladder (its losses show no trend beyond
-    their noise), so extrapolating it would be arbitrary. ``allow_degenerate=True``
-    (``--allow-degenerate``) predicts anyway."""
-
-
-class UnidentifiedError(IdentifiabilityError):
-    """An answer rests on a parameter the ladder does not identify (its profile-likelihood
-    interval reaches the edge of its admissible range); the message names it and the range."""
 
 
 # ----------------------------------------------------------------------------- thresholds
