@@ -142,7 +142,8 @@ def _bound_triple(text: str) -> tuple[str, tuple[float | None, float | None]]:
         raise argparse.ArgumentTypeError(f"not a number in {text!r}") from None
 
 
-def _add_unit_option(p: argparse.ArgumentParser) -> None:
+def add_unit_option(p: argparse.ArgumentParser) -> None:
+    """``--unit`` for a command that loads a ladder."""
     p.add_argument("--unit", metavar="UNIT",
                    help="unit of the loss: nats/token (default), bits/byte (bpb) or bits/token; "
                         "a metric named like bpb / bits-per-byte defaults to bits/byte; a "
@@ -171,7 +172,7 @@ def _add_fit_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--bound", type=_bound_triple, action="append", default=[],
                    metavar="NAME=LO:HI", help="bound a parameter (repeatable; empty side = none)")
     p.add_argument("--metric", metavar="COLUMN", help="source column to use as the loss")
-    _add_unit_option(p)
+    add_unit_option(p)
     add_drop_invalid_option(p)
     p.add_argument("--fit-max-flops", type=_positive_float, metavar="C",
                    help="fit only runs with compute at or below C FLOPs")
@@ -295,7 +296,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--keep-warmup", action="store_true",
                    help="also fit the warm-up checkpoints (LR still rising; left out by default)")
     p.add_argument("--metric", metavar="COLUMN", help="source column to use as the loss")
-    _add_unit_option(p)
+    add_unit_option(p)
     add_drop_invalid_option(p)
     _add_jobs_option(p, "several runs")
     p.add_argument("--json", action="store_true",
@@ -314,7 +315,7 @@ def _parser() -> argparse.ArgumentParser:
                    help="also fit sweeps whose best LR is at the edge of the sweep")
     p.add_argument("--groups", action="store_true", help="show every sweep's optimum")
     p.add_argument("--metric", metavar="COLUMN", help="source column to use as the loss")
-    _add_unit_option(p)
+    add_unit_option(p)
     add_drop_invalid_option(p)
     _add_jobs_option(p, "the sweeps' optima and the laws")
     p.add_argument("--json", action="store_true", help="print one JSON object")

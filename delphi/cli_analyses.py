@@ -14,7 +14,7 @@ import json
 from pathlib import Path
 from typing import Callable
 
-from .cli import _bound_triple, _fixed_pair, add_drop_invalid_option
+from .cli import _bound_triple, _fixed_pair, add_drop_invalid_option, add_unit_option
 from .errors import FitError, LadderError, TargetError
 
 __all__ = ["add_analysis_commands"]
@@ -83,6 +83,7 @@ def _add_isoflop(sub) -> None:
     p.add_argument("--target-flops", type=_number, metavar="C",
                    help="also print N*, D* at this compute [FLOPs]")
     p.add_argument("--metric", metavar="COLUMN", help="source column to use as the loss")
+    add_unit_option(p)
     _common(p)
 
 
@@ -90,7 +91,8 @@ def _cmd_isoflop(args) -> int:
     from .isoflop import envelope_analysis, isoflop_analysis
     from .readers import load_ladder
 
-    ladder = load_ladder(args.ladder, metric=args.metric, drop_invalid=args.drop_invalid)
+    ladder = load_ladder(args.ladder, metric=args.metric, unit=args.unit,
+                         drop_invalid=args.drop_invalid)
     if args.approach == 1:
         result = envelope_analysis(ladder, n_grid=args.n_grid, min_runs=args.min_runs,
                                    drop_edge=not args.keep_edge)
@@ -101,9 +103,10 @@ def _cmd_isoflop(args) -> int:
                                   seed=args.seed, center=args.center, weighted=args.weighted)
     target = result.optimal(args.target_flops) if args.target_flops is not None else None
     if args.json:
-        print(_dump({**result.to_dict(), "target": target}))
+        print(_dump({**result.to_dict(), "unit": ladder.unit, "target": target}))
         return 0
     print(result.report())
+    print(f"losses in {ladder.unit} ({ladder.metric})")
     if target is not None:
         print(f"at C = {target['flops']:.4g}: N* = {target['params']:.4g} params, "
               f"D* = {target['tokens']:.4g} tokens, D*/N* = {target['tokens_per_param']:.3g}")
@@ -135,6 +138,7 @@ def _add_optimal(sub) -> None:
                    help="give the allocation even when the ladder does not identify alpha or "
                         "beta (flagged in the output) instead of refusing")
     p.add_argument("--metric", metavar="COLUMN", help="source column to use as the loss")
+    add_unit_option(p)
     _common(p)
 
 
@@ -166,7 +170,8 @@ def _cmd_optimal(args) -> int:
     from .optimal import compute_optimal
     from .readers import load_ladder
 
-    ladder = load_ladder(args.ladder, metric=args.metric, drop_invalid=args.drop_invalid)
+    ladder = load_ladder(args.ladder, metric=args.metric, unit=args.unit,
+                         drop_invalid=args.drop_invalid)
     flops = args.target_flops if args.target_flops is not None else _manifest_target(args.ladder)
     if flops is None:
         raise TargetError(f"delphi optimal needs --target-flops (ladder {ladder.name!r} names "
@@ -182,9 +187,11 @@ def _cmd_optimal(args) -> int:
                                  allow_unidentified=args.allow_unidentified)
     if args.json:
         print(_dump({**allocation.to_dict(), "ladder": {"name": ladder.name,
-                                                        "source": ladder.source}}))
+                                                        "source": ladder.source,
+                                                        "metric": ladder.metric,
+                                                        "unit": ladder.unit}}))
     else:
-        print(f"ladder     {ladder.name} ({ladder.source}), metric {ladder.metric}")
+        print(f"ladder     {ladder.name} ({ladder.source}), metric {ladder.metric} [{ladder.unit}]")
         print(allocation.report())
     return 0
 
@@ -220,6 +227,7 @@ def _add_plan(sub) -> None:
                    help="how --from estimates N*(C): a Chinchilla law (Eq. 4, default) or an "
                         "isoFLOP power law (Approach 2)")
     p.add_argument("--metric", metavar="COLUMN", help="loss column of the --from ladder")
+    add_unit_option(p)
     p.add_argument("--csv", metavar="PATH", help="write the runs as a tidy CSV")
     _common(p)
 
@@ -227,7 +235,8 @@ def _add_plan(sub) -> None:
 def _optimum_from(args):
     from .readers import load_ladder
 
-    ladder = load_ladder(args.from_ladder, metric=args.metric, drop_invalid=args.drop_invalid)
+    ladder = load_ladder(args.from_ladder, metric=args.metric, unit=args.unit,
+                         drop_invalid=args.drop_invalid)
     if args.from_method == "isoflop":
         from .isoflop import isoflop_analysis
 

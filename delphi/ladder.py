@@ -877,6 +877,16 @@ class Ladder:
         for k, why in not_annealed(s, c, names, st, self.schedule).items():
             if reasons[k] is None:
                 reasons[k] = why
+        restarts = getattr(self, "restarts", None) or {}
+        for k in range(n_runs):
+            # A restarted step counter puts the run's real end anywhere in step order, so its
+            # highest step is not known to be its final loss unless a row says final = true.
+            counter = [r for r in restarts.get(str(names[k]), ()) if r.kind == "counter"]
+            if counter and reasons[k] is None and st.fin[k] != 1:
+                r = counter[0]
+                reasons[k] = (f"resumed with a restarted step counter (row {r.row}: step "
+                              f"{r.prev_step:g} -> {r.step:g}): its highest step is not "
+                              f"known to be its end; mark its end row final = true")
         left_out = np.array([r is not None for r in reasons], dtype=bool) & (not include_unfinished)
         diverged = ~left_out & (last_loss > best * (1 + divergence_rise))
         out = left_out | diverged

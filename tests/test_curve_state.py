@@ -262,3 +262,21 @@ def test_kept_warmup_checkpoints_do_not_count_as_decay_seen():
     h = 0.1 + 0.45 * (1 + np.cos(np.pi * 400 / 3800))
     assert c.decay_share == pytest.approx((1 - h) / 0.9, rel=1e-6)
     assert c.warnings and "not identified" in c.warnings[0]
+
+
+def test_a_restarted_counter_run_has_no_final_loss_until_its_end_row_is_marked():
+    # Run 'r' logs steps 100..300, then its counter restarts and it logs 50, 150 (really 350,
+    # 450): sorted by step its highest step (300, loss 2.9) is not its end (row 4, loss 2.7).
+    frame = pd.DataFrame({"run": ["r"] * 5 + ["b"] * 2, "step": [100, 200, 300, 50, 150, 100, 200],
+                          "loss": [3.1, 3.0, 2.9, 2.8, 2.7, 3.0, 2.8],
+                          "flops": [1e18, 2e18, 3e18, 3.5e18, 4.5e18, 1e18, 2e18]})
+    with pytest.warns(LadderWarning, match="was resumed"):
+        ladder = Ladder(frame)
+    points, excluded = ladder.final_points()
+    assert points["run"].tolist() == ["b"]
+    [why] = [e.reason for e in excluded if e.run == "r"]
+    assert "restarted step counter (row 3: step 300 -> 50)" in why and "final = true" in why
+    marked = frame.assign(final=[False, False, False, False, True, False, True])
+    with pytest.warns(LadderWarning, match="was resumed"):
+        points, _ = Ladder(marked).final_points()
+    assert dict(zip(points["run"], points["loss"])) == {"b": 2.8, "r": 2.7}

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -127,3 +128,25 @@ def test_cli_unit_option_and_score_refusal(tmp_path, capsys):
     assert main(["score", "--registry", reg, "--id", "p", "--actual", "2.5", "--unit",
                  "nats/token", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["unit"] == "nats/token"
+
+
+def test_analysis_commands_take_and_show_the_unit(tmp_path, capsys):
+    # isoflop and optimal read the same --unit as predict and say which unit their losses are in.
+    rng = np.random.default_rng(0)
+    rows = []
+    for c in (1e18, 4e18, 1.6e19):
+        for n in np.geomspace(2e7, 2e9, 7):
+            d = c / (6 * n)
+            loss = 1.7 + 400 / n ** 0.34 + 400 / d ** 0.28
+            rows.append({"run": f"c{c:.0e}-n{n:.2e}", "params": n, "tokens": d, "flops": c,
+                         "loss": loss * (1 + 1e-3 * rng.standard_normal())})
+    path = tmp_path / "iso.csv"
+    pd.DataFrame(rows).to_csv(path, index=False)
+    assert main(["isoflop", str(path), "--unit", "bpb", "--n-boot", "50", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["unit"] == "bits/byte"
+    assert main(["isoflop", str(path), "--unit", "bits/token", "--n-boot", "50"]) == 0
+    assert "losses in bits/token" in capsys.readouterr().out
+    assert main(["optimal", str(path), "--unit", "bpb", "--target-flops", "1e20", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["ladder"]["unit"] == "bits/byte"
+    assert main(["isoflop", str(path), "--unit", "furlongs"]) == 1
+    assert "unknown unit 'furlongs'" in capsys.readouterr().err
