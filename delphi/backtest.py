@@ -15,7 +15,7 @@ from typing import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from .errors import DelphiError, FitError, FitWarning, LadderError
+from .errors import DelphiError, FitError, FitWarning, LadderError, option
 from .fitting import DEFAULT_DELTA, Fit, fit
 from .fitting.api import _lr_ratio
 from .ladder import Ladder
@@ -201,8 +201,9 @@ def backtest(ladder: Ladder, law: str | Law, *, fit_max_flops: float | None = No
     law = get_law(law)
     n_jobs = check_n_jobs(n_jobs)
     if (fit_max_flops is None) == (not leave_one_budget_out):
-        raise LadderError("choose one backtest design: fit_max_flops=C (--fit-max-flops) or "
-                          "leave_one_budget_out (--leave-one-budget-out)")
+        raise LadderError(f"choose one backtest design: "
+                          f"{option('fit_max_flops=C', '--fit-max-flops C')} or "
+                          f"{option('leave_one_budget_out=True', '--leave-one-budget-out')}")
     finals, _ = ladder.final_points()
     if "flops" not in finals.columns:
         raise LadderError("a backtest needs each run's compute (flops, or params and tokens)")
@@ -391,6 +392,9 @@ class PrefixFits:
                              f"{self.n_se:g} combined s.e. ({d['combined_se']:.3g})")
         for w in self.warnings:
             lines.append(f"warning    {w}")
+        for s in self.steps:      # each prefix fit's own warnings (as in the JSON)
+            for w in s.warnings:
+                lines.append(f"warning    prefix <= {s.max_flops:.3g}: {w}")
         for n in self.notes:
             lines.append(f"note       {n}")
         return "\n".join(lines)
@@ -403,10 +407,12 @@ def _prefix_job(job):
     """Fit one prefix and forecast the target: a PrefixStep, or the error message."""
     from .forecast import _target_inputs, predict
     from .robustness import log_prediction_se
-    ladder, law, target, settings, max_flops = job
+    ladder, law, target, settings, max_flops, profiles = job
     try:
+        # The prefix report shows no profiles: skip them (half the time of each prefix);
+        # the degeneracy test still runs, and the fits themselves are the same.
         fc = predict(ladder, target, law, fit_max_flops=max_flops, interval=None,
-                     off_trend=False, **settings)
+                     off_trend=False, _profiles=profiles, **settings)
     except DelphiError as exc:
         return str(exc)
     result = fc.fit
@@ -519,12 +525,24 @@ def prefix_fits(ladder: Ladder, law: str | Law, target=None, *,
     counts = np.cumsum(finals.groupby(budgets).size().reindex(ends.index).to_numpy())
     cuts = [float(c) for c, k in zip(ends.to_numpy(), counts) if k >= need]
     if len(cuts) < 3:
+        fewer = sorted((p for p in ("power", "chinchilla")
+                        if len(get_law(p).param_names) < len(law.param_names)),
+                       key=lambda p: len(get_law(p).param_names))
+        hint = (f"; a law with fewer free parameters needs fewer runs per prefix, e.g. "
+                f"{option(f'law={fewer[0]!r}', f'--law {fewer[0]}')} "
+                f"({len(get_law(fewer[0]).param_names)} parameters)"
+                if fewer else f"; fix parameters ({option('fixed', '--fix NAME=VALUE')}) so "
+                              f"that each prefix needs fewer runs")
         raise LadderError(f"ladder {ladder.name!r} gives {len(cuts)} prefix(es) of at least "
-                          f"{need} runs ({len(ends)} compute budgets, {len(finals)} runs); nested "
-                          f"fits need 3")
+                          f"{need} runs (law {law.name!r}: {n_free} free parameters + 2; the "
+                          f"ladder has {len(ends)} compute budgets, {len(finals)} runs); nested "
+                          f"fits need 3{hint}")
     settings = dict(fixed=fixed, bounds=bounds, delta=delta, include_unfinished=include_unfinished,
                     seed=seed)
-    results = map_jobs(_prefix_job, [(ladder, law, target, settings, c) for c in cuts],
+    # Identification profiles (not shown per prefix, and half the time of each fit) only for
+    # the last prefix, the whole ladder; every prefix keeps the degeneracy test.
+    results = map_jobs(_prefix_job, [(ladder, law, target, settings, c, c == cuts[-1])
+                                     for c in cuts],
                        n_jobs=n_jobs, desc="nested fits", unit="prefix")
     steps, notes = [], []
     for c, r in zip(cuts, results):
@@ -554,6 +572,9 @@ def prefix_fits(ladder: Ladder, law: str | Law, target=None, *,
                      f"the ladder grows, and its standard errors understate the uncertainty")
     for w in found:
         warnings.warn(w, FitWarning, stacklevel=2)
+    notes.append("identification profiles (not-identified warnings) are computed for the "
+                 "last prefix, the whole ladder, only; every prefix is tested for a "
+                 "degenerate fit")
     if any(not s.converged for s in steps):
         notes.append("some prefix fits did not converge: "
                      + ", ".join(f"<= {s.max_flops:.3g}" for s in steps if not s.converged))

@@ -10,6 +10,7 @@ a help page is printed (see :class:`_HelpFormatter`).
 from __future__ import annotations
 
 import argparse
+import io
 import json
 import os
 import sys
@@ -18,7 +19,7 @@ import warnings
 from typing import Sequence
 
 from . import __version__
-from .errors import DelphiError, DelphiWarning, LawError
+from .errors import DelphiError, DelphiWarning, LawError, for_cli
 from .parallel import is_quiet, set_quiet
 
 __all__ = ["main"]
@@ -53,11 +54,35 @@ class _Parser(argparse.ArgumentParser):
         kwargs.setdefault("formatter_class", _HelpFormatter)
         super().__init__(*args, **kwargs)
 
+    def _get_values(self, action, arg_strings):
+        # argparse drops a lone "--" value (``--floor=--``) and hands the option an empty list
+        # without calling its type; a one-value option must get a real value.
+        if action.nargs is None and action.option_strings and arg_strings == ["--"]:
+            self.error(f"argument {'/'.join(action.option_strings)}: expected a value, got '--'")
+        return super()._get_values(action, arg_strings)
+
+    def error(self, message: str):
+        """A usage error: argparse's usage text and message on stderr, exit code 2; with
+        ``--json`` on the command line also the JSON error object (type ``UsageError``) on
+        stdout."""
+        if _JSON_USAGE_ERRORS:
+            _json_error("UsageError", f"{self.prog}: {message}")
+        super().error(message)
+
+
+#: True while :func:`main` parses a command line that has ``--json``: usage errors, raised
+#: inside argparse before the arguments exist, are then also reported as JSON.
+_JSON_USAGE_ERRORS = False
+
 
 def note(text: str) -> None:
-    """Print an explanatory note (not a result) on stderr, unless ``--quiet``."""
+    """Print an explanatory note (not a result) on stderr, unless ``--quiet``; a closed
+    stderr is ignored (notes are advice, the result still goes to stdout)."""
     if not is_quiet():
-        print(f"delphi: note: {text}", file=sys.stderr)
+        try:
+            print(f"delphi: note: {for_cli(text)}", file=sys.stderr)
+        except BrokenPipeError:
+            pass
 
 
 def _positive_float(text: str) -> float:
@@ -157,6 +182,14 @@ def add_drop_invalid_option(p: argparse.ArgumentParser) -> None:
                         "state) instead of stopping, and list each with its reason")
 
 
+def add_allow_outside_paths_option(p: argparse.ArgumentParser) -> None:
+    """``--allow-outside-paths`` for a command that loads a ladder (a manifest's data path)."""
+    p.add_argument("--allow-outside-paths", action="store_true",
+                   help="let a manifest read data outside its own folder and the data "
+                        "directory ($DELPHI_DATA_DIR), e.g. an absolute path; only for "
+                        "manifests you trust")
+
+
 def _add_fit_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("ladder", help="bundled ladder name, a manifest (.toml) or a tidy "
                                   "CSV/Parquet/JSONL file")
@@ -174,6 +207,7 @@ def _add_fit_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--metric", metavar="COLUMN", help="source column to use as the loss")
     add_unit_option(p)
     add_drop_invalid_option(p)
+    add_allow_outside_paths_option(p)
     p.add_argument("--fit-max-flops", type=_positive_float, metavar="C",
                    help="fit only runs with compute at or below C FLOPs")
     p.add_argument("--include-unfinished", action="store_true",
@@ -298,6 +332,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--metric", metavar="COLUMN", help="source column to use as the loss")
     add_unit_option(p)
     add_drop_invalid_option(p)
+    add_allow_outside_paths_option(p)
     _add_jobs_option(p, "several runs")
     p.add_argument("--json", action="store_true",
                    help="print one JSON object (a list of them for several runs)")
@@ -317,6 +352,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--metric", metavar="COLUMN", help="source column to use as the loss")
     add_unit_option(p)
     add_drop_invalid_option(p)
+    add_allow_outside_paths_option(p)
     _add_jobs_option(p, "the sweeps' optima and the laws")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument("--debug", action="store_true", help="show tracebacks on errors")
@@ -361,13 +397,13 @@ _EXTRA: dict = {}
 
 
 def _load(args):
-    from pathlib import Path
-
-    from .readers import FORMATS, load_ladder, load_manifest
+    from .readers import load_ladder, load_manifest
+    from .readers.tabular import format_of
 
     ladder = load_ladder(args.ladder, metric=args.metric, unit=args.unit,
-                         drop_invalid=args.drop_invalid)
-    is_data_file = Path(args.ladder).suffix.lower() in FORMATS
+                         drop_invalid=args.drop_invalid,
+                         allow_outside_paths=args.allow_outside_paths)
+    is_data_file = format_of(args.ladder)[0] is not None     # runs.csv, runs.csv.gz, ...
     manifest = None if args.no_defaults or is_data_file else load_manifest(args.ladder)
     return ladder, (manifest.predict if manifest is not None else None)
 
@@ -419,11 +455,12 @@ def _cmd_predict(args) -> int:
 
 def _cmd_fit(args) -> int:
     from .fitting import fit
+    from .forecast import default_law
 
     ladder, defaults = _load(args)
     law = args.law or (defaults.law if defaults is not None else None)
     if law is None:
-        law = "chinchilla" if ladder.has("params", "tokens") else "power"
+        law = default_law(ladder)    # predict's rule, from the ladder alone (no target)
     result = fit(ladder, law, **_fit_settings(args, defaults))
     if args.json:
         out = result.to_dict()
@@ -436,6 +473,14 @@ def _cmd_fit(args) -> int:
         print(json.dumps(out, indent=2, allow_nan=False))
     else:
         print(f"ladder     {ladder.name} ({ladder.source}), metric {ladder.metric} [{ladder.unit}]")
+        conv = ladder.flops_convention
+        if conv is not None and conv.source == "given":
+            # The same block as the JSON's ladder.flops_convention, in one line.
+            drift = ("" if conv.drift is None else
+                     f", drift {conv.drift:+.1%} from the smallest to the largest rung"
+                     + (" (k is not one number for this ladder)" if conv.drifting else ""))
+            print(f"flops      C = k x {conv.n_label}: median k {conv.median:.4g}, range "
+                  f"{conv.low:.4g}..{conv.high:.4g} over {len(conv.k)} runs{drift}")
         print(result.report())
     return 0
 
@@ -444,10 +489,11 @@ def _cmd_complete(args) -> int:
     from .readers import load_ladder
 
     ladder = load_ladder(args.ladder, metric=args.metric, unit=args.unit,
-                         drop_invalid=args.drop_invalid)
+                         drop_invalid=args.drop_invalid,
+                         allow_outside_paths=args.allow_outside_paths)
     # A completion's report has no ladder exclusions: say which invalid rows were dropped.
     for e in ladder.exclusions:
-        if "(drop_invalid)" in e.reason:
+        if "dropped by drop_invalid" in e.reason:
             note(f"excluded {e.run}: {e.reason}")
     if args.upto_fraction is not None and not 0 < args.upto_fraction <= 1:
         raise DelphiError(f"--upto-fraction must be in (0, 1], got {args.upto_fraction:g}")
@@ -508,7 +554,8 @@ def _cmd_hparams(args) -> int:
     from .readers import load_ladder
 
     ladder = load_ladder(args.ladder, metric=args.metric, unit=args.unit,
-                         drop_invalid=args.drop_invalid)
+                         drop_invalid=args.drop_invalid,
+                         allow_outside_paths=args.allow_outside_paths)
     result = fit_hparams(ladder, args.law, include_edge=args.include_edge, n_jobs=args.jobs)
     target = any(v is not None for v in (args.target_flops, args.target_params, args.target_tokens))
     rec = result.recommend(flops=args.target_flops, params=args.target_params,
@@ -530,10 +577,10 @@ def _cmd_hparams(args) -> int:
 
 def _cmd_backtest(args) -> int:
     from .backtest import backtest
+    from .forecast import default_law
 
     ladder, defaults = _load(args)
-    law = args.law or (defaults.law if defaults is not None else None) or (
-        "chinchilla" if ladder.has("params", "tokens") else "power")
+    law = args.law or (defaults.law if defaults is not None else None) or default_law(ladder)
     settings = _fit_settings(args, defaults)
     if args.prefixes:
         return _backtest_prefixes(args, ladder, law, settings, defaults)
@@ -582,45 +629,140 @@ def _cmd_ladders(args) -> int:
     return 0
 
 
+def _wants_json(argv: Sequence[str]) -> bool:
+    """Whether ``--json`` (or an abbreviation argparse accepts, ``--js``...) is on the command
+    line, looked at before parsing so that a usage error can be answered in JSON too."""
+    for token in argv:
+        if token == "--":
+            break
+        name = token.split("=", 1)[0]
+        if len(name) >= 4 and "--json".startswith(name):
+            return True
+    return False
+
+
+def _json_error(kind: str, message: str) -> None:
+    """Print ``{"error": {"type": kind, "message": message}}`` on stdout (the JSON error
+    contract); a reader that has gone away is ignored."""
+    text = json.dumps({"error": {"type": kind, "message": for_cli(message)}}, indent=2)
+    try:
+        print(text, flush=True)
+    except BrokenPipeError:
+        _silence_stdout()
+
+
+def _print_error(message: str) -> None:
+    """``delphi: error: MESSAGE`` on stderr, CLI spelling of any setting it names."""
+    try:
+        print(f"delphi: error: {for_cli(message)}", file=sys.stderr, flush=True)
+    except BrokenPipeError:  # stderr is a closed pipe too: nobody to tell
+        pass
+
+
+def _silence_stdout() -> None:
+    """Point stdout at /dev/null after its reader went away (``delphi ... | head``), so that
+    Python's flush at exit does not print a BrokenPipeError."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError, AttributeError):  # no real file descriptor (e.g. captured)
+        pass
+
+
+def _run(args) -> int:
+    """Run the parsed command; its printed output is collected and written at the end.
+
+    Collecting the output is what keeps ``--json`` stdout a single JSON document: either the
+    result, or (on a delphi error) the error object alone, never a partial result followed by
+    an error. Without ``--json``, output printed before an error is still written.
+    """
+    handlers = {"predict": _cmd_predict, "fit": _cmd_fit, "ladders": _cmd_ladders,
+                "complete": _cmd_complete, "hparams": _cmd_hparams, "backtest": _cmd_backtest,
+                **_EXTRA}
+    as_json = bool(getattr(args, "json", False))
+    real_stdout, out = sys.stdout, io.StringIO()
+    failed = True
+    try:
+        sys.stdout = out
+        code = handlers[args.command](args)
+        failed = False
+    except DelphiError as exc:
+        sys.stdout = real_stdout
+        if getattr(args, "debug", False):
+            traceback.print_exc()
+        if as_json:
+            _json_error(type(exc).__name__, str(exc))
+        _print_error(str(exc))
+        return 1
+    except Exception as exc:
+        # Not a delphi error: a bug. The traceback follows on stderr (Python prints it); a
+        # JSON reader still gets an error object instead of empty output.
+        sys.stdout = real_stdout
+        if as_json:
+            _json_error("InternalError", f"{type(exc).__name__}: {exc} (a bug in delphi: "
+                                         f"please report it with the traceback from stderr)")
+        raise
+    finally:
+        sys.stdout = real_stdout
+        if failed and not as_json and out.getvalue().strip():
+            real_stdout.write(for_cli(out.getvalue()))  # what was printed before the error
+    real_stdout.write(for_cli(out.getvalue()))
+    return code
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``delphi`` console script; returns the exit code.
 
     Exit codes: 0 success, 1 a delphi error (bad ladder, law, target or failed fit: one line on
     stderr, no traceback unless ``--debug``), 2 bad command-line usage (argparse).
 
+    With ``--json`` stdout holds exactly one JSON document: the result, or on an error
+    ``{"error": {"type": NAME, "message": TEXT}}`` where NAME is the
+    :class:`~delphi.errors.DelphiError` subclass (``LadderError``, ``FitError``...), or
+    ``UsageError`` for bad command-line usage (exit code 2; argparse's usage text stays on
+    stderr), or ``InternalError`` for a bug (its traceback on stderr). The one-line error is
+    also printed on stderr, for a person watching the terminal. Messages name settings by
+    their flags (``--include-edge``), not their Python keywords (see
+    :func:`delphi.errors.option`).
+
+    When the reader of stdout goes away (``delphi ... | head``) delphi stops quietly, exit
+    code 0: the command did its work, the reader took what it wanted.
+
     ``-q/--quiet`` (before or after the subcommand) turns progress bars and notes off for the
     duration of the call.
     """
-    args = _parser().parse_args(argv)
-    handlers = {"predict": _cmd_predict, "fit": _cmd_fit, "ladders": _cmd_ladders,
-                "complete": _cmd_complete, "hparams": _cmd_hparams, "backtest": _cmd_backtest,
-                **_EXTRA}
+    global _JSON_USAGE_ERRORS
+    argv = sys.argv[1:] if argv is None else list(argv)
     from . import parallel
 
     was_quiet = parallel._QUIET
-    with warnings.catch_warnings():
-        # Warnings are recorded on the ladder and fit and printed in the report; do not
-        # print them twice through Python's warning machinery.
-        warnings.simplefilter("ignore", DelphiWarning)
-        set_quiet(was_quiet or args.quiet)
+    try:
+        _JSON_USAGE_ERRORS = _wants_json(argv)
         try:
-            return handlers[args.command](args)
-        except DelphiError as exc:
-            if args.debug:
-                traceback.print_exc()
-            print(f"delphi: error: {exc}", file=sys.stderr)
-            return 1
-        except BrokenPipeError:
-            # The reader went away (`delphi ... | head`): stop quietly, and keep Python from
-            # complaining again when it flushes stdout at exit.
-            try:
-                devnull = os.open(os.devnull, os.O_WRONLY)
-                os.dup2(devnull, sys.stdout.fileno())
-            except (OSError, ValueError, AttributeError):
-                pass
-            return 0
+            args = _parser().parse_args(argv)
         finally:
-            set_quiet(was_quiet)
+            _JSON_USAGE_ERRORS = False
+        with warnings.catch_warnings():
+            # Warnings are recorded on the ladder and fit and printed in the report; do not
+            # print them twice through Python's warning machinery.
+            warnings.simplefilter("ignore", DelphiWarning)
+            set_quiet(was_quiet or args.quiet)
+            code = _run(args)
+        sys.stdout.flush()  # here, not at exit, so that a closed pipe is caught below
+        return code
+    except SystemExit:
+        # --help, --version and usage errors: argparse printed and exits.
+        try:
+            sys.stdout.flush()
+        except BrokenPipeError:
+            _silence_stdout()
+        raise
+    except BrokenPipeError:
+        _silence_stdout()
+        return 0
+    finally:
+        set_quiet(was_quiet)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -14,7 +14,8 @@ import json
 from pathlib import Path
 from typing import Callable
 
-from .cli import _bound_triple, _fixed_pair, add_drop_invalid_option, add_unit_option
+from .cli import (_bound_triple, _fixed_pair, add_allow_outside_paths_option,
+                  add_drop_invalid_option, add_unit_option)
 from .errors import FitError, LadderError, TargetError
 
 __all__ = ["add_analysis_commands"]
@@ -39,6 +40,7 @@ def _integer(text: str) -> int:
 
 def _common(p: argparse.ArgumentParser) -> None:
     add_drop_invalid_option(p)
+    add_allow_outside_paths_option(p)
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument("--debug", action="store_true", help="show tracebacks on errors")
 
@@ -92,7 +94,8 @@ def _cmd_isoflop(args) -> int:
     from .readers import load_ladder
 
     ladder = load_ladder(args.ladder, metric=args.metric, unit=args.unit,
-                         drop_invalid=args.drop_invalid)
+                         drop_invalid=args.drop_invalid,
+                         allow_outside_paths=args.allow_outside_paths)
     if args.approach == 1:
         result = envelope_analysis(ladder, n_grid=args.n_grid, min_runs=args.min_runs,
                                    drop_edge=not args.keep_edge)
@@ -137,6 +140,10 @@ def _add_optimal(sub) -> None:
     p.add_argument("--allow-unidentified", action="store_true",
                    help="give the allocation even when the ladder does not identify alpha or "
                         "beta (flagged in the output) instead of refusing")
+    p.add_argument("--allow-outside-design", action="store_true",
+                   help="give the allocation even when it lies far outside the ladder's design "
+                        "(D/N over 100x beyond the fitted runs', or N* shrinking at 10x the "
+                        "largest compute; flagged in the output) instead of refusing")
     p.add_argument("--metric", metavar="COLUMN", help="source column to use as the loss")
     add_unit_option(p)
     _common(p)
@@ -158,9 +165,10 @@ def _read_draws(path: str):
 
 
 def _manifest_target(ladder_arg: str) -> float | None:
-    from .readers import FORMATS, load_manifest
+    from .readers import load_manifest
+    from .readers.tabular import format_of
 
-    if Path(ladder_arg).suffix.lower() in FORMATS:
+    if format_of(ladder_arg)[0] is not None:     # a data file (runs.csv, runs.csv.gz)
         return None
     defaults = load_manifest(ladder_arg).predict
     return getattr(defaults, "target_flops", None) if defaults is not None else None
@@ -171,7 +179,8 @@ def _cmd_optimal(args) -> int:
     from .readers import load_ladder
 
     ladder = load_ladder(args.ladder, metric=args.metric, unit=args.unit,
-                         drop_invalid=args.drop_invalid)
+                         drop_invalid=args.drop_invalid,
+                         allow_outside_paths=args.allow_outside_paths)
     flops = args.target_flops if args.target_flops is not None else _manifest_target(args.ladder)
     if flops is None:
         raise TargetError(f"delphi optimal needs --target-flops (ladder {ladder.name!r} names "
@@ -184,7 +193,8 @@ def _cmd_optimal(args) -> int:
                                  bounds=dict(args.bound) or None, draws=draws, level=args.level,
                                  fit_max_flops=args.fit_max_flops,
                                  include_unfinished=args.include_unfinished,
-                                 allow_unidentified=args.allow_unidentified)
+                                 allow_unidentified=args.allow_unidentified,
+                                 allow_outside=args.allow_outside_design)
     if args.json:
         print(_dump({**allocation.to_dict(), "ladder": {"name": ladder.name,
                                                         "source": ladder.source,
@@ -236,7 +246,8 @@ def _optimum_from(args):
     from .readers import load_ladder
 
     ladder = load_ladder(args.from_ladder, metric=args.metric, unit=args.unit,
-                         drop_invalid=args.drop_invalid)
+                         drop_invalid=args.drop_invalid,
+                         allow_outside_paths=args.allow_outside_paths)
     if args.from_method == "isoflop":
         from .isoflop import isoflop_analysis
 
@@ -245,26 +256,30 @@ def _optimum_from(args):
         if law is None:     # one budget: a vertex but no N*(C) to centre the plan on
             raise FitError(f"--from {ladder.name}: {'; '.join(result.notes)}")
         return (lambda c: float(law.predict(c)),
-                f"an isoFLOP power law fitted to {ladder.name} ({law.formula})", None)
+                f"an isoFLOP power law fitted to {ladder.name} ({law.formula})", None, (), None)
     from .optimal import compute_optimal
     from .planning import optimum_from_allocation
 
-    # An unidentified split is flagged in the plan rather than refused (see delphi.planning).
-    a = compute_optimal(ladder, args.target_flops, allow_unidentified=True)
+    # An unidentified split or a centre outside the ladder's design is flagged in the plan
+    # rather than refused (see delphi.planning).
+    a = compute_optimal(ladder, args.target_flops, allow_unidentified=True, allow_outside=True)
     return (optimum_from_allocation(a.G, a.a),
             f"a Chinchilla law fitted to {ladder.name} (N* = {a.G:.4g} (C/6)^{a.a:.4f})",
-            a.unidentified)
+            a.unidentified, a.outside,
+            a.design["tokens_per_param"] if a.design else None)
 
 
 def _cmd_plan(args) -> int:
     from .planning import plan_ladder
 
-    optimum, prior, unidentified = _optimum_from(args) if args.from_ladder else (None, None, None)
+    optimum, prior, unidentified, outside, design = (
+        _optimum_from(args) if args.from_ladder else (None, None, None, (), None))
     plan = plan_ladder(args.target_flops, fraction=args.fraction, budgets=args.budgets,
                        sizes_per_budget=args.sizes_per_budget, rule=args.rule,
                        tokens_per_param=args.tokens_per_param, optimum=optimum, prior=prior,
                        max_tokens_per_param=args.max_tokens_per_param, span=args.span,
-                       spread=args.spread, unidentified=unidentified)
+                       spread=args.spread, unidentified=unidentified, outside=outside,
+                       design_tokens_per_param=design)
     written = str(plan.to_csv(args.csv)) if args.csv else None
     if args.json:
         print(_dump({**plan.to_dict(), "csv": written}))

@@ -1,4 +1,5 @@
-"""Argparse wiring for ``delphi register``, ``delphi score`` and ``delphi registry``.
+"""Argparse wiring for ``delphi register``, ``delphi score`` and ``delphi registry``
+(``list``, ``show``, ``report``, ``verify``, ``head``, ``repair``, ``keygen``).
 
 :func:`add_registry_commands` adds the three commands to ``delphi``'s subparsers and returns
 their handlers; :func:`main` runs them on their own (``python -m delphi.cli_registry``), with
@@ -36,6 +37,12 @@ def _add_target_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--target-tokens", type=_positive_float, metavar="D", help="target tokens")
     p.add_argument("--target-name", help="label for the target")
     _add_target_lr_options(p)
+
+
+def _add_sign_key(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--sign-key", metavar="FILE",
+                   help="sign the entry with this Ed25519 private key (from `delphi registry "
+                        "keygen`); only the public key and the signature are written")
 
 
 def _add_common(p: argparse.ArgumentParser) -> None:
@@ -76,7 +83,9 @@ def add_registry_commands(subparsers) -> dict[str, Handler]:
                    help="forecast curve for partial scoring: 'FRACTION:LOSS,...' or a CSV file "
                         "with columns fraction,loss")
     p.add_argument("--created-at", metavar="ISO",
-                   help="explicit UTC timestamp (only to transcribe history; default now)")
+                   help="explicit UTC timestamp (only to transcribe history; default now; at "
+                        "most 5 minutes in the future)")
+    _add_sign_key(p)
     ext = p.add_argument_group("external forecast (made outside delphi)")
     ext.add_argument("--external-loss", type=float, metavar="LOSS",
                      help="record this forecast loss instead of fitting LADDER")
@@ -102,10 +111,13 @@ def add_registry_commands(subparsers) -> dict[str, Handler]:
                         "prediction's unit)")
     p.add_argument("--author")
     p.add_argument("--notes")
-    p.add_argument("--created-at", metavar="ISO", help="explicit UTC timestamp (default now)")
+    p.add_argument("--created-at", metavar="ISO", help="explicit UTC timestamp (default now; "
+                   "at most 5 minutes in the future)")
+    _add_sign_key(p)
     _add_common(p)
 
-    p = subparsers.add_parser("registry", help="list, show, report, verify or repair a registry")
+    p = subparsers.add_parser("registry", help="list, show, report, verify, publish the head of, "
+                              "repair a registry; make a signing key")
     sub = p.add_subparsers(dest="registry_command", required=True, metavar="ACTION")
     q = sub.add_parser("list", help="one line per entry")
     q.add_argument("path", metavar="PATH")
@@ -120,11 +132,26 @@ def add_registry_commands(subparsers) -> dict[str, Handler]:
     q = sub.add_parser("verify", help="recompute the hash chain; exit 1 at the first problem")
     q.add_argument("path", metavar="PATH")
     q.add_argument("--expect-head", metavar="HASH",
-                   help="a head hash published earlier (detects entries removed from the end)")
+                   help="a head hash published earlier (detects entries removed from the end "
+                        "and a rewritten history)")
+    q.add_argument("--trusted-keys", metavar="FILE",
+                   help="public keys, one 'ed25519:KEY NAME' per line: every entry must be "
+                        "signed by one of them (detects forged appends)")
+    _add_common(q)
+    q = sub.add_parser("head", help="print the hash of the last entry, to publish elsewhere "
+                       "(a commit, an issue comment) and check later with verify --expect-head")
+    q.add_argument("path", metavar="PATH")
     _add_common(q)
     q = sub.add_parser("repair", help="remove a torn last line left by an interrupted append "
                        "(keeps a backup)")
     q.add_argument("path", metavar="PATH")
+    _add_common(q)
+    q = sub.add_parser("keygen", help="make an Ed25519 signing key: FILE (private, mode 0600) "
+                       "and FILE.pub (the public key, for --trusted-keys)")
+    q.add_argument("key_file", metavar="FILE", help="private key file to create (never "
+                   "overwritten; keep it out of the repository)")
+    q.add_argument("--name", help="signer name written with the public key (default: FILE's "
+                   "name)")
     _add_common(q)
     return {"register": _cmd_register, "score": _cmd_score, "registry": _cmd_registry}
 
@@ -166,15 +193,16 @@ def _print_json(obj) -> None:
 # --------------------------------------------------------------------------- handlers
 def _cmd_register(args) -> int:
     from .cli import _fit_settings, _interval_settings, _jobs_kwargs, _load, _target_from
-    from .registry import Registry
+    from .registry import Registry, load_signing_key
 
     reg = Registry(args.registry)
+    key = None if args.sign_key is None else load_signing_key(args.sign_key)  # before the fit
     if reg.path.exists() and any(e.id == args.id for e in reg.entries()):
         # Fail before spending time on the fit; the append re-checks under the lock.
         raise RegistryError(f"id {args.id!r} is already in {reg.path}; ids are unique: "
                             f"choose another")
     common = dict(id=args.id, author=args.author, kind=args.kind, notes=args.notes,
-                  curve=_parse_curve(args.curve), created_at=args.created_at)
+                  curve=_parse_curve(args.curve), created_at=args.created_at, sign_key=key)
     forecast = None
     if args.external_loss is not None:
         fit_flags = [flag for flag, used in (
@@ -222,7 +250,7 @@ def _cmd_register(args) -> int:
         forecast = predict(ladder, target, law, **settings, **_jobs_kwargs(args))
         entry = reg.register(forecast, settings=settings, **common)
     if args.json:
-        _print_json(entry.model_dump(mode="json"))
+        _print_json(entry.fields())
     else:
         if forecast is not None:
             print(forecast.report())
@@ -232,6 +260,8 @@ def _cmd_register(args) -> int:
         print(f"registered {entry.kind} {entry.id}: {fc.loss:.4f}{unit}"
               f"{' (external)' if fc.external else ''} in {reg.path}")
         print(f"hash       {entry.hash}")
+        if entry.signature is not None:
+            print(f"signed     {_fingerprint(entry.signature.key)}")
     return 0
 
 
@@ -241,7 +271,7 @@ def _cmd_score(args) -> int:
     score = Registry(args.registry).score(args.id, args.actual, fraction=args.fraction,
                                           source=args.source, author=args.author,
                                           notes=args.notes, created_at=args.created_at,
-                                          unit=args.unit)
+                                          unit=args.unit, sign_key=args.sign_key)
     if args.json:
         _print_json(score.to_dict())
     else:
@@ -252,15 +282,41 @@ def _cmd_score(args) -> int:
 def _cmd_registry(args) -> int:
     from .registry import Registry
 
-    reg = Registry(args.path)
     action = args.registry_command
+    if action == "keygen":
+        from .registry import generate_key
+
+        line, pub = generate_key(args.key_file, name=args.name)
+        key, name = line.split(" ", 1)
+        if args.json:
+            _print_json({"private_key_file": args.key_file, "public_key_file": str(pub),
+                         "public_key": key, "name": name, "fingerprint": _fingerprint(key)})
+        else:
+            print(line)
+            print(f"private key  {args.key_file} (mode 0600: keep it secret, out of the "
+                  f"repository)\npublic key   {pub} (give it to verify --trusted-keys)")
+        return 0
+    reg = Registry(args.path)
     if action == "verify":
-        report = reg.verify(expect_head=args.expect_head)
+        report = reg.verify(expect_head=args.expect_head, trusted_keys=args.trusted_keys)
         if args.json:
             _print_json(report.to_dict())
         else:
             print(report)
+            if report.trusted or any(s.key for s in report.signers):
+                print("\n".join(report.signer_lines()))
+            elif report.ok and report.signers:
+                print("no entry is signed: the chain shows the file is intact since a published "
+                      "head, not who wrote it (see `delphi registry keygen`)")
         return 0 if report.ok else 1
+    if action == "head":
+        head = reg.head()
+        if args.json:
+            _print_json({"path": str(reg.path), "head": head,
+                         "n_entries": reg.verify().n_entries})
+        else:
+            print(head)
+        return 0
     if action == "repair":
         before = reg.verify()
         backup = reg.repair()
@@ -278,7 +334,7 @@ def _cmd_registry(args) -> int:
     if action == "list":
         entries = reg.entries()
         if args.json:
-            _print_json([e.model_dump(mode="json") for e in entries])
+            _print_json([e.fields() for e in entries])
         else:
             for i, e in enumerate(entries, 1):
                 print(_summary_line(i, e))
@@ -288,11 +344,12 @@ def _cmd_registry(args) -> int:
         outcomes = reg.outcomes(args.id) if entry.kind != "outcome" else []
         scores = reg.scores(args.id) if entry.kind == "prediction" else []
         if args.json:
-            _print_json({"entry": entry.model_dump(mode="json"),
-                         "outcomes": [o.model_dump(mode="json") for o in outcomes],
+            _print_json({"entry": entry.fields(),
+                         "outcomes": [o.fields() for o in outcomes],
                          "scores": [s.to_dict() for s in scores]})
         else:
-            print(json.dumps(entry.model_dump(mode="json"), indent=2, sort_keys=True))
+            print(json.dumps(entry.fields(), indent=2, sort_keys=True,
+                             allow_nan=False))
             for s in scores:
                 print()
                 print(s.report())
@@ -309,6 +366,12 @@ def _cmd_registry(args) -> int:
             print(board.to_markdown())
         return _warn_if_broken(reg, verified)
     raise RegistryError(f"unknown registry action {action!r}")  # pragma: no cover
+
+
+def _fingerprint(key: str) -> str:
+    from .registry.signing import fingerprint
+
+    return fingerprint(key)
 
 
 def _summary_line(i: int, e) -> str:

@@ -14,9 +14,9 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from .errors import DelphiError, FitError, FitWarning, LadderError
+from .errors import DelphiError, FitError, FitWarning, LadderError, option
 from .fitting import DEFAULT_DELTA, Fit, fit_arrays
-from .ladder import Ladder
+from .ladder import Ladder, _restart_fix, _span
 from .laws import Law, get_law
 from .schedules import LoggedSchedule, Schedule, features, warmup_end
 
@@ -65,12 +65,19 @@ def run_schedule(ladder: Ladder, run: str) -> Schedule | LoggedSchedule:
     if ladder.schedule and "peak_lr" in g.columns and g["peak_lr"].notna().any():
         return Schedule.parse(ladder.schedule, peak_lr=float(g["peak_lr"].dropna().iloc[0]),
                               total_steps=total)
-    if "lr" in g.columns and g["lr"].notna().sum() >= 2:
+    n_lr = int(g["lr"].notna().sum()) if "lr" in g.columns else 0
+    if n_lr >= 2:
         logged = g.dropna(subset=["lr"])
         return LoggedSchedule.from_logged(logged["step"].to_numpy(), logged["lr"].to_numpy(),
                                           total_steps=max(total, int(logged["step"].max())))
-    raise LadderError(f"run {run!r}: no LR schedule: the ladder states no schedule shape (with "
-                      f"peak_lr) and the run logs no lr column")
+    shape = "the ladder states no schedule shape (with peak_lr)"
+    if "lr" not in g.columns:
+        why = "the run logs no lr column"
+    else:
+        # The column is there: what is missing is a second checkpoint to read a schedule from.
+        why = (f"its lr is logged at {n_lr} checkpoint(s) of its {len(g)} (a logged schedule "
+               f"is interpolated between at least 2)")
+    raise LadderError(f"run {run!r}: no LR schedule: {shape} and {why}")
 
 
 def curve_inputs(ladder: Ladder, runs: list[str]) -> tuple[pd.DataFrame, dict, list, list]:
@@ -220,7 +227,19 @@ def complete(ladder: Ladder, run: str, law: str | Law = "annealing", *,
                           f"{', '.join(known[:10])}{' ...' if len(known) > 10 else ''}")
     restarts = getattr(ladder, "restarts", None) or {}
     if run in restarts:
-        raise LadderError(_restart_message(run, restarts[run]))
+        gone = (getattr(ladder, "superseded", None) or {}).get(run)
+        raise LadderError(_restart_message(run, restarts[run])
+                          + (f"; its superseded rows: {_span(gone)}" if gone else ""))
+    own_rows = ladder.table[ladder.table["run"] == run]
+    if len(own_rows) < 2:
+        # One row is a final point, not a loss curve: no curve law can be fitted to it.
+        at = own_rows.iloc[0]
+        where = f"row {at['row']}" + (f", step {at['step']:g}" if "step" in own_rows.columns
+                                       and pd.notna(at["step"]) else "")
+        raise LadderError(f"run {run!r} has a single checkpoint ({where}): completing a run "
+                          f"fits a loss curve through its checkpoints, so it needs several "
+                          f"(with their steps); for one final loss per run use a final-loss "
+                          f"law (delphi predict / delphi fit)")
     group = [run]
     resumed = []
     if siblings:
@@ -236,7 +255,8 @@ def complete(ladder: Ladder, run: str, law: str | Law = "annealing", *,
     limit = total
     if upto_fraction is not None:
         if not 0 < upto_fraction <= 1:
-            raise LadderError(f"upto_fraction must be in (0, 1], got {upto_fraction}")
+            raise LadderError(f"{option('upto_fraction', '--upto-fraction')} must be in "
+                              f"(0, 1], got {upto_fraction}")
         limit = min(limit, int(math.floor(upto_fraction * total)))
     if upto_step is not None:
         limit = min(limit, int(upto_step))
@@ -251,11 +271,13 @@ def complete(ladder: Ladder, run: str, law: str | Law = "annealing", *,
     if n_warm:
         use &= ~warm
         notes.append(f"{n_warm} warm-up checkpoint(s) left out (before step {starts[0]}, where "
-                     f"the LR reaches its peak); keep_warmup=True (--keep-warmup) fits them")
+                     f"the LR reaches its peak); "
+                     f"{option('keep_warmup=True', '--keep-warmup')} fits them")
     if not use.any():
         raise FitError(f"run {run!r}: no checkpoints at or before step {limit}"
-                       + (f" after warm-up (it ends at step {starts[0]}); keep_warmup=True "
-                          f"(--keep-warmup) fits warm-up checkpoints" if n_warm else ""))
+                       + (f" after warm-up (it ends at step {starts[0]}); "
+                          f"{option('keep_warmup=True', '--keep-warmup')} fits warm-up "
+                          f"checkpoints" if n_warm else ""))
     sub = {k: (v[use] if isinstance(v, np.ndarray) and k != "_lrs" else v) for k, v in x.items()}
     result = fit_arrays(law, sub, rows.loc[use, "loss"].to_numpy(float),
                         labels=[f"{run}@{int(s)}" for s in rows.loc[use, "step"]],
@@ -347,8 +369,7 @@ def _restart_message(run: str, restarts: list) -> str:
     return (f"run {run!r} was resumed: its step goes back {len(restarts)} time(s) in file "
             f"order ({listed}{more}). Sorted by step its segments interleave, so a curve "
             f"law would fit one curve through two runs and blame the misfit on the LR "
-            f"schedule; fix its steps (global steps after a restarted counter) or drop the "
-            f"superseded rows (the replayed steps after a rollback)")
+            f"schedule. {_restart_fix(restarts)}")
 
 
 def _complete_job(item: tuple) -> tuple[str, Completion | str]:

@@ -6,6 +6,8 @@ purpose; specific subclasses so a bad ladder can be told apart from a failed fit
 
 from __future__ import annotations
 
+import re
+
 __all__ = [
     "DelphiError",
     "LadderError",
@@ -21,6 +23,8 @@ __all__ = [
     "DelphiWarning",
     "LadderWarning",
     "FitWarning",
+    "option",
+    "for_cli",
 ]
 
 
@@ -84,3 +88,31 @@ class LadderWarning(DelphiWarning):
 
 class FitWarning(DelphiWarning):
     """A fit finished but needs attention (parameter at a bound, poorly identified, ...)."""
+
+
+# A setting named in a message is spelled both ways: the Python keyword for API users and the
+# flag for the command line, which prints only the flag (a CLI user never sees `x=True`).
+_OPTION = re.compile(r"(?<![\w.])[A-Za-z_][\w.]*(?:\(\))?(?:\['[^'\s]*'\])*(?:=[^\s(),;:]+)?"
+                     r" \(CLI (?P<flag>[^()]*--[^()]*)\)")
+
+
+def option(api: str, flag: str) -> str:
+    """Name a setting in a message in both spellings: ``option("drop_invalid=True",
+    "--drop-invalid")`` is ``"drop_invalid=True (CLI --drop-invalid)"``.
+
+    ``api`` is one token without spaces (``include_edge=True``, ``to_dict()['extra']``);
+    ``flag`` is what a command-line user types or reads, containing a ``--flag`` and no
+    parentheses (``--include-edge``, ``no --include-edge``). The command line prints
+    ``flag`` alone (:func:`for_cli`). Raises ``ValueError`` on a malformed pair.
+    """
+    if (not api or any(c.isspace() for c in api) or "--" not in flag
+            or any(c in flag for c in "()")):
+        raise ValueError(f"option({api!r}, {flag!r}): api is one token; flag names a --flag, "
+                         f"without parentheses")
+    return f"{api} (CLI {flag})"
+
+
+def for_cli(text: str) -> str:
+    """``text`` as the command line prints it: each ``API (CLI FLAG)`` written by
+    :func:`option` becomes ``FLAG``; the rest is unchanged."""
+    return _OPTION.sub(lambda m: m.group("flag"), text) if "(CLI " in text else text

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import math
 import warnings
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Mapping, Sequence
@@ -10,9 +11,10 @@ from typing import TYPE_CHECKING, Mapping, Sequence
 import numpy as np
 
 from . import __version__
-from .errors import FitError, FitWarning, LadderError, TargetError
+from .errors import FitError, FitWarning, LadderError, TargetError, option
 from .fitting import DEFAULT_DELTA, DIVERGENCE_THRESHOLD, Fit, fit
-from .ladder import _SEQUENCE_LENGTHS, FLOPS_PER_PARAM_TOKEN, FlopsConvention, Ladder
+from .ladder import (_MAGNITUDE, _SEQUENCE_LENGTHS, FLOPS_PER_PARAM_TOKEN,
+                     FlopsConvention, Ladder)
 from .laws import Law, get_law
 from .records import positive_number
 from .uncertainty import DEFAULT_LEVEL, Interval
@@ -26,7 +28,14 @@ __all__ = ["Target", "Forecast", "predict", "default_law"]
 def _check_positive(name: str, value: float | None) -> float | None:
     if value is None:
         return None
-    return positive_number(value, f"target {name} must be a positive finite number", TargetError)
+    value = positive_number(value, f"target {name} must be a positive finite number",
+                            TargetError)
+    # The ladder's magnitude limits: beyond them 6·N·D and the law's powers overflow float64.
+    lo, hi, noun = _MAGNITUDE.get(name, (0.0, math.inf, ""))
+    if not lo <= value <= hi:
+        raise TargetError(f"target {name} {value:.4g} is outside {lo:g}..{hi:g}: not a "
+                          f"plausible {noun} (in other units?)")
+    return value
 
 
 @dataclass(frozen=True)
@@ -77,7 +86,8 @@ class Target:
                     "active_params"):
             object.__setattr__(self, key, _check_positive(key, getattr(self, key)))
         if self.tokens is None and self.steps is not None and self.batch_size is not None:
-            object.__setattr__(self, "tokens", self.steps * self.batch_size)
+            object.__setattr__(self, "tokens",
+                               _check_positive("tokens", self.steps * self.batch_size))
         n = self.active_params or self.params
         if self.flops is not None and n is not None and self.tokens is not None:
             six_nd = FLOPS_PER_PARAM_TOKEN * n * self.tokens
@@ -201,7 +211,8 @@ def _check_moe_target(target: Target, law: Law, ladder: Ladder) -> None:
         f"ladder {ladder.name!r} is a mixture of experts: its compute counts active parameters "
         f"(C = 6 x active x tokens; its runs have {ratio:.3g}x more total than active "
         f"parameters), but the target gives only its total parameters; give "
-        f"--target-active-params (API: active_params) or --target-flops")
+        f"{option('active_params', '--target-active-params')} or "
+        f"{option('flops', '--target-flops')}")
 
 
 def _in_ladder_convention(target: Target, law: Law, ladder: Ladder,
@@ -223,9 +234,18 @@ def _in_ladder_convention(target: Target, law: Law, ladder: Ladder,
     n = target.active_params or target.params
     if n is None or target.tokens is None:
         if conv is not None and conv.source == "given" and reads_c and abs(conv.median - 1) > 0.1:
-            notes.append(f"the ladder counts compute as C = {conv.median:.3g} x {conv.n_label} "
-                         f"(median over {len(conv.k)} runs): the target's C must be counted "
-                         f"the same way")
+            if _K_PLAUSIBLE[0] <= conv.median <= _K_PLAUSIBLE[1]:
+                notes.append(f"the ladder counts compute as C = {conv.median:.3g} x "
+                             f"{conv.n_label} (median over {len(conv.k)} runs): the target's C "
+                             f"must be counted the same way")
+            else:
+                # No FLOP convention gives such a k: the ladder's N or D column is what is
+                # off (see the ladder's warning), not the way its C is counted.
+                notes.append(f"the ladder's C/({conv.n_label}) is {conv.median:.3g} (median over "
+                             f"{len(conv.k)} runs), outside every FLOP convention in use "
+                             f"({_K_PLAUSIBLE[0]:g}..{_K_PLAUSIBLE[1]:g}): its N x D accounting "
+                             f"is suspect, not its C; law {law.name!r} reads C, so the target's "
+                             f"C is used as given")
         return target
     k = conv.median if conv is not None else 1.0
     label = conv.n_label if conv is not None else "6·N·D"
@@ -234,10 +254,10 @@ def _in_ladder_convention(target: Target, law: Law, ladder: Ladder,
         ratio = target.flops / six_nd
         if abs(ratio / k - 1) > 0.25:
             what = "active params" if target.active_params else "params"
-            msg = (f"target flops {target.flops:.4g} disagree with 6 x {what} x tokens = "
-                   f"{six_nd:.4g} in the ladder's FLOP convention: the target's C is "
-                   f"{ratio:.3g} x 6·N·D, the ladder's {k:.3g} x {label} (median "
-                   f"C/({label}))")
+            msg = (f"target flops {target.flops:.4g} disagree with the ladder's FLOP convention: "
+                   f"k x 6 x {what} x tokens = {k:.3g} x {six_nd:.4g} = {k * six_nd:.4g} "
+                   f"(k = the ladder's median C/({label})); the target's C is "
+                   f"{ratio:.3g} x 6·N·D")
             if reads_c:
                 raise TargetError(f"{msg}; give only N and D (converted with the ladder's k) "
                                   f"or a C counted like the ladder's")
@@ -267,7 +287,7 @@ def _times(factor: float) -> str:
 
 
 def _design_notes(target: Target, law: Law, result: Fit, ladder: Ladder) -> list[str]:
-    """Warnings for a target outside the ladder's design: its tokens per parameter D/N (any
+    """Warnings (for :attr:`Forecast.warnings`) for a target outside the ladder's design: its tokens per parameter D/N (any
     law) or its N (laws of N and D) more than 10x beyond the fitted runs' range. A D/N
     off by a factor near a sequence length says the tokens were counted in sequences.
 
@@ -359,15 +379,25 @@ def _ratio_span(ladder: Ladder) -> tuple[float, float] | None:
     return float(ratio.min()), float(ratio.max())
 
 
-def default_law(ladder: Ladder, target: Target) -> str:
-    """The law :func:`predict` fits when none is named.
+def default_law(ladder: Ladder, target: Target | None = None) -> str:
+    """The law :func:`predict` (and ``delphi fit``, ``backtest``, ``register``) fits when
+    none is named.
 
     ``chinchilla`` (L = E + A/N^alpha + B/D^beta; Hoffmann et al. 2022, Eq. 2) when the target
     and the ladder give N and D and the ladder's tokens per parameter D/N span at least 2x;
     else ``power`` in C (L = E + A/C^alpha): with D/N (nearly) one value, N and D move
     together and the ladder cannot tell their terms apart, so the split would be arbitrary.
     A target given by N and D is then converted to C with the ladder's FLOP convention.
+
+    ``target=None`` (a fit or backtest with no target): the same rule from the ladder alone,
+    i.e. ``chinchilla`` when the ladder has N and D whose D/N spans at least 2x, else ``power``.
     """
+    if target is None:
+        if ladder.has("params", "tokens"):
+            span = _ratio_span(ladder)
+            if span is None or span[1] >= _SPLIT_SPAN * span[0]:
+                return "chinchilla"
+        return "power"
     if target.params is not None and target.tokens is not None and ladder.has("params", "tokens"):
         span = _ratio_span(ladder)
         if span is None or span[1] >= _SPLIT_SPAN * span[0]:
@@ -394,7 +424,15 @@ class Forecast:
     extrapolation: float | None
     """Target compute over the largest fitted run's compute (None when unknown)."""
     notes: tuple[str, ...] = field(default=())
-    """Assumptions and choices made on the user's behalf."""
+    """Assumptions and choices made on the user's behalf (informational)."""
+    warnings: tuple[str, ...] = field(default=())
+    """Reasons to distrust this forecast, separate from :attr:`notes`: a target outside the
+    ladder's design (D/N or N more than 10x beyond the fitted runs'), a degenerate fit
+    extrapolated on request, a fit that did not converge, more than four orders of magnitude
+    of extrapolation, a target below the smallest fitted compute, a target C that disagrees
+    with the ladder's FLOP convention. Each is also issued as a
+    :class:`~delphi.errors.FitWarning`; ``"warnings"`` in the JSON, ``warning`` lines in
+    :meth:`report`. The fit's own warnings are in ``fit.warnings``."""
     interval: "Interval | None" = None
     """New-run and expected-loss intervals (None when they cannot be estimated; see notes).
     With parameters fixed (``fit.fixed``, e.g. the floor E) it is conditional on their values:
@@ -440,6 +478,7 @@ class Forecast:
                        "sha256": self.ladder_sha256,
                        "flops_convention": (self.flops_convention.to_dict()
                                             if self.flops_convention is not None else None)},
+            "warnings": list(self.warnings),
             "notes": list(self.notes),
             "delphi_version": __version__,
         }
@@ -456,6 +495,8 @@ class Forecast:
             lines.append(f"           {self.extrapolation:.3g}x the largest fitted run's compute")
         # The off-trend and floor-range notes are shown as their own blocks below.
         shown = {x.note() for x in (self.off_trend, self.floor_scan) if x is not None}
+        for w in self.warnings:
+            lines.append(f"warning    {w}")
         for note in self.notes:
             if note not in shown:
                 lines.append(f"note       {note}")
@@ -499,7 +540,8 @@ def predict(ladder: Ladder, target: Target | Mapping[str, float], law: str | Law
             boot_unit: str = "run", n_jobs: int | None = None,
             workers: int | None = None, floor_range: Sequence[float] | None = None,
             floor_points: int = 3, off_trend: bool = True,
-            allow_degenerate: bool = False) -> Forecast:
+            allow_degenerate: bool = False, _in_floor_scan: bool = False,
+            _profiles: bool = True) -> Forecast:
     """Fit ``law`` to ``ladder`` and predict the loss of ``target``, with an interval.
 
     Parameters
@@ -509,7 +551,8 @@ def predict(ladder: Ladder, target: Target | Mapping[str, float], law: str | Law
         A target given by N and D gets C = k·6·N·D with the ladder's FLOP convention k
         (:attr:`Ladder.flops_convention`; a note and ``flops_source``/``flops_k`` in the
         target's JSON say so); a D/N or (for laws of N and D) an N more than 10x beyond the
-        fitted runs' range is warned (:class:`~delphi.errors.FitWarning` and a note).
+        fitted runs' range is warned (:class:`~delphi.errors.FitWarning` and an entry of
+        :attr:`Forecast.warnings`).
     law: law name or object; default :func:`default_law` (``power`` when only C is known).
     fixed, bounds, delta, fit_max_flops, include_unfinished, divergence_threshold, seed:
         as in :func:`delphi.fitting.fit`.
@@ -530,7 +573,8 @@ def predict(ladder: Ladder, target: Target | Mapping[str, float], law: str | Law
         the fit; :attr:`Forecast.off_trend` gives the forecast without them.
 
     allow_degenerate: extrapolate a degenerate fit (a law that collapsed to a constant over
-        the ladder, :attr:`Fit.degenerate`) instead of refusing; the forecast then says so.
+        the ladder, :attr:`Fit.degenerate`) instead of refusing; :attr:`Forecast.warnings`
+        then says so, and whether the forecast only repeats the ladder's constant level.
 
     Returns
     -------
@@ -559,20 +603,33 @@ def predict(ladder: Ladder, target: Target | Mapping[str, float], law: str | Law
                            divergence_threshold=divergence_threshold, seed=seed,
                            interval=interval, level=level, n_boot=n_boot, boot_unit=boot_unit,
                            n_jobs=n_jobs, workers=workers, off_trend=off_trend,
-                           allow_degenerate=allow_degenerate)
+                           allow_degenerate=allow_degenerate, _in_floor_scan=True)
         return scan_floor(one, law, floor_range, floor_points, fixed)
     convention_notes: list[str] = []
     target = _in_ladder_convention(target, law, ladder, convention_notes)
     result = fit(ladder, law, fixed=fixed, bounds=bounds, delta=delta, fit_max_flops=fit_max_flops,
                  include_unfinished=include_unfinished,
-                 divergence_threshold=divergence_threshold, seed=seed)
+                 divergence_threshold=divergence_threshold, seed=seed, identify=_profiles)
+    if not _profiles:
+        # Internal (nested fits): the degeneracy test and findings without the profiles.
+        from .fitting.diagnostics import attach_identification
+        result = attach_identification(result, profiles=False)
     from .fitting.diagnostics import refuse_degenerate
     degenerate_note = refuse_degenerate(result, allow=allow_degenerate)  # raises unless allowed
     inputs, notes = _target_inputs(target, law, result, ladder)
-    if degenerate_note:
-        notes.append(degenerate_note)
     notes = convention_notes + notes
     loss = float(result.predict(inputs)[0])
+    warns: list[str] = []
+    # A C that disagrees with the ladder's convention (law of N and D) is a warning.
+    warns.extend(n for n in notes if n.startswith("target flops "))
+    notes = [n for n in notes if not n.startswith("target flops ")]
+    if degenerate_note:
+        const = result.identification.constant
+        same = abs(loss / const - 1) < 1e-3
+        warns.append(f"{degenerate_note}; the forecast {loss:.4f} "
+                     + ("only repeats the ladder's constant level" if same else
+                        f"is {loss / const - 1:+.2%} from the ladder's constant level "
+                        f"{const:.4f}, a difference the ladder does not support"))
     conv = ladder.flops_convention
     if conv is not None and conv.drifting and target.flops_k is not None and "flops" in inputs:
         # k is not one number for this ladder: show what the largest rung's k would give.
@@ -581,7 +638,8 @@ def predict(ladder: Ladder, target: Target | Mapping[str, float], law: str | Law
         notes.append(f"the ladder's C/({conv.n_label}) drifts {conv.drift:+.0%} across rungs: with "
                      f"the largest rung's k = {k_top:.4g} instead of {target.flops_k:.4g} the "
                      f"forecast would be {alt:.4f} ({alt / loss - 1:+.2%})")
-    notes.extend(_design_notes(target, law, result, ladder))
+    design = _design_notes(target, law, result, ladder)      # warned there already
+    warns.extend(design)
     if ("flops" in law.inputs and target.params is not None and target.tokens is not None):
         span = _ratio_span(ladder)
         if span is not None and span[1] < _SPLIT_SPAN * span[0]:
@@ -593,20 +651,21 @@ def predict(ladder: Ladder, target: Target | Mapping[str, float], law: str | Law
     largest, smallest = result.extra.get("max_flops"), result.extra.get("min_flops")
     extrapolation = target.flops / largest if (largest and target.flops) else None
     if extrapolation is not None and extrapolation > 1e4:
-        notes.append(f"the target is {extrapolation:.3g}x the largest fitted run's compute: "
+        warns.append(f"the target is {extrapolation:.3g}x the largest fitted run's compute: "
                      f"more than four orders of magnitude of extrapolation")
     if smallest and target.flops and target.flops < smallest:
-        notes.append(f"the target's compute {target.flops:.3g} is below the smallest fitted run "
+        warns.append(f"the target's compute {target.flops:.3g} is below the smallest fitted run "
                      f"({smallest:.3g}): the law is extrapolated downwards")
     if result.fixed:
         given = ", ".join(f"{k} = {v:g}" for k, v in result.fixed.items())
-        scan = (f"; a floor range (--floor LO:HI, API floor_range) shows how the forecast "
-                f"moves with {law.floor}" if law.floor in result.fixed else "")
+        scan = (f"; a floor range, {option('floor_range', '--floor LO:HI')}, shows how the "
+                f"forecast moves with {law.floor}"
+                if law.floor in result.fixed and not _in_floor_scan else "")
         notes.append(f"{given} fixed (not fitted): the interval is conditional on "
                      f"{'this value' if len(result.fixed) == 1 else 'these values'} and leaves "
                      f"out {'its' if len(result.fixed) == 1 else 'their'} uncertainty{scan}")
     if not result.converged:
-        notes.append("THE FIT DID NOT CONVERGE: do not trust this prediction")
+        warns.append("THE FIT DID NOT CONVERGE: do not trust this prediction")
     band = _interval(result, inputs, interval, level, n_boot, boot_unit, seed,
                      n_jobs if n_jobs is not None else workers, notes)
     rungs = None
@@ -615,10 +674,13 @@ def predict(ladder: Ladder, target: Target | Mapping[str, float], law: str | Law
         rungs = find_off_trend(result, inputs, bounds=bounds, seed=seed)
         if rungs is not None:
             notes.append(rungs.note())
+    for message in warns:
+        if message not in design:
+            warnings.warn(message, FitWarning, stacklevel=2)
     return Forecast(target=target, loss=loss, fit=result, ladder_name=ladder.name,
                     ladder_source=ladder.source, ladder_sha256=result.extra["sha256"],
                     metric=ladder.metric, unit=ladder.unit, extrapolation=extrapolation,
-                    notes=tuple(notes), interval=band, off_trend=rungs,
+                    notes=tuple(notes), warnings=tuple(warns), interval=band, off_trend=rungs,
                     flops_convention=ladder.flops_convention)
 
 
@@ -651,16 +713,20 @@ def _interval(result: Fit, inputs, method, level, n_boot, unit, seed, n_jobs, no
         notes.append(f"the interval rests on {result.dof} residual degrees of freedom: its "
                      f"noise estimate is rough")
     from .fitting.diagnostics import NOISE_FLOOR, residual_scale
+    exact = ""
     if method == "bootstrap" and residual_scale(result) < NOISE_FLOOR:
         # Every resample of an exactly fitted ladder gives the same law: a zero-width
         # interval. The delta method at the floored noise is not.
         method = "delta"
-        notes.append(f"the law fits the ladder exactly (residual scale {residual_scale(result):.2g}"
-                     f" < {NOISE_FLOOR:g}): bootstrap resamples would all agree, so the interval "
-                     f"is the delta method's with the noise floored at {NOISE_FLOOR:g}")
+        exact = (f"the law fits the ladder exactly (residual scale {residual_scale(result):.2g}"
+                 f" < {NOISE_FLOOR:g}): bootstrap resamples would all agree")
     try:
         if method == "delta":
-            return delta_interval(result, inputs, level=level)
+            band = delta_interval(result, inputs, level=level)
+            if exact:   # said only once the delta interval exists
+                notes.append(f"{exact}, so the interval is the delta method's with the noise "
+                             f"floored at {NOISE_FLOOR:g}")
+            return band
         draws = bootstrap(result, n=n_boot, unit=unit, seed=seed, n_jobs=n_jobs)
         notes.extend(draws.warnings)
         if draws.n_failed:
@@ -668,5 +734,6 @@ def _interval(result: Fit, inputs, method, level, n_boot, unit, seed, n_jobs, no
                          f"were left out")
         return bootstrap_interval(result, draws, inputs, level=level, seed=seed)
     except FitError as exc:
-        notes.append(f"no interval: {exc}")
+        notes.append(f"no interval: {exc}" + (f"; and {exact}, so no bootstrap interval "
+                                               f"either" if exact else ""))
         return None

@@ -35,7 +35,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from .errors import FitError, LadderError, LawError, TargetError
+from .errors import FitError, LadderError, LawError, TargetError, option
 from .fitting.engine import DEFAULT_DELTA, fit_arrays
 from .fitting.result import Fit
 from .ladder import FLOPS_PER_PARAM_TOKEN, Exclusion, Ladder
@@ -48,6 +48,9 @@ __all__ = [
     "OptimaTable", "HparamFit", "ExcludedGroup", "optimal_points", "fit_hparams",
     "HPARAM_LAW_FAMILIES", "REFERENCE_CONSTANTS", "STATUSES",
 ]
+
+# Where a result's left-out runs are listed, in both spellings (API and command line).
+_EXTRA_KEY = option("to_dict()['extra']", "the --json output, key extra")
 
 #: The law families of :func:`fit_hparams`: name -> (LR law, batch law).
 HPARAM_LAW_FAMILIES: dict[str, tuple[Law, Law]] = {
@@ -504,7 +507,8 @@ def _law_points(optima: OptimaTable, law: Law, include_edge: bool,
                              + (f" {r.side}" if r.status == "edge" else "") + ")"
                              for r in t.head(_MAX_NAMED).itertuples(index=False))
         more = f" and {len(t) - _MAX_NAMED} more" if len(t) > _MAX_NAMED else ""
-        hint = "" if include_edge else "; include_edge=True uses the best sampled values"
+        hint = ("" if include_edge else
+                f"; {option('include_edge=True', '--include-edge')} uses the best sampled values")
         raise FitError(
             f"no finite {optima.hparam} optimum to fit the {role} law {law.name!r} on ladder "
             f"{optima.ladder!r}: no group brackets its optimum - {statuses}{more}. Widen the "
@@ -691,11 +695,11 @@ class HparamFit:
         n_out = len(self.extra.get("excluded_runs", ()))
         lines.append(f"runs       {n_used} finished runs in {len(self.lr_optima.table)} groups by "
                      f"{', '.join(self.lr_optima.by)}; {n_out} run(s) left out (reader, "
-                     f"unfinished, diverged or no peak_lr; see to_dict()['extra'])")
+                     f"unfinished, diverged or no peak_lr; see {_EXTRA_KEY})")
         for n in self.lr_optima.notes + (self.batch_optima.notes if self.batch_optima else ()):
             lines.append(f"note       {n}")
         edge = ("included at their best sampled values" if self.include_edge
-                else "excluded (include_edge=False)")
+                else f"excluded ({option('include_edge=False', 'no --include-edge')})")
         lines.append(f"edge       groups {edge}")
         lines += self._law_block(self.lr_fit, "peak LR")
         if self.batch_fit is not None:

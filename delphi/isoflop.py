@@ -59,7 +59,7 @@ import numpy as np
 import pandas as pd
 
 from .records import jsonable
-from .errors import FitError, FitWarning, LadderError, LadderWarning, TargetError
+from .errors import FitError, FitWarning, LadderError, LadderWarning, TargetError, option
 from .ladder import FLOPS_PER_PARAM_TOKEN, Exclusion, Ladder
 
 __all__ = [
@@ -95,6 +95,11 @@ _jsonable = jsonable
 
 def _g(value: float, digits: int = 4) -> str:
     return "-" if value is None or not math.isfinite(value) else f"{value:.{digits}g}"
+
+
+def _count(n: int, noun: str) -> str:
+    """``"1 size"``, ``"3 sizes"``."""
+    return f"{n} {noun}" + ("" if n == 1 else "s")
 
 
 def _interval_text(iv: tuple[float, float] | None, digits: int = 3) -> str:
@@ -420,6 +425,11 @@ class PowerLaw:
     """Bootstrap percentile interval of a, when bootstrap draws were available."""
     level: float | None = None
     """Level of :attr:`exponent_interval` (e.g. 0.95)."""
+    n_draws: int = 0
+    """Bootstrap draws asked for per budget (0 without a bootstrap interval)."""
+    n_valid: int = 0
+    """Joint draws behind :attr:`exponent_interval`: draw k of every budget is fitted together,
+    so this is the smallest number of valid draws (interior vertex) among the budgets."""
 
     def predict(self, flops: float | Sequence[float] | np.ndarray) -> np.ndarray:
         """y at compute ``flops`` [FLOPs], shape as ``np.asarray(flops)``."""
@@ -437,14 +447,27 @@ class PowerLaw:
         return _jsonable({"quantity": self.quantity, "coefficient": self.coefficient,
                           "exponent": self.exponent, "exponent_stderr": self.exponent_stderr,
                           "exponent_interval": self.exponent_interval, "level": self.level,
+                          "n_draws": self.n_draws, "n_valid_draws": self.n_valid,
                           "r2": self.r2, "n_points": self.n_points, "weighted": self.weighted})
 
     def report(self) -> str:
-        """One line: formula, standard error, interval, fit quality."""
-        se = f" +- {self.exponent_stderr:.3f}" if math.isfinite(self.exponent_stderr) else ""
-        iv = (f", {self.level:.0%} bootstrap interval of a {_interval_text(self.exponent_interval, 4)}"
-              if self.exponent_interval is not None and self.level is not None else "")
-        return (f"{self.formula}{se}{iv}  ({self.n_points} points, "
+        """One line: formula, uncertainty of the exponent, fit quality.
+
+        With a bootstrap interval, that interval is the uncertainty shown (with how many
+        draws were valid): the residual standard error of a regression through a handful of
+        vertices (1 residual dof for 3 budgets) ignores each vertex's own uncertainty and can
+        be ~0 when the vertices happen to lie on a line. Without one, the residual standard
+        error is shown with its degrees of freedom (none with 2 budgets)."""
+        if self.exponent_interval is not None and self.level is not None:
+            unc = (f", {self.level:.0%} bootstrap interval of a "
+                   f"{_interval_text(self.exponent_interval, 4)} (from {self.n_valid} of "
+                   f"{self.n_draws} draws, the fewest valid in any budget)")
+        elif math.isfinite(self.exponent_stderr):
+            unc = (f" +- {self.exponent_stderr:.2g} (s.e. of a from the scatter of "
+                   f"{self.n_points} points, {self.n_points - 2} dof; no bootstrap interval)")
+        else:
+            unc = " (no uncertainty: 2 points and no bootstrap interval)"
+        return (f"{self.formula}{unc}  ({_count(self.n_points, 'point')}, "
                 f"{'weighted' if self.weighted else 'unweighted'}, R^2 {self.r2:.4f})")
 
 
@@ -650,6 +673,16 @@ class IsoflopResult:
     trimmed to sizes balanced around its vertex, and a from the untrimmed vertices of the
     same budgets). Empty for a single budget."""
 
+    def _single(self) -> "BudgetOptimum | None":
+        """The one budget analysed on its own when there are no power laws (the only budget,
+        or the only one with an interior optimum); None otherwise."""
+        if self.params_law is not None:
+            return None
+        used = [b for b in self.budgets if b.used and math.isfinite(b.params)]
+        if len(used) == 1:
+            return used[0]
+        return self.budgets[0] if len(self.budgets) == 1 else None
+
     def optimal(self, flops: float) -> dict:
         """N*, D*, D*/N*, 6N*D*/C and the extrapolation ratio at compute ``flops`` [FLOPs].
 
@@ -662,11 +695,11 @@ class IsoflopResult:
             gives the budget's vertex).
         """
         if self.params_law is None or self.tokens_law is None:
-            b = self.budgets[0]
+            b = self._single() or self.budgets[0]
             raise FitError(f"N*, D* at another compute need the power laws N*(C), D*(C), fitted "
-                           f"across at least 2 compute budgets; ladder {self.ladder or ''!r} has "
-                           f"one ({b.label}, vertex N* = {_g(b.params)}, D* = {_g(b.tokens)}, "
-                           f"L* = {_g(b.loss)})")
+                           f"across at least 2 compute budgets with an interior optimum; ladder "
+                           f"{self.ladder or ''!r} has one ({b.label}, vertex N* = "
+                           f"{_g(b.params)}, D* = {_g(b.tokens)}, L* = {_g(b.loss)})")
         out = _optimal(self.params_law, self.tokens_law, flops)
         used = [b.flops for b in self.budgets if b.used]
         out["compute_check"] = FLOPS_PER_PARAM_TOKEN * out["params"] * out["tokens"] / flops
@@ -702,9 +735,10 @@ class IsoflopResult:
         lines += [b.report(center) for b in self.budgets]
         for name, law in (("params", self.params_law), ("tokens", self.tokens_law)):
             lines.append(f"{name:<10} " + (law.report() if law is not None else
-                                           "no power law (one budget; see note)"))
-        if len(self.budgets) == 1 and self.budgets[0].params_interval is not None:
-            b = self.budgets[0]
+                                           "no power law (one usable budget; see note)"))
+        single = self._single()
+        if self.params_law is None and single is not None:
+            b = single
             lines.append(f"vertex     N* = {_g(b.params)} params "
                          f"({b.level:.0%} interval {_interval_text(b.params_interval)}), "
                          f"D* = {_g(b.tokens)} tokens "
@@ -938,18 +972,21 @@ def _check_settings(method: str, window: int | None, bootstrap: str, n_boot: int
         raise FitError(f"window must be an integer >= {_MIN_SIZES[method]} for method "
                        f"{method!r}, got {window!r}")
     if int(n_boot) != n_boot or n_boot < 0:
-        raise FitError(f"n_boot must be a non-negative integer, got {n_boot!r}")
+        raise FitError(f"{option('n_boot', '--n-boot')} must be a non-negative integer, "
+                       f"got {n_boot!r}")
     if bootstrap == "noise" and not (noise is not None and math.isfinite(noise) and noise > 0):
         raise FitError(f"bootstrap 'noise' needs a positive noise standard deviation [loss "
                        f"units], got {noise!r} (Porian et al. use 0.002 on RefinedWeb, 0.01 on "
                        f"OpenWebText2)")
     if center not in ("point", "median"):
         raise FitError(f"center must be 'point' or 'median', got {center!r}")
-    needs = [what for what, on in (("center='median'", center == "median"),
-                                   ("weighted=True", weighted)) if on]
+    needs = [what for what, on in ((option("center='median'", "--center median"),
+                                    center == "median"),
+                                   (option("weighted=True", "--weighted"), weighted)) if on]
     if needs and (bootstrap == "none" or n_boot < 2):
-        raise FitError(f"{' and '.join(needs)} need bootstrap draws; set bootstrap to "
-                       f"'resample' or 'noise' and n_boot >= 2")
+        raise FitError(f"{' and '.join(needs)} need bootstrap draws; set "
+                       f"{option('bootstrap', '--bootstrap')} to 'resample' or 'noise' and "
+                       f"{option('n_boot', '--n-boot')} >= 2")
 
 
 def isoflop_table(table: pd.DataFrame, *, method: str = "parabola", window: int | None = None,
@@ -987,7 +1024,8 @@ def isoflop_table(table: pd.DataFrame, *, method: str = "parabola", window: int 
         # is not estimable and is left out (not an error).
         r = results[0]
         if not math.isfinite(r.params):
-            raise FitError(f"the ladder has one compute budget ({r.label}, {r.n_sizes} sizes) and "
+            raise FitError(f"the ladder has one compute budget ({r.label}, "
+                           f"{_count(r.n_sizes, 'size')}) and "
                            f"it has no vertex ({', '.join(r.flags)}): "
                            + "; ".join(n.split(": ", 1)[1] for n in r.notes))
         _raise(alerts)
@@ -998,6 +1036,20 @@ def isoflop_table(table: pd.DataFrame, *, method: str = "parabola", window: int 
                              notes=(note,))
 
     used = [i for i, r in enumerate(results) if r.used]
+    if len(used) == 1:
+        # One budget qualifies: analyse it as a single budget (its vertex and interval) and
+        # name the budgets left out, rather than refusing everything for want of a second.
+        r = results[used[0]]
+        _raise(alerts)
+        left = "; ".join(f"{o.label} ({', '.join(f for f in o.flags if f in _EXCLUDING)})"
+                         for o in results if not o.used)
+        note = (f"one of {_count(len(results), 'compute budget')} has an interior optimum "
+                f"({r.label}): its vertex is reported; the power laws N*(C), D*(C) need at "
+                f"least 2 such budgets and are omitted; left out: {left}")
+        warnings_ = [n for o in results for n in o.notes]
+        return IsoflopResult(budgets=tuple(results), params_law=None, tokens_law=None,
+                             settings=settings, ladder=ladder, warnings=tuple(warnings_),
+                             exclusions=tuple(exclusions), notes=(note,))
     if len(used) < 2:
         listed = "; ".join(f"{r.label} ({', '.join(r.flags) or 'ok'})" for r in results[:12])
         raise FitError(f"an isoFLOP power law needs at least 2 budgets with an interior optimum; "
@@ -1034,7 +1086,7 @@ def isoflop_table(table: pd.DataFrame, *, method: str = "parabola", window: int 
             exps = [fit_power_law(c, np.array([draws[i][col][k] for i in used]), weights=w,
                                   quantity=q).exponent for k in range(k_max)]
             law = replace(law, exponent_interval=_percentiles(np.array(exps), level),
-                           level=level)
+                           level=level, n_draws=int(n_boot), n_valid=int(k_max))
         laws[q] = law
         if q == "params" and w is not None:
             for j, i in enumerate(used):

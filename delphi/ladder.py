@@ -20,14 +20,22 @@ Every reader returns a :class:`Ladder`; every law, fit and analysis reads one. C
 ``status``         the tracker's run state, e.g. W&B ``finished``/``crashed``/``running``
                    (optional; a ``state`` column is read as ``status``); see
                    :mod:`delphi.runstate` for how a run's state is decided
-``row``            0-based row of the source table the row came from (added if absent)
+``row``            0-based data row of the source the row came from (added if absent): row 0
+                   is the first row under a CSV header (line 2); messages name rows by it
 =================  ==========================================================================
 
 Any other column is kept as free metadata.
+
+Numbers are checked per cell: a boolean or a date is not a number, and magnitudes must be
+plausible (``params``/``active_params``/``tokens`` 1..1e30, ``flops`` 1..1e40, ``loss``
+1e-30..1e30, ``lr``/``peak_lr`` at most 1e6): beyond them a value is in other units, and
+6·N·D or the fits' powers would overflow float64. Each bad cell is named by run, row and
+column.
 """
 
 from __future__ import annotations
 
+import datetime
 import hashlib
 import re
 import math
@@ -39,7 +47,7 @@ import numpy as np
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from .errors import LadderError, LadderWarning
+from .errors import LadderError, LadderWarning, option
 from .runstate import Invalid, invalid_message, not_annealed, run_states, status_kinds
 from .units import UNITS, normalize_unit, unit_from_metric
 
@@ -49,6 +57,9 @@ __all__ = ["Ladder", "Exclusion", "FlopsConvention", "CANONICAL_COLUMNS",
 #: Training FLOPs per parameter per token (forward + backward), Kaplan et al. 2020, Eq. 2.1.
 FLOPS_PER_PARAM_TOKEN = 6.0
 
+#: How a row or run dropped as invalid is tagged in its exclusion reason (both spellings).
+_DROP_INVALID = option("drop_invalid=True", "--drop-invalid")
+
 CANONICAL_COLUMNS: tuple[str, ...] = (
     "run", "params", "tokens", "flops", "loss", "step", "lr", "peak_lr", "batch_size",
     "active_params", "final", "fraction", "total_steps", "status",
@@ -56,6 +67,16 @@ CANONICAL_COLUMNS: tuple[str, ...] = (
 _POSITIVE = ("params", "tokens", "flops", "loss", "peak_lr", "batch_size", "active_params",
              "total_steps")
 _NONNEGATIVE = ("step", "lr")
+#: Magnitudes a value may take (inclusive) and what it is. A count below 1 is in other units
+#: (parameters in billions, say); beyond the top no training run or loss is that large. Inside
+#: these, 6·N·D, C/(6·N·D) and every log and power the fits take stay finite in float64.
+_MAGNITUDE = {"params": (1.0, 1e30, "parameter count"),
+              "active_params": (1.0, 1e30, "parameter count"),
+              "tokens": (1.0, 1e30, "token count"),
+              "flops": (1.0, 1e40, "FLOP count"),
+              "loss": (1e-30, 1e30, "loss"),
+              "lr": (1e-30, 1e6, "learning rate"),
+              "peak_lr": (1e-30, 1e6, "learning rate")}
 _PER_RUN = ("params", "active_params", "peak_lr", "batch_size", "total_steps")
 
 # A run's own FLOP column may differ from 6ND by up to this much before we say so.
@@ -253,6 +274,82 @@ def _coerce_bool(series: pd.Series, column: str, table: pd.DataFrame,
     return pd.Series(pd.arrays.BooleanArray(truth[codes], na[codes]), index=series.index)
 
 
+def _times(ratio: float) -> str:
+    """A ratio for a message: ``1.31x``; far from 1 in 4 significant digits (``1.667e+29x``),
+    never hundreds of digits."""
+    return f"{ratio:.2f}x" if 0.01 <= ratio < 1e4 else f"{ratio:.4g}x"
+
+
+def _percent(fraction: float, digits: int = 0) -> str:
+    """A relative change for a message: ``14%`` (``digits`` decimals); huge ones in 4
+    significant digits (``1.2e+31%``), never hundreds of digits."""
+    return f"{fraction:.{digits}%}" if abs(fraction) < 1e4 else f"{fraction * 100:.4g}%"
+
+
+_NOT_NUMBERS = (bool, np.bool_, datetime.date, datetime.timedelta, np.datetime64,
+                np.timedelta64)
+
+
+def _non_numeric_cells(raw: pd.Series) -> np.ndarray | None:
+    """Mask (n,) of the cells of ``raw`` that pandas would turn into numbers but that are not
+    measurements: booleans (1.0/0.0) and dates or durations (nanoseconds); ``None`` when
+    there are none."""
+    if (pd.api.types.is_bool_dtype(raw.dtype) or pd.api.types.is_datetime64_any_dtype(raw.dtype)
+            or pd.api.types.is_timedelta64_dtype(raw.dtype)):
+        return raw.notna().to_numpy()
+    if raw.dtype != object:
+        return None
+    mask = np.fromiter((isinstance(v, _NOT_NUMBERS) for v in raw.to_numpy()), bool,
+                       count=len(raw))
+    return mask if mask.any() else None
+
+
+def user_stacklevel() -> int:
+    """The ``stacklevel`` for :func:`warnings.warn` that points at the first caller outside
+    delphi (the user's ``load_ladder(...)`` or ``Ladder(...)`` line), however deep inside
+    delphi the warning is raised. Counted from the function calling this one."""
+    import os
+    import sys
+    root = os.path.dirname(os.path.abspath(__file__)) + os.sep
+    frame = sys._getframe(1)              # the caller of user_stacklevel (warns)
+    level = 1
+    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(root):
+        frame = frame.f_back
+        level += 1
+    return level
+
+
+def _restart_fix(restarts) -> str:
+    """What to do about a resumed run, by kind of restart (:class:`delphi.schedules.Restart`)."""
+    kinds = {r.kind for r in restarts}
+    parts = []
+    if "counter" in kinds:
+        parts.append("after a restarted counter, log global steps (or mark the run's end row "
+                     "final = true)")
+    if "rollback" in kinds:
+        parts.append("after a rollback, drop the superseded rows (the earlier segment's rows "
+                     "from the step it resumed at)")
+    return "Fix it: " + "; ".join(parts)
+
+
+def _span(values) -> str:
+    """Sorted distinct numbers for a message, consecutive integers as ranges: ``8..12``,
+    ``400, 450, 500``; at most 8 items shown."""
+    vals = sorted({float(x) for x in np.asarray(values, dtype=float).ravel()})
+    parts: list[str] = []
+    i = 0
+    while i < len(vals):
+        j = i
+        while j + 1 < len(vals) and vals[j + 1] == vals[j] + 1 and vals[j].is_integer():
+            j += 1
+        parts.append(f"{vals[i]:g}" if j - i < 2 else f"{vals[i]:g}..{vals[j]:g}")
+        if j - i == 1:
+            parts.append(f"{vals[j]:g}")
+        i = j + 1
+    more = f" ... ({len(parts) - 8} more)" if len(parts) > 8 else ""
+    return ", ".join(parts[:8]) + more
+
+
 def _run_codes(runs: pd.Series) -> tuple[np.ndarray, np.ndarray]:
     """``(codes, names)``: run id of each row as an integer, shape (n,), numbered in sorted
     order of the ids, and the sorted distinct ids (an array of str), shape (n_runs,)."""
@@ -298,29 +395,30 @@ def _group_starts(codes: np.ndarray) -> np.ndarray:
 _STATUS_NAMES = ("status", "state", "run_status", "run_state")
 
 
-def _status_alias(t: pd.DataFrame) -> pd.DataFrame:
-    """``t`` with its run-state column named ``status``: a ``status`` column as it is, else
-    the first column named ``state``, ``run_status`` or ``run_state`` (any case; W&B's runs
-    table calls it ``State``)."""
+def _status_alias(t: pd.DataFrame) -> tuple[pd.DataFrame, str]:
+    """``(t, name)``: ``t`` with its run-state column named ``status`` (a ``status`` column
+    as it is, else the first column named ``state``, ``run_status`` or ``run_state``, any
+    case; W&B's runs table calls it ``State``) and that column's name in the source."""
     if "status" in t.columns:
-        return t
+        return t, "status"
     by_name = {str(c).strip().lower(): c for c in t.columns}
     for name in _STATUS_NAMES:
         if name in by_name:
-            return t.rename(columns={by_name[name]: "status"})
-    return t
+            return t.rename(columns={by_name[name]: "status"}), str(by_name[name]).strip()
+    return t, "status"
 
 
-def _check_status(t: pd.DataFrame, problems: list) -> None:
-    """Append every row whose ``status`` is not a known run state to ``problems``."""
+def _check_status(t: pd.DataFrame, problems: list, column: str = "status") -> None:
+    """Append every row whose ``status`` (named ``column`` in the source) is not a known run
+    state to ``problems``."""
     _, bad = status_kinds(t["status"])
     values = t["status"].to_numpy(dtype=object)
     for pos in np.flatnonzero(bad):
         problems.append(Invalid(
             _row_label(t, t.index[pos]),
-            f"column 'status' has an unknown run state {values[pos]!r}; known: finished "
+            f"column {column!r} has an unknown run state {values[pos]!r}; known: finished "
             f"(or success, completed), running, crashed, failed, killed, preempted, "
-            f"cancelled, dep_failed ... (see delphi.runstate), or empty/unknown",
+            f"cancelled, dep_failed ..., or empty/unknown",
             (int(pos),), order=pos))
 
 
@@ -347,7 +445,9 @@ class Ladder:
     drop_invalid:
         Drop invalid rows instead of raising: each dropped row (or run, for a problem of the
         whole run such as a duplicate step or contradictory run state) is listed in
-        :attr:`exclusions` with its reason, and one warning gives the count.
+        :attr:`exclusions` with its reason, and one warning gives the count. A resumed run
+        whose rollback logs steps again loses only its superseded earlier rows (those from
+        the step it resumed at), not the run.
     schedule:
         The runs' LR schedule shape, e.g. ``"cosine:warmup=50,final=0.1"``
         (:meth:`delphi.schedules.Schedule.parse`), completed per run by ``peak_lr`` and
@@ -360,7 +460,9 @@ class Ladder:
         not a known unit (the message lists them). Unless ``drop_invalid``: rows are invalid
         (one error lists the first 20 problems and gives the count, each naming run, row and
         column): a value non-numeric, NaN, infinite, zero or negative, a (run, step) pair
-        repeated, a per-run constant (``params``...) varying within a run, an unknown
+        repeated (within one segment of a run: after a restarted step counter a step logged
+        again is another checkpoint), a resumed run's rows superseded by a rollback that
+        logs their steps again, a per-run constant (``params``...) varying within a run, an unknown
         ``status``, more than one ``final`` row in a run, or a run whose ``final``,
         ``status`` and ``fraction`` (or step against ``total_steps``) disagree
         (:mod:`delphi.runstate`).
@@ -394,6 +496,15 @@ class Ladder:
         #: Runs whose last row was dropped as invalid (``drop_invalid``): run -> source row.
         #: Their final loss is unknown, so final-loss laws leave them out.
         self.cut_runs: dict[str, int] = {}
+        #: Runs whose logged step goes back in file order (resumed): run -> restarts.
+        self.restarts: dict[str, list] = {}
+        #: Rows (source ``row``) of a rollback's earlier segment that the run continued past
+        #: without logging their steps again: run -> rows (a warning names them).
+        self.superseded: dict[str, list[int]] = {}
+        #: The run-state column as the source spells it (W&B: ``State``), for messages.
+        self.status_column: str = "status"
+        #: ``(rows, runs)`` dropped by ``drop_invalid`` (runs: dropped whole).
+        self.dropped: tuple[int, int] = (0, 0)
         # A shallow copy: columns are replaced, never written into (copy-on-write).
         self.table = self._validate(pd.DataFrame(table).copy(deep=False), drop_invalid)
 
@@ -405,7 +516,7 @@ class Ladder:
 
     def _warn(self, message: str) -> None:
         self.warnings.append(message)
-        warnings.warn(message, LadderWarning, stacklevel=3)
+        warnings.warn(message, LadderWarning, stacklevel=user_stacklevel())
 
     def _validate(self, t: pd.DataFrame, drop_invalid: bool = False) -> pd.DataFrame:
         # Vectorised: whole-column checks and per-run aggregates over integer run codes. Every
@@ -413,6 +524,10 @@ class Ladder:
         # had) and reported in one error, or dropped and listed with drop_invalid.
         if t.empty:
             raise LadderError(f"ladder {self.name!r} has no rows")
+        twice = sorted({str(c) for c in t.columns[t.columns.duplicated()]})
+        if twice:       # t["loss"] would be a table: which column is the loss?
+            raise LadderError(f"ladder {self.name!r} has several columns named "
+                              f"{', '.join(map(repr, twice))}; keep one")
         found = ", ".join(str(c) for c in t.columns if c != "row")
         missing = [c for c in ("run", "loss") if c not in t.columns]
         if "flops" not in t.columns and not {"params", "tokens"} <= set(t.columns):
@@ -424,7 +539,7 @@ class Ladder:
         if "row" not in t.columns:
             t["row"] = np.arange(len(t))
         t = t.reset_index(drop=True)
-        t = _status_alias(t)
+        t, self.status_column = _status_alias(t)
         problems: list[Invalid] = []
         for i in np.flatnonzero(t["run"].isna().to_numpy()):
             problems.append(Invalid(f"row {t.at[i, 'row']}", "column 'run' is empty", (int(i),),
@@ -440,7 +555,7 @@ class Ladder:
         if "final" in t.columns:
             t["final"] = _coerce_bool(t["final"], "final", t, problems)
         if "status" in t.columns:
-            _check_status(t, problems)
+            _check_status(t, problems, self.status_column)
 
         # Run-level checks on the rows whose values are valid.
         bad = np.zeros(len(t), dtype=bool)
@@ -451,17 +566,25 @@ class Ladder:
             ["run", "tokens"] if "tokens" in t.columns else ["run", "flops"])
         if len(v):
             codes, names = _run_codes(v["run"])
+            segment = unreliable = None
+            if "step" in v.columns:
+                # Resumed runs first, rows still in file order: a rollback's superseded rows
+                # are reported as such (not as duplicates), and steps logged again after a
+                # restarted counter are other checkpoints.
+                v, codes, segment, unreliable = self._resumed_rows(v, codes, names, problems)
             self._check_per_run(v, codes, names, problems)
             order = _sort_order(codes, v[key[1]].to_numpy(float))
-            self._check_duplicates(v, key, codes, order, problems)
+            self._check_duplicates(v, key, codes, order, problems, segment)
             self._check_states(v if order is None else v.take(order),
-                               codes if order is None else codes[order], names, problems)
+                               codes if order is None else codes[order], names, problems,
+                               step_unreliable=unreliable)
         if problems:
             rows = set()
             for p in problems:
                 rows.update(p.rows)
             if not drop_invalid:
-                raise LadderError(invalid_message(self.name, problems, len(rows)))
+                n_runs = t["run"].take(sorted(rows)).nunique()
+                raise LadderError(invalid_message(self.name, problems, len(rows), n_runs))
             v = self._drop_invalid(t, problems, key[1])
             codes, names = _run_codes(v["run"])
             order = _sort_order(codes, v[key[1]].to_numpy(float))
@@ -472,7 +595,29 @@ class Ladder:
         self._account_flops(v, codes, names)
         if order is not None:        # not already sorted by run, then step/tokens/flops
             v = v.take(order)
-        return v.reset_index(drop=True)
+        v = v.reset_index(drop=True)
+        if "status" in v.columns:
+            self._check_stateless(v)
+        return v
+
+    def _check_stateless(self, v: pd.DataFrame) -> None:
+        """Warn when some runs have a run state and others none (an empty cell at their end
+        row and no final/fraction/step evidence): those are counted as finished for lack of a
+        state, which is right for a tidy table of final rows but not for a run whose state was
+        lost. ``v`` is sorted by run, then step."""
+        codes, names = _run_codes(v["run"])
+        st = run_states(v, codes, names, _group_starts(codes),
+                        step_unreliable=self._counter_restarted(names),
+                        status_name=self.status_column)
+        stateless = np.flatnonzero((st.status == -1) & (st.state == -1))
+        if not len(stateless) or not (st.status != -1).any():
+            return
+        listed = ", ".join(repr(str(names[k])) for k in stateless[:10])
+        more = f" and {len(stateless) - 10} more" if len(stateless) > 10 else ""
+        self._warn(f"ladder {self.name!r}: {len(stateless)} run(s) have no {self.status_column} "
+                   f"(empty or unknown at their last row) while the other runs have one: "
+                   f"{listed}{more}; they are counted as finished for lack of a state "
+                   f"(give their {self.status_column} if they did not finish)")
 
     def _drop_invalid(self, t: pd.DataFrame, problems: list[Invalid], key: str) -> pd.DataFrame:
         """``t`` without the invalid rows (and the whole runs of run-level problems), in file
@@ -481,13 +626,18 @@ class Ladder:
         by_run: dict[str, list[str]] = {}
         by_row: dict[int, list[str]] = {}
         first: dict = {}                       # where each dropped run or row is listed
+        superseded: set[int] = set()
         for p in sorted(problems, key=lambda p: p.order):
             if p.run is not None:
                 by_run.setdefault(p.run, []).append(p.detail)
                 first.setdefault(("run", p.run), p.order)
             else:
-                by_row.setdefault(p.rows[0], []).append(p.detail)
-                first.setdefault(("row", p.rows[0]), p.order)
+                # Every row of a row-level problem (a rollback's superseded rows: several).
+                for r in p.rows:
+                    by_row.setdefault(r, []).append(p.detail)
+                    first.setdefault(("row", r), float(r) if p.superseded else p.order)
+                if p.superseded:
+                    superseded.update(p.rows)
         runs = t["run"].to_numpy(dtype=object)
         keep = ~t["run"].isin(list(by_run)).to_numpy()
         keep[list(by_row)] = False
@@ -497,11 +647,13 @@ class Ladder:
         listed = []
         for run, details in by_run.items():
             listed.append((first[("run", run)], Exclusion(
-                run, "invalid run dropped (drop_invalid): " + "; ".join(details))))
+                run, f"invalid run dropped by {_DROP_INVALID}: " + "; ".join(details))))
         for pos, details in by_row.items():
             run = "*" if no_id[pos] else runs[pos]
+            what = "superseded row" if pos in superseded else "invalid row"
             listed.append((first[("row", pos)], Exclusion(
-                run, f"invalid row {src[pos]} dropped (drop_invalid): " + "; ".join(details))))
+                run, f"{what} {src[pos]} dropped by {_DROP_INVALID}: "
+                + "; ".join(details))))
         self.exclusions.extend(e for _, e in sorted(listed, key=lambda x: x[0]))
         v = t.take(np.flatnonzero(keep))
         if v.empty:
@@ -512,20 +664,28 @@ class Ladder:
         keys = pd.to_numeric(t[key], errors="coerce").to_numpy(float)
         for pos in sorted(by_row):
             run = runs[pos]
-            if run in last.index and not no_id[pos] and not keys[pos] < last[run]:
+            # A superseded row is replaced by a later segment: the run's end is still logged.
+            if (run in last.index and not no_id[pos] and pos not in superseded
+                    and not keys[pos] < last[run]):
                 self.cut_runs.setdefault(str(run), int(src[pos]))
-        single = sum(1 for pos in by_row if runs[pos] not in by_run)
+        single = sum(1 for pos in by_row if runs[pos] not in by_run and pos not in superseded)
+        n_sup = sum(1 for pos in by_row if runs[pos] not in by_run and pos in superseded)
         parts = ([f"{len(by_run)} invalid run(s), all their rows"] if by_run else []) + (
-            [f"{single} invalid row(s)"] if single else [])
-        self._warn(f"ladder {self.name!r}: drop_invalid dropped {int((~keep).sum())} row(s) "
+            [f"{single} invalid row(s)"] if single else []) + (
+            [f"{n_sup} superseded row(s) of resumed runs"] if n_sup else [])
+        self.dropped = (int((~keep).sum()), len(by_run))
+        self._warn(f"ladder {self.name!r}: {_DROP_INVALID} dropped {int((~keep).sum())} row(s) "
                    f"({' and '.join(parts)}); each is listed with its reason in the exclusions")
         return v
 
-    def _check_states(self, s: pd.DataFrame, codes: np.ndarray, names, problems: list) -> None:
+    def _check_states(self, s: pd.DataFrame, codes: np.ndarray, names, problems: list,
+                      step_unreliable: np.ndarray | None = None) -> None:
         """Append to ``problems`` the runs of ``s`` (sorted by run, then step) with several
-        ``final`` rows or whose ``final``, ``status`` and ``fraction`` disagree."""
+        ``final`` rows or whose ``final``, ``status`` and ``fraction`` disagree (a run whose
+        step counter restarted, ``step_unreliable``, is not judged by its step)."""
         starts = _group_starts(codes)
-        st = run_states(s, codes, names, starts)
+        st = run_states(s, codes, names, starts, step_unreliable=step_unreliable,
+                        status_name=self.status_column)
         pos = s.index.to_numpy()
         rows = s["row"].to_numpy()
         for k, at in st.multiple_finals:
@@ -562,6 +722,13 @@ class Ladder:
             not_number = None
         else:
             numbers = pd.to_numeric(raw, errors="coerce")
+            odd = _non_numeric_cells(raw)
+            if odd is not None:     # true/false, dates: not numbers (pandas reads 1.0, ns)
+                as_float = np.full(len(raw), np.nan)
+                if not odd.all():
+                    as_float[~odd] = pd.to_numeric(raw[~odd], errors="coerce").to_numpy(
+                        dtype=float, na_value=np.nan)
+                numbers = pd.Series(as_float, index=raw.index)
             not_number = (numbers.isna() & raw.notna()).to_numpy()
             report(not_number, lambda v: f"column {col!r} is not a number: {v}")
             values = numbers.to_numpy(dtype=float, na_value=np.nan)
@@ -579,6 +746,12 @@ class Ladder:
             nonfinite = nonfinite & ~not_number      # one problem per cell
         for mask, problem in ((nonfinite, "is NaN or infinite"), (out_of_range, what)):
             report(mask, lambda v, problem=problem: f"column {col!r} {problem}, got {v}")
+        if col in _MAGNITUDE:
+            lo, hi, noun = _MAGNITUDE[col]
+            with np.errstate(invalid="ignore"):
+                extreme = (values > 0) & np.isfinite(values) & ((values < lo) | (values > hi))
+            report(extreme, lambda v: f"column {col!r} is {v}, outside {lo:g}..{hi:g}: not a "
+                                      f"plausible {noun} (in other units?)")
         if found and problems is None:
             raise LadderError(min(found, key=lambda p: p.order).message)
         if problems is not None:
@@ -630,6 +803,61 @@ class Ladder:
             except ValidationError as exc:
                 add(exc.errors()[0]["msg"])
 
+    def _resumed_rows(self, v: pd.DataFrame, codes: np.ndarray, names, problems: list
+                      ) -> tuple[pd.DataFrame, np.ndarray, np.ndarray, np.ndarray]:
+        """Resumed runs (rows of ``v`` in file order; :func:`delphi.schedules.find_restarts`)
+        before the duplicate-step check.
+
+        A *rollback* whose later segment logs a step its earlier rows already logged is one
+        problem naming the restart and the superseded earlier rows (those at or after the
+        step it resumed at): the later segment is what the run continued from, so
+        ``drop_invalid`` drops only the superseded rows and keeps the run. A rollback that
+        repeats no step is left to the resumed-run warning. After a *restarted counter* a
+        step logged again is another checkpoint (a later segment), not a duplicate.
+
+        Returns ``(v, codes, segment, unreliable)``: ``v`` and ``codes`` without the
+        superseded rows, each row's segment number within its run (shape (n,), +1 after each
+        restarted counter) and, per run (shape (n_runs,)), whether its step counter restarted.
+        """
+        from .schedules import find_restarts
+        found = find_restarts(codes, v["step"].to_numpy(float), v["loss"].to_numpy(float),
+                              v["row"].to_numpy(), names)
+        segment = np.zeros(len(v), dtype=np.int64)
+        unreliable = np.zeros(len(names), dtype=bool)
+        if not found:
+            return v, codes, segment, unreliable
+        code_of = {str(n): k for k, n in enumerate(names)}
+        steps = v["step"].to_numpy(float)
+        src = v["row"].to_numpy()
+        pos = np.arange(len(v))
+        drop = np.zeros(len(v), dtype=bool)
+        for r in found:
+            k = code_of[r.run]
+            mine = codes == k
+            if r.kind == "counter":
+                unreliable[k] = True
+                later = pos >= r.index if r.index > r.prev_index else pos <= r.index
+                segment[mine & later] += 1
+                continue
+            gone = np.asarray(r.superseded, dtype=np.int64)
+            kept = mine.copy()
+            kept[gone] = False
+            if not len(gone) or not np.isin(steps[gone], steps[kept]).any():
+                continue
+            drop[gone] = True
+            labels = tuple(int(i) for i in v.index[gone])
+            problems.append(Invalid(
+                f"run {r.run!r}",
+                f"resumed run: {r.describe()}; its earlier rows {_span(src[gone])} (steps "
+                f"{steps[gone].min():g} to {steps[gone].max():g}, logged again from row "
+                f"{r.row} on) are superseded by the segment the run continued from",
+                labels, order=float(min(labels)), superseded=True,
+                fix=f"drop them ({_DROP_INVALID} drops only these rows)"))
+        if drop.any():
+            keep = ~drop
+            return v.take(np.flatnonzero(keep)), codes[keep], segment[keep], unreliable
+        return v, codes, segment, unreliable
+
     def _check_restarts(self, t: pd.DataFrame, codes: np.ndarray, names: np.ndarray) -> None:
         """Record and warn about runs whose logged step goes back in file order (resumed
         runs; :func:`delphi.schedules.find_restarts`): ``self.restarts`` maps run -> restarts.
@@ -640,27 +868,40 @@ class Ladder:
         self.restarts = {}
         for r in found:
             self.restarts.setdefault(r.run, []).append(r)
+        src = t["row"].to_numpy()
         for run, items in self.restarts.items():
             listed = "; ".join(r.describe() for r in items[:3])
             more = f"; and {len(items) - 3} more" if len(items) > 3 else ""
+            gone = [i for r in items for i in r.superseded]
+            if gone:      # a rollback that repeats no step: its earlier rows are superseded
+                self.superseded[run] = [int(x) for x in src[gone]]
+                more += (f"; the rows it continued past, superseded by the later segment: "
+                         f"{_span(src[gone])}")
             self._warn(f"ladder {self.name!r}: run {run!r} was resumed: its step goes back "
                        f"{len(items)} time(s) in file order ({listed}{more}); sorted by step "
                        f"its segments interleave, so it is not one loss curve: curve laws "
                        f"(delphi complete) refuse it, and its last row by step may not be its "
-                       f"last checkpoint. Fix its steps or drop the superseded rows")
+                       f"last checkpoint. {_restart_fix(items)}")
 
     @staticmethod
     def _check_duplicates(t: pd.DataFrame, key: list[str], codes: np.ndarray,
-                          order: np.ndarray | None, problems: list) -> None:
+                          order: np.ndarray | None, problems: list,
+                          segment: np.ndarray | None = None) -> None:
         """A (run, step) pair (or (run, tokens), (run, flops)) may not repeat: adjacent equal
         keys in sorted order (NaN equals NaN, as in ``DataFrame.duplicated``). Each repeated
-        pair is appended to ``problems`` (the whole run is invalid: which row is right?)."""
+        pair is appended to ``problems`` (the whole run is invalid: which row is right?).
+        Rows in different ``segment`` s (shape (n,): logged before and after a restarted step
+        counter) are different checkpoints, not duplicates."""
         v = t[key[1]].to_numpy(float)
         c = codes
         pos = t.index.to_numpy()
+        seg = segment
         if order is not None:
             v, c, pos = v[order], c[order], pos[order]
+            seg = None if seg is None else seg[order]
         same = (c[1:] == c[:-1]) & ((v[1:] == v[:-1]) | (np.isnan(v[1:]) & np.isnan(v[:-1])))
+        if seg is not None:
+            same &= seg[1:] == seg[:-1]
         if not same.any():
             return
         src = t["row"]
@@ -719,7 +960,7 @@ class Ladder:
                 f"(outside {lo}..{hi}); {culprit}")
         stray = np.flatnonzero(np.abs(per_run / median - 1.0) > _FLOPS_RUN_TOLERANCE)
         if len(stray):
-            listed = ", ".join(f"{names[k]} ({per_run[k] / median:.2f}x)" for k in stray[:8])
+            listed = ", ".join(f"{names[k]} ({_times(per_run[k] / median)})" for k in stray[:8])
             more = f" and {len(stray) - 8} more" if len(stray) > 8 else ""
             self._warn(
                 f"ladder {self.name!r}: flops of {len(stray)} run(s) stray more than "
@@ -730,7 +971,7 @@ class Ladder:
             sign = "rises" if conv.drift > 0 else "falls"
             self._warn(
                 f"ladder {self.name!r}: the FLOP convention k = C/({n_label}) {sign} by "
-                f"{abs(conv.drift):.0%} from the smallest to the largest rung (fitted trend over "
+                f"{_percent(abs(conv.drift))} from the smallest to the largest rung (fitted trend over "
                 f"{conv.flops[0]:.3g}..{conv.flops[-1]:.3g} FLOPs; median {median:.3g}, range "
                 f"{conv.low:.3g}..{conv.high:.3g}); k by rung: {conv.describe()}. A count that "
                 f"includes attention or embedding FLOPs changes relative to 6·N·D with model "
@@ -771,8 +1012,11 @@ class Ladder:
         return len(self.table)
 
     def __repr__(self) -> str:
+        rows, runs = getattr(self, "dropped", (0, 0))
+        dropped = (f", dropped_invalid={rows} row(s)" + (f" ({runs} whole run(s))" if runs else "")
+                   if rows else "")
         return (f"Ladder({self.name!r}, runs={len(self.runs)}, rows={len(self.table)}, "
-                f"metric={self.metric!r}, unit={self.unit!r})")
+                f"metric={self.metric!r}, unit={self.unit!r}{dropped})")
 
     @property
     def runs(self) -> list[str]:
@@ -800,8 +1044,8 @@ class Ladder:
             keep &= t["run"].isin(wanted)
         if max_flops is not None:
             if not (math.isfinite(max_flops) and max_flops > 0):
-                raise LadderError(f"fit_max_flops (--fit-max-flops) must be a positive finite "
-                                  f"number, got {max_flops!r}")
+                raise LadderError(f"{option('fit_max_flops', '--fit-max-flops')} must be a "
+                                  f"positive finite number, got {max_flops!r}")
             codes, names = _run_codes(t["run"])
             run_max = pd.Series(t["flops"].to_numpy(float)).groupby(codes).max()
             run_max = run_max.reindex(range(len(names))).to_numpy()
@@ -856,11 +1100,14 @@ class Ladder:
         pos = np.arange(len(t)) if perm is None else perm      # table position of sorted row
         starts = _group_starts(c)
         problems: list[Invalid] = []
-        self._check_states(s.reset_index(drop=True), c, names, problems)
+        unreliable = self._counter_restarted(names)
+        self._check_states(s.reset_index(drop=True), c, names, problems,
+                           step_unreliable=unreliable)
         if problems:
             rows = {r for p in problems for r in p.rows}
             raise LadderError(invalid_message(self.name, problems, len(rows)))
-        st = run_states(s, c, names, starts)
+        st = run_states(s, c, names, starts, step_unreliable=unreliable,
+                        status_name=getattr(self, "status_column", "status"))
         chosen = pos[st.end]
         loss = t["loss"].to_numpy(float)
         best = np.minimum.reduceat(loss if perm is None else loss[perm], starts)
@@ -897,12 +1144,19 @@ class Ladder:
             else:
                 b, last = float(best[k]), float(last_loss[k])
                 excluded.append(Exclusion(
-                    names[k], f"diverged: last loss {last:.4g} is {last / b - 1:.1%} above the "
+                    names[k], f"diverged: last loss {last:.4g} is {_percent(last / b - 1, 1)} above the "
                               f"run's best {b:.4g}"))
         if out.all():
             reasons = "; ".join(f"{e.run}: {e.reason}" for e in excluded[:5])
             raise LadderError(f"ladder {self.name!r} has no finished runs to fit ({reasons})")
         return t.take(chosen[~out]).reset_index(drop=True), excluded
+
+    def _counter_restarted(self, names) -> np.ndarray:
+        """Per run (shape (n_runs,)): whether its step counter restarted (its step says
+        nothing about how far it got)."""
+        restarts = getattr(self, "restarts", None) or {}
+        return np.array([any(r.kind == "counter" for r in restarts.get(str(n), ()))
+                         for n in names], dtype=bool)
 
     def run_states(self) -> pd.DataFrame:
         """Each run's state by the one rule of :mod:`delphi.runstate`, one row per run.
@@ -919,7 +1173,9 @@ class Ladder:
         perm = None if _is_sorted(codes) else np.argsort(codes, kind="stable")
         s = t if perm is None else t.take(perm)
         c = codes if perm is None else codes[perm]
-        st = run_states(s, c, names, _group_starts(c))
+        st = run_states(s, c, names, _group_starts(c),
+                        step_unreliable=self._counter_restarted(names),
+                        status_name=getattr(self, "status_column", "status"))
         flags = not_annealed(s, c, names, st, self.schedule)
         label = {1: "finished", 0: "unfinished", -1: "unknown"}
         return pd.DataFrame({
@@ -975,7 +1231,8 @@ def _fast_csv(block: pd.DataFrame, *, header: bool) -> str | None:
         elif kind in "iu":
             strings = [str(v) for v in col.tolist()]
         elif kind == "b":
-            strings = ["True" if v else "False" for v in col.tolist()]
+            # A nullable final column: unknown cells are empty, as pandas writes them.
+            strings = ["" if v is pd.NA else "True" if v else "False" for v in col.tolist()]
         elif kind in "OUT" or str(col.dtype) in ("str", "string"):
             values = col.tolist()
             if not all(type(v) is str for v in values):

@@ -24,11 +24,29 @@ naming the parameter and its range) unless ``allow_unidentified=True``
 (``--allow-unidentified``), and then the allocation carries the flag
 (:attr:`Allocation.unidentified`, in the report and the JSON). The floor E does not enter the
 allocation, so an unidentified E is not a reason to refuse.
+
+**Outside the ladder's design.** A law fitted to a ladder says little about allocations the
+ladder never tried. With a :class:`~delphi.fitting.Fit`, the allocation is compared with the
+fitted runs (:attr:`Allocation.design`):
+
+* *D/N*: D_opt/N_opt more than 10x above the largest or below the smallest tokens per
+  parameter among the fitted runs is flagged (:attr:`Allocation.outside`, report, JSON);
+* *N_opt shrinking with compute*: at a budget above the ladder's largest, N_opt below the size of the ladder's
+  best (lowest-loss) run of its largest budget (the ladder's own estimate of N* there; runs
+  within 5% of the largest compute form that budget) means the law says N* shrinks with
+  compute, which the ladder's runs contradict; flagged.
+
+The extreme case is **refused** (:class:`~delphi.errors.TargetError`) unless
+``allow_outside=True`` (``--allow-outside-design``): D/N more than 100x beyond the fitted
+range, or a shrinking N* at 10x or more the ladder's largest compute. The report also gives
+the ladder's own N* trend: the exponent of N against C over its best run per budget (a
+least-squares line in log-log, over at least 3 budgets), to compare with a = beta/(alpha+beta).
 """
 
 from __future__ import annotations
 
 import math
+import warnings
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
@@ -36,16 +54,24 @@ import numpy as np
 import pandas as pd
 
 from .records import jsonable, positive_number
-from .errors import FitError, LawError, TargetError
+from .errors import FitError, FitWarning, LawError, TargetError, option
 from .ladder import FLOPS_PER_PARAM_TOKEN, Ladder
 
 __all__ = ["Allocation", "chinchilla_optimum", "optimal_allocation", "compute_optimal",
-           "draws_to_arrays", "REQUIRED_PARAMS", "SPLIT_PARAMS"]
+           "draws_to_arrays", "ladder_design", "REQUIRED_PARAMS", "SPLIT_PARAMS",
+           "OUTSIDE_FLAG", "OUTSIDE_REFUSE"]
 
 #: Parameters of the Chinchilla law that fix the allocation (E does not).
 REQUIRED_PARAMS = ("A", "B", "alpha", "beta")
 #: The exponents profiled by :func:`delphi.fitting.diagnostics.identify` that the split rests on.
 SPLIT_PARAMS = ("alpha", "beta")
+#: D/N beyond this factor of the fitted runs' range is flagged ...
+OUTSIDE_FLAG = 10.0
+#: ... and beyond this one refused (also: N* shrinking at this many times the largest compute).
+OUTSIDE_REFUSE = 100.0
+_REFUSE_GROWTH = 10.0
+# Runs within this factor of the largest compute form the ladder's largest budget.
+_BUDGET_TOLERANCE = 1.05
 
 
 _jsonable = jsonable
@@ -179,6 +205,14 @@ class Allocation:
     interval; only set when the allocation was asked for anyway (``allow_unidentified``): the
     N_opt, D_opt and D/N above are then one of many equally good answers. None or empty when
     the split is identified (or the law came as bare parameters)."""
+    design: dict | None = None
+    """The fitted runs' design (from a Fit): ``tokens_per_param`` (min, max) of the fitted runs,
+    ``ref_params``/``ref_flops`` (the best run of the largest budget), ``ladder_exponent`` (N
+    against C over the best run per budget, or None with under 3 budgets) and ``factor`` (how
+    far D_opt/N_opt lies beyond the D/N range, 1 inside it). None for bare parameters."""
+    outside: tuple[str, ...] = ()
+    """Why the allocation lies outside the ladder's design (empty when inside; see the module
+    docstring); only non-empty past the refusal threshold when ``allow_outside`` was given."""
 
     @property
     def tokens_per_param(self) -> float:
@@ -202,7 +236,8 @@ class Allocation:
             "n_invalid": self.n_invalid, "source": self.source, "max_flops": self.max_flops,
             "extrapolation": self.extrapolation, "warnings": list(self.warnings),
             "identified": not self.unidentified,
-            "unidentified": {k: list(v) for k, v in (self.unidentified or {}).items()}})
+            "unidentified": {k: list(v) for k, v in (self.unidentified or {}).items()},
+            "design": self.design, "outside_design": list(self.outside)})
 
     def report(self) -> str:
         """Readable multi-line report."""
@@ -219,6 +254,9 @@ class Allocation:
                               for k, (lo, hi) in self.unidentified.items())
             lines.append(f"UNIDENTIFIED split: the ladder does not identify {which}; N_opt, "
                          f"D_opt and D/N below are arbitrary within that range")
+        if self.outside:
+            lines.append("OUTSIDE THE LADDER'S DESIGN: N_opt, D_opt and D/N below are "
+                         "extrapolated beyond the fitted runs (see the warnings)")
         lines += [f"N_opt      {self.params:.4g} params{iv('params')}",
                   f"D_opt      {self.tokens:.4g} tokens{iv('tokens')}",
                   f"D/N        {self.tokens_per_param:.4g} tokens per parameter"
@@ -229,6 +267,12 @@ class Allocation:
             lines.append(f"draws      {self.n_draws - self.n_invalid} of {self.n_draws} used")
         if self.extrapolation is not None:
             lines.append(f"extrapol.  {self.extrapolation:.3g}x the largest fitted run's compute")
+        if self.design:
+            lo, hi = self.design["tokens_per_param"]
+            trend = self.design.get("ladder_exponent")
+            lines.append(f"design     fitted runs' D/N {lo:.3g}..{hi:.3g}"
+                         + (f"; its best run per budget grows as N ~ C^{trend:.3f}"
+                            if trend is not None else ""))
         lines += [f"warning    {w}" for w in self.warnings]
         return "\n".join(lines)
 
@@ -251,9 +295,82 @@ def _split_check(fit_or_params: Any, allow: bool) -> dict[str, tuple[float, floa
     if not allow:
         require_identified(fit_or_params, SPLIT_PARAMS,
                            "the compute-optimal allocation (N_opt, D_opt, D/N)",
-                           "pass --allow-unidentified (API allow_unidentified=True) to get it "
-                           "anyway, flagged")
+                           f"pass {option('allow_unidentified=True', '--allow-unidentified')} "
+                           f"to get it anyway, flagged")
     return {k: v for k, v in fit_or_params.unidentified.items() if k in SPLIT_PARAMS}
+
+
+def ladder_design(fit: Any, run_flops: Mapping[str, float] | None = None) -> dict | None:
+    """The design of the runs a Chinchilla :class:`~delphi.fitting.Fit` was fitted to.
+
+    ``run_flops`` maps a fitted run's label to its compute as the ladder counts it [FLOPs];
+    runs missing from it (or all, when None) count 6·N·D. Budgets are runs within 5% in
+    compute.
+
+    Returns ``{"tokens_per_param": (min, max) of D/N, "ref_params": N of the lowest-loss run
+    of the largest budget, "ref_flops": the largest compute [FLOPs], "ladder_exponent": slope
+    of ln N on ln C over the lowest-loss run of each budget (None with fewer than 3
+    budgets)}``, or None when the fit has no ``params``/``tokens`` points.
+    """
+    x = getattr(fit, "x", None) or {}
+    if "params" not in x or "tokens" not in x:
+        return None
+    n = np.asarray(x["params"], float)
+    d = np.asarray(x["tokens"], float)
+    y = np.asarray(fit.y, float)
+    c = FLOPS_PER_PARAM_TOKEN * n * d
+    if run_flops:
+        given = np.array([float(run_flops.get(str(r), math.nan)) for r in fit.labels])
+        c = np.where(np.isfinite(given) & (given > 0), given, c)
+    ok = np.isfinite(n) & np.isfinite(d) & (n > 0) & (d > 0) & np.isfinite(y) & np.isfinite(c)
+    n, d, y, c = n[ok], d[ok], y[ok], c[ok]
+    if not n.size:
+        return None
+    top = c >= c.max() / _BUDGET_TOLERANCE
+    ref = int(np.flatnonzero(top)[np.argmin(y[top])])
+    # Best run of each budget (runs within 5% of the budget's smallest compute).
+    order = np.argsort(c, kind="mergesort")
+    best_n, best_c, start = [], [], 0
+    while start < order.size:
+        end = start
+        while end < order.size and c[order[end]] <= c[order[start]] * _BUDGET_TOLERANCE:
+            end += 1
+        members = order[start:end]
+        i = int(members[np.argmin(y[members])])
+        best_n.append(n[i])
+        best_c.append(c[i])
+        start = end
+    slope = None
+    if len(best_c) >= 3:
+        slope = float(np.polyfit(np.log(best_c), np.log(best_n), 1)[0])
+    return {"tokens_per_param": (float((d / n).min()), float((d / n).max())),
+            "ref_params": float(n[ref]), "ref_flops": float(c.max()), "ladder_exponent": slope}
+
+
+def _outside_design(design: dict | None, flops: float, n_opt: float, d_opt: float,
+                    max_flops: float | None, a: float) -> tuple[list[str], bool, float]:
+    """(reasons the allocation lies outside the design, whether it is extreme, D/N factor)."""
+    if not design:
+        return [], False, 1.0
+    lo, hi = design["tokens_per_param"]
+    r = d_opt / n_opt
+    factor = r / hi if r > hi else (lo / r if r < lo else 1.0)
+    reasons, extreme = [], False
+    if factor > OUTSIDE_FLAG:
+        reasons.append(f"D_opt/N_opt = {r:.3g} tokens per parameter is {factor:.3g}x "
+                       f"{'above' if r > hi else 'below'} the fitted runs' range {lo:.3g}..{hi:.3g}")
+        extreme = factor > OUTSIDE_REFUSE
+    c_max = max_flops or design["ref_flops"]
+    growth = flops / c_max
+    if growth > 1 and n_opt < design["ref_params"]:
+        trend = design.get("ladder_exponent")
+        reasons.append(f"N_opt = {n_opt:.3g} at {growth:.3g}x the ladder's largest compute is "
+                       f"below the size of its best run at that budget ({design['ref_params']:.3g}"
+                       f"): the law makes N* shrink with compute (N_opt ~ C^{a:.3f}"
+                       + (f"; the ladder's best runs grow as N ~ C^{trend:.3f})" if trend
+                          is not None else ")"))
+        extreme = extreme or growth >= _REFUSE_GROWTH
+    return reasons, extreme, factor
 
 
 def _fit_params(fit_or_params: Any) -> tuple[dict[str, float], str, float | None, tuple[str, ...]]:
@@ -278,7 +395,9 @@ def _fit_params(fit_or_params: Any) -> tuple[dict[str, float], str, float | None
 
 def optimal_allocation(fit_or_params: Any, flops: float, *, draws: Any = None,
                        level: float = 0.9, max_flops: float | None = None,
-                       allow_unidentified: bool = False) -> Allocation:
+                       allow_unidentified: bool = False,
+                       allow_outside: bool = False,
+                       run_flops: Mapping[str, float] | None = None) -> Allocation:
     """The compute-optimal N_opt, D_opt and tokens per parameter at ``flops``.
 
     Parameters
@@ -300,6 +419,14 @@ def optimal_allocation(fit_or_params: Any, flops: float, *, draws: Any = None,
     allow_unidentified:
         Return the allocation even when the Fit's ladder does not identify alpha or beta (see
         the module docstring), flagged in :attr:`Allocation.unidentified` and its warnings.
+    allow_outside:
+        Return the allocation even when it lies far outside the fitted ladder's design (D/N
+        over 100x beyond the fitted runs' range, or N* shrinking at 10x the largest compute;
+        see the module docstring), flagged in :attr:`Allocation.outside`. Milder cases (over
+        10x, or any shrinking N*) are always flagged, never refused.
+    run_flops:
+        Compute of each fitted run by label [FLOPs], as the ladder counts it, to group the
+        runs into budgets for the design check (default 6·N·D; see :func:`ladder_design`).
 
     Returns
     -------
@@ -312,7 +439,8 @@ def optimal_allocation(fit_or_params: Any, flops: float, *, draws: Any = None,
     LawError: not a Chinchilla law, or parameters missing.
     FitError: a point parameter is not positive; ``level`` outside (0, 1); malformed draws;
         fewer than 2 valid draws.
-    TargetError: ``flops`` not positive and finite.
+    TargetError: ``flops`` not positive and finite; or the allocation lies far outside the
+        fitted ladder's design and ``allow_outside`` is False.
     """
     c = _check_flops(flops)
     params, source, fit_max, warnings_ = _fit_params(fit_or_params)
@@ -327,7 +455,9 @@ def optimal_allocation(fit_or_params: Any, flops: float, *, draws: Any = None,
     max_flops = max_flops if max_flops is not None else fit_max
     warnings_ = list(warnings_)
     if unidentified:
-        warnings_.append(f"allocation given on request (allow_unidentified) although the ladder "
+        warnings_.append(f"allocation given on request "
+                         f"({option('allow_unidentified=True', '--allow-unidentified')}) "
+                         f"although the ladder "
                          f"does not identify {', '.join(unidentified)}: N_opt, D_opt and D/N are "
                          f"one of many equally good answers")
     intervals = medians = None
@@ -367,25 +497,45 @@ def optimal_allocation(fit_or_params: Any, flops: float, *, draws: Any = None,
         if ratio > 1e3:
             warnings_.append(f"the target is {ratio:.3g}x the largest fitted run's compute: "
                              f"far outside the ladder")
+    from .fitting.result import Fit
+
+    design = (ladder_design(fit_or_params, run_flops) if isinstance(fit_or_params, Fit)
+              else None)
+    outside, extreme, factor = _outside_design(design, c, float(n), float(d), max_flops,
+                                               p["beta"] / s)
+    if design is not None:
+        design = {**design, "factor": factor}
+    if extreme and not allow_outside:
+        raise TargetError(f"no compute-optimal allocation at C = {c:.4g} FLOPs from {source}: "
+                          f"it lies far outside the ladder's design ({'; '.join(outside)}), so "
+                          f"the law's N/D split is extrapolated beyond anything the ladder "
+                          f"measured; pass "
+                          f"{option('allow_outside=True', '--allow-outside-design')} to get it "
+                          f"anyway, flagged")
+    for w in outside:
+        warnings_.append(f"outside the ladder's design: {w}")
+        warnings.warn(FitWarning(warnings_[-1]), stacklevel=2)
     return Allocation(flops=c, params=float(n), tokens=float(d), G=g, a=p["beta"] / s,
                       b=p["alpha"] / s, law_params=law_params, intervals=intervals,
                       medians=medians, level=level if draws is not None else None,
                       n_draws=n_draws, n_invalid=n_invalid, source=source,
                       max_flops=float(max_flops) if max_flops else None,
-                      warnings=tuple(warnings_), unidentified=unidentified or None)
+                      warnings=tuple(warnings_), unidentified=unidentified or None,
+                      design=design, outside=tuple(outside))
 
 
 def compute_optimal(ladder: Ladder, flops: float, *, law: str = "chinchilla",
                     fixed: Mapping[str, float] | None = None,
                     bounds: Mapping[str, Sequence[float]] | None = None,
                     draws: Any = None, level: float = 0.9, allow_unidentified: bool = False,
-                    **fit_options: Any) -> Allocation:
+                    allow_outside: bool = False, **fit_options: Any) -> Allocation:
     """Fit the Chinchilla law to ``ladder`` and return the allocation at ``flops`` [FLOPs].
 
     ``fixed``, ``bounds`` and ``fit_options`` (``delta``, ``fit_max_flops``,
-    ``include_unfinished``, ...) go to :func:`delphi.fitting.fit`; ``draws``, ``level`` and
-    ``allow_unidentified`` to :func:`optimal_allocation` (which refuses an allocation whose
-    split the ladder does not identify).
+    ``include_unfinished``, ...) go to :func:`delphi.fitting.fit`; ``draws``, ``level``,
+    ``allow_unidentified`` and ``allow_outside`` to :func:`optimal_allocation` (which refuses
+    an allocation whose split the ladder does not identify, or that lies far outside the
+    ladder's design).
 
     Raises
     ------
@@ -395,5 +545,10 @@ def compute_optimal(ladder: Ladder, flops: float, *, law: str = "chinchilla",
 
     _check_flops(flops)
     result = fit(ladder, law, fixed=fixed, bounds=bounds, **fit_options)
+    run_flops = None
+    if ladder.has("flops"):     # budgets as the ladder counts compute, not 6·N·D
+        t = ladder.table.dropna(subset=["flops"])
+        run_flops = dict(zip(t["run"].astype(str), t["flops"].astype(float)))
     return optimal_allocation(result, flops, draws=draws, level=level,
-                              allow_unidentified=allow_unidentified)
+                              allow_unidentified=allow_unidentified,
+                              allow_outside=allow_outside, run_flops=run_flops)

@@ -62,12 +62,12 @@ def check_n_jobs(n_jobs: Any) -> int | None:
     ------
     FitError: anything else (0, a float, a string).
     """
-    from .errors import FitError
+    from .errors import FitError, option
     if n_jobs is None:
         return None
     if isinstance(n_jobs, bool) or not isinstance(n_jobs, int) or n_jobs == 0:
-        raise FitError(f"n_jobs (--jobs) must be a non-zero whole number (1 = serial, -1 = all "
-                       f"cores), got {n_jobs!r}")
+        raise FitError(f"{option('n_jobs', '--jobs')} must be a non-zero whole number "
+                       f"(1 = serial, -1 = all cores), got {n_jobs!r}")
     return int(n_jobs)
 
 

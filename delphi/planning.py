@@ -34,6 +34,14 @@ a plan is a proposal for measuring the optimum, and an isoFLOP sweep locates it 
 centre, so a wrong centre costs efficiency (a vertex nearer the edge of the sizes), not a wrong
 answer; the warning suggests a wider ``spread`` or the tokens-per-parameter prior.
 (:func:`delphi.optimal.optimal_allocation`, whose answer *is* the split, refuses instead.)
+
+**A centre outside the source ladder's design is flagged too.** When N*(C) comes from a law
+fitted to an earlier ladder, the plan carries that law's outside-design findings at the target
+(``outside``, e.g. :attr:`delphi.optimal.Allocation.outside`: D/N far beyond the fitted runs',
+or N* shrinking with compute), and, given the source ladder's D/N range
+(``design_tokens_per_param``), names every budget whose centre D*/N* = (C/6)/N*^2 lies more
+than 10x beyond it. Both are listed first in the report (:attr:`LadderPlan.outside`,
+``centre_outside_design`` in the JSON).
 """
 
 from __future__ import annotations
@@ -48,7 +56,7 @@ import pandas as pd
 
 from .records import jsonable, positive_number
 from .errors import LadderError, TargetError
-from .ladder import FLOPS_PER_PARAM_TOKEN
+from .ladder import _MAGNITUDE, FLOPS_PER_PARAM_TOKEN
 from .rules import adamh_rule
 
 __all__ = ["PlannedRun", "LadderPlan", "plan_ladder", "transformer_params", "layers_for_width",
@@ -61,6 +69,8 @@ WIDTH_STEP = 128
 ASPECT_RATIO = 100
 #: Widths considered: WIDTH_STEP .. WIDTH_STEP * _MAX_WIDTH_STEPS.
 _MAX_WIDTH_STEPS = 1024
+# A centre D*/N* beyond this factor of the source ladder's D/N range is flagged.
+_OUTSIDE_FACTOR = 10.0
 #: Columns of the tidy CSV, in order (``width`` and ``layers`` follow, to build the model).
 CSV_COLUMNS = ("run", "budget_flops", "params", "tokens", "tokens_per_param", "batch_size",
                "peak_lr", "steps")
@@ -187,6 +197,9 @@ class LadderPlan:
     unidentified: dict[str, tuple[float, float]] | None = None
     """Parameters of the law behind ``optimum`` that its ladder does not identify -> their
     profile interval (the centres N*(C) are then uncertain guesses); None when none given."""
+    outside: tuple[str, ...] = ()
+    """Why the centres N*(C) lie outside the design of the ladder they were fitted to (see the
+    module docstring); empty when inside or unknown."""
 
     @property
     def total_flops(self) -> float:
@@ -235,6 +248,7 @@ class LadderPlan:
                             "width a multiple of 128",
             "runs": [r.to_dict() for r in self.runs], "warnings": list(self.warnings),
             "centre_identified": not self.unidentified,
+            "centre_outside_design": list(self.outside),
             "unidentified": {k: list(v) for k, v in (self.unidentified or {}).items()}})
 
     def report(self) -> str:
@@ -246,14 +260,15 @@ class LadderPlan:
                  f"extrapol.  target / largest budget = {self.extrapolation:.3g}x",
                  f"centre     N*(C) from {self.prior}; sizes over a {self.spread:g}x range, "
                  f"widths in steps of {WIDTH_STEP}, N = 12 * layers * d^2, layers = round(d/100)",
-                 f"hparams    rule {self.rule}",
-                 f"{'run':<24} {'budget':>9} {'params':>10} {'tokens':>10} {'D/N':>7} "
+                 f"hparams    rule {self.rule}"]
+        lines += [f"OUTSIDE    {w}" for w in self.outside]
+        lines += [f"{'run':<24} {'budget':>9} {'params':>10} {'tokens':>10} {'D/N':>7} "
                  f"{'batch':>8} {'peak_lr':>9} {'steps':>7}"]
         for r in self.runs:
             lines.append(f"{r.run:<24} {r.budget_flops:>9.3g} {r.params:>10.4g} "
                          f"{r.tokens:>10.4g} {r.tokens_per_param:>7.1f} {r.batch_size:>8.4g} "
                          f"{r.peak_lr:>9.3g} {r.steps:>7d}")
-        lines += [f"warning    {w}" for w in self.warnings]
+        lines += [f"warning    {w}" for w in self.warnings if w not in self.outside]
         return "\n".join(lines)
 
     def __str__(self) -> str:
@@ -295,7 +310,9 @@ def plan_ladder(target_flops: float, *, fraction: float = 0.01, budgets: int = 7
                 optimum: Callable[[float], float] | None = None, prior: str | None = None,
                 max_tokens_per_param: float | None = None, span: float = 100.0,
                 spread: float = 10.0,
-                unidentified: dict[str, tuple[float, float]] | None = None) -> LadderPlan:
+                unidentified: dict[str, tuple[float, float]] | None = None,
+                outside: tuple[str, ...] | list[str] = (),
+                design_tokens_per_param: tuple[float, float] | None = None) -> LadderPlan:
     """Propose an isoFLOP ladder of ``budgets`` x ``sizes_per_budget`` runs below a target.
 
     Parameters
@@ -327,6 +344,12 @@ def plan_ladder(target_flops: float, *, fraction: float = 0.01, budgets: int = 7
         Parameters of the law behind ``optimum`` that its ladder does not identify -> their
         profile interval (e.g. ``Allocation.unidentified``): the plan is made and flagged (see
         the module docstring for why it is not refused).
+    outside:
+        Why the law behind ``optimum`` is outside its ladder's design at the target (e.g.
+        ``Allocation.outside``); carried into the plan as flags.
+    design_tokens_per_param:
+        (min, max) D/N of the runs that law was fitted to (``Allocation.design``); a budget
+        whose centre D*/N* = (C/6)/N*^2 lies more than 10x beyond it is flagged.
 
     Returns
     -------
@@ -334,12 +357,16 @@ def plan_ladder(target_flops: float, *, fraction: float = 0.01, budgets: int = 7
 
     Raises
     ------
-    TargetError: ``target_flops`` not positive and finite.
+    TargetError: ``target_flops`` not positive and finite, or outside 1..1e40 FLOPs.
     LadderError: ``fraction`` outside (0, 1), a count below its minimum, an unknown rule, a
         non-positive ``span``/``spread``/``tokens_per_param``/cap, an ``optimum`` that returns
         a non-positive size, or no run left after the tokens-per-parameter cap.
     """
     target = _positive("target compute [FLOPs]", target_flops, TargetError)
+    lo, hi, _ = _MAGNITUDE["flops"]
+    if not lo <= target <= hi:   # the same plausible range as a ladder's flops column
+        raise TargetError(f"target compute {target:.4g} FLOPs is outside {lo:g}..{hi:g}: not a "
+                          f"plausible training run (in other units?)")
     fraction = _positive("fraction (ladder compute / target compute)", fraction)
     if not fraction < 1:
         raise LadderError(f"fraction (ladder compute / target compute) must be in (0, 1), got "
@@ -376,6 +403,7 @@ def plan_ladder(target_flops: float, *, fraction: float = 0.01, budgets: int = 7
         raise LadderError(f"{k} budgets over a span of {span:g} round to repeated values; use "
                           f"fewer budgets or a larger span")
 
+    flags = [f"the centre law at the target: {w}" for w in outside]
     runs: list[PlannedRun] = []
     centres = []
     hp = RULES[rule]
@@ -385,6 +413,14 @@ def plan_ladder(target_flops: float, *, fraction: float = 0.01, budgets: int = 7
             raise LadderError(f"budget C={c:.3g}: the N*(C) estimate is {n_star!r}, not a "
                               f"positive number of parameters")
         centres.append(n_star)
+        if design_tokens_per_param is not None:
+            lo, hi = design_tokens_per_param
+            r = c / (FLOPS_PER_PARAM_TOKEN * n_star ** 2)
+            factor = r / hi if r > hi else (lo / r if r < lo else 1.0)
+            if factor > _OUTSIDE_FACTOR:
+                flags.append(f"budget C={c:.3g}: centre D*/N* = {r:.3g} is {factor:.3g}x "
+                             f"{'above' if r > hi else 'below'} the source ladder's D/N "
+                             f"{lo:.3g}..{hi:.3g}")
         widths, widened = _widths(n_star, m, spread)
         if widened:
             warnings_.append(f"budget C={c:.3g}: sizes {spread:g}x apart round to fewer than "
@@ -418,7 +454,7 @@ def plan_ladder(target_flops: float, *, fraction: float = 0.01, budgets: int = 7
     return LadderPlan(target_flops=target, fraction=float(fraction), budgets=tuple(values),
                       centres=tuple(centres), runs=tuple(runs), rule=rule, prior=prior,
                       spread=spread, span=span if k > 1 else 1.0, max_tokens_per_param=cap,
-                      warnings=tuple(warnings_),
+                      warnings=tuple(flags + warnings_), outside=tuple(flags),
                       unidentified={str(name): (float(lo), float(hi))
                                     for name, (lo, hi) in unidentified.items()}
                       if unidentified else None)

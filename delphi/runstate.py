@@ -39,8 +39,11 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from .errors import option
+
 __all__ = ["FINISHED_STATES", "UNFINISHED_STATES", "Invalid", "RunStates", "run_states",
-           "status_kinds", "invalid_message", "not_annealed", "PEAK_LR_SHARE", "MAX_LISTED"]
+           "status_kinds", "invalid_message", "not_annealed", "PEAK_LR_SHARE", "MAX_LISTED",
+           "ROWS_FROM_ZERO"]
 
 #: Run states (lower case, ``-``/space as ``_``) meaning the run completed its training.
 FINISHED_STATES = frozenset({"finished", "success", "succeeded", "successful", "completed",
@@ -100,28 +103,47 @@ class Invalid:
     run: str | None = None
     order: float = 0.0
     """Source row used to list problems in file order."""
+    superseded: bool = False
+    """The rows are a resumed run's superseded rows (logged before a rollback and replaced by
+    the segment the run continued from), not bad values: dropping them keeps the run."""
+    fix: str = ""
+    """What to do about it, for the error only (not repeated in a drop's exclusion)."""
 
     @property
     def message(self) -> str:
-        return f"{self.label}: {self.detail}"
+        return f"{self.label}: {self.detail}" + (f"; {self.fix}" if self.fix else "")
 
 
-def invalid_message(name: str, problems: list[Invalid], n_rows: int) -> str:
+#: How messages count rows, said once in each invalid-rows error: ``row`` numbers are the
+#: source's data rows from 0 (the first row under a CSV header is row 0, on line 2).
+ROWS_FROM_ZERO = "rows count the data rows from 0: row 0 is the first row under the header"
+
+
+def invalid_message(name: str, problems: list[Invalid], n_rows: int,
+                    n_runs: int | None = None) -> str:
     """One error message for every problem: a single problem as itself, several as a count
-    and the first :data:`MAX_LISTED` in source-row order, each on its own line."""
-    hint = ("drop_invalid=True (CLI --drop-invalid) drops invalid rows and lists each with "
-            "its reason")
+    and the first :data:`MAX_LISTED` in source-row order, each on its own line.
+
+    ``n_rows`` is the number of distinct invalid rows, ``n_runs`` the number of distinct runs
+    they belong to (``None``: not given); runs invalid as a whole (``Invalid.run``) are
+    counted among them. Row numbers are 0-based data rows (:data:`ROWS_FROM_ZERO`)."""
+    hint = (f"{option('drop_invalid=True', '--drop-invalid')} drops invalid rows and lists "
+            f"each with its reason")
     if len(problems) == 1:
-        return f"{problems[0].message} [{hint}]"
+        return f"{problems[0].message} [{hint}; {ROWS_FROM_ZERO}]"
     listed = sorted(problems, key=lambda p: p.order)
     lines = "\n".join(f"  {p.message}" for p in listed[:MAX_LISTED])
     more = (f"\n  ... and {len(problems) - MAX_LISTED} more problem(s)"
             if len(problems) > MAX_LISTED else "")
-    runs = {p.run for p in problems if p.run is not None}
-    rows = f"{n_rows} invalid row(s)" + (f" (in {len(runs)} invalid run(s))" if runs else "")
+    whole = {p.run for p in problems if p.run is not None}
+    rows = f"{n_rows} invalid row(s)"
+    if n_runs is not None:
+        rows += f" in {n_runs} run(s)"
+    if whole:
+        rows += f" ({len(whole)} run(s) invalid as a whole)"
     first = f"the first {MAX_LISTED}" if len(problems) > MAX_LISTED else "all"
-    return (f"ladder {name!r} has {rows}, {len(problems)} problem(s); {first} listed:\n"
-            f"{lines}{more}\nFix them, or {hint}")
+    return (f"ladder {name!r} has {rows}, {len(problems)} problem(s); {first} listed "
+            f"({ROWS_FROM_ZERO}):\n{lines}{more}\nFix them, or {hint}")
 
 
 @dataclass
@@ -147,9 +169,17 @@ class RunStates:
     ``total_steps``): 1 yes, 0 no, -1 unknown."""
 
 
-def run_states(t: pd.DataFrame, codes: np.ndarray, names, starts: np.ndarray) -> RunStates:
+def run_states(t: pd.DataFrame, codes: np.ndarray, names, starts: np.ndarray, *,
+               step_unreliable: np.ndarray | None = None,
+               status_name: str = "status") -> RunStates:
     """The state of each run of ``t`` (rows sorted by run, then step; ``codes`` the run
     number of each row, shape (n,), non-decreasing; ``starts`` each run's first position).
+
+    ``step_unreliable`` (bool, shape (n_runs,)) marks runs whose step counter restarted
+    (:func:`delphi.schedules.find_restarts`): their step says nothing about how far they got,
+    so it is not compared with ``total_steps`` (``fraction``, ``final`` and ``status`` still
+    count). ``status_name`` is the run-state column as the source spells it (W&B: ``State``),
+    for messages.
 
     Vectorised: only runs with a problem or an unfinished state are formatted one by one.
     """
@@ -190,6 +220,8 @@ def run_states(t: pd.DataFrame, codes: np.ndarray, names, starts: np.ndarray) ->
         step = t["step"].to_numpy(float)[end]
         total = t["total_steps"].to_numpy(float)[end]
         use = ~col_frac & ~np.isnan(step) & ~np.isnan(total)
+        if step_unreliable is not None:
+            use &= ~np.asarray(step_unreliable, dtype=bool)
         # Step counters start at 0 or 1: the last step of a T-step run is T - 1 or T.
         reached[use] = (step[use] >= total[use] - 1).astype(np.int8)
 
@@ -217,13 +249,13 @@ def run_states(t: pd.DataFrame, codes: np.ndarray, names, starts: np.ndarray) ->
     said_no = (facts == 0).any(axis=0)
     for k in np.flatnonzero(said_yes & said_no):
         contradictions.append((int(k), _contradiction(fin[k], status[k], reached[k], raw(k),
-                                                      frac_text(k))))
+                                                      frac_text(k), status_name)))
     state = np.where(said_no, 0, np.where(said_yes, 1, -1)).astype(np.int8)
     reason: list = [None] * n_runs
     for k in np.flatnonzero(state == 0):
         parts = []
         if status[k] == 0:
-            parts.append(f"status {raw(k)!r}")
+            parts.append(f"{status_name} {raw(k)!r}")
         if reached[k] == 0:
             parts.append(frac_text(k))
         if not parts:
@@ -233,8 +265,9 @@ def run_states(t: pd.DataFrame, codes: np.ndarray, names, starts: np.ndarray) ->
                      multiple_finals=multiple, fin=fin, status=status, reached=reached)
 
 
-def _contradiction(fin, status, reached, raw, frac_text) -> str:
-    """The message for a run whose facts disagree (the first disagreeing pair)."""
+def _contradiction(fin, status, reached, raw, frac_text, status_name: str = "status") -> str:
+    """The message for a run whose facts disagree (the first disagreeing pair); the status
+    column is named ``status_name`` (as the source spells it)."""
     length = ("fraction" if frac_text is not None and frac_text.startswith("fraction")
               else "step or total_steps")
 
@@ -242,8 +275,8 @@ def _contradiction(fin, status, reached, raw, frac_text) -> str:
         return f"; one of them is wrong: fix the {a} or the {b} column"
 
     if fin == 1 and status == 0:
-        return (f"marked final = true, but its status is {raw!r} (not a finished "
-                f"run){fix('final', 'status')}")
+        return (f"marked final = true, but its {status_name} is {raw!r} (not a finished "
+                f"run){fix('final', status_name)}")
     if fin == 1 and reached == 0:
         return f"marked final = true at {frac_text}{fix('final', length)}"
     if fin == 0 and reached == 1:
@@ -251,12 +284,12 @@ def _contradiction(fin, status, reached, raw, frac_text) -> str:
         return (f"marked final = false {what}; a run at 100% of its planned length "
                 f"is finished{fix('final', length)}")
     if fin == 0 and status == 1:
-        return f"marked final = false, but its status is {raw!r}{fix('final', 'status')}"
+        return f"marked final = false, but its {status_name} is {raw!r}{fix('final', status_name)}"
     if status == 1 and reached == 0:
-        return (f"status {raw!r} but {frac_text}; a finished run reaches its planned "
-                f"length{fix('status', length)}")
-    return (f"status {raw!r} (not a finished run) but {frac_text}, its planned "
-            f"length{fix('status', length)}")
+        return (f"{status_name} {raw!r} but {frac_text}; a finished run reaches its planned "
+                f"length{fix(status_name, length)}")
+    return (f"{status_name} {raw!r} (not a finished run) but {frac_text}, its planned "
+            f"length{fix(status_name, length)}")
 
 
 def not_annealed(t: pd.DataFrame, codes: np.ndarray, names, states: RunStates,

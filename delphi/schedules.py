@@ -657,6 +657,14 @@ class Restart:
     """Loss at ``prev_row``."""
     kind: str
     """``"rollback"`` or ``"counter"`` (see the class docstring)."""
+    index: int = -1
+    """Position of ``row`` in the arrays given to :func:`find_restarts`."""
+    prev_index: int = -1
+    """Position of ``prev_row`` there (above ``index`` when the run is logged newest first)."""
+    superseded: tuple[int, ...] = ()
+    """Rollback only: positions (as ``index``) of the rows logged before the restart, and not
+    already superseded by an earlier rollback, at or after the step it resumed at. The run
+    continued from the later segment, so these earlier rows are not part of its loss curve."""
 
     def describe(self) -> str:
         """One clause for messages, naming rows, steps and losses."""
@@ -694,7 +702,8 @@ def find_restarts(group: Any, steps: Any, losses: Any, rows: Any,
     Returns
     -------
     list of Restart
-        In run order, then file order; empty when every run's steps increase.
+        In run order, then file order; empty when every run's steps increase. A rollback's
+        :attr:`Restart.superseded` lists the earlier rows its later segment replaces.
     """
     g = np.asarray(group, dtype=np.int64)
     s = np.asarray(steps, dtype=float)
@@ -702,11 +711,12 @@ def find_restarts(group: Any, steps: Any, losses: Any, rows: Any,
     label = np.asarray(rows)
     if g.size < 2:
         return []
+    where = np.arange(g.size)
     ok = ~np.isnan(s)
     if not ok.all():
-        g, s, loss, label = g[ok], s[ok], loss[ok], label[ok]
+        g, s, loss, label, where = g[ok], s[ok], loss[ok], label[ok], where[ok]
     order = np.argsort(g, kind="stable")                  # runs together, file order kept
-    g, s, loss, label = g[order], s[order], loss[order], label[order]
+    g, s, loss, label, where = g[order], s[order], loss[order], label[order], where[order]
     same = g[1:] == g[:-1]
     down = same & (s[1:] < s[:-1])
     if not down.any():
@@ -720,9 +730,10 @@ def find_restarts(group: Any, steps: Any, losses: Any, rows: Any,
     ends = np.searchsorted(g, np.arange(n_runs), side="right")
     for run in np.flatnonzero(n_down):
         a, b = int(starts[run]), int(ends[run])
-        rs, rl, rr = s[a:b], loss[a:b], label[a:b]
+        rs, rl, rr, rw = s[a:b], loss[a:b], label[a:b], where[a:b]
         if n_down[run] > n_up[run]:                       # logged newest first
-            rs, rl, rr = rs[::-1], rl[::-1], rr[::-1]
+            rs, rl, rr, rw = rs[::-1], rl[::-1], rr[::-1], rw[::-1]
+        gone = np.zeros(rs.size, dtype=bool)              # superseded by an earlier rollback
         for i in np.flatnonzero(rs[1:] < rs[:-1]) + 1:
             before_s, before_l = rs[:i], rl[:i]
             k = np.argsort(before_s, kind="stable")
@@ -732,9 +743,18 @@ def find_restarts(group: Any, steps: Any, losses: Any, rows: Any,
                 earlier = float(np.interp(rs[i], before_s[k], before_l[k]))
                 if abs(rl[i] - earlier) < abs(rl[i] - rl[i - 1]):
                     kind = "rollback"
+            superseded: tuple[int, ...] = ()
+            if kind == "rollback":
+                # The run went on from a checkpoint at or before this step: what it logged
+                # earlier from this step on is not part of the curve it continued.
+                hit = np.flatnonzero(~gone[:i] & (rs[:i] >= rs[i]))
+                gone[hit] = True
+                superseded = tuple(sorted(int(w) for w in rw[hit]))
             out.append(Restart(run=str(names[run]), row=_plain(rr[i]), step=float(rs[i]),
                                prev_row=_plain(rr[i - 1]), prev_step=float(rs[i - 1]),
-                               loss=float(rl[i]), prev_loss=float(rl[i - 1]), kind=kind))
+                               loss=float(rl[i]), prev_loss=float(rl[i - 1]), kind=kind,
+                               index=int(rw[i]), prev_index=int(rw[i - 1]),
+                               superseded=superseded))
     return out
 
 

@@ -169,8 +169,9 @@ def _run_noise_estimate(fit: Fit, x: Mapping[str, Sequence[float]] | None = None
         Fewer than 3 residual degrees of freedom and no repeated runs: the noise cannot be
         estimated.
     """
-    keys = [tuple(np.round(np.log(fit.x[c][i]), 9) for c in fit.law.inputs)
-            for i in range(fit.n_points)]
+    with np.errstate(divide="ignore"):   # an input of 0 (lr decayed to 0) keys as -inf
+        keys = [tuple(np.round(np.log(fit.x[c][i]), 9) for c in fit.law.inputs)
+                for i in range(fit.n_points)]
     groups: dict[tuple, list[float]] = {}
     for k, y in zip(keys, np.log(fit.y)):
         groups.setdefault(k, []).append(y)

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import warnings
+
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -197,9 +200,11 @@ def test_target_c_counted_another_way_than_the_ladder_is_refused_for_a_law_of_c(
     ladder = delphi.load_ladder(_k18(tmp_path))
     six_nd = 6 * TARGET_N * TARGET_D
     # C = 6ND given with N and D, on a ladder whose C is 1.8 x 6ND: 44% less compute.
-    with pytest.raises(delphi.TargetError, match="ladder's 1.8 x 6·N·D"):
+    # The message gives the ladder-convention C, k x 6ND (review item 6), not the raw 6ND.
+    with pytest.raises(delphi.TargetError, match="ladder's FLOP convention") as err:
         delphi.predict(ladder, {"flops": six_nd, "params": TARGET_N, "tokens": TARGET_D},
                        "power", fixed={"E": 1.5}, interval=None)
+    assert f"1.8 x {six_nd:.4g} = {1.8 * six_nd:.4g}" in str(err.value)
     # Counted like the ladder, it is accepted (a target alone allows 0.3..2 x 6ND).
     ok = delphi.predict(ladder, {"flops": TARGET_C_K18, "params": TARGET_N,
                                  "tokens": TARGET_D}, "power", fixed={"E": 1.5}, interval=None)
@@ -230,7 +235,10 @@ def test_target_tokens_in_sequences_is_outside_the_design(tmp_path):
     with pytest.warns(delphi.FitWarning, match="outside the ladder's design"):
         f = delphi.predict(ladder, {"params": TARGET_N, "tokens": TARGET_D / 2048}, "power",
                            fixed={"E": 1.5}, interval=None)
-    [note] = [x for x in f.notes if x.startswith("outside the ladder's design")]
+    # A forecast-level warning (review item 15), not an informational note.
+    [note] = [x for x in f.warnings if x.startswith("outside the ladder's design")]
+    assert not [x for x in f.notes if "outside the ladder's design" in x]
+    assert f.to_dict()["warnings"] == list(f.warnings)
     assert "2,048x below" in note and "sequence length of 2048" in note
     assert f.extrapolation < 1                     # "0.03x": alone it read as interpolation
 
@@ -240,12 +248,12 @@ def test_target_n_far_beyond_the_ladder_is_named_for_laws_of_n_and_d(tmp_path):
     with pytest.warns(delphi.FitWarning, match="extrapolated that far in model size"):
         f = delphi.predict(ladder, {"params": 1e11, "tokens": 2e12}, "chinchilla",
                            fixed={"E": 1.5}, interval=None)
-    [note] = [x for x in f.notes if "target's N" in x]
+    [note] = [x for x in f.warnings if "target's N" in x]
     assert "125x above the largest N fitted" in note          # 1e11 / 8e8, by hand
     # Within 10x in N and in D/N: no design note.
     inside = delphi.predict(ladder, {"params": TARGET_N, "tokens": TARGET_D}, "chinchilla",
                             fixed={"E": 1.5}, interval=None)
-    assert not [x for x in inside.notes if "outside the ladder's design" in x]
+    assert not [x for x in inside.notes + inside.warnings if "outside the ladder's design" in x]
 
 
 # ---------------------------------------------------------------- CLI
@@ -312,3 +320,61 @@ def test_default_law_with_one_tokens_per_param_is_power_in_c(tmp_path, capsys):
                           "tokens": [1e9, 8e9, 8e9, 8e9], "loss": [3.5, 3.1, 3.0, 2.95]})
     assert default_law(delphi.Ladder(table),
                               delphi.Target(params=TARGET_N, tokens=TARGET_D)) == "chinchilla"
+
+
+# ---------------------------------------------------------------- review of issue 9
+def test_cli_design_warning_is_a_warning_line_and_in_json_warnings(tmp_path, capsys):
+    from delphi.cli import main
+
+    path = str(_k18(tmp_path))
+    args = ["predict", path, "--target-params", "6.4e9", "--target-tokens", repr(TARGET_D / 2048),
+            "--floor", "1.5", "--law", "power", "--interval", "none"]
+    assert main(args) == 0
+    out = capsys.readouterr().out
+    assert "warning    outside the ladder's design" in out
+    assert "note       outside the ladder's design" not in out
+    import json
+    assert main(args + ["--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert any(w.startswith("outside the ladder's design") for w in data["warnings"])
+    assert not any("outside the ladder's design" in n for n in data["notes"])
+
+
+def test_implausible_ladder_k_blames_the_ladder_not_the_targets_c(tmp_path):
+    # Tokens counted in sequences of 4,096: C / (6 N D) = 4,096 for every run, outside any
+    # FLOP convention (0.3..2): the ladder's N x D is what is off, so no advice to count the
+    # target's C "the same way" (review item 16).
+    n = np.array([1e8, 2e8, 4e8, 8e8])
+    d_tokens = 20 * n
+    c = 6 * n * d_tokens
+    frame = pd.DataFrame({"run": [f"r{i}" for i in range(4)], "params": n,
+                          "tokens": d_tokens / 4096, "flops": c,
+                          "loss": 1.5 + 300 * c ** -0.12})
+    path = tmp_path / "seq.csv"
+    frame.to_csv(path, index=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ladder = delphi.load_ladder(path)
+        f = delphi.predict(ladder, {"flops": 1e22}, "power", fixed={"E": 1.5}, interval=None)
+    assert not [x for x in f.notes if "counted the same way" in x]
+    [note] = [x for x in f.notes if "accounting is suspect" in x]
+    assert f"is {4096:.3g} (median over 4 runs)" in note
+    # A plausible k (1.8) still gets the reminder.
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        k18 = delphi.predict(delphi.load_ladder(_k18(tmp_path)), {"flops": 1e22}, "power",
+                             fixed={"E": 1.5}, interval=None)
+    assert [x for x in k18.notes if "counted the same way" in x]
+
+
+def test_cli_fit_text_shows_the_flop_convention_and_the_default_law(tmp_path, capsys):
+    from delphi.cli import main
+
+    path = str(_k18(tmp_path))
+    # Every run has D/N = 20: N and D cannot be separated, so fit's default is predict's,
+    # power in C (review item 4), not chinchilla (which would need 5 points).
+    assert main(["fit", path]) == 0
+    out = capsys.readouterr().out
+    assert "law        power" in out
+    # k = C / (6 N D) = 1.8 for all four runs, no drift (review item 18).
+    assert "flops      C = k x 6·N·D: median k 1.8, range 1.8..1.8 over 4 runs" in out

@@ -280,3 +280,156 @@ def test_a_restarted_counter_run_has_no_final_loss_until_its_end_row_is_marked()
     with pytest.warns(LadderWarning, match="was resumed"):
         points, _ = Ladder(marked).final_points()
     assert dict(zip(points["run"], points["loss"])) == {"b": 2.8, "r": 2.7}
+
+
+# ------------------------------------------- resumed runs whose steps collide (review item 2)
+# Run 'r' logs steps 100..600 (rows 0-5) on a loss curve, is resumed from its step-300
+# checkpoint and logs 400..800 (rows 6-10) with the loss 0.05 higher than before at 400..600
+# (a rollback: the re-logged steps collide with rows 3-5). Runs 'b' and 'c' are clean.
+ROLLBACK_STEPS = [100, 200, 300, 400, 500, 600, 400, 500, 600, 700, 800]
+ROLLBACK_LOSS = [3.60, 3.40, 3.30, 3.22, 3.16, 3.12, 3.27, 3.21, 3.17, 3.13, 3.10]
+
+
+def rollback_frame() -> pd.DataFrame:
+    r = pd.DataFrame({"run": "r", "step": ROLLBACK_STEPS, "loss": ROLLBACK_LOSS,
+                      "params": 1e8, "tokens": [s * 1e6 for s in ROLLBACK_STEPS],
+                      "total_steps": 800})
+    others = pd.DataFrame({"run": ["b", "c"], "step": [800, 800], "loss": [3.0, 2.9],
+                           "params": [2e8, 4e8], "tokens": [8e8, 8e8], "total_steps": 800})
+    return pd.concat([r, others], ignore_index=True)
+
+
+def test_find_restarts_names_the_rows_a_rollback_supersedes():
+    # steps 0,100,200,300 (positions 0-3), back to 150 with the loss up at its earlier level
+    # (rollback): the earlier rows at step >= 150 are positions 2 and 3. Then back to 100 with
+    # the loss carrying on (2.6 -> 2.59; earlier curve at 100 is 3.5): a restarted counter,
+    # which supersedes nothing.
+    steps = np.array([0, 100, 200, 300, 150, 250, 350, 100, 200], float)
+    loss = np.array([4.0, 3.5, 3.0, 2.8, 3.26, 2.9, 2.6, 2.59, 2.58])
+    found = find_restarts(np.zeros(9, int), steps, loss, np.arange(9), np.array(["r"]))
+    assert [(r.kind, r.index, r.prev_index, r.superseded) for r in found] == [
+        ("rollback", 4, 3, (2, 3)), ("counter", 7, 6, ())]
+
+
+def test_a_rollback_that_logs_steps_again_is_a_resumed_run_not_duplicates():
+    with pytest.raises(LadderError) as info:
+        Ladder(rollback_frame())
+    text = str(info.value)
+    assert "duplicate rows" not in text
+    assert text.startswith("run 'r': resumed run: step 600 (row 5) -> 400 (row 6), the loss "
+                           "jumps back up (3.12 -> 3.27)")
+    assert "its earlier rows 3..5 (steps 400 to 600, logged again from row 6 on)" in text
+    assert "drops only these rows" in text
+
+
+def test_drop_invalid_drops_only_the_superseded_rows_and_keeps_the_run():
+    with pytest.warns(LadderWarning, match=r"dropped 3 row\(s\) \(3 superseded row\(s\)"):
+        ladder = Ladder(rollback_frame(), drop_invalid=True)
+    r = ladder.table[ladder.table["run"] == "r"]
+    # What the run continued from: rows 0-2 of the first segment, then all of the second.
+    assert r["row"].tolist() == [0, 1, 2, 6, 7, 8, 9, 10]
+    assert r["loss"].tolist() == [3.60, 3.40, 3.30, 3.27, 3.21, 3.17, 3.13, 3.10]
+    assert [e.reason.split(":")[0] for e in ladder.exclusions] == [
+        f"superseded row {i} dropped by drop_invalid=True (CLI --drop-invalid)" for i in (3, 4, 5)]
+    assert ladder.restarts == {} and ladder.cut_runs == {}
+    assert "dropped_invalid=3 row(s)" in repr(ladder)
+    points, excluded = ladder.final_points()
+    assert dict(zip(points["run"], points["loss"])) == {"b": 3.0, "c": 2.9, "r": 3.10}
+    assert excluded == []
+
+
+def test_a_rollback_repeating_no_step_is_warned_with_its_superseded_rows():
+    # Resumed at step 450 after logging to 600: rows 4 and 5 (steps 500, 600) are superseded,
+    # no step is logged twice, so it stays a warning and complete refuses the run.
+    frame = pd.DataFrame({"run": "r", "step": [100, 200, 300, 400, 500, 600, 450, 550, 650],
+                          "loss": [3.6, 3.4, 3.3, 3.22, 3.16, 3.12, 3.24, 3.18, 3.14],
+                          "flops": [1e15 * (i + 1) for i in range(9)], "total_steps": 1000,
+                          "peak_lr": 1e-3})
+    with pytest.warns(LadderWarning, match="superseded by the later segment: 4, 5"):
+        ladder = Ladder(frame, schedule="cosine")
+    assert ladder.superseded == {"r": [4, 5]}
+    with pytest.raises(LadderError, match=r"drop the superseded rows .*its superseded rows: 4, 5"):
+        complete(ladder, "r")
+
+
+def counter_frame(final: bool = False) -> pd.DataFrame:
+    """Run 'r' of 1000 planned steps logs 100..600 (rows 0-5), then its step counter restarts:
+    it logs 100..400 (rows 6-9; really 700..1000), the loss carrying on and the tokens going
+    up; steps 100..400 appear twice. Runs 'b', 'c' finish at step 1000."""
+    steps = [100, 200, 300, 400, 500, 600, 100, 200, 300, 400]
+    r = pd.DataFrame({"run": "r", "step": steps,
+                      "loss": [3.6, 3.4, 3.3, 3.22, 3.16, 3.12, 3.09, 3.07, 3.05, 3.04],
+                      "params": 1e8, "tokens": [1e8 * (i + 1) for i in range(10)],
+                      "total_steps": 1000})
+    if final:
+        r["final"] = [False] * 9 + [True]
+    others = pd.DataFrame({"run": ["b", "c"], "step": [1000, 1000], "loss": [2.95, 2.85],
+                           "params": [2e8, 4e8], "tokens": [1e9, 1e9], "total_steps": 1000})
+    return pd.concat([r, others], ignore_index=True)
+
+
+def test_a_restarted_counter_logging_steps_again_is_a_resumed_run_not_duplicates():
+    with pytest.warns(LadderWarning, match=r"run 'r' was resumed.*step 600 \(row 5\) -> 100 "
+                                           r"\(row 6\).*log global steps"):
+        ladder = Ladder(counter_frame())
+    assert len(ladder.table) == 12                     # no row dropped, no error
+    points, excluded = ladder.final_points()
+    assert sorted(points["run"]) == ["b", "c"]
+    [why] = [e.reason for e in excluded if e.run == "r"]
+    # Its step (600 at most) says nothing about how far it got: not "step 600 of 1000".
+    assert why.startswith("resumed with a restarted step counter (row 6: step 600 -> 100)")
+    assert "of 1000 planned" not in why
+    # Two rows at one step within one segment are still duplicates.
+    dup = counter_frame()
+    dup.loc[1, "step"] = 100
+    with pytest.raises(LadderError, match=r"duplicate rows for step = 100 \(rows 0, 1\)"):
+        quiet(Ladder, dup)
+
+
+def test_a_restarted_counter_run_marked_final_is_not_judged_by_its_step():
+    # final = true on its real last row (step 400 of 1000 by the restarted counter): not a
+    # contradiction with total_steps, and that row is its final point.
+    with pytest.warns(LadderWarning, match="was resumed"):
+        ladder = Ladder(counter_frame(final=True))
+    points, excluded = ladder.final_points()
+    assert dict(zip(points["run"], points["loss"])) == {"b": 2.95, "c": 2.85, "r": 3.04}
+    assert excluded == []
+
+
+def test_cli_reports_a_rollback_as_resumed_and_drop_invalid_keeps_the_run(tmp_path, capsys):
+    path = tmp_path / "rollback.csv"
+    frame = rollback_frame()
+    frame["flops"] = 6 * frame["params"] * frame["tokens"]
+    frame.to_csv(path, index=False)
+    code = main(["fit", str(path), "--law", "power"])
+    err = capsys.readouterr().err
+    assert code == 1 and "resumed run: step 600 (row 5) -> 400 (row 6)" in err
+    assert "duplicate" not in err
+    code = main(["fit", str(path), "--law", "power", "--drop-invalid", "--floor", "1.5",
+                 "--json"])
+    out = json.loads(capsys.readouterr().out)
+    assert code == 0
+    reasons = [e["reason"] for e in out["fit"]["excluded"]]
+    assert [x.split(" dropped")[0] for x in reasons] == [
+        "superseded row 3", "superseded row 4", "superseded row 5"]
+
+
+# ------------------------------------------------ a single checkpoint (review item 7)
+def test_complete_on_a_single_checkpoint_says_so_not_that_lr_is_missing(tmp_path, capsys):
+    text = ("run,step,tokens,lr,peak_lr,loss,fraction,final,flops\n"
+            "a,42149,2.64e12,0.000264,0.002140,2.277,1.0,true,3.168e22\n"
+            "main,127500,8.02e12,0.002140,0.002140,2.256,1.0,true,9.624e22\n")
+    path = tmp_path / "one.csv"
+    path.write_text(text)
+    ladder = quiet(delphi.load_ladder, path)
+    with pytest.raises(LadderError, match=r"run 'main' has a single checkpoint \(row 1, step "
+                                          r"127500\)"):
+        complete(ladder, "main")
+    code = main(["complete", str(path), "--run", "main"])
+    err = capsys.readouterr().err
+    assert code == 1 and "single checkpoint" in err and "no lr column" not in err
+    # Two checkpoints but lr logged at one: the message says that, not "no lr column".
+    two = pd.DataFrame({"run": "r", "step": [100, 200], "loss": [3.5, 3.3], "flops": [1e18, 2e18],
+                        "lr": [1e-3, np.nan], "total_steps": 1000})
+    with pytest.raises(LadderError, match=r"its lr is logged at 1 checkpoint\(s\) of its 2"):
+        complete(Ladder(two), "r")

@@ -59,3 +59,84 @@ def test_budget_grouping_only_for_isofLOP_budgets():
     # The right value: the same law fitted to all 15 points directly.
     direct = delphi.fit_arrays("power", {"flops": c}, y)
     assert fit.params["alpha"] == pytest.approx(direct.params["alpha"], rel=1e-6)
+
+
+def _lr_sweep_table():
+    """Five sizes, one compute each; at each, peak_lr 1e-3 (best), 3e-3 (+2%), 1e-2 (+6%),
+    and a second seed of the best peak_lr (+0.3%)."""
+    import pandas as pd
+    c = np.logspace(18, 20, 5)
+    base = 1.8 + 150 * c ** -0.12
+    rows = []
+    for i, (ci, bi) in enumerate(zip(c, base)):
+        n = 1e8 * 2 ** i
+        for tag, lr, factor in (("s0", 1e-3, 1.0), ("s1", 1e-3, 1.003), ("lr3", 3e-3, 1.02),
+                                ("lr10", 1e-2, 1.06)):
+            rows.append({"run": f"n{i}-{tag}", "params": n, "tokens": ci / (6 * n), "flops": ci,
+                         "loss": bi * factor, "peak_lr": lr, "batch_size": 2 ** 20})
+    return pd.DataFrame(rows), c, base
+
+
+def test_lr_sweep_at_one_size_keeps_the_best_tuned_runs():
+    # Review item 3: runs of one size and budget that differ in peak_lr are a sweep, not
+    # seeds; mis-tuned runs (+2%, +6%) would pull the power law up.
+    table, c, base = _lr_sweep_table()
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fit = delphi.fit(delphi.Ladder(table, source="<test>", name="sweep"), "power")
+    excluded = {e.run: e.reason for e in fit.exclusions}
+    # By construction: both seeds of peak_lr 1e-3 stay (10 points); every other LR goes.
+    assert sorted(excluded) == sorted(f"n{i}-{t}" for i in range(5) for t in ("lr3", "lr10"))
+    assert all("hyperparameter sweep" in r and "peak_lr=0.001 has the lowest loss" in r
+               for r in excluded.values())
+    assert fit.n_points == 10
+    notes = " ".join(fit.extra["notes"])
+    assert "5 compute budget(s) hold runs of one model size that differ in peak_lr" in notes
+    assert "10 mis-tuned run(s) excluded" in notes
+    # The right value: exactly the ten best-LR points are fitted (so the objective is that
+    # of the law fitted directly to them; the two seeds' offsets make alpha flat within it).
+    cc = np.repeat(c, 2)
+    yy = np.ravel(np.column_stack([base, base * 1.003]))
+    assert np.sort(fit.y) == pytest.approx(np.sort(yy), rel=1e-12)
+    assert np.sort(fit.x["flops"]) == pytest.approx(np.sort(cc), rel=1e-12)
+    direct = delphi.fit_arrays("power", {"flops": cc}, yy)
+    assert fit.objective == pytest.approx(direct.objective, rel=1e-6)
+
+
+def test_equal_hyperparameters_at_one_size_are_seeds():
+    table, c, base = _lr_sweep_table()
+    seeds = table[table["peak_lr"] == 1e-3]
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fit = delphi.fit(delphi.Ladder(seeds.reset_index(drop=True), source="<test>",
+                                       name="seeds"), "power")
+    assert fit.n_points == 10 and not fit.exclusions
+    assert any("with equal hyperparameters" in n for n in fit.extra["notes"])
+
+
+def test_cli_predict_names_lr_sweep_exclusions(tmp_path, capsys):
+    from delphi.cli import main
+    table, _, _ = _lr_sweep_table()
+    path = tmp_path / "sweep.csv"
+    table.to_csv(path, index=False)
+    code = main(["fit", str(path), "--law", "power"])
+    out = capsys.readouterr().out
+    assert code == 0
+    assert "n0-lr10: hyperparameter sweep: not the best peak_lr" in out
+    assert "differ in peak_lr (a hyperparameter sweep, not seeds)" in out
+
+
+def test_a_negligible_coefficient_is_not_called_at_its_bound_zero():
+    # Rising losses: the power law's A/C^alpha term dies out (A > 0, alpha at its upper bound),
+    # so A is not "at its lower bound 0" (it is not 0): its term is negligible over the ladder.
+    table = __import__("pandas").DataFrame({"run": list("abcde"),
+                                            "flops": [1e18, 3e18, 1e19, 3e19, 1e20],
+                                            "loss": [2.9, 2.95, 3.0, 3.05, 3.1]})
+    with pytest.warns(delphi.FitWarning):
+        result = delphi.fit(delphi.Ladder(table), "power")
+    assert "A" in result.at_bound and result.params["A"] > 0
+    assert any(w.startswith("A's term is negligible over the ladder") for w in result.warnings)
+    assert not any(w.startswith("A is at its lower bound") for w in result.warnings)
+    assert "TERM NEGLIGIBLE" in result.report()

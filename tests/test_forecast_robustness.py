@@ -303,3 +303,65 @@ def test_cli_backtest_prefixes(tmp_path, capsys):
     assert main(["backtest", str(path), "--law", "power", "--prefixes",
                  "--fit-max-flops", "1e19"]) == 1
     assert "choose one backtest design" in capsys.readouterr().err
+
+
+# ----------------------------------------------------------------- review of issue 9
+def test_floor_range_cli_note_uses_flags_and_is_not_repeated_in_a_scan(capsys):
+    ladder = _off_trend_ladder()
+    pinned = predict(ladder, {"flops": 1e23}, "power", fixed={"E": 1.6}, interval=None,
+                     off_trend=False)
+    [note] = [n for n in pinned.notes if "conditional on" in n]
+    # The suggestion names the setting in both spellings and reads "--floor LO:HI" on the CLI.
+    from delphi.errors import for_cli
+    assert "floor_range (CLI --floor LO:HI)" in note
+    assert "a floor range, --floor LO:HI, shows" in for_cli(note)
+    # Within a floor range the suggestion to use a floor range is not made.
+    scan = predict(ladder, {"flops": 1e23}, "power", floor_range=(1.4, 1.8), interval=None,
+                   off_trend=False)
+    assert not [n for n in scan.notes if "a floor range" in n and "shows how" in n]
+
+
+def test_prefix_fits_keep_each_prefix_fit_equal_to_a_full_fit(capsys):
+    from delphi.fitting import fit
+    ladder = _climbing_floor_ladder()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        result = prefix_fits(ladder, "power", {"flops": 1e22})
+        for step in result.steps:
+            # Skipping the profiles of the nested fits must not move any fitted value.
+            full = fit(ladder, "power", fit_max_flops=step.max_flops)
+            assert step.params == full.params
+    # Only the last prefix (the whole ladder) is profiled; it says so.
+    assert any("identification profiles" in n for n in result.notes)
+
+
+def test_prefix_report_shows_each_prefix_fits_warnings(tmp_path, capsys):
+    ladder = _climbing_floor_ladder()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        result = prefix_fits(ladder, "power", {"flops": 1e22})
+    shown = [(s.max_flops, w) for s in result.steps for w in s.warnings]
+    assert shown, "the climbing-floor ladder's prefixes carry fit warnings"
+    text = result.report()
+    for c, w in shown:
+        assert f"warning    prefix <= {c:.3g}: {w}" in text
+
+
+def test_too_few_prefixes_names_the_law_and_a_smaller_one(tmp_path, capsys):
+    from delphi.errors import LadderError
+    # 7 runs, one per budget: chinchilla (5 free + 2 = 7 runs per prefix) has 1 prefix.
+    n = np.logspace(8, 9.5, 7)
+    d = n * np.linspace(4, 9, 7)
+    df = pd.DataFrame({"run": [f"r{i}" for i in range(7)], "params": n, "tokens": d,
+                       "flops": 6 * n * d, "loss": 1.7 + 400 / n ** 0.34 + 1500 / d ** 0.28})
+    with pytest.raises(LadderError) as err:
+        prefix_fits(_ladder(df), "chinchilla")
+    msg = str(err.value)
+    assert "law 'chinchilla': 5 free parameters + 2" in msg and "gives 1 prefix(es)" in msg
+    assert "law='power' (CLI --law power)" in msg
+    path = tmp_path / "seven.csv"
+    df.to_csv(path, index=False)
+    # The CLI's default for this ladder (D/N spans 2.25x) is chinchilla, as predict's.
+    assert main(["backtest", str(path), "--prefixes"]) == 1
+    err_text = capsys.readouterr().err
+    assert "law 'chinchilla'" in err_text and "--law power" in err_text

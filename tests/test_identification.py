@@ -95,7 +95,7 @@ def test_flat_losses_are_a_degenerate_fit_and_predict_refuses_it():
         predict(ladder_of(df, "flat"), {"flops": 1e23})
     assert isinstance(err.value, IdentifiabilityError) and isinstance(err.value, FitError)
     fc = predict(ladder_of(df, "flat"), {"flops": 1e23}, allow_degenerate=True)
-    assert any(n.startswith("DEGENERATE FIT extrapolated on request") for n in fc.notes)
+    assert any(n.startswith("DEGENERATE FIT extrapolated on request") for n in fc.warnings)
 
 
 def test_rising_losses_leave_a_power_law_only_a_constant():
@@ -259,10 +259,14 @@ def test_cli_refuses_a_degenerate_forecast_unless_allowed(tmp_path, capsys):
     data = json.loads(out)
     assert code == 0 and data["fit"]["identification"]["degenerate"] is True
     assert sorted(data["fit"]["identification"]["unidentified"]) == ["E", "alpha"]
-    assert any(n.startswith("DEGENERATE FIT") for n in data["notes"])
+    assert any(n.startswith("DEGENERATE FIT") for n in data["warnings"])
+    assert not any("DEGENERATE" in n for n in data["notes"])
     code, out, _ = run(capsys, "predict", str(path), "--target-flops", "1e23",
                        "--allow-degenerate")
     assert code == 0 and "NOT IDENTIFIED" in out and "warning    degenerate fit" in out
+    # The degenerate reason is printed once (the fit's warning), the forecast points at it.
+    assert out.count("collapsed to a constant over the ladder: a constant loss") == 1
+    assert "warning    DEGENERATE FIT extrapolated on request (--allow-degenerate)" in out
 
 
 def test_cli_reports_profiles_and_correlated_pairs(tmp_path, capsys):
@@ -289,3 +293,182 @@ def test_cli_optimal_refuses_and_plan_flags_an_unidentified_split(tmp_path, caps
     data = json.loads(out)
     assert code == 0 and "beta" in data["unidentified"]
     assert any("does not identify beta" in w for w in data["warnings"])
+
+
+# ------------------------------------------------ allocations outside the ladder's design
+# Issue 9 review item 1: optimal and plan gave N_opt / D/N far outside the fitted runs
+# (marin-delphi-dense at 1e23: D/N = 16,210 against the runs' 3.9..8.9, and N_opt below the
+# ladder's largest run at 333x its compute) with no flag.
+def grid_ladder() -> Ladder:
+    """12 runs of E + 400/N^0.3 + 400/D^0.3 (no noise), D/N in {10, 20, 40}."""
+    n = np.repeat([1e8, 2e8, 4e8, 8e8], 3)
+    d = n * np.tile([10.0, 20.0, 40.0], 4)
+    loss = 1.8 + 400 / n ** 0.3 + 400 / d ** 0.3
+    return ladder_of(pd.DataFrame({"run": [f"r{i}" for i in range(12)], "params": n,
+                                   "tokens": d, "flops": 6 * n * d, "loss": loss}), "grid")
+
+
+def with_ratio(f, tokens_per_param: float):
+    """The fit with alpha = beta = 0.3 and B/A set so that D_opt/N_opt = tokens_per_param at
+    every C: Eq. 4 gives D/N = G^-2 (C/6)^0 with G = (A/B)^(1/0.6), so B/A = ratio^0.3."""
+    from dataclasses import replace
+    return replace(f, params={"E": 1.8, "A": 400.0, "B": 400.0 * tokens_per_param ** 0.3,
+                              "alpha": 0.3, "beta": 0.3})
+
+
+def test_allocation_outside_the_fitted_d_over_n_is_flagged_then_refused():
+    from delphi.errors import TargetError
+    from delphi.optimal import optimal_allocation
+    f = quiet_fit(grid_ladder(), "chinchilla")
+    # The runs' D/N span 10..40; the largest compute is 6 x 8e8 x 3.2e10 = 1.536e20, so a
+    # target of 1e20 leaves the shrinking-N* check out and tests D/N alone.
+    inside = optimal_allocation(with_ratio(f, 20.0), 1e20)
+    assert inside.tokens_per_param == pytest.approx(20.0, rel=1e-9)
+    assert inside.outside == () and inside.design["tokens_per_param"] == pytest.approx((10, 40))
+    assert inside.to_dict()["outside_design"] == []
+    with pytest.warns(FitWarning, match="12.5x above"):
+        mild = optimal_allocation(with_ratio(f, 500.0), 1e20)     # 500/40 = 12.5x: flagged
+    assert len(mild.outside) == 1 and "12.5x above the fitted runs' range 10..40" in mild.outside[0]
+    assert mild.design["factor"] == pytest.approx(12.5, rel=1e-9)
+    assert "OUTSIDE THE LADDER'S DESIGN" in mild.report()
+    assert any("outside the ladder's design" in w for w in mild.to_dict()["warnings"])
+    with pytest.raises(TargetError, match=r"125x above.*allow_outside=True"):
+        optimal_allocation(with_ratio(f, 5000.0), 1e20)           # 125x: refused
+    with pytest.warns(FitWarning):
+        forced = optimal_allocation(with_ratio(f, 5000.0), 1e20, allow_outside=True)
+    assert forced.design["factor"] == pytest.approx(125.0, rel=1e-9)
+    below = optimal_allocation(with_ratio(f, 0.5), 1e20, allow_outside=True)  # 10/0.5 = 20x
+    assert "20x below" in below.outside[0]
+
+
+def test_marin_dense_optimal_is_refused_and_its_own_runs_grow_as_c_to_0_4(data_dir):
+    from delphi.errors import TargetError
+    from delphi.optimal import compute_optimal as co
+    from delphi.readers import load_ladder
+    lad = load_ladder("marin-delphi-dense")
+    with pytest.raises(TargetError, match=r"outside the ladder's design.*shrink with compute"):
+        co(lad, 1e23)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        a = co(lad, 1e23, allow_outside=True)
+    # By hand from the ladder's seven runs (params, tokens): D/N from 1.48e9/3.81e8 = 3.885
+    # (dense-3e18) to 2.09e10/2.35e9 = 8.894 (dense-3e20); the largest run has N = 2.35e9.
+    assert a.design["tokens_per_param"] == pytest.approx((1.48e9 / 3.81e8, 2.09e10 / 2.35e9))
+    assert a.design["ref_params"] == pytest.approx(2.35e9)
+    n = np.array([3.81e8, 5.58e8, 7.54e8, 9.10e8, 1.48e9, 1.94e9, 2.35e9])
+    d = np.array([1.48e9, 2.90e9, 4.20e9, 5.70e9, 1.02e10, 1.54e10, 2.09e10])
+    c = np.array([3e18, 9e18, 1.8e19, 3e19, 9e19, 1.8e20, 3e20])     # the runs' flops column
+    slope = np.polyfit(np.log(c), np.log(n), 1)[0]                  # about 0.40
+    assert a.design["ladder_exponent"] == pytest.approx(slope, rel=1e-9) and 0.35 < slope < 0.45
+    # Eq. 4 from the fitted parameters: a = beta/(alpha+beta) is far below the ladder's trend.
+    p = a.law_params
+    assert a.a == pytest.approx(p["beta"] / (p["alpha"] + p["beta"])) and a.a < 0.2
+    assert a.params < 2.35e9 and a.tokens_per_param > 100 * 8.894
+    assert len(a.outside) == 2 and a.to_dict()["outside_design"] == list(a.outside)
+
+
+def test_plan_flags_centres_outside_the_source_design():
+    # optimum with D*/N* = (C/6)/N*^2 = 2000 at every budget; the source runs span D/N 10..40,
+    # so every budget's centre is 2000/40 = 50x above it.
+    plan = plan_ladder(1e22, budgets=3, optimum=lambda c: math.sqrt(c / (6 * 2000.0)),
+                       design_tokens_per_param=(10.0, 40.0), outside=("reason X",))
+    assert plan.outside[0] == "the centre law at the target: reason X"
+    assert len(plan.outside) == 4 and all("is 50x above the source ladder's D/N 10..40" in w
+                                           for w in plan.outside[1:])
+    assert plan.to_dict()["centre_outside_design"] == list(plan.outside)
+    assert plan.report().count("OUTSIDE    ") == 4
+    ok = plan_ladder(1e22, budgets=3, optimum=lambda c: math.sqrt(c / (6 * 20.0)),
+                     design_tokens_per_param=(10.0, 40.0))
+    assert ok.outside == ()
+
+
+def test_cli_optimal_refuses_outside_the_design_and_plan_flags_it(data_dir, capsys):
+    code, out, err = run(capsys, "optimal", "marin-delphi-dense", "--target-flops", "1e23")
+    assert code == 1 and not out and "outside the ladder's design" in err
+    assert "--allow-outside-design" in err
+    code, out, _ = run(capsys, "optimal", "marin-delphi-dense", "--target-flops", "1e23",
+                       "--allow-outside-design", "--json")
+    data = json.loads(out)
+    assert code == 0 and len(data["outside_design"]) == 2
+    assert data["design"]["ref_params"] == pytest.approx(2.35e9)
+    code, out, _ = run(capsys, "plan", "--target-flops", "1e23", "--from", "marin-delphi-dense",
+                       "--json")
+    data = json.loads(out)
+    assert code == 0 and any("shrink with compute" in w for w in data["centre_outside_design"])
+    code, out, _ = run(capsys, "plan", "--target-flops", "1e23", "--from", "marin-delphi-dense")
+    assert "OUTSIDE    the centre law at the target" in out
+
+
+# ----------------------------------------------------------------- review of issue 9
+def one_rung() -> pd.DataFrame:
+    return pd.DataFrame({"run": ["only"], "flops": [1e20], "loss": [2.8]})
+
+
+def test_a_pinned_law_on_one_rung_is_not_called_degenerate():
+    # E and alpha fixed: A is the one free parameter, as free as a constant, so "a constant
+    # fits as well" says nothing. The forecast is L = E + A C^-alpha with A set by the rung:
+    # A = (2.8 - 1.5) * 1e20^0.1 = 130, L(1e23) = 1.5 + 1.3 * 1000^-0.1.
+    lad = ladder_of(one_rung(), "one")
+    fc = predict(lad, {"flops": 1e23}, "power", fixed={"E": 1.5, "alpha": 0.1})
+    assert not fc.fit.degenerate
+    assert fc.loss == pytest.approx(1.5 + 1.3 * 1000 ** -0.1, rel=1e-9)
+    [w] = [w for w in fc.fit.warnings if w.startswith("only A is fitted")]
+    assert "alpha = 0.1" in w and "E = 1.5" in w and "one point" in w
+    assert not [w for w in fc.warnings if "DEGENERATE" in w]
+
+
+def test_degenerate_forecast_says_whether_it_repeats_the_level():
+    df = flat_ladder(noise=0.0)
+    fc = predict(ladder_of(df, "flat"), {"flops": 1e23}, allow_degenerate=True)
+    [w] = [w for w in fc.warnings if w.startswith("DEGENERATE FIT")]
+    assert "the forecast 3.2000 only repeats the ladder's constant level" in w
+    # The reason is in the fit's warning only, not repeated in the forecast's.
+    assert "a constant loss of" not in w
+    assert any(x.startswith("degenerate fit: the law collapsed") for x in fc.fit.warnings)
+
+
+def test_no_contradictory_interval_notes_on_an_exact_degenerate_fit():
+    # Identical losses: the delta method has no covariance either, so no note may say the
+    # interval is the delta method's.
+    c = [1e18, 3e18, 1e19, 3e19, 1e20, 3e20, 1e21, 3e21]
+    df = pd.DataFrame({"run": list("abcdefgh"), "flops": c, "loss": [3.0] * 8})
+    fc = predict(ladder_of(df, "flat"), {"flops": 1e23}, allow_degenerate=True,
+                 interval="bootstrap")
+    assert fc.interval is None     # alpha = 0: E and A are not separable, no covariance
+    assert not [n for n in fc.notes if "so the interval is the delta method's" in n]
+    [n] = [n for n in fc.notes if n.startswith("no interval")]
+    assert "bootstrap resamples would all agree" in n
+
+
+def test_a_free_floor_above_the_lowest_loss_is_reported_and_inside_the_range():
+    # Rising losses: the power law collapses to a constant at the Huber centre, 3.0 (the
+    # median of 2.9..3.1), above the lowest loss 2.9: that is no irreducible loss.
+    df = pd.DataFrame({"run": list("abcde"), "flops": 1e18 * 3.0 ** np.arange(5),
+                       "loss": [2.9, 2.95, 3.0, 3.05, 3.1]})
+    f = quiet_fit(ladder_of(df, "rising"), "power")
+    assert f.params["E"] == pytest.approx(3.0, abs=1e-6) and f.degenerate
+    [w] = [w for w in f.warnings if w.startswith("the fitted floor E")]
+    assert "above the lowest observed loss 2.9 (run 'a')" in w
+    prof = f.identification.profiles["E"]
+    assert prof.scanned[0] <= f.params["E"] <= prof.scanned[1]      # the range holds E
+    assert prof.within[1] <= prof.scanned[1]
+    # A = 0.031 with alpha = 5: its term is 0.031 x (1e18)^-5, negligible, not "A = 0.031
+    # at a bound".
+    assert "A's term negligible over the ladder (as if A = 0)" in f.degenerate
+    assert "TERM NEGLIGIBLE" in f.report()
+
+
+def test_profile_with_no_residual_dof_is_not_assessed(capsys):
+    # Two rungs, E fixed: A and alpha interpolate them exactly; the profile threshold rests on
+    # the assumed noise floor, so alpha cannot be called identified.
+    df = pd.DataFrame({"run": ["a", "b"], "flops": [3.168e22, 7.86e22], "loss": [2.277, 2.224]})
+    f = quiet_fit(ladder_of(df, "two"), "power", fixed={"E": 1.5})
+    assert f.dof == 0
+    alpha = f.identification.profiles["alpha"]
+    assert not alpha.assessed and not alpha.identified and not alpha.unidentified
+    assert f.unidentified == {}
+    block = f.to_dict()["fit"]["identification"]["profiles"]["alpha"]
+    assert block["identified"] is None and block["assessed"] is False
+    text = f.report()
+    assert "identified      alpha" not in text
+    assert "not assessed    alpha (no residual degrees of freedom" in text

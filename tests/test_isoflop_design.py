@@ -326,3 +326,72 @@ def test_cli_plan_from_a_single_budget_ladder_is_an_error(tmp_path, capsys):
                  "isoflop"])
     assert code == 1
     assert "need at least 2 budgets" in capsys.readouterr().err
+
+
+# ---------------------------------------- one qualifying budget among several (review item 5)
+def _exact_budget_plus_two_sizes() -> pd.DataFrame:
+    # Budget 6e19: loss = 2 + 0.05 (ln N - ln 1e9)^2 over 7 sizes, vertex N* = 1e9 and
+    # D* = C / 6e9 by construction; budget 1e19: two sizes only (no parabola).
+    c = 6e19
+    n = 1e9 * np.exp(np.array([-1.2, -0.7, -0.3, 0.1, 0.5, 1.0, 1.4]))
+    good = pd.DataFrame({"run": [f"r{i}" for i in range(7)], "params": n,
+                         "tokens": c / (6 * n), "flops": c,
+                         "loss": 2 + 0.05 * np.log(n / 1e9) ** 2})
+    small = pd.DataFrame({"run": ["s0", "s1"], "params": [1e8, 3e8],
+                          "tokens": [1e19 / 6e8, 1e19 / 18e8], "flops": 1e19,
+                          "loss": [3.1, 3.0]})
+    return pd.concat([small, good], ignore_index=True)
+
+
+def test_one_qualifying_budget_is_analysed_alone_naming_the_others():
+    res = quiet(isoflop_table, _exact_budget_plus_two_sizes(), n_boot=200, seed=0)
+    assert res.params_law is None and res.tokens_law is None and len(res.budgets) == 2
+    small, good = res.budgets
+    assert not small.used and "too few sizes" in small.flags and good.used
+    assert good.params == pytest.approx(1e9, rel=1e-9)
+    assert good.tokens == pytest.approx(6e19 / 6e9, rel=1e-9)
+    note = res.notes[0]
+    assert "one of 2 compute budgets has an interior optimum (C=6e+19)" in note
+    assert "left out: C=1e+19 (too few sizes)" in note
+    text = res.report()
+    assert "vertex     N* = 1e+09 params" in text and "no power law (one usable budget" in text
+    with pytest.raises(FitError, match=r"one \(C=6e\+19, vertex N\* = 1e\+09"):
+        res.optimal(1e21)
+
+
+def test_cli_isoflop_one_qualifying_budget(tmp_path, capsys):
+    from delphi.cli import main
+
+    path = tmp_path / "mix.csv"
+    _exact_budget_plus_two_sizes().to_csv(path, index=False)
+    assert main(["isoflop", str(path), "--n-boot", "100"]) == 0
+    out = capsys.readouterr().out
+    assert "vertex     N* = 1e+09 params" in out and "C=1e+19 (too few sizes)" in out
+    assert main(["isoflop", str(path), "--n-boot", "100", "--json"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    assert d["params_law"] is None and [b["used"] for b in d["budgets"]] == [False, True]
+
+
+# ---------------------------------------- exponent uncertainty and valid draws (review item 20)
+def test_power_law_shows_the_bootstrap_interval_and_valid_draws_not_a_zero_se():
+    # Three noiseless budgets: the vertices lie on a line, so the residual s.e. of the
+    # exponent is ~0 and "+- 0.000" next to a bootstrap interval was meaningless.
+    t = grid(BUDGETS[:3], 9, 0.3, [0.0, 0.0, 0.0])
+    t["loss"] = t["loss"] + 0.002 * np.random.default_rng(5).standard_normal(len(t))
+    res = quiet(isoflop_table, t, n_boot=300, seed=2)
+    law = res.params_law
+    assert law.exponent_interval is not None and law.n_draws == 300
+    # Draw k of every budget is fitted together: the joint draws are the fewest valid ones.
+    assert law.n_valid == min(b.n_valid for b in res.budgets if b.used)
+    line = law.report()
+    assert "+-" not in line and f"from {law.n_valid} of 300 draws" in line
+    assert res.to_dict()["params_law"]["n_valid_draws"] == law.n_valid
+    plain = quiet(isoflop_table, t, bootstrap="none").params_law.report()
+    assert plain.count("+- ") == 1 and "1 dof" in plain and "+- 0.000" not in plain
+
+
+def test_one_size_budget_error_says_size_not_sizes():
+    t = pd.DataFrame({"run": ["a"], "params": [1e9], "tokens": [2e10], "flops": [1.2e20],
+                      "loss": [2.5]})
+    with pytest.raises(FitError, match=r"\(C=1\.2e\+20, 1 size\)"):
+        quiet(isoflop_table, t, bootstrap="none")

@@ -275,3 +275,13 @@ def test_cli_optimal_with_draws(tmp_path, capsys, data_dir):
     args = parser.parse_args(["optimal", "epoch-chinchilla"])
     with pytest.raises(TargetError, match="--target-flops"):
         handlers["optimal"](args)
+
+
+def test_an_implausible_target_compute_is_refused():
+    # Same plausible range as a ladder's flops column (1..1e40 FLOPs).
+    from delphi.errors import TargetError
+    from delphi.planning import plan_ladder
+
+    with pytest.raises(TargetError, match=r"outside 1\.\.1e\+40"):
+        plan_ladder(1e308)
+    assert plan_ladder(1e40).target_flops == 1e40

@@ -535,3 +535,38 @@ def test_run_ids_are_text_not_numbers(tmp_path, suffix):
     finals, _ = ladder.final_points()
     assert len(finals) == 4
     assert dict(zip(finals["run"], finals["loss"]))["001"] == 3.1
+
+
+# ------------------------------------------------------------- --metric (review item 14)
+BPB_CSV = ("run,flops,loss,eval/paloma/bpb,Val_PPL\n"
+           "a,1e18,3.52,1.53,33.8\nb,3e18,3.34,1.45,28.2\nc,1e19,3.15,1.37,23.4\n")
+
+
+def test_metric_matches_a_header_ignoring_case(tmp_path, capsys):
+    from delphi.cli import main
+    path = write(tmp_path / "bpb.csv", BPB_CSV)
+    ladder = load_ladder(path, metric="EVAL/Paloma/BPB", unit="bits/byte")
+    assert ladder.metric == "eval/paloma/bpb"              # as the file spells it
+    assert ladder.table.sort_values("run")["loss"].tolist() == [1.53, 1.45, 1.37]
+    code = main(["fit", str(path), "--metric", "eval/paloma/BPB", "--law", "power",
+                 "--floor", "1.0"])
+    out = capsys.readouterr().out
+    assert code == 0 and "metric eval/paloma/bpb [bits/byte]" in out
+
+
+def test_metric_not_found_lists_the_files_columns_and_loss_like_ones(tmp_path):
+    path = write(tmp_path / "bpb.csv", BPB_CSV)
+    with pytest.raises(LadderError) as info:
+        load_ladder(path, metric="nope")
+    text = str(info.value)
+    # delphi's own `row` column is not in the file, so it is not listed.
+    assert text.endswith("column 'nope' (for loss) not found; columns found: run, flops, loss, "
+                         "eval/paloma/bpb, Val_PPL; loss-like columns: loss, eval/paloma/bpb, "
+                         "Val_PPL")
+
+
+def test_metric_matching_two_headers_ignoring_case_is_ambiguous(tmp_path):
+    path = write(tmp_path / "two.csv", "run,flops,Loss2,LOSS2\na,1e18,3.5,3.6\nb,3e18,3.3,3.4\n")
+    with pytest.raises(LadderError, match=r"'loss2' \(for loss\) matches 'Loss2', 'LOSS2' "
+                                          r"ignoring case; give the exact name"):
+        load_ladder(path, metric="loss2")

@@ -19,6 +19,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 from scipy import stats
 
@@ -639,3 +640,345 @@ def test_bundled_registry_refuses_to_be_overwritten(tmp_path):
     shutil.copy(BUNDLED, tmp_path / "m.jsonl")
     with pytest.raises(RegistryError, match="append-only"):
         build_marin_registry(tmp_path / "m.jsonl")
+
+
+# --------------------------------------------------------------------------- hardening (issue 10)
+def _hashed_line(raw: dict) -> bytes:
+    """A line as a writer that skips every check would write it: the hash computed here."""
+    raw = {k: v for k, v in raw.items() if k != "hash"}
+    body = json.dumps(raw, sort_keys=True, separators=(",", ":"))
+    raw["hash"] = hashlib.sha256(body.encode()).hexdigest()
+    return json.dumps(raw, sort_keys=True, separators=(",", ":")).encode()
+
+
+def _enospc_after(n_bytes: int):
+    """A stand-in for core._write_all: writes ``n_bytes`` of the payload, then fails as a full
+    disk does."""
+    import errno
+
+    def write_all(fd, view):
+        os.write(fd, bytes(view[:n_bytes]))
+        raise OSError(errno.ENOSPC, "No space left on device")
+    return write_all
+
+
+@pytest.mark.parametrize("fail", ["partial write", "nothing written", "fsync"])
+def test_failed_append_leaves_the_file_byte_identical(tmp_path, monkeypatch, fail):
+    import errno
+
+    import delphi.registry.core as core
+
+    path = tmp_path / "r.jsonl"
+    reg = small_registry(path)
+    before = path.read_bytes()
+    if fail == "fsync":
+        real_fsync, calls = os.fsync, []
+
+        def fsync(fd):  # the line is written, then the disk reports an I/O error on sync
+            calls.append(fd)
+            if len(calls) == 1:
+                raise OSError(errno.EIO, "Input/output error")
+            return real_fsync(fd)
+        monkeypatch.setattr(os, "fsync", fsync)
+    else:
+        monkeypatch.setattr(core, "_write_all", _enospc_after(40 if fail == "partial write" else 0))
+    with pytest.raises(RegistryError) as info:
+        external(reg, "next", notes="x" * 500)
+    message = str(info.value)
+    assert "\n" not in message and "nothing was written" in message and str(path) in message
+    assert ("No space left" in message) != (fail == "fsync")
+    assert path.read_bytes() == before
+    monkeypatch.undo()
+    assert reg.verify().ok and reg.verify().n_entries == 3
+    external(reg, "next")  # the registry is usable once the disk has room
+    assert reg.verify().n_entries == 4
+
+
+def test_failed_first_append_leaves_no_file(tmp_path, monkeypatch):
+    import delphi.registry.core as core
+
+    monkeypatch.setattr(core, "_write_all", _enospc_after(10))
+    path = tmp_path / "new.jsonl"
+    with pytest.raises(RegistryError, match="No space left"):
+        external(Registry(path), "a")
+    assert not path.exists()
+
+
+_FSIZE_CHILD = """
+import resource, signal, sys
+from delphi.cli import main
+signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # get EFBIG from write() instead of dying
+limit = int(sys.argv[1])
+resource.setrlimit(resource.RLIMIT_FSIZE, (limit, resource.getrlimit(resource.RLIMIT_FSIZE)[1]))
+sys.exit(main(sys.argv[2:]))
+"""
+
+
+def _run_with_fsize_limit(limit: int, *argv) -> "subprocess.CompletedProcess":
+    import subprocess
+    import sys
+
+    return subprocess.run([sys.executable, "-c", _FSIZE_CHILD, str(limit), *map(str, argv)],
+                          capture_output=True, text=True, timeout=300)
+
+
+def test_file_size_limit_append_via_cli_leaves_the_file_byte_identical(tmp_path):
+    path = tmp_path / "r.jsonl"
+    small_registry(path)
+    before = path.read_bytes()
+    # Room for 100 more bytes: the kernel writes them, then refuses the rest (EFBIG).
+    proc = _run_with_fsize_limit(len(before) + 100, "register", "--registry", path, "--id",
+                                 "big", "--external-loss", "2.5", "--external-source", "t",
+                                 "--target-flops", "1e21")
+    assert proc.returncode == 1, proc.stderr
+    assert proc.stderr.count("\n") == 1 and "Traceback" not in proc.stderr
+    assert "File too large" in proc.stderr and "nothing was written" in proc.stderr
+    assert path.read_bytes() == before
+
+
+def test_repair_on_a_full_disk_fails_in_one_line_and_leaves_no_backup(tmp_path, monkeypatch):
+    import delphi.registry.core as core
+
+    path = tmp_path / "r.jsonl"
+    small_registry(path)
+    path.write_bytes(path.read_bytes() + b'{"author":null,"crea')
+    torn = path.read_bytes()
+    monkeypatch.setattr(core, "_write_all", _enospc_after(50))
+    with pytest.raises(RegistryError) as info:
+        Registry(path).repair()
+    assert "\n" not in str(info.value) and "no backup was left" in str(info.value)
+    assert path.read_bytes() == torn
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["r.jsonl", "r.jsonl.lock"]
+    # And through the CLI under a real file-size limit (the backup is as large as the file).
+    monkeypatch.undo()
+    proc = _run_with_fsize_limit(len(torn) - 10, "registry", "repair", path)
+    assert proc.returncode == 1 and proc.stderr.count("\n") == 1, proc.stderr
+    assert proc.stderr.startswith("delphi: error: cannot repair") and "File too large" in \
+        proc.stderr
+    assert path.read_bytes() == torn and not list(tmp_path.glob("*.bak*"))
+    assert Registry(path).repair() is not None and Registry(path).verify().ok
+
+
+def _simulate_read_only(monkeypatch, folder: Path):
+    """Make every open-for-writing under ``folder`` fail as on a read-only file system (works
+    for root too, whom chmod does not stop)."""
+    import errno
+
+    real_open = os.open
+    writing = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_TRUNC
+
+    def fake_open(path, flags, *args, **kwargs):
+        if flags & writing and str(Path(os.fsdecode(path)).resolve()).startswith(
+                str(folder.resolve())):
+            raise OSError(errno.EROFS, "Read-only file system", os.fsdecode(path))
+        return real_open(path, flags, *args, **kwargs)
+    monkeypatch.setattr(os, "open", fake_open)
+
+
+def test_read_only_file_system_is_a_one_line_error_at_once(tmp_path, monkeypatch):
+    import errno
+
+    path = tmp_path / "r.jsonl"
+    reg = small_registry(path)
+    path.write_bytes(path.read_bytes() + b'{"x')  # a torn line, so that repair must write
+    before = path.read_bytes()
+    (tmp_path / "r.jsonl.lock").unlink()  # the lock file must be created: it cannot be
+    _simulate_read_only(monkeypatch, tmp_path)
+
+    def no_waiting(seconds):  # filelock's retry loop sleeps: a wait fails the test at once
+        raise AssertionError(f"waited {seconds} s for a lock that cannot be created")
+    monkeypatch.setattr(time, "sleep", no_waiting)
+    reg = Registry(path, lock_timeout=3600)
+    for call in (lambda: external(reg, "x"), lambda: reg.score("b-1e22", 2.4), reg.repair):
+        with pytest.raises(RegistryError) as info:
+            call()
+        message = str(info.value)
+        assert "\n" not in message and "another writer" not in message
+        assert "cannot create its lock file" in message and "Read-only file system" in message
+    assert path.read_bytes() == before and not (tmp_path / "r.jsonl.lock").exists()
+    monkeypatch.undo()
+    # With the lock file already there, the append itself cannot open the registry: one line.
+    before = before[:-3]
+    path.write_bytes(before)
+    (tmp_path / "r.jsonl.lock").touch()
+    real_open = os.open
+
+    def read_only_registry(p, flags, *args, **kwargs):
+        if os.fsdecode(p) == str(path) and flags & os.O_APPEND:
+            raise OSError(errno.EROFS, "Read-only file system", os.fsdecode(p))
+        return real_open(p, flags, *args, **kwargs)
+    monkeypatch.setattr(os, "open", read_only_registry)
+    with pytest.raises(RegistryError, match=r"cannot open .* for appending \(Read-only"):
+        external(reg, "x")
+    assert path.read_bytes() == before
+
+
+def test_read_only_directory_for_real_via_cli():
+    """A directory without write permission, as a user chmod applies to (root is not one:
+    then the CLI runs as 'nobody' through setpriv)."""
+    import subprocess
+    import sys
+    import tempfile
+
+    prefix: list[str] = []
+    if os.geteuid() == 0:
+        setpriv = shutil.which("setpriv")
+        if setpriv is None:
+            pytest.skip("running as root (chmod does not stop root) and no setpriv to drop to "
+                        "'nobody'; the simulated read-only test covers this")
+        prefix = [setpriv, "--reuid=65534", "--regid=65534", "--clear-groups"]
+    folder = Path(tempfile.mkdtemp(prefix="delphi-ro-", dir="/tmp"))
+    try:
+        path = folder / "r.jsonl"
+        small_registry(path)
+        (folder / "r.jsonl.lock").unlink()
+        path.chmod(0o644)
+        folder.chmod(0o555)
+        before = path.read_bytes()
+        argv = [*prefix, sys.executable, "-m", "delphi.cli", "register", "--registry",
+                str(path), "--id", "x", "--external-loss", "2.5", "--external-source", "t",
+                "--target-flops", "1e21"]
+        proc = subprocess.run(argv, capture_output=True, text=True, timeout=300,
+                              cwd="/", env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"})
+        assert proc.returncode == 1, proc.stderr
+        assert proc.stderr.count("\n") == 1 and "Traceback" not in proc.stderr
+        assert "cannot create its lock file" in proc.stderr and "another writer" not in \
+            proc.stderr
+        assert path.read_bytes() == before and not (folder / "r.jsonl.lock").exists()
+    finally:
+        folder.chmod(0o755)
+        shutil.rmtree(folder)
+
+
+BAD_LOSSES = [float("nan"), float("inf"), -float("inf"), 0.0, -1.0, 1e-320, 5e-5, 100.5, 1e308,
+              True, "2.5", None]
+
+
+@pytest.mark.parametrize("value", BAD_LOSSES, ids=repr)
+def test_bad_losses_are_refused_before_anything_is_written(tmp_path, forecast, value):
+    path = tmp_path / "r.jsonl"
+    reg = small_registry(path)
+    before = path.read_bytes()
+    calls = {
+        "external loss": lambda: external(reg, "x", value),
+        "delphi forecast loss": lambda: reg.register(dataclasses.replace(forecast, loss=value),
+                                                     id="x"),
+        "outcome": lambda: reg.score("b-1e22", value),
+        "curve point": lambda: external(reg, "x", 2.5, curve=[(0.5, value), (1.0, 2.5)]),
+    }
+    for name, call in calls.items():
+        with pytest.raises(RegistryError) as info:
+            call()
+        assert "\n" not in str(info.value), name
+        assert path.read_bytes() == before, name
+
+
+def test_loss_range_edges_are_accepted(tmp_path):
+    reg = Registry(tmp_path / "r.jsonl")
+    external(reg, "low", 1e-4)
+    external(reg, "high", 100.0, interval=(0.0, 100.0, 0.9))
+    assert reg.score("low", 100.0).rel_error == pytest.approx((100.0 - 1e-4) / 1e-4)
+    assert reg.score("high", 1e-4).error == pytest.approx(1e-4 - 100.0)
+    with pytest.raises(RegistryError, match=r"interval\.upper: 101 is outside"):
+        external(reg, "x", 2.5, interval=(2.0, 101.0, 0.9))
+
+
+def _reject_non_finite(text: str):
+    def refuse(name):
+        raise AssertionError(f"non-finite number {name} in JSON output")
+    return json.loads(text, parse_constant=refuse)
+
+
+def test_json_output_never_holds_a_non_finite_number(tmp_path, capsys):
+    path = tmp_path / "r.jsonl"
+    reg = Registry(path)
+    external(reg, "p", 2.5, interval=(2.4, 2.6, 0.9))
+    code, out, err = run_cli(capsys, "score", "--registry", path, "--id", "p", "--actual",
+                             "1e308", "--json")
+    assert code == 1 and "Infinity" not in out and "NaN" not in out and "outside" in \
+        (out + err)
+    assert reg.verify().n_entries == 1  # refused before the append
+    code, out, _ = run_cli(capsys, "score", "--registry", path, "--id", "p", "--actual", "99",
+                           "--json")
+    sigma = 0.1 / stats.norm.ppf(0.95)
+    assert code == 0 and _reject_non_finite(out)["z"] == pytest.approx((99 - 2.5) / sigma)
+    # A prediction written before losses were range-checked (hash computed here) whose score
+    # overflows: a one-line error naming it, never an infinity in a report.
+    raw = json.loads(path.read_bytes().split(b"\n")[0])
+    last_time = json.loads(path.read_bytes().split(b"\n")[-2])["created_at"]
+    tiny = {**raw, "id": "tiny", "prev_hash": reg.verify().head, "created_at": last_time,
+            "forecast": {**raw["forecast"], "loss": 1e-320, "interval": None}}
+    path.write_bytes(path.read_bytes() + _hashed_line(tiny) + b"\n")
+    tiny_head = json.loads(_hashed_line(tiny))["hash"]
+    outcome = {**{k: None for k in ("author", "target", "forecast", "law", "fit", "ladder",
+                                    "notes")},
+               "id": "tiny/outcome-1", "kind": "outcome", "format": raw["format"],
+               "created_at": last_time, "delphi_version": raw["delphi_version"],
+               "outcome": {"of": "tiny", "actual": 2.5, "fraction": 1.0, "source": None},
+               "prev_hash": tiny_head}
+    path.write_bytes(path.read_bytes() + _hashed_line(outcome) + b"\n")
+    assert Registry(path).verify().ok, Registry(path).verify()
+    code, out, err = run_cli(capsys, "registry", "report", path, "--json")
+    assert code == 1 and "Infinity" not in out and "'tiny'" in (out + err)
+    assert "not a finite number" in (out + err)
+
+
+def test_future_timestamps_are_refused(tmp_path, capsys):
+    from datetime import timedelta
+
+    path = tmp_path / "r.jsonl"
+    reg = Registry(path)
+    now = datetime.now(timezone.utc)
+    external(reg, "soon", created_at=now + timedelta(minutes=1))  # clock skew: accepted
+    for when in (now + timedelta(minutes=10), "9999-12-31T00:00:00Z"):
+        with pytest.raises(RegistryError, match="in the future"):
+            external(reg, "later", created_at=when)
+        with pytest.raises(RegistryError, match="in the future"):
+            reg.score("soon", 2.5, created_at=when)
+    assert reg.verify().n_entries == 1
+    code, _, err = run_cli(capsys, "register", "--registry", path, "--id", "y",
+                           "--external-loss", "2.5", "--external-source", "t",
+                           "--target-flops", "1e21", "--created-at", "9999-12-31T00:00:00Z")
+    assert code == 1 and "in the future" in err and "5 minutes" in err
+    # A registry whose last entry is already dated in the future (written before this check,
+    # hash computed here): new entries are refused, not stamped with that date.
+    raw = json.loads(path.read_bytes().split(b"\n")[0])
+    far = {**raw, "id": "far", "prev_hash": raw["hash"], "created_at": "9999-12-31T00:00:00Z"}
+    path.write_bytes(path.read_bytes() + _hashed_line(far) + b"\n")
+    assert Registry(path).verify().ok
+    with pytest.raises(RegistryError, match="last entry .* is dated 9999-12-31.*in the future"):
+        external(Registry(path), "next")
+
+
+def test_a_duplicated_line_is_called_a_duplicate(tmp_path):
+    path = tmp_path / "r.jsonl"
+    small_registry(path)
+    lines = path.read_bytes().split(b"\n")[:-1]
+    for copy, where in ((lines[:2] + [lines[1]] + lines[2:], 3),   # next to itself
+                        (lines + [lines[0]], 4)):                    # at the end
+        path.write_bytes(b"".join(x + b"\n" for x in copy))
+        report = Registry(path).verify()
+        assert not report.ok and report.line == where
+        original = copy.index(copy[where - 1]) + 1
+        assert report.problem.startswith(f"duplicates line {original}")
+        assert "reordered" not in report.problem
+        with pytest.raises(RegistryError, match=f"line {where} .*duplicates line {original}"):
+            external(Registry(path), "next")
+
+
+def test_a_forecasts_warnings_are_recorded_with_its_notes(tmp_path):
+    # A target 2,048x below the ladder's tokens per parameter is a forecast warning (issue 9);
+    # the registry must keep it with the prediction, not only the notes.
+    table = pd.DataFrame({"run": [f"r{i}" for i in range(5)],
+                          "params": [1e8, 2e8, 4e8, 8e8, 1.6e9],
+                          "tokens": [2e9, 4e9, 8e9, 1.6e10, 3.2e10],
+                          "loss": [3.40, 3.20, 3.03, 2.89, 2.78]})
+    table["flops"] = 6 * table["params"] * table["tokens"]
+    with pytest.warns(delphi.FitWarning, match="outside the ladder's design"):
+        f = delphi.predict(delphi.Ladder(table), {"params": 6.4e9, "tokens": 1.28e11 / 2048},
+                           "power", fixed={"E": 1.5}, interval=None)
+    assert f.warnings
+    entry = Registry(tmp_path / "r.jsonl").register(f, id="w")
+    assert [n for n in entry.forecast.notes if not n.startswith("warning: ")] == list(f.notes)
+    assert [n[len("warning: "):] for n in entry.forecast.notes
+            if n.startswith("warning: ")] == list(f.warnings)

@@ -82,7 +82,8 @@ def test_wandb_state_column_is_the_run_state(tmp_path):
     assert "status" in ladder.table.columns
     pts, excluded = ladder.final_points()
     assert sorted(pts["run"]) == ["r1", "r3"]
-    assert excluded[0].run == "r2" and "status 'crashed'" in excluded[0].reason
+    # The reason names the column as the export spells it (review item 13).
+    assert excluded[0].run == "r2" and "State 'crashed'" in excluded[0].reason
     states = ladder.run_states().set_index("run")["state"].to_dict()
     assert states == {"r1": "finished", "r2": "unfinished", "r3": "finished"}
 
@@ -217,14 +218,20 @@ def test_every_invalid_row_is_reported_at_once_first_20_and_the_count():
     with pytest.raises(delphi.LadderError) as info:
         Ladder(t, name="many")
     text = str(info.value)
-    # 24 bad losses + the 2 rows of the duplicate = 26 invalid rows, 25 problems.
-    assert text.startswith("ladder 'many' has 26 invalid row(s) (in 1 invalid run(s)), "
-                           "25 problem(s); the first 20 listed:")
+    # 24 bad losses + the 2 rows of the duplicate = 26 invalid rows, 25 problems, in
+    # 24 + 1 = 25 runs (r00..r23 and r28), one of them (r28's duplicate) invalid as a whole.
+    assert text.startswith("ladder 'many' has 26 invalid row(s) in 25 run(s) (1 run(s) "
+                           "invalid as a whole), 25 problem(s); the first 20 listed (rows "
+                           "count the data rows from 0")
     listed = [line for line in text.splitlines() if line.startswith("  run ")]
     assert len(listed) == 20
     assert listed[0] == "  run 'r00' (row 0): column 'loss' must be > 0, got -1"
     assert listed[1] == "  run 'r01' (row 1): column 'loss' is NaN or infinite, got nan"
     assert "... and 5 more problem(s)" in text and "--drop-invalid" in text
+
+
+# How a dropped row is tagged through the API: both spellings (delphi.errors.option).
+BY = "drop_invalid=True (CLI --drop-invalid)"
 
 
 def test_drop_invalid_drops_and_lists_each_row_and_fits_the_rest(tmp_path):
@@ -233,11 +240,11 @@ def test_drop_invalid_drops_and_lists_each_row_and_fits_the_rest(tmp_path):
     assert ladder.runs == [f"r{i:02d}" for i in range(3, 30)]
     dropped = [(e.run, e.reason) for e in ladder.exclusions]
     assert dropped == [
-        ("r00", "invalid row 0 dropped (drop_invalid): column 'loss' must be > 0, got -1"),
-        ("r01", "invalid row 1 dropped (drop_invalid): column 'loss' is NaN or infinite, got nan"),
-        ("r02", "invalid row 2 dropped (drop_invalid): column 'loss' must be > 0, got -1"),
+        ("r00", f"invalid row 0 dropped by {BY}: column 'loss' must be > 0, got -1"),
+        ("r01", f"invalid row 1 dropped by {BY}: column 'loss' is NaN or infinite, got nan"),
+        ("r02", f"invalid row 2 dropped by {BY}: column 'loss' must be > 0, got -1"),
     ]
-    assert any("drop_invalid dropped 3 row(s)" in w for w in ladder.warnings)
+    assert any(f"{BY} dropped 3 row(s)" in w for w in ladder.warnings)
     # The right value: the same fit on the 27 valid rows alone.
     clean = Ladder(t.iloc[3:].reset_index(drop=True), name="clean")
     fit = delphi.fit(ladder, "power", fixed={"E": 2.0})
@@ -266,17 +273,19 @@ def test_contradictory_run_dropped_as_a_whole(tmp_path, capsys):
     ladder = delphi.load_ladder(path, drop_invalid=True)
     assert ladder.runs == ["a", "b"]
     assert ladder.exclusions[0].run == "main"
-    assert ladder.exclusions[0].reason.startswith("invalid run dropped (drop_invalid): marked "
+    assert ladder.exclusions[0].reason.startswith(f"invalid run dropped by {BY}: marked "
                                                   "final = false with fraction = 1")
     code = main(["fit", str(path), "--law", "power", "--floor", "1.5", "--drop-invalid",
                  "--json"])
     out = json.loads(capsys.readouterr().out)
     assert code == 0
     assert out["fit"]["excluded"][0]["run"] == "main"
-    assert "drop_invalid" in out["fit"]["excluded"][0]["reason"]
+    # The command line names the flag only (issue 10), in JSON and in text.
+    assert out["fit"]["excluded"][0]["reason"].startswith("invalid run dropped by --drop-invalid:")
     code = main(["fit", str(path), "--law", "power", "--floor", "1.5", "--drop-invalid"])
     text = capsys.readouterr().out
-    assert code == 0 and "excluded   main: invalid run dropped (drop_invalid)" in text
+    assert code == 0 and "excluded   main: invalid run dropped by --drop-invalid: marked" in text
+    assert "drop_invalid" not in text
 
 
 def test_drop_invalid_is_accepted_by_every_ladder_command():
@@ -317,3 +326,100 @@ def test_a_rung_far_below_the_trend_is_excluded_and_named(tmp_path):
     reference = delphi.predict(delphi.load_ladder(clean), {"flops": 1e22}, "power")
     assert forecast.loss == pytest.approx(reference.loss, rel=1e-9)
     assert forecast.fit.params["E"] > 1.0  # not driven to 0 by the stray rung
+
+
+# ------------------------------------------------ review of issue 9: items 12, 13, 17, 19, 20
+FINALS = """run,flops,loss,final,fraction
+a,1e18,3.5,yes,
+b,3e18,3.3,1,
+c,1e19,3.1,TRUE,
+d,3e19,2.95,t,
+e,1e20,2.85,no,
+f,3e20,2.75,maybe,
+g,1e21,2.66,,1.2
+h,3e21,2.58,,-0.1
+i,1e22,2.5,True,0.99
+"""
+
+
+def test_the_invalid_rows_error_counts_the_runs_they_belong_to(tmp_path, capsys):
+    # f (final 'maybe'), g (fraction 1.2), h (fraction -0.1), i (final at 0.99): 4 rows of 4
+    # different runs; i's contradiction is a problem of its whole run.
+    path = write(tmp_path, "finals.csv", FINALS)
+    with pytest.raises(delphi.LadderError) as info:
+        delphi.load_ladder(path)
+    assert str(info.value).startswith("ladder 'finals' has 4 invalid row(s) in 4 run(s) (1 run(s) "
+                                      "invalid as a whole), 4 problem(s); all listed")
+    code = main(["predict", str(path), "--target-flops", "1e23"])
+    assert code == 1 and "4 invalid row(s) in 4 run(s)" in capsys.readouterr().err
+
+
+def test_error_row_numbers_are_data_rows_from_zero_and_say_so(tmp_path):
+    # The message's "row 5" is the 6th data row: line 5 + 2 of the file (after the header).
+    path = write(tmp_path, "finals.csv", FINALS)
+    with pytest.raises(delphi.LadderError) as info:
+        delphi.load_ladder(path)
+    text = str(info.value)
+    assert "rows count the data rows from 0: row 0 is the first row under the header" in text
+    assert "run 'f' (row 5): column 'final' must be true/false, got 'maybe'" in text
+    assert path.read_text().splitlines()[5 + 1].startswith("f,")
+
+
+def test_an_unknown_state_names_the_column_as_the_file_spells_it(tmp_path, capsys):
+    path = write(tmp_path, "state.csv", "run,flops,loss,State\na,1e18,3.5,finished\n"
+                                        "b,3e18,3.3,weird\nc,1e19,3.1,finished\n")
+    with pytest.raises(delphi.LadderError) as info:
+        delphi.load_ladder(path)
+    text = str(info.value)
+    assert text.startswith("run 'b' (row 1): column 'State' has an unknown run state 'weird'")
+    assert "delphi.runstate" not in text and "'status'" not in text
+    code = main(["predict", str(path), "--target-flops", "1e21"])
+    err = capsys.readouterr().err
+    assert code == 1 and "column 'State'" in err and "delphi.runstate" not in err
+
+
+def test_runs_without_a_state_among_runs_with_one_are_named(tmp_path, capsys):
+    # i has an empty State while the others have one: counted as finished, and said so.
+    text = ("run,flops,loss,State\na,1e18,3.5,finished\nb,3e18,3.3,finished\n"
+            "c,1e19,3.1,crashed\nd,3e19,2.95,finished\ni,1e20,2.85,\n")
+    path = write(tmp_path, "state.csv", text)
+    with pytest.warns(delphi.LadderWarning, match="1 run.s. have no State"):
+        ladder = delphi.load_ladder(path)
+    assert ladder.warnings == [
+        "ladder 'state': 1 run(s) have no State (empty or unknown at their last row) while the "
+        "other runs have one: 'i'; they are counted as finished for lack of a state (give "
+        "their State if they did not finish)"]
+    points, _ = ladder.final_points()
+    assert sorted(points["run"]) == ["a", "b", "d", "i"]
+    code = main(["predict", str(path), "--target-flops", "1e21", "--floor", "1.5"])
+    out = capsys.readouterr().out
+    assert code == 0 and "have no State" in out and "'i'" in out
+    # Every run with a state, or none with one: nothing to say.
+    assert Ladder(_status_table(["finished"] * 4)).warnings == []
+    assert Ladder(_status_table([None] * 4)).warnings == []
+
+
+def test_ladder_warnings_point_at_the_callers_line(tmp_path):
+    import warnings as w
+    # A flops column 3x 6·N·D warns; the warning's location must be this file, not delphi's.
+    t = pd.DataFrame({"run": ["a", "b"], "params": [1e8, 2e8], "tokens": [2e9, 4e9],
+                      "flops": [3.6e18, 1.44e19], "loss": [3.4, 3.2]})
+    path = tmp_path / "k3.csv"
+    t.to_csv(path, index=False)
+    for build in (lambda: Ladder(t), lambda: delphi.load_ladder(path)):
+        with w.catch_warnings(record=True) as rec:
+            w.simplefilter("always")
+            build()
+        ours = [r for r in rec if issubclass(r.category, delphi.LadderWarning)]
+        assert ours and all(r.filename == __file__ for r in ours)
+
+
+def test_repr_after_drop_invalid_says_what_was_dropped():
+    t = _status_table(["finished"] * 4)
+    t.loc[1, "loss"] = -1.0                          # one bad row
+    with pytest.warns(delphi.LadderWarning):
+        ladder = Ladder(t, name="x", drop_invalid=True)
+    assert repr(ladder) == ("Ladder('x', runs=3, rows=3, metric='loss', unit='nats/token', "
+                            "dropped_invalid=1 row(s))")
+    assert str(ladder) == repr(ladder)
+    assert "dropped" not in repr(Ladder(_status_table(["finished"] * 4), name="x"))

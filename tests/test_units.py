@@ -53,9 +53,14 @@ def test_a_metric_named_bits_per_byte_defaults_to_bits_per_byte_with_a_note(tmp_
         ladder = delphi.load_ladder(path, metric=metric)
     assert ladder.unit == "bits/byte"
     assert any("unit is taken as bits/byte" in w for w in ladder.warnings)
-    # An explicit unit wins, and nothing is assumed.
-    ladder = delphi.load_ladder(path, metric=metric, unit="nats/token")
-    assert ladder.unit == "nats/token" and not ladder.warnings
+    # An explicit unit wins, with a note that the name says otherwise (review item 20).
+    with pytest.warns(delphi.LadderWarning, match="the given unit is used"):
+        ladder = delphi.load_ladder(path, metric=metric, unit="nats/token")
+    assert ladder.unit == "nats/token"
+    assert ladder.warnings == [f"metric {metric!r} is named as bits per byte (bits/byte), but "
+                               f"the unit given is nats/token: the given unit is used; check it"]
+    # A unit that agrees with the name needs no note.
+    assert not delphi.load_ladder(path, metric=metric, unit="bpb").warnings
 
 
 @pytest.mark.parametrize("metric", ["loss", "c4_loss", "bpe_loss", "subpbyte"])
@@ -150,3 +155,13 @@ def test_analysis_commands_take_and_show_the_unit(tmp_path, capsys):
     assert json.loads(capsys.readouterr().out)["ladder"]["unit"] == "bits/byte"
     assert main(["isoflop", str(path), "--unit", "furlongs"]) == 1
     assert "unknown unit 'furlongs'" in capsys.readouterr().err
+
+
+def test_cli_bpb_metric_with_an_explicit_nats_unit_gets_a_note(tmp_path, capsys):
+    path = _csv(tmp_path, "eval/paloma/bpb")
+    code = main(["fit", str(path), "--metric", "eval/paloma/bpb", "--unit", "nats/token",
+                 "--law", "power", "--floor", "1.0"])
+    out = capsys.readouterr().out
+    assert code == 0 and "[nats/token]" in out
+    assert ("metric 'eval/paloma/bpb' is named as bits per byte (bits/byte), but the unit "
+            "given is nats/token: the given unit is used" in out)

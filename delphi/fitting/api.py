@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import FitError, LadderError
-from ..ladder import Exclusion, Ladder
+from ..ladder import Exclusion, Ladder, _percent
 from ..laws import CHECKPOINT_LAWS, Law, get_law
 from .engine import DEFAULT_DELTA, fit_arrays
 from .result import Fit
@@ -118,11 +118,11 @@ def _most_diverged(fit: Fit, threshold: float) -> int | None:
 
 
 def _outlier_reason(fit: Fit, i: int) -> str:
-    ratio = math.exp(-fit.residuals[i]) - 1  # L_obs / L_pred - 1
+    ratio = math.expm1(min(-fit.residuals[i], 700.0))  # L_obs / L_pred - 1
     if ratio > 0:
-        return (f"diverged: loss {fit.y[i]:.4g} is {ratio:.0%} above the trend of the other "
+        return (f"diverged: loss {fit.y[i]:.4g} is {_percent(ratio)} above the trend of the other "
                 f"runs; not fitted")
-    return (f"far below the trend: loss {fit.y[i]:.4g} is {-ratio:.0%} below what the other "
+    return (f"far below the trend: loss {fit.y[i]:.4g} is {_percent(-ratio)} below what the other "
             f"runs predict (another unit, such as bits per byte in a nats ladder, or another "
             f"setup?); not fitted")
 
@@ -167,7 +167,7 @@ def _dominated(pts: pd.DataFrame, law: Law, threshold: float) -> dict[int, str]:
     losses = np.exp(y[idx]).tolist()
     excess = (np.exp(y[idx] - y[j[idx]]) - 1).tolist()
     inputs = " or ".join(cols)
-    return {int(i): (f"diverged or mis-tuned: loss {loss:.4g} is {up:.0%} above that of run "
+    return {int(i): (f"diverged or mis-tuned: loss {loss:.4g} is {_percent(up)} above that of run "
                      f"{run!r}, which had no more {inputs}; not fitted")
             for i, loss, up, run in zip(idx, losses, excess, runs)}
 
@@ -251,6 +251,29 @@ def _lowest_below_blocks(x: np.ndarray, y: np.ndarray, *, cells: int = 1 << 22) 
 
 # Runs whose compute agrees within this factor share a budget (an isoFLOP design).
 _BUDGET_TOLERANCE = 1.05
+# Hyperparameter columns that tell repeated seeds (all equal) from a sweep at one size and
+# budget; ``lr`` (the logged LR) only stands in when there is no ``peak_lr``.
+_HPARAM_COLUMNS = ("peak_lr", "learning_rate", "batch_size", "warmup", "warmup_steps",
+                   "weight_decay", "beta1", "beta2", "optimizer", "schedule")
+
+
+def _hparam_configs(rows: pd.DataFrame) -> tuple[list[str], list[tuple]]:
+    """(hyperparameter columns that vary, one hashable config per row), values rounded to 6
+    significant digits so float noise in a logged value does not split a config."""
+    cols = [c for c in _HPARAM_COLUMNS if c in rows.columns]
+    if "peak_lr" not in cols and "lr" in rows.columns:
+        cols.insert(0, "lr")
+
+    def key(v):
+        if isinstance(v, (float, np.floating)) and math.isnan(v):
+            return None
+        if isinstance(v, (int, float, np.integer, np.floating)):
+            return float(f"{float(v):.6g}")
+        return str(v)
+
+    keys = {c: [key(v) for v in rows[c].tolist()] for c in cols}
+    varying = [c for c in cols if len(set(keys[c])) > 1]
+    return varying, [tuple(keys[c][i] for c in varying) for i in range(len(rows))]
 
 
 def _compute_frontier(pts: pd.DataFrame) -> tuple[pd.DataFrame, list[Exclusion], list[str]]:
@@ -258,7 +281,14 @@ def _compute_frontier(pts: pd.DataFrame) -> tuple[pd.DataFrame, list[Exclusion],
 
     A power law in C describes the compute-optimal frontier; the other runs of an isoFLOP
     budget sit above it by design (too large or too small for their compute) and would be
-    mistaken for diverged runs.
+    mistaken for diverged runs. A budget of one model size (sizes within 5%) is not an
+    isoFLOP sweep: when its runs share every hyperparameter column the ladder has
+    (``peak_lr``, ``batch_size``, ...; ``lr`` without ``peak_lr``) they are repeated seeds and
+    all are kept; when those differ it is a hyperparameter sweep, and only the runs of the
+    best configuration (that of the lowest-loss run) are kept, the others excluded as
+    mis-tuned, and the note says so.
+
+    Returns (kept points, exclusions, notes).
     """
     order = pts.sort_values("flops", kind="mergesort")
     c = order["flops"].to_numpy(float)
@@ -279,15 +309,55 @@ def _compute_frontier(pts: pd.DataFrame) -> tuple[pd.DataFrame, list[Exclusion],
         span = (pd.Series(n).groupby(ids).max() / pd.Series(n).groupby(ids).min()).to_numpy()
         sizes = pd.Series(ids).groupby(ids).size().to_numpy()
         seeds = (sizes > 1) & (span <= _BUDGET_TOLERANCE)
-        if seeds.any():
-            keep_all = np.isin(ids, np.flatnonzero(seeds) + 1)
-            order.loc[keep_all, "_budget"] = -np.arange(1, int(keep_all.sum()) + 1)
-            notes.append(f"{int(seeds.sum())} compute budget(s) hold runs of one model size "
-                         f"(repeated seeds, not an isoFLOP sweep): all their runs are fitted")
+        sweep_out: list[Exclusion] = []
+        n_seed = n_sweep = 0
+        next_id = 1
+        swept: set[str] = set()
+        for b in np.flatnonzero(seeds) + 1:
+            rows = order[order["_budget"] == b]
+            varying, configs = _hparam_configs(rows)
+            keep = np.ones(len(rows), bool)
+            if varying:
+                # A sweep at one size: the best configuration's runs (its seeds) stand for the
+                # size; the mis-tuned ones would pull the law up.
+                best_cfg = configs[int(np.argmin(rows["loss"].to_numpy(float)))]
+                keep = np.array([k == best_cfg for k in configs])
+                n_sweep += 1
+                swept.update(varying)
+                won = ", ".join(f"{c}={v:g}" if isinstance(v, float) else f"{c}={v}"
+                                for c, v in zip(varying, best_cfg))
+                sweep_out += [Exclusion(r, f"hyperparameter sweep: not the best "
+                                           f"{'/'.join(varying)} of its model size and compute "
+                                           f"budget (~{c:.3g} FLOPs; {won} has the lowest loss)")
+                              for r, c in zip(rows["run"][~keep], rows["flops"][~keep])]
+            if keep.sum() > 1:
+                n_seed += 1
+            # Each kept run its own (negative) group, so the frontier step keeps them all.
+            idx = rows.index[keep]
+            order.loc[idx, "_budget"] = -np.arange(next_id, next_id + len(idx))
+            next_id += len(idx)
+            order = order.drop(index=rows.index[~keep])
+        if n_seed:
+            known = any(c in order.columns for c in _HPARAM_COLUMNS + ("lr",))
+            notes.append(f"{n_seed} compute budget(s) hold runs of one model size "
+                         + ("with equal hyperparameters" if known else
+                            "and the ladder has no hyperparameter column (peak_lr, "
+                            "batch_size...) to tell seeds from a sweep")
+                         + ": taken as repeated seeds, not an isoFLOP sweep; all their runs "
+                           "are fitted")
+        if n_sweep:
+            notes.append(f"{n_sweep} compute budget(s) hold runs of one model size that differ "
+                         f"in {', '.join(c for c in _HPARAM_COLUMNS + ('lr',) if c in swept)} (a "
+                         f"hyperparameter sweep, not seeds): each keeps its best-tuned run(s) "
+                         f"(lowest loss), {len(sweep_out)} mis-tuned run(s) excluded")
+    else:
+        sweep_out = []
     best = order.loc[order.groupby("_budget")["loss"].idxmin()]
     others = order.drop(index=best.index)
     if others.empty:
-        return pts, [], notes
+        if not sweep_out:
+            return pts, [], notes
+        return best.drop(columns="_budget").reset_index(drop=True), sweep_out, notes
     reasons: dict[str, str] = {}      # one string per distinct budget text, shared
     excluded = [Exclusion(r, reasons.setdefault(f"{c:.3g}", f"isoFLOP point: not the lowest loss "
                                                            f"of its compute budget (~{c:.3g} FLOPs)"))
@@ -296,7 +366,8 @@ def _compute_frontier(pts: pd.DataFrame) -> tuple[pd.DataFrame, list[Exclusion],
             f"size (an isoFLOP sweep); a power law in C is fitted to the compute-optimal frontier "
             f"({int(best['_budget'].gt(0).sum())} budgets of the sweep), the rest are excluded (use "
             f"chinchilla to fit every run)")
-    return best.drop(columns="_budget").reset_index(drop=True), excluded, notes + [note]
+    return (best.drop(columns="_budget").reset_index(drop=True), sweep_out + excluded,
+            notes + [note])
 
 
 def fit(ladder: Ladder, law: str | Law, *, fixed: Mapping[str, float] | None = None,

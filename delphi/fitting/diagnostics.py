@@ -58,7 +58,7 @@ from typing import TYPE_CHECKING, Iterable, Mapping
 
 import numpy as np
 
-from ..errors import DegenerateFitError, DelphiError, FitError, UnidentifiedError
+from ..errors import DegenerateFitError, DelphiError, FitError, UnidentifiedError, option
 from .objective import Problem, huber
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -167,12 +167,23 @@ class Profile:
     """Whether the interval reaches the lower / upper end of :attr:`scanned`."""
     points: tuple[tuple[float, float], ...]
     """Evaluated (value, objective increase over the optimum), in walking order."""
+    assessed: bool = True
+    """False when the fit has no residual degrees of freedom: the threshold then rests on the
+    assumed :data:`NOISE_FLOOR`, not on the ladder's scatter, so a closed interval does not
+    show that the ladder identifies the parameter (an open one still shows a range of exact
+    fits)."""
 
     @property
     def identified(self) -> bool:
         """False when the interval reaches an end of the admissible range (Raue et al. 2009:
-        practically non-identifiable)."""
-        return not any(self.open_ends)
+        practically non-identifiable), or when the profile could not be assessed
+        (:attr:`assessed`); see :attr:`unidentified` for the first case alone."""
+        return self.assessed and not any(self.open_ends)
+
+    @property
+    def unidentified(self) -> bool:
+        """True when the interval reaches an end of the admissible range."""
+        return any(self.open_ends)
 
     def describe(self) -> str:
         """One phrase: the interval, and which ends reach the admissible range."""
@@ -185,7 +196,11 @@ class Profile:
         return text
 
     def to_dict(self) -> dict:
-        return {"value": self.value, "identified": self.identified,
+        # "identified": None when not assessed (no residual dof) and the interval is closed.
+        return {"value": self.value,
+                "identified": (self.identified if self.assessed or self.unidentified
+                               else None),
+                "assessed": self.assessed,
                 "interval": list(self.within), "range": list(self.scanned),
                 "open_ends": list(self.open_ends),
                 "points": [[float(v), float(d)] for v, d in self.points]}
@@ -214,11 +229,14 @@ class Identification:
     """Objective of that constant minus the law's objective."""
     n_refits: int = 0
     """Local refits the profiles took."""
+    findings: tuple[str, ...] = ()
+    """Other findings recorded as fit warnings: a free floor above the lowest observed loss,
+    a trend set by fixed parameters alone (see :func:`identify`)."""
 
     @property
     def unidentified(self) -> dict[str, tuple[float, float]]:
         """Parameters the ladder does not identify -> their profile interval."""
-        return {n: p.within for n, p in self.profiles.items() if not p.identified}
+        return {n: p.within for n, p in self.profiles.items() if p.unidentified}
 
     def warnings(self) -> list[str]:
         """The warnings recorded on the fit (one per unidentified parameter, one for
@@ -226,8 +244,9 @@ class Identification:
         out = []
         if self.degenerate:
             out.append(f"degenerate fit: {self.degenerate}")
+        out.extend(self.findings)
         for p in self.profiles.values():
-            if not p.identified:
+            if p.unidentified:
                 out.append(f"not identified by the ladder: the objective stays within the noise "
                            f"threshold ({self.threshold:.3g}) for {p.describe()}; answers that "
                            f"rest on {p.name} are arbitrary within that range")
@@ -238,7 +257,9 @@ class Identification:
         lines = []
         if self.profiles:
             ok = [p.describe() for p in self.profiles.values() if p.identified]
-            bad = [p.describe() for p in self.profiles.values() if not p.identified]
+            bad = [p.describe() for p in self.profiles.values() if p.unidentified]
+            unknown = [p.name for p in self.profiles.values()
+                       if not p.assessed and not p.unidentified]
             head = (f"profile    {self.level:.0%} profile intervals (objective within "
                     f"{self.threshold:.3g} of the optimum, noise {self.sigma:.3g})")
             lines.append(head)
@@ -246,6 +267,10 @@ class Identification:
                 lines.append(f"  identified      {'; '.join(ok)}")
             if bad:
                 lines.append(f"  NOT IDENTIFIED  {'; '.join(bad)}")
+            if unknown:
+                lines.append(f"  not assessed    {', '.join(unknown)} (no residual degrees of "
+                             f"freedom: the threshold rests on the assumed noise floor "
+                             f"{NOISE_FLOOR:g}, not on the ladder's scatter)")
         if self.correlated:
             pairs = ", ".join(f"{a}~{b} {c:+.3f}" for a, b, c in self.correlated)
             lines.append(f"correlated {pairs} (|corr| > {CORRELATION_LIMIT:g}; identified "
@@ -265,7 +290,7 @@ class Identification:
                                for a, b, c in self.correlated],
                 "degenerate": bool(self.degenerate), "degenerate_reason": self.degenerate or None,
                 "constant": num(self.constant), "constant_increase": num(self.constant_increase),
-                "n_refits": self.n_refits}
+                "n_refits": self.n_refits, "findings": list(self.findings)}
 
 
 # ----------------------------------------------------------------------------- computing
@@ -426,7 +451,9 @@ def _range(fit: "Fit", name: str) -> tuple[float, float]:
     lo, hi = fit.bounds[name]
     v = fit.params[name]
     if name == fit.law.floor:
-        return max(lo, 0.0), min(hi, float(np.min(fit.y)) * (1 - 1e-9))
+        # The fit itself does not bound a free floor by the losses: a fitted E above the
+        # lowest loss (see identify's findings) is inside the range scanned.
+        return max(lo, 0.0), max(min(hi, float(np.min(fit.y)) * (1 - 1e-9)), v)
     p = fit.law.param(name)
     s_lo, s_hi = p.search if p.search else (v - 1.0, v + 1.0)
     lo = lo if math.isfinite(lo) else min(s_lo, v)
@@ -506,15 +533,18 @@ def _profile(prof: _Profiler, name: str, threshold: float) -> Profile:
     up, open_hi = _walk(prof, name, threshold, +1, hi, h0, points)
     return Profile(name=name, value=float(v0), scanned=(float(lo), float(hi)),
                    within=(float(low), float(up)), open_ends=(open_lo, open_hi),
-                   points=tuple(points))
+                   points=tuple(points), assessed=fit.dof > 0)
 
 
 def identify(fit: "Fit", *, level: float = PROFILE_LEVEL,
-             limit: float = CORRELATION_LIMIT) -> Identification:
+             limit: float = CORRELATION_LIMIT, profiles: bool = True) -> Identification:
     """Profiles, correlated pairs and the degeneracy test of ``fit`` (see the module docstring).
 
     Profiles every free non-linear parameter and the free floor; each profile point is a local
-    refit warm-started from its neighbour and from the optimum.
+    refit warm-started from its neighbour and from the optimum. ``profiles=False`` skips the
+    profiles (most of the cost; :attr:`Identification.profiles` is then empty) and keeps the
+    degeneracy test, the correlated pairs and the other findings, e.g. for the many nested
+    fits of :func:`delphi.backtest.prefix_fits`, whose profiles are not shown.
 
     Returns
     -------
@@ -527,27 +557,63 @@ def identify(fit: "Fit", *, level: float = PROFILE_LEVEL,
     names = [n for n in fit.law.nonlinear_names if n not in fit.fixed]
     if fit.law.floor and fit.law.floor not in fit.fixed:
         names.insert(0, fit.law.floor)
-    profiles = {}
-    for name in names:   # with no residual dof too: an exact fit may exist along a range
-        profiles[name] = _profile(prof, name, threshold)
-    # Degenerate: a constant loss describes the ladder as well as the law.
+    found = {}
+    for name in names if profiles else ():   # with no residual dof too: an exact fit may
+        found[name] = _profile(prof, name, threshold)   # exist along a range
+    # Degenerate: a constant loss describes the ladder as well as the law. The test compares
+    # the law with a one-parameter constant, so it needs a law with more than one free
+    # parameter: with one (the others fixed) the constant fits as many points as the law
+    # does, and the law's trend over the ladder is the fixed values', not a collapse.
     j_const, const = _best_constant(prof.log_y, fit.delta)
     increase = j_const - prof.best
     df = max(fit.n_free - 1, 1)
     limit_const = noise_threshold(sigma, fit.delta, level=level, df=df)
     degenerate = ""
-    if increase <= limit_const:
-        at = [f"{n} = {fit.params[n]:.3g} at a bound" for n in fit.at_bound]
+    findings = []
+    if fit.n_free <= 1 and fit.fixed:
+        free = ", ".join(n for n in fit.law.param_names if n not in fit.fixed) or "nothing"
+        given = ", ".join(f"{k} = {v:g}" for k, v in fit.fixed.items())
+        where = ("the ladder's one point sets" if fit.n_points == 1 else
+                 f"the ladder's {fit.n_points} points set")
+        findings.append(f"only {free} is fitted: {where} the level, and the trend the law "
+                        f"extrapolates comes entirely from the fixed {given}, not from the "
+                        f"ladder")
+    elif increase <= limit_const:
+        at = [_bound_phrase(fit, n) for n in fit.at_bound]
         degenerate = (f"the law collapsed to a constant over the ladder: a constant loss of "
                       f"{const:.5g} fits it as well (objective {j_const:.3g} vs the law's "
                       f"{prof.best:.3g}, within the noise threshold {limit_const:.3g})"
                       + (f"; {', '.join(at)}" if at else "")
                       + "; the ladder shows no trend the law can follow beyond its noise "
                         "(flat, identical or rising losses), so extrapolating it is arbitrary")
+    floor = fit.law.floor
+    if floor and floor not in fit.fixed and len(fit.y):
+        # The engine bounds a free floor only by 0; a fitted E above a run's loss is no
+        # irreducible loss (the law cannot reach that run): say what it is instead.
+        i = int(np.argmin(fit.y))
+        e = float(fit.params[floor])
+        if e > float(fit.y[i]):
+            what = (f"the law is a constant at the losses' Huber centre {const:.4g}"
+                    if degenerate else "the law cannot reach that run's loss")
+            findings.append(f"the fitted floor {floor} = {e:.4g} is above the lowest observed "
+                            f"loss {float(fit.y[i]):.4g} (run {fit.labels[i]!r}): {what}, so "
+                            f"{floor} is not an irreducible loss here")
     return Identification(threshold=float(threshold), sigma=float(sigma), level=float(level),
-                          profiles=profiles, correlated=correlated_pairs(fit, limit),
+                          profiles=found, correlated=correlated_pairs(fit, limit),
                           degenerate=degenerate, constant=float(const),
-                          constant_increase=float(increase), n_refits=prof.n_refits)
+                          constant_increase=float(increase), n_refits=prof.n_refits,
+                          findings=tuple(findings))
+
+
+def _bound_phrase(fit: "Fit", name: str) -> str:
+    """``alpha = 5 at a bound``, or for a coefficient whose term the engine found negligible
+    (below 1e-6 of the loss on every point, so reported at its lower bound 0 while its value
+    is not 0): ``A's term negligible over the ladder (as if A = 0)``."""
+    value = float(fit.params[name])
+    lo, _ = fit.bounds.get(name, (math.nan, math.nan))
+    if fit.law.param(name).linear and lo == 0 and value > 0:
+        return f"{name}'s term negligible over the ladder (as if {name} = 0)"
+    return f"{name} = {value:.3g} at a bound"
 
 
 def require_identified(fit: "Fit", names: Iterable[str], what: str, hint: str = "") -> None:
@@ -593,7 +659,8 @@ def attach_identification(fit: "Fit", **options) -> "Fit":
 
 def refuse_degenerate(fit: "Fit", *, allow: bool = False, what: str = "extrapolate") -> str:
     """Raise :class:`DegenerateFitError` when ``fit`` is degenerate (:attr:`Fit.degenerate`),
-    unless ``allow``; then return a note for the forecast ("" when the fit is not degenerate).
+    unless ``allow``; then return a short warning for the forecast that points at the fit's
+    degenerate-fit warning ("" when the fit is not degenerate).
     """
     reason = fit.degenerate
     if not reason:
@@ -604,6 +671,8 @@ def refuse_degenerate(fit: "Fit", *, allow: bool = False, what: str = "extrapola
         raise DegenerateFitError(
             f"refusing to {what} a degenerate fit of law {fit.law.name!r}{where}: {reason}. "
             f"Check the loss column and the runs; pass "
-            f"--allow-degenerate (API allow_degenerate=True) to predict anyway")
-    return (f"DEGENERATE FIT extrapolated on request (allow_degenerate): {reason}; the forecast "
-            f"only repeats the ladder's level")
+            f"{option('allow_degenerate=True', '--allow-degenerate')} to predict anyway")
+    # The reason itself is the fit's "degenerate fit: ..." warning; not repeated here.
+    return (f"DEGENERATE FIT extrapolated on request "
+            f"({option('allow_degenerate=True', '--allow-degenerate')}): the law collapsed to a "
+            f"constant over the ladder (see the fit's degenerate-fit warning)")

@@ -265,7 +265,10 @@ def _identifiability(problem: Problem, z: np.ndarray, free: Sequence[str], at_bo
     dof = n - len(keep)
     if dof > 0 and s.size and s[-1] > _SINGULAR * smax:
         sigma2 = float(r @ r) / dof
-        cov = (vt.T / s ** 2) @ vt / np.outer(norms, norms) * sigma2
+        # Inputs of extreme magnitude (a peak LR of 1e30) give singular values whose square
+        # underflows: the variance is then infinite (no information), not a numpy warning.
+        with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
+            cov = (vt.T / s ** 2) @ vt / np.outer(norms, norms) * sigma2
         if out_cov is not None:
             out_cov["matrix"] = cov
             out_cov["index"] = list(keep)
@@ -544,10 +547,17 @@ def _fit_arrays(law, x, y, *, labels, fixed, bounds, delta, seed, starts, init,
                f"{stationarity:.1e}, tolerance {_STATIONARY:g}); L-BFGS-B: {scipy_said.lower()}")
     if not converged:
         warnings.append(f"optimiser did not converge: {message}")
+    values = problem.values(z)
     for name in at_bound:
         lo, hi = all_bounds[name]
-        where = f"lower bound {lo:g}" if abs(problem.values(z)[name] - lo) <= abs(
-            problem.values(z)[name] - (hi if math.isfinite(hi) else math.inf)) else f"upper bound {hi:g}"
+        if law.param(name).linear and lo == 0 and values[name] > 0:
+            # A coefficient is bounded at 0 only asymptotically (log space): its value is not
+            # 0, its term is too small to matter over the ladder.
+            warnings.append(f"{name}'s term is negligible over the ladder ({name} = "
+                            f"{values[name]:.3g}, as if 0): the data give it no weight")
+            continue
+        where = f"lower bound {lo:g}" if abs(values[name] - lo) <= abs(
+            values[name] - (hi if math.isfinite(hi) else math.inf)) else f"upper bound {hi:g}"
         warnings.append(f"{name} is at its {where}: the optimum lies on or beyond the bound")
     cov: dict = {}
     stderr, weak, singular = _identifiability(problem, z, free, at_bound, len(y), cov)

@@ -107,9 +107,11 @@ def _evaluate(problem: Problem, z: np.ndarray, weights: np.ndarray):
     jac = np.stack(cols, axis=2) if cols else np.zeros(r.shape + (0,))
     d = problem.delta
     a = np.abs(r)
-    f = np.sum(weights * np.where(a <= d, 0.5 * r * r / d, a - 0.5 * d), axis=1)
-    psi = weights * np.clip(r / d, -1.0, 1.0)
-    g = (psi[:, None, :] @ jac)[:, 0, :]
+    # A trial step far outside the data's range overflows here; it scores +inf (rejected).
+    with np.errstate(over="ignore", invalid="ignore"):
+        f = np.sum(weights * np.where(a <= d, 0.5 * r * r / d, a - 0.5 * d), axis=1)
+        psi = weights * np.clip(r / d, -1.0, 1.0)
+        g = (psi[:, None, :] @ jac)[:, 0, :]
     f = np.where(ok & np.isfinite(f), f, np.inf)
     return f, g, r, jac
 
@@ -215,11 +217,14 @@ def refine_batch(problem: Problem, z0: np.ndarray, weights: np.ndarray, ibounds,
         sy = (s * yv).sum(axis=1)
         upd = accepted & (sy > 1e-12 * np.linalg.norm(s, axis=1) * np.linalg.norm(yv, axis=1))
         if upd.any():
-            rho = 1.0 / sy[upd]
-            su, yu = s[upd], yv[upd]
-            v = eye[None] - rho[:, None, None] * (su[:, :, None] * yu[:, None, :])
-            ha[upd] = (v @ ha[upd] @ v.transpose(0, 2, 1)
-                       + rho[:, None, None] * (su[:, :, None] * su[:, None, :]))
+            with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
+                rho = 1.0 / sy[upd]
+                su, yu = s[upd], yv[upd]
+                v = eye[None] - rho[:, None, None] * (su[:, :, None] * yu[:, None, :])
+                ha[upd] = (v @ ha[upd] @ v.transpose(0, 2, 1)
+                           + rho[:, None, None] * (su[:, :, None] * su[:, None, :]))
+            # A near-singular update overflows: that draw restarts from the identity.
+            ha[~np.all(np.isfinite(ha), axis=(1, 2))] = eye
         hinv[idx] = ha
         decrease = fa - f_new
         small = (decrease <= _FTOL * np.maximum(np.abs(f_new), 1.0)) | flat

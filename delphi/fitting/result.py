@@ -166,7 +166,11 @@ class Fit:
                 se = self.stderr.get(name)
                 note = f"+- {se:.3g} (approx. s.e.)" if se is not None and np.isfinite(se) else ""
                 if name in self.at_bound:
-                    note += "  AT BOUND"
+                    # A coefficient the engine calls "at 0" because its term is negligible
+                    # over the ladder (its value is not 0): say that, not "at bound".
+                    negligible = (self.law.param(name).linear and value > 0
+                                  and self.bounds.get(name, (None,))[0] == 0)
+                    note += "  TERM NEGLIGIBLE (as if 0)" if negligible else "  AT BOUND"
             lines.append(f"  {name:<8} {value:>14.6g}  {note}")
         rms = float(np.sqrt(np.mean(self.residuals ** 2))) if len(self.residuals) else float("nan")
         lines.append(f"residuals  rms {rms:.3g}, max |r| {np.max(np.abs(self.residuals)):.3g} (log scale)")

@@ -126,10 +126,11 @@ class ChinchillaCkptLaw(Law):
     def log_basis(self, theta: np.ndarray, x: Inputs) -> tuple[np.ndarray, np.ndarray]:
         alpha, beta, gamma = theta
         log_n, log_d = np.log(x["params"]), np.log(x["tokens"])
-        with np.errstate(divide="ignore"):
+        with np.errstate(divide="ignore", invalid="ignore"):
             log_h = np.log(x["h"])  # -inf at h = 0 (decayed to zero): the term vanishes
-        n = log_n.shape[0]
-        logphi = np.stack([np.zeros(n), -alpha * log_n, -beta * log_d, gamma * log_h], axis=1)
+            n = log_n.shape[0]      # (gamma = 0 there gives NaN, which the fit reads as -inf)
+            logphi = np.stack([np.zeros(n), -alpha * log_n, -beta * log_d, gamma * log_h],
+                              axis=1)
         dlogphi = np.zeros((n, 4, 3))
         dlogphi[:, 1, 0] = -log_n
         dlogphi[:, 2, 1] = -log_d

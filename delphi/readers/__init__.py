@@ -19,13 +19,14 @@ import pandas as pd
 from ..errors import LadderError
 from ..ladder import Ladder
 from ..units import DEFAULT_UNIT, normalize_unit, unit_from_metric
-from ._common import SourceTable
-from ._pipeline import build_ladder
+from ._common import SourceTable, not_a_file, sniff_content
+from ._pipeline import build_ladder, check_tables
 from .manifest import Manifest, read_manifest
 from .marin import read_marin
 from .olmo import read_olmo
 from .paths import BUNDLED_DIR
-from .tabular import FORMATS, read_csv, read_jsonl, read_parquet, read_table
+from .tabular import (FORMATS, format_of, read_csv, read_jsonl, read_parquet, read_table,
+                      supported)
 from .wandb import read_wandb
 
 __all__ = ["load_ladder", "load_manifest", "list_ladders", "Manifest", "SourceTable",
@@ -56,15 +57,17 @@ def _resolve(source: str | Path) -> tuple[str, Path, str]:
                               f"path to a .toml manifest or a {'/'.join(FORMATS)} file")
         return "manifest", path, str(source)
     path = Path(source).expanduser()
-    suffix = path.suffix.lower()
-    if suffix != _MANIFEST_SUFFIX and suffix not in FORMATS:
+    is_manifest = path.suffix.lower() == _MANIFEST_SUFFIX
+    fmt, suffix = format_of(path)
+    if not is_manifest and fmt is None:
         if path.is_dir():
             raise LadderError(f"{path} is a directory; give a manifest (.toml) or a data file")
         raise LadderError(f"unsupported file format {suffix or '(no suffix)'!r} for {path}; "
-                          f"supported: {_MANIFEST_SUFFIX} (manifest), {', '.join(FORMATS)}")
+                          f"supported: {_MANIFEST_SUFFIX} (manifest), {supported()}")
     if not path.is_file():
-        raise LadderError(f"file not found: {path}")
-    return ("manifest" if suffix == _MANIFEST_SUFFIX else "data"), path, str(path)
+        # Say what is there (a directory, a FIFO, a device, a broken link), never open it.
+        raise not_a_file(path)
+    return ("manifest" if is_manifest else "data"), path, str(path)
 
 
 def load_manifest(source: str | Path) -> Manifest:
@@ -85,10 +88,16 @@ def load_manifest(source: str | Path) -> Manifest:
 
 def _unit_for(metric: str | None, unit: str | None, default: str) -> tuple[str, str | None]:
     """``(unit, note)``: the given unit, else the one the metric's name implies (with a note
-    saying so), else ``default``."""
-    if unit is not None:
-        return normalize_unit(unit), None
+    saying so), else ``default``. A given unit that the metric's name contradicts (a bpb
+    column read in nats) is used, with a note."""
     implied = unit_from_metric(metric)
+    if unit is not None:
+        given = normalize_unit(unit)
+        if implied is not None and implied != given:
+            # The explicit unit wins, but a bpb-named metric in nats is worth a second look.
+            return given, (f"metric {metric!r} is named as bits per byte ({implied}), but the "
+                           f"unit given is {given}: the given unit is used; check it")
+        return given, None
     if implied is not None and implied != default:
         return implied, (f"metric {metric!r} is named as bits per byte: its unit is taken as "
                          f"{implied} (give --unit / unit= to override)")
@@ -96,7 +105,8 @@ def _unit_for(metric: str | None, unit: str | None, default: str) -> tuple[str, 
 
 
 def load_ladder(source: str | Path, *, metric: str | None = None,
-                unit: str | None = None, drop_invalid: bool = False) -> Ladder:
+                unit: str | None = None, drop_invalid: bool = False,
+                allow_outside_paths: bool = False) -> Ladder:
     """Load a ladder from a bundled name, a manifest (``.toml``) or a tidy data file.
 
     Parameters
@@ -104,7 +114,8 @@ def load_ladder(source: str | Path, *, metric: str | None = None,
     source:
         A bundled ladder name (``ladders/<name>.toml`` in the repository, see
         :func:`list_ladders`), a manifest path, a ``.csv``/``.parquet``/``.jsonl`` file
-        with canonical columns (see :mod:`delphi.ladder`), or a pandas DataFrame with them.
+        (``.csv.gz``/``.jsonl.gz`` read as is) with canonical columns (see
+        :mod:`delphi.ladder`), or a pandas DataFrame with them.
     metric:
         Source column to use as the loss instead of the default (CLI ``--metric``); for OLMo
         ladders an eval-set name such as ``"pile"`` also works.
@@ -117,7 +128,14 @@ def load_ladder(source: str | Path, *, metric: str | None = None,
     drop_invalid:
         Drop invalid rows instead of raising (CLI ``--drop-invalid``): each dropped row, or
         whole run for a run-level problem (duplicate step, contradictory run state), is
-        listed in :attr:`Ladder.exclusions` with its reason, and a warning gives the count.
+        listed in :attr:`Ladder.exclusions` with its reason, and a warning gives the count;
+        a resumed run's superseded rows (a rollback logging steps again) are dropped, not
+        the run.
+    allow_outside_paths:
+        Let a manifest's ``[source] path`` read files outside the manifest's folder and the
+        data directory (CLI ``--allow-outside-paths``). A manifest is untrusted input: by
+        default such a path, symlinks resolved, is refused (see :mod:`delphi.readers.manifest`).
+        No effect on a data file given directly.
 
     Returns
     -------
@@ -128,11 +146,16 @@ def load_ladder(source: str | Path, *, metric: str | None = None,
     ------
     LadderError
         Unknown name (lists the known ladders), unsupported format (names the suffix and the
-        supported ones), missing file (gives the path), bad data (one error lists the first
+        supported ones), missing file (gives the path), a path that is not a regular file
+        (says what it is: a directory, a FIFO, a device, a broken symlink), compressed or
+        non-UTF-8 content (says so, with the line), a JSONL line that is not an object (names
+        the line), bad data (one error lists the first
         20 invalid rows, each naming run, row and column, and gives the count), an
         unknown unit (lists the accepted ones), or a unit contradicting the manifest's.
     ManifestError
-        An invalid manifest (names the key and the file).
+        An invalid manifest (names the key and the file), or one whose ``[source] path``
+        leads outside its folder and the data directory (names the manifest, the key and the
+        resolved path) or whose glob is unbounded.
     DataDirError
         The manifest reads published data and ``$DELPHI_DATA_DIR`` (or ``../shared/ladders``)
         does not exist; the message says where delphi looked and how to set it.
@@ -152,12 +175,22 @@ def load_ladder(source: str | Path, *, metric: str | None = None,
         # A manifest's unit is for its own metric; another metric (--metric) may say otherwise.
         chosen, note = _unit_for(metric, None, manifest.unit) if metric else (manifest.unit, None)
         return build_ladder(manifest, metric=metric, source=label, unit=chosen,
-                            notes=[note] if note else [], drop_invalid=drop_invalid)
+                            notes=[note] if note else [], drop_invalid=drop_invalid,
+                            allow_outside_paths=allow_outside_paths)
+    # Never quote a non-table's first line as "columns found" (a symlink to a secret, say).
+    # Compressed or Parquet content under another name is named as such (no content shown).
+    sniff_content(path, format_of(path)[0] or "")
+    plain_suffix = Path(path.stem).suffix if path.suffix.lower() == ".gz" else path.suffix
+    if path.is_file() and plain_suffix.lower() in FORMATS:
+        check_tables([path], FORMATS[plain_suffix.lower()])
     table = read_table(path, metric=metric)
     chosen, note = _unit_for(table.metric or metric, unit, DEFAULT_UNIT)
     if note:
         table.notes.append(note)
-    return table.to_ladder(name=path.stem, metric=metric, source=label, unit=chosen,
+    suffix = format_of(path)[1]       # "runs.csv.gz" is ladder "runs"
+    # The metric as the file spells it (--metric matches a header ignoring case).
+    return table.to_ladder(name=path.name[:-len(suffix)] or path.stem,
+                           metric=table.metric or metric, source=label, unit=chosen,
                            drop_invalid=drop_invalid)
 
 

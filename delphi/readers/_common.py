@@ -8,8 +8,15 @@ becomes a :class:`~delphi.ladder.Ladder`.
 
 from __future__ import annotations
 
+import codecs
 import glob
+import gzip
+import json
+import os
+import re
+import stat
 import warnings
+import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Mapping, Sequence
@@ -18,10 +25,11 @@ import numpy as np
 import pandas as pd
 
 from ..errors import LadderError, LadderWarning
-from ..ladder import CANONICAL_COLUMNS, Exclusion, Ladder
+from ..ladder import CANONICAL_COLUMNS, Exclusion, Ladder, _non_numeric_cells, user_stacklevel
 
-__all__ = ["SourceTable", "ColumnDefault", "resolve_paths", "read_file", "canonicalize",
-           "drop_missing_metric", "NUMERIC_COLUMNS", "plain", "list_columns"]
+__all__ = ["SourceTable", "ColumnDefault", "resolve_paths", "read_file", "read_json_lines",
+           "not_a_file", "canonicalize", "drop_missing_metric", "NUMERIC_COLUMNS", "plain",
+           "list_columns", "GZIP_SUFFIX", "sniff_content"]
 
 #: Canonical columns holding numbers (converted to float on read).
 NUMERIC_COLUMNS = ("params", "tokens", "flops", "loss", "step", "lr", "peak_lr", "batch_size",
@@ -29,6 +37,14 @@ NUMERIC_COLUMNS = ("params", "tokens", "flops", "loss", "step", "lr", "peak_lr",
 _GLOB_CHARS = set("*?[")
 # Column lists in error messages are cut here: W&B histories have hundreds of columns.
 _MAX_LISTED = 30
+# Column names that hold a loss-like metric (for "not found" hints): losses, bits per byte,
+# perplexities, cross-entropies, negative log-likelihoods.
+_LOSS_LIKE = re.compile(r"loss|(?<![a-z])bpb(?![a-z])|bits?[\s_\-/]*per[\s_\-/]*byte|perplexity|"
+                        r"(?<![a-z])ppl(?![a-z])|(?<![a-z])nll(?![a-z])|x_?ent|"
+                        r"cross[\s_\-]?entropy",
+                        re.IGNORECASE)
+# Pandas' default missing-value strings, kept for every column but an id column.
+_NA_STRINGS = sorted(pd.io.parsers.readers.STR_NA_VALUES)
 
 
 @dataclass(frozen=True)
@@ -91,7 +107,7 @@ class SourceTable:
                         drop_invalid=drop_invalid)
         for note in self.notes:
             ladder.warnings.append(note)
-            warnings.warn(note, LadderWarning, stacklevel=2)
+            warnings.warn(note, LadderWarning, stacklevel=user_stacklevel())
         return ladder
 
 
@@ -107,14 +123,41 @@ def list_columns(columns: Iterable[str]) -> str:
     return ", ".join(cols[:_MAX_LISTED]) + more
 
 
+def not_a_file(path: Path) -> LadderError:
+    """The error for a ``path`` that is not a regular file, saying what is there instead.
+
+    A directory, a named pipe (FIFO), a device, a socket or a broken symbolic link is named as
+    such (never opened: reading a FIFO would block); only a path where nothing exists is
+    "file not found".
+    """
+    try:
+        mode = path.stat().st_mode               # follows symlinks
+    except FileNotFoundError:
+        if path.is_symlink():
+            return LadderError(f"{path} is a broken symbolic link (to {os.readlink(path)}, "
+                               f"which does not exist)")
+        return LadderError(f"file not found: {path}")
+    except OSError as exc:                       # no permission on a folder, a symlink loop
+        return LadderError(f"cannot access {path}: {exc.strerror or exc}")
+    kind = ("a directory" if stat.S_ISDIR(mode) else
+            "a named pipe (FIFO)" if stat.S_ISFIFO(mode) else
+            "a character device" if stat.S_ISCHR(mode) else
+            "a block device" if stat.S_ISBLK(mode) else
+            "a socket" if stat.S_ISSOCK(mode) else "not a regular file")
+    via = f" (a symbolic link to {os.path.realpath(path)})" if path.is_symlink() else ""
+    return LadderError(f"{path}{via} is {kind}, not a regular file")
+
+
 def resolve_paths(path: str | Path, *, pattern: str) -> list[Path]:
     """The files at ``path``: the file itself, files matching ``pattern`` under a directory
-    (recursively), or the matches of a glob. Sorted, so row order is reproducible.
+    (recursively), or the matches of a glob. Sorted, so row order is reproducible. Only
+    regular files (symlinks to them included) are returned.
 
     Raises
     ------
     LadderError
-        Nothing exists there, or nothing matches (the message gives the path).
+        Nothing exists there, nothing matches (the message gives the path), or ``path`` is
+        something other than a file or directory (a FIFO, a device: :func:`not_a_file`).
     """
     text = str(Path(path).expanduser())
     if _GLOB_CHARS & set(text) and not Path(text).exists():   # a real "[x]" folder is not a glob
@@ -130,7 +173,7 @@ def resolve_paths(path: str | Path, *, pattern: str) -> list[Path]:
         return files
     if p.is_file():
         return [p]
-    raise LadderError(f"file not found: {p}")
+    raise not_a_file(p)
 
 
 def _text_columns(names, text_columns: Sequence[str]) -> dict:
@@ -141,36 +184,187 @@ def _text_columns(names, text_columns: Sequence[str]) -> dict:
     return {c: str for c in names if isinstance(c, str) and c.strip().lower() in wanted}
 
 
-def read_file(path: Path, fmt: str, text_columns: Sequence[str] = ()) -> pd.DataFrame:
-    """Read one CSV, Parquet or JSONL file with pandas; ``row`` = 0-based row number.
+# Leading bytes of compressed and binary files, so a misnamed one is named for what it is
+# instead of failing as "invalid UTF-8".
+_MAGIC = ((b"\x1f\x8b", "compressed (gzip)"), (b"BZh", "compressed (bzip2)"),
+          (b"\xfd7zXZ\x00", "compressed (xz)"), (b"\x28\xb5\x2f\xfd", "compressed (zstd)"),
+          (b"PK\x03\x04", "compressed (zip)"), (b"PAR1", "a Parquet file"))
+#: Suffix of a compressed tidy file read transparently (``runs.csv.gz``, ``runs.jsonl.gz``).
+GZIP_SUFFIX = ".gz"
 
-    The run column (and any of ``text_columns``) is read as text, so ids keep their spelling.
+
+def sniff_content(path: Path, fmt: str) -> bool:
+    """Whether ``path`` is gzip-compressed (named ``*.gz``), after checking its first bytes.
 
     Raises
     ------
     LadderError
-        The file cannot be parsed as ``fmt`` (the message names the file).
+        A ``.gz`` file that is not gzip, or a file whose content is compressed or Parquet
+        but whose name says otherwise (the message says what to rename it to).
     """
+    with path.open("rb") as fh:
+        head = fh.read(8)
+    gz = path.suffix.lower() == GZIP_SUFFIX
+    if gz:
+        if not head.startswith(b"\x1f\x8b"):
+            raise LadderError(f"{path} is named .gz but is not gzip-compressed; rename it "
+                              f"{path.stem}")
+        return True
+    if fmt == "parquet":
+        return False
+    for magic, what in _MAGIC:
+        if head.startswith(magic):
+            if what.endswith("(gzip)"):
+                fix = f"rename it {path.name}{GZIP_SUFFIX} to have it read as is"
+            elif what == "a Parquet file":
+                fix = f"rename it {path.stem}.parquet"
+            else:
+                fix = f"decompress it, or recompress it as gzip ({path.name}{GZIP_SUFFIX})"
+            raise LadderError(f"cannot read {path} as {fmt}: the file is {what}; {fix}")
+    return False
+
+
+def _not_utf8(path: Path, gz: bool) -> LadderError:
+    """The error for a text file that is not UTF-8, naming the line and the first bad byte."""
+    opener = gzip.open if gz else open
+    with opener(path, "rb") as fh:
+        for lineno, raw in enumerate(fh, 1):
+            try:
+                raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                return LadderError(f"{path}, line {lineno}: not UTF-8 text (byte "
+                                   f"0x{raw[exc.start]:02x} at byte {exc.start + 1} of the "
+                                   f"line); save the file as UTF-8")
+    return LadderError(f"{path}: not UTF-8 text; save the file as UTF-8")
+
+
+def _json_kind(value) -> str:
+    """What a parsed JSON value is, for messages: "null", "an array", "a number", ..."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return f"the boolean {str(value).lower()}"
+    if isinstance(value, list):
+        return "an array"
+    if isinstance(value, str):
+        return "a string"
+    return "a number"
+
+
+def read_json_lines(path: Path, *, gz: bool = False, what: str = "a JSON object per line"
+                    ) -> list[tuple[int, dict]]:
+    """The JSON objects of a JSON Lines file: ``[(line number (1-based), object)]``, blank
+    lines skipped. A UTF-8 byte-order mark at the start is ignored (as in CSV).
+
+    The lines are parsed as one JSON array (fast); only when that fails are they parsed one
+    by one, to name the line at fault.
+
+    Raises
+    ------
+    LadderError
+        Naming the line: bytes that are not UTF-8, invalid JSON, JSON nested too deeply, or a
+        line that is not an object (``null``, an array, a number, a string); a file holding
+        one JSON array (a ``.json`` file named ``.jsonl``) is named as such.
+    """
+    opener = gzip.open if gz else open
+    with opener(path, "rb") as fh:
+        data = fh.read()
+    if data.startswith(codecs.BOM_UTF8):
+        data = data[len(codecs.BOM_UTF8):]
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        lineno = data.count(b"\n", 0, exc.start) + 1
+        column = exc.start - (data.rfind(b"\n", 0, exc.start) + 1) + 1
+        raise LadderError(f"{path}, line {lineno}: not UTF-8 text (byte "
+                          f"0x{data[exc.start]:02x} at byte {column} of the line); save the "
+                          f"file as UTF-8") from None
+    del data
+    # Split on "\n" only: str.splitlines would also split inside strings (U+2028, \x1c...).
+    numbered = [(i, line) for i, line in enumerate(text.split("\n"), 1) if line.strip()]
+    del text
+    array_hint = (f"{path}: the file is one JSON array (a .json file), not JSON Lines; write "
+                  f"{what} (e.g. pandas' to_json(orient='records', lines=True))")
+    try:
+        records = json.loads("[" + ",".join(line for _, line in numbered) + "]")
+        if len(records) != len(numbered):      # a line held several values: "{...}, {...}"
+            records = None
+    except (ValueError, RecursionError):
+        records = None
+    if records is None:                        # find the line at fault
+        records = []
+        for lineno, line in numbered:
+            try:
+                records.append(json.loads(line))
+            except json.JSONDecodeError as exc:
+                if not records and line.lstrip().startswith("["):
+                    raise LadderError(array_hint) from None
+                raise LadderError(f"{path}, line {lineno}: not valid JSON ({exc.msg} at "
+                                  f"column {exc.colno})") from None
+            except RecursionError:
+                raise LadderError(f"{path}, line {lineno}: JSON nested too deeply") from None
+    for k, ((lineno, _), record) in enumerate(zip(numbered, records)):
+        if not isinstance(record, dict):
+            if k == 0 and isinstance(record, list) and all(isinstance(r, dict)
+                                                           for r in record[:1]):
+                raise LadderError(array_hint)
+            raise LadderError(f"{path}, line {lineno}: expected {what}, got "
+                              f"{_json_kind(record)}")
+    return [(lineno, record) for (lineno, _), record in zip(numbered, records)]
+
+
+def read_file(path: Path, fmt: str, text_columns: Sequence[str] = ()) -> pd.DataFrame:
+    """Read one CSV, Parquet or JSONL file; ``row`` = 0-based row number.
+
+    The run column (and any of ``text_columns``) is read as text, so ids keep their spelling:
+    ``NA``, ``null``, ``None`` or ``N/A`` there is an id, only an empty cell is missing.
+    ``*.csv.gz`` and ``*.jsonl.gz`` are decompressed on the fly; a UTF-8 byte-order mark is
+    ignored. JSONL lines must each be one flat JSON object.
+
+    Raises
+    ------
+    LadderError
+        The path is not a regular file (:func:`not_a_file`), the content is compressed or
+        Parquet under another name (the message says what to rename it to), the text is not
+        UTF-8 (names the line and byte), a JSONL line is not an object (names the line), or
+        the file cannot otherwise be parsed as ``fmt`` (the message names the file).
+    """
+    if not path.is_file():
+        raise not_a_file(path)
     errors: tuple[type[BaseException], ...] = (pd.errors.ParserError, pd.errors.EmptyDataError,
-                                               ValueError, OSError)
+                                               ValueError, OSError, EOFError)
     if fmt == "parquet":
         import pyarrow  # heavy: only when a Parquet file is read
 
         errors += (pyarrow.ArrowException,)
     try:
+        gz = sniff_content(path, fmt)
+        compression = "gzip" if gz else None
         if fmt == "csv":
-            header = pd.read_csv(path, nrows=0).columns
-            frame = pd.read_csv(path, dtype=_text_columns(header, text_columns))
+            header = pd.read_csv(path, nrows=0, compression=compression).columns
+            text = _text_columns(header, text_columns)
+            # Pandas reads "NA", "null", "None", "N/A"... as missing in every column; in an id
+            # column they are ids, so only an empty cell is missing there.
+            na = {c: ([""] if c in text else _NA_STRINGS) for c in header}
+            frame = pd.read_csv(path, dtype=text, compression=compression,
+                                keep_default_na=False, na_values=na)
         elif fmt == "parquet":
             frame = pd.read_parquet(path)
         elif fmt == "jsonl":
-            # dtype=False: no guessing, so a string "001" stays text (numbers stay numbers).
-            frame = pd.read_json(path, lines=True, precise_float=True, dtype=False)
+            # No dtype guessing: a string "001" stays text (numbers stay numbers).
+            records = [r for _, r in read_json_lines(path, gz=gz)]
+            frame = pd.DataFrame.from_records(records) if records else pd.DataFrame()
             for col in _text_columns(frame.columns, text_columns):
                 # JSON numbers as ids: 1 -> "1", 1.5 -> "1.5" (their JSON spelling)
                 frame[col] = frame[col].map(_json_id, na_action="ignore")
         else:  # pragma: no cover - callers pass a known format
             raise ValueError(f"unknown format {fmt!r}")
+    except LadderError:
+        raise
+    except UnicodeDecodeError:
+        raise _not_utf8(path, gz) from None
+    except (gzip.BadGzipFile, zlib.error, EOFError) as exc:
+        raise LadderError(f"cannot read {path}: corrupt or truncated gzip data ({exc})") from None
     except errors as exc:
         raise LadderError(f"cannot read {path} as {fmt}: {exc}") from None
     if "row" not in frame.columns:
@@ -178,9 +372,11 @@ def read_file(path: Path, fmt: str, text_columns: Sequence[str] = ()) -> pd.Data
     return frame
 
 
-def _json_id(value) -> str:
-    """A JSON run id as text: a number keeps its JSON spelling (1 -> "1", 1.5 -> "1.5")."""
-    return str(value)
+def _json_id(value) -> str | None:
+    """A JSON run id as text: a number keeps its JSON spelling (1 -> "1", 1.5 -> "1.5");
+    ``""`` is missing, like an empty CSV cell."""
+    text = str(value)
+    return text if text else None
 
 
 def concat_files(frames: Sequence[pd.DataFrame], files: Sequence[Path]) -> pd.DataFrame:
@@ -223,7 +419,15 @@ def canonicalize(frame: pd.DataFrame, *, columns: Mapping[str, str] | None = Non
         message lists the columns found).
     """
     # Hand-written headers: "run, flops, loss" or "Loss" mean the canonical columns.
-    frame = frame.rename(columns={c: c.strip() for c in frame.columns if isinstance(c, str)})
+    stripped = [c.strip() if isinstance(c, str) else c for c in frame.columns]
+    if len(set(stripped)) < len(stripped):
+        # "run" and " run " would become two columns named run: which holds the ids?
+        same = [c for c in dict.fromkeys(stripped) if stripped.count(c) > 1]
+        spelled = "; ".join(", ".join(repr(o) for o, c2 in zip(frame.columns, stripped)
+                                      if c2 == c) for c in same[:5])
+        raise LadderError(f"{where}: columns with the same name once surrounding spaces are "
+                          f"removed: {spelled}; rename or drop one")
+    frame = frame.set_axis(stripped, axis=1)
     lowered = {c.lower(): c for c in frame.columns if isinstance(c, str)}
     frame = frame.rename(columns={lowered[c]: c for c in CANONICAL_COLUMNS
                                   if c not in frame.columns and c in lowered})
@@ -239,14 +443,25 @@ def canonicalize(frame: pd.DataFrame, *, columns: Mapping[str, str] | None = Non
         if d.canonical not in mapping and d.source in frame.columns and d.canonical not in frame.columns:
             mapping[d.canonical] = d.source
             factors[d.canonical] = d.factor
-    for canonical, src in mapping.items():
+    for canonical, src in list(mapping.items()):
+        if src not in frame.columns and isinstance(src, str):
+            # Headers match ignoring case (README): --metric eval/paloma/BPB names eval/paloma/bpb.
+            same = [c for c in frame.columns if isinstance(c, str) and c.lower() == src.lower()]
+            if len(same) == 1:
+                mapping[canonical] = src = same[0]
+            elif len(same) > 1:
+                raise LadderError(f"{where}: column {src!r} (for {canonical}) matches "
+                                  f"{', '.join(map(repr, same))} ignoring case; give the exact "
+                                  f"name")
         if src not in frame.columns:
             hint = ""
+            # The reader's own 0-based row number is not a column of the file.
+            shown = [c for c in frame.columns if c != "row"]
             if canonical == "loss":
-                lossy = [c for c in frame.columns if "loss" in str(c).lower()]
+                lossy = [c for c in shown if _LOSS_LIKE.search(str(c))]
                 hint = f"; loss-like columns: {list_columns(lossy)}" if lossy else ""
             raise LadderError(f"{where}: column {src!r} (for {canonical}) not found; columns found: "
-                              f"{list_columns(frame.columns)}{hint}")
+                              f"{list_columns(shown)}{hint}")
     new = {canonical: frame[src] for canonical, src in mapping.items() if canonical != src}
     identity = {c for c, src in mapping.items() if c == src}
     consumed = {src for c, src in mapping.items() if c != src} - identity
@@ -256,8 +471,17 @@ def canonicalize(frame: pd.DataFrame, *, columns: Mapping[str, str] | None = Non
     out = pd.concat([rest, pd.DataFrame(new, index=frame.index)], axis=1) if new else rest
     renamed = {src: canonical for canonical, src in mapping.items() if canonical != src}
 
+    for col in ("run", "status"):
+        # A JSON object or array (or a Parquet list) where a name belongs: kept as its text, so
+        # the ladder names the cell instead of failing on an unhashable value.
+        if col in out.columns and out[col].dtype == object:
+            nested = out[col].map(lambda v: isinstance(v, (dict, list, np.ndarray)))
+            if nested.any():
+                out[col] = out[col].where(~nested, out[col][nested].map(_as_text))
     for col in NUMERIC_COLUMNS:
         if col in out.columns and out[col].dtype != np.float64:    # float columns as they are
+            if has_non_numbers(out[col]):   # true/false, dates: Ladder names the cell
+                continue
             values = pd.to_numeric(out[col], errors="coerce")
             if (values.isna() == out[col].isna()).all():   # else leave it: Ladder names the bad cell
                 out[col] = values.astype(float)
@@ -269,6 +493,22 @@ def canonicalize(frame: pd.DataFrame, *, columns: Mapping[str, str] | None = Non
             out[col] = out[col] * (factors.get(col, 1.0) * scale.get(col, 1.0))
     loss_source = mapping.get("loss")
     return out, renamed, None if loss_source in (None, "loss") else loss_source
+
+
+def _as_text(value) -> str:
+    """A nested cell (dict, list, array) as JSON text for messages and ids."""
+    try:
+        return json.dumps(value.tolist() if isinstance(value, np.ndarray) else value,
+                          default=str)
+    except (TypeError, ValueError):
+        return str(value)
+
+
+def has_non_numbers(series: pd.Series) -> bool:
+    """Whether ``series`` holds a boolean (a bool column, or a JSON ``true`` among numbers) or
+    a date or duration: pandas would read them as 1.0/0.0 or nanoseconds, but they are not
+    measurements (the ladder names each such cell)."""
+    return _non_numeric_cells(series) is not None
 
 
 def drop_missing_metric(table: SourceTable, *, what: str = "sparse W&B history") -> None:

@@ -3,7 +3,12 @@ filters, duplicates and curation, in that order. Every dropped row becomes an Ex
 
 from __future__ import annotations
 
-import re
+import codecs
+import csv
+import gzip
+import io
+import json
+from pathlib import Path
 from typing import Callable, Sequence
 
 import numpy as np
@@ -11,20 +16,40 @@ import pandas as pd
 
 from ..errors import LadderError, ManifestError
 from ..ladder import FLOPS_PER_PARAM_TOKEN, Exclusion, Ladder
-from ._common import SourceTable, list_columns, plain
-from .manifest import FilterSpec, Manifest
+from ._common import SourceTable, plain
+from .manifest import FilterSpec, Manifest, parse_run_id_template
 from .marin import read_marin
 from .olmo import read_olmo
 from .tabular import read_csv, read_jsonl, read_parquet
 from .wandb import read_wandb
 
-__all__ = ["build_ladder", "READER_FUNCTIONS", "format_run_ids"]
+__all__ = ["build_ladder", "READER_FUNCTIONS", "format_run_ids", "check_tables"]
 
 READER_FUNCTIONS: dict[str, Callable[..., SourceTable]] = {
     "csv": read_csv, "parquet": read_parquet, "jsonl": read_jsonl,
     "wandb": read_wandb, "marin": read_marin, "olmo": read_olmo,
 }
-_FIELD = re.compile(r"\{([^{}:]+)(?::([^{}]*))?\}")
+# Column names quoted in messages: at most this many, each cut at this many characters.
+_MAX_NAMES, _MAX_NAME_CHARS = 30, 64
+# The table check reads this much of each file (decompressed), at most.
+_SNIFF_BYTES = 64 * 1024
+_MAX_JSON_LINE = 16 * 1024 * 1024
+_MAX_HEADER_NAME = 256
+_GZIP_MAGIC = b"\x1f\x8b"
+# Other compressed or binary formats: the reader names them (without quoting content).
+_OTHER_MAGIC = (b"BZh", b"\xfd7zXZ\x00", b"\x28\xb5\x2f\xfd", b"PK\x03\x04", b"PAR1")
+
+
+def _names(columns) -> str:
+    """Column names for a message: the first few, each cut short, non-printing characters
+    escaped (the names come from a file that parsed as a table, but may be long)."""
+    cols = [str(c) for c in columns]
+    shown = []
+    for c in cols[:_MAX_NAMES]:
+        c = c if c.isprintable() else c.encode("unicode_escape").decode("ascii")
+        shown.append(c if len(c) <= _MAX_NAME_CHARS else c[:_MAX_NAME_CHARS - 3] + "...")
+    more = f" ... ({len(cols) - _MAX_NAMES} more)" if len(cols) > _MAX_NAMES else ""
+    return ", ".join(shown) + more
 
 
 def _column(table: SourceTable, name: str, where: str, what: str) -> str:
@@ -32,31 +57,29 @@ def _column(table: SourceTable, name: str, where: str, what: str) -> str:
         return table.column(name)
     except KeyError:
         raise ManifestError(f"{where}: {what} names column {name!r}, which the source does not "
-                            f"have; columns: {list_columns(table.frame.columns)}") from None
+                            f"have; columns: {_names(table.frame.columns)}") from None
 
 
 def format_run_ids(table: SourceTable, template: str, where: str = "manifest") -> pd.Series:
     """Run ids from a template such as ``"{model}-lr{peak_lr:g}"``: each ``{column[:spec]}`` is
-    replaced by the row's value formatted with ``format(value, spec)``. No other syntax.
+    replaced by the row's value formatted with ``format(value, spec)``. No other syntax; the
+    template is checked (:func:`~delphi.readers.manifest.parse_run_id_template`: format specs,
+    widths and precisions bounded) and every column looked up before any id is built.
 
     Raises
     ------
     ManifestError
-        Unknown column, stray brace, or a format spec that does not fit the values.
+        Unknown column, stray brace, a bad or oversized format spec, or a spec that does not
+        fit the values.
     """
     t = table.frame
-    parts: list[str | tuple[str, str]] = []
-    pos = 0
-    for m in _FIELD.finditer(template):
-        parts.append(template[pos:m.start()])
-        parts.append((_column(table, m.group(1), where, "run_id"), m.group(2) or ""))
-        pos = m.end()
-    parts.append(template[pos:])
-    if any(isinstance(p, str) and ("{" in p or "}" in p) for p in parts):
-        raise ManifestError(f"{where}: run_id template {template!r} has a stray brace")
+    try:
+        template_parts = parse_run_id_template(template)
+    except ValueError as exc:
+        raise ManifestError(f"{where}: run_id template {template!r}: {exc}") from None
+    parts = [p if isinstance(p, str) else (_column(table, p[0], where, "run_id"), p[1])
+             for p in template_parts]
     fields = [p for p in parts if isinstance(p, tuple)]
-    if not fields:
-        raise ManifestError(f"{where}: run_id template {template!r} names no column")
     out = []
     for values in zip(*(t[col].tolist() for col, _ in fields)):
         it = iter(values)
@@ -65,6 +88,140 @@ def format_run_ids(table: SourceTable, template: str, where: str = "manifest") -
         except (ValueError, TypeError) as exc:
             raise ManifestError(f"{where}: run_id template {template!r}: {exc}") from None
     return pd.Series(out, index=t.index, dtype=object)
+
+
+def _head(path: Path, size: int) -> tuple[bytes, bool]:
+    """The first ``size`` bytes of ``path`` (decompressed if it is gzip), and whether that is
+    all of it."""
+    with path.open("rb") as fh:
+        magic = fh.read(8)
+    if magic.startswith(_OTHER_MAGIC):
+        return b"", True
+    opener = gzip.open if magic.startswith(_GZIP_MAGIC) else open
+    try:
+        with opener(path, "rb") as fh:
+            data = fh.read(size + 1)
+    except (OSError, EOFError):     # a damaged gzip stream: the reader says what is wrong
+        return b"", True
+    return data[:size], len(data) <= size
+
+
+def _not_a_table(key: str, file: Path, expected: str) -> LadderError:
+    prefix = f"{key}: " if key else ""
+    return LadderError(f"{prefix}{file} is not {expected}; its content is not shown")
+
+
+def _check_csv(file: Path, key: str) -> None:
+    data, complete = _head(file, _SNIFF_BYTES)
+    expected = ("a CSV table of the expected format (a header row of at least 2 column names, "
+                "then rows as wide)")
+    if not data.strip():
+        return                      # empty: the reader reports it as such
+    if b"\x00" in data:
+        raise _not_a_table(key, file, expected + " (it holds binary data)")
+    try:
+        text = codecs.getincrementaldecoder("utf-8-sig")().decode(data, final=complete)
+    except UnicodeDecodeError:
+        return                      # pandas cannot read it either; the reader names the byte
+    lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+    if not complete and len(lines) > 1:
+        lines = lines[:-1]          # the last line read may be cut short
+    try:
+        rows = [r for r in csv.reader(io.StringIO("\n".join(lines))) if any(c.strip() for c in r)]
+    except csv.Error:
+        raise _not_a_table(key, file, expected) from None
+    if not rows:
+        return
+    header = rows[0]
+    names = [c for c in header if c.strip()]
+    if (len(header) < 2 or len(names) < 2
+            or any(len(c) > _MAX_HEADER_NAME or not c.isprintable() for c in header)):
+        raise _not_a_table(key, file, expected)
+    # Rows under a real header have its width (pandas fills a short row with NaN, so a few
+    # may be shorter); prose under a line with a comma has not.
+    body = rows[1:21]
+    if (any(len(r) > len(header) for r in body)
+            or 2 * sum(len(r) == len(header) for r in body) < len(body)):
+        raise _not_a_table(key, file, expected)
+
+
+def _check_jsonl(file: Path, key: str) -> None:
+    expected = "JSON Lines of the expected format (one JSON object per line)"
+    with file.open("rb") as fh:
+        magic = fh.read(8)
+    if magic.startswith(_OTHER_MAGIC):
+        return
+    opener = gzip.open if magic.startswith(_GZIP_MAGIC) else open
+    read, line = 0, b""
+    try:
+        with opener(file, "rb") as fh:
+            while not line.lstrip(codecs.BOM_UTF8).strip():    # the first non-blank line
+                line = fh.readline(_MAX_JSON_LINE + 1)
+                if not line:
+                    return          # empty: the reader reports it as such
+                read += len(line)
+                if read > _MAX_JSON_LINE:
+                    raise _not_a_table(key, file, expected + " (no JSON object in its first "
+                                                             "16 MiB)")
+    except (OSError, EOFError):
+        return                      # a damaged gzip stream: the reader says what is wrong
+    try:
+        text = line.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        return                      # the reader names the byte
+    try:
+        json.loads(text)
+    except ValueError:
+        raise _not_a_table(key, file, expected) from None
+    except RecursionError:
+        return                      # nested too deeply: the reader names the line
+    # Valid JSON that is not an object (null, an array, a number) is the reader's to name,
+    # by line: those messages quote no content.
+
+
+def _check_parquet(file: Path, key: str) -> None:
+    with file.open("rb") as fh:
+        magic = fh.read(4)
+    if magic and magic != b"PAR1":
+        raise _not_a_table(key, file, "a Parquet file")
+
+
+_TABLE_CHECKS = {"csv": _check_csv, "wandb": _check_csv, "olmo": _check_csv,
+                 "jsonl": _check_jsonl, "marin": _check_jsonl, "parquet": _check_parquet}
+
+
+def check_tables(files: Sequence[Path], reader: str, key: str = "") -> None:
+    """Refuse any file that is not a table of the format ``reader`` expects, before it is read,
+    so no error ever quotes content (such as a first line taken for column names) of a file
+    that is not a ladder table: a CSV (``csv``, ``wandb``, ``olmo``) needs a header of at least
+    2 printable column names (each at most 256 characters), no row wider than it among the
+    first 20 and most of those as wide; JSON Lines (``jsonl``, ``marin``) valid JSON on the
+    first line (an array or ``null`` there is left to the reader, whose message names the
+    line and quotes nothing); Parquet its magic number. Only the first 64 KiB (16 MiB for a
+    JSON line) are read; gzip content is looked at decompressed; an empty file, or one that
+    is not UTF-8 or is compressed in another format, is left to the reader, whose messages
+    quote no content.
+
+    Parameters
+    ----------
+    files:
+        Regular files (a FIFO would block: callers pass what :meth:`Manifest.source_files`
+        found, or a path checked to be a file).
+    reader:
+        A manifest reader name (:data:`~delphi.readers.manifest.READERS`).
+    key:
+        What the message names before the file (e.g. the manifest and ``[source] path``).
+
+    Raises
+    ------
+    LadderError
+        ``"<key>: <file> is not <format>; its content is not shown"``.
+    """
+    for file in files:
+        try:
+            _TABLE_CHECKS[reader](file, key)
+        except OSError:
+            continue                # unreadable: the reader reports it
 
 
 def _apply_runs(table: SourceTable, manifest: Manifest) -> None:
@@ -237,8 +394,14 @@ def _curate(table: SourceTable, manifest: Manifest) -> None:
 
 def build_ladder(manifest: Manifest, *, metric: str | None = None,
                  source: str | None = None, unit: str | None = None,
-                 notes: Sequence[str] = (), drop_invalid: bool = False) -> Ladder:
+                 notes: Sequence[str] = (), drop_invalid: bool = False,
+                 allow_outside_paths: bool = False) -> Ladder:
     """Read the manifest's data and build its :class:`Ladder`.
+
+    The manifest is untrusted input: its ``[source] path`` is checked first
+    (:meth:`Manifest.source_files`: inside the manifest's folder or the data directory,
+    bounded globs), then every file it names is checked to be a table of the reader's
+    format (:func:`check_tables`), and only then read.
 
     Parameters
     ----------
@@ -253,18 +416,26 @@ def build_ladder(manifest: Manifest, *, metric: str | None = None,
     drop_invalid:
         Drop invalid rows (each listed in the ladder's exclusions) instead of raising; see
         :class:`~delphi.ladder.Ladder`.
+    allow_outside_paths:
+        Let ``[source] path`` read outside the manifest's folder and the data directory (CLI
+        ``--allow-outside-paths``); only for manifests you trust.
 
     Raises
     ------
     DataDirError
         ``root = "data"`` and the published-ladders folder is missing.
     ManifestError
-        The manifest names columns or runs the data does not have.
+        The manifest names columns or runs the data does not have; its path leads outside the
+        allowed folders; its glob is unbounded (see :meth:`Manifest.source_files`).
     LadderError
-        Missing files or bad values (see :class:`Ladder`).
+        Missing files, a file that is not a table of the reader's format, or bad values (see
+        :class:`Ladder`).
     """
     where = manifest.where()
-    path = manifest.data_path()
+    checked = manifest.source_files(allow_outside_paths=allow_outside_paths)
+    check_tables(checked.files, manifest.source.reader,
+                 f"{where}: [source] path {manifest.source.path!r}")
+    path = checked.path
     columns = manifest.columns.model_dump(exclude_none=True)
     scale = manifest.scale.model_dump(exclude_none=True)
     table = READER_FUNCTIONS[manifest.source.reader](path, columns=columns, scale=scale, metric=metric)

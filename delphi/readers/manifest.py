@@ -40,26 +40,115 @@ Example::
     law = "power"
     target_flops = 2.61e24
     fixed = {E = 1.5}
+
+Manifests are untrusted input (a manifest from elsewhere must not read arbitrary files):
+
+* ``[source] path`` must resolve, symlinks resolved first, inside the manifest's folder or the
+  published-ladders folder (``$DELPHI_DATA_DIR``). Absolute paths and ``..`` that lead
+  elsewhere, and files or folders reached through symlinks that lead elsewhere, are refused
+  unless the caller passes ``allow_outside_paths=True`` (CLI ``--allow-outside-paths``).
+* Globs are bounded: at most :data:`MAX_SOURCE_FILES` files, at most
+  :data:`MAX_WALK_ENTRIES` directory entries examined while expanding a glob or listing a
+  folder, no glob whose fixed part is the filesystem root (``/**/*.csv``), no ``..`` after
+  a wildcard, and no ``**`` (or symlinked folder) leading out of the allowed folders.
+* ``run_id`` templates are checked when the manifest is parsed: ``{column}`` or
+  ``{column:spec}`` only, a standard format spec with a width of at most
+  :data:`MAX_RUN_ID_WIDTH` and a precision of at most :data:`MAX_RUN_ID_PRECISION`.
+* A data file that is not a table of the expected format is refused without showing any of
+  its content (see :func:`delphi.readers._pipeline.build_ladder`).
 """
 
 from __future__ import annotations
 
+import fnmatch
+import os
 import re
 import tomllib
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal, Union
 
 from pydantic import (BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator,
                       model_validator)
 
-from ..errors import LadderError, ManifestError
-from .paths import data_dir
+from ..errors import LadderError, ManifestError, option
+from .paths import data_dir, default_data_dir
 
 __all__ = ["Manifest", "SourceSpec", "ColumnsSpec", "ScaleSpec", "ClipSpec", "DeriveSpec",
-           "FilterSpec", "CurateSpec", "RunSpec", "PredictSpec", "parse_manifest", "READERS"]
+           "FilterSpec", "CurateSpec", "RunSpec", "PredictSpec", "SourceFiles", "parse_manifest",
+           "parse_run_id_template", "READERS", "MAX_SOURCE_FILES", "MAX_WALK_ENTRIES",
+           "MAX_RUN_ID_WIDTH", "MAX_RUN_ID_PRECISION"]
 
 #: Reader names a manifest may use.
 READERS = ("csv", "parquet", "jsonl", "wandb", "marin", "olmo")
+
+#: Most files one manifest source may name (a folder or a glob); the largest published ladder
+#: has about 200.
+MAX_SOURCE_FILES = 10_000
+#: Most directory entries examined while listing a source folder or expanding a glob, so a
+#: glob over a huge tree (or a symlink loop) stops early with an error instead of walking it.
+MAX_WALK_ENTRIES = 200_000
+#: Largest width in a ``run_id`` format spec (``{row:99999999}`` would build 100 MB per id).
+MAX_RUN_ID_WIDTH = 64
+#: Largest precision in a ``run_id`` format spec (digits of a float, characters of a string).
+MAX_RUN_ID_PRECISION = 32
+
+_FIELD = re.compile(r"\{([^{}:]*)(?::([^{}]*))?\}")
+# Python's format-spec mini-language:
+# [[fill]align][sign][z][#][0][width][grouping][.precision][type]
+_FORMAT_SPEC = re.compile(r"(?:(?P<fill>.)?(?P<align>[<>=^]))?(?P<sign>[-+ ])?z?#?0?"
+                          r"(?P<width>\d+)?[,_]?(?:\.(?P<precision>\d+))?[bcdeEfFgGnosxX%]?",
+                          re.DOTALL)
+_MAGIC = re.compile(r"[*?[]")
+
+
+def parse_run_id_template(template: str) -> list[str | tuple[str, str]]:
+    """Split a run-id template into literal text and ``(column, format spec)`` fields.
+
+    ``"N{Model Size:.3g}-r{row}"`` -> ``["N", ("Model Size", ".3g"), "-r", ("row", ""), ""]``.
+    Only ``{column}`` and ``{column:spec}`` are allowed: no ``!r`` conversions, no attribute
+    or index access, no nested fields, and the spec must be a standard format spec
+    (``[[fill]align][sign][z][#][0][width][grouping][.precision][type]``) with a width of at
+    most :data:`MAX_RUN_ID_WIDTH` and a precision of at most :data:`MAX_RUN_ID_PRECISION`,
+    so one id stays short whatever the template. Whether the columns exist is checked
+    against the data (:func:`delphi.readers._pipeline.format_run_ids`) before any id is built.
+
+    Raises
+    ------
+    ValueError
+        A stray brace, an empty field, no field at all, a spec that is not a format spec,
+        or a width/precision over the limits (the message names the field).
+    """
+    parts: list[str | tuple[str, str]] = []
+    pos = 0
+    for m in _FIELD.finditer(template):
+        parts.append(template[pos:m.start()])
+        name, spec = m.group(1), m.group(2) or ""
+        field = m.group(0)
+        if not name.strip():
+            raise ValueError(f"field {field!r} names no column")
+        if name.strip() != name:
+            raise ValueError(f"field {field!r}: column names are used as written, without "
+                             "surrounding spaces")
+        form = _FORMAT_SPEC.fullmatch(spec)
+        if form is None:
+            raise ValueError(f"field {field!r}: {spec!r} is not a format spec "
+                             "([[fill]align][sign][#][0][width][,][.precision][type])")
+        width, precision = form.group("width"), form.group("precision")
+        if width is not None and int(width) > MAX_RUN_ID_WIDTH:
+            raise ValueError(f"field {field!r}: width {int(width)} is over the limit of "
+                             f"{MAX_RUN_ID_WIDTH}")
+        if precision is not None and int(precision) > MAX_RUN_ID_PRECISION:
+            raise ValueError(f"field {field!r}: precision {int(precision)} is over the limit "
+                             f"of {MAX_RUN_ID_PRECISION}")
+        parts.append((name, spec))
+        pos = m.end()
+    parts.append(template[pos:])
+    if any(isinstance(p, str) and ("{" in p or "}" in p) for p in parts):
+        raise ValueError("a stray brace (fields are {column} or {column:spec}; no nesting)")
+    if not any(isinstance(p, tuple) for p in parts):
+        raise ValueError("it names no column")
+    return parts
 
 Scalar = Union[bool, int, float, str]
 
@@ -77,7 +166,8 @@ class SourceSpec(_Strict):
 
     reader: Literal["csv", "parquet", "jsonl", "wandb", "marin", "olmo"]
     path: str = Field(min_length=1)
-    """A file, a directory or a glob, relative to ``root`` unless absolute."""
+    """A file, a directory or a glob, relative to ``root`` unless absolute; it must stay inside
+    the manifest's folder or the data directory (see the module docstring)."""
     root: Literal["manifest", "data"] = "manifest"
     """``"manifest"``: the manifest's folder; ``"data"``: the published-ladders folder
     (``$DELPHI_DATA_DIR``)."""
@@ -87,6 +177,16 @@ class SourceSpec(_Strict):
     duplicates: Literal["error", "drop"] = "error"
     """Rows repeating a (run, step): ``"error"`` (the Ladder refuses), or ``"drop"``: identical
     rows are collapsed and runs with conflicting repeats are left out, each reported."""
+
+    @field_validator("run_id")
+    @classmethod
+    def _template(cls, value: str | None) -> str | None:
+        if value is not None:
+            try:
+                parse_run_id_template(value)
+            except ValueError as exc:
+                raise ValueError(f"run_id template {value!r}: {exc}") from None
+        return value
 
 
 class ColumnsSpec(_Strict):
@@ -251,7 +351,7 @@ class Manifest(_Strict):
         return str(self._file) if self._file else f"manifest {self.name!r}"
 
     def data_path(self) -> Path:
-        """``source.path`` resolved against its root.
+        """``source.path`` joined to its root (not checked: see :meth:`source_files`).
 
         Raises
         ------
@@ -263,8 +363,207 @@ class Manifest(_Strict):
             return path
         if self.source.root == "data":
             return data_dir() / path
-        base = self._file.parent if self._file else Path.cwd()
-        return base / path
+        return self._folder() / path
+
+    def _folder(self) -> Path:
+        # A manifest built in memory is relative to the working directory.
+        return self._file.parent if self._file else Path.cwd()
+
+    def allowed_folders(self) -> list[Path]:
+        """The folders this manifest may read from, symlinks resolved: its own folder and the
+        published-ladders folder (when it exists)."""
+        folders = [Path(os.path.realpath(self._folder()))]
+        data = default_data_dir()
+        if data.is_dir():
+            folders.append(Path(os.path.realpath(data)))
+        return folders
+
+    def source_files(self, *, allow_outside_paths: bool = False) -> "SourceFiles":
+        """``source.path`` checked as untrusted input, and the files it names.
+
+        The path is the one the readers are given (:meth:`data_path`); ``files`` are the
+        files a reader will read there: the file itself, the matching files below a folder
+        (the reader's pattern, e.g. ``*.csv``; symlinked folders are not followed, as in
+        :meth:`pathlib.Path.rglob`) or the matches of a glob (symlinked folders followed, as
+        in :func:`glob.glob`). Each is checked with symlinks resolved.
+
+        Parameters
+        ----------
+        allow_outside_paths:
+            Let the path, a glob's matches or symlinks lead outside the manifest's folder and
+            the data directory (CLI ``--allow-outside-paths``). The limits on globs apply
+            either way.
+
+        Raises
+        ------
+        ManifestError
+            The path (or a file or folder reached through it) resolves outside the allowed
+            folders: the message names the manifest, the key ``[source] path`` and the
+            resolved path. A glob anchored at the filesystem root, ``..`` after a wildcard,
+            more than :data:`MAX_SOURCE_FILES` files, more than :data:`MAX_WALK_ENTRIES`
+            entries examined, or a symlink loop.
+        DataDirError
+            ``root = "data"`` and the published-ladders folder does not exist.
+        """
+        path = self.data_path()
+        return _SourceWalk(self, path, allow_outside_paths).run()
+
+
+@dataclass(frozen=True)
+class SourceFiles:
+    """A manifest's checked source: ``path`` (what the reader is given, as in the manifest
+    joined to its root) and ``files`` (every regular file the reader will read there,
+    unresolved, sorted; empty when nothing exists there, which the reader reports)."""
+
+    path: Path
+    files: tuple[Path, ...]
+
+
+def _pattern_for(reader: str) -> str:
+    # The file pattern each reader looks for below a folder (see delphi.readers.*).
+    return "tracker_metrics.jsonl" if reader == "marin" else {
+        "parquet": "*.parquet", "jsonl": "*.jsonl"}.get(reader, "*.csv")
+
+
+class _SourceWalk:
+    """Expands a manifest's source the way its reader will, within bounds, checking every
+    folder and file against the allowed folders."""
+
+    def __init__(self, manifest: Manifest, path: Path, allow_outside: bool) -> None:
+        self.manifest = manifest
+        self.path = path
+        self.allow_outside = allow_outside
+        self.allowed = manifest.allowed_folders()
+        self.key = f"{manifest.where()}: [source] path {manifest.source.path!r}"
+        self.entries = 0
+        self.files: set[Path] = set()
+
+    # -- checks
+    def _inside(self, real: Path) -> bool:
+        return any(real == root or real.is_relative_to(root) for root in self.allowed)
+
+    def check(self, path: Path, what: str = "resolves to") -> None:
+        """Refuse ``path`` when, symlinks resolved, it lies outside the allowed folders."""
+        if self.allow_outside:
+            return
+        real = Path(os.path.realpath(path))
+        if not self._inside(real):
+            folders = " or ".join(str(f) for f in self.allowed)
+            via = "" if what == "resolves to" else f" ({path})"
+            raise ManifestError(
+                f"{self.key} {what} {real}{via}, outside the folders a manifest may read "
+                f"({folders}); a manifest reads only files in its own folder or the data "
+                "directory (symlinks resolved). If you trust this manifest, pass "
+                + option("allow_outside_paths=True", "--allow-outside-paths"))
+
+    def _count(self, n: int = 1) -> None:
+        self.entries += n
+        if self.entries > MAX_WALK_ENTRIES:
+            raise ManifestError(f"{self.key}: more than {MAX_WALK_ENTRIES:,} directory entries "
+                                "examined while looking for its files; point it at a smaller "
+                                "folder or a narrower glob")
+
+    def _add(self, file: Path) -> None:
+        self.check(file, "names a file that resolves to")
+        self.files.add(file)
+        if len(self.files) > MAX_SOURCE_FILES:
+            raise ManifestError(f"{self.key} names more than {MAX_SOURCE_FILES:,} files (the "
+                                "limit for one manifest source); narrow the glob or the folder")
+
+    def _scan(self, folder: Path) -> list[os.DirEntry]:
+        try:
+            with os.scandir(folder) as it:
+                entries = []
+                for entry in it:
+                    self._count()
+                    entries.append(entry)
+                return entries
+        except OSError:
+            return []      # unreadable folders are skipped, as glob and rglob skip them
+
+    # -- the three kinds of source, as delphi.readers._common.resolve_paths tells them apart
+    def run(self) -> SourceFiles:
+        text = str(self.path)
+        if _MAGIC.search(text) and not self.path.exists():
+            self._glob(text)
+        else:
+            self.check(self.path)
+            if self.path.is_dir():
+                self._folder(self.path, _pattern_for(self.manifest.source.reader))
+            elif self.path.is_file():
+                self._add(self.path)
+        return SourceFiles(self.path, tuple(sorted(self.files)))
+
+    def _folder(self, folder: Path, pattern: str) -> None:
+        # As Path.rglob in Python 3.11/3.12: hidden names included, symlinked folders not
+        # followed; file symlinks are followed (and so checked).
+        stack = [folder]
+        while stack:
+            here = stack.pop()
+            for entry in self._scan(here):
+                try:
+                    if entry.is_dir(follow_symlinks=False):
+                        stack.append(Path(entry.path))
+                    elif fnmatch.fnmatchcase(entry.name, pattern) and entry.is_file():
+                        self._add(Path(entry.path))
+                except OSError:
+                    continue
+
+    def _glob(self, text: str) -> None:
+        parts = Path(text).parts
+        first = next(i for i, part in enumerate(parts) if _MAGIC.search(part))
+        fixed = Path(*parts[:first]) if first else Path(".")
+        if Path(os.path.realpath(fixed)) == Path(os.path.realpath(fixed)).parent:
+            raise ManifestError(f"{self.key}: a glob anchored at the filesystem root would "
+                                "walk the whole disk; give a folder inside the manifest's "
+                                "folder or the data directory")
+        if ".." in parts[first:] and not self.allow_outside:
+            raise ManifestError(f"{self.key}: '..' after a wildcard can lead out of the "
+                                "folders a manifest may read; write the folder without "
+                                "wildcards before the '..'")
+        self.check(fixed)
+        if fixed.is_dir():
+            self._match(fixed, parts[first:], (os.path.realpath(fixed),))
+
+    def _match(self, folder: Path, parts: tuple[str, ...], ancestors: tuple[str, ...]) -> None:
+        # As glob.glob(recursive=True): names starting with '.' only match a pattern starting
+        # with '.', '**' matches zero or more folders (symlinked ones followed, not hidden).
+        head, rest = parts[0], parts[1:]
+        if head == "**":
+            if rest:
+                self._match(folder, rest, ancestors)
+            for entry in self._scan(folder):
+                if entry.name.startswith("."):
+                    continue
+                self._step(Path(entry.path), parts, ancestors, last=not rest)
+            return
+        if not _MAGIC.search(head):
+            candidate = folder / head
+            if os.path.lexists(candidate):
+                self._count()
+                self._step(candidate, rest, ancestors, last=not rest)
+            return
+        for entry in self._scan(folder):
+            if entry.name.startswith(".") and not head.startswith("."):
+                continue
+            if fnmatch.fnmatch(entry.name, head):
+                self._step(Path(entry.path), rest, ancestors, last=not rest)
+
+    def _step(self, path: Path, rest: tuple[str, ...], ancestors: tuple[str, ...],
+              last: bool) -> None:
+        try:
+            if path.is_dir():
+                if not rest:
+                    return          # a folder matched by the last component: not a file
+                real = os.path.realpath(path)
+                if rest[0] == "**" and real in ancestors:    # '**' would recurse forever
+                    raise ManifestError(f"{self.key}: the glob meets a symlink loop at {path}")
+                self.check(path, "reaches a folder that resolves to")
+                self._match(path, rest, ancestors + (real,))
+            elif last and path.is_file():
+                self._add(path)
+        except OSError:
+            return
 
 
 def _describe(error: dict) -> str:
@@ -273,7 +572,10 @@ def _describe(error: dict) -> str:
         return f"unknown key {where!r}"
     if error["type"] == "missing":
         return f"missing key {where!r}"
-    return f"{where}: {error['msg']}"
+    msg = error["msg"]
+    if error["type"] == "value_error" and msg.startswith("Value error, "):
+        msg = msg[len("Value error, "):]   # pydantic's prefix says nothing to the reader
+    return f"{where}: {msg}"
 
 
 def parse_manifest(data: dict, *, file: Path | None = None) -> Manifest:

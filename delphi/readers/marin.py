@@ -10,14 +10,14 @@ with dots (``trainer.train_batch_size``, as W&B exports name it) and merged with
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Mapping
 
 import pandas as pd
 
 from ..errors import LadderError
-from ._common import SourceTable, canonicalize, drop_missing_metric, resolve_paths
+from ._common import (SourceTable, _json_kind, canonicalize, drop_missing_metric,
+                      read_json_lines, resolve_paths)
 from .wandb import LEVANTER_COLUMNS
 
 __all__ = ["read_marin", "RUN_ID_KEYS"]
@@ -28,24 +28,26 @@ RUN_ID_KEYS = ("run_id", "name", "trainer.id", "trainer.run_id", "id")
 
 def _records(path: Path) -> list[dict]:
     rows = []
-    with path.open(encoding="utf-8") as fh:
-        for lineno, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise LadderError(f"{path}, line {lineno}: not valid JSON ({exc.msg})") from None
-            if not isinstance(record, dict) or not isinstance(record.get("summary"), dict):
-                raise LadderError(f"{path}, line {lineno}: expected an object with a 'summary' "
-                                  "object (and usually a 'config' object)")
-            config = record.get("config") or {}
-            flat = pd.json_normalize(config, sep=".").to_dict("records")[0] if config else {}
-            run = next((str(flat[k]) for k in RUN_ID_KEYS if flat.get(k) not in (None, "")),
-                       path.parent.name)
-            rows.append({**flat, **record["summary"], "run": run, "row": len(rows),
-                         "source_file": str(path)})
+    what = 'a {"config": {...}, "summary": {...}} object per line'
+    for lineno, record in read_json_lines(path, what=what):
+        summary, config = record.get("summary"), record.get("config")
+        if not isinstance(summary, dict):
+            raise LadderError(f"{path}, line {lineno}: expected an object with a 'summary' "
+                              f"object (and usually a 'config' object); 'summary' is "
+                              f"{_kind(summary)}")
+        if config is not None and not isinstance(config, dict):
+            raise LadderError(f"{path}, line {lineno}: 'config' must be an object "
+                              f"({{\"name\": ..., ...}}), got {_kind(config)}")
+        flat = pd.json_normalize(config, sep=".").to_dict("records")[0] if config else {}
+        run = next((str(flat[k]) for k in RUN_ID_KEYS if flat.get(k) not in (None, "")),
+                   path.parent.name)
+        rows.append({**flat, **summary, "run": run, "row": len(rows),
+                     "source_file": str(path)})
     return rows
+
+
+def _kind(value) -> str:
+    return "missing" if value is None else _json_kind(value)
 
 
 def read_marin(path: str | Path, *, columns: Mapping[str, str] | None = None,
@@ -70,8 +72,9 @@ def read_marin(path: str | Path, *, columns: Mapping[str, str] | None = None,
     Raises
     ------
     LadderError
-        Missing files, a line that is not a ``{"config", "summary"}`` object, or a mapped key
-        absent from every record.
+        Missing files, bytes that are not UTF-8 or invalid JSON (names the line), a line
+        that is not a ``{"config", "summary"}`` object or whose ``config`` is not an object
+        (names the line), or a mapped key absent from every record.
     """
     files = resolve_paths(path, pattern="tracker_metrics.jsonl")
     rows = [row for f in files for row in _records(f)]

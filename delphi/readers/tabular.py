@@ -11,13 +11,35 @@ from pathlib import Path
 from typing import Mapping
 
 from ..errors import LadderError
-from ._common import SourceTable, canonicalize, concat_files, read_file, resolve_paths
+from ._common import (GZIP_SUFFIX, SourceTable, canonicalize, concat_files, read_file,
+                      resolve_paths)
 
-__all__ = ["read_csv", "read_parquet", "read_jsonl", "read_table", "FORMATS"]
+__all__ = ["read_csv", "read_parquet", "read_jsonl", "read_table", "FORMATS", "format_of"]
 
-#: File suffix -> format of the tidy readers.
+#: File suffix -> format of the tidy readers. Text formats may also be gzip-compressed
+#: (``runs.csv.gz``, ``runs.jsonl.gz``): see :func:`format_of`.
 FORMATS: dict[str, str] = {".csv": "csv", ".parquet": "parquet", ".pq": "parquet",
                            ".jsonl": "jsonl", ".ndjson": "jsonl"}
+_COMPRESSIBLE = ("csv", "jsonl")
+
+
+def format_of(path: str | Path) -> tuple[str | None, str]:
+    """``(format, suffix)`` of a tidy file from its name: ``("csv", ".csv")``,
+    ``("csv", ".csv.gz")``; format ``None`` when the suffix is not a tidy format (the suffix
+    is then returned for the message, e.g. ``".parquet.gz"`` or ``".txt"``)."""
+    suffixes = [s.lower() for s in Path(path).suffixes]
+    if not suffixes:
+        return None, ""
+    if suffixes[-1] == GZIP_SUFFIX and len(suffixes) >= 2:
+        inner = suffixes[-2]
+        fmt = FORMATS.get(inner)
+        return (fmt if fmt in _COMPRESSIBLE else None), inner + GZIP_SUFFIX
+    return FORMATS.get(suffixes[-1]), suffixes[-1]
+
+
+def supported() -> str:
+    """The supported suffixes, for messages."""
+    return ", ".join(list(FORMATS) + [f".{f}{GZIP_SUFFIX}" for f in _COMPRESSIBLE])
 _PATTERNS = {"csv": "*.csv", "parquet": "*.parquet", "jsonl": "*.jsonl"}
 
 
@@ -66,15 +88,16 @@ def read_jsonl(path: str | Path, *, columns: Mapping[str, str] | None = None,
 
 def read_table(path: str | Path, *, columns: Mapping[str, str] | None = None,
                scale: Mapping[str, float] | None = None, metric: str | None = None) -> SourceTable:
-    """Read a tidy file choosing the reader from its suffix (see :data:`FORMATS`).
+    """Read a tidy file choosing the reader from its suffix (see :data:`FORMATS`; ``.csv.gz``
+    and ``.jsonl.gz`` are decompressed on the fly).
 
     Raises
     ------
     LadderError
         Unsupported suffix (the message lists the supported ones), or as :func:`read_csv`.
     """
-    suffix = Path(path).suffix.lower()
-    if suffix not in FORMATS:
+    fmt, suffix = format_of(path)
+    if fmt is None:
         raise LadderError(f"unsupported file format {suffix or '(no suffix)'!r} for {path}; "
-                          f"supported: {', '.join(FORMATS)}")
-    return _read(FORMATS[suffix], path, columns, scale, metric)
+                          f"supported: {supported()}")
+    return _read(fmt, path, columns, scale, metric)

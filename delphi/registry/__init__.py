@@ -3,24 +3,32 @@
 A registry is one append-only JSON Lines file. Each line is an :class:`Entry` (a prediction,
 a projection, or an outcome referencing a prediction) whose ``hash`` covers its content and
 its ``prev_hash``, the previous entry's hash, so altering, deleting or reordering entries is
-detected by :meth:`Registry.verify`. Appends are locked and fsynced; an append interrupted
-mid-line leaves a torn last line that :meth:`Registry.repair` removes (keeping a backup).
+detected by :meth:`Registry.verify`. Appends are locked and fsynced; an append that fails
+(disk full, file-size limit) leaves the file byte-identical, and one interrupted mid-line (a
+killed writer) leaves a torn last line that :meth:`Registry.repair` removes (keeping a backup).
+
+The chain proves nothing against someone who can write the file and recompute every hash:
+publish the head (:meth:`Registry.head`) elsewhere and check it later, and sign entries
+(:mod:`delphi.registry.signing`, Ed25519) to show who wrote them.
 
 >>> reg = Registry("forecasts.jsonl")                                # doctest: +SKIP
 >>> reg.register(delphi.predict(ladder, {"flops": 1e23}), id="my-1e23")  # doctest: +SKIP
 >>> reg.score("my-1e23", actual=2.31)                                # doctest: +SKIP
 """
 
-from .chain import VerifyReport
-from .core import MAX_ID_LENGTH, PAUSE_ENV, PAUSE_SIGNAL_ENV, Registry
+from .chain import Signer, VerifyReport
+from .core import (FUTURE_TOLERANCE, LOSS_RANGE, MAX_ID_LENGTH, PAUSE_ENV, PAUSE_SIGNAL_ENV,
+                   Registry)
 from .schema import (FORMAT, GENESIS, Entry, FitRecord, ForecastRecord, IntervalRecord,
-                     LadderRecord, LawRecord, OutcomeRecord, TargetRecord, canonical_json,
-                     entry_hash)
+                     LadderRecord, LawRecord, OutcomeRecord, SignatureRecord, TargetRecord,
+                     canonical_json, entry_hash)
 from .scoring import Score, Scoreboard
+from .signing import (SigningKey, generate_key, load_signing_key, load_trusted_keys)
 
 __all__ = [
     "Registry", "Entry", "Score", "Scoreboard", "VerifyReport", "TargetRecord",
     "ForecastRecord", "IntervalRecord", "LawRecord", "FitRecord", "LadderRecord",
-    "OutcomeRecord", "FORMAT", "GENESIS", "MAX_ID_LENGTH", "PAUSE_ENV", "PAUSE_SIGNAL_ENV",
-    "canonical_json", "entry_hash",
+    "OutcomeRecord", "SignatureRecord", "Signer", "FORMAT", "GENESIS", "MAX_ID_LENGTH",
+    "LOSS_RANGE", "FUTURE_TOLERANCE", "PAUSE_ENV", "PAUSE_SIGNAL_ENV", "canonical_json",
+    "entry_hash", "SigningKey", "generate_key", "load_signing_key", "load_trusted_keys",
 ]

@@ -6,13 +6,14 @@ import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Mapping
 
 from pydantic import ValidationError
 
 from ..errors import RegistryError
 from .schema import GENESIS, Entry, canonical_json, entry_hash, validation_message
 
-__all__ = ["VerifyReport", "verify_bytes", "split_lines"]
+__all__ = ["VerifyReport", "Signer", "verify_bytes", "split_lines"]
 
 _ID_GUESS = re.compile(rb'"id":"([A-Za-z0-9._:/@+-]{1,80})"')
 
@@ -26,8 +27,11 @@ class VerifyReport:
     scores an earlier prediction, and the file ends with a newline. Otherwise ``line`` (1-based)
     and ``id`` name the *first* problem.
 
-    The chain cannot see entries removed from the *end* of the file: compare :attr:`head` with a
-    head published earlier (``verify(expect_head=...)``, or the committed file in git).
+    What this proves: SHA-256 chaining detects edits, deletions and reorders *within* the file,
+    but anyone with write access can recompute every hash. A rewrite or a truncation is caught
+    only against a head published elsewhere (``verify(expect_head=...)``), and a forged but
+    well-chained append always verifies, unless trusted keys are given: then every entry must
+    carry a valid signature by one of them (:mod:`delphi.registry.signing`).
     """
 
     path: str
@@ -44,6 +48,10 @@ class VerifyReport:
     :meth:`Registry.repair` fixes; every earlier entry verified."""
     tail_complete: bool = False
     """The torn tail is a whole valid entry missing only its newline (repair completes it)."""
+    signers: tuple["Signer", ...] = ()
+    """Who signed each verified entry, in file order."""
+    trusted: bool = False
+    """Signers were checked against trusted keys (every verified entry is signed by one)."""
 
     @property
     def repairable(self) -> bool:
@@ -53,7 +61,12 @@ class VerifyReport:
         """JSON-ready dict (``delphi registry verify --json``)."""
         return {"path": self.path, "ok": self.ok, "n_entries": self.n_entries, "head": self.head,
                 "problem": self.problem, "line": self.line, "id": self.id, "torn": self.torn,
-                "repairable": self.repairable}
+                "repairable": self.repairable, "trusted_keys": self.trusted,
+                "signers": [s.to_dict() for s in self.signers]}
+
+    def signer_lines(self) -> list[str]:
+        """One line per verified entry naming its signer (``unsigned`` when none)."""
+        return [f"{s.line:>5}  {s.id:<40} {s.describe()}" for s in self.signers]
 
     def __str__(self) -> str:
         if self.ok:
@@ -64,6 +77,34 @@ class VerifyReport:
                 if self.torn else "")
         return (f"{self.path}: FAILED at {where}: {self.problem}{hint} "
                 f"[{self.n_entries} entries verified before it]")
+
+
+@dataclass(frozen=True)
+class Signer:
+    """The signer of one entry: its public key (None when unsigned) and, when it is one of the
+    trusted keys, the name given to it there."""
+
+    line: int
+    id: str
+    key: str | None
+    """Public key, ``ed25519:<base64>``; None for an unsigned entry."""
+    name: str | None = None
+
+    @property
+    def fingerprint(self) -> str | None:
+        from .signing import fingerprint
+
+        return None if self.key is None else fingerprint(self.key)
+
+    def describe(self) -> str:
+        if self.key is None:
+            return "unsigned"
+        return f"signed by {self.name} ({self.fingerprint})" if self.name else \
+            f"signed by {self.fingerprint}"
+
+    def to_dict(self) -> dict:
+        return {"line": self.line, "id": self.id, "key": self.key,
+                "fingerprint": self.fingerprint, "name": self.name}
 
 
 def split_lines(data: bytes) -> tuple[list[bytes], bytes]:
@@ -116,18 +157,31 @@ def _check_line(line: bytes, raw, prev: str) -> Entry:
     if canonical_json(raw).encode("ascii") != line:
         raise _Problem("is not in canonical form (whitespace, key order or number format "
                        "changed)", rid)
+    if entry.signature is not None:
+        from .signing import fingerprint, signature_valid
+
+        if not signature_valid(raw):
+            raise _Problem(f"has a signature that does not verify with the key it names "
+                           f"({fingerprint(entry.signature.key)}): the entry was altered after "
+                           f"it was signed, or the signature is forged", rid)
     return entry
 
 
-def verify_bytes(data: bytes, path: str | Path, expect_head: str | None = None) -> VerifyReport:
+def verify_bytes(data: bytes, path: str | Path, expect_head: str | None = None,
+                 trusted_keys: Mapping[str, str] | None = None) -> VerifyReport:
     """Check the registry content ``data`` (the bytes of the file at ``path``).
 
     Parameters
     ----------
     expect_head: a head hash published earlier; the check fails when no entry has it
         (entries were removed from the end, or the history was rewritten).
+    trusted_keys: ``{public key text: name}`` (:func:`~delphi.registry.signing.
+        load_trusted_keys`); when given, an entry that is unsigned or signed by another key
+        fails the check. A signature that does not verify fails it in any case.
     """
     path = str(path)
+    seen: dict[bytes, int] = {}
+    signers: list[Signer] = []
     lines, tail = split_lines(data)
     raws = [_loads(line) for line in lines]
     # Where each declared hash sits, to tell a reordering from a deletion.
@@ -137,7 +191,8 @@ def verify_bytes(data: bytes, path: str | Path, expect_head: str | None = None) 
     kinds: dict[str, tuple[str, int]] = {}
 
     def fail(n: int, line_no: int, message: str, id: str | None, **kw) -> VerifyReport:
-        return VerifyReport(path, False, n, prev if n else None, message, line_no, id, **kw)
+        return VerifyReport(path, False, n, prev if n else None, message, line_no, id, **kw,
+                            signers=tuple(signers), trusted=trusted_keys is not None)
 
     for i, (line, raw) in enumerate(zip(lines, raws), 1):
         try:
@@ -147,6 +202,10 @@ def verify_bytes(data: bytes, path: str | Path, expect_head: str | None = None) 
             if rid is None and raw is None and i < len(lines) and raws[i] is None:
                 rid = _guess_id(lines[i])  # a newline inserted into an entry splits it in two
             return fail(i - 1, i, p.message, rid)
+        if line in seen:  # a copied line: say so, rather than blame the chain's order
+            return fail(i - 1, i, f"duplicates line {seen[line]}: the same entry appears twice",
+                        entry.id)
+        seen[line] = i
         if entry.prev_hash != prev:
             before = "the start of the chain" if i == 1 else f"line {i - 1} (id {prev_id})"
             j = declared.get(entry.prev_hash)
@@ -171,6 +230,17 @@ def verify_bytes(data: bytes, path: str | Path, expect_head: str | None = None) 
             if ref[0] != "prediction":
                 return fail(i - 1, i, f"scores {entry.outcome.of!r}, a {ref[0]}, not a "
                             f"prediction", entry.id)
+        key = None if entry.signature is None else "ed25519:" + entry.signature.key
+        if trusted_keys is not None:
+            if key is None:
+                return fail(i - 1, i, "is not signed, but trusted keys were given: anyone with "
+                            "write access could have appended it", entry.id)
+            if key not in trusted_keys:
+                from .signing import fingerprint
+
+                return fail(i - 1, i, f"is signed by {fingerprint(key)}, which is not one of the "
+                            f"trusted keys", entry.id)
+        signers.append(Signer(i, entry.id, key, (trusted_keys or {}).get(key)))
         kinds[entry.id] = (entry.kind, i)
         prev, prev_id, prev_time = entry.hash, entry.id, entry.created_at
     n = len(lines)
@@ -188,4 +258,5 @@ def verify_bytes(data: bytes, path: str | Path, expect_head: str | None = None) 
     if expect_head is not None and expect_head != GENESIS and expect_head not in declared:
         return fail(n, n, f"the expected head {expect_head[:16]}... is not in the file: entries "
                     f"were removed from the end, or the history was rewritten", prev_id)
-    return VerifyReport(path, True, n, prev if n else None)
+    return VerifyReport(path, True, n, prev if n else None, signers=tuple(signers),
+                        trusted=trusted_keys is not None)

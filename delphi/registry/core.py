@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import errno
 import json
+import math
 import numbers
 import os
 import re
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any, Callable, Iterator, Mapping, Sequence
 
@@ -22,8 +24,10 @@ from .schema import (GENESIS, Entry, ExclusionRecord, FitRecord, ForecastRecord,
                      LadderRecord, LawRecord, OutcomeRecord, TargetRecord, entry_hash,
                      validation_message)
 from .scoring import Score, Scoreboard, score_outcome, scoreboard
+from .signing import SigningKey, load_signing_key, load_trusted_keys, sign_fields
 
-__all__ = ["Registry", "MAX_ID_LENGTH", "PAUSE_ENV", "PAUSE_SIGNAL_ENV"]
+__all__ = ["Registry", "MAX_ID_LENGTH", "PAUSE_ENV", "PAUSE_SIGNAL_ENV", "LOSS_RANGE",
+           "FUTURE_TOLERANCE"]
 
 #: Longest id a user may choose (outcome ids append ``/outcome-N`` to it).
 MAX_ID_LENGTH = 64
@@ -32,6 +36,14 @@ MAX_ID_LENGTH = 64
 #: can kill the writer mid-line. Never set it outside tests.
 PAUSE_ENV = "DELPHI_REGISTRY_TEST_PAUSE"
 PAUSE_SIGNAL_ENV = "DELPHI_REGISTRY_TEST_PAUSE_SIGNAL"
+#: Losses a registry accepts [nats/token, bits/token or bits/byte]. A cross-entropy above 100
+#: is far beyond an untrained model's (ln of a 10^6-token vocabulary is 13.8 nats/token); below
+#: 1e-4 the model would almost never be wrong. Either is a unit slip or a typo, and extremes
+#: would overflow the scores (relative error, z) into infinities.
+LOSS_RANGE = (1e-4, 100.0)
+#: How far an explicit ``created_at`` may be ahead of this machine's clock (clock skew between
+#: machines). Further ahead, every later entry would have to be dated after it.
+FUTURE_TOLERANCE = timedelta(minutes=5)
 
 _ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:/@+-]*")
 _TARGET_FIELDS = set(TargetRecord.model_fields) - {"facts"}
@@ -59,14 +71,72 @@ def _finite_or_none(value: Any) -> float | None:
 
 
 def _explicit_time(value: datetime | str | None) -> datetime | None:
-    """A given timestamp, validated; None when the entry is to be stamped at append time."""
-    return None if value is None else _timestamp(value)
+    """A given timestamp, validated; None when the entry is to be stamped at append time.
+
+    Raises
+    ------
+    RegistryError
+        Not a time-zone-aware timestamp, or more than :data:`FUTURE_TOLERANCE` in the future.
+    """
+    if value is None:
+        return None
+    stamp = _timestamp(value)
+    now = _timestamp(None)
+    if stamp > now + FUTURE_TOLERANCE:
+        raise RegistryError(f"created_at {stamp.isoformat()} is in the future (now "
+                            f"{now.isoformat()}); an explicit timestamp may be at most "
+                            f"{FUTURE_TOLERANCE.total_seconds() / 60:g} minutes ahead, or every "
+                            f"later entry would have to be dated after it")
+    return stamp
 
 
 def _now(state) -> datetime:
-    """Now (to the second), never before the registry's last entry."""
+    """Now (to the second), never before the registry's last entry.
+
+    Raises
+    ------
+    RegistryError
+        The last entry is dated more than :data:`FUTURE_TOLERANCE` ahead of now: stamping the
+        new entry with that date would be false, and stamping it now would break time order.
+    """
     now = _timestamp(None)
-    return max(now, state.last_time) if state.last_time is not None else now
+    if state.last_time is None:
+        return now
+    if state.last_time > now + FUTURE_TOLERANCE:
+        raise RegistryError(f"the registry's last entry (line {len(state.lines)}) is dated "
+                            f"{state.last_time.isoformat()}, in the future (now "
+                            f"{now.isoformat()}); a new entry cannot be stamped truthfully "
+                            f"after it. Check this machine's clock")
+    return max(now, state.last_time)
+
+
+def _check_loss(value: Any, what: str) -> None:
+    """Refuse a loss that is not a finite number in :data:`LOSS_RANGE` (before any write)."""
+    v = _plain(value)
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        raise RegistryError(f"{what}: must be a number (got {value!r:.60})")
+    lo, hi = LOSS_RANGE
+    if not math.isfinite(v):
+        raise RegistryError(f"{what}: {v} is not a finite number")
+    if not lo <= v <= hi:
+        raise RegistryError(f"{what}: {v:.6g} is outside the range a registry accepts for a "
+                            f"loss, [{lo:g}, {hi:g}] (nats/token, bits/token or bits/byte); "
+                            f"check the number and its unit")
+
+
+def _check_losses(loss: Any, interval: IntervalRecord | None, curve: tuple | None) -> None:
+    _check_loss(loss, "invalid forecast: loss")
+    if interval is not None:
+        for name in ("lower", "upper", "mean_lower", "mean_upper"):
+            value = getattr(interval, name)
+            # An interval's lower end may reach 0 (a loss is positive), not below.
+            if value is not None and not 0 <= value <= LOSS_RANGE[1]:
+                raise RegistryError(f"invalid forecast: interval.{name}: {value:.6g} is outside "
+                                    f"[0, {LOSS_RANGE[1]:g}], the range of a loss")
+    for k, point in enumerate(curve or (), 1):
+        if isinstance(point, tuple) and len(point) == 2:
+            _check_loss(point[1], f"invalid forecast: curve point {k} (fraction {point[0]}) "
+                                  f"loss")
 
 
 def _timestamp(value: datetime | str | None) -> datetime:
@@ -235,7 +305,10 @@ class Registry:
     lock_timeout: seconds to wait for the lock before raising :class:`RegistryError`.
 
     Every method raises :class:`~delphi.errors.RegistryError` on bad input or a bad file, and a
-    failed append leaves the file byte-identical.
+    failed append (bad input, disk full, file-size limit, read-only file system) leaves the file
+    byte-identical. Appends take ``sign_key=`` to sign the entry (Ed25519, see
+    :mod:`delphi.registry.signing`); :meth:`verify` takes ``trusted_keys=`` to require it, and
+    :meth:`head` gives the hash to publish elsewhere.
     """
 
     def __init__(self, path: str | os.PathLike, *, lock_timeout: float = 60.0):
@@ -302,21 +375,44 @@ class Registry:
         coverage over the latest final outcome of each prediction."""
         return scoreboard(self.entries())
 
-    def verify(self, expect_head: str | None = None) -> VerifyReport:
+    def verify(self, expect_head: str | None = None,
+               trusted_keys: str | os.PathLike | Mapping[str, str] | None = None
+               ) -> VerifyReport:
         """Recompute the hash chain and check every entry (see :class:`VerifyReport`).
 
         Parameters
         ----------
         expect_head: a head hash published earlier; fails when no entry has it.
+        trusted_keys: a trusted-keys file (or ``{public key text: name}``); when given, every
+            entry must be signed by one of these keys (see :mod:`delphi.registry.signing`).
 
         Raises
         ------
         RegistryError
-            The file does not exist.
+            The file does not exist; the trusted-keys file is unreadable or malformed.
         """
+        if trusted_keys is not None and not isinstance(trusted_keys, Mapping):
+            trusted_keys = load_trusted_keys(trusted_keys)
         if not self.path.exists():
             raise RegistryError(f"no registry at {self.path}")
-        return verify_bytes(self._read(), self.path, expect_head)
+        return verify_bytes(self._read(), self.path, expect_head, trusted_keys)
+
+    def head(self) -> str:
+        """The hash of the last entry, to publish elsewhere (a commit, an issue comment) and
+        check later with ``verify(expect_head=...)``.
+
+        Raises
+        ------
+        RegistryError
+            The file does not exist, is empty, or does not verify (its head proves nothing).
+        """
+        report = self.verify()
+        if not report.ok:
+            raise RegistryError(f"the registry does not verify, so its head proves nothing: "
+                                f"{report}")
+        if report.head is None:
+            raise RegistryError(f"{self.path} is empty: there is no head to publish yet")
+        return report.head
 
     # ------------------------------------------------------------------ writing
     @contextmanager
@@ -324,12 +420,24 @@ class Registry:
         if not self.path.parent.is_dir():
             raise RegistryError(f"cannot write {self.path}: directory {self.path.parent} "
                                 f"does not exist")
-        lock = FileLock(str(self.path) + ".lock", timeout=self.lock_timeout)
+        lock_path = str(self.path) + ".lock"
+        # Create the lock file ourselves first: on a read-only or full file system, or in a
+        # directory we may not write, filelock raises a bare OSError or (older versions) retries
+        # until the timeout and blames another writer.
+        try:
+            os.close(os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644))
+        except OSError as exc:
+            raise RegistryError(f"cannot write {self.path}: cannot create its lock file "
+                                f"{lock_path} ({_reason(exc)})") from None
+        lock = FileLock(lock_path, timeout=self.lock_timeout)
         try:
             lock.acquire()
         except Timeout:
             raise RegistryError(f"could not lock {self.path} within {self.lock_timeout:g} s "
                                 f"(another writer holds {lock.lock_file})") from None
+        except OSError as exc:
+            raise RegistryError(f"cannot write {self.path}: cannot lock {lock_path} "
+                                f"({_reason(exc)})") from None
         try:
             yield
         finally:
@@ -375,7 +483,9 @@ class Registry:
                                     f"nothing was written. Run `delphi registry verify "
                                     f"{self.path}`") from None
             if entry.prev_hash != state.last_hash or rid in state.ids:
-                raise RegistryError(f"{self.path}: line {i + 1} (id {rid}) breaks the chain; "
+                how = (f"duplicates line {state.lines.index(line) + 1}"
+                       if line in state.lines else "breaks the chain")
+                raise RegistryError(f"{self.path}: line {i + 1} (id {rid}) {how}; "
                                     f"nothing was written. Run `delphi registry verify "
                                     f"{self.path}`")
             state.ids.setdefault(rid, i)
@@ -386,11 +496,21 @@ class Registry:
         return state
 
     def _write(self, payload: bytes) -> None:
+        """Append ``payload`` (call with the lock held). On any error the file is truncated
+        back to its length before the call (removed if it was created) and fsynced, so a
+        failed append (disk full, file-size limit, I/O error) leaves it byte-identical."""
         new = not self.path.exists()
         try:
             fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
         except OSError as exc:
-            raise RegistryError(f"cannot open {self.path} for appending: {exc}") from None
+            raise RegistryError(f"cannot open {self.path} for appending ({_reason(exc)}); "
+                                f"nothing was written") from None
+        try:
+            size = os.fstat(fd).st_size  # we hold the lock: nobody else appends
+        except OSError as exc:
+            os.close(fd)
+            raise RegistryError(f"cannot append to {self.path} ({_reason(exc)}); nothing was "
+                                f"written") from None
         try:
             view = memoryview(payload)
             pause = os.environ.get(PAUSE_ENV)
@@ -406,26 +526,40 @@ class Registry:
             _write_all(fd, view)
             os.fsync(fd)
         except OSError as exc:
-            raise RegistryError(f"writing {self.path} failed ({exc}); if `delphi registry "
-                                f"verify` reports a torn line, run `delphi registry repair`") \
-                from None
+            undo = _truncate(fd, size)
+            if undo is None and new:
+                try:
+                    os.unlink(self.path)
+                except OSError:
+                    pass  # an empty file: verify and appends treat it as no entries
+            if undo is None:
+                raise RegistryError(f"cannot append to {self.path} ({_reason(exc)}); nothing "
+                                    f"was written (the file is unchanged)") from None
+            raise RegistryError(f"cannot append to {self.path} ({_reason(exc)}), and cutting "
+                                f"the partial line off failed too ({_reason(undo)}): run "
+                                f"`delphi registry repair {self.path}` once it can be "
+                                f"written") from None
         finally:
             os.close(fd)
-        if new:  # make the new directory entry durable too
-            dfd = os.open(self.path.parent, os.O_RDONLY)
-            try:
-                os.fsync(dfd)
-            finally:
-                os.close(dfd)
+        if new:  # make the new directory entry durable too (best effort: not every file
+            try:  # system can fsync a directory, and the line itself is already on disk)
+                dfd = os.open(self.path.parent, os.O_RDONLY)
+                try:
+                    os.fsync(dfd)
+                finally:
+                    os.close(dfd)
+            except OSError:
+                pass
 
-    def _append(self, build: Callable[[_State], dict]) -> Entry:
-        """Lock, scan, build the entry's fields from the state, seal, write, unlock."""
+    def _append(self, build: Callable[[_State], dict],
+                sign_key: SigningKey | None = None) -> Entry:
+        """Lock, scan, build the entry's fields from the state, seal (and sign), write, unlock."""
         with self._lock():
             state = self._scan()
             fields = build(state)
             if fields.get("created_at") is None:  # stamped under the lock: in file order
                 fields["created_at"] = _now(state)
-            entry = _seal(fields, state.last_hash)
+            entry = _seal(fields, state.last_hash, sign_key)
             if state.last_time is not None and entry.created_at < state.last_time:
                 raise RegistryError(
                     f"created_at {entry.created_at.isoformat()} is earlier than the last entry's "
@@ -448,7 +582,8 @@ class Registry:
                  curve: Sequence[Sequence[float]] | None = None, interval: Any = None,
                  target_facts: Mapping[str, Any] | None = None,
                  settings: Mapping[str, Any] | None = None,
-                 created_at: datetime | str | None = None) -> Entry:
+                 created_at: datetime | str | None = None,
+                 sign_key: str | os.PathLike | SigningKey | None = None) -> Entry:
         """Append a delphi :class:`~delphi.forecast.Forecast` as a prediction (or projection).
 
         Parameters
@@ -470,7 +605,11 @@ class Registry:
             ``n_boot``, ``boot_unit``; fixed values, bounds and the Huber delta are read from
             the fit, the interval method and level from the interval).
         created_at: the entry's timestamp (default: now, UTC). Give one only to transcribe
-            history (the bundled ``marin-registry.jsonl`` does, for a reproducible file).
+            history (the bundled ``marin-registry.jsonl`` does, for a reproducible file); at
+            most :data:`FUTURE_TOLERANCE` (5 minutes) ahead of now.
+        sign_key: an Ed25519 private key file (``delphi registry keygen``) or a loaded
+            :class:`~delphi.registry.signing.SigningKey`: the entry is signed with it (only the
+            public key and the signature are written).
 
         Returns
         -------
@@ -479,8 +618,10 @@ class Registry:
         Raises
         ------
         RegistryError
-            Bad id or kind, duplicate id, a non-finite loss or parameter, a malformed curve or
-            interval, a torn or unreadable registry, or a lock timeout. Nothing is written.
+            Bad id or kind, duplicate id, a non-finite loss or parameter, a loss outside
+            :data:`LOSS_RANGE`, a malformed curve or interval, a future ``created_at``, a bad
+            key file, a torn or unreadable registry, a lock timeout, a file that cannot be
+            written (read-only, disk full). Nothing is written.
         """
         if kind not in ("prediction", "projection"):
             raise RegistryError(f"kind must be 'prediction' or 'projection', got {kind!r}")
@@ -490,16 +631,19 @@ class Registry:
                                     f"got {type(forecast).__name__}; for a forecast made "
                                     f"elsewhere use register_external()")
         _check_id(id)
+        key = _signing_key(sign_key)
         fit, t = forecast.fit, forecast.target
         target = _target_record(
             {**t.to_dict(), "metric": forecast.metric, "unit": forecast.unit}, target_facts)
+        iv = _interval(getattr(forecast, "interval", None) if interval is None else interval)
+        points = _snap_curve(_curve(curve), _plain(forecast.loss))
+        _check_losses(forecast.loss, iv, points)
         try:
-            fc = ForecastRecord(loss=_plain(forecast.loss), interval=_interval(
-                                getattr(forecast, "interval", None) if interval is None
-                                else interval),
-                                curve=_snap_curve(_curve(curve), _plain(forecast.loss)),
+            fc = ForecastRecord(loss=_plain(forecast.loss), interval=iv, curve=points,
                                 extrapolation=_plain(forecast.extrapolation),
-                                notes=tuple(str(n) for n in forecast.notes))
+                                # the forecast's warnings are kept too, marked as such
+                                notes=tuple(str(n) for n in forecast.notes) + tuple(
+                                    f"warning: {w}" for w in getattr(forecast, "warnings", ())))
             law = LawRecord(name=fit.law.name, formula=fit.law.formula,
                             params={k: _plain(v) for k, v in fit.params.items()},
                             stderr={k: _finite_or_none(v) for k, v in fit.stderr.items()})
@@ -512,7 +656,7 @@ class Registry:
         fields = dict(id=id, kind=kind, created_at=_explicit_time(created_at), author=author,
                       target=target, forecast=fc, law=law, fit=fit_rec, ladder=ladder,
                       notes=notes)
-        return self._append(lambda state: fields)
+        return self._append(lambda state: fields, key)
 
     def register_external(self, *, id: str, target: Mapping[str, Any] | Any, loss: float,
                           source: str, law: str | None = None,
@@ -521,7 +665,8 @@ class Registry:
                           curve: Sequence[Sequence[float]] | None = None,
                           author: str | None = None, kind: str = "prediction",
                           notes: str | None = None,
-                          created_at: datetime | str | None = None) -> Entry:
+                          created_at: datetime | str | None = None,
+                          sign_key: str | os.PathLike | SigningKey | None = None) -> Entry:
         """Append a forecast made outside delphi (marked ``forecast.external = true``).
 
         Parameters
@@ -547,14 +692,17 @@ class Registry:
         if kind not in ("prediction", "projection"):
             raise RegistryError(f"kind must be 'prediction' or 'projection', got {kind!r}")
         _check_id(id)
+        key = _signing_key(sign_key)
         base = target.to_dict() if hasattr(target, "to_dict") else target
         if not isinstance(base, Mapping):
             raise RegistryError(f"target must be a mapping or a Target, got {target!r}")
         base = dict(base)
         target_rec = _target_record({"facts": base.pop("facts", None)}, base)
+        iv = _interval(interval)
+        points = _snap_curve(_curve(curve), _plain(loss))
+        _check_losses(loss, iv, points)
         try:
-            fc = ForecastRecord(loss=_plain(loss), interval=_interval(interval),
-                                curve=_snap_curve(_curve(curve), _plain(loss)), external=True,
+            fc = ForecastRecord(loss=_plain(loss), interval=iv, curve=points, external=True,
                                 source=source,
                                 made_at=made_at)
             law_rec = None if law is None and not law_params else LawRecord(
@@ -564,11 +712,12 @@ class Registry:
             raise RegistryError(validation_message(exc, "external forecast")) from None
         fields = dict(id=id, kind=kind, created_at=_explicit_time(created_at), author=author,
                       target=target_rec, forecast=fc, law=law_rec, notes=notes)
-        return self._append(lambda state: fields)
+        return self._append(lambda state: fields, key)
 
     def score(self, id: str, actual: float, fraction: float = 1.0, source: str | None = None, *,
               author: str | None = None, notes: str | None = None,
-              created_at: datetime | str | None = None, unit: str | None = None) -> Score:
+              created_at: datetime | str | None = None, unit: str | None = None,
+              sign_key: str | os.PathLike | SigningKey | None = None) -> Score:
         """Append the observed loss of prediction ``id`` as an outcome entry and score it.
 
         Parameters
@@ -581,6 +730,7 @@ class Registry:
         unit: unit of ``actual`` (:data:`delphi.units.UNITS`); default: the prediction's. A
             unit other than the prediction's is an error: losses in different units are not
             comparable (nats and bits differ by ln 2; bytes and tokens by the tokenizer).
+        created_at, sign_key: as in :meth:`register`.
 
         Returns
         -------
@@ -589,13 +739,17 @@ class Registry:
         Raises
         ------
         RegistryError
-            Unknown id, a projection or outcome id, a non-finite or non-positive loss, a
-            fraction outside (0, 1], a partial outcome without a curve, an unknown unit or one
-            other than the prediction's, a torn registry. Nothing is written.
+            Unknown id, a projection or outcome id, a non-finite loss or one outside
+            :data:`LOSS_RANGE`, a fraction outside (0, 1], a partial outcome without a curve,
+            an unknown unit or one other than the prediction's, a future ``created_at``, a
+            score that is not a finite number, a torn registry, a file that cannot be written.
+            Nothing is written.
         """
         given_unit = None if unit is None else _unit(unit, "outcome unit")
         if not isinstance(id, str):
             raise RegistryError(f"id must be a string, got {id!r}")
+        _check_loss(actual, "invalid outcome: actual")
+        key = _signing_key(sign_key)
         try:
             outcome = OutcomeRecord(of=id, actual=_plain(actual), fraction=_plain(fraction),
                                     source=source)
@@ -627,13 +781,15 @@ class Registry:
                 n += 1
             oid = f"{id}/outcome-{n}"
             stamp = _explicit_time(created_at) or _now(state)
+            # Scored before the append: a score that cannot be computed or printed (as JSON)
+            # must not leave an outcome behind.
             result["score"] = score_outcome(pred, outcome_id=oid, actual=outcome.actual,
                                             fraction=outcome.fraction, source=source,
                                             created_at=stamp.isoformat())
             return dict(id=oid, kind="outcome", created_at=stamp, author=author,
                         outcome=outcome, notes=notes)
 
-        self._append(build)
+        self._append(build, key)
         return result["score"]
 
     def repair(self) -> Path | None:
@@ -655,6 +811,8 @@ class Registry:
         """
         if not self.path.exists():
             raise RegistryError(f"no registry at {self.path}")
+        if verify_bytes(self._read(), self.path).ok:
+            return None  # nothing to do: no lock needed (the file may be read-only)
         with self._lock():
             data = self._read()
             report = verify_bytes(data, self.path)
@@ -665,21 +823,57 @@ class Registry:
                                     f"interrupted append at the end; restore the file from "
                                     f"version control")
             backup = self._backup_path()
-            with open(backup, "xb") as fh:
-                fh.write(data)
-                fh.flush()
-                os.fsync(fh.fileno())
+            self._write_backup(backup, data)
             _, tail = split_lines(data)
-            with open(self.path, "r+b") as fh:
+            try:
+                fd = os.open(self.path, os.O_WRONLY | os.O_APPEND)
+            except OSError as exc:
+                raise RegistryError(f"cannot repair {self.path} ({_reason(exc)}); nothing was "
+                                    f"changed (backup {backup})") from None
+            try:
                 if report.tail_complete:
-                    fh.seek(0, os.SEEK_END)
-                    fh.write(b"\n")
+                    _write_all(fd, memoryview(b"\n"))
                 else:
-                    fh.truncate(len(data) - len(tail))
-                fh.flush()
-                os.fsync(fh.fileno())
+                    os.ftruncate(fd, len(data) - len(tail))
+                os.fsync(fd)
+            except OSError as exc:
+                undo = _truncate(fd, len(data)) if report.tail_complete else None
+                raise RegistryError(
+                    f"cannot repair {self.path} ({_reason(exc)}); "
+                    + ("the file is unchanged" if undo is None else
+                       f"restoring it failed too ({_reason(undo)})")
+                    + f" (backup {backup})") from None
+            finally:
+                os.close(fd)
             self._cache = None
         return backup
+
+    def _write_backup(self, backup: Path, data: bytes) -> None:
+        """Write ``data`` to a new file ``backup`` and fsync it; on failure remove it.
+
+        Raises
+        ------
+        RegistryError
+            The backup cannot be written in full (nothing was changed; no backup is left).
+        """
+        try:
+            fd = os.open(backup, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        except OSError as exc:
+            raise RegistryError(f"cannot repair {self.path}: cannot create the backup {backup} "
+                                f"({_reason(exc)}); nothing was changed") from None
+        try:
+            _write_all(fd, memoryview(data))
+            os.fsync(fd)
+        except OSError as exc:
+            os.close(fd)
+            try:
+                os.unlink(backup)  # a partial backup would pass for a good one
+            except OSError:
+                pass
+            raise RegistryError(f"cannot repair {self.path}: writing the backup {backup} failed "
+                                f"({_reason(exc)}); nothing was changed and no backup was "
+                                f"left") from None
+        os.close(fd)
 
     def _backup_path(self) -> Path:
         candidate = self.path.with_name(self.path.name + ".bak")
@@ -709,8 +903,9 @@ def _write_all(fd: int, view: memoryview) -> None:
         view = view[written:]
 
 
-def _seal(fields: dict, prev_hash: str) -> Entry:
-    """The entry with ``prev_hash`` and its own hash, checked to read back identically.
+def _seal(fields: dict, prev_hash: str, sign_key: SigningKey | None = None) -> Entry:
+    """The entry with ``prev_hash``, its signature (with ``sign_key``) and its own hash,
+    checked to read back identically.
 
     Raises
     ------
@@ -718,17 +913,49 @@ def _seal(fields: dict, prev_hash: str) -> Entry:
         The fields do not make a valid entry.
     """
     from .. import __version__
+    from .signing import signature_valid
 
     body = {"delphi_version": __version__, **fields, "prev_hash": prev_hash, "hash": GENESIS}
     try:
         draft = Entry(**body)
     except ValidationError as exc:
         raise RegistryError(validation_message(exc)) from None
-    entry = draft.model_copy(update={"hash": entry_hash(draft.model_dump(mode="json"))})
+    if sign_key is not None:  # sign the content and prev_hash; the hash then covers both
+        draft = draft.model_copy(update={"signature": sign_fields(draft.fields(), sign_key)})
+    entry = draft.model_copy(update={"hash": entry_hash(draft.fields())})
     # What is written must verify later: re-read it exactly as verify will.
     line = entry.line
     back = Entry.model_validate_json(line)
-    if back.line != line or entry_hash(back.model_dump(mode="json")) != back.hash:
+    if back.line != line or entry_hash(back.fields()) != back.hash or (
+            back.signature is not None and not signature_valid(back.fields())):
         raise RegistryError(f"internal error: entry {entry.id!r} does not round-trip; "
                             f"nothing was written")
     return back
+
+
+def _reason(exc: OSError) -> str:
+    """An OSError as one short phrase: 'No space left on device [ENOSPC]'."""
+    name = errno.errorcode.get(exc.errno or 0)
+    return f"{exc.strerror or exc}" + (f" [{name}]" if name else "")
+
+
+def _truncate(fd: int, size: int) -> OSError | None:
+    """Cut the file back to ``size`` bytes and fsync it; the error if that failed."""
+    try:
+        os.ftruncate(fd, size)
+    except OSError as exc:
+        return exc
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass  # the length is already restored for every reader; durability is best effort
+    return None
+
+
+def _signing_key(sign_key: Any) -> SigningKey | None:
+    if sign_key is None or isinstance(sign_key, SigningKey):
+        return sign_key
+    if isinstance(sign_key, (str, os.PathLike)):
+        return load_signing_key(sign_key)
+    raise RegistryError(f"sign_key must be a key file path or a SigningKey (from "
+                        f"delphi.registry.load_signing_key), got {type(sign_key).__name__}")

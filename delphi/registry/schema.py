@@ -8,6 +8,11 @@ Canonical form: ``json.dumps(entry, sort_keys=True, separators=(",", ":"),
 ensure_ascii=True, allow_nan=False)`` of the model's JSON dump, every field present (``null``
 when unset). ``hash`` is the SHA-256 (hex) of the canonical form of the entry *without* its
 ``hash`` field; ``prev_hash`` is the previous line's ``hash`` (:data:`GENESIS` on line 1).
+
+``signature`` is the one exception to "every field present": an unsigned entry omits it, so
+entries written before signing existed keep their bytes and hashes. A signed entry's
+``signature`` (:class:`SignatureRecord`) is covered by its ``hash`` like any other field; what
+the signature itself signs is described in :mod:`delphi.registry.signing`.
 """
 
 from __future__ import annotations
@@ -26,7 +31,7 @@ from ..errors import RegistryError
 __all__ = [
     "FORMAT", "GENESIS", "KINDS", "Entry", "TargetRecord", "IntervalRecord", "ForecastRecord",
     "LawRecord", "FitRecord", "ExclusionRecord", "LadderRecord", "OutcomeRecord",
-    "canonical_json", "entry_hash", "validation_message",
+    "SignatureRecord", "canonical_json", "entry_hash", "validation_message",
 ]
 
 #: Format tag stored in every entry; bump it when the schema changes incompatibly.
@@ -134,7 +139,8 @@ class ForecastRecord(_Strict):
     made_at: Text | None = None
     """When an external forecast was made, as its source states it (ISO date)."""
     notes: tuple[Text, ...] = ()
-    """Assumptions made by the forecaster (delphi's :attr:`Forecast.notes`)."""
+    """Assumptions made by the forecaster (delphi's :attr:`Forecast.notes`, then its
+    :attr:`Forecast.warnings` prefixed ``"warning: "``)."""
 
     @model_validator(mode="after")
     def _consistent(self) -> "ForecastRecord":
@@ -220,6 +226,19 @@ class OutcomeRecord(_Strict):
     """Where the number comes from (W&B run, issue comment...)."""
 
 
+class SignatureRecord(_Strict):
+    """An Ed25519 signature of an entry (see :mod:`delphi.registry.signing`).
+
+    Only the public key and the signature are stored; the private key never is.
+    """
+
+    alg: Literal["ed25519"] = "ed25519"
+    key: Annotated[str, Field(pattern=r"^[A-Za-z0-9+/]{43}=$")]
+    """The signer's public key: 32 raw bytes, base64."""
+    sig: Annotated[str, Field(pattern=r"^[A-Za-z0-9+/]{86}==$")]
+    """The signature: 64 bytes, base64."""
+
+
 class Entry(_Strict):
     """One line of the registry: a prediction, a projection or an outcome."""
 
@@ -238,6 +257,8 @@ class Entry(_Strict):
     outcome: OutcomeRecord | None = None
     delphi_version: Text
     notes: Text | None = None
+    signature: SignatureRecord | None = None
+    """Ed25519 signature by the entry's writer; omitted (not null) when unsigned."""
     prev_hash: Sha256
     hash: Sha256
 
@@ -266,10 +287,17 @@ class Entry(_Strict):
                              "(mark a forecast made elsewhere as external)")
         return self
 
+    def fields(self) -> dict[str, Any]:
+        """The entry's JSON fields as written: every field, except ``signature`` when unsigned."""
+        data = self.model_dump(mode="json")
+        if data.get("signature") is None:
+            data.pop("signature", None)
+        return data
+
     @property
     def line(self) -> str:
         """The entry as written in the file (canonical JSON, no newline)."""
-        return canonical_json(self.model_dump(mode="json"))
+        return canonical_json(self.fields())
 
 
 def canonical_json(obj: Any) -> str:

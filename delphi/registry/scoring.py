@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from statistics import NormalDist
 
@@ -127,7 +128,7 @@ def score_outcome(prediction: Entry, *, outcome_id: str, actual: float, fraction
     Raises
     ------
     RegistryError
-        See :func:`predicted_at`.
+        See :func:`predicted_at`; also a score that is not a finite number.
     """
     fc = prediction.forecast
     assert fc is not None and prediction.target is not None
@@ -145,6 +146,14 @@ def score_outcome(prediction: Entry, *, outcome_id: str, actual: float, fraction
         sigma = (interval.upper - interval.lower) / (2.0 * q)
         z = (actual - (interval.lower + interval.upper) / 2.0) / sigma
         pit = NormalDist().cdf(z)
+    # Extreme numbers (an entry written before losses were range-checked) could overflow into
+    # infinities, which no report or JSON may carry: say which prediction instead.
+    for name, value in (("predicted", predicted), ("error", error),
+                        ("relative error", error / predicted), ("z", z)):
+        if value is not None and not math.isfinite(value):
+            raise RegistryError(f"outcome {outcome_id!r} cannot be scored against prediction "
+                                f"{prediction.id!r}: its {name} is not a finite number "
+                                f"(actual {actual:.6g}, predicted {predicted:.6g})")
     return Score(prediction_id=prediction.id, outcome_id=outcome_id, fraction=fraction,
                  actual=actual, predicted=predicted, error=error, rel_error=error / predicted,
                  abs_error=abs(error), interval=interval, inside=inside, z=z, pit=pit,

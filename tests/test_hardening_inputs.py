@@ -1,0 +1,516 @@
+"""Issue 10, inputs that ended in a traceback or a misleading message: JSONL lines that are not
+objects, byte-order marks, booleans as numbers, Marin configs, paths that are not regular
+files, gzip content, missing-value words as run ids, and numeric extremes (no numpy
+RuntimeWarning may reach the user)."""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import json
+import os
+import re
+import subprocess
+import sys
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import delphi
+from delphi import LadderError, TargetError, load_ladder, predict
+from delphi.readers import read_csv, read_jsonl, read_marin
+
+# The documented magnitude limits (delphi.ladder._MAGNITUDE), written out independently.
+LIMITS = {"params": (1.0, 1e30), "tokens": (1.0, 1e30), "flops": (1.0, 1e40),
+          "loss": (1e-30, 1e30), "peak_lr": (1e-30, 1e6)}
+
+
+def _rows() -> list[dict]:
+    """12 runs of a Chinchilla-shaped ladder (E = 1.7), C = 6ND exactly."""
+    rows = []
+    for n in (1e7, 3e7, 1e8, 3e8):
+        for ratio in (10, 20, 40):
+            d = n * ratio
+            loss = 1.7 + 400 / n ** 0.34 + 410 / d ** 0.28
+            rows.append({"run": f"r{len(rows)}", "params": n, "tokens": d, "flops": 6 * n * d,
+                         "loss": round(loss, 5)})
+    return rows
+
+
+def _csv(rows: list[dict]) -> str:
+    cols = list(rows[0])
+    return ",".join(cols) + "\n" + "".join(",".join(str(r[c]) for c in cols) + "\n"
+                                           for r in rows)
+
+
+def _jsonl(rows: list[dict]) -> str:
+    return "".join(json.dumps(r) + "\n" for r in rows)
+
+
+@pytest.fixture
+def strict():
+    """numpy RuntimeWarnings (overflow, divide by zero) become errors inside the test."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        yield
+
+
+# ---------------------------------------------------------------- JSONL
+@pytest.mark.parametrize("line, kind", [("null", "null"), ("[1, 2, 3]", "an array"),
+                                        ("42", "a number"), ('"r9"', "a string"),
+                                        ("true", "the boolean true")])
+def test_jsonl_line_that_is_not_an_object_is_named_by_line(tmp_path, line, kind):
+    rows = _rows()
+    path = tmp_path / "t.jsonl"
+    # Lines 1-3 are objects, line 4 is not.
+    path.write_text(_jsonl(rows[:3]) + line + "\n" + _jsonl(rows[3:]))
+    with pytest.raises(LadderError) as info:
+        load_ladder(path)
+    message = str(info.value)
+    assert message == f"{path}, line 4: expected a JSON object per line, got {kind}"
+
+
+def test_jsonl_with_a_byte_order_mark_reads_like_csv_with_one(tmp_path):
+    rows = _rows()
+    plain, bom = tmp_path / "plain.jsonl", tmp_path / "bom.jsonl"
+    plain.write_text(_jsonl(rows))
+    bom.write_bytes(b"\xef\xbb\xbf" + _jsonl(rows).encode())
+    (tmp_path / "bom.csv").write_bytes(b"\xef\xbb\xbf" + _csv(rows).encode())
+    expected = sorted(r["run"] for r in rows)
+    assert sorted(load_ladder(bom).runs) == expected
+    assert load_ladder(bom).fingerprint() == load_ladder(plain).fingerprint()
+    assert sorted(load_ladder(tmp_path / "bom.csv").runs) == expected
+
+
+@pytest.mark.parametrize("indent", [None, 2])
+def test_json_array_saved_as_jsonl_is_named_as_such(tmp_path, indent):
+    path = tmp_path / "t.jsonl"
+    path.write_text(json.dumps(_rows(), indent=indent))
+    with pytest.raises(LadderError, match=r"the file is one JSON array \(a \.json file\), not "
+                                          r"JSON Lines"):
+        read_jsonl(path)
+    # Through load_ladder a first line that is not JSON ("[") is refused before reading,
+    # as not JSON Lines, quoting nothing; either way not "missing columns 0, 1, 2...".
+    with pytest.raises(LadderError, match=r"not JSON Lines") as info:
+        load_ladder(path)
+    assert "columns" not in str(info.value)
+
+
+@pytest.mark.parametrize("column, value", [("loss", True), ("params", False)])
+def test_a_boolean_is_not_a_number(tmp_path, column, value):
+    rows = _rows()
+    rows[4][column] = value
+    path = tmp_path / "t.jsonl"
+    path.write_text(_jsonl(rows))
+    with pytest.raises(LadderError) as info:
+        load_ladder(path)
+    # One problem, on the row with the boolean (was: read as 1.0 and blamed on other runs).
+    assert str(info.value).startswith(
+        f"run 'r4' (row 4): column '{column}' is not a number: {value!r}")
+
+
+def test_a_boolean_is_dropped_by_drop_invalid_and_listed(tmp_path):
+    rows = _rows()
+    rows[4]["loss"] = True
+    path = tmp_path / "t.jsonl"
+    path.write_text(_jsonl(rows))
+    with pytest.warns(delphi.LadderWarning):
+        ladder = load_ladder(path, drop_invalid=True)
+    assert sorted(ladder.runs) == sorted(r["run"] for r in rows if r["run"] != "r4")
+    assert any(e.run == "r4" and "not a number: True" in e.reason for e in ladder.exclusions)
+
+
+def test_a_boolean_column_in_a_dataframe_is_not_a_number():
+    frame = pd.DataFrame(_rows())
+    frame["loss"] = True                                  # a bool column, not object
+    with pytest.raises(LadderError, match=r"run 'r0' \(row 0\): column 'loss' is not a number: "
+                                          r"True"):
+        delphi.Ladder(frame)
+
+
+def test_jsonl_that_is_not_utf8_names_the_line(tmp_path):
+    rows = _rows()
+    path = tmp_path / "t.jsonl"
+    path.write_bytes(_jsonl(rows[:2]).encode() + b'{"run": "r\xe9"}\n')
+    with pytest.raises(LadderError, match=r"line 3: not UTF-8 text \(byte 0xe9 at byte 11 of "
+                                          r"the line\)"):
+        load_ladder(path)
+
+
+def test_jsonl_nested_too_deeply_is_an_error_not_a_recursion_error(tmp_path):
+    path = tmp_path / "t.jsonl"
+    path.write_text("[" * 100_000 + "]" * 100_000 + "\n")
+    with pytest.raises(LadderError, match=r"line 1: JSON nested too deeply"):
+        read_jsonl(path)
+    # and through load_ladder, whose content check runs first
+    with pytest.raises(LadderError, match=r"line 1: JSON nested too deeply"):
+        delphi.load_ladder(path)
+
+
+def test_jsonl_empty_run_id_is_an_empty_run_cell(tmp_path):
+    rows = _rows()
+    rows[0]["run"] = ""
+    path = tmp_path / "t.jsonl"
+    path.write_text(_jsonl(rows))
+    with pytest.raises(LadderError, match=r"row 0: column 'run' is empty"):
+        load_ladder(path)
+
+
+# ---------------------------------------------------------------- Marin tracker files
+def _marin(folder: Path, content: bytes) -> Path:
+    path = folder / "run-a" / "tracker_metrics.jsonl"
+    path.parent.mkdir(parents=True)
+    path.write_bytes(content)
+    return path
+
+
+SUMMARY = {"eval/paloma/macro_loss": 3.1, "parameter_count": 1e8,
+           "throughput/total_tokens": 2e9}
+
+
+@pytest.mark.parametrize("config, kind", [([1, 2], "an array"), ("big", "a string"),
+                                          (7, "a number")])
+def test_marin_config_that_is_not_an_object(tmp_path, config, kind):
+    line = json.dumps({"config": {"name": "ok"}, "summary": SUMMARY}) + "\n"
+    bad = json.dumps({"config": config, "summary": SUMMARY}) + "\n"
+    _marin(tmp_path, (line + bad).encode())
+    with pytest.raises(LadderError, match=rf"line 2: 'config' must be an object .*got {kind}$"):
+        read_marin(tmp_path)
+
+
+def test_marin_null_config_names_the_run_by_its_folder(tmp_path):
+    _marin(tmp_path, (json.dumps({"config": None, "summary": SUMMARY}) + "\n").encode())
+    assert read_marin(tmp_path).frame["run"].tolist() == ["run-a"]
+
+
+def test_marin_non_utf8_bytes_name_the_line(tmp_path):
+    good = json.dumps({"config": {"name": "a"}, "summary": SUMMARY}).encode()
+    _marin(tmp_path, good + b"\n" + b'{"config": {"name": "\xff\xfe"}}\n')
+    # '{"config": {"name": "' is 21 bytes: the bad byte is the 22nd.
+    with pytest.raises(LadderError, match=r"line 2: not UTF-8 text \(byte 0xff at byte 22 of "
+                                          r"the line\)"):
+        read_marin(tmp_path)
+
+
+# ---------------------------------------------------------------- paths and compression
+def test_a_directory_named_like_a_data_file(tmp_path):
+    (tmp_path / "ladder.csv").mkdir()
+    with pytest.raises(LadderError, match=r"ladder\.csv is a directory, not a regular file"):
+        load_ladder(tmp_path / "ladder.csv")
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs on this platform")
+def test_a_fifo_is_named_and_never_opened(tmp_path):
+    fifo = tmp_path / "ladder.csv"
+    os.mkfifo(fifo)
+    for call in (load_ladder, read_csv):     # through load_ladder and a manifest's reader
+        with pytest.raises(LadderError, match=r"ladder\.csv is a named pipe \(FIFO\), not a "
+                                              r"regular file"):
+            call(fifo)
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/null"), reason="no /dev/null")
+def test_a_symlink_to_a_device_says_so(tmp_path):
+    link = tmp_path / "ladder.csv"
+    link.symlink_to("/dev/null")
+    with pytest.raises(LadderError, match=r"ladder\.csv \(a symbolic link to /dev/null\) is a "
+                                          r"character device, not a regular file"):
+        load_ladder(link)
+
+
+def test_broken_symlink_and_missing_file(tmp_path):
+    link = tmp_path / "ladder.csv"
+    link.symlink_to(tmp_path / "gone.csv")
+    with pytest.raises(LadderError, match=r"is a broken symbolic link \(to .*gone\.csv, which "
+                                          r"does not exist\)"):
+        load_ladder(link)
+    with pytest.raises(LadderError, match=r"^file not found: .*other\.csv$"):
+        load_ladder(tmp_path / "other.csv")
+
+
+@pytest.mark.parametrize("fmt", ["csv", "jsonl"])
+def test_gzip_files_are_read_transparently(tmp_path, fmt):
+    rows = _rows()
+    text = _csv(rows) if fmt == "csv" else _jsonl(rows)
+    (tmp_path / f"runs.{fmt}").write_text(text)
+    with gzip.open(tmp_path / f"runs.{fmt}.gz", "wt") as fh:
+        fh.write(text)
+    packed = load_ladder(tmp_path / f"runs.{fmt}.gz")
+    assert packed.name == "runs"
+    assert packed.fingerprint() == load_ladder(tmp_path / f"runs.{fmt}").fingerprint()
+
+
+@pytest.mark.parametrize("fmt", ["csv", "jsonl"])
+def test_gzip_content_under_a_plain_name_says_compressed(tmp_path, fmt):
+    with gzip.open(tmp_path / f"runs.{fmt}", "wt") as fh:
+        fh.write(_csv(_rows()))
+    with pytest.raises(LadderError, match=rf"the file is compressed \(gzip\); rename it "
+                                          rf"runs\.{fmt}\.gz"):
+        load_ladder(tmp_path / f"runs.{fmt}")
+
+
+def test_parquet_content_under_a_csv_name(tmp_path):
+    pd.DataFrame(_rows()).to_parquet(tmp_path / "runs.csv")
+    with pytest.raises(LadderError, match=r"the file is a Parquet file; rename it runs\.parquet"):
+        read_csv(tmp_path / "runs.csv")
+
+
+def test_a_truncated_gzip_file(tmp_path):
+    data = gzip.compress(_csv(_rows()).encode())
+    (tmp_path / "runs.csv.gz").write_bytes(data[: len(data) // 2])
+    with pytest.raises(LadderError, match=r"corrupt or truncated gzip data"):
+        load_ladder(tmp_path / "runs.csv.gz")
+
+
+def test_csv_that_is_not_utf8_names_the_line_and_byte(tmp_path):
+    path = tmp_path / "runs.csv"
+    path.write_bytes(_csv(_rows()[:3]).replace("r1", "r\xe91").encode("latin-1"))
+    # Line 3 is "r\xe91,...": the bad byte is the line's 2nd.
+    with pytest.raises(LadderError, match=r"line 3: not UTF-8 text \(byte 0xe9 at byte 2 of "
+                                          r"the line\)"):
+        load_ladder(path)
+
+
+# ---------------------------------------------------------------- missing-value words as ids
+NA_WORDS = ["NA", "null", "None", "N/A", "nan", "NULL", "#N/A", "n/a"]
+
+
+@pytest.mark.parametrize("suffix", [".csv", ".jsonl", ".parquet"])
+def test_missing_value_words_are_run_ids(tmp_path, suffix):
+    rows = _rows()[: len(NA_WORDS)]
+    for row, word in zip(rows, NA_WORDS):
+        row["run"] = word
+    path = tmp_path / f"ids{suffix}"
+    if suffix == ".csv":
+        path.write_text(_csv(rows))
+    elif suffix == ".jsonl":
+        path.write_text(_jsonl(rows))
+    else:
+        pd.DataFrame(rows).to_parquet(path)
+    ladder = load_ladder(path)
+    assert sorted(ladder.runs) == sorted(NA_WORDS)
+    finals, _ = ladder.final_points()
+    assert dict(zip(finals["run"], finals["loss"]))["N/A"] == rows[3]["loss"]
+
+
+def test_missing_value_words_stay_missing_in_number_columns(tmp_path):
+    # Only the id column reads "NA" as text: an optional number column keeps pandas' rule.
+    rows = _rows()
+    for i, row in enumerate(rows):
+        row["lr"] = "NA" if i == 2 else 1e-3
+    path = tmp_path / "runs.csv"
+    path.write_text(_csv(rows))
+    ladder = load_ladder(path)
+    lr = dict(zip(ladder.table["run"], ladder.table["lr"]))
+    assert np.isnan(lr["r2"]) and lr["r3"] == 1e-3
+
+
+def test_an_empty_run_cell_is_still_empty(tmp_path):
+    rows = _rows()
+    rows[1]["run"] = ""
+    path = tmp_path / "runs.csv"
+    path.write_text(_csv(rows))
+    with pytest.raises(LadderError, match=r"row 1: column 'run' is empty"):
+        load_ladder(path)
+
+
+# ---------------------------------------------------------------- numeric extremes
+@pytest.mark.parametrize("column, value", [
+    ("loss", 1e-300), ("loss", 5e-324), ("loss", 1e300), ("params", 1e-300), ("params", 0.5),
+    ("params", 1e300), ("tokens", 1e-300), ("tokens", 1e31), ("flops", 1e308),
+    ("flops", 1e-300),
+])
+def test_extremes_are_an_error_naming_row_and_column(strict, column, value):
+    frame = pd.DataFrame(_rows())
+    frame.loc[4, column] = value
+    lo, hi = LIMITS[column]
+    with pytest.raises(LadderError) as info:
+        delphi.Ladder(frame)
+    message = str(info.value)
+    assert message.startswith(f"run 'r4' (row 4): column '{column}' is {value:g}, outside "
+                              f"{lo:g}..{hi:g}")
+    assert not re.search(r"\d{20}", message)
+
+
+@pytest.mark.parametrize("column, value", [("params", 1.0), ("tokens", 1e30),
+                                           ("flops", 1e40), ("loss", 1e-30)])
+def test_values_at_the_limits_are_accepted(strict, column, value):
+    frame = pd.DataFrame(_rows())
+    frame.loc[4, column] = value
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", delphi.DelphiWarning)
+        ladder = delphi.Ladder(frame)
+    assert len(ladder) == 12
+
+
+def test_a_far_off_flops_value_is_warned_in_four_digits(strict):
+    frame = pd.DataFrame(_rows())
+    frame.loc[4, "flops"] = 1e30
+    with warnings.catch_warnings(record=True):
+        warnings.simplefilter("always", delphi.DelphiWarning)
+        ladder = delphi.Ladder(frame)
+    # r4: N = 3e7, D = 6e8; every other run has k = C/(6ND) = 1, so the median is 1.
+    k = 1e30 / (6 * 3e7 * 6e8)
+    stray = [w for w in ladder.warnings if "stray" in w]
+    assert len(stray) == 1 and f"r4 ({k:.4g}x)" in stray[0]
+    assert all(not re.search(r"\d{12}", w) for w in ladder.warnings), ladder.warnings
+
+
+def test_a_loss_far_below_the_trend_fits_without_numpy_warnings(strict):
+    # A loss of 1e-3 on one rung made the batched refinement overflow (a RuntimeWarning).
+    frame = pd.DataFrame(_rows())
+    frame.loc[4, "loss"] = 1e-3
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", delphi.DelphiWarning)
+        fc = predict(delphi.Ladder(frame), {"flops": 1e22}, "power", interval="none")
+    assert np.isfinite(fc.loss)
+    excluded = {e.run: e.reason for e in fc.fit.exclusions}
+    assert "far below the trend" in excluded["r4"]
+    # -ratio = 1 - L_obs / L_pred, shown to the percent: never hundreds of digits.
+    assert re.search(r"is \d{1,3}% below", excluded["r4"])
+
+
+def test_an_lr_decayed_to_zero_fits_the_checkpoint_law_without_numpy_warnings(strict):
+    rows = []
+    for n in (1e7, 3e7, 1e8):
+        for peak in (1e-3, 2e-3, 4e-3):
+            steps = 1000
+            for frac in (0.25, 0.5, 0.75, 1.0):
+                step = int(steps * frac)
+                d = step * 2 ** 19
+                h = 0.5 * (1 + np.cos(np.pi * frac))          # cosine to exactly 0
+                loss = 1.7 + 400 / n ** 0.34 + 410 / d ** 0.28 + 0.2 * h
+                rows.append({"run": f"n{n:g}-{peak:g}", "step": step, "params": n,
+                             "tokens": d, "loss": loss, "lr": peak * h, "peak_lr": peak,
+                             "final": frac == 1.0})
+    assert any(r["lr"] == 0 for r in rows)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", delphi.DelphiWarning)
+        fc = predict(delphi.Ladder(pd.DataFrame(rows)), {"params": 1e9, "tokens": 2e10},
+                     "chinchilla-ckpt", interval="delta")
+    assert np.isfinite(fc.loss)
+
+
+def test_a_learning_rate_beyond_the_limits(strict):
+    frame = pd.DataFrame(_rows())
+    frame["peak_lr"] = 1e-3
+    frame.loc[4, "peak_lr"] = 1e30
+    lo, hi = LIMITS["peak_lr"]
+    with pytest.raises(LadderError) as info:
+        delphi.Ladder(frame)
+    assert str(info.value).startswith(f"run 'r4' (row 4): column 'peak_lr' is 1e+30, outside "
+                                      f"{lo:g}..{hi:g}")
+
+
+@pytest.mark.parametrize("target, text", [
+    ({"flops": 1e308}, "target flops 1e+308 is outside 1..1e+40"),
+    ({"flops": 1e-300}, "target flops 1e-300 is outside 1..1e+40"),
+    ({"params": 1e300, "tokens": 1e300}, "target params 1e+300 is outside 1..1e+30"),
+    ({"steps": 1e20, "batch_size": 1e20}, "target tokens 1e+40 is outside 1..1e+30"),
+])
+def test_extreme_targets_are_refused(strict, target, text):
+    with pytest.raises(TargetError) as info:
+        delphi.Target(**target)
+    assert str(info.value).startswith(text)
+
+
+# ---------------------------------------------------------------- the command line
+def _cli(*argv: str) -> subprocess.CompletedProcess:
+    # -W error::RuntimeWarning: a numpy warning would end in a traceback here.
+    return subprocess.run([sys.executable, "-W", "error::RuntimeWarning", "-m", "delphi.cli",
+                           *argv], capture_output=True, text=True, timeout=300)
+
+
+def test_cli_bad_inputs_end_in_one_line_errors(tmp_path):
+    rows = _rows()
+    (tmp_path / "null.jsonl").write_text(_jsonl(rows[:2]) + "null\n" + _jsonl(rows[2:]))
+    tiny = [dict(r) for r in rows]
+    tiny[4]["loss"] = 1e-300
+    (tmp_path / "tiny.csv").write_text(_csv(tiny))
+    with gzip.open(tmp_path / "packed.csv", "wt") as fh:
+        fh.write(_csv(rows))
+    (tmp_path / "dir.csv").mkdir()
+    cases = [("null.jsonl", "line 3: expected a JSON object per line, got null"),
+             ("tiny.csv", "run 'r4' (row 4): column 'loss' is 1e-300, outside 1e-30..1e+30"),
+             ("packed.csv", "compressed (gzip); rename it packed.csv.gz"),
+             ("dir.csv", "dir.csv is a directory, not a regular file")]
+    if hasattr(os, "mkfifo"):
+        os.mkfifo(tmp_path / "fifo.csv")
+        cases.append(("fifo.csv", "fifo.csv is a named pipe (FIFO), not a regular file"))
+    for name, fragment in cases:
+        for argv in (("predict", str(tmp_path / name), "--target-flops", "1e22"),
+                     ("fit", str(tmp_path / name))):
+            done = _cli(*argv)
+            assert done.returncode == 1, (argv, done.stderr)
+            lines = done.stderr.strip().splitlines()
+            assert len(lines) == 1 and lines[0].startswith("delphi: error: "), done.stderr
+            assert fragment in lines[0], (fragment, lines[0])
+            assert "Traceback" not in done.stderr and "RuntimeWarning" not in done.stderr
+
+
+def test_cli_reads_gzip_and_na_ids_and_refuses_extreme_targets(tmp_path):
+    rows = _rows()
+    rows[0]["run"] = "NA"
+    with gzip.open(tmp_path / "runs.csv.gz", "wt") as fh:
+        fh.write(_csv(rows))
+    done = _cli("fit", str(tmp_path / "runs.csv.gz"), "--law", "power", "--json")
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["fit"]["n_runs"] == 12
+    assert "RuntimeWarning" not in done.stderr
+    done = _cli("predict", str(tmp_path / "runs.csv.gz"), "--target-flops", "1e308")
+    assert done.returncode == 1
+    assert done.stderr.strip() == ("delphi: error: target flops 1e+308 is outside 1..1e+40: "
+                                   "not a plausible FLOP count (in other units?)")
+
+
+# ---------------------------------------------------------------- found by fuzzing the readers
+def test_a_final_column_with_empty_cells_has_a_fingerprint(tmp_path):
+    # A nullable final column (unknown for some runs) made fingerprint() raise TypeError
+    # ("boolean value of NA is ambiguous"), so every predict on such a file failed.
+    path = tmp_path / "runs.csv"
+    path.write_text("run,flops,loss,final\na,1e18,3.5,\nb,1e19,3.2,true\nc,1e20,3.0,true\n")
+    ladder = load_ladder(path)
+    assert ladder.table["final"].isna().tolist() == [True, False, False]
+    # The same text pandas writes for the canonical table (empty for unknown).
+    canon = ladder.table[["run", "flops", "loss", "final"]]
+    text = canon.to_csv(index=False, float_format="%.17g", lineterminator="\n")
+    expected = hashlib.sha256(f"unit={ladder.unit}\n".encode() + text.encode()).hexdigest()
+    assert ladder.fingerprint() == expected
+
+
+def test_columns_equal_once_stripped_are_named(tmp_path):
+    rows = _rows()
+    path = tmp_path / "runs.csv"
+    path.write_text(_csv(rows).replace("run,params", "run, run ", 1))
+    with pytest.raises(LadderError, match=r"columns with the same name once surrounding spaces "
+                                          r"are removed: 'run', ' run '; rename or drop one"):
+        load_ladder(path)
+
+
+def test_a_dataframe_with_a_column_twice_is_refused():
+    frame = pd.DataFrame([["a", 1e18, 3.0, 3.1]], columns=["run", "flops", "loss", "loss"])
+    with pytest.raises(LadderError, match=r"several columns named 'loss'; keep one"):
+        delphi.Ladder(frame)
+
+
+def test_a_nested_status_is_a_bad_status_of_its_row(tmp_path):
+    rows = _rows()
+    for r in rows:
+        r["status"] = "finished"
+    rows[2]["status"] = {"state": "finished"}
+    path = tmp_path / "runs.jsonl"
+    path.write_text(_jsonl(rows))
+    with pytest.raises(LadderError, match=r"run 'r2' \(row 2\): column 'status'"):
+        load_ladder(path)
+
+
+def test_a_date_is_not_a_number(tmp_path):
+    frame = pd.DataFrame(_rows())
+    frame["flops"] = pd.Timestamp("2024-01-01")
+    frame.to_parquet(tmp_path / "runs.parquet")
+    with pytest.raises(LadderError, match=r"run 'r0' \(row 0\): column 'flops' is not a number: "
+                                          r"Timestamp"):
+        load_ladder(tmp_path / "runs.parquet")
