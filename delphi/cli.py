@@ -167,27 +167,30 @@ def _bound_triple(text: str) -> tuple[str, tuple[float | None, float | None]]:
         raise argparse.ArgumentTypeError(f"not a number in {text!r}") from None
 
 
-def add_unit_option(p: argparse.ArgumentParser) -> None:
-    """``--unit`` for a command that loads a ladder."""
+def add_ladder_options(p: argparse.ArgumentParser) -> None:
+    """How a command reads its ladder: ``--unit``, ``--drop-invalid``, ``--allow-outside-paths``
+    (the keyword arguments of :func:`delphi.load_ladder`; see :func:`load_from_args`)."""
     p.add_argument("--unit", metavar="UNIT",
                    help="unit of the loss: nats/token (default), bits/byte (bpb) or bits/token; "
                         "a metric named like bpb / bits-per-byte defaults to bits/byte; a "
                         "manifest's unit cannot be contradicted")
-
-
-def add_drop_invalid_option(p: argparse.ArgumentParser) -> None:
-    """``--drop-invalid`` for a command that loads a ladder."""
     p.add_argument("--drop-invalid", action="store_true",
                    help="drop invalid rows (bad values, duplicate steps, contradictory run "
                         "state) instead of stopping, and list each with its reason")
-
-
-def add_allow_outside_paths_option(p: argparse.ArgumentParser) -> None:
-    """``--allow-outside-paths`` for a command that loads a ladder (a manifest's data path)."""
     p.add_argument("--allow-outside-paths", action="store_true",
                    help="let a manifest read data outside its own folder and the data "
                         "directory ($DELPHI_DATA_DIR), e.g. an absolute path; only for "
                         "manifests you trust")
+
+
+def load_from_args(args, source: str | None = None):
+    """The ladder a command names (``source``, default ``args.ladder``), read with the options
+    of :func:`add_ladder_options` and ``--metric``."""
+    from .readers import load_ladder
+
+    return load_ladder(args.ladder if source is None else source, metric=args.metric,
+                       unit=args.unit, drop_invalid=args.drop_invalid,
+                       allow_outside_paths=args.allow_outside_paths)
 
 
 def _add_fit_options(p: argparse.ArgumentParser) -> None:
@@ -205,9 +208,7 @@ def _add_fit_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--bound", type=_bound_triple, action="append", default=[],
                    metavar="NAME=LO:HI", help="bound a parameter (repeatable; empty side = none)")
     p.add_argument("--metric", metavar="COLUMN", help="source column to use as the loss")
-    add_unit_option(p)
-    add_drop_invalid_option(p)
-    add_allow_outside_paths_option(p)
+    add_ladder_options(p)
     p.add_argument("--fit-max-flops", type=_positive_float, metavar="C",
                    help="fit only runs with compute at or below C FLOPs")
     p.add_argument("--include-unfinished", action="store_true",
@@ -330,9 +331,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--keep-warmup", action="store_true",
                    help="also fit the warm-up checkpoints (LR still rising; left out by default)")
     p.add_argument("--metric", metavar="COLUMN", help="source column to use as the loss")
-    add_unit_option(p)
-    add_drop_invalid_option(p)
-    add_allow_outside_paths_option(p)
+    add_ladder_options(p)
     _add_jobs_option(p, "several runs")
     p.add_argument("--json", action="store_true",
                    help="print one JSON object (a list of them for several runs)")
@@ -350,9 +349,7 @@ def _parser() -> argparse.ArgumentParser:
                    help="also fit sweeps whose best LR is at the edge of the sweep")
     p.add_argument("--groups", action="store_true", help="show every sweep's optimum")
     p.add_argument("--metric", metavar="COLUMN", help="source column to use as the loss")
-    add_unit_option(p)
-    add_drop_invalid_option(p)
-    add_allow_outside_paths_option(p)
+    add_ladder_options(p)
     _add_jobs_option(p, "the sweeps' optima and the laws")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument("--debug", action="store_true", help="show tracebacks on errors")
@@ -397,12 +394,10 @@ _EXTRA: dict = {}
 
 
 def _load(args):
-    from .readers import load_ladder, load_manifest
+    from .readers import load_manifest
     from .readers.tabular import format_of
 
-    ladder = load_ladder(args.ladder, metric=args.metric, unit=args.unit,
-                         drop_invalid=args.drop_invalid,
-                         allow_outside_paths=args.allow_outside_paths)
+    ladder = load_from_args(args)
     is_data_file = format_of(args.ladder)[0] is not None     # runs.csv, runs.csv.gz, ...
     manifest = None if args.no_defaults or is_data_file else load_manifest(args.ladder)
     return ladder, (manifest.predict if manifest is not None else None)
@@ -486,11 +481,7 @@ def _cmd_fit(args) -> int:
 
 
 def _cmd_complete(args) -> int:
-    from .readers import load_ladder
-
-    ladder = load_ladder(args.ladder, metric=args.metric, unit=args.unit,
-                         drop_invalid=args.drop_invalid,
-                         allow_outside_paths=args.allow_outside_paths)
+    ladder = load_from_args(args)
     # A completion's report has no ladder exclusions: say which invalid rows were dropped.
     for e in ladder.exclusions:
         if "dropped by drop_invalid" in e.reason:
@@ -551,11 +542,7 @@ def _complete_runs(ladder, runs: list[str], law: str, settings: dict, args):
 
 def _cmd_hparams(args) -> int:
     from .hparams import fit_hparams
-    from .readers import load_ladder
-
-    ladder = load_ladder(args.ladder, metric=args.metric, unit=args.unit,
-                         drop_invalid=args.drop_invalid,
-                         allow_outside_paths=args.allow_outside_paths)
+    ladder = load_from_args(args)
     result = fit_hparams(ladder, args.law, include_edge=args.include_edge, n_jobs=args.jobs)
     target = any(v is not None for v in (args.target_flops, args.target_params, args.target_tokens))
     rec = result.recommend(flops=args.target_flops, params=args.target_params,

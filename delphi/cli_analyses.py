@@ -14,8 +14,7 @@ import json
 from pathlib import Path
 from typing import Callable
 
-from .cli import (_bound_triple, _fixed_pair, add_allow_outside_paths_option,
-                  add_drop_invalid_option, add_unit_option)
+from .cli import _bound_triple, _fixed_pair, add_ladder_options, load_from_args
 from .errors import FitError, LadderError, TargetError
 
 __all__ = ["add_analysis_commands"]
@@ -39,8 +38,7 @@ def _integer(text: str) -> int:
 
 
 def _common(p: argparse.ArgumentParser) -> None:
-    add_drop_invalid_option(p)
-    add_allow_outside_paths_option(p)
+    add_ladder_options(p)
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument("--debug", action="store_true", help="show tracebacks on errors")
 
@@ -85,17 +83,12 @@ def _add_isoflop(sub) -> None:
     p.add_argument("--target-flops", type=_number, metavar="C",
                    help="also print N*, D* at this compute [FLOPs]")
     p.add_argument("--metric", metavar="COLUMN", help="source column to use as the loss")
-    add_unit_option(p)
     _common(p)
 
 
 def _cmd_isoflop(args) -> int:
     from .isoflop import envelope_analysis, isoflop_analysis
-    from .readers import load_ladder
-
-    ladder = load_ladder(args.ladder, metric=args.metric, unit=args.unit,
-                         drop_invalid=args.drop_invalid,
-                         allow_outside_paths=args.allow_outside_paths)
+    ladder = load_from_args(args)
     if args.approach == 1:
         result = envelope_analysis(ladder, n_grid=args.n_grid, min_runs=args.min_runs,
                                    drop_edge=not args.keep_edge)
@@ -145,7 +138,6 @@ def _add_optimal(sub) -> None:
                         "(D/N over 100x beyond the fitted runs', or N* shrinking at 10x the "
                         "largest compute; flagged in the output) instead of refusing")
     p.add_argument("--metric", metavar="COLUMN", help="source column to use as the loss")
-    add_unit_option(p)
     _common(p)
 
 
@@ -176,11 +168,7 @@ def _manifest_target(ladder_arg: str) -> float | None:
 
 def _cmd_optimal(args) -> int:
     from .optimal import compute_optimal
-    from .readers import load_ladder
-
-    ladder = load_ladder(args.ladder, metric=args.metric, unit=args.unit,
-                         drop_invalid=args.drop_invalid,
-                         allow_outside_paths=args.allow_outside_paths)
+    ladder = load_from_args(args)
     flops = args.target_flops if args.target_flops is not None else _manifest_target(args.ladder)
     if flops is None:
         raise TargetError(f"delphi optimal needs --target-flops (ladder {ladder.name!r} names "
@@ -237,17 +225,12 @@ def _add_plan(sub) -> None:
                    help="how --from estimates N*(C): a Chinchilla law (Eq. 4, default) or an "
                         "isoFLOP power law (Approach 2)")
     p.add_argument("--metric", metavar="COLUMN", help="loss column of the --from ladder")
-    add_unit_option(p)
     p.add_argument("--csv", metavar="PATH", help="write the runs as a tidy CSV")
     _common(p)
 
 
 def _optimum_from(args):
-    from .readers import load_ladder
-
-    ladder = load_ladder(args.from_ladder, metric=args.metric, unit=args.unit,
-                         drop_invalid=args.drop_invalid,
-                         allow_outside_paths=args.allow_outside_paths)
+    ladder = load_from_args(args, args.from_ladder)
     if args.from_method == "isoflop":
         from .isoflop import isoflop_analysis
 

@@ -227,15 +227,19 @@ def find_off_trend(result: Fit, target_inputs: Mapping[str, Sequence[float]] | N
             score = abs(d) / scale if scale > 0 else np.inf
             if abs(d) > min_residual and score > sigmas and (best is None or score > best[0]):
                 best = (score, i, OffTrendRung(run=str(labels[i]), loss=float(y[i]), trend=trend,
-                                               residual=d, scale=scale))
+                                               residual=d, scale=scale), loo)
         if best is None:
             break
         named.append(best[2])
         alive[best[1]] = False
+        # The next round starts from the refit without this rung (warm); the fit reported
+        # without the named rungs is searched globally once, below.
         current = fit_arrays(result.law, _take(x, alive), y[alive], labels=list(labels[alive]),
-                             **settings)
+                             warm_start=dict(best[3].params), **settings)
     if not named:
         return None
+    current = fit_arrays(result.law, _take(x, alive), y[alive], labels=list(labels[alive]),
+                         **settings)
     if target_inputs is not None:
         loss_with = float(result.predict(target_inputs)[0])
         loss_without = float(current.predict(target_inputs)[0])

@@ -518,10 +518,14 @@ def _fit_arrays(law, x, y, *, labels, fixed, bounds, delta, seed, starts, init,
     if warm_start is None:
         results = global_search(prep, seed=seed, starts=starts)
     else:
-        results = []
-        # A refit of a law already fitted: start at that optimum and refine locally.
-        results.append(_refine(problem, safe_start(problem, {**fixed, **dict(warm_start)},
-                                                   ibounds), ibounds))
+        # A refit of a law already fitted: start at that optimum and refine locally. The
+        # batched BFGS (IRLS initial Hessian) gets there in a few steps where L-BFGS-B from
+        # the warm start needs many; L-BFGS-B then polishes and reports as for any start.
+        z0 = safe_start(problem, {**fixed, **dict(warm_start)}, ibounds)
+        batch = refine_batch(problem, z0, np.ones((1, len(y))), ibounds)
+        if np.all(np.isfinite(batch.z[0])) and np.isfinite(batch.objective[0]):
+            z0 = batch.z[0]
+        results = [_refine(problem, z0, ibounds)]
     if init is not None:
         lo = np.array([b[0] if b[0] is not None else -np.inf for b in ibounds])
         hi = np.array([b[1] if b[1] is not None else np.inf for b in ibounds])
