@@ -630,12 +630,35 @@ def _wants_json(argv: Sequence[str]) -> bool:
 
 def _json_error(kind: str, message: str) -> None:
     """Print ``{"error": {"type": kind, "message": message}}`` on stdout (the JSON error
-    contract); a reader that has gone away is ignored."""
+    contract); a reader that has gone away, or a stdout that cannot be written, is ignored
+    (the error is also printed on stderr)."""
     text = json.dumps({"error": {"type": kind, "message": for_cli(message)}}, indent=2)
     try:
         print(text, flush=True)
-    except BrokenPipeError:
+    except OSError:  # BrokenPipeError, or a full / closed stdout
         _silence_stdout()
+
+
+class _OutputError(Exception):
+    """stdout cannot take the output (``> /dev/full``: no space left; ``>&-``: closed)."""
+
+
+def _write_stdout(text: str, flush: bool = False) -> None:
+    """Write ``text`` to stdout; raises :class:`_OutputError` when stdout is closed or full
+    (a BrokenPipeError, a reader that went away, is left to :func:`main`)."""
+    if sys.stdout is None:  # Python sets it to None when file descriptor 1 was closed
+        if text or flush:
+            raise _OutputError("stdout is closed")
+        return
+    try:
+        if text:
+            sys.stdout.write(text)
+        if flush:
+            sys.stdout.flush()
+    except BrokenPipeError:
+        raise
+    except OSError as exc:
+        raise _OutputError(exc.strerror or str(exc)) from None
 
 
 def _print_error(message: str) -> None:
@@ -693,8 +716,8 @@ def _run(args) -> int:
     finally:
         sys.stdout = real_stdout
         if failed and not as_json and out.getvalue().strip():
-            real_stdout.write(for_cli(out.getvalue()))  # what was printed before the error
-    real_stdout.write(for_cli(out.getvalue()))
+            _write_stdout(for_cli(out.getvalue()))  # what was printed before the error
+    _write_stdout(for_cli(out.getvalue()))
     return code
 
 
@@ -714,7 +737,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     :func:`delphi.errors.option`).
 
     When the reader of stdout goes away (``delphi ... | head``) delphi stops quietly, exit
-    code 0: the command did its work, the reader took what it wanted.
+    code 0: the command did its work, the reader took what it wanted. When stdout cannot be
+    written (``> /dev/full``, or closed with ``>&-``) delphi prints ``cannot write the output:
+    REASON`` on stderr, exit code 1.
 
     ``-q/--quiet`` (before or after the subcommand) turns progress bars and notes off for the
     duration of the call.
@@ -736,18 +761,28 @@ def main(argv: Sequence[str] | None = None) -> int:
             warnings.simplefilter("ignore", DelphiWarning)
             set_quiet(was_quiet or args.quiet)
             code = _run(args)
-        sys.stdout.flush()  # here, not at exit, so that a closed pipe is caught below
+        _write_stdout("", flush=True)  # here, not at exit, so that a closed pipe is caught below
         return code
     except SystemExit:
         # --help, --version and usage errors: argparse printed and exits.
         try:
-            sys.stdout.flush()
+            _write_stdout("", flush=True)
         except BrokenPipeError:
             _silence_stdout()
+        except _OutputError as exc:
+            _print_error(f"cannot write the output: {exc}")
+            _silence_stdout()
+            return 1
         raise
     except BrokenPipeError:
         _silence_stdout()
         return 0
+    except _OutputError as exc:
+        # A full disk or a closed stdout is not a bug: one line, no traceback. stdout is then
+        # pointed at /dev/null so that Python's flush at exit does not fail again.
+        _print_error(f"cannot write the output: {exc}")
+        _silence_stdout()
+        return 1
     finally:
         set_quiet(was_quiet)
 

@@ -131,7 +131,7 @@ def add_registry_commands(subparsers) -> dict[str, Handler]:
     _add_common(q)
     q = sub.add_parser("verify", help="recompute the hash chain; exit 1 at the first problem")
     q.add_argument("path", metavar="PATH")
-    q.add_argument("--expect-head", metavar="HASH",
+    q.add_argument("--expect-head", metavar="HASH", type=_head_hash,
                    help="a head hash published earlier (detects entries removed from the end "
                         "and a rewritten history)")
     q.add_argument("--trusted-keys", metavar="FILE",
@@ -157,6 +157,24 @@ def add_registry_commands(subparsers) -> dict[str, Handler]:
 
 
 # --------------------------------------------------------------------------- parsing helpers
+def _head_hash(text: str) -> str:
+    """``--expect-head``: 64 hex digits, either case (a usage error otherwise)."""
+    from .registry.chain import check_head
+
+    try:
+        return check_head(text)
+    except RegistryError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _registry(path) -> "Registry":  # noqa: F821 - imported on use
+    """A Registry whose writers say so on stderr (unless --quiet) while a lock is held."""
+    from .cli import note
+    from .registry import Registry
+
+    return Registry(path, on_wait=note)
+
+
 def _parse_curve(text: str | None) -> list[tuple[float, float]] | None:
     if text is None:
         return None
@@ -193,9 +211,9 @@ def _print_json(obj) -> None:
 # --------------------------------------------------------------------------- handlers
 def _cmd_register(args) -> int:
     from .cli import _fit_settings, _interval_settings, _jobs_kwargs, _load, _target_from
-    from .registry import Registry, load_signing_key
+    from .registry import load_signing_key
 
-    reg = Registry(args.registry)
+    reg = _registry(args.registry)
     key = None if args.sign_key is None else load_signing_key(args.sign_key)  # before the fit
     if reg.path.exists() and any(e.id == args.id for e in reg.entries()):
         # Fail before spending time on the fit; the append re-checks under the lock.
@@ -266,9 +284,7 @@ def _cmd_register(args) -> int:
 
 
 def _cmd_score(args) -> int:
-    from .registry import Registry
-
-    score = Registry(args.registry).score(args.id, args.actual, fraction=args.fraction,
+    score = _registry(args.registry).score(args.id, args.actual, fraction=args.fraction,
                                           source=args.source, author=args.author,
                                           notes=args.notes, created_at=args.created_at,
                                           unit=args.unit, sign_key=args.sign_key)
@@ -280,23 +296,30 @@ def _cmd_score(args) -> int:
 
 
 def _cmd_registry(args) -> int:
-    from .registry import Registry
-
     action = args.registry_command
     if action == "keygen":
         from .registry import generate_key
 
+        # Checked before: generate_key creates a missing folder (mode 0700); say so.
+        parent = Path(args.key_file).parent
+        missing = [] if parent.exists() else [p for p in (parent, *parent.parents)
+                                              if not p.exists()]
         line, pub = generate_key(args.key_file, name=args.name)
         key, name = line.split(" ", 1)
         if args.json:
             _print_json({"private_key_file": args.key_file, "public_key_file": str(pub),
-                         "public_key": key, "name": name, "fingerprint": _fingerprint(key)})
+                         "public_key": key, "name": name, "fingerprint": _fingerprint(key),
+                         "created_folders": [str(p) for p in reversed(missing)]})
         else:
             print(line)
             print(f"private key  {args.key_file} (mode 0600: keep it secret, out of the "
                   f"repository)\npublic key   {pub} (give it to verify --trusted-keys)")
+            if missing:
+                made = ", ".join(str(p) for p in reversed(missing))
+                what = "folder did" if len(missing) == 1 else "folders did"
+                print(f"created      {made} (the {what} not exist; mode 0700)")
         return 0
-    reg = Registry(args.path)
+    reg = _registry(args.path)
     if action == "verify":
         report = reg.verify(expect_head=args.expect_head, trusted_keys=args.trusted_keys)
         if args.json:
@@ -326,6 +349,8 @@ def _cmd_registry(args) -> int:
                          "before": before.to_dict(), "after": after.to_dict()})
         elif backup is None:
             print(f"nothing to repair: {after}")
+        elif before.fix is not None:
+            print(f"repaired {reg.path}: {before.fix}\nbackup   {backup}\n{after}")
         else:
             print(f"repaired line {before.line}: it {before.problem}\nbackup   {backup}\n{after}")
         return 0 if after.ok else 1

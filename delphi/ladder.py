@@ -52,7 +52,8 @@ from .runstate import Invalid, invalid_message, not_annealed, run_states, status
 from .units import UNITS, normalize_unit, unit_from_metric
 
 __all__ = ["Ladder", "Exclusion", "FlopsConvention", "CANONICAL_COLUMNS",
-           "FLOPS_PER_PARAM_TOKEN", "UNITS", "normalize_unit", "unit_from_metric"]
+           "FLOPS_PER_PARAM_TOKEN", "UNITS", "normalize_unit", "unit_from_metric",
+           "columns_found", "LOSS_LIKE"]
 
 #: Training FLOPs per parameter per token (forward + backward), Kaplan et al. 2020, Eq. 2.1.
 FLOPS_PER_PARAM_TOKEN = 6.0
@@ -64,6 +65,47 @@ CANONICAL_COLUMNS: tuple[str, ...] = (
     "run", "params", "tokens", "flops", "loss", "step", "lr", "peak_lr", "batch_size",
     "active_params", "final", "fraction", "total_steps", "status",
 )
+#: Column names that hold a loss-like metric: losses, bits per byte, perplexities,
+#: cross-entropies, negative log-likelihoods.
+LOSS_LIKE = re.compile(r"loss|(?<![a-z])bpb(?![a-z])|bits?[\s_\-/]*per[\s_\-/]*byte|perplexity|"
+                       r"(?<![a-z])ppl(?![a-z])|(?<![a-z])nll(?![a-z])|x_?ent|"
+                       r"cross[\s_\-]?entropy", re.IGNORECASE)
+# Names (lower case, spaces and dashes as "_") a ladder table's columns commonly have besides
+# the canonical ones: a header with none of these, nor a loss-like name, is not shown.
+_LADDER_NAMES = frozenset(CANONICAL_COLUMNS) | {
+    "_step", "state", "name", "model", "model_size", "n", "d", "c", "num_params", "n_params",
+    "parameters", "compute", "training_flop", "training_flops", "tokens_seen", "learning_rate",
+    "seed", "run_id", "run_name", "source_file"}
+# Column lists in messages: at most this many names, each cut at this many characters.
+_MAX_LISTED, _MAX_NAME_CHARS = 30, 64
+
+
+def _ladder_like(name: str) -> bool:
+    key = re.sub(r"[\s\-]+", "_", name.strip().lower())
+    return key in _LADDER_NAMES or LOSS_LIKE.search(key) is not None
+
+
+def columns_found(columns: Iterable, *, metric: str | None = None) -> str:
+    """``"columns found: a, b, ..."`` for an error message, or, when no column is a known
+    ladder column (:data:`CANONICAL_COLUMNS`, a common alias such as ``_step`` or ``model``,
+    a loss-like name, or ``metric``), that the table has none and its header is not shown: a
+    file that is not a ladder table (say, ``AWS_ACCESS_KEY_ID,AKIA...``) never has its first
+    line echoed. The reader's own ``row`` and internal ``source:<name>`` columns are left out;
+    at most 30 names are listed, each cut at 64 characters, non-printing characters escaped.
+    """
+    cols = [str(c) for c in columns if str(c) != "row" and not str(c).startswith("source:")]
+    wanted = metric.strip().lower() if isinstance(metric, str) else None
+    if not any(_ladder_like(c) or c.strip().lower() == wanted for c in cols):
+        return ("it has none of the expected columns (run, step, flops, params, tokens, loss "
+                "...), so its header is not shown")
+    shown = []
+    for c in cols[:_MAX_LISTED]:
+        c = c if c.isprintable() else c.encode("unicode_escape").decode("ascii")
+        shown.append(c if len(c) <= _MAX_NAME_CHARS else c[:_MAX_NAME_CHARS - 3] + "...")
+    more = f" ... ({len(cols) - _MAX_LISTED:,} more)" if len(cols) > _MAX_LISTED else ""
+    return f"columns found: {', '.join(shown)}{more}"
+
+
 _POSITIVE = ("params", "tokens", "flops", "loss", "peak_lr", "batch_size", "active_params",
              "total_steps")
 _NONNEGATIVE = ("step", "lr")
@@ -528,20 +570,28 @@ class Ladder:
         if twice:       # t["loss"] would be a table: which column is the loss?
             raise LadderError(f"ladder {self.name!r} has several columns named "
                               f"{', '.join(map(repr, twice))}; keep one")
-        found = ", ".join(str(c) for c in t.columns if c != "row")
         missing = [c for c in ("run", "loss") if c not in t.columns]
         if "flops" not in t.columns and not {"params", "tokens"} <= set(t.columns):
             missing.append("flops (or both params and tokens)")
         if missing:
+            found = columns_found(t.columns, metric=self.metric)
+            lossy = [str(c) for c in t.columns if "loss" in missing and isinstance(c, str)
+                     and not c.startswith("source:") and LOSS_LIKE.search(c)]
+            hint = (f"; pick the loss among {', '.join(lossy[:_MAX_LISTED])} with "
+                    f"{option('metric=NAME', '--metric NAME')}" if lossy and found.startswith("columns")
+                    else "")
             raise LadderError(
                 f"ladder {self.name!r} is missing required column(s) {', '.join(missing)}; "
-                f"columns found: {found}")
+                f"{found}{hint}")
         if "row" not in t.columns:
             t["row"] = np.arange(len(t))
         t = t.reset_index(drop=True)
         t, self.status_column = _status_alias(t)
         problems: list[Invalid] = []
-        for i in np.flatnonzero(t["run"].isna().to_numpy()):
+        blank = t["run"].isna()
+        if not pd.api.types.is_numeric_dtype(t["run"]):     # "   " is as empty as ""
+            blank |= t["run"].map(lambda v: isinstance(v, str) and v != "" and not v.strip())
+        for i in np.flatnonzero(blank.to_numpy()):
             problems.append(Invalid(f"row {t.at[i, 'row']}", "column 'run' is empty", (int(i),),
                                     order=i))
         t["run"] = t["run"].astype(str)
@@ -598,7 +648,36 @@ class Ladder:
         v = v.reset_index(drop=True)
         if "status" in v.columns:
             self._check_stateless(v)
+        if "step" not in v.columns and "tokens" not in v.columns:
+            self._check_unordered_repeats(v)
+        if v.shape[1] > 100:
+            # A wide export (hundreds of W&B metrics) read column by column is fragmented, and
+            # pandas warns (PerformanceWarning) on each later column insert; one copy joins it.
+            v = v.copy()
         return v
+
+    def _check_unordered_repeats(self, v: pd.DataFrame) -> None:
+        """Warn when a run has several rows but the table has no ``step`` or ``tokens``: they
+        are taken as its checkpoints in order of ``flops`` and final-loss laws use only the
+        last, so the others must not vanish unmentioned (they may be other runs sharing an
+        id). ``v`` is sorted by run, then flops."""
+        runs = v["run"]
+        repeated = runs[runs.duplicated(keep=False)]
+        if repeated.empty:
+            return
+        groups = v.loc[repeated.index, "row"].groupby(repeated, sort=False)
+        listed = []
+        for run, rows in list(groups)[:5]:
+            rows = rows.tolist()
+            shown = ", ".join(map(str, rows[:-1][:10])) + (" ..." if len(rows) > 11 else "")
+            listed.append(f"run {run!r}: rows {shown} before row {rows[-1]}")
+        n = groups.ngroups
+        more = f"; and {n - 5} more run(s)" if n > 5 else ""
+        self._warn(f"ladder {self.name!r}: {n} run(s) have several rows and the table has no "
+                   f"step or tokens column, so the rows are read as checkpoints of one run in "
+                   f"order of flops and final-loss laws use only each run's last row; left out "
+                   f"of final-loss laws: {'; '.join(listed)}{more} (if they are different "
+                   f"runs, give each its own run id)")
 
     def _check_stateless(self, v: pd.DataFrame) -> None:
         """Warn when some runs have a run state and others none (an empty cell at their end

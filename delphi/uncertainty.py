@@ -223,6 +223,10 @@ def _check_level(level: float) -> float:
     return float(level)
 
 
+#: exp() of more than this overflows float64: interval ends beyond it do not exist.
+_LOG_FLOAT_MAX = math.log(np.finfo(float).max)
+
+
 def delta_interval(fit: Fit, x: Mapping[str, Sequence[float]], *,
                    level: float = DEFAULT_LEVEL) -> Interval:
     """Delta-method interval at one target point ``x`` (each input of shape (1,)).
@@ -233,7 +237,8 @@ def delta_interval(fit: Fit, x: Mapping[str, Sequence[float]], *,
 
     Raises
     ------
-    FitError: no covariance (zero residual dof) or noise estimate.
+    FitError: no covariance (zero residual dof) or noise estimate, or interval ends beyond
+        floating point.
     """
     level = _check_level(level)
     if fit.covariance is None:
@@ -257,6 +262,10 @@ def delta_interval(fit: Fit, x: Mapping[str, Sequence[float]], *,
     centre = float(r[0])
     half_mean = q * math.sqrt(max(var, 0.0))
     half_new = q * math.sqrt(max(var, 0.0) + sigma ** 2)
+    if not abs(centre) + half_new < _LOG_FLOAT_MAX:
+        raise FitError(f"the delta-method interval overflows: its half-width in log loss is "
+                       f"{half_new:.3g} (run noise {sigma:.3g}); the fit is too uncertain at "
+                       f"the target for an interval")
     return Interval(lower=math.exp(centre - half_new), upper=math.exp(centre + half_new),
                     mean_lower=math.exp(centre - half_mean), mean_upper=math.exp(centre + half_mean),
                     level=level, method="delta", noise=sigma, noise_source=source)
@@ -485,7 +494,12 @@ def bootstrap_interval(fit: Fit, draws: BootstrapDraws, x: Mapping[str, Sequence
     preds = np.array([fit.law.predict(p, xt)[0] for p in draws.params])
     rng = np.random.default_rng(np.random.SeedSequence(seed).spawn(1)[0])
     eps = rng.normal(0.0, sigma, size=(len(preds), _NOISE_PER_DRAW))
-    new = (preds[:, None] * np.exp(eps)).ravel()
+    with np.errstate(over="ignore", invalid="ignore"):
+        new = (preds[:, None] * np.exp(eps)).ravel()
+    if not (np.all(np.isfinite(preds)) and np.all(np.isfinite(new))):
+        raise FitError(f"the bootstrap interval overflows: a draw's prediction or the run noise "
+                       f"(sigma {sigma:.3g} in log loss) is beyond floating point at the target; "
+                       f"the fit is too uncertain there for an interval")
     a = (1 - level) / 2
     lo, hi = np.quantile(preds, [a, 1 - a])
     nlo, nhi = np.quantile(new, [a, 1 - a])

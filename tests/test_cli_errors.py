@@ -72,6 +72,39 @@ def test_a_closed_pipe_still_reports_errors_on_stderr():
     assert "Traceback" not in err and "BrokenPipe" not in err
 
 
+def _run_with_stdout(stdout, *argv, close_stdout=False):
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}
+    proc = subprocess.run([sys.executable, "-m", "delphi.cli", *argv], stdout=stdout,
+                          stderr=subprocess.PIPE, env=env, timeout=300,
+                          preexec_fn=(lambda: os.close(1)) if close_stdout else None)
+    return proc.returncode, proc.stderr.decode()
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full (Linux)")
+@pytest.mark.parametrize("argv", [["ladders"], ["ladders", "--json"]])
+def test_a_full_stdout_is_a_one_line_error(argv):
+    with open("/dev/full", "w") as full:
+        code, err = _run_with_stdout(full, *argv)
+    assert code == 1
+    assert err == "delphi: error: cannot write the output: No space left on device\n"
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full (Linux)")
+def test_an_error_with_a_full_stdout_is_still_told_on_stderr():
+    # The JSON error object cannot be written; the one-line error on stderr still is.
+    with open("/dev/full", "w") as full:
+        code, err = _run_with_stdout(full, "predict", "no-such-ladder", "--json")
+    assert code == 1 and "Traceback" not in err and "Exception ignored" not in err
+    assert err.startswith("delphi: error: unknown ladder 'no-such-ladder'")
+
+
+@pytest.mark.skipif(os.name != "posix", reason="closes file descriptor 1")
+def test_a_closed_stdout_is_a_one_line_error():
+    code, err = _run_with_stdout(None, "ladders", close_stdout=True)
+    assert code == 1
+    assert err == "delphi: error: cannot write the output: stdout is closed\n"
+
+
 def test_head_of_a_large_json_output(tmp_path):
     # The real pipeline: `delphi predict ... --json | head -c 10`.
     script = (f"{sys.executable} -m delphi.cli predict epoch-chinchilla --target-flops 1e24 "

@@ -140,3 +140,33 @@ def test_a_negligible_coefficient_is_not_called_at_its_bound_zero():
     assert any(w.startswith("A's term is negligible over the ladder") for w in result.warnings)
     assert not any(w.startswith("A is at its lower bound") for w in result.warnings)
     assert "TERM NEGLIGIBLE" in result.report()
+
+
+@pytest.mark.parametrize("delta", [1e-300, 1e-9, 11.0])
+def test_a_huber_delta_outside_its_meaningful_range_is_refused(delta):
+    table = __import__("pandas").DataFrame({"run": list("abcde"),
+                                            "flops": [1e18, 3e18, 1e19, 3e19, 1e20],
+                                            "loss": [3.5, 3.3, 3.1, 3.0, 2.9]})
+    with pytest.raises(delphi.FitError, match=r"Huber delta \(on log residuals\) must be in 1e-08\.\.10"):
+        delphi.fit(delphi.Ladder(table), "power", delta=delta)
+
+
+def test_interval_ends_beyond_floating_point_are_a_fit_error_not_an_overflow():
+    # A run noise of 400 in log loss: exp(centre +- q*400) is beyond float64 (exp(709.8)).
+    import warnings
+
+    from delphi.uncertainty import BootstrapDraws, bootstrap_interval, delta_interval
+
+    table = __import__("pandas").DataFrame({"run": list("abcdefg"),
+                                            "flops": np.geomspace(1e18, 1e21, 7),
+                                            "loss": [3.5, 3.3, 3.1, 3.0, 2.9, 2.85, 2.8]})
+    result = delphi.fit(delphi.Ladder(table), "power")
+    noisy = __import__("dataclasses").replace(result, residuals=np.array(
+        [400.0, -400, 400, -400, 400, -400, 400]))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        with pytest.raises(delphi.FitError, match="overflows"):
+            delta_interval(noisy, {"flops": [1e23]})
+        draws = BootstrapDraws(params=[dict(result.params)] * 5, n_failed=0, unit="run", seed=0)
+        with pytest.raises(delphi.FitError, match="overflows"):
+            bootstrap_interval(noisy, draws, {"flops": [1e23]})

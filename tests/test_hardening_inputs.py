@@ -514,3 +514,215 @@ def test_a_date_is_not_a_number(tmp_path):
     with pytest.raises(LadderError, match=r"run 'r0' \(row 0\): column 'flops' is not a number: "
                                           r"Timestamp"):
         load_ladder(tmp_path / "runs.parquet")
+
+
+# ---------------------------------------------------------------- review of issue 10 (readers)
+def _manifest(folder: Path, data: str, extra: str = "") -> Path:
+    path = folder / "m.toml"
+    path.write_text(f'name = "m"\ndescription = "m"\n[source]\nreader = "csv"\npath = "{data}"\n'
+                    + extra)
+    return path
+
+
+def test_run_id_template_with_too_many_fields_is_refused_when_parsed(tmp_path):
+    (tmp_path / "t.csv").write_text(_csv(_rows()))
+    # 17 fields: over the limit of 16, refused before any data is read; the message quotes
+    # the template cut short (20,000 fields would be 220 kB).
+    m = _manifest(tmp_path, "t.csv", 'run_id = "' + "{run}" * 17 + '"\n')
+    with pytest.raises(delphi.ManifestError, match="more than 16 fields"):
+        load_ladder(m)
+    huge = _manifest(tmp_path, "t.csv", 'run_id = "' + "{run:>64}" * 20_000 + '"\n')
+    with pytest.raises(delphi.ManifestError) as info:
+        load_ladder(huge)
+    assert "(180,000 characters)" in str(info.value) and len(str(info.value)) < 400
+
+
+def test_run_id_template_longer_than_256_characters_is_refused(tmp_path):
+    (tmp_path / "t.csv").write_text(_csv(_rows()))
+    # 5 fields of width 60 = 300 characters at least: over 256 before any id is built.
+    m = _manifest(tmp_path, "t.csv", 'run_id = "' + "{run:>60}" * 5 + '"\n')
+    with pytest.raises(delphi.ManifestError, match="at least 300 characters; the limit is 256"):
+        load_ladder(m)
+
+
+def test_a_long_text_cell_in_a_run_id_is_refused_naming_the_row(tmp_path):
+    rows = [dict(r, model="m" * (300 if i == 3 else 3)) for i, r in enumerate(_rows())]
+    for r in rows:
+        del r["run"]
+    (tmp_path / "t.csv").write_text(_csv(rows))
+    m = _manifest(tmp_path, "t.csv", 'run_id = "{model}-{params:g}"\n')
+    # row 3's id: 300 m's, "-", "3e+07" = 306 characters.
+    with pytest.raises(delphi.ManifestError, match="an id of 306 characters for row 3"):
+        load_ladder(m)
+
+
+SECRET = "AWS_ACCESS_KEY_ID,AKIAIOSFODNN7EXAMPLE\nAWS_SECRET,wJalrXUtnFEMI\n"
+
+
+@pytest.mark.parametrize("via", ["file", "manifest"])
+def test_a_non_ladder_header_is_never_shown(tmp_path, via):
+    (tmp_path / "creds.csv").write_text(SECRET)
+    path = tmp_path / "creds.csv" if via == "file" else _manifest(tmp_path, "creds.csv")
+    with pytest.raises(LadderError) as info:
+        load_ladder(path)
+    assert "AKIA" not in str(info.value) and "AWS" not in str(info.value)
+    assert "none of the expected columns" in str(info.value)
+    with pytest.raises(LadderError) as info:       # naming a metric does not reveal it either
+        load_ladder(path, metric="secret")
+    assert "AKIA" not in str(info.value)
+
+
+def test_a_ladder_header_is_listed_with_the_metric_hint(tmp_path):
+    (tmp_path / "sv.csv").write_text("step,val_loss\n1,2.0\n2,1.5\n")
+    with pytest.raises(LadderError, match=r"columns found: step, val_loss; pick the loss among "
+                                          r"val_loss with metric=NAME"):
+        load_ladder(tmp_path / "sv.csv")
+
+
+def test_metric_run_is_refused(tmp_path):
+    (tmp_path / "t.csv").write_text(_csv(_rows()))
+    with pytest.raises(LadderError, match="'run' is the run id column"):
+        load_ladder(tmp_path / "t.csv", metric="run")
+
+
+def test_columns_found_hides_internal_names(tmp_path):
+    # --metric flops keeps the file's loss as metadata ("source:loss"): never listed.
+    (tmp_path / "t.csv").write_text("run,flops,loss\na,1e18,3.5\nb,3e18,3.3\n")
+    with pytest.raises(LadderError) as info:
+        load_ladder(tmp_path / "t.csv", metric="nope")
+    assert "source:" not in str(info.value)
+
+
+def test_a_400_digit_integer_in_jsonl_names_line_and_column(tmp_path):
+    rows = _rows()
+    text = _jsonl(rows[:2]) + '{"run": "c", "flops": 1' + "0" * 400 + ', "loss": 3.1}\n'
+    (tmp_path / "h.jsonl").write_text(text + _jsonl(rows[2:]))
+    with pytest.raises(LadderError, match=r"h\.jsonl, line 3: column 'flops' holds an integer "
+                                          r"too large"):
+        read_jsonl(tmp_path / "h.jsonl")
+    # 5,000 digits: past Python's int-parsing limit, the same message.
+    (tmp_path / "h5.jsonl").write_text('{"run": "c", "flops": 1' + "0" * 5000 + ', "loss": 3}\n')
+    with pytest.raises(LadderError, match=r"line 1: column 'flops' holds an integer"):
+        load_ladder(tmp_path / "h5.jsonl")
+
+
+def test_wide_exports_raise_no_pandas_performance_warning(tmp_path):
+    rows = _rows()
+    extra = {f"metric_{i}": 0.5 for i in range(800)}
+    frame = pd.DataFrame([dict(r, **extra) for r in rows])
+    frame.to_csv(tmp_path / "wide.csv", index=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", pd.errors.PerformanceWarning)
+        ladder = load_ladder(tmp_path / "wide.csv")
+        delphi.fit(ladder, "chinchilla")
+
+
+def test_a_message_about_100k_columns_stays_short(tmp_path):
+    names = [f"c{i}" for i in range(100_000)]
+    (tmp_path / "w.csv").write_text("run,flops," + ",".join(names) + "\na,1e18,"
+                                    + ",".join("1" for _ in names) + "\n")
+    with pytest.raises(LadderError) as info:
+        load_ladder(tmp_path / "w.csv")
+    # 30 names, then the count of the other 99,972 (100,002 columns in all).
+    assert str(info.value).endswith("c27 ... (99,972 more)")
+
+
+@pytest.mark.parametrize("fmt", ["csv", "jsonl", "parquet"])
+def test_columns_differing_only_in_case_are_an_error_in_every_format(tmp_path, fmt):
+    frame = pd.DataFrame([dict(r, Loss=9.0) for r in _rows()])
+    path = tmp_path / f"t.{fmt}"
+    if fmt == "csv":
+        frame.to_csv(path, index=False)
+    elif fmt == "jsonl":
+        path.write_text(frame.to_json(orient="records", lines=True))
+    else:
+        frame.to_parquet(path)
+    with pytest.raises(LadderError, match="columns 'loss' and 'Loss' differ only in case"):
+        load_ladder(path)
+
+
+def test_a_column_named_twice_is_an_error_in_csv_and_jsonl(tmp_path):
+    (tmp_path / "t.csv").write_text("run,flops,loss,loss\na,1e18,3.5,9\nb,3e18,3.3,9\n")
+    with pytest.raises(LadderError, match="columns 3 and 4 of the header are both named 'loss'"):
+        load_ladder(tmp_path / "t.csv")
+    (tmp_path / "t.jsonl").write_text('{"run": "a", "flops": 1e18, "loss": 3.5}\n'
+                                      '{"run": "b", "flops": 3e18, "loss": 3.3, "loss": 9}\n')
+    with pytest.raises(LadderError, match="line 2: key 'loss' appears twice"):
+        load_ladder(tmp_path / "t.jsonl")
+
+
+def test_two_rows_of_one_run_without_steps_are_named(tmp_path):
+    (tmp_path / "d.csv").write_text("run,flops,loss\na,1e18,3.50\na,3e18,3.31\nc,1e19,3.12\n")
+    with pytest.warns(delphi.LadderWarning, match=r"run 'a': rows 0 before row 1"):
+        ladder = load_ladder(tmp_path / "d.csv")
+    assert any("run 'a': rows 0 before row 1" in w for w in ladder.warnings)
+
+
+def test_a_template_mapping_every_row_to_one_id_is_an_error(tmp_path):
+    (tmp_path / "t.csv").write_text("flops,loss,lr\n1e18,3.5,0.001\n3e18,3.3,0.001\n"
+                                    "1e19,3.1,0.001\n")
+    m = _manifest(tmp_path, "t.csv", 'run_id = "{lr:g}"\n')
+    with pytest.raises(delphi.ManifestError, match=r"maps rows 0, 1, 2 to the same id '0.001'"):
+        load_ladder(m)
+    (tmp_path / "u.csv").write_text("flops,loss,lr\n1e18,3.5,0.001\n3e18,3.3,0.001\n"
+                                    "1e19,3.1,0.002\n")
+    m = _manifest(tmp_path, "u.csv", 'run_id = "{lr:g}"\n')
+    with pytest.warns(delphi.LadderWarning, match=r"maps rows 0, 1 to the same id '0.001'"):
+        load_ladder(m)
+
+
+def test_ragged_rows_name_the_line_and_field_counts(tmp_path):
+    (tmp_path / "r.csv").write_text("run,flops,loss\na,1e18,3.5\nb,3e18,3.3\nc,1e19,3.1,x,y\n")
+    for path in (tmp_path / "r.csv", _manifest(tmp_path, "r.csv")):
+        with pytest.raises(LadderError, match=r"r\.csv, line 4: 5 fields, but the header has 3"):
+            load_ladder(path)
+    # Past the content check's first 20 rows: pandas' own count, reworded (file line 30).
+    body = "".join(f"r{i},1e18,3.5\n" for i in range(27)) + "x,1e18,3.5,9\n"
+    (tmp_path / "late.csv").write_text("run,flops,loss\n" + body)
+    with pytest.raises(LadderError, match=r"late\.csv, line 29: 4 fields, but the header has 3"):
+        load_ladder(tmp_path / "late.csv")
+
+
+@pytest.mark.parametrize("encoding, name", [("utf-16", "UTF-16"), ("utf-16-le", "UTF-16"),
+                                            ("utf-32", "UTF-32")])
+def test_utf16_and_utf32_files_are_named(tmp_path, encoding, name):
+    (tmp_path / "u.csv").write_bytes(_csv(_rows()).encode(encoding))
+    for path in (tmp_path / "u.csv", _manifest(tmp_path, "u.csv")):
+        with pytest.raises(LadderError, match=f"{name}.* text; save it as UTF-8"):
+            load_ladder(path)
+
+
+def test_an_empty_file_is_called_empty(tmp_path):
+    (tmp_path / "e.csv").write_text("")
+    with pytest.raises(LadderError, match="the file is empty"):
+        load_ladder(tmp_path / "e.csv")
+
+
+def test_cli_review_inputs(tmp_path):
+    (tmp_path / "creds.csv").write_text(SECRET)
+    out = _cli("predict", str(tmp_path / "creds.csv"), "--target-flops", "1e22", "--json")
+    assert out.returncode == 1 and "AKIA" not in out.stdout + out.stderr
+    assert json.loads(out.stdout)["error"]["type"] == "LadderError"
+    (tmp_path / "h.jsonl").write_text('{"run": "c", "flops": 1' + "0" * 400 + ', "loss": 3}\n')
+    out = _cli("predict", str(tmp_path / "h.jsonl"), "--target-flops", "1e22", "--json")
+    err = json.loads(out.stdout)["error"]
+    assert err["type"] == "LadderError" and "line 1: column 'flops'" in err["message"]
+    out = _cli("predict", str(tmp_path / "creds.csv"), "--metric", "run", "--target-flops", "1e22")
+    assert "'run' is the run id column" in out.stderr and "Traceback" not in out.stderr
+
+
+def test_a_json_array_as_run_id_names_the_line(tmp_path):
+    rows = _rows()
+    (tmp_path / "r.jsonl").write_text(_jsonl(rows[:2]) + '{"run": ["c"], "flops": 1e19, '
+                                      '"loss": 3.1}\n' + _jsonl(rows[2:]))
+    with pytest.raises(LadderError, match=r"r\.jsonl, line 3: the run id \('run'\) is a JSON "
+                                          r"array"):
+        load_ladder(tmp_path / "r.jsonl")
+
+
+def test_a_run_id_of_spaces_is_empty(tmp_path):
+    rows = _rows()
+    rows[1]["run"] = "   "
+    (tmp_path / "s.csv").write_text(_csv(rows))
+    with pytest.raises(LadderError, match=r"row 1: column 'run' is empty"):
+        load_ladder(tmp_path / "s.csv")

@@ -378,9 +378,9 @@ def test_a_real_table_still_lists_its_columns_capped(dirs):
         load_ladder(m)
     msg = str(info.value)
     # 30 names shown (run, params, tokens, loss, c0..c25), then the count of the rest: 34 + 1
-    # more source columns and the reader's own `row` column make 40 in all.
+    # more source columns make 39 in all (the reader's own `row` column is not listed).
     shown = ", ".join(["run", "params", "tokens", "loss"] + [f"c{i}" for i in range(26)])
-    assert f"columns: {shown} ... (10 more)" in msg
+    assert f"columns found: {shown} ... (9 more)" in msg
     assert long[:61] not in msg
 
 

@@ -397,7 +397,7 @@ def test_manifest_root_data_uses_the_data_dir(tmp_path, monkeypatch):
 @pytest.mark.parametrize("extra, message", [
     ('[[runs]]\nmatch = "zz.*"\nparams = 5', r"\[\[runs\]\] match 'zz.\*' matches no run"),
     ('[[runs]]\nmatch = "a"\nparams = 5', r"sets params = 5.0, but the source already has 1000000.0"),
-    ('[[filters]]\ncolumn = "colour"\nequals = "red"', r"a filter names column 'colour'.*columns: run"),
+    ('[[filters]]\ncolumn = "colour"\nequals = "red"', r"a filter names column 'colour'.*columns found: run"),
     ('run_id = "{run}-{seed}"\n[columns]\nrun = "run"',
      r"give either \[columns\] run or \[source\] run_id"),
 ])
@@ -419,7 +419,7 @@ def test_run_id_template_with_an_unknown_column(tmp_path):
         path = "points.csv"
         run_id = "{model}-{width}"
     """)
-    with pytest.raises(ManifestError, match=r"run_id names column 'width'.*columns: model, N, C"):
+    with pytest.raises(ManifestError, match=r"run_id names column 'width'.*columns found: model, N, C"):
         load_ladder(path)
 
 

@@ -982,3 +982,184 @@ def test_a_forecasts_warnings_are_recorded_with_its_notes(tmp_path):
     assert [n for n in entry.forecast.notes if not n.startswith("warning: ")] == list(f.notes)
     assert [n[len("warning: "):] for n in entry.forecast.notes
             if n.startswith("warning: ")] == list(f.warnings)
+
+
+# --------------------------------------------------------------------------- review 10 fixes
+def test_created_at_without_a_time_zone_names_the_text_not_python(tmp_path, capsys):
+    reg = Registry(tmp_path / "r.jsonl")
+    with pytest.raises(RegistryError) as info:
+        external(reg, "y", created_at="9999-12-31T00:00:00")
+    assert str(info.value) == "created_at 9999-12-31T00:00:00 has no time zone; add Z or +00:00"
+    with pytest.raises(RegistryError, match=r"created_at 2026-04-10T00:00:00 has no time zone"):
+        external(reg, "y", created_at=datetime(2026, 4, 10))
+    code, _, err = run_cli(capsys, "register", "--registry", tmp_path / "r.jsonl", "--id", "y",
+                           "--external-loss", "2.5", "--external-source", "s",
+                           "--target-flops", "1e21", "--created-at", "9999-12-31T00:00:00")
+    assert code == 1 and "datetime" not in err
+    assert err.strip() == ("delphi: error: created_at 9999-12-31T00:00:00 has no time zone; "
+                           "add Z or +00:00")
+
+
+def test_counts_are_singular_for_one(tmp_path, capsys):
+    path = tmp_path / "r.jsonl"
+    reg = Registry(path)
+    external(reg, "one")
+    code, out, _ = run_cli(capsys, "registry", "verify", path)
+    assert code == 0 and f"{path}: OK, 1 entry, chain intact" in out
+    external(reg, "two")
+    assert ", 2 entries, chain intact" in str(reg.verify())
+    path.write_bytes(path.read_bytes() + b'{"x')   # torn after 2 entries
+    assert "[2 entries verified before it]" in str(reg.verify())
+    one = tmp_path / "one.jsonl"
+    one.write_bytes(path.read_bytes().split(b"\n")[0] + b'\n{"x')
+    assert "[1 entry verified before it]" in str(Registry(one).verify())
+    # The scoreboard: 1 prediction, 1 projection.
+    board = tmp_path / "b.jsonl"
+    external(Registry(board), "p")
+    external(Registry(board), "q", kind="projection")
+    markdown = Registry(board).report().to_markdown()
+    assert "**0 of 1 prediction scored** (1 projection, never scored)." in markdown
+
+
+def _two_entries(tmp_path) -> tuple[Path, bytes, str]:
+    path = tmp_path / "r.jsonl"
+    reg = Registry(path)
+    external(reg, "a")
+    external(reg, "b")
+    data = path.read_bytes()
+    # The head is the hash of the last line, computed here from its JSON, not by delphi.
+    last = json.loads(data.split(b"\n")[-2])
+    body = {k: v for k, v in last.items() if k != "hash"}
+    canonical = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+    assert hashlib.sha256(canonical.encode()).hexdigest() == last["hash"]
+    return path, data, last["hash"]
+
+
+def test_expect_head_accepts_either_case_and_rejects_what_is_not_a_hash(tmp_path, capsys):
+    path, _, head = _two_entries(tmp_path)
+    reg = Registry(path)
+    assert reg.verify(expect_head=head.upper()).ok
+    assert reg.verify(expect_head=f" {head}\n").ok       # pasted with whitespace
+    code, out, _ = run_cli(capsys, "registry", "verify", path, "--expect-head", head.upper())
+    assert code == 0 and "OK, 2 entries" in out
+    for bad in (head[:8], "abc", "", head + "0", "g" * 64):
+        with pytest.raises(RegistryError, match="is not a head hash: give all 64 hexadecimal"):
+            reg.verify(expect_head=bad)
+        with pytest.raises(SystemExit) as info:
+            registry_main(["registry", "verify", str(path), "--expect-head", bad])
+        _, err = capsys.readouterr()
+        assert info.value.code == 2 and "64 hexadecimal digits" in err
+        assert "removed from the end" not in err
+    # A well-formed head that is not in the file is still the tampering message.
+    with pytest.raises(AssertionError):
+        assert reg.verify(expect_head="f" * 64).ok
+    assert "removed from the end" in reg.verify(expect_head="f" * 64).problem
+
+
+def test_trailing_blank_lines_are_reported_and_repaired(tmp_path, capsys):
+    path, good, head = _two_entries(tmp_path)
+    path.write_bytes(good + b"\n \n")               # `echo >>` twice, one with a space
+    report = Registry(path).verify()
+    assert not report.ok and report.repairable and not report.torn
+    assert report.line == 3 and report.n_entries == 2
+    assert "the file ends with 2 blank lines" in report.problem
+    # Reading commands still list the entries (and exit 1 because the file does not verify).
+    code, out, err = run_cli(capsys, "registry", "list", path)
+    assert code == 1 and len(out.splitlines()) == 2 and "2 blank lines" in err
+    code, out, _ = run_cli(capsys, "registry", "repair", path)
+    assert code == 0 and "stripped 2 trailing blank lines" in out
+    assert path.read_bytes() == good
+    assert Path(str(path) + ".bak").read_bytes() == good + b"\n \n"
+    assert Registry(path).verify(expect_head=head).ok
+    external(Registry(path), "c")                   # appends work again
+
+
+def test_crlf_line_endings_are_named_and_converted_back(tmp_path, capsys):
+    path, good, head = _two_entries(tmp_path)
+    crlf = good.replace(b"\n", b"\r\n")             # what git autocrlf does on checkout
+    path.write_bytes(crlf)
+    code, out, _ = run_cli(capsys, "registry", "verify", path)
+    assert code == 1 and "CRLF line endings (e.g. from git autocrlf)" in out
+    assert "not in canonical form" not in out and "registry repair" in out
+    assert Registry(path).verify().fix is not None
+    code, out, _ = run_cli(capsys, "registry", "repair", path, "--json")
+    d = json.loads(out)
+    assert code == 0 and d["repaired"] and d["after"]["ok"] and d["after"]["head"] == head
+    assert path.read_bytes() == good and Path(d["backup"]).read_bytes() == crlf
+    # CRLF plus real damage: the damage is reported, with the line endings mentioned, and
+    # repair refuses (it cannot fix tampering).
+    lines = good.split(b"\n")
+    tampered = lines[0].replace(b'"loss":2.5', b'"loss":2.4') + b"\n" + b"\n".join(lines[1:])
+    path.write_bytes(tampered.replace(b"\n", b"\r\n"))
+    report = Registry(path).verify()
+    assert report.line == 1 and "altered" in report.problem and "CRLF" in report.problem
+    assert not report.repairable
+    with pytest.raises(RegistryError, match="cannot repair"):
+        Registry(path).repair()
+
+
+@pytest.mark.parametrize("content, fragment", [
+    (b"j\xd6\xab\x92\xec\xdd\xed\x06C|M\n", "line 1 is not valid JSON"),
+    (b"[1, 2]\n", "line 1 is not a JSON object"),
+    (b'{"id": "a"}\n\n', "line 1 is not a valid entry"),
+])
+def test_list_and_report_on_a_corrupt_file_use_verify_words(tmp_path, capsys, content,
+                                                             fragment):
+    path = tmp_path / "r.jsonl"
+    path.write_bytes(content)
+    for action in ("list", "report", "show"):
+        argv = ["registry", action] + (["x"] if action == "show" else []) + [path]
+        code, out, err = run_cli(capsys, *argv)
+        assert code == 1 and out == ""
+        assert fragment in err and "registry verify" in err
+        assert "Invalid JSON" not in err and "(got b" not in err and "\\x" not in err
+
+
+def test_a_byte_order_mark_is_named(tmp_path, capsys):
+    path, good, _ = _two_entries(tmp_path)
+    path.write_bytes(b"\xef\xbb\xbf" + good)
+    code, _, err = run_cli(capsys, "registry", "list", path)
+    assert code == 1 and "byte-order mark" in err and "(got b" not in err
+    assert "byte-order mark" in Registry(path).verify().problem
+    Registry(path).repair()
+    assert path.read_bytes() == good
+
+
+def test_a_held_lock_prints_a_note_while_waiting(tmp_path, capsys, monkeypatch):
+    import threading
+
+    from filelock import FileLock
+
+    import delphi.registry.core as core
+
+    path = tmp_path / "r.jsonl"
+    external(Registry(path), "a")
+    monkeypatch.setattr(core, "LOCK_NOTE_AFTER", 0.1)
+    other = FileLock(str(path) + ".lock", thread_local=False)  # released by a timer thread
+    # API: the note goes to on_wait; the wait then times out.
+    notes: list[str] = []
+    other.acquire()
+    try:
+        with pytest.raises(RegistryError, match="could not lock"):
+            external(Registry(path, lock_timeout=0.3, on_wait=notes.append), "b")
+    finally:
+        other.release()
+    assert len(notes) == 1 and notes[0].startswith("waiting for the registry lock held by "
+                                                   "another writer")
+    # CLI: the note on stderr, then the append goes through once the other writer is done.
+    for quiet in (False, True):
+        other.acquire()
+        timer = threading.Timer(0.5, other.release)
+        timer.start()
+        try:
+            code, out, err = run_cli(capsys, *(["-q"] if quiet else []), "register",
+                                     "--registry", path, "--id", f"c{int(quiet)}",
+                                     "--external-loss", "2.5", "--external-source", "s",
+                                     "--target-flops", "1e21")
+        finally:
+            timer.join()
+        assert code == 0 and "registered" in out
+        assert ("waiting for the registry lock held by another writer" in err) is not quiet
+    # No note when nobody holds the lock.
+    code, _, err = run_cli(capsys, "score", "--registry", path, "--id", "a", "--actual", "2.5")
+    assert code == 0 and "waiting" not in err

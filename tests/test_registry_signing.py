@@ -111,7 +111,8 @@ def test_bad_key_files_are_refused_without_echoing_them(tmp_path):
         serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
         serialization.NoEncryption()))
     ec_key.chmod(0o600)
-    with pytest.raises(RegistryError, match="not an Ed25519 key"):
+    with pytest.raises(RegistryError, match=r"not an Ed25519 private key \(it is an "
+                                            r"elliptic-curve \(ECDSA\) key\)"):
         load_signing_key(ec_key)
     generate_key(tmp_path / "open.key")
     (tmp_path / "open.key").chmod(0o644)
@@ -300,3 +301,77 @@ def test_head_prints_the_last_hash_to_publish(tmp_path, capsys):
     (tmp_path / "empty.jsonl").write_bytes(b"")
     with pytest.raises(RegistryError, match="empty"):
         Registry(tmp_path / "empty.jsonl").head()
+
+
+def test_wrong_kinds_of_key_file_are_named_without_python_internals(tmp_path, capsys):
+    from cryptography.hazmat.primitives.asymmetric import rsa
+
+    generate_key(tmp_path / "me.key", name="me")
+    pub = tmp_path / "me.key.pub"
+    assert stat.S_IMODE(os.stat(pub).st_mode) & 0o044   # readable by others, as it should be
+    with pytest.raises(RegistryError) as info:
+        load_signing_key(pub)
+    message = str(info.value)
+    assert f"is a public key; pass the private key file ({tmp_path / 'me.key'})" in message
+    assert "chmod" not in message and "readable by others" not in message
+    # A PEM public key too.
+    pem_pub = tmp_path / "pub.pem"
+    pem_pub.write_bytes(ed25519.Ed25519PrivateKey.generate().public_key().public_bytes(
+        serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo))
+    with pytest.raises(RegistryError, match="is a public key; pass the private key file"):
+        load_signing_key(pem_pub)
+    encrypted = tmp_path / "enc.key"
+    encrypted.write_bytes(ed25519.Ed25519PrivateKey.generate().private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+        serialization.BestAvailableEncryption(b"pass phrase")))
+    encrypted.chmod(0o600)
+    rsa_key = tmp_path / "rsa.key"
+    rsa_key.write_bytes(rsa.generate_private_key(public_exponent=65537, key_size=2048)
+                        .private_bytes(serialization.Encoding.PEM,
+                                       serialization.PrivateFormat.PKCS8,
+                                       serialization.NoEncryption()))
+    rsa_key.chmod(0o600)
+    garbage = tmp_path / "garbage.key"
+    garbage.write_bytes(b"\x00\x01not a key")
+    garbage.chmod(0o600)
+    expected = {pub: "is a public key; pass the private key file",
+                encrypted: "encrypted private keys are not supported",
+                rsa_key: "is not an Ed25519 private key (it is an RSA key)",
+                garbage: "is not an unencrypted PEM private key"}
+    registry = tmp_path / "r.jsonl"
+    for key, fragment in expected.items():
+        for argv in (["register", "--registry", registry, "--id", "x", "--external-loss", "2.5",
+                      "--external-source", "s", "--target-flops", "1e21"],
+                     ["score", "--registry", registry, "--id", "x", "--actual", "2.5"]):
+            code, out, err = run_cli(capsys, *argv, "--sign-key", key)
+            assert code == 1 and out == "" and len(err.splitlines()) == 1
+            assert fragment in err, err
+            for internal in ("ValueError", "TypeError", "RSAPrivateKey", "Traceback"):
+                assert internal not in err
+    assert not registry.exists()
+
+
+@pytest.mark.parametrize("bad", ["", "  "])
+def test_keygen_with_an_empty_path_is_a_one_line_error(capsys, bad):
+    code, out, err = run_cli(capsys, "registry", "keygen", bad)
+    assert code == 1 and out == ""
+    assert err.strip() == (f"delphi: error: key file {bad!r}: give the path of a file to "
+                           f"create, e.g. me.key")
+    with pytest.raises(RegistryError, match="give the path of a file"):
+        generate_key(bad)
+
+
+def test_keygen_says_when_it_creates_the_folder(tmp_path, capsys):
+    key = tmp_path / "new" / "sub" / "k.key"
+    code, out, _ = run_cli(capsys, "registry", "keygen", key)
+    assert code == 0 and key.exists()
+    assert out.splitlines()[-1] == (f"created      {tmp_path / 'new'}, {tmp_path / 'new' / 'sub'} "
+                                    f"(the folders did not exist; mode 0700)")
+    assert stat.S_IMODE(os.stat(tmp_path / "new").st_mode) == 0o700
+    code, out, _ = run_cli(capsys, "registry", "keygen", tmp_path / "new" / "k2.key", "--json")
+    assert json.loads(out)["created_folders"] == []
+    code, out, _ = run_cli(capsys, "registry", "keygen", tmp_path / "k3.key")
+    assert "created " not in out
+    code, out, _ = run_cli(capsys, "registry", "keygen", tmp_path / "one" / "k4.key")
+    assert out.splitlines()[-1] == (f"created      {tmp_path / 'one'} (the folder did not "
+                                    f"exist; mode 0700)")

@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import FitError, LadderError
-from ..ladder import Exclusion, Ladder, _percent
+from ..ladder import Exclusion, Ladder, _percent, columns_found
 from ..laws import CHECKPOINT_LAWS, Law, get_law
 from .engine import DEFAULT_DELTA, fit_arrays
 from .result import Fit
@@ -86,7 +86,7 @@ def _points(ladder: Ladder, law: Law, include_unfinished: bool, min_fraction: fl
     if missing:
         raise LadderError(
             f"law {law.name!r} reads {', '.join(law.inputs)} but ladder {ladder.name!r} has no "
-            f"{', '.join(missing)} column; columns found: {', '.join(map(str, ladder.table.columns))}")
+            f"{', '.join(missing)} column; {columns_found(ladder.table.columns)}")
     if law.name not in CHECKPOINT_LAWS:
         return ladder.final_points(include_unfinished=include_unfinished)
     # Every checkpoint of every run counts, unfinished runs included; diverged runs do not.

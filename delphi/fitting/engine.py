@@ -342,11 +342,20 @@ class Prepared:
     free: tuple[str, ...]
 
 
+#: Huber deltas that mean something on log residuals (see :func:`prepare`).
+_DELTA_RANGE = (1e-8, 10.0)
+
+
 def prepare(law, x, y, *, labels=None, fixed=None, bounds=None, delta=DEFAULT_DELTA) -> Prepared:
     """Validate a fitting problem (see :func:`fit_arrays` for the arguments and errors)."""
     law = get_law(law)
     if not (math.isfinite(delta) and delta > 0):
         raise FitError(f"Huber delta must be positive and finite, got {delta!r}")
+    if not _DELTA_RANGE[0] <= delta <= _DELTA_RANGE[1]:
+        # Below ~1e-8 the Huber kink sits under float64 rounding of a log loss; above 10 every
+        # residual is quadratic already (plain least squares).
+        raise FitError(f"Huber delta (on log residuals) must be in {_DELTA_RANGE[0]:g}.."
+                       f"{_DELTA_RANGE[1]:g}, got {delta:.4g}")
     y = np.asarray(y, dtype=float)
     if y.ndim != 1 or y.size == 0:
         raise FitError("y must be a non-empty 1-D array of losses")

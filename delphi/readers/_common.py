@@ -25,7 +25,8 @@ import numpy as np
 import pandas as pd
 
 from ..errors import LadderError, LadderWarning
-from ..ladder import CANONICAL_COLUMNS, Exclusion, Ladder, _non_numeric_cells, user_stacklevel
+from ..ladder import (CANONICAL_COLUMNS, LOSS_LIKE, Exclusion, Ladder, _non_numeric_cells,
+                      columns_found, user_stacklevel)
 
 __all__ = ["SourceTable", "ColumnDefault", "resolve_paths", "read_file", "read_json_lines",
            "not_a_file", "canonicalize", "drop_missing_metric", "NUMERIC_COLUMNS", "plain",
@@ -37,12 +38,7 @@ NUMERIC_COLUMNS = ("params", "tokens", "flops", "loss", "step", "lr", "peak_lr",
 _GLOB_CHARS = set("*?[")
 # Column lists in error messages are cut here: W&B histories have hundreds of columns.
 _MAX_LISTED = 30
-# Column names that hold a loss-like metric (for "not found" hints): losses, bits per byte,
-# perplexities, cross-entropies, negative log-likelihoods.
-_LOSS_LIKE = re.compile(r"loss|(?<![a-z])bpb(?![a-z])|bits?[\s_\-/]*per[\s_\-/]*byte|perplexity|"
-                        r"(?<![a-z])ppl(?![a-z])|(?<![a-z])nll(?![a-z])|x_?ent|"
-                        r"cross[\s_\-]?entropy",
-                        re.IGNORECASE)
+_LOSS_LIKE = LOSS_LIKE
 # Pandas' default missing-value strings, kept for every column but an id column.
 _NA_STRINGS = sorted(pd.io.parsers.readers.STR_NA_VALUES)
 
@@ -116,11 +112,17 @@ def plain(value) -> str:
     return repr(value.item() if hasattr(value, "item") else value)
 
 
+def _cut(name, limit: int = 64) -> str:
+    """A column name for a message, cut at ``limit`` characters."""
+    text = str(name)
+    return text if len(text) <= limit else text[:limit - 3] + "..."
+
+
 def list_columns(columns: Iterable[str]) -> str:
-    """Comma-separated column names, cut after a few dozen."""
+    """Comma-separated column names, cut after a few dozen (each cut at 64 characters)."""
     cols = [str(c) for c in columns]
-    more = f" ... ({len(cols) - _MAX_LISTED} more)" if len(cols) > _MAX_LISTED else ""
-    return ", ".join(cols[:_MAX_LISTED]) + more
+    more = f" ... ({len(cols) - _MAX_LISTED:,} more)" if len(cols) > _MAX_LISTED else ""
+    return ", ".join(_cut(c) for c in cols[:_MAX_LISTED]) + more
 
 
 def not_a_file(path: Path) -> LadderError:
@@ -193,6 +195,20 @@ _MAGIC = ((b"\x1f\x8b", "compressed (gzip)"), (b"BZh", "compressed (bzip2)"),
 GZIP_SUFFIX = ".gz"
 
 
+def utf16_name(head: bytes) -> str | None:
+    """``"UTF-16"`` or ``"UTF-32"`` when the first bytes of a file are that encoding's
+    byte-order mark (``FF FE``, ``FE FF``...) or, without one, ASCII text with every other byte
+    NUL (``r\0u\0n\0``); else ``None``. Excel's "Unicode text" is UTF-16."""
+    if head.startswith((codecs.BOM_UTF32_LE, codecs.BOM_UTF32_BE)):
+        return "UTF-32"
+    if head.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
+        return "UTF-16"
+    if len(head) >= 4 and (set(head[1::2]) == {0} or set(head[0::2]) == {0}) \
+            and not set(head[0::2] + head[1::2]) == {0}:
+        return "UTF-16 (without a byte-order mark)"
+    return None
+
+
 def sniff_content(path: Path, fmt: str) -> bool:
     """Whether ``path`` is gzip-compressed (named ``*.gz``), after checking its first bytes.
 
@@ -212,6 +228,10 @@ def sniff_content(path: Path, fmt: str) -> bool:
         return True
     if fmt == "parquet":
         return False
+    wide = utf16_name(head)
+    if wide:
+        raise LadderError(f"cannot read {path} as {fmt}: the file is {wide} text; save it as "
+                          f"UTF-8")
     for magic, what in _MAGIC:
         if head.startswith(magic):
             if what.endswith("(gzip)"):
@@ -251,6 +271,11 @@ def _json_kind(value) -> str:
     return "a number"
 
 
+# Integers from 2**1024 on do not fit a float64; _HUGE stands for one while parsing JSON.
+_FLOAT_LIMIT = 2 ** 1024
+_HUGE = object()
+
+
 def read_json_lines(path: Path, *, gz: bool = False, what: str = "a JSON object per line"
                     ) -> list[tuple[int, dict]]:
     """The JSON objects of a JSON Lines file: ``[(line number (1-based), object)]``, blank
@@ -262,8 +287,8 @@ def read_json_lines(path: Path, *, gz: bool = False, what: str = "a JSON object 
     Raises
     ------
     LadderError
-        Naming the line: bytes that are not UTF-8, invalid JSON, JSON nested too deeply, or a
-        line that is not an object (``null``, an array, a number, a string); a file holding
+        Naming the line: bytes that are not UTF-8, invalid JSON, JSON nested too deeply, an
+        integer beyond float64 (names the column too), or a line that is not an object (``null``, an array, a number, a string); a file holding
         one JSON array (a ``.json`` file named ``.jsonl``) is named as such.
     """
     opener = gzip.open if gz else open
@@ -285,8 +310,29 @@ def read_json_lines(path: Path, *, gz: bool = False, what: str = "a JSON object 
     del text
     array_hint = (f"{path}: the file is one JSON array (a .json file), not JSON Lines; write "
                   f"{what} (e.g. pandas' to_json(orient='records', lines=True))")
+    huge: list[bool] = []
+    twice: list[str] = []
+
+    def pairs(items: list) -> dict:
+        # {"loss": 1, "loss": 2}: json keeps the last silently; CSV and Parquet refuse it.
+        obj = dict(items)
+        if len(obj) < len(items) and not twice:
+            twice.append(next(k for i, (k, _) in enumerate(items)
+                              if any(k == k2 for k2, _ in items[:i])))
+        return obj
+
+    def parse_int(digits: str):
+        # An integer beyond float64 (a 400-digit count) would overflow when made a number:
+        # marked here, named by line and column below.
+        value = int(digits) if len(digits) <= 400 else None
+        if value is None or abs(value) >= _FLOAT_LIMIT:
+            huge.append(True)
+            return _HUGE
+        return value
+
     try:
-        records = json.loads("[" + ",".join(line for _, line in numbered) + "]")
+        records = json.loads("[" + ",".join(line for _, line in numbered) + "]",
+                             parse_int=parse_int, object_pairs_hook=pairs)
         if len(records) != len(numbered):      # a line held several values: "{...}, {...}"
             records = None
     except (ValueError, RecursionError):
@@ -295,7 +341,8 @@ def read_json_lines(path: Path, *, gz: bool = False, what: str = "a JSON object 
         records = []
         for lineno, line in numbered:
             try:
-                records.append(json.loads(line))
+                records.append(json.loads(line, parse_int=parse_int,
+                                          object_pairs_hook=pairs))
             except json.JSONDecodeError as exc:
                 if not records and line.lstrip().startswith("["):
                     raise LadderError(array_hint) from None
@@ -310,6 +357,22 @@ def read_json_lines(path: Path, *, gz: bool = False, what: str = "a JSON object 
                 raise LadderError(array_hint)
             raise LadderError(f"{path}, line {lineno}: expected {what}, got "
                               f"{_json_kind(record)}")
+    if twice:
+        for lineno, line in numbered:
+            pairs_twice: list[str] = []
+            json.loads(line, object_pairs_hook=lambda items: (
+                pairs_twice.extend(k for i, (k, _) in enumerate(items)
+                                   if any(k == k2 for k2, _ in items[:i])) or dict(items)),
+                       parse_int=len)
+            if pairs_twice:
+                raise LadderError(f"{path}, line {lineno}: key {_cut(pairs_twice[0])!r} appears "
+                                  f"twice in one object (JSON keeps only the last); keep one")
+    if huge:
+        for (lineno, _), record in zip(numbered, records):
+            for key, value in record.items():
+                if value is _HUGE:
+                    raise LadderError(f"{path}, line {lineno}: column {_cut(key)!r} holds an "
+                                      f"integer too large for a number (over 1.8e308)")
     return [(lineno, record) for (lineno, _), record in zip(numbered, records)]
 
 
@@ -342,6 +405,7 @@ def read_file(path: Path, fmt: str, text_columns: Sequence[str] = ()) -> pd.Data
         compression = "gzip" if gz else None
         if fmt == "csv":
             header = pd.read_csv(path, nrows=0, compression=compression).columns
+            _check_header(path, compression)
             text = _text_columns(header, text_columns)
             # Pandas reads "NA", "null", "None", "N/A"... as missing in every column; in an id
             # column they are ids, so only an empty cell is missing there.
@@ -352,9 +416,16 @@ def read_file(path: Path, fmt: str, text_columns: Sequence[str] = ()) -> pd.Data
             frame = pd.read_parquet(path)
         elif fmt == "jsonl":
             # No dtype guessing: a string "001" stays text (numbers stay numbers).
-            records = [r for _, r in read_json_lines(path, gz=gz)]
+            numbered = read_json_lines(path, gz=gz)
+            records = [r for _, r in numbered]
             frame = pd.DataFrame.from_records(records) if records else pd.DataFrame()
             for col in _text_columns(frame.columns, text_columns):
+                nested = frame[col].map(lambda v: isinstance(v, (list, dict)))
+                if nested.any():      # ["c"] is no name: str() would make it the id "['c']"
+                    k = int(np.flatnonzero(nested.to_numpy())[0])
+                    raise LadderError(f"{path}, line {numbered[k][0]}: the run id ({_cut(col)!r})"
+                                      f" is a JSON {'array' if isinstance(frame[col].iat[k], list) else 'object'}"
+                                      f", not text or a number")
                 # JSON numbers as ids: 1 -> "1", 1.5 -> "1.5" (their JSON spelling)
                 frame[col] = frame[col].map(_json_id, na_action="ignore")
         else:  # pragma: no cover - callers pass a known format
@@ -365,11 +436,39 @@ def read_file(path: Path, fmt: str, text_columns: Sequence[str] = ()) -> pd.Data
         raise _not_utf8(path, gz) from None
     except (gzip.BadGzipFile, zlib.error, EOFError) as exc:
         raise LadderError(f"cannot read {path}: corrupt or truncated gzip data ({exc})") from None
+    except pd.errors.EmptyDataError:
+        raise LadderError(f"{path}: the file is empty (no header row)") from None
+    except pd.errors.ParserError as exc:
+        ragged = re.search(r"Expected (\d+) fields in line (\d+), saw (\d+)", str(exc))
+        if ragged:     # pandas' line counts file lines from 1, the header included
+            want, line, saw = ragged.groups()
+            raise LadderError(f"{path}, line {line}: {saw} fields, but the header has {want} "
+                              f"columns; remove the extra fields (or quote a field holding a "
+                              f"comma)") from None
+        raise LadderError(f"cannot read {path} as {fmt}: {exc}") from None
     except errors as exc:
         raise LadderError(f"cannot read {path} as {fmt}: {exc}") from None
     if "row" not in frame.columns:
-        frame["row"] = range(len(frame))
+        # One concat, not an insert: a frame read with many per-column dtypes (a W&B export
+        # of hundreds of metrics) is fragmented, and pandas warns on every insert into it.
+        frame = pd.concat([frame, pd.DataFrame({"row": np.arange(len(frame))},
+                                               index=frame.index)], axis=1)
     return frame
+
+
+def _check_header(path: Path, compression: str | None) -> None:
+    """Refuse a CSV header naming a column twice: pandas would silently rename the second
+    ``loss`` to ``loss.1`` and read the first."""
+    raw = pd.read_csv(path, header=None, nrows=1, dtype=str, keep_default_na=False,
+                      compression=compression).iloc[0].tolist() if path.stat().st_size else []
+    names = [str(c) for c in raw]   # "run" and " run ": canonicalize names them
+    seen: dict[str, int] = {}
+    for i, name in enumerate(names, 1):
+        if name in seen and name:
+            raise LadderError(f"{path}: columns {seen[name]} and {i} of the header are both "
+                              f"named {_cut(name)!r} (the second would be read as "
+                              f"{_cut(name) + '.1'!r}); rename or drop one")
+        seen.setdefault(name, i)
 
 
 def _json_id(value) -> str | None:
@@ -428,11 +527,27 @@ def canonicalize(frame: pd.DataFrame, *, columns: Mapping[str, str] | None = Non
         raise LadderError(f"{where}: columns with the same name once surrounding spaces are "
                           f"removed: {spelled}; rename or drop one")
     frame = frame.set_axis(stripped, axis=1)
+    # "loss" and "Loss" (or a mapped column in two cases): which one is meant? Say so rather
+    # than take the first. Other metadata columns may differ only in case.
+    # (A mapped column or --metric matching two headers ignoring case is named below.)
+    wanted = set(CANONICAL_COLUMNS)
+    by_case: dict[str, list[str]] = {}
+    for c in stripped:
+        if isinstance(c, str) and c.lower() in wanted:
+            by_case.setdefault(c.lower(), []).append(c)
+    clash = [names for names in by_case.values() if len(names) > 1]
+    if clash:
+        raise LadderError(f"{where}: columns {' and '.join(repr(_cut(c)) for c in clash[0])} "
+                          f"differ only in case, so which one holds "
+                          f"{clash[0][0].lower()!r} is ambiguous; rename or drop one")
     lowered = {c.lower(): c for c in frame.columns if isinstance(c, str)}
     frame = frame.rename(columns={lowered[c]: c for c in CANONICAL_COLUMNS
                                   if c not in frame.columns and c in lowered})
     mapping = {k: v.strip() if isinstance(v, str) else v for k, v in dict(columns or {}).items()}
     if metric is not None:
+        if isinstance(metric, str) and metric.strip().lower() == "run":
+            raise LadderError(f"{where}: --metric {metric!r}: 'run' is the run id column, not a "
+                              f"loss; name the loss column")
         mapping["loss"] = metric
     unknown = sorted(set(mapping) - set(CANONICAL_COLUMNS))
     if unknown:
@@ -455,13 +570,14 @@ def canonicalize(frame: pd.DataFrame, *, columns: Mapping[str, str] | None = Non
                                   f"name")
         if src not in frame.columns:
             hint = ""
-            # The reader's own 0-based row number is not a column of the file.
-            shown = [c for c in frame.columns if c != "row"]
-            if canonical == "loss":
-                lossy = [c for c in shown if _LOSS_LIKE.search(str(c))]
+            # Never the header of a file that is not a ladder table (columns_found).
+            found = columns_found(frame.columns)
+            if canonical == "loss" and found.startswith("columns found"):
+                lossy = [c for c in frame.columns if isinstance(c, str)
+                         and not c.startswith("source:") and _LOSS_LIKE.search(c)]
                 hint = f"; loss-like columns: {list_columns(lossy)}" if lossy else ""
-            raise LadderError(f"{where}: column {src!r} (for {canonical}) not found; columns found: "
-                              f"{list_columns(shown)}{hint}")
+            raise LadderError(f"{where}: column {_cut(src)!r} (for {canonical}) not found; "
+                              f"{found}{hint}")
     new = {canonical: frame[src] for canonical, src in mapping.items() if canonical != src}
     identity = {c for c, src in mapping.items() if c == src}
     consumed = {src for c, src in mapping.items() if c != src} - identity

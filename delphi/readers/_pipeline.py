@@ -15,9 +15,10 @@ import numpy as np
 import pandas as pd
 
 from ..errors import LadderError, ManifestError
-from ..ladder import FLOPS_PER_PARAM_TOKEN, Exclusion, Ladder
-from ._common import SourceTable, plain
-from .manifest import FilterSpec, Manifest, parse_run_id_template
+from ..ladder import FLOPS_PER_PARAM_TOKEN, Exclusion, Ladder, columns_found
+from ._common import SourceTable, plain, utf16_name
+from .manifest import (MAX_RUN_ID_CHARS, FilterSpec, Manifest, parse_run_id_template,
+                       quote_template)
 from .marin import read_marin
 from .olmo import read_olmo
 from .tabular import read_csv, read_jsonl, read_parquet
@@ -57,7 +58,7 @@ def _column(table: SourceTable, name: str, where: str, what: str) -> str:
         return table.column(name)
     except KeyError:
         raise ManifestError(f"{where}: {what} names column {name!r}, which the source does not "
-                            f"have; columns: {_names(table.frame.columns)}") from None
+                            f"have; {columns_found(table.frame.columns)}") from None
 
 
 def format_run_ids(table: SourceTable, template: str, where: str = "manifest") -> pd.Series:
@@ -69,25 +70,61 @@ def format_run_ids(table: SourceTable, template: str, where: str = "manifest") -
     Raises
     ------
     ManifestError
-        Unknown column, stray brace, a bad or oversized format spec, or a spec that does not
-        fit the values.
+        Unknown column, stray brace, a bad or oversized format spec, a spec that does not
+        fit the values, or an id over :data:`~delphi.readers.manifest.MAX_RUN_ID_CHARS`
+        characters (names the row).
     """
     t = table.frame
     try:
         template_parts = parse_run_id_template(template)
     except ValueError as exc:
-        raise ManifestError(f"{where}: run_id template {template!r}: {exc}") from None
+        raise ManifestError(f"{where}: run_id template {quote_template(template)}: {exc}") from None
     parts = [p if isinstance(p, str) else (_column(table, p[0], where, "run_id"), p[1])
              for p in template_parts]
     fields = [p for p in parts if isinstance(p, tuple)]
     out = []
-    for values in zip(*(t[col].tolist() for col, _ in fields)):
+    for i, values in enumerate(zip(*(t[col].tolist() for col, _ in fields))):
         it = iter(values)
         try:
             out.append("".join(p if isinstance(p, str) else format(next(it), p[1]) for p in parts))
         except (ValueError, TypeError) as exc:
-            raise ManifestError(f"{where}: run_id template {template!r}: {exc}") from None
+            raise ManifestError(f"{where}: run_id template {quote_template(template)}: {exc}") from None
+        if len(out[-1]) > MAX_RUN_ID_CHARS:     # a long text cell: stop before building more
+            raise ManifestError(f"{where}: run_id template {quote_template(template)} builds an id of "
+                                f"{len(out[-1]):,} characters for row {t['row'].iat[i]}; the "
+                                f"limit is {MAX_RUN_ID_CHARS}")
     return pd.Series(out, index=t.index, dtype=object)
+
+
+def _check_id_collisions(table: SourceTable, ids: pd.Series, template: str, where: str) -> None:
+    """Say when a run-id template gives several rows one id and the table has no ``step`` (or
+    ``tokens``) to order them as checkpoints: all rows one id is an error (a one-run ladder),
+    some rows sharing one a note on the ladder, naming the rows and the id.
+
+    Raises
+    ------
+    ManifestError
+        Every one of several rows maps to the same id.
+    """
+    t = table.frame
+    if "step" in t.columns or "tokens" in t.columns or len(ids) < 2:
+        return
+    shared = ids[ids.duplicated(keep=False)]
+    if shared.empty:
+        return
+    first = shared.iloc[0]
+    rows = t.loc[shared.index[shared == first], "row"].tolist()
+    listed = ", ".join(map(str, rows[:10])) + (f" and {len(rows) - 10:,} more" if len(rows) > 10
+                                                 else "")
+    quoted = first if len(first) <= 64 else first[:61] + "..."
+    said = (f"{where}: run_id template {quote_template(template)} maps rows {listed} to the "
+            f"same id {quoted!r}, and the table has no step column")
+    if len(shared) == len(ids):
+        raise ManifestError(f"{said}: every row is one run; make the template tell the runs "
+                            f"apart (e.g. add {{row}} or a model column)")
+    n = shared.nunique()
+    table.notes.append(f"{said}, so they are read as checkpoints of one run"
+                       + (f" ({n - 1} more ids are shared)" if n > 1 else ""))
 
 
 def _head(path: Path, size: int) -> tuple[bytes, bool]:
@@ -117,6 +154,10 @@ def _check_csv(file: Path, key: str) -> None:
                 "then rows as wide)")
     if not data.strip():
         return                      # empty: the reader reports it as such
+    wide = utf16_name(data)
+    if wide:
+        prefix = f"{key}: " if key else ""
+        raise LadderError(f"{prefix}{file} is {wide} text; save it as UTF-8")
     if b"\x00" in data:
         raise _not_a_table(key, file, expected + " (it holds binary data)")
     try:
@@ -127,9 +168,12 @@ def _check_csv(file: Path, key: str) -> None:
     if not complete and len(lines) > 1:
         lines = lines[:-1]          # the last line read may be cut short
     try:
-        rows = [r for r in csv.reader(io.StringIO("\n".join(lines))) if any(c.strip() for c in r)]
+        reader = csv.reader(io.StringIO("\n".join(lines)))
+        # (file line where the row ends, fields): line_num counts lines read so far.
+        numbered = [(reader.line_num, r) for r in reader if any(c.strip() for c in r)]
     except csv.Error:
         raise _not_a_table(key, file, expected) from None
+    rows = [r for _, r in numbered]
     if not rows:
         return
     header = rows[0]
@@ -140,9 +184,14 @@ def _check_csv(file: Path, key: str) -> None:
     # Rows under a real header have its width (pandas fills a short row with NaN, so a few
     # may be shorter); prose under a line with a comma has not.
     body = rows[1:21]
-    if (any(len(r) > len(header) for r in body)
-            or 2 * sum(len(r) == len(header) for r in body) < len(body)):
+    if 2 * sum(len(r) == len(header) for r in body) < len(body):
         raise _not_a_table(key, file, expected)
+    for line, r in numbered[1:21]:
+        if len(r) > len(header):        # counts only: a ragged ladder, no content quoted
+            prefix = f"{key}: " if key else ""
+            raise LadderError(f"{prefix}{file}, line {line}: {len(r)} fields, but the header "
+                              f"has {len(header)} columns; remove the extra fields (or quote a "
+                              f"field holding a comma)")
 
 
 def _check_jsonl(file: Path, key: str) -> None:
@@ -170,7 +219,7 @@ def _check_jsonl(file: Path, key: str) -> None:
     except UnicodeDecodeError:
         return                      # the reader names the byte
     try:
-        json.loads(text)
+        json.loads(text, parse_int=len)     # any integer, however long (the reader checks it)
     except ValueError:
         raise _not_a_table(key, file, expected) from None
     except RecursionError:
@@ -444,6 +493,7 @@ def build_ladder(manifest: Manifest, *, metric: str | None = None,
         if manifest.columns.run is not None:
             raise ManifestError(f"{where}: give either [columns] run or [source] run_id, not both")
         ids = format_run_ids(table, manifest.source.run_id, where)
+        _check_id_collisions(table, ids, manifest.source.run_id, where)
         # A reader's own run column (file or folder name) stays available as metadata.
         table.frame = table.frame.rename(columns={"run": "source:run"})
         table.frame["run"] = ids

@@ -53,7 +53,9 @@ Manifests are untrusted input (a manifest from elsewhere must not read arbitrary
   a wildcard, and no ``**`` (or symlinked folder) leading out of the allowed folders.
 * ``run_id`` templates are checked when the manifest is parsed: ``{column}`` or
   ``{column:spec}`` only, a standard format spec with a width of at most
-  :data:`MAX_RUN_ID_WIDTH` and a precision of at most :data:`MAX_RUN_ID_PRECISION`.
+  :data:`MAX_RUN_ID_WIDTH` and a precision of at most :data:`MAX_RUN_ID_PRECISION`, at most
+  :data:`MAX_RUN_ID_FIELDS` fields, and ids of at most :data:`MAX_RUN_ID_CHARS` characters
+  (the template's text and widths when parsed, every id when built).
 * A data file that is not a table of the expected format is refused without showing any of
   its content (see :func:`delphi.readers._pipeline.build_ladder`).
 """
@@ -77,7 +79,7 @@ from .paths import data_dir, default_data_dir
 __all__ = ["Manifest", "SourceSpec", "ColumnsSpec", "ScaleSpec", "ClipSpec", "DeriveSpec",
            "FilterSpec", "CurateSpec", "RunSpec", "PredictSpec", "SourceFiles", "parse_manifest",
            "parse_run_id_template", "READERS", "MAX_SOURCE_FILES", "MAX_WALK_ENTRIES",
-           "MAX_RUN_ID_WIDTH", "MAX_RUN_ID_PRECISION"]
+           "MAX_RUN_ID_WIDTH", "MAX_RUN_ID_PRECISION", "MAX_RUN_ID_FIELDS", "MAX_RUN_ID_CHARS"]
 
 #: Reader names a manifest may use.
 READERS = ("csv", "parquet", "jsonl", "wandb", "marin", "olmo")
@@ -92,6 +94,11 @@ MAX_WALK_ENTRIES = 200_000
 MAX_RUN_ID_WIDTH = 64
 #: Largest precision in a ``run_id`` format spec (digits of a float, characters of a string).
 MAX_RUN_ID_PRECISION = 32
+#: Most ``{column}`` fields in a ``run_id`` template (the widest published template has 4).
+MAX_RUN_ID_FIELDS = 16
+#: Longest run id a template may build, in characters: checked on the template (its text
+#: plus its fields' widths) and on every id built (a string cell may be longer than a width).
+MAX_RUN_ID_CHARS = 256
 
 _FIELD = re.compile(r"\{([^{}:]*)(?::([^{}]*))?\}")
 # Python's format-spec mini-language:
@@ -110,14 +117,16 @@ def parse_run_id_template(template: str) -> list[str | tuple[str, str]]:
     or index access, no nested fields, and the spec must be a standard format spec
     (``[[fill]align][sign][z][#][0][width][grouping][.precision][type]``) with a width of at
     most :data:`MAX_RUN_ID_WIDTH` and a precision of at most :data:`MAX_RUN_ID_PRECISION`,
-    so one id stays short whatever the template. Whether the columns exist is checked
+    at most :data:`MAX_RUN_ID_FIELDS` fields, and text plus widths of at most
+    :data:`MAX_RUN_ID_CHARS` characters, so one id stays short whatever the template. Whether the columns exist is checked
     against the data (:func:`delphi.readers._pipeline.format_run_ids`) before any id is built.
 
     Raises
     ------
     ValueError
         A stray brace, an empty field, no field at all, a spec that is not a format spec,
-        or a width/precision over the limits (the message names the field).
+        a width/precision over the limits (the message names the field), too many fields, or
+        text and widths over :data:`MAX_RUN_ID_CHARS`.
     """
     parts: list[str | tuple[str, str]] = []
     pos = 0
@@ -143,12 +152,28 @@ def parse_run_id_template(template: str) -> list[str | tuple[str, str]]:
                              f"of {MAX_RUN_ID_PRECISION}")
         parts.append((name, spec))
         pos = m.end()
+        if len(parts) // 2 > MAX_RUN_ID_FIELDS:     # parts alternate text, field
+            raise ValueError(f"more than {MAX_RUN_ID_FIELDS} fields; a run id needs a few")
     parts.append(template[pos:])
     if any(isinstance(p, str) and ("{" in p or "}" in p) for p in parts):
         raise ValueError("a stray brace (fields are {column} or {column:spec}; no nesting)")
     if not any(isinstance(p, tuple) for p in parts):
         raise ValueError("it names no column")
+    # The shortest id the template can build: its text plus each field's width.
+    least = sum(len(p) if isinstance(p, str) else
+                int(_FORMAT_SPEC.fullmatch(p[1]).group("width") or 0) for p in parts)
+    if least > MAX_RUN_ID_CHARS:
+        raise ValueError(f"it builds ids of at least {least:,} characters; the limit is "
+                         f"{MAX_RUN_ID_CHARS}")
     return parts
+
+def quote_template(template: str, limit: int = 80) -> str:
+    """``repr`` of a run-id template for messages, cut after ``limit`` characters (a template
+    may be megabytes long)."""
+    if len(template) <= limit:
+        return repr(template)
+    return f"{template[:limit]!r}... ({len(template):,} characters)"
+
 
 Scalar = Union[bool, int, float, str]
 
@@ -185,7 +210,7 @@ class SourceSpec(_Strict):
             try:
                 parse_run_id_template(value)
             except ValueError as exc:
-                raise ValueError(f"run_id template {value!r}: {exc}") from None
+                raise ValueError(f"run_id template {quote_template(value)}: {exc}") from None
         return value
 
 

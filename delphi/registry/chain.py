@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 from dataclasses import dataclass
@@ -13,7 +14,8 @@ from pydantic import ValidationError
 from ..errors import RegistryError
 from .schema import GENESIS, Entry, canonical_json, entry_hash, validation_message
 
-__all__ = ["VerifyReport", "Signer", "verify_bytes", "split_lines"]
+__all__ = ["VerifyReport", "Signer", "verify_bytes", "split_lines", "plural", "check_head",
+           "line_problem", "normalized"]
 
 _ID_GUESS = re.compile(rb'"id":"([A-Za-z0-9._:/@+-]{1,80})"')
 
@@ -52,16 +54,19 @@ class VerifyReport:
     """Who signed each verified entry, in file order."""
     trusted: bool = False
     """Signers were checked against trusted keys (every verified entry is signed by one)."""
+    fix: str | None = None
+    """The entries are intact and only the file's layout changed (CRLF line endings, trailing
+    blank lines, a byte-order mark): what :meth:`Registry.repair` does about it."""
 
     @property
     def repairable(self) -> bool:
-        return self.torn
+        return self.torn or self.fix is not None
 
     def to_dict(self) -> dict:
         """JSON-ready dict (``delphi registry verify --json``)."""
         return {"path": self.path, "ok": self.ok, "n_entries": self.n_entries, "head": self.head,
                 "problem": self.problem, "line": self.line, "id": self.id, "torn": self.torn,
-                "repairable": self.repairable, "trusted_keys": self.trusted,
+                "repairable": self.repairable, "fix": self.fix, "trusted_keys": self.trusted,
                 "signers": [s.to_dict() for s in self.signers]}
 
     def signer_lines(self) -> list[str]:
@@ -70,13 +75,15 @@ class VerifyReport:
 
     def __str__(self) -> str:
         if self.ok:
-            return (f"{self.path}: OK, {self.n_entries} entries, chain intact"
+            return (f"{self.path}: OK, {plural(self.n_entries, 'entry', 'entries')}, "
+                    f"chain intact"
                     + (f", head {self.head}" if self.head else ""))
         where = f"line {self.line}" + (f" (id {self.id})" if self.id else "")
         hint = (f"; run `delphi registry repair {self.path}` (it keeps a backup)"
-                if self.torn else "")
+                if self.repairable else "")
+        done = "verified" if self.fix else "verified before it"
         return (f"{self.path}: FAILED at {where}: {self.problem}{hint} "
-                f"[{self.n_entries} entries verified before it]")
+                f"[{plural(self.n_entries, 'entry', 'entries')} {done}]")
 
 
 @dataclass(frozen=True)
@@ -107,6 +114,11 @@ class Signer:
                 "fingerprint": self.fingerprint, "name": self.name}
 
 
+def plural(n: int, one: str, many: str | None = None) -> str:
+    """``"1 entry"``, ``"2 entries"``: ``n`` and the noun in the right number."""
+    return f"{n} {one if n == 1 else (many or one + 's')}"
+
+
 def split_lines(data: bytes) -> tuple[list[bytes], bytes]:
     """Complete lines (without newlines) and the torn tail after the last newline (or b"")."""
     parts = data.split(b"\n")
@@ -116,6 +128,85 @@ def split_lines(data: bytes) -> tuple[list[bytes], bytes]:
 def _guess_id(line: bytes) -> str | None:
     m = _ID_GUESS.search(line)
     return m.group(1).decode("ascii") if m else None
+
+
+_BOM = b"\xef\xbb\xbf"
+_HEAD = re.compile(r"[0-9a-f]{64}")
+
+
+def check_head(expect_head: str) -> str:
+    """A head hash as published (64 hex digits, either case) in lower case.
+
+    Raises
+    ------
+    RegistryError
+        It is not 64 hexadecimal digits (a prefix, a typo, an empty string).
+    """
+    head = expect_head.strip().lower() if isinstance(expect_head, str) else ""
+    if not _HEAD.fullmatch(head):
+        shown = repr(expect_head[:20]) + ("..." if len(expect_head) > 20 else "") \
+            if isinstance(expect_head, str) else repr(expect_head)
+        raise RegistryError(f"expected head {shown} is not a head hash: give all 64 "
+                            f"hexadecimal digits printed by `delphi registry head`")
+    return head
+
+
+def line_problem(line: bytes) -> str:
+    """Why ``line`` is not a readable entry, in verify's words ("is not valid JSON"...)."""
+    if not line.strip():
+        return "is empty"
+    raw = _loads(line)
+    if raw is None:
+        if line.startswith(_BOM):
+            return ("starts with a byte-order mark (BOM, added by some editors), so it is "
+                    "not valid JSON")
+        return "is not valid JSON: altered or truncated"
+    if not isinstance(raw, dict):
+        return "is not a JSON object"
+    try:
+        Entry.model_validate_json(line)
+    except ValidationError as exc:
+        return "is not a valid entry: " + validation_message(exc, "entry").removeprefix(
+            "invalid entry: ")
+    return "is not a valid entry"  # pragma: no cover - only called on a line that failed
+
+
+def normalized(data: bytes) -> tuple[bytes, str | None]:
+    """``data`` with CRLF line endings, trailing blank lines and a leading byte-order mark
+    undone, and what was undone (None when nothing was)."""
+    done = []
+    out = data
+    if out.startswith(_BOM):
+        out = out[len(_BOM):]
+        done.append("removed the byte-order mark (BOM) at the start")
+    if _all_crlf(out):
+        out = out.replace(b"\r\n", b"\n")
+        done.append("converted CRLF line endings (e.g. from git autocrlf) back to LF")
+    body = out.rstrip(b" \t\r\n")
+    if out.endswith(b"\n") and len(body) + 1 < len(out):
+        n = out[len(body) + 1:].count(b"\n")
+        out = body + b"\n" if body else b""
+        done.append(f"stripped {plural(n, 'trailing blank line')}")
+    return out, ("; ".join(done) or None)
+
+
+def _all_crlf(data: bytes) -> bool:
+    """Every line ends with CRLF (as git autocrlf or a Windows editor leaves it); a stray
+    ``\r\n`` inside damaged bytes is not a line-ending conversion."""
+    return b"\r\n" in data and data.count(b"\n") == data.count(b"\r\n")
+
+
+def _layout_problem(data: bytes, clean: bytes) -> tuple[int, str]:
+    """The first line where ``data`` differs from its normalized form ``clean``, and why."""
+    lines = data.split(b"\n")
+    if data.startswith(_BOM):
+        return 1, "starts with a byte-order mark (BOM, added by some editors)"
+    if _all_crlf(data):
+        return 1, "has CRLF line endings (e.g. from git autocrlf)"
+    n_clean = len(clean.split(b"\n")) - 1
+    n_blank = len(lines) - 1 - n_clean
+    return n_clean + 1, (f"is blank: the file ends with {plural(n_blank, 'blank line')} "
+                         f"(e.g. from `echo >>` or an editor)")
 
 
 def _loads(line: bytes):
@@ -138,7 +229,7 @@ def _check_line(line: bytes, raw, prev: str) -> Entry:
     if not line.strip():
         raise _Problem("is empty", None)
     if raw is None:
-        raise _Problem("is not valid JSON: altered or truncated", rid)
+        raise _Problem(line_problem(line), rid)
     if not isinstance(raw, dict):
         raise _Problem("is not a JSON object", rid)
     declared = raw.get("hash")
@@ -173,13 +264,37 @@ def verify_bytes(data: bytes, path: str | Path, expect_head: str | None = None,
 
     Parameters
     ----------
-    expect_head: a head hash published earlier; the check fails when no entry has it
-        (entries were removed from the end, or the history was rewritten).
+    expect_head: a head hash published earlier (64 hex digits, either case); the check fails
+        when no entry has it (entries were removed from the end, or the history was
+        rewritten).
+
+    A file whose entries are intact but whose layout changed (CRLF line endings, trailing
+    blank lines, a byte-order mark) fails with ``fix`` set: :meth:`Registry.repair` undoes it.
+
+    Raises
+    ------
+    RegistryError
+        ``expect_head`` is not 64 hexadecimal digits.
     trusted_keys: ``{public key text: name}`` (:func:`~delphi.registry.signing.
         load_trusted_keys`); when given, an entry that is unsigned or signed by another key
         fails the check. A signature that does not verify fails it in any case.
     """
     path = str(path)
+    if expect_head is not None:
+        expect_head = check_head(expect_head)
+    clean, fix = normalized(data)
+    if fix is not None:
+        inner = verify_bytes(clean, path, expect_head, trusted_keys)
+        line_no, what = _layout_problem(data, clean)
+        if inner.ok:
+            return dataclasses.replace(
+                inner, ok=False, line=line_no, id=None, fix=fix,
+                problem=f"{what}; the entries are intact otherwise")
+        if _all_crlf(data) or data.startswith(_BOM):
+            # Report the real damage (line numbers are unchanged by the conversion), not
+            # every line as "not canonical".
+            return dataclasses.replace(inner, torn=False, tail_complete=False,
+                                       problem=f"{inner.problem}; the file also {what}")
     seen: dict[bytes, int] = {}
     signers: list[Signer] = []
     lines, tail = split_lines(data)

@@ -19,7 +19,8 @@ from filelock import FileLock, Timeout
 from pydantic import ValidationError
 
 from ..errors import RegistryError
-from .chain import _Problem, _check_line, VerifyReport, split_lines, verify_bytes
+from .chain import (_Problem, _check_line, VerifyReport, line_problem, normalized, split_lines,
+                    verify_bytes)
 from .schema import (GENESIS, Entry, ExclusionRecord, FitRecord, ForecastRecord, IntervalRecord,
                      LadderRecord, LawRecord, OutcomeRecord, TargetRecord, entry_hash,
                      validation_message)
@@ -27,7 +28,7 @@ from .scoring import Score, Scoreboard, score_outcome, scoreboard
 from .signing import SigningKey, load_signing_key, load_trusted_keys, sign_fields
 
 __all__ = ["Registry", "MAX_ID_LENGTH", "PAUSE_ENV", "PAUSE_SIGNAL_ENV", "LOSS_RANGE",
-           "FUTURE_TOLERANCE"]
+           "FUTURE_TOLERANCE", "LOCK_NOTE_AFTER"]
 
 #: Longest id a user may choose (outcome ids append ``/outcome-N`` to it).
 MAX_ID_LENGTH = 64
@@ -143,6 +144,7 @@ def _timestamp(value: datetime | str | None) -> datetime:
     """``value`` as an aware UTC datetime; now (to the second) when None."""
     if value is None:
         return datetime.now(timezone.utc).replace(microsecond=0)
+    text = value
     if isinstance(value, str):
         try:
             value = datetime.fromisoformat(value.replace("Z", "+00:00"))
@@ -151,7 +153,8 @@ def _timestamp(value: datetime | str | None) -> datetime:
     if not isinstance(value, datetime):
         raise RegistryError(f"created_at must be a datetime or ISO string, got {value!r}")
     if value.tzinfo is None:
-        raise RegistryError(f"created_at must carry a time zone (e.g. ...Z for UTC): {value!r}")
+        shown = text if isinstance(text, str) else value.isoformat()
+        raise RegistryError(f"created_at {shown} has no time zone; add Z or +00:00")
     return value.astimezone(timezone.utc)
 
 
@@ -303,6 +306,11 @@ class Registry:
     ----------
     path: the registry file (created on the first append; its directory must exist).
     lock_timeout: seconds to wait for the lock before raising :class:`RegistryError`.
+    on_wait: called with a one-line note when the lock is still held by another writer after
+        :data:`LOCK_NOTE_AFTER` seconds (the CLI prints it on stderr); None: wait silently.
+
+    The lock file ``PATH.lock`` stays beside the registry, empty: that is how :mod:`filelock`
+    works (deleting it after use would let two writers lock different files).
 
     Every method raises :class:`~delphi.errors.RegistryError` on bad input or a bad file, and a
     failed append (bad input, disk full, file-size limit, read-only file system) leaves the file
@@ -311,9 +319,11 @@ class Registry:
     :meth:`head` gives the hash to publish elsewhere.
     """
 
-    def __init__(self, path: str | os.PathLike, *, lock_timeout: float = 60.0):
+    def __init__(self, path: str | os.PathLike, *, lock_timeout: float = 60.0,
+                 on_wait: Callable[[str], None] | None = None):
         self.path = Path(path)
         self.lock_timeout = float(lock_timeout)
+        self.on_wait = on_wait
         self._cache: _State | None = None
 
     def __repr__(self) -> str:
@@ -339,13 +349,15 @@ class Registry:
         """
         out = []
         lines, _ = split_lines(self._read())
+        while lines and not lines[-1].strip():  # trailing blank lines: verify reports them
+            lines.pop()
         for i, line in enumerate(lines, 1):
             try:
                 out.append(Entry.model_validate_json(line))
-            except ValidationError as exc:
-                raise RegistryError(f"{self.path}: line {i} is not a valid entry "
-                                    f"({validation_message(exc, 'entry')}); run `delphi registry "
-                                    f"verify {self.path}`") from None
+            except ValidationError:
+                # verify's words, never the parser's (which quote the raw bytes)
+                raise RegistryError(f"{self.path}: line {i} {line_problem(line)}; run `delphi "
+                                    f"registry verify {self.path}`") from None
         return out
 
     def get(self, id: str) -> Entry:
@@ -389,7 +401,8 @@ class Registry:
         Raises
         ------
         RegistryError
-            The file does not exist; the trusted-keys file is unreadable or malformed.
+            The file does not exist; ``expect_head`` is not 64 hexadecimal digits (either case
+            is accepted); the trusted-keys file is unreadable or malformed.
         """
         if trusted_keys is not None and not isinstance(trusted_keys, Mapping):
             trusted_keys = load_trusted_keys(trusted_keys)
@@ -431,7 +444,16 @@ class Registry:
                                 f"{lock_path} ({_reason(exc)})") from None
         lock = FileLock(lock_path, timeout=self.lock_timeout)
         try:
-            lock.acquire()
+            first = min(LOCK_NOTE_AFTER, self.lock_timeout)
+            try:
+                lock.acquire(timeout=first)
+            except Timeout:
+                if self.lock_timeout <= first:
+                    raise
+                if self.on_wait is not None:
+                    self.on_wait(f"waiting for the registry lock held by another writer "
+                                 f"({lock_path}); giving up after {self.lock_timeout:g} s")
+                lock.acquire(timeout=self.lock_timeout - first)
         except Timeout:
             raise RegistryError(f"could not lock {self.path} within {self.lock_timeout:g} s "
                                 f"(another writer holds {lock.lock_file})") from None
@@ -793,10 +815,14 @@ class Registry:
         return result["score"]
 
     def repair(self) -> Path | None:
-        """Fix an interrupted append at the end of the file, keeping a backup.
+        """Fix an interrupted append at the end of the file, or a changed layout, keeping a
+        backup.
 
         A torn last line is removed; a last line that is a whole valid entry missing only its
-        newline is completed. Every complete entry is kept.
+        newline is completed. Every complete entry is kept. When the entries are intact but the
+        layout changed (CRLF line endings, e.g. from git autocrlf; trailing blank lines; a
+        byte-order mark) the file is rewritten in its canonical layout (written to a temporary
+        file, fsynced, then renamed over it), so that the hashes verify again.
 
         Returns
         -------
@@ -818,12 +844,17 @@ class Registry:
             report = verify_bytes(data, self.path)
             if report.ok:
                 return None
-            if not report.torn:
+            if not report.repairable:
                 raise RegistryError(f"cannot repair {self.path}: {report}. Repair only fixes an "
-                                    f"interrupted append at the end; restore the file from "
-                                    f"version control")
+                                    f"interrupted append at the end, CRLF line endings and "
+                                    f"trailing blank lines; restore the file from version "
+                                    f"control")
             backup = self._backup_path()
             self._write_backup(backup, data)
+            if report.fix is not None:
+                self._rewrite(normalized(data)[0], backup)
+                self._cache = None
+                return backup
             _, tail = split_lines(data)
             try:
                 fd = os.open(self.path, os.O_WRONLY | os.O_APPEND)
@@ -847,6 +878,33 @@ class Registry:
                 os.close(fd)
             self._cache = None
         return backup
+
+    def _rewrite(self, data: bytes, backup: Path) -> None:
+        """Replace the file by ``data`` atomically (temporary file, fsync, rename), keeping its
+        mode (call with the lock held).
+
+        Raises
+        ------
+        RegistryError
+            The temporary file cannot be written or renamed (the file is unchanged).
+        """
+        tmp = self.path.with_name(f".{self.path.name}.repair.{os.getpid()}")
+        try:
+            mode = os.stat(self.path).st_mode & 0o7777
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
+            try:
+                _write_all(fd, memoryview(data))
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+            os.replace(tmp, self.path)
+        except OSError as exc:
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
+            raise RegistryError(f"cannot repair {self.path} ({_reason(exc)}); the file is "
+                                f"unchanged (backup {backup})") from None
 
     def _write_backup(self, backup: Path, data: bytes) -> None:
         """Write ``data`` to a new file ``backup`` and fsync it; on failure remove it.
@@ -882,6 +940,10 @@ class Registry:
             n += 1
             candidate = self.path.with_name(f"{self.path.name}.bak.{n}")
         return candidate
+
+
+#: Seconds of waiting for a held lock before :class:`Registry` calls its ``on_wait``.
+LOCK_NOTE_AFTER = 2.0
 
 
 def _check_id(id: Any) -> None:

@@ -9,6 +9,7 @@ from statistics import NormalDist
 import numpy as np
 
 from ..errors import RegistryError
+from .chain import plural
 from .schema import Entry, ForecastRecord, IntervalRecord
 
 __all__ = ["Score", "Scoreboard", "predicted_at", "score_outcome", "scoreboard"]
@@ -213,8 +214,9 @@ class Scoreboard:
             rows.append(f"| {name} | {s.target_name or ''} | {s.fraction:g} | {s.predicted:.4f} | "
                         f"{s.actual:.4f} | {s.rel_error:+.2%} | {inside} | {fmt(s.z, '+.2f')} | "
                         f"{fmt(s.pit, '.3f')} | {s.source or ''} |")
-        summary = [f"**{len(self.final)} of {self.n_predictions} predictions scored**"
-                   + (f" ({self.n_projections} projections, never scored)."
+        summary = [f"**{len(self.final)} of {plural(self.n_predictions, 'prediction')} "
+                   f"scored**"
+                   + (f" ({plural(self.n_projections, 'projection')}, never scored)."
                       if self.n_projections else ".")]
         if self.final:
             summary.append(f"Final loss: mean |rel. error| {self.mean_abs_rel_error:.2%}, "

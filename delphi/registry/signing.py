@@ -98,7 +98,7 @@ def generate_key(path: str | os.PathLike, *, name: str | None = None) -> tuple[s
     -------
     (public key line, path of the ``.pub`` file).
 
-    A missing parent directory is created (mode 0700).
+    Missing parent folders are created (mode 0700); the CLI says so.
 
     Raises
     ------
@@ -107,6 +107,10 @@ def generate_key(path: str | os.PathLike, *, name: str | None = None) -> tuple[s
         the file cannot be written.
     """
     ed25519, serialization, _ = _crypto()
+    if not str(path).strip() or not Path(path).name:
+        # Path("") is "."; with_name() would fail on it with a Python error.
+        raise RegistryError(f"key file {str(path)!r}: give the path of a file to create, "
+                            f"e.g. me.key")
     path = Path(path)
     pub_path = path.with_name(path.name + ".pub")
     name = path.name if name is None else name
@@ -122,7 +126,10 @@ def generate_key(path: str | os.PathLike, *, name: str | None = None) -> tuple[s
                                         serialization.PublicFormat.Raw)
     line = f"{public_key_text(raw)} {name}"
     try:
-        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        # Each missing folder 0700 (mkdir(parents=True) would give the upper ones the umask).
+        for folder in reversed([path.parent, *path.parent.parents]):
+            if not folder.exists():
+                folder.mkdir(mode=0o700)
         # O_EXCL: never follow or replace an existing file; 0600 from the start (no window
         # in which the key is readable by others).
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
@@ -149,8 +156,10 @@ def load_signing_key(path: str | os.PathLike) -> SigningKey:
     Raises
     ------
     RegistryError
-        The file is missing, unreadable, readable by group or others (POSIX), or not an
-        unencrypted Ed25519 private key.
+        The file is missing, unreadable, larger than a key file can be, a public key (the
+        message names the private key file to pass instead), readable by group or others
+        (POSIX; checked only once the file is known to hold a private key), an encrypted
+        private key, or not an Ed25519 private key. The file's content is never echoed.
     """
     ed25519, serialization, _ = _crypto()
     path = Path(path)
@@ -158,25 +167,70 @@ def load_signing_key(path: str | os.PathLike) -> SigningKey:
         st = os.stat(path)
         if not stat.S_ISREG(st.st_mode):
             raise RegistryError(f"signing key {path} is not a regular file")
-        if os.name == "posix" and st.st_mode & 0o077:
-            raise RegistryError(f"signing key {path} is readable by others (mode "
-                                f"{stat.S_IMODE(st.st_mode):04o}); run `chmod 600 {path}`")
-        data = path.read_bytes()
+        if st.st_size > _MAX_KEY_BYTES:
+            raise RegistryError(f"signing key {path} is {st.st_size} bytes, too large for a "
+                                f"key file; make one with `delphi registry keygen`")
+        data = path.read_bytes()[:_MAX_KEY_BYTES]
     except OSError as exc:
         raise RegistryError(f"cannot read signing key {path}: {exc.strerror or exc}") from None
+    if _is_public_key(data):
+        # Checked before the mode: a public key may be readable by anyone.
+        private = (f"the private key file ({path.with_suffix('')})"
+                   if path.suffix == ".pub" else "the private key file it was made with")
+        raise RegistryError(f"signing key {path} is a public key; pass {private} (public keys "
+                            f"go to `verify --trusted-keys`)")
+    if os.name == "posix" and st.st_mode & 0o077:
+        raise RegistryError(f"signing key {path} is readable by others (mode "
+                            f"{stat.S_IMODE(st.st_mode):04o}); run `chmod 600 {path}`")
+    if b"ENCRYPTED PRIVATE KEY" in data or b"Proc-Type: 4,ENCRYPTED" in data:
+        raise RegistryError(_ENCRYPTED.format(path=path))
     try:
         key = serialization.load_pem_private_key(data, password=None)
-    except (ValueError, TypeError) as exc:
+    except TypeError:  # cryptography: "Password was not given but private key is encrypted"
+        raise RegistryError(_ENCRYPTED.format(path=path)) from None
+    except ValueError:
         # Never echo the file: it may be a secret of another kind.
-        raise RegistryError(f"{path} is not an unencrypted PEM private key "
-                            f"({type(exc).__name__}); make one with `delphi registry keygen`") \
-            from None
+        raise RegistryError(f"signing key {path} is not an unencrypted PEM private key; make "
+                            f"one with `delphi registry keygen`") from None
     if not isinstance(key, ed25519.Ed25519PrivateKey):
-        raise RegistryError(f"{path} is a {type(key).__name__.lstrip('_')}, not an Ed25519 "
-                            f"key; make one with `delphi registry keygen`")
+        kind = _key_kind(key)
+        raise RegistryError(f"signing key {path} is not an Ed25519 private key (it is {kind} "
+                            f"key); make one with `delphi registry keygen`")
     raw = key.public_key().public_bytes(serialization.Encoding.Raw,
                                         serialization.PublicFormat.Raw)
     return SigningKey(str(path), key, public_key_text(raw))
+
+
+#: A PEM private key is a few hundred bytes (RSA 4096: about 3.3 kB); anything larger is not one.
+_MAX_KEY_BYTES = 64 * 1024
+
+_ENCRYPTED = ("signing key {path} is an encrypted private key; encrypted private keys are not "
+              "supported (delphi never asks for a passphrase): keep an unencrypted key with mode "
+              "0600, e.g. from `delphi registry keygen`")
+
+
+
+def _key_kind(key) -> str:
+    """``"an RSA"``, ``"an elliptic-curve (ECDSA)"``...: the kind of a private key in words
+    (by isinstance: the classes' own names are internal to cryptography)."""
+    from cryptography.hazmat.primitives.asymmetric import dsa, ec, ed448, rsa, x448, x25519
+
+    for cls, label in ((rsa.RSAPrivateKey, "an RSA"),
+                       (ec.EllipticCurvePrivateKey, "an elliptic-curve (ECDSA)"),
+                       (dsa.DSAPrivateKey, "a DSA"), (ed448.Ed448PrivateKey, "an Ed448"),
+                       (x25519.X25519PrivateKey, "an X25519"), (x448.X448PrivateKey, "an X448")):
+        if isinstance(key, cls):
+            return label
+    return "another kind of"
+
+
+def _is_public_key(data: bytes) -> bool:
+    """Whether ``data`` is a public key: delphi's ``ed25519:...`` line (a ``.pub`` file), a PEM
+    public key or an OpenSSH public key line."""
+    head = data.lstrip()[:64]
+    return (head.startswith((_KEY_PREFIX.encode(), b"ssh-", b"ecdsa-sha2-"))
+            or b"-----BEGIN PUBLIC KEY-----" in data or b"-----BEGIN RSA PUBLIC KEY-----" in data
+            or b"---- BEGIN SSH2 PUBLIC KEY ----" in data)
 
 
 def load_trusted_keys(path: str | os.PathLike) -> dict[str, str]:
