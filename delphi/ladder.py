@@ -560,6 +560,27 @@ class Ladder:
         self.warnings.append(message)
         warnings.warn(message, LadderWarning, stacklevel=user_stacklevel())
 
+    def _drop_initial_evals(self, t: pd.DataFrame) -> pd.DataFrame:
+        """Leave out step-0 rows with no tokens or FLOPs yet (an evaluation before training,
+        the usual first line of a training log), with a warning; they carry no scaling
+        information and their 0 is not an invalid count."""
+        if "step" not in t.columns or not ({"tokens", "flops"} & set(t.columns)):
+            return t
+        step = pd.to_numeric(t["step"], errors="coerce")
+        zero = pd.Series(False, index=t.index)
+        for col in ("tokens", "flops"):
+            if col in t.columns:
+                zero |= pd.to_numeric(t[col], errors="coerce").eq(0)
+        initial = (step.eq(0) & zero).to_numpy()
+        if not initial.any() or initial.all():
+            return t        # all rows step 0: not a training log; the checks below name them
+        rows = t.loc[initial, "row"].tolist()
+        shown = ", ".join(str(r) for r in rows[:_MAX_LISTED])
+        more = f" and {len(rows) - _MAX_LISTED} more" if len(rows) > _MAX_LISTED else ""
+        self._warn(f"ladder {self.name!r}: {len(rows)} step-0 row(s) with no tokens or FLOPs "
+                   f"yet (evaluations before training: rows {shown}{more}) left out")
+        return t.loc[~initial].reset_index(drop=True)
+
     def _validate(self, t: pd.DataFrame, drop_invalid: bool = False) -> pd.DataFrame:
         # Vectorised: whole-column checks and per-run aggregates over integer run codes. Every
         # invalid row is collected (an Invalid each, with the wording the row-by-row checks
@@ -586,6 +607,7 @@ class Ladder:
         if "row" not in t.columns:
             t["row"] = np.arange(len(t))
         t = t.reset_index(drop=True)
+        t = self._drop_initial_evals(t)
         t, self.status_column = _status_alias(t)
         problems: list[Invalid] = []
         blank = t["run"].isna()

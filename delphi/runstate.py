@@ -115,8 +115,9 @@ class Invalid:
 
 
 #: How messages count rows, said once in each invalid-rows error: ``row`` numbers are the
-#: source's data rows from 0 (the first row under a CSV header is row 0, on line 2).
-ROWS_FROM_ZERO = "rows count the data rows from 0: row 0 is the first row under the header"
+#: source's records from 0 (row 0 is the first data row: line 2 of a CSV, line 1 of JSON Lines).
+ROWS_FROM_ZERO = ("rows count the records from 0: row 0 is the first data row (line 2 of a CSV, "
+                  "line 1 of JSON Lines)")
 
 
 def invalid_message(name: str, problems: list[Invalid], n_rows: int,

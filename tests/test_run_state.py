@@ -222,7 +222,7 @@ def test_every_invalid_row_is_reported_at_once_first_20_and_the_count():
     # 24 + 1 = 25 runs (r00..r23 and r28), one of them (r28's duplicate) invalid as a whole.
     assert text.startswith("ladder 'many' has 26 invalid row(s) in 25 run(s) (1 run(s) "
                            "invalid as a whole), 25 problem(s); the first 20 listed (rows "
-                           "count the data rows from 0")
+                           "count the records from 0")
     listed = [line for line in text.splitlines() if line.startswith("  run ")]
     assert len(listed) == 20
     assert listed[0] == "  run 'r00' (row 0): column 'loss' must be > 0, got -1"
@@ -360,7 +360,7 @@ def test_error_row_numbers_are_data_rows_from_zero_and_say_so(tmp_path):
     with pytest.raises(delphi.LadderError) as info:
         delphi.load_ladder(path)
     text = str(info.value)
-    assert "rows count the data rows from 0: row 0 is the first row under the header" in text
+    assert "rows count the records from 0: row 0 is the first data row (line 2 of a CSV" in text
     assert "run 'f' (row 5): column 'final' must be true/false, got 'maybe'" in text
     assert path.read_text().splitlines()[5 + 1].startswith("f,")
 
@@ -423,3 +423,23 @@ def test_repr_after_drop_invalid_says_what_was_dropped():
                             "dropped_invalid=1 row(s))")
     assert str(ladder) == repr(ladder)
     assert "dropped" not in repr(Ladder(_status_table(["finished"] * 4), name="x"))
+
+
+def test_step_zero_rows_with_no_tokens_are_initial_evaluations_left_out():
+    # A training log's first line is an eval at step 0, tokens 0: not an invalid count.
+    import warnings as _w
+
+    frame = pd.DataFrame({"run": ["a"] * 3 + ["b"] * 3, "step": [0, 500, 1000] * 2,
+                          "tokens": [0, 5e8, 1e9, 0, 1e9, 2e9], "params": [1e8] * 3 + [2e8] * 3,
+                          "loss": [10.8, 3.6, 3.4, 10.8, 3.4, 3.2]})
+    with pytest.warns(delphi.LadderWarning, match=r"2 step-0 row\(s\) .*rows 0, 3\) left out"):
+        ladder = delphi.Ladder(frame)
+    assert len(ladder.table) == 4 and (ladder.table["step"] > 0).all()
+    points, _ = ladder.final_points()
+    assert dict(zip(points["run"], points["loss"])) == {"a": 3.4, "b": 3.2}
+    # A zero count elsewhere is still invalid, naming its row.
+    bad = frame.assign(tokens=[0, 0, 1e9, 0, 1e9, 2e9])
+    with _w.catch_warnings():
+        _w.simplefilter("ignore")
+        with pytest.raises(delphi.LadderError, match=r"row 1\b.*tokens"):
+            delphi.Ladder(bad)
