@@ -15,6 +15,8 @@ import pytest
 
 from delphi.cli import main
 from delphi.errors import for_cli, option
+from test_cli import good_frame
+from test_cli import write as ladder_csv
 
 
 def run_cli(capsys, *argv):
@@ -23,16 +25,6 @@ def run_cli(capsys, *argv):
     return code, out, err
 
 
-def ladder_csv(tmp_path, frame, name="runs.csv"):
-    path = tmp_path / name
-    frame.to_csv(path, index=False)
-    return str(path)
-
-
-def good_frame():
-    c = np.logspace(18, 20, 6)
-    return pd.DataFrame({"run": [f"r{i}" for i in range(6)], "flops": c,
-                         "loss": 1.8 + 150 * c ** -0.12})
 
 
 # --------------------------------------------------------------------- closed pipe
