@@ -617,14 +617,16 @@ def test_wide_exports_raise_no_pandas_performance_warning(tmp_path):
         delphi.fit(ladder, "chinchilla")
 
 
-def test_a_message_about_100k_columns_stays_short(tmp_path):
-    names = [f"c{i}" for i in range(100_000)]
+def test_a_message_about_many_columns_stays_short(tmp_path):
+    # The cap does not depend on the count (the review's 100,000 columns gave a 789 KB message);
+    # 5,000 keeps the test quick, as pandas parses each column on its own.
+    names = [f"c{i}" for i in range(5_000)]
     (tmp_path / "w.csv").write_text("run,flops," + ",".join(names) + "\na,1e18,"
                                     + ",".join("1" for _ in names) + "\n")
     with pytest.raises(LadderError) as info:
         load_ladder(tmp_path / "w.csv")
-    # 30 names, then the count of the other 99,972 (100,002 columns in all).
-    assert str(info.value).endswith("c27 ... (99,972 more)")
+    # 30 names, then the count of the other 4,972 (5,002 columns in all).
+    assert str(info.value).endswith("c27 ... (4,972 more)") and len(str(info.value)) < 1000
 
 
 @pytest.mark.parametrize("fmt", ["csv", "jsonl", "parquet"])
