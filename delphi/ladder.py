@@ -845,7 +845,10 @@ class Ladder:
                 out_of_range, what = values < 0, "must be >= 0"
         if not_number is not None:
             nonfinite = nonfinite & ~not_number      # one problem per cell
-        for mask, problem in ((nonfinite, "is NaN or infinite"), (out_of_range, what)):
+        # An empty cell reads as NaN: say "empty or NaN", so a short row is recognisable.
+        missing = nonfinite & np.isnan(values)
+        for mask, problem in ((missing, "is empty or NaN"), (nonfinite & ~missing, "is infinite"),
+                              (out_of_range, what)):
             report(mask, lambda v, problem=problem: f"column {col!r} {problem}, got {v}")
         if col in _MAGNITUDE:
             lo, hi, noun = _MAGNITUDE[col]

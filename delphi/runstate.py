@@ -98,7 +98,7 @@ class Invalid:
     label: str
     """Where: ``"run 'a' (row 3)"``, ``"run 'a'"`` or ``"row 3"``."""
     detail: str
-    """What, e.g. ``"column 'loss' is NaN or infinite, got nan"``."""
+    """What, e.g. ``"column 'loss' is empty or NaN, got nan"``."""
     rows: tuple[int, ...]
     run: str | None = None
     order: float = 0.0

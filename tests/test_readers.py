@@ -492,10 +492,10 @@ GOOD = "run,step,params,tokens,flops,loss\n"
 
 
 @pytest.mark.parametrize("body, message", [
-    ("a,1,1e6,1e8,6e14,nan\n", r"run 'a' \(row 0\): column 'loss' is NaN or infinite"),
+    ("a,1,1e6,1e8,6e14,nan\n", r"run 'a' \(row 0\): column 'loss' is empty or NaN"),
     ("a,1,1e6,1e8,6e14,3\nb,1,-5,1e8,6e14,3\n", r"run 'b' \(row 1\): column 'params' must be > 0"),
     ("a,1,1e6,0,6e14,3\n", r"run 'a' \(row 0\): column 'tokens' must be > 0"),
-    ("a,1,1e6,1e8,inf,3\n", r"run 'a' \(row 0\): column 'flops' is NaN or infinite"),
+    ("a,1,1e6,1e8,inf,3\n", r"run 'a' \(row 0\): column 'flops' is infinite"),
     ("a,1,1e6,1e8,6e14,3\na,1,1e6,2e8,1.2e15,2.9\n", r"run 'a': duplicate rows for step = 1 \(rows 0, 1\)"),
     ("a,1,1e6,1e8,6e14,three\n", r"run 'a' \(row 0\): column 'loss' is not a number: 'three'"),
 ])

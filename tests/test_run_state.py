@@ -226,7 +226,7 @@ def test_every_invalid_row_is_reported_at_once_first_20_and_the_count():
     listed = [line for line in text.splitlines() if line.startswith("  run ")]
     assert len(listed) == 20
     assert listed[0] == "  run 'r00' (row 0): column 'loss' must be > 0, got -1"
-    assert listed[1] == "  run 'r01' (row 1): column 'loss' is NaN or infinite, got nan"
+    assert listed[1] == "  run 'r01' (row 1): column 'loss' is empty or NaN, got nan"
     assert "... and 5 more problem(s)" in text and "--drop-invalid" in text
 
 
@@ -241,7 +241,7 @@ def test_drop_invalid_drops_and_lists_each_row_and_fits_the_rest(tmp_path):
     dropped = [(e.run, e.reason) for e in ladder.exclusions]
     assert dropped == [
         ("r00", f"invalid row 0 dropped by {BY}: column 'loss' must be > 0, got -1"),
-        ("r01", f"invalid row 1 dropped by {BY}: column 'loss' is NaN or infinite, got nan"),
+        ("r01", f"invalid row 1 dropped by {BY}: column 'loss' is empty or NaN, got nan"),
         ("r02", f"invalid row 2 dropped by {BY}: column 'loss' must be > 0, got -1"),
     ]
     assert any(f"{BY} dropped 3 row(s)" in w for w in ladder.warnings)
