@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import copy
-import math
 import warnings
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Mapping, Sequence
@@ -13,10 +12,9 @@ import numpy as np
 from . import __version__
 from .errors import FitError, FitWarning, LadderError, TargetError, option
 from .fitting import DEFAULT_DELTA, DIVERGENCE_THRESHOLD, Fit, fit
-from .ladder import (_MAGNITUDE, _SEQUENCE_LENGTHS, FLOPS_PER_PARAM_TOKEN,
-                     FlopsConvention, Ladder)
+from .ladder import (_SEQUENCE_LENGTHS, FLOPS_PER_PARAM_TOKEN, FlopsConvention, Ladder,
+                     check_target_value)
 from .laws import Law, get_law
-from .records import positive_number
 from .uncertainty import DEFAULT_LEVEL, Interval
 
 if TYPE_CHECKING:
@@ -28,14 +26,7 @@ __all__ = ["Target", "Forecast", "predict", "default_law"]
 def _check_positive(name: str, value: float | None) -> float | None:
     if value is None:
         return None
-    value = positive_number(value, f"target {name} must be a positive finite number",
-                            TargetError)
-    # The ladder's magnitude limits: beyond them 6·N·D and the law's powers overflow float64.
-    lo, hi, noun = _MAGNITUDE.get(name, (0.0, math.inf, ""))
-    if not lo <= value <= hi:
-        raise TargetError(f"target {name} {value:.4g} is outside {lo:g}..{hi:g}: not a "
-                          f"plausible {noun} (in other units?)")
-    return value
+    return check_target_value(name, value)
 
 
 @dataclass(frozen=True)

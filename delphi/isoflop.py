@@ -1166,7 +1166,6 @@ def _design(results: Sequence[BudgetOptimum], method: str) -> tuple[dict, list[s
         out.append(text)
 
     centre_law, vertex_law = fit_power_law(c, [r.centre for r in ok]), fit_power_law(c, n)
-    slope = centre_law.exponent - vertex_law.exponent
     lo, hi = float(c.min()), float(c.max())
     ratio = [float(centre_law.predict(x) / vertex_law.predict(x)) for x in (lo, hi)]
     drift = ratio[1] / ratio[0]

@@ -47,7 +47,8 @@ import numpy as np
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from .errors import LadderError, LadderWarning, option
+from .errors import LadderError, LadderWarning, TargetError, option
+from .records import positive_number
 from .runstate import Invalid, invalid_message, not_annealed, run_states, status_kinds
 from .units import UNITS, normalize_unit, unit_from_metric
 
@@ -119,6 +120,24 @@ _MAGNITUDE = {"params": (1.0, 1e30, "parameter count"),
               "loss": (1e-30, 1e30, "loss"),
               "lr": (1e-30, 1e6, "learning rate"),
               "peak_lr": (1e-30, 1e6, "learning rate")}
+def check_target_value(name: str, value) -> float:
+    """A target's value of column ``name`` (``flops`` [FLOPs], ``params``, ``tokens``...) as a
+    float, checked against the same plausible magnitudes as the ladder's columns
+    (:data:`_MAGNITUDE`; beyond them 6·N·D and the laws' powers overflow float64).
+
+    Raises
+    ------
+    TargetError: not a positive finite number, or outside the column's plausible range.
+    """
+    value = positive_number(value, f"target {name} must be a positive finite number",
+                            TargetError)
+    lo, hi, noun = _MAGNITUDE.get(name, (0.0, math.inf, ""))
+    if not lo <= value <= hi:
+        raise TargetError(f"target {name} {value:.4g} is outside {lo:g}..{hi:g}: not a "
+                          f"plausible {noun} (in other units?)")
+    return value
+
+
 _PER_RUN = ("params", "active_params", "peak_lr", "batch_size", "total_steps")
 
 # A run's own FLOP column may differ from 6ND by up to this much before we say so.

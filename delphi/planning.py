@@ -55,8 +55,8 @@ import numpy as np
 import pandas as pd
 
 from .records import jsonable, positive_number
-from .errors import LadderError, TargetError
-from .ladder import _MAGNITUDE, FLOPS_PER_PARAM_TOKEN
+from .errors import LadderError
+from .ladder import FLOPS_PER_PARAM_TOKEN, check_target_value
 from .rules import adamh_rule
 
 __all__ = ["PlannedRun", "LadderPlan", "plan_ladder", "transformer_params", "layers_for_width",
@@ -362,11 +362,7 @@ def plan_ladder(target_flops: float, *, fraction: float = 0.01, budgets: int = 7
         non-positive ``span``/``spread``/``tokens_per_param``/cap, an ``optimum`` that returns
         a non-positive size, or no run left after the tokens-per-parameter cap.
     """
-    target = _positive("target compute [FLOPs]", target_flops, TargetError)
-    lo, hi, _ = _MAGNITUDE["flops"]
-    if not lo <= target <= hi:   # the same plausible range as a ladder's flops column
-        raise TargetError(f"target compute {target:.4g} FLOPs is outside {lo:g}..{hi:g}: not a "
-                          f"plausible training run (in other units?)")
+    target = check_target_value("flops", target_flops)   # as for a forecast's target
     fraction = _positive("fraction (ladder compute / target compute)", fraction)
     if not fraction < 1:
         raise LadderError(f"fraction (ladder compute / target compute) must be in (0, 1), got "
