@@ -35,6 +35,9 @@ _LAZY: dict[str, str] = {
     "complete_many": "curves",
     "Registry": "registry",
     "Interval": "uncertainty", "bootstrap": "uncertainty",
+    "compare": "selection", "Comparison": "selection", "Candidate": "selection",
+    "leave_future_out": "calibration", "CalibrationModel": "calibration",
+    "calibration_backtest": "calibration",
 }
 
 if TYPE_CHECKING:  # static analysers and IDEs see the real imports
@@ -46,13 +49,16 @@ if TYPE_CHECKING:  # static analysers and IDEs see the real imports
     from .laws import LAWS, Law, Param, get_law
     from .readers import list_ladders, load_ladder, load_manifest
     from .registry import Registry
+    from .calibration import CalibrationModel, calibration_backtest, leave_future_out
+    from .selection import Candidate, Comparison, compare
     from .uncertainty import Interval, bootstrap
 
 __all__ = [
     "__version__", "Ladder", "Exclusion", "load_ladder", "load_manifest", "list_ladders",
     "Law", "Param", "LAWS", "get_law", "fit", "fit_arrays", "Fit", "ScalingLawFitter",
     "predict", "Target", "Forecast", "Interval", "bootstrap", "backtest", "Backtest",
-    "prefix_fits",
+    "prefix_fits", "compare", "Comparison", "Candidate", "leave_future_out",
+    "CalibrationModel", "calibration_backtest",
     "complete", "Completion", "Registry",
     "DelphiError", "LadderError", "DataDirError", "ManifestError", "LawError", "TargetError",
     "FitError", "IdentifiabilityError", "DegenerateFitError", "UnidentifiedError",

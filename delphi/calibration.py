@@ -18,6 +18,7 @@ horizon as the covariate.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Mapping, Sequence
 
@@ -33,11 +34,17 @@ from .ladder import Ladder
 from .laws import Law, get_law
 from .uncertainty import DEFAULT_LEVEL
 
-__all__ = ["LFOErrors", "leave_future_out", "CalibrationModel", "MIN_FOLDS", "SIGMA_FLOOR"]
+__all__ = ["LFOErrors", "leave_future_out", "cut_levels", "CalibrationModel",
+           "calibrated_interval", "calibrate", "CalibrationBacktest", "calibration_backtest",
+           "MIN_FOLDS", "MAX_FOLDS", "SIGMA_FLOOR"]
 
 #: Fewest leave-future-out folds (cuts) a calibration model is fitted from: with fewer, the
 #: growth of the error with r rests on one or two refits.
 MIN_FOLDS = 3
+#: Cuts a forecast's calibration refits at most (evenly spaced, see :func:`leave_future_out`):
+#: a ladder of distinct runs has a cut per run, and twelve warm-started refits keep the
+#: default forecast quick while spanning the ladder.
+MAX_FOLDS = 12
 #: Smallest sigma_0 [log loss]: the run-noise floor used elsewhere in delphi, so no
 #: calibrated interval is zero-width.
 SIGMA_FLOOR = 1e-4
@@ -75,6 +82,12 @@ class LFOErrors:
     ``converged``, ``warm_start`` and the fit's ``warnings``."""
     notes: list[str] = field(default_factory=list)
     """Cuts skipped or refitted by global search, and runs not predicted, each with why."""
+    budget: np.ndarray | None = None
+    """The budget label [FLOPs] of each prediction's cut (its :func:`cut_levels` value): the
+    same for every law cut there, where :attr:`cut` depends on the points the law fitted."""
+    fits: list = field(default_factory=list, repr=False, compare=False)
+    """The fold fits (:class:`~delphi.fitting.Fit`), one per entry of :attr:`folds` (not
+    serialised): the nested calibration backtest reads their parameter uncertainty."""
 
     @property
     def n_folds(self) -> int:
@@ -124,7 +137,8 @@ def leave_future_out(ladder: Ladder, law: str | Law, *,
                      fixed: Mapping[str, float] | None = None,
                      bounds: Mapping[str, Sequence[float]] | None = None,
                      delta: float = DEFAULT_DELTA, min_budgets: int = 3,
-                     max_folds: int | None = None, seed: int = 0) -> LFOErrors:
+                     max_folds: int | None = None, cuts: Sequence[float] | None = None,
+                     seed: int = 0) -> LFOErrors:
     """Fit below each compute budget, predict every budget above: errors by extrapolation ratio.
 
     The finished runs are grouped into compute budgets (runs within 5% of compute, as in
@@ -135,7 +149,9 @@ def leave_future_out(ladder: Ladder, law: str | Law, *,
 
     The first cut is fitted by the global search; each later cut is warm-started from the
     previous cut's parameters (``warm_start``, ``identify=False``: the fast refit path), and
-    fitted by the global search instead if the warm start fails (noted).
+    fitted by the global search instead if the warm start fails (noted). A cut that cannot be
+    fitted (e.g. the smallest budgets do not vary an input the law needs) is skipped with a
+    note, and the next cut is tried.
 
     A law of compute alone describes the compute-optimal frontier, so for it only the
     lowest-loss run of each budget (all repeated seeds of a one-size budget) is predicted, as
@@ -151,6 +167,8 @@ def leave_future_out(ladder: Ladder, law: str | Law, *,
     max_folds: at most this many cuts, evenly spaced in order of compute (always keeping the
         first and the last); None keeps every cut. A ladder of distinct runs (no isoFLOP grid)
         has a budget per run, so a cut per run: this bounds the cost.
+    cuts: cut only at these budgets [FLOPs] (of :func:`cut_levels`; others are ignored): the
+        same folds for several laws, so their errors can be compared pair by pair.
 
     Returns
     -------
@@ -160,30 +178,18 @@ def leave_future_out(ladder: Ladder, law: str | Law, *,
     ------
     LadderError: the ladder has no compute (``flops``, or params and tokens), or too few
         budgets for any cut (the message gives the counts needed and found).
-    FitError: the first cut cannot be fitted (the message names the cut).
+    FitError: no cut can be fitted (the message names the first).
     """
     law = get_law(law)
     fixed = dict(fixed or {})
-    finals, _ = ladder.final_points()
-    if "flops" not in finals.columns or finals["flops"].isna().any():
-        raise LadderError(f"leave-future-out needs each run's compute (flops, or params and "
-                          f"tokens); ladder {ladder.name!r} lacks it")
-    finals = finals.reset_index(drop=True)
-    budget_of = dict(zip(finals["run"], _budgets(finals).astype(float)))
-    pts, notes = finals, []
-    if law.inputs == ("flops",):
-        pts, _, _ = _compute_frontier(finals)   # the frontier the law describes
-        pts = pts.reset_index(drop=True)
-    bad = _dominated(pts, law, DIVERGENCE_THRESHOLD)
-    if bad:
-        notes += [f"run {pts['run'].iloc[i]!r} not predicted: {why}" for i, why in bad.items()]
-        pts = pts.drop(index=pts.index[list(bad)]).reset_index(drop=True)
-    b_pts = pts["run"].map(budget_of).to_numpy(float)
-    levels = np.unique(b_pts)
+    finals, pts, budget_of, b_pts, levels, notes = _lfo_points(ladder, law)
     n_free = sum(p.name not in fixed for p in law.params)
     need = n_free + 2
-    cuts = [b for i, b in enumerate(levels[:-1])
-            if i + 1 >= min_budgets and int((b_pts <= b).sum()) >= need]
+    allowed = _cuts_of(b_pts, levels, need, min_budgets)
+    if cuts is not None:
+        wanted = np.asarray(list(cuts), float)
+        allowed = [b for b in allowed if np.any(np.abs(wanted / b - 1) < 1e-9)]
+    cuts = allowed
     if max_folds is not None and len(cuts) > max_folds:
         if max_folds < 1:
             raise LadderError(f"max_folds must be >= 1, got {max_folds}")
@@ -197,9 +203,11 @@ def leave_future_out(ladder: Ladder, law: str | Law, *,
     b_finals = finals["run"].map(budget_of).to_numpy(float)
     settings = dict(fixed=fixed or None, bounds=bounds, delta=delta, seed=seed, identify=False)
     cols: dict[str, list] = {k: [] for k in ("run", "cut", "flops", "ratio", "log_error",
-                                              "predicted", "actual")}
+                                              "predicted", "actual", "budget")}
     folds: list[dict] = []
     warm = None
+    first_error = None
+    fold_fits: list = []
     for b in cuts:
         train = ladder.select(runs=finals["run"][b_finals <= b].tolist())
         name = f"fit <= {b:.3g} FLOPs"
@@ -207,8 +215,7 @@ def leave_future_out(ladder: Ladder, law: str | Law, *,
             result = fit(train, law, warm_start=warm, **settings)
         except DelphiError as exc:
             if warm is None:
-                if not folds:
-                    raise FitError(f"leave-future-out cut '{name}': {exc}") from None
+                first_error = first_error or f"leave-future-out cut '{name}': {exc}"
                 notes.append(f"cut '{name}' skipped: {exc}")
                 continue
             try:       # a warm start from the smaller cut can fail where a search does not
@@ -229,18 +236,61 @@ def leave_future_out(ladder: Ladder, law: str | Law, *,
                            f"prediction for run(s) {', '.join(map(repr, bad_runs[:5]))}")
         cols["run"] += held["run"].astype(str).tolist()
         cols["cut"] += [c_max] * len(held)
+        cols["budget"] += [float(b)] * len(held)
         cols["flops"] += held["flops"].astype(float).tolist()
         cols["ratio"] += (held["flops"].to_numpy(float) / c_max).tolist()
         cols["log_error"] += (np.log(pred) - np.log(obs)).tolist()
         cols["predicted"] += pred.tolist()
         cols["actual"] += obs.tolist()
-        folds.append({"cut": c_max, "n_points": result.n_points, "n_predicted": len(held),
+        folds.append({"cut": c_max, "budget": float(b), "n_points": result.n_points, "n_predicted": len(held),
                       "params": {k: float(v) for k, v in result.params.items()},
                       "converged": bool(result.converged), "warm_start": warm is not None,
                       "warnings": list(result.warnings)})
+        fold_fits.append(result)
         warm = dict(result.params)
+    if not folds:
+        raise FitError(first_error or f"leave-future-out of law {law.name!r} on ladder "
+                       f"{ladder.name!r}: no cut could be fitted")
     arrays = {k: np.asarray(v, dtype=object if k == "run" else float) for k, v in cols.items()}
-    return LFOErrors(law=law.name, ladder=ladder.name, folds=folds, notes=notes, **arrays)
+    return LFOErrors(law=law.name, ladder=ladder.name, folds=folds, notes=notes, fits=fold_fits,
+                     **arrays)
+
+
+def _lfo_points(ladder: Ladder, law: Law):
+    """The finished runs, the points ``law`` predicts (the compute frontier for a law of C;
+    runs dominated by another are left out, noted), each point's budget, and the budgets."""
+    finals, _ = ladder.final_points()
+    if "flops" not in finals.columns or finals["flops"].isna().any():
+        raise LadderError(f"leave-future-out needs each run's compute (flops, or params and "
+                          f"tokens); ladder {ladder.name!r} lacks it")
+    finals = finals.reset_index(drop=True)
+    budget_of = dict(zip(finals["run"], _budgets(finals).astype(float)))
+    pts, notes = finals, []
+    if law.inputs == ("flops",):
+        pts, _, _ = _compute_frontier(finals)   # the frontier the law describes
+        pts = pts.reset_index(drop=True)
+    bad = _dominated(pts, law, DIVERGENCE_THRESHOLD)
+    if bad:
+        notes += [f"run {pts['run'].iloc[i]!r} not predicted: {why}" for i, why in bad.items()]
+        pts = pts.drop(index=pts.index[list(bad)]).reset_index(drop=True)
+    b_pts = pts["run"].map(budget_of).to_numpy(float)
+    return finals, pts, budget_of, b_pts, np.unique(b_pts), notes
+
+
+def _cuts_of(b_pts: np.ndarray, levels: np.ndarray, need: int, min_budgets: int) -> list[float]:
+    return [float(b) for i, b in enumerate(levels[:-1])
+            if i + 1 >= min_budgets and int((b_pts <= b).sum()) >= need]
+
+
+def cut_levels(ladder: Ladder, law: str | Law, *, fixed: Mapping[str, float] | None = None,
+               min_budgets: int = 3) -> list[float]:
+    """The budgets [FLOPs] :func:`leave_future_out` may cut ``law`` at on ``ladder``, in
+    increasing order (each with at least ``min_budgets`` budgets and free parameters + 2
+    points at or below it, and a budget above). Raises LadderError as leave_future_out."""
+    law = get_law(law)
+    _, _, _, b_pts, levels, _ = _lfo_points(ladder, law)
+    need = sum(p.name not in (fixed or {}) for p in law.params) + 2
+    return _cuts_of(b_pts, levels, need, min_budgets)
 
 
 @dataclass(frozen=True)
@@ -361,3 +411,205 @@ def _median_line(x: np.ndarray, y: np.ndarray) -> tuple[float, float]:
     if not res.success:
         raise FitError(f"calibration median regression failed: {res.message}")
     return float(res.x[0]), float(res.x[1])
+
+
+def _log_sds(base) -> tuple[float, float]:
+    """(parameter sd, run-noise sd) of log loss behind an :class:`~delphi.uncertainty.Interval`:
+    the half-width of its expected-loss interval over the normal quantile of its level, and
+    its run noise."""
+    z = float(norm.ppf(0.5 + base.level / 2))
+    param = math.log(base.mean_upper / base.mean_lower) / (2 * z)
+    return max(param, 0.0), float(base.noise)
+
+
+def calibrated_interval(base, centre: float, model: CalibrationModel, ratio: float):
+    """The calibrated interval at a forecast: ``base`` (a bootstrap or delta-method
+    :class:`~delphi.uncertainty.Interval` at the same point and level) widened by the
+    extrapolation error ``model`` predicts at ``ratio`` = C_target / C_max_fitted.
+
+    New run: sd = sqrt(sigma(r)^2 + param_sd^2 + run_sd^2) in log loss (as
+    :meth:`CalibrationModel.interval`), param_sd and run_sd read from ``base``. Expected
+    loss: sd = sqrt(max(sigma(r)^2 - run_sd^2, 0) + param_sd^2), since the leave-future-out
+    errors sigma(r) models are errors of single runs, run noise included. Both are centred
+    on ``centre`` (the forecast), centre * exp(+-z sd).
+
+    Returns an Interval with ``method="calibrated"`` and ``calibration`` holding the model,
+    r, sigma(r) and the base method.
+
+    Raises TargetError for a ratio or centre that is not finite and positive.
+    """
+    from dataclasses import replace
+    param, run = _log_sds(base)
+    level = base.level
+    s = float(model.sigma(ratio))
+    lo, hi = model.interval(centre, ratio, level, param_sd=param, run_sd=run)
+    z = float(norm.ppf(0.5 + level / 2))
+    sd_mean = math.sqrt(max(s * s - run * run, 0.0) + param * param)
+    info = {**model.to_dict(), "ratio": float(ratio), "sigma_at_target": s,
+            "param_sd": param, "run_sd": run, "base_method": base.method,
+            "extrapolated": bool(ratio > model.max_ratio)}
+    return replace(base, lower=lo, upper=hi, mean_lower=centre * math.exp(-z * sd_mean),
+                   mean_upper=centre * math.exp(z * sd_mean), method="calibrated",
+                   calibration=info)
+
+
+def calibrate(ladder: Ladder, law: str | Law, *, fixed: Mapping[str, float] | None = None,
+              bounds: Mapping[str, Sequence[float]] | None = None,
+              delta: float = DEFAULT_DELTA, max_folds: int | None = MAX_FOLDS,
+              seed: int = 0) -> tuple[CalibrationModel, LFOErrors]:
+    """Leave-future-out errors of ``law`` on ``ladder`` and the calibration model fitted to
+    them: ``(model, errors)``. See :func:`leave_future_out` and :class:`CalibrationModel`.
+
+    Raises
+    ------
+    LadderError: too few budgets for a cut. FitError: fewer than :data:`MIN_FOLDS` folds
+        could be fitted, or none.
+    """
+    errors = leave_future_out(ladder, law, fixed=fixed, bounds=bounds, delta=delta,
+                              max_folds=max_folds, seed=seed)
+    return CalibrationModel.fit(errors), errors
+
+
+@dataclass(frozen=True)
+class CalibrationBacktest:
+    """Coverage of a law's 90% new-run intervals in leave-future-out refits, before and
+    after extrapolation calibration, each calibration fitted only on what that fold saw.
+
+    Every array has shape (n,), one element per prediction that had a calibrated interval
+    (folds with at least :data:`MIN_FOLDS` earlier folds predicting inside their own data).
+    """
+
+    law: str
+    ladder: str
+    level: float
+    run: np.ndarray
+    """Run predicted."""
+    cut: np.ndarray
+    """C_max_fitted of the fold [FLOPs]."""
+    ratio: np.ndarray
+    """r = C_run / C_max_fitted."""
+    log_error: np.ndarray
+    """log L_pred - log L_obs."""
+    inside_before: np.ndarray
+    """Whether the observed loss lies in the delta-method new-run interval (bool)."""
+    inside_after: np.ndarray
+    """Whether it lies in the calibrated new-run interval (bool)."""
+    width_before: np.ndarray
+    """Half-width of the delta-method interval in log loss."""
+    width_after: np.ndarray
+    """Half-width of the calibrated interval in log loss."""
+    errors: LFOErrors = field(repr=False, compare=False, default=None)
+    """All leave-future-out errors (including folds without a calibrated interval)."""
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def summary(self) -> dict:
+        """n, mean and max |log error| over every leave-future-out prediction, and the
+        coverage before and after calibration over the calibrated ones."""
+        e = np.abs(self.errors.log_error) if self.errors is not None else np.abs(self.log_error)
+        n = len(self.inside_after)
+        return {"law": self.law, "ladder": self.ladder, "level": self.level,
+                "n_predictions": int(len(e)), "n_folds": self.errors.n_folds if self.errors
+                is not None else None,
+                "mean_abs_error": float(e.mean()) if len(e) else None,
+                "max_abs_error": float(e.max()) if len(e) else None,
+                "n_calibrated": n,
+                "coverage_before": float(self.inside_before.mean()) if n else None,
+                "coverage_after": float(self.inside_after.mean()) if n else None}
+
+    def to_dict(self) -> dict:
+        rows = [{"run": str(a), "cut": float(b), "ratio": float(c), "log_error": float(d),
+                 "inside_before": bool(f), "inside_after": bool(g)}
+                for a, b, c, d, f, g in zip(self.run, self.cut, self.ratio, self.log_error,
+                                            self.inside_before, self.inside_after)]
+        return {"summary": self.summary, "rows": rows, "notes": self.notes}
+
+    def report(self) -> str:
+        s = self.summary
+        pct = f"{100 * self.level:.4g}%"
+        lines = [f"calibration backtest  {self.law} on {self.ladder}: {s['n_predictions']} "
+                 f"leave-future-out prediction(s) from {s['n_folds']} fold(s), mean |error| "
+                 f"{s['mean_abs_error']:.2%}, max {s['max_abs_error']:.2%}"]
+        if s["n_calibrated"]:
+            lines.append(f"coverage of {pct} new-run intervals on {s['n_calibrated']} "
+                         f"prediction(s): {s['coverage_before']:.0%} delta method, "
+                         f"{s['coverage_after']:.0%} calibrated")
+        lines += [f"note       {n}" for n in self.notes]
+        return "\n".join(lines)
+
+    def __str__(self) -> str:
+        return self.report()
+
+
+def calibration_backtest(ladder: Ladder, law: str | Law, *,
+                         fixed: Mapping[str, float] | None = None,
+                         bounds: Mapping[str, Sequence[float]] | None = None,
+                         delta: float = DEFAULT_DELTA, level: float = DEFAULT_LEVEL,
+                         max_folds: int | None = None, cuts: Sequence[float] | None = None,
+                         errors: LFOErrors | None = None, seed: int = 0) -> CalibrationBacktest:
+    """Nested (honest) check of the calibrated intervals on a ladder.
+
+    One leave-future-out pass (:func:`leave_future_out`) fits every cut. For the fold cut at
+    C_k, the calibration model is fitted only to the errors of earlier folds on runs at or
+    below C_k -- what a forecaster fitting up to C_k would have seen -- and needs
+    :data:`MIN_FOLDS` of them. Each run the fold predicts then gets its delta-method new-run
+    interval (``before``) and the calibrated one (``after``, :func:`calibrated_interval`),
+    and each is checked against the observed loss. No extra fits are made.
+
+    ``errors``: reuse a leave-future-out pass made with ``fits`` kept (the same settings).
+
+    Raises
+    ------
+    As :func:`leave_future_out`.
+    """
+    from .uncertainty import delta_interval
+    law = get_law(law)
+    if errors is None:
+        errors = leave_future_out(ladder, law, fixed=fixed, bounds=bounds, delta=delta,
+                                  max_folds=max_folds, cuts=cuts, seed=seed)
+    cols: dict[str, list] = {k: [] for k in ("run", "cut", "ratio", "log_error", "inside_before",
+                                              "inside_after", "width_before", "width_after")}
+    notes: list[str] = []
+    finals, _ = ladder.final_points()
+    finals = finals.drop_duplicates("run", keep="last").set_index("run")
+    uncalibrated = 0
+    for fold, result in zip(errors.folds, errors.fits):
+        c_k = fold["cut"]
+        seen = (errors.cut < c_k) & (errors.flops <= c_k * (1 + 1e-9))
+        mine = np.flatnonzero(errors.cut == c_k)
+        if len(np.unique(errors.cut[seen])) < MIN_FOLDS:
+            uncalibrated += len(mine)
+            continue
+        sub = LFOErrors(law=errors.law, ladder=errors.ladder, run=errors.run[seen],
+                        cut=errors.cut[seen], flops=errors.flops[seen], ratio=errors.ratio[seen],
+                        log_error=errors.log_error[seen], predicted=errors.predicted[seen],
+                        actual=errors.actual[seen])
+        model = CalibrationModel.fit(sub)
+        held = finals.loc[[str(r) for r in errors.run[mine]]].reset_index()
+        x = _inputs(law, ladder, held)
+        for j, i in enumerate(mine):
+            xi = {k: v[j:j + 1] for k, v in x.items()}
+            try:
+                base = delta_interval(result, xi, level=level)
+            except DelphiError as exc:
+                notes.append(f"fold {c_k:.3g}: run {errors.run[i]!r} has no delta interval "
+                             f"({exc})")
+                continue
+            pred, act = float(errors.predicted[i]), float(errors.actual[i])
+            cal = calibrated_interval(base, pred, model, float(errors.ratio[i]))
+            cols["run"].append(str(errors.run[i]))
+            cols["cut"].append(c_k)
+            cols["ratio"].append(float(errors.ratio[i]))
+            cols["log_error"].append(float(errors.log_error[i]))
+            cols["inside_before"].append(bool(base.lower <= act <= base.upper))
+            cols["inside_after"].append(bool(cal.lower <= act <= cal.upper))
+            cols["width_before"].append(math.log(base.upper / pred))
+            cols["width_after"].append(math.log(cal.upper / pred))
+    if uncalibrated:
+        notes.append(f"{uncalibrated} prediction(s) of the first folds have no calibrated "
+                     f"interval: fewer than {MIN_FOLDS} earlier folds to calibrate on")
+    arrays = {k: np.asarray(v, dtype=object if k == "run" else (bool if k.startswith("inside")
+                                                                  else float))
+              for k, v in cols.items()}
+    return CalibrationBacktest(law=law.name, ladder=ladder.name, level=level, errors=errors,
+                               notes=notes, **arrays)

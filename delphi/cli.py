@@ -198,6 +198,8 @@ def _add_fit_options(p: argparse.ArgumentParser) -> None:
                                   "CSV/Parquet/JSONL file")
     p.add_argument("--law", metavar="LAW", help="law to fit: {LAWS} (default: "
                    "power when only C is known, chinchilla when the target gives N and D); "
+                   "predict and register also take auto (the candidate with the best "
+                   "leave-future-out backtest, see `delphi compare`); "
                    "curve laws ({CURVE_LAWS}) are for `delphi complete`")
     p.add_argument("--floor", type=_floor, metavar="E",
                    help="fix the irreducible loss E at this value (the interval is then "
@@ -237,9 +239,11 @@ def _add_target_lr_options(p: argparse.ArgumentParser) -> None:
 
 
 def _add_interval_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--interval", default="auto", choices=["auto", "bootstrap", "delta", "none"],
-                   help="interval method (default auto: bootstrap when the ladder has enough "
-                        "runs, else the approximate delta method)")
+    p.add_argument("--interval", default="auto",
+                   choices=["auto", "calibrated", "bootstrap", "delta", "none"],
+                   help="interval method (default auto: calibrated on the ladder's own "
+                        "leave-future-out extrapolation errors when it has 3+ folds, else "
+                        "bootstrap when it has enough runs, else the approximate delta method)")
     p.add_argument("--level", type=_level, default=0.9, help="interval level (default 0.9)")
     p.add_argument("--n-boot", type=_count(20), default=200,
                    help="bootstrap draws (default 200; at least 20)")
@@ -247,6 +251,54 @@ def _add_interval_options(p: argparse.ArgumentParser) -> None:
                    help="resample whole runs (default) or whole compute budgets")
     p.add_argument("--seed", type=_count(0), default=0, help="random seed (bootstrap; >= 0)")
     _add_jobs_option(p, "the bootstrap")
+
+
+def _add_selection_options(p: argparse.ArgumentParser) -> None:
+    """``--ensemble`` and the candidate lists of ``--law auto`` / ``--ensemble``."""
+    p.add_argument("--ensemble", action="store_true",
+                   help="average the candidate laws' forecasts, weighted by their "
+                        "leave-future-out errors; the interval widens by their spread")
+    add_candidate_options(p, folds=False)
+
+
+def add_candidate_options(p: argparse.ArgumentParser, folds: bool = True) -> None:
+    """``--laws``, ``--floors``, ``--deltas`` (``compare``, and ``predict``/``register`` with
+    ``--law auto`` or ``--ensemble``) and, with ``folds``, ``--max-folds``."""
+    p.add_argument("--laws", metavar="LIST",
+                   help="candidate laws, comma-separated, e.g. power,chinchilla (default: "
+                        "those the ladder supports)")
+    p.add_argument("--floors", metavar="LIST",
+                   help="candidate floors E: free and/or values, e.g. free,1.5 (default free, "
+                        "or the pinned floor)")
+    p.add_argument("--deltas", metavar="LIST",
+                   help="candidate Huber deltas, e.g. 1e-3,1e-2 (default {DELTA})")
+    if not folds:
+        return
+    p.add_argument("--max-folds", type=_count(1), default=12, metavar="K",
+                   help="leave-future-out cuts per candidate, evenly spaced (default 12)")
+
+
+def candidates_from(args, ladder, fixed: dict, delta: float):
+    """The candidates the candidate options name (None: the defaults of
+    :func:`delphi.selection.default_candidates` with ``fixed`` and ``delta``)."""
+    from .selection import default_candidates, parse_candidates
+
+    if not (args.laws or args.floors or args.deltas):
+        return None
+    laws = args.laws or ",".join(c.law for c in default_candidates(ladder, fixed, delta))
+    return parse_candidates(laws, args.floors, args.deltas or [delta], fixed=fixed)
+
+
+def selection_settings(args, ladder, settings: dict, law) -> dict:
+    """Keyword arguments of :func:`delphi.predict` for ``--law auto`` / ``--ensemble``."""
+    auto = law == "auto" or args.ensemble
+    if not auto:
+        if args.laws or args.floors or args.deltas:
+            raise LawError("--laws, --floors and --deltas name the candidates of --law auto "
+                           "or --ensemble")
+        return {}
+    return {"ensemble": args.ensemble,
+            "candidates": candidates_from(args, ladder, settings["fixed"], settings["delta"])}
 
 
 def _interval_settings(args) -> dict:
@@ -302,6 +354,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--target-name", help="label for the target")
     _add_target_lr_options(p)
     _add_interval_options(p)
+    _add_selection_options(p)
     p.add_argument("--allow-degenerate", action="store_true",
                    help="extrapolate a degenerate fit (a law that collapsed to a constant over "
                         "the ladder: flat or identical losses) instead of refusing")
@@ -438,11 +491,17 @@ def _cmd_predict(args) -> int:
 
     ladder, defaults = _load(args)
     target = _target_from(args, defaults)
-    law = args.law or (defaults.law if defaults is not None else None) or default_law(ladder, target)
+    law = args.law or (defaults.law if defaults is not None else None)
+    if law is None and not args.ensemble:
+        law = default_law(ladder, target)
     floor_range = args.floor if isinstance(args.floor, tuple) else None
-    forecast = predict(ladder, target, law, **_fit_settings(args, defaults),
+    settings = _fit_settings(args, defaults)
+    chosen = selection_settings(args, ladder, settings, law)
+    if chosen and (args.law is None or args.law == "auto"):
+        law = None if args.ensemble else "auto"   # a manifest's law gives way to the choice
+    forecast = predict(ladder, target, law, **settings,
                        **_interval_settings(args), **_jobs_kwargs(args), floor_range=floor_range,
-                       allow_degenerate=args.allow_degenerate)
+                       allow_degenerate=args.allow_degenerate, **chosen)
     print(json.dumps(forecast.to_dict(), indent=2, allow_nan=False) if args.json
           else forecast.report())
     return 0

@@ -1,4 +1,4 @@
-"""Command-line wiring of the analyses: ``delphi isoflop``, ``delphi optimal``, ``delphi plan``.
+"""Command-line wiring of the analyses: ``delphi isoflop``, ``optimal``, ``plan``, ``compare``.
 
 :func:`add_analysis_commands` registers the three subcommands on the ``delphi`` parser's
 subparsers and returns ``{command: handler}``; each handler takes the parsed arguments and
@@ -273,6 +273,51 @@ def _cmd_plan(args) -> int:
     return 0
 
 
+# ------------------------------------------------------------------------------- compare
+def _add_compare(sub) -> None:
+    from .cli import _count, add_candidate_options
+    p = sub.add_parser(
+        "compare", help="backtest candidate laws (law, free or pinned floor, Huber delta) "
+                        "leave-future-out and rank them",
+        description="Each candidate is refitted below each of the same compute cuts and "
+                    "predicts the budgets above; one row per candidate: leave-future-out mean "
+                    "and max |error|, nested coverage of its 90% intervals before and after "
+                    "calibration, AIC/BIC of the full fit, and its ensemble weight. "
+                    "`delphi predict --law auto` uses the best; --ensemble averages them.")
+    p.add_argument("ladder", help="bundled ladder name, manifest or data file")
+    add_candidate_options(p)
+    p.add_argument("--fix", type=_fixed_pair, action="append", default=[], metavar="NAME=VALUE",
+                   help="fix a parameter in every candidate (repeatable)")
+    p.add_argument("--bound", type=_bound_triple, action="append", default=[],
+                   metavar="NAME=LO:HI", help="bound a parameter (repeatable)")
+    p.add_argument("--fit-max-flops", type=_number, metavar="C",
+                   help="use only runs at or below C FLOPs")
+    p.add_argument("--level", type=_number, default=0.9,
+                   help="interval level for the coverage (default 0.9)")
+    p.add_argument("--seed", type=_count(0), default=0, help="random seed (>= 0)")
+    p.add_argument("--metric", metavar="COLUMN", help="source column to use as the loss")
+    _common(p)
+
+
+def _cmd_compare(args) -> int:
+    from .cli import candidates_from
+    from .fitting import DEFAULT_DELTA
+    from .selection import compare, default_candidates
+    ladder = load_from_args(args)
+    if args.fit_max_flops is not None:
+        ladder = ladder.select(max_flops=args.fit_max_flops)
+    if not 0 < args.level < 1:
+        raise FitError(f"--level must be in (0, 1), got {args.level:g}")
+    fixed = dict(args.fix)
+    cands = candidates_from(args, ladder, fixed, DEFAULT_DELTA)
+    if cands is None:
+        cands = default_candidates(ladder, fixed)
+    result = compare(ladder, cands, bounds=dict(args.bound) or None, max_folds=args.max_folds,
+                     level=args.level, seed=args.seed)
+    print(_dump(result.to_dict()) if args.json else result.report())
+    return 0
+
+
 # ------------------------------------------------------------------------------- wiring
 def add_analysis_commands(subparsers) -> dict[str, Handler]:
     """Register ``isoflop``, ``optimal`` and ``plan`` on ``subparsers`` (the object returned by
@@ -283,4 +328,6 @@ def add_analysis_commands(subparsers) -> dict[str, Handler]:
     _add_isoflop(subparsers)
     _add_optimal(subparsers)
     _add_plan(subparsers)
-    return {"isoflop": _cmd_isoflop, "optimal": _cmd_optimal, "plan": _cmd_plan}
+    _add_compare(subparsers)
+    return {"isoflop": _cmd_isoflop, "optimal": _cmd_optimal, "plan": _cmd_plan,
+            "compare": _cmd_compare}

@@ -60,7 +60,7 @@ def add_registry_commands(subparsers) -> dict[str, Handler]:
     :class:`~delphi.errors.DelphiError` on bad input (the caller prints it on one line).
     """
     # Imported here, not at module level, so that delphi.cli may import this module at its top.
-    from .cli import _add_fit_options, _add_interval_options
+    from .cli import _add_fit_options, _add_interval_options, _add_selection_options
 
     p = subparsers.add_parser(
         "register", help="forecast a target (as `delphi predict`) and append the prediction to "
@@ -73,6 +73,7 @@ def add_registry_commands(subparsers) -> dict[str, Handler]:
             action.nargs, action.default, action.required = "?", None, False
     _add_target_options(p)
     _add_interval_options(p)
+    _add_selection_options(p)
     p.add_argument("--registry", required=True, metavar="PATH", help="registry file (JSON Lines)")
     p.add_argument("--id", required=True, help="short unique id, e.g. marin-535b-a23b")
     p.add_argument("--author", help="who makes the forecast")
@@ -210,7 +211,8 @@ def _print_json(obj) -> None:
 
 # --------------------------------------------------------------------------- handlers
 def _cmd_register(args) -> int:
-    from .cli import _fit_settings, _interval_settings, _jobs_kwargs, _load, _target_from
+    from .cli import (_fit_settings, _interval_settings, _jobs_kwargs, _load, _target_from,
+                      selection_settings)
     from .registry import load_signing_key
 
     reg = _registry(args.registry)
@@ -262,10 +264,14 @@ def _cmd_register(args) -> int:
 
         ladder, defaults = _load(args)
         target = _target_from(args, defaults)
-        law = (args.law or (defaults.law if defaults is not None else None)
-               or default_law(ladder, target))
+        law = args.law or (defaults.law if defaults is not None else None)
+        if law is None and not args.ensemble:
+            law = default_law(ladder, target)
         settings = {**_fit_settings(args, defaults), **_interval_settings(args)}
-        forecast = predict(ladder, target, law, **settings, **_jobs_kwargs(args))
+        chosen = selection_settings(args, ladder, settings, law)
+        if chosen and (args.law is None or args.law == "auto"):
+            law = None if args.ensemble else "auto"   # a manifest's law gives way
+        forecast = predict(ladder, target, law, **settings, **_jobs_kwargs(args), **chosen)
         entry = reg.register(forecast, settings=settings, **common)
     if args.json:
         _print_json(entry.fields())

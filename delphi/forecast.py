@@ -436,6 +436,11 @@ class Forecast:
     flops_convention: "FlopsConvention | None" = None
     """The ladder's k = C/(6·N·D) per run, median, spread and drift (``"flops_convention"``
     in the JSON's ladder block); None when the ladder has no N and D."""
+    selection: dict | None = None
+    """How the law was chosen with ``law="auto"`` or ``ensemble=True``
+    (:mod:`delphi.selection`): ``rule`` (auto/ensemble), ``chosen``, ``runner_up`` and its
+    forecast and ``spread``, ``candidates`` (label, law, fixed, Huber delta, weight, loss,
+    leave-future-out mean |error|) and the full ``comparison``; None for a named law."""
 
     @property
     def lower(self) -> float | None:
@@ -471,6 +476,7 @@ class Forecast:
                                             if self.flops_convention is not None else None)},
             "warnings": list(self.warnings),
             "notes": list(self.notes),
+            "selection": self.selection,
             "delphi_version": __version__,
         }
 
@@ -494,7 +500,11 @@ class Forecast:
         lines.append(f"prediction {self.loss:.4f} {self.unit}")
         iv = self.interval
         if iv is not None:
-            label = "bootstrap" if iv.method == "bootstrap" else "delta method, approximate"
+            label = {"bootstrap": "bootstrap", "ensemble": "ensemble: members' intervals "
+                     "and the between-model spread", "calibrated":
+                     f"calibrated on extrapolation errors, "
+                     f"{(iv.calibration or {}).get('base_method', '')}"}.get(
+                         iv.method, "delta method, approximate")
             pct = f"{100 * iv.level:.4g}%"
             lines.append(f"           {pct} interval for one new run  "
                          f"[{iv.lower:.4f}, {iv.upper:.4f}]  ({label})")
@@ -513,6 +523,8 @@ class Forecast:
                          f"({ot.change:+.2%})")
         if self.floor_scan is not None:
             lines.extend(self.floor_scan.report_lines())
+        if self.selection is not None:
+            lines.extend(_selection_lines(self.selection))
         return "\n".join(lines)
 
     def __str__(self) -> str:
@@ -520,6 +532,23 @@ class Forecast:
 
     def _repr_pretty_(self, p, cycle) -> None:
         p.text(self.report())
+
+
+def _selection_lines(sel: dict) -> list[str]:
+    """The candidates block of a report: one line per candidate of an auto or ensemble
+    forecast (label, leave-future-out mean |error|, weight, its forecast)."""
+    head = ("law chosen by leave-future-out backtest" if sel["rule"] == "auto" else
+            "ensemble weighted by inverse leave-future-out MSE")
+    lines = [f"selection  {head}:"]
+    for c in sel["candidates"]:
+        err = "-" if c.get("mean_abs_error") is None else f"{c['mean_abs_error']:.2%}"
+        loss = "" if c.get("loss") is None else f"  forecast {c['loss']:.4f}"
+        mark = "  <- chosen" if sel["rule"] == "auto" and c["label"] == sel["chosen"] else ""
+        lines.append(f"           {c['label']:<24} mean |error| {err:>7}  weight "
+                     f"{c['weight']:.2f}{loss}{mark}")
+    if sel.get("spread") is not None:
+        lines.append(f"           runner-up {sel['runner_up']} differs by {sel['spread']:+.2%}")
+    return lines
 
 
 def predict(ladder: Ladder, target: Target | Mapping[str, float], law: str | Law | None = None, *,
@@ -531,7 +560,8 @@ def predict(ladder: Ladder, target: Target | Mapping[str, float], law: str | Law
             boot_unit: str = "run", n_jobs: int | None = None,
             workers: int | None = None, floor_range: Sequence[float] | None = None,
             floor_points: int = 3, off_trend: bool = True,
-            allow_degenerate: bool = False, _in_floor_scan: bool = False,
+            allow_degenerate: bool = False, ensemble: bool = False,
+            candidates: Sequence | None = None, _in_floor_scan: bool = False,
             _profiles: bool = True) -> Forecast:
     """Fit ``law`` to ``ladder`` and predict the loss of ``target``, with an interval.
 
@@ -545,11 +575,26 @@ def predict(ladder: Ladder, target: Target | Mapping[str, float], law: str | Law
         fitted runs' range is warned (:class:`~delphi.errors.FitWarning` and an entry of
         :attr:`Forecast.warnings`).
     law: law name or object; default :func:`default_law` (``power`` when only C is known).
+        ``"auto"``: the candidate recipe (law, free or pinned floor, Huber delta) with the
+        lowest leave-future-out error on this ladder (:func:`delphi.selection.compare`);
+        :attr:`Forecast.selection` reports the choice, the runner-up and the spread between
+        their forecasts.
+    ensemble: average the candidates' forecasts, weighted by their leave-future-out errors,
+        with the interval widened by the between-model spread
+        (:func:`delphi.selection.predict_selected`); ``law`` must then be None or "auto".
+    candidates: the recipes ``auto``/``ensemble`` choose among (:class:`~delphi.selection.
+        Candidate` objects or law names); default :func:`delphi.selection.default_candidates`
+        with ``fixed`` and ``delta``.
     fixed, bounds, delta, fit_max_flops, include_unfinished, divergence_threshold, seed:
         as in :func:`delphi.fitting.fit`.
-    interval: ``"bootstrap"`` (resample runs, refit: :func:`delphi.uncertainty.bootstrap`),
-        ``"delta"`` (fast, approximate), ``"auto"`` (bootstrap when the ladder has at least
-        2p + 2 points for p free parameters, else delta) or None.
+    interval: ``"auto"`` (default): ``"calibrated"`` where the ladder's leave-future-out
+        refits give at least 3 folds, else the bootstrap (when the ladder has at least 2p + 2
+        points for p free parameters) or the delta method, with a note saying why.
+        ``"calibrated"``: the bootstrap or delta interval widened by the ladder's own
+        extrapolation errors at the target's ratio r = C_target / C_max_fitted
+        (:func:`delphi.calibration.calibrated_interval`; FitError when the ladder cannot
+        support it). ``"bootstrap"`` (resample runs, refit:
+        :func:`delphi.uncertainty.bootstrap`), ``"delta"`` (fast, approximate) or None.
     level: interval level (default 0.9). n_boot, boot_unit: bootstrap settings
         (``boot_unit="budget"`` resamples whole compute budgets).
     n_jobs: joblib workers for the bootstrap (see :mod:`delphi.parallel`); ``workers`` is an
@@ -581,6 +626,22 @@ def predict(ladder: Ladder, target: Target | Mapping[str, float], law: str | Law
     LadderError, LawError, FitError: see :func:`delphi.fitting.fit`.
     """
     target = _as_target(target)
+    if ensemble or (isinstance(law, str) and law == "auto"):
+        if ensemble and law not in (None, "auto"):
+            raise TargetError(f"an ensemble averages candidate laws: give law='auto' or none, "
+                              f"not {getattr(law, 'name', law)!r} (name the candidates with "
+                              f"{option('candidates=', '--laws')})")
+        from .selection import predict_selected
+        return predict_selected(
+            ladder, target, ensemble=ensemble, candidates=candidates, fixed=fixed,
+            bounds=bounds, delta=delta, fit_max_flops=fit_max_flops,
+            include_unfinished=include_unfinished, divergence_threshold=divergence_threshold,
+            seed=seed, interval=interval, level=level, n_boot=n_boot, boot_unit=boot_unit,
+            n_jobs=n_jobs, workers=workers, floor_range=floor_range, off_trend=off_trend,
+            allow_degenerate=allow_degenerate)
+    if candidates is not None:
+        auto = option("law='auto'", "--law auto")
+        raise TargetError(f"candidates are for {auto} or ensemble=True")
     law = get_law(law or default_law(ladder, target))
     _base_inputs(target, law)  # fail on a missing input before spending time on the fit
     _check_moe_target(target, law, ladder)
@@ -659,6 +720,10 @@ def predict(ladder: Ladder, target: Target | Mapping[str, float], law: str | Law
         warns.append("THE FIT DID NOT CONVERGE: do not trust this prediction")
     band = _interval(result, inputs, interval, level, n_boot, boot_unit, seed,
                      n_jobs if n_jobs is not None else workers, notes)
+    if interval in ("auto", "calibrated") and band is not None:
+        fitted = ladder.select(max_flops=fit_max_flops) if fit_max_flops is not None else ladder
+        band = _calibrate(band, loss, extrapolation, fitted, law, result, bounds, delta, seed,
+                          notes, required=interval == "calibrated")
     rungs = None
     if off_trend:
         from .robustness import find_off_trend
@@ -675,13 +740,53 @@ def predict(ladder: Ladder, target: Target | Mapping[str, float], law: str | Law
                     flops_convention=ladder.flops_convention)
 
 
+def _calibrate(band, loss: float, ratio: float | None, ladder: Ladder, law: Law, result: Fit,
+               bounds, delta, seed, notes: list[str], required: bool):
+    """``band`` widened by the ladder's own extrapolation errors (:mod:`delphi.calibration`)
+    when its leave-future-out refits give at least 3 folds; else ``band``, with a note (or a
+    FitError when the calibrated method was asked for by name)."""
+    from .calibration import MAX_FOLDS, calibrate, calibrated_interval
+    from .errors import DelphiError
+    why = None
+    if ratio is None:
+        why = "the target's compute is unknown, so its extrapolation ratio is too"
+    else:
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")   # the fold fits' warnings are the folds'
+                model, errors = calibrate(ladder, law, fixed=result.fixed or None,
+                                          bounds=bounds, delta=delta, max_folds=MAX_FOLDS,
+                                          seed=seed)
+        except DelphiError as exc:
+            why = str(exc)
+    if why is not None:
+        if required:
+            raise FitError(f"no calibrated interval: {why}")
+        notes.append(f"{band.method} interval, not calibrated: {why}")
+        return band
+    cal = calibrated_interval(band, loss, model, ratio)
+    notes.append(f"interval calibrated on the ladder's own extrapolation errors: "
+                 f"sigma(r) = {model.sigma_0:.2%} + {model.k:.2%} log10 r from "
+                 f"{len(errors)} leave-future-out prediction(s) in {model.n_folds} fold(s); at "
+                 f"r = {ratio:.3g}, sigma = {cal.calibration['sigma_at_target']:.2%}, combined "
+                 f"with the {band.method} interval's parameter and run-noise spread")
+    if ratio > model.max_ratio:
+        notes.append(f"the target's extrapolation ratio {ratio:.3g} is beyond the largest the "
+                     f"calibration saw ({model.max_ratio:.3g}): sigma(r) is extrapolated "
+                     f"linearly in log10 r")
+    return cal
+
+
 def _interval(result: Fit, inputs, method, level, n_boot, unit, seed, n_jobs, notes):
     from .uncertainty import bootstrap, bootstrap_interval, delta_interval
 
     if method is None or method == "none":
         return None
-    if method not in ("auto", "bootstrap", "delta"):
-        raise FitError(f"unknown interval method {method!r}; use auto, bootstrap, delta or none")
+    if method not in ("auto", "bootstrap", "delta", "calibrated"):
+        raise FitError(f"unknown interval method {method!r}; use auto, calibrated, bootstrap, "
+                       f"delta or none")
+    if method == "calibrated":
+        method = "auto"      # the base interval the calibration widens
     # Bad settings are errors, not a silently missing interval.
     if not (isinstance(level, (int, float)) and 0 < level < 1):
         raise FitError(f"interval level must be in (0, 1), got {level!r}")

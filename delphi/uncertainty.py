@@ -57,7 +57,8 @@ class Interval:
     level: float
     """Central coverage, e.g. 0.9."""
     method: str
-    """``"bootstrap"`` or ``"delta"`` (approximate)."""
+    """``"bootstrap"``, ``"delta"`` (approximate) or ``"calibrated"`` (either, widened by the
+    ladder's own leave-future-out extrapolation errors: :mod:`delphi.calibration`)."""
     noise: float
     """Run-to-run noise, standard deviation of log loss."""
     noise_source: str
@@ -72,13 +73,20 @@ class Interval:
     """Bootstrap draws also fitted by the global search (the warm-start guard)."""
     n_worse: int = 0
     """Checked draws whose warm-started optimum was worse than the global one (> 1e-9 rel.)."""
+    calibration: dict | None = None
+    """For ``method="calibrated"``: the calibration model (sigma_0, k, folds), the target's
+    extrapolation ratio r and sigma(r), the parameter and run-noise sds, and the base method
+    (:func:`delphi.calibration.calibrated_interval`); None otherwise."""
 
     def to_dict(self) -> dict:
-        return {"lower": self.lower, "upper": self.upper, "mean_lower": self.mean_lower,
-                "mean_upper": self.mean_upper, "level": self.level, "kind": self.kind,
-                "method": self.method, "noise": self.noise, "noise_source": self.noise_source,
-                "n_draws": self.n_draws, "n_failed": self.n_failed,
-                "guard": {"checked": self.n_checked, "worse": self.n_worse}}
+        out = {"lower": self.lower, "upper": self.upper, "mean_lower": self.mean_lower,
+               "mean_upper": self.mean_upper, "level": self.level, "kind": self.kind,
+               "method": self.method, "noise": self.noise, "noise_source": self.noise_source,
+               "n_draws": self.n_draws, "n_failed": self.n_failed,
+               "guard": {"checked": self.n_checked, "worse": self.n_worse}}
+        if self.calibration is not None:
+            out["calibration"] = dict(self.calibration)
+        return out
 
 
 @dataclass(frozen=True)

@@ -171,3 +171,159 @@ def test_lfo_on_epoch_chinchilla_errors_grow_with_ratio(data_dir):
     assert bins[2] > 1.5 * max(bins[0], bins[1])
     m = CalibrationModel.fit(e)
     assert m.k > 0
+
+
+# ----------------------------------------------------------------------------- calibrated_interval
+def _base_interval(param_sd, run_sd, centre=2.0, level=0.9, method="delta"):
+    """A hand-made delta-method Interval whose expected-loss interval has log half-width
+    z * param_sd and whose run noise is run_sd."""
+    from delphi.uncertainty import Interval
+    z = norm.ppf(0.5 + level / 2)
+    new = math.sqrt(param_sd ** 2 + run_sd ** 2)
+    return Interval(lower=centre * math.exp(-z * new), upper=centre * math.exp(z * new),
+                    mean_lower=centre * math.exp(-z * param_sd),
+                    mean_upper=centre * math.exp(z * param_sd), level=level, method=method,
+                    noise=run_sd, noise_source="hand")
+
+
+@pytest.mark.parametrize("param, run, ratio", [(0.03, 0.04, 100.0), (0.02, 0.08, 10.0),
+                                               (0.0, 0.0, 1000.0)])
+def test_calibrated_interval_adds_sigma_param_and_run_in_quadrature(param, run, ratio):
+    from delphi.calibration import calibrated_interval
+    m = CalibrationModel(sigma_0=0.01, k=0.02, n_folds=4, n_errors=20, max_ratio=100.0,
+                         law="power", ladder="hand")
+    base = _base_interval(param, run, level=0.8)
+    cal = calibrated_interval(base, 2.5, m, ratio)
+    s = 0.01 + 0.02 * math.log10(ratio)
+    z = norm.ppf(0.9)                              # two-sided 80%
+    sd_new = math.sqrt(s ** 2 + param ** 2 + run ** 2)
+    # Expected loss: the errors sigma(r) models already hold run noise, so it is taken out.
+    sd_mean = math.sqrt(max(s ** 2 - run ** 2, 0.0) + param ** 2)
+    assert cal.method == "calibrated" and cal.level == 0.8
+    assert cal.lower == pytest.approx(2.5 * math.exp(-z * sd_new), rel=1e-12)
+    assert cal.upper == pytest.approx(2.5 * math.exp(z * sd_new), rel=1e-12)
+    assert cal.mean_lower == pytest.approx(2.5 * math.exp(-z * sd_mean), rel=1e-12)
+    assert cal.mean_upper == pytest.approx(2.5 * math.exp(z * sd_mean), rel=1e-12)
+    info = cal.calibration
+    assert info["method"] == "calibrated" and info["base_method"] == "delta"
+    assert info["sigma_0"] == 0.01 and info["k"] == 0.02 and info["n_folds"] == 4
+    assert info["ratio"] == ratio and info["sigma_at_target"] == pytest.approx(s)
+    assert info["param_sd"] == pytest.approx(param, abs=1e-12)
+    assert info["run_sd"] == pytest.approx(run, abs=1e-12)
+    assert info["extrapolated"] is (ratio > 100.0)
+    d = json.loads(json.dumps(cal.to_dict(), allow_nan=False))
+    assert d["method"] == "calibrated" and d["calibration"]["sigma_at_target"] == pytest.approx(s)
+    assert "calibration" not in base.to_dict()     # uncalibrated intervals: JSON unchanged
+
+
+def test_calibrated_interval_rejects_a_bad_ratio():
+    from delphi.calibration import calibrated_interval
+    m = CalibrationModel(sigma_0=0.01, k=0.02, n_folds=3, n_errors=9, max_ratio=10.0)
+    with pytest.raises(TargetError):
+        calibrated_interval(_base_interval(0.01, 0.01), 2.0, m, float("nan"))
+
+
+# ----------------------------------------------------------------------------- cuts and budgets
+def test_lfo_budget_is_the_cut_level_and_cuts_restrict_the_folds():
+    from delphi.calibration import cut_levels
+    c = 1e17 * 10 ** (0.5 * np.arange(9))
+    y = 1.8 + 2.0 * (c / 1e17) ** -0.3
+    lad = _ladder(c, y)
+    # Budget labels are the budget's smallest C to 3 significant digits; power has 3 free
+    # parameters, so cuts at index 4..7 (5 points below, a budget above).
+    levels = [float(f"{x:.3g}") for x in c[4:8]]
+    assert cut_levels(lad, "power") == levels
+    e = leave_future_out(lad, "power")
+    assert [f["budget"] for f in e.folds] == levels
+    np.testing.assert_allclose([f["cut"] for f in e.folds], c[4:8])
+    # each prediction's budget is the label of its fold's cut; cut is the C actually fitted
+    for b, k in zip(e.budget, e.cut):
+        assert b == float(f"{k:.3g}")
+    # cuts=: only those levels (an unknown level is ignored), the rest as before
+    e2 = leave_future_out(lad, "power", cuts=[levels[1], levels[3], 123.0])
+    assert [f["budget"] for f in e2.folds] == [levels[1], levels[3]]
+    assert list(e2.run) == ["r6", "r7", "r8", "r8"]
+    np.testing.assert_allclose(e2.ratio, [c[6] / c[5], c[7] / c[5], c[8] / c[5], c[8] / c[7]])
+
+
+def test_lfo_first_fold_matches_an_independent_fit():
+    # The first cut is a plain global fit of the runs below it: redo it with delphi.fit.
+    rng = np.random.default_rng(5)
+    c = 1e17 * 10 ** (0.5 * np.arange(8))
+    y = (1.8 + 2.0 * (c / 1e17) ** -0.3) * np.exp(rng.normal(0, 0.004, 8))
+    lad = _ladder(c, y)
+    e = leave_future_out(lad, "power")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        f = delphi.fit(_ladder(c[:5], y[:5]), "power", identify=False)
+    pred = f.predict({"flops": c[5:]})
+    first = e.cut == c[4]
+    np.testing.assert_allclose(e.predicted[first], pred, rtol=1e-6)
+    np.testing.assert_allclose(e.log_error[first], np.log(pred) - np.log(y[5:]), atol=1e-6)
+
+
+def test_lfo_skips_a_failing_first_cut_with_a_note(monkeypatch):
+    import delphi.calibration as cal
+    c = 1e17 * 10 ** (0.5 * np.arange(8))
+    lad = _ladder(c, 1.8 + 2.0 * (c / 1e17) ** -0.3)
+    real, calls = cal.fit, []
+
+    def flaky(ladder, *a, **k):
+        calls.append(len(ladder.runs))
+        if len(calls) == 1:
+            raise FitError("simulated failure of the smallest cut")
+        return real(ladder, *a, **k)
+
+    monkeypatch.setattr(cal, "fit", flaky)
+    e = leave_future_out(lad, "power")
+    assert calls[:2] == [5, 6]             # the 5-run cut failed; the 6-run cut came next
+    assert [f["budget"] for f in e.folds] == [float(f"{x:.3g}") for x in c[5:7]]
+    assert e.folds[0]["warm_start"] is False        # the next cut starts by global search
+    assert any("skipped" in n and "simulated failure" in n and "1e+19" in n
+               for n in e.notes), e.notes
+    assert "r5" not in set(e.run)                   # only the failed cut predicted r5
+
+
+# ----------------------------------------------------------------------------- nested backtest
+def _bent_ladder(nb=12, bend_from=10, seed=3):
+    """Power-law runs with 0.3% noise; runs from index ``bend_from`` on are 4% higher (a
+    late bend that earlier data cannot see)."""
+    rng = np.random.default_rng(seed)
+    c = 1e17 * 10 ** (0.5 * np.arange(nb))
+    y = (1.8 + 2.0 * (c / 1e17) ** -0.3) * np.exp(rng.normal(0, 0.003, nb))
+    y[bend_from:] *= 1.04
+    return c, y
+
+
+def test_calibration_backtest_uses_only_what_each_fold_saw(monkeypatch):
+    import delphi.calibration as cal
+    c, y = _bent_ladder()
+    seen = []
+    real = cal.CalibrationModel.fit.__func__
+
+    def spy(cls, errors):
+        seen.append((np.asarray(errors.cut).copy(), np.asarray(errors.flops).copy()))
+        return real(cls, errors)
+
+    monkeypatch.setattr(cal.CalibrationModel, "fit", classmethod(spy))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        full = cal.calibration_backtest(_ladder(c, y), "power")
+        # The same ladder without the bent runs: the folds both share must get the same
+        # calibrated intervals -- and would not if a fold's model read the 4% misses of runs
+        # above its own cut.
+        short = cal.calibration_backtest(_ladder(c[:10], y[:10]), "power")
+    cuts = [f["cut"] for f in full.errors.folds]
+    calibrated = [k for i, k in enumerate(cuts) if i >= MIN_FOLDS]
+    assert sorted(set(full.cut)) == pytest.approx(calibrated)
+    # Model inputs of each calibrated fold of the full run: earlier cuts, runs <= its cut.
+    for (cut_in, flops_in), c_k in zip(seen[:len(calibrated)], calibrated):
+        assert len(np.unique(cut_in)) >= MIN_FOLDS
+        assert np.all(cut_in < c_k) and np.all(flops_in <= c_k * (1 + 1e-9))
+    both = [(k, r) for k, r in zip(short.cut, short.run)]
+    assert both, "no fold in common"
+    full_w = {(k, r): w for k, r, w in zip(full.cut, full.run, full.width_after)}
+    for (k, r), w in zip(both, short.width_after):
+        assert full_w[(k, r)] == pytest.approx(w, rel=1e-9)
+    # ...while the bent runs' own errors are large: a model using them would be wider.
+    assert np.abs(full.errors.log_error[full.errors.flops >= c[10]]).max() > 0.02

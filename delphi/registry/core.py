@@ -21,7 +21,8 @@ from pydantic import ValidationError
 from ..errors import RegistryError
 from .chain import (_Problem, _check_line, VerifyReport, line_problem, normalized, split_lines,
                     verify_bytes)
-from .schema import (GENESIS, Entry, ExclusionRecord, FitRecord, ForecastRecord, IntervalRecord,
+from .schema import (GENESIS, CandidateRecord, Entry, ExclusionRecord, FitRecord, ForecastRecord,
+                     IntervalRecord, SelectionRecord,
                      LadderRecord, LawRecord, OutcomeRecord, TargetRecord, entry_hash,
                      validation_message)
 from .scoring import Score, Scoreboard, score_outcome, scoreboard
@@ -254,6 +255,22 @@ def _check_outcome_unit(pred: Entry, unit: str | None) -> None:
         raise RegistryError(f"the outcome is in {unit} but prediction {pred.id!r} is in "
                             f"{expected}: losses in different units cannot be scored against "
                             f"each other{how}")
+
+
+def _selection(sel: Mapping[str, Any] | None) -> SelectionRecord | None:
+    """The registry's record of :attr:`Forecast.selection` (the comparison table itself is
+    left out: the candidates, their weights, forecasts and errors are kept)."""
+    if sel is None:
+        return None
+    cands = tuple(CandidateRecord(
+        label=str(c["label"]), law=str(c["law"]),
+        fixed={k: _plain(v) for k, v in c.get("fixed", {}).items()},
+        huber_delta=_plain(c.get("huber_delta")), weight=float(c["weight"]),
+        loss=_plain(c.get("loss")), mean_abs_error=_plain(c.get("mean_abs_error")))
+        for c in sel["candidates"])
+    return SelectionRecord(rule=sel["rule"], chosen=str(sel["chosen"]), candidates=cands,
+                           runner_up=sel.get("runner_up"), spread=_plain(sel.get("spread")),
+                           weighting=sel.get("weighting"))
 
 
 def _fit_record(fit, settings: Mapping[str, Any] | None) -> FitRecord:
@@ -665,7 +682,8 @@ class Registry:
                                 extrapolation=_plain(forecast.extrapolation),
                                 # the forecast's warnings are kept too, marked as such
                                 notes=tuple(str(n) for n in forecast.notes) + tuple(
-                                    f"warning: {w}" for w in getattr(forecast, "warnings", ())))
+                                    f"warning: {w}" for w in getattr(forecast, "warnings", ())),
+                                selection=_selection(getattr(forecast, "selection", None)))
             law = LawRecord(name=fit.law.name, formula=fit.law.formula,
                             params={k: _plain(v) for k, v in fit.params.items()},
                             stderr={k: _finite_or_none(v) for k, v in fit.stderr.items()})

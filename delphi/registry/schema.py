@@ -121,6 +121,36 @@ class IntervalRecord(_Strict):
         return self
 
 
+class CandidateRecord(_Strict):
+    """One candidate recipe of a forecast whose law was chosen by backtest or averaged."""
+
+    label: Text
+    law: Text
+    fixed: dict[str, Finite] = Field(default_factory=dict)
+    huber_delta: Positive | None = None
+    weight: Annotated[float, Field(ge=0, le=1, allow_inf_nan=False)]
+    """Its weight in the forecast (1 for the chosen law of ``auto``, 0 for the others)."""
+    loss: Positive | None = None
+    """Its own forecast of the target, when made."""
+    mean_abs_error: Annotated[float, Field(ge=0, allow_inf_nan=False)] | None = None
+    """Its leave-future-out mean |log error| on the ladder."""
+
+
+class SelectionRecord(_Strict):
+    """How a forecast's law was chosen (``--law auto``) or which laws it averages
+    (``--ensemble``), with their weights (:mod:`delphi.selection`)."""
+
+    rule: Literal["auto", "ensemble"]
+    chosen: Text
+    """The chosen candidate's label, or ``"ensemble"``."""
+    candidates: tuple[CandidateRecord, ...]
+    runner_up: Text | None = None
+    spread: Finite | None = None
+    """Runner-up forecast / chosen forecast - 1 (``auto``)."""
+    weighting: Text | None = None
+    """The ensemble's weighting rule."""
+
+
 class ForecastRecord(_Strict):
     """The forecast itself."""
 
@@ -141,6 +171,9 @@ class ForecastRecord(_Strict):
     notes: tuple[Text, ...] = ()
     """Assumptions made by the forecaster (delphi's :attr:`Forecast.notes`, then its
     :attr:`Forecast.warnings` prefixed ``"warning: "``)."""
+    selection: SelectionRecord | None = None
+    """The candidates and weights behind a forecast made with ``--law auto`` or
+    ``--ensemble``; absent otherwise."""
 
     @model_validator(mode="after")
     def _consistent(self) -> "ForecastRecord":
@@ -292,6 +325,9 @@ class Entry(_Strict):
         data = self.model_dump(mode="json")
         if data.get("signature") is None:
             data.pop("signature", None)
+        fc = data.get("forecast")
+        if isinstance(fc, dict) and fc.get("selection") is None:
+            fc.pop("selection", None)     # entries written before it existed stay canonical
         return data
 
     @property

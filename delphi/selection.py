@@ -1,0 +1,578 @@
+"""Law and recipe selection by backtest, and model averaging (issue 11, items 2 and 3).
+
+A *candidate* is a recipe: a law, its fixed values (a free or pinned floor E) and the Huber
+delta. :func:`compare` scores every candidate the same way -- leave-future-out refits on the
+same cuts (:func:`delphi.calibration.leave_future_out`), errors on the same (cut, run) pairs,
+the nested coverage of their calibrated intervals, and AIC/BIC of the full fit -- so the
+choice rests on how each recipe *extrapolated* on this ladder, not on how well it fits it.
+
+``law="auto"`` in :func:`delphi.predict` picks the candidate with the lowest mean
+leave-future-out |log error| and reports the runner-up and the spread between their
+forecasts. ``ensemble=True`` averages the candidates' log forecasts with inverse-MSE weights
+(Bates & Granger 1969, "The combination of forecasts"; the weights of a combination of
+unbiased forecasts whose errors are uncorrelated), and widens the interval by the
+between-model spread (the variance of a mixture: the weighted within-model variance plus the
+weighted spread of the members around the combined forecast).
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from dataclasses import dataclass, field, replace
+from typing import Mapping, Sequence
+
+import numpy as np
+
+from .errors import DelphiError, FitError, LadderError, LawError, TargetError
+from .fitting import DEFAULT_DELTA
+from .ladder import Ladder
+from .laws import get_law
+
+__all__ = ["Candidate", "CandidateScore", "Comparison", "compare", "default_candidates",
+           "parse_candidates", "ENSEMBLE_RULE"]
+
+#: How :func:`delphi.predict` weights an ensemble's members (recorded with the forecast).
+ENSEMBLE_RULE = ("inverse-MSE weights of the leave-future-out log errors on common (cut, run) "
+                 "pairs (Bates & Granger 1969); mixture variance for the interval")
+#: Fewer scored predictions than this make the ranking weak evidence (said in a note).
+_FEW = 10
+#: A member weighing less than this is left out of an ensemble (and the rest renormalised).
+_MIN_WEIGHT = 0.01
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One recipe: a law, the parameters it fixes (e.g. a pinned floor ``{"E": 1.5}``), and
+    its Huber delta (on log residuals)."""
+
+    law: str
+    fixed: Mapping[str, float] = field(default_factory=dict)
+    delta: float = DEFAULT_DELTA
+
+    @property
+    def label(self) -> str:
+        """``chinchilla``, ``power E=1.5``, ``chinchilla delta=0.01``..."""
+        parts = [self.law] + [f"{k}={v:g}" for k, v in sorted(self.fixed.items())]
+        if self.delta != DEFAULT_DELTA:
+            parts.append(f"delta={self.delta:g}")
+        return " ".join(parts)
+
+    def to_dict(self) -> dict:
+        return {"label": self.label, "law": self.law,
+                "fixed": {k: float(v) for k, v in self.fixed.items()},
+                "huber_delta": float(self.delta)}
+
+
+def parse_candidates(laws: str | Sequence[str], floors: str | Sequence | None = None,
+                     deltas: str | Sequence | None = None,
+                     fixed: Mapping[str, float] | None = None) -> list[Candidate]:
+    """Candidates from lists: every law x floor x delta.
+
+    Parameters
+    ----------
+    laws: law names, a list or comma-separated (``"power,chinchilla"``).
+    floors: ``"free"`` or values of the floor E [loss unit], a list or comma-separated
+        (``"free,1.5"``); default free (or ``fixed``'s E when it has one).
+    deltas: Huber deltas, a list or comma-separated; default :data:`DEFAULT_DELTA`.
+    fixed: other parameters every candidate fixes.
+
+    Raises
+    ------
+    LawError: an unknown law, a floor or delta that is not a positive number (the item is
+        named), or an empty list.
+    """
+    def items(v):
+        if v is None:
+            return []
+        out = v.split(",") if isinstance(v, str) else list(v)
+        return [x.strip() if isinstance(x, str) else x for x in out]
+
+    names = [n for n in items(laws) if n != ""]
+    if not names:
+        raise LawError("no candidate laws given (e.g. --laws power,chinchilla)")
+    for n in names:
+        get_law(n)          # LawError naming the law and the known ones
+    base = dict(fixed or {})
+    floor_list: list = items(floors) or ([base.pop("E")] if "E" in base else ["free"])
+    base.pop("E", None)
+    delta_list = items(deltas) or [DEFAULT_DELTA]
+
+    def number(x, what):
+        try:
+            v = float(x)
+        except (TypeError, ValueError):
+            raise LawError(f"candidate {what} {x!r} is not a number") from None
+        if not (math.isfinite(v) and v > 0):
+            raise LawError(f"candidate {what} must be a positive finite number, got {x!r}")
+        return v
+
+    out = []
+    for n in names:
+        law = get_law(n)
+        for f in floor_list:
+            fx = dict(base)
+            if not (isinstance(f, str) and f.lower() == "free"):
+                if law.floor is None:
+                    raise LawError(f"law {n!r} has no floor to pin (floor {f!r})")
+                fx[law.floor] = number(f, "floor")
+            for d in delta_list:
+                c = Candidate(law=law.name, fixed=fx, delta=number(d, "Huber delta"))
+                if c not in out:
+                    out.append(c)
+    return out
+
+
+def default_candidates(ladder: Ladder, fixed: Mapping[str, float] | None = None,
+                       delta: float = DEFAULT_DELTA) -> list[Candidate]:
+    """The recipes :func:`compare` and ``law="auto"`` try when none are named: ``power``
+    (a ladder with compute); ``chinchilla`` and ``overtrain`` (with N and D whose D/N spans
+    at least 2x, so N and D can be told apart); ``chinchilla-lr`` (a peak-LR column with more
+    than one value at some model size: LR sweeps). Each with the given ``fixed`` values
+    (e.g. a manifest's pinned floor) and ``delta``."""
+    from .forecast import _SPLIT_SPAN, _ratio_span
+    names = []
+    if ladder.has("flops") or ladder.has("params", "tokens"):
+        names.append("power")
+    span = _ratio_span(ladder)
+    if span is not None and span[1] >= _SPLIT_SPAN * span[0]:
+        names += ["chinchilla", "overtrain"]
+        if ladder.has("peak_lr"):
+            t = ladder.table.dropna(subset=["peak_lr"])
+            if len(t) and (t.groupby("params")["peak_lr"].nunique() > 1).any():
+                names.append("chinchilla-lr")
+    out = []
+    for n in names:
+        law = get_law(n)
+        fx = {k: v for k, v in (fixed or {}).items() if k in law.param_names}
+        out.append(Candidate(law=n, fixed=fx, delta=delta))
+    return out
+
+
+@dataclass(frozen=True)
+class CandidateScore:
+    """How one candidate did in :func:`compare`."""
+
+    candidate: Candidate
+    n_scored: int
+    """Leave-future-out predictions scored (the (cut, run) pairs common to every candidate)."""
+    mean_abs_error: float | None
+    """Mean |log L_pred - log L_obs| over them (~ relative error)."""
+    max_abs_error: float | None
+    mse: float | None
+    """Mean squared log error over them (the ensemble weight is 1 / mse)."""
+    coverage_before: float | None
+    """Nested coverage of the delta-method new-run intervals (all of this candidate's
+    calibrated predictions; :func:`delphi.calibration.calibration_backtest`)."""
+    coverage_after: float | None
+    """Nested coverage of the calibrated new-run intervals."""
+    n_calibrated: int
+    aic: float | None
+    """AIC of the full fit on its fitted points: n ln(RSS/n) + 2k (log residuals, k free
+    parameters). Comparable only between candidates fitting the same points."""
+    bic: float | None
+    """BIC: n ln(RSS/n) + k ln n."""
+    n_points: int | None
+    params: dict
+    warnings: tuple[str, ...] = ()
+    error: str | None = None
+    """Why the candidate could not be scored (None when it was)."""
+    backtest: object = field(default=None, repr=False, compare=False)
+    """Its :class:`~delphi.calibration.CalibrationBacktest` (``backtest.errors``: every
+    leave-future-out prediction, with ``budget`` to match pairs across candidates)."""
+
+    @property
+    def scored(self) -> bool:
+        return self.error is None and self.mean_abs_error is not None
+
+    def to_dict(self) -> dict:
+        return {**self.candidate.to_dict(), "n_scored": self.n_scored,
+                "mean_abs_error": self.mean_abs_error, "max_abs_error": self.max_abs_error,
+                "mse": self.mse, "coverage_before": self.coverage_before,
+                "coverage_after": self.coverage_after, "n_calibrated": self.n_calibrated,
+                "aic": self.aic, "bic": self.bic, "n_points": self.n_points,
+                "params": self.params, "warnings": list(self.warnings), "error": self.error}
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """Candidates ranked by leave-future-out mean |error| (best first; unscored ones last)."""
+
+    ladder: str
+    scores: list[CandidateScore]
+    cuts: list[float]
+    """The cuts [FLOPs] every candidate was refitted at."""
+    level: float
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def ranked(self) -> list[CandidateScore]:
+        """The scored candidates, best first."""
+        return [s for s in self.scores if s.scored]
+
+    @property
+    def best(self) -> CandidateScore:
+        """The candidate with the lowest mean leave-future-out |error|.
+
+        Raises FitError when none could be scored (each one's reason is given)."""
+        if not self.ranked:
+            why = "; ".join(f"{s.candidate.label}: {s.error}" for s in self.scores)
+            raise FitError(f"no candidate law could be backtested on ladder {self.ladder!r}: "
+                           f"{why}")
+        return self.ranked[0]
+
+    def weights(self) -> dict[str, float]:
+        """Ensemble weights by label: 1/mse normalised (Bates & Granger 1969), members below
+        1% left out and the rest renormalised."""
+        ranked = self.ranked
+        if not ranked:
+            return {}
+        inv = np.array([1.0 / max(s.mse, 1e-12) for s in ranked])
+        w = inv / inv.sum()
+        keep = w >= _MIN_WEIGHT
+        w = np.where(keep, w, 0.0)
+        w = w / w.sum()
+        return {s.candidate.label: float(x) for s, x in zip(ranked, w) if x > 0}
+
+    def to_dict(self) -> dict:
+        return {"ladder": self.ladder, "design": "leave-future-out", "level": self.level,
+                "cuts": self.cuts, "candidates": [s.to_dict() for s in self.scores],
+                "best": self.best.candidate.label if self.ranked else None,
+                "weights": self.weights(), "notes": self.notes}
+
+    def report(self) -> str:
+        pct = f"{100 * self.level:.4g}%"
+        lines = [f"compare    ladder {self.ladder}: {len(self.scores)} candidate(s), "
+                 f"leave-future-out refits at {len(self.cuts)} cut(s) "
+                 f"({', '.join(f'{c:.3g}' for c in self.cuts[:6])}"
+                 f"{', ...' if len(self.cuts) > 6 else ''} FLOPs)",
+                 f"{'candidate':<26} {'pred.':>5} {'mean|e|':>8} {'max|e|':>8} "
+                 f"{'cover ' + pct + ' before->after':>26} {'AIC':>9} {'BIC':>9} {'pts':>4} "
+                 f"{'weight':>6}"]
+        w = self.weights()
+
+        def pc(v):
+            return "-" if v is None else f"{v:.0%}"
+        for s in self.scores:
+            if not s.scored:
+                lines.append(f"{s.candidate.label[:26]:<26} not scored: {s.error}")
+                continue
+            aic = "-" if s.aic is None else f"{s.aic:9.1f}"
+            bic = "-" if s.bic is None else f"{s.bic:9.1f}"
+            cov = f"{pc(s.coverage_before)} -> {pc(s.coverage_after)} of {s.n_calibrated}"
+            lines.append(f"{s.candidate.label[:26]:<26} {s.n_scored:>5} "
+                         f"{s.mean_abs_error:>8.2%} {s.max_abs_error:>8.2%} {cov:>26} "
+                         f"{aic:>9} {bic:>9} {s.n_points or 0:>4} "
+                         f"{w.get(s.candidate.label, 0.0):>6.2f}")
+        shared = set.intersection(*(set(s.warnings) for s in self.ranked)) \
+            if len(self.ranked) > 1 else set()
+        for x in dict.fromkeys(w for s in self.ranked for w in s.warnings if w in shared):
+            lines.append(f"warning    [every candidate] {x}")
+        for s in self.ranked:
+            shown = ", ".join(f"{k}={v:.4g}" for k, v in s.params.items())
+            lines.append(f"params     {s.candidate.label}: {shown}")
+            for x in s.warnings:
+                if x not in shared:
+                    lines.append(f"warning    [{s.candidate.label}] {x}")
+        if self.ranked:
+            b = self.best
+            lines.append(f"best       {b.candidate.label} (lowest mean leave-future-out "
+                         f"|error|, {b.mean_abs_error:.2%})")
+        lines += [f"note       {n}" for n in self.notes]
+        return "\n".join(lines)
+
+    def __str__(self) -> str:
+        return self.report()
+
+    def _repr_pretty_(self, p, cycle) -> None:
+        p.text(self.report())
+
+
+def _even(items: list, k: int | None) -> list:
+    if k is None or len(items) <= k:
+        return items
+    keep = np.unique(np.round(np.linspace(0, len(items) - 1, k)).astype(int))
+    return [items[i] for i in keep]
+
+
+def compare(ladder: Ladder, candidates: Sequence[Candidate | str] | None = None, *,
+            bounds: Mapping[str, Sequence[float]] | None = None, max_folds: int | None = 12,
+            min_budgets: int = 3, level: float = 0.9, seed: int = 0) -> Comparison:
+    """Backtest each candidate recipe on ``ladder`` the same way and rank them.
+
+    Every candidate is refitted leave-future-out at the same cuts (the budgets every
+    candidate can be cut at, at most ``max_folds`` of them evenly spaced), warm-started from
+    cut to cut. Its errors are scored on the (cut, run) pairs every scored candidate
+    predicted (a law of C predicts only the compute frontier, so beside one the others are
+    scored there too). Coverage is the nested check of
+    :func:`delphi.calibration.calibration_backtest`. AIC and BIC come from the full fit.
+
+    Parameters
+    ----------
+    candidates: :class:`Candidate` objects or law names; default :func:`default_candidates`.
+    bounds: parameter bounds for every fit.
+    max_folds, min_budgets: as in :func:`delphi.calibration.leave_future_out`.
+    level: interval level for the coverage (default 0.9).
+
+    Returns
+    -------
+    Comparison (``best``, ``ranked``, ``weights()``, ``report()``, ``to_dict()``).
+
+    Raises
+    ------
+    LadderError: no candidate can be cut on this ladder (too few compute budgets), or no
+        candidates.
+    """
+    from .calibration import calibration_backtest, cut_levels
+    from .fitting import fit
+    cands = [Candidate(law=c) if isinstance(c, str) else c
+             for c in (candidates if candidates is not None else default_candidates(ladder))]
+    if not cands:
+        raise LadderError(f"no candidate laws for ladder {ladder.name!r}")
+    notes: list[str] = []
+    # keyed by label: a candidate's fixed values are a dict, so it is not hashable
+    levels: dict[str, list[float]] = {}
+    failed: dict[str, str] = {}
+    for c in cands:
+        try:
+            lv = cut_levels(ladder, c.law, fixed=c.fixed, min_budgets=min_budgets)
+        except DelphiError as exc:
+            failed[c.label] = str(exc)
+            continue
+        if lv:
+            levels[c.label] = lv
+        else:
+            failed[c.label] = ("too few compute budgets for a leave-future-out cut (needs "
+                         f"{min_budgets} budgets and free parameters + 2 points below it)")
+    if not levels:
+        raise LadderError(f"no candidate can be backtested leave-future-out on ladder "
+                          f"{ladder.name!r}: " + "; ".join(f"{c}: {w}"
+                                                          for c, w in failed.items()))
+    common = sorted(set.intersection(*(set(v) for v in levels.values())))
+    if not common:
+        # The candidates' first cuts do not overlap: compare on the cuts of the most.
+        best_set = max(levels.values(), key=len)
+        for c in list(levels):
+            if not set(levels[c]) & set(best_set):
+                failed[c] = "its cuts do not overlap the other candidates'"
+                del levels[c]
+        common = sorted(set.intersection(*(set(v) for v in levels.values())))
+    cuts = _even(common, max_folds)
+    results: dict[str, tuple] = {}
+    for c in cands:
+        if c.label not in levels:
+            continue
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                bt = calibration_backtest(ladder, c.law, fixed=c.fixed or None, bounds=bounds,
+                                          delta=c.delta, level=level, cuts=cuts, seed=seed)
+                full = fit(ladder, c.law, fixed=c.fixed or None, bounds=bounds, delta=c.delta,
+                           seed=seed, identify=False)
+        except DelphiError as exc:
+            failed[c.label] = str(exc)
+            continue
+        results[c.label] = (bt, full)
+    keys = None
+    for bt, _ in results.values():
+        k = set(zip(bt.errors.budget.tolist(), bt.errors.run.tolist()))
+        keys = k if keys is None else keys & k
+    if results and not keys:
+        notes.append("the candidates predicted no (cut, run) pair in common: each is scored "
+                     "on its own predictions")
+    scores = []
+    for c in cands:
+        if c.label in failed:
+            scores.append(CandidateScore(candidate=c, n_scored=0, mean_abs_error=None,
+                                         max_abs_error=None, mse=None, coverage_before=None,
+                                         coverage_after=None, n_calibrated=0, aic=None,
+                                         bic=None, n_points=None, params={}, error=failed[c.label]))
+            continue
+        bt, full = results[c.label]
+        e = bt.errors
+        sel = np.array([(a, b) in keys for a, b in zip(e.budget.tolist(), e.run.tolist())]) \
+            if keys else np.ones(len(e), bool)
+        err = np.abs(e.log_error[sel])
+        n, k = full.n_points, full.n_free
+        rss = float(np.sum(np.asarray(full.residuals, float) ** 2))
+        aic = bic = None
+        if n > 0 and rss > 0:
+            aic = n * math.log(rss / n) + 2 * k
+            bic = n * math.log(rss / n) + k * math.log(n)
+        s = bt.summary
+        scores.append(CandidateScore(
+            candidate=c, n_scored=int(sel.sum()), mean_abs_error=float(err.mean()),
+            max_abs_error=float(err.max()), mse=float(np.mean(e.log_error[sel] ** 2)),
+            coverage_before=s["coverage_before"], coverage_after=s["coverage_after"],
+            n_calibrated=s["n_calibrated"], aic=aic, bic=bic, n_points=n,
+            params={kk: float(v) for kk, v in full.params.items()},
+            warnings=tuple(full.warnings), backtest=bt))
+    scored = sorted((s for s in scores if s.scored),
+                    key=lambda s: (s.mean_abs_error, len(s.params) - len(s.candidate.fixed)))
+    scores = scored + [s for s in scores if not s.scored]
+    if scored and scored[0].n_scored < _FEW:
+        notes.append(f"the ranking rests on {scored[0].n_scored} leave-future-out "
+                     f"prediction(s) from {len(cuts)} cut(s): weak evidence; more compute "
+                     f"budgets would strengthen it")
+    n_points = {s.n_points for s in scored}
+    if len(n_points) > 1:
+        notes.append("AIC/BIC compare only candidates fitted to the same points; here they "
+                     "fit different numbers of points (a law of C fits the compute frontier)")
+    return Comparison(ladder=ladder.name, scores=scores, cuts=[float(c) for c in cuts],
+                      level=level, notes=notes)
+
+
+def _feeds(target, law: str) -> bool:
+    """Whether ``target`` gives every input of ``law`` (its peak LR and final LR ratio are
+    filled in by :func:`delphi.predict` when missing)."""
+    return all(getattr(target, c, None) is not None for c in get_law(law).inputs
+               if c not in ("peak_lr", "h"))
+
+
+def _log_sd(iv, upper: bool = True) -> float:
+    """sd of log loss of an interval (new-run or mean): its log half-width over z."""
+    from scipy.stats import norm
+    z = float(norm.ppf(0.5 + iv.level / 2))
+    lo, hi = (iv.lower, iv.upper) if upper else (iv.mean_lower, iv.mean_upper)
+    return math.log(hi / lo) / (2 * z)
+
+
+def predict_selected(ladder: Ladder, target, *, ensemble: bool = False,
+                     candidates: Sequence[Candidate | str] | None = None,
+                     comparison: Comparison | None = None, max_folds: int | None = 12,
+                     **settings):
+    """:func:`delphi.predict` with ``law="auto"`` or ``ensemble=True`` (called from it).
+
+    ``auto``: the forecast of the best candidate of :func:`compare`, with
+    :attr:`Forecast.selection` giving the choice, the runner-up, their forecasts and the
+    spread between them. ``ensemble``: the members' log forecasts averaged with
+    :meth:`Comparison.weights`; the new-run interval is centred on it with the mixture sd,
+    sqrt(sum w_i sd_i^2 + sum w_i (ln L_i - ln L)^2), sd_i each member's log half-width / z.
+
+    Raises
+    ------
+    FitError: no candidate could be backtested, or (ensemble) none could predict the target.
+    TargetError, LadderError: as :func:`delphi.predict`.
+    """
+    from scipy.stats import norm
+
+    from .forecast import predict
+    from .uncertainty import Interval
+    if settings.get("floor_range") is not None:
+        raise TargetError("a floor range (--floor LO:HI) scans one law; it does not combine "
+                          "with --law auto or --ensemble (pin floors as candidates instead, "
+                          "e.g. --floors free,1.5)")
+    settings.pop("floor_range", None)
+    base_fixed = dict(settings.pop("fixed", None) or {})
+    base_delta = settings.pop("delta", DEFAULT_DELTA)
+    from .forecast import _as_target
+    target = _as_target(target)
+    if candidates is None:
+        candidates = [c for c in default_candidates(ladder, fixed=base_fixed, delta=base_delta)
+                      if _feeds(target, c.law)]
+        if not candidates:
+            raise TargetError("no default candidate law can be evaluated at this target: give "
+                              "its parameters and tokens, or name the candidates (--laws)")
+    else:
+        candidates = [Candidate(law=c, fixed={k: v for k, v in base_fixed.items()
+                                              if k in get_law(c).param_names},
+                                delta=base_delta)
+                      if isinstance(c, str) else c for c in candidates]
+        for c in candidates:
+            if not _feeds(target, c.law):
+                get_law(c.law)
+                target.inputs(get_law(c.law), skip=("peak_lr", "h"))   # TargetError naming it
+    if comparison is None:
+        fitted = (ladder.select(max_flops=settings["fit_max_flops"])
+                  if settings.get("fit_max_flops") is not None else ladder)
+        comparison = compare(fitted, candidates, bounds=settings.get("bounds"),
+                             max_folds=max_folds, level=settings.get("level", 0.9),
+                             seed=settings.get("seed", 0))
+    best = comparison.best
+    by_label = {s.candidate.label: s for s in comparison.ranked}
+
+    def one(c: Candidate, **over):
+        return predict(ladder, target, c.law, fixed=dict(c.fixed) or None, delta=c.delta,
+                       **{**settings, **over})
+
+    table = comparison.to_dict()
+    if not ensemble:
+        chosen = one(best.candidate)
+        sel = {"rule": "auto", "chosen": best.candidate.label, "runner_up": None,
+               "runner_up_loss": None, "spread": None, "candidates": [], "comparison": table}
+        notes = [f"law chosen by leave-future-out backtest: {best.candidate.label} (mean "
+                 f"|error| {best.mean_abs_error:.2%} on {best.n_scored} prediction(s))"]
+        if len(comparison.ranked) > 1:
+            ru = comparison.ranked[1]
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                try:
+                    other = one(ru.candidate, interval=None, off_trend=False)
+                    sel.update(runner_up=ru.candidate.label, runner_up_loss=other.loss,
+                               spread=other.loss / chosen.loss - 1)
+                    notes.append(f"runner-up {ru.candidate.label} (mean |error| "
+                                 f"{ru.mean_abs_error:.2%}) forecasts {other.loss:.4f} "
+                                 f"({other.loss / chosen.loss - 1:+.2%})")
+                except DelphiError as exc:
+                    sel.update(runner_up=ru.candidate.label)
+                    notes.append(f"runner-up {ru.candidate.label} cannot forecast the target: "
+                                 f"{exc}")
+        sel["candidates"] = [{**s.candidate.to_dict(), "weight": 1.0 if s is best else 0.0,
+                              "mean_abs_error": s.mean_abs_error,
+                              "loss": chosen.loss if s is best else (
+                                  sel["runner_up_loss"] if s.candidate.label == sel["runner_up"]
+                                  else None)}
+                             for s in comparison.ranked]
+        return replace(chosen, notes=tuple(notes) + chosen.notes, selection=sel)
+
+    weights = comparison.weights()
+    members, skipped = [], []
+    for label, w in weights.items():
+        c = by_label[label].candidate
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                members.append((c, w, one(c)))
+        except DelphiError as exc:
+            skipped.append(f"{label}: {exc}")
+    if not members:
+        raise FitError("no ensemble member could forecast the target: " + "; ".join(skipped))
+    total = sum(w for _, w, _ in members)
+    members = [(c, w / total, f) for c, w, f in members]
+    log_l = sum(w * math.log(f.loss) for _, w, f in members)
+    loss = math.exp(log_l)
+    spread2 = sum(w * (math.log(f.loss) - log_l) ** 2 for _, w, f in members)
+    top = max(members, key=lambda m: m[1])[2]
+    band = None
+    notes = [f"ensemble of {len(members)} candidate(s) weighted by inverse leave-future-out "
+             f"MSE (Bates & Granger 1969): " + ", ".join(f"{c.label} {w:.2f} -> {f.loss:.4f}"
+                                                         for c, w, f in members),
+             f"between-model spread {math.sqrt(spread2):.2%} (sd of log loss) widens the "
+             f"interval"]
+    notes += [f"ensemble member left out: {s}" for s in skipped]
+    if all(f.interval is not None for _, _, f in members):
+        lvl = members[0][2].interval.level
+        z = float(norm.ppf(0.5 + lvl / 2))
+        sd_new = math.sqrt(sum(w * _log_sd(f.interval) ** 2 for _, w, f in members) + spread2)
+        sd_mean = math.sqrt(sum(w * _log_sd(f.interval, False) ** 2 for _, w, f in members)
+                            + spread2)
+        t = top.interval
+        band = Interval(lower=loss * math.exp(-z * sd_new), upper=loss * math.exp(z * sd_new),
+                        mean_lower=loss * math.exp(-z * sd_mean),
+                        mean_upper=loss * math.exp(z * sd_mean), level=lvl, method="ensemble",
+                        noise=t.noise, noise_source=t.noise_source,
+                        calibration={"members": {c.label: f.interval.method
+                                                 for c, _, f in members},
+                                     "between_model_sd": math.sqrt(spread2)})
+    else:
+        notes.append("no ensemble interval: a member has none (see its notes)")
+    sel = {"rule": "ensemble", "chosen": "ensemble", "weighting": ENSEMBLE_RULE,
+           "between_model_sd": math.sqrt(spread2), "runner_up": None, "runner_up_loss": None,
+           "spread": None,
+           "candidates": [{**c.to_dict(), "weight": w, "loss": f.loss,
+                           "mean_abs_error": by_label[c.label].mean_abs_error}
+                          for c, w, f in members],
+           "comparison": table}
+    warns = tuple(dict.fromkeys(x for _, _, f in members for x in f.warnings))
+    return replace(top, loss=loss, interval=band, notes=tuple(notes) + top.notes,
+                   warnings=warns, selection=sel)
