@@ -31,6 +31,8 @@ BENCHMARKS = [
     ("bench_import", "item 4: start-up time"),
     ("bench_large", "item 5: large ladders"),
     ("curve_completion", "item 3: (Mis)Fitting completion at 50% with multipower on every run"),
+    ("bench_calibration", "issue 11, item 5: calibrated intervals, auto and ensemble, every "
+                          "public ladder (leave-future-out)"),
 ]
 
 

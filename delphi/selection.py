@@ -302,7 +302,9 @@ def compare(ladder: Ladder, candidates: Sequence[Candidate | str] | None = None,
 
     Every candidate is refitted leave-future-out at the same cuts (the budgets every
     candidate can be cut at, at most ``max_folds`` of them evenly spaced), warm-started from
-    cut to cut. Its errors are scored on the (cut, run) pairs every scored candidate
+    cut to cut. A candidate that would leave fewer than 3 shared cuts (it needs more budgets
+    below its first cut than the others) is not ranked, with the reason, when the others
+    share more without it. Its errors are scored on the (cut, run) pairs every scored candidate
     predicted (a law of C predicts only the compute frontier, so beside one the others are
     scored there too). Coverage is the nested check of
     :func:`delphi.calibration.calibration_backtest`. AIC and BIC come from the full fit.
@@ -323,7 +325,7 @@ def compare(ladder: Ladder, candidates: Sequence[Candidate | str] | None = None,
     LadderError: no candidate can be cut on this ladder (too few compute budgets), or no
         candidates.
     """
-    from .calibration import calibration_backtest, cut_levels
+    from .calibration import MIN_FOLDS, calibration_backtest, cut_levels
     from .fitting import fit
     cands = [Candidate(law=c) if isinstance(c, str) else c
              for c in (candidates if candidates is not None else default_candidates(ladder))]
@@ -349,14 +351,22 @@ def compare(ladder: Ladder, candidates: Sequence[Candidate | str] | None = None,
                           f"{ladder.name!r}: " + "; ".join(f"{c}: {w}"
                                                           for c, w in failed.items()))
     common = sorted(set.intersection(*(set(v) for v in levels.values())))
+    while len(common) < MIN_FOLDS and len(levels) > 1:
+        # A candidate that needs more budgets before its first cut (more free parameters,
+        # or a law of C that fits one point per budget) would leave too few shared cuts to
+        # rank the others on: it is not ranked, and says why.
+        worst = min(levels, key=lambda k: (len(levels[k]), k))
+        others = sorted(set.intersection(*(set(v) for k, v in levels.items() if k != worst)))
+        if len(others) <= len(common):
+            break
+        failed[worst] = (f"it can be cut at {len(levels[worst])} budget(s), and "
+                         f"with the others that leaves {len(common)} shared cut(s) (fewer than "
+                         f"{MIN_FOLDS}); the others share {len(others)}")
+        del levels[worst]
+        common = others
     if not common:
-        # The candidates' first cuts do not overlap: compare on the cuts of the most.
-        best_set = max(levels.values(), key=len)
-        for c in list(levels):
-            if not set(levels[c]) & set(best_set):
-                failed[c] = "its cuts do not overlap the other candidates'"
-                del levels[c]
-        common = sorted(set.intersection(*(set(v) for v in levels.values())))
+        raise LadderError(f"the candidates share no leave-future-out cut on ladder "
+                          f"{ladder.name!r}; compare them one at a time or name fewer")
     cuts = _even(common, max_folds)
     results: dict[str, tuple] = {}
     for c in cands:
