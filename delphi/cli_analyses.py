@@ -314,6 +314,8 @@ def _cmd_compare(args) -> int:
         cands = default_candidates(ladder, fixed)
     result = compare(ladder, cands, bounds=dict(args.bound) or None, max_folds=args.max_folds,
                      level=args.level, seed=args.seed)
+    if not result.ranked:
+        result.best          # FitError giving each candidate's reason: nothing was scored
     print(_dump(result.to_dict()) if args.json else result.report())
     return 0
 

@@ -455,9 +455,11 @@ class Forecast:
     def to_dict(self) -> dict:
         """The JSON object printed by ``delphi predict --json``."""
         d = self.fit.to_dict()
+        ensemble = self.selection is not None and self.selection.get("rule") == "ensemble"
         return {
-            "law": d["law"],
-            "params": d["params"],
+            # an ensemble's loss is no single law's: its members are in "selection"
+            "law": "ensemble" if ensemble else d["law"],
+            "params": {} if ensemble else d["params"],
             "target": self.target.to_dict(),
             "prediction": {"loss": self.loss, "metric": self.metric, "unit": self.unit,
                            "extrapolation": self.extrapolation,

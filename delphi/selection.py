@@ -24,7 +24,7 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
-from .errors import DelphiError, FitError, LadderError, LawError, TargetError
+from .errors import DelphiError, FitError, FitWarning, LadderError, LawError, TargetError, option
 from .fitting import DEFAULT_DELTA
 from .ladder import Ladder
 from .laws import get_law
@@ -49,6 +49,16 @@ class Candidate:
     law: str
     fixed: Mapping[str, float] = field(default_factory=dict)
     delta: float = DEFAULT_DELTA
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.law, str):
+            raise LawError(f"a candidate's law is a law name, got {self.law!r}")
+        get_law(self.law)                 # LawError naming the known laws
+        d = self.delta
+        if isinstance(d, bool) or not isinstance(d, (int, float)) or not (
+                math.isfinite(d) and d > 0):
+            raise LawError(f"candidate {self.law!r}: Huber delta must be a positive finite "
+                           f"number, got {d!r}")
 
     @property
     def label(self) -> str:
@@ -327,8 +337,20 @@ def compare(ladder: Ladder, candidates: Sequence[Candidate | str] | None = None,
     """
     from .calibration import MIN_FOLDS, calibration_backtest, cut_levels
     from .fitting import fit
-    cands = [Candidate(law=c) if isinstance(c, str) else c
-             for c in (candidates if candidates is not None else default_candidates(ladder))]
+    if isinstance(candidates, str):
+        candidates = parse_candidates(candidates)
+    if not (isinstance(level, (int, float)) and 0 < level < 1):
+        raise FitError(f"level must be in (0, 1), got {level!r}")
+    if max_folds is not None and (isinstance(max_folds, bool) or not isinstance(max_folds, int)
+                                  or max_folds < 1):
+        raise LadderError(f"max_folds must be a whole number >= 1 or None, got {max_folds!r}")
+    cands = []
+    for c in (candidates if candidates is not None else default_candidates(ladder)):
+        if isinstance(c, str):
+            c = Candidate(law=c)
+        if not isinstance(c, Candidate):
+            raise LawError(f"a candidate is a law name or a Candidate, got {c!r}")
+        cands.append(c)
     if not cands:
         raise LadderError(f"no candidate laws for ladder {ladder.name!r}")
     notes: list[str] = []
@@ -477,9 +499,16 @@ def predict_selected(ladder: Ladder, target, *, ensemble: bool = False,
     base_delta = settings.pop("delta", DEFAULT_DELTA)
     from .forecast import _as_target
     target = _as_target(target)
+    skipped_notes: list[str] = []
     if candidates is None:
-        candidates = [c for c in default_candidates(ladder, fixed=base_fixed, delta=base_delta)
-                      if _feeds(target, c.law)]
+        everything = default_candidates(ladder, fixed=base_fixed, delta=base_delta)
+        candidates = [c for c in everything if _feeds(target, c.law)]
+        left = [c.label for c in everything if not _feeds(target, c.law)]
+        if left:
+            skipped_notes.append(
+                f"candidate(s) {', '.join(left)} not considered: the target gives no "
+                f"parameters and tokens (give {option('params=', '--target-params')} and "
+                f"{option('tokens=', '--target-tokens')} to compare them too)")
         if not candidates:
             raise TargetError("no default candidate law can be evaluated at this target: give "
                               "its parameters and tokens, or name the candidates (--laws)")
@@ -500,6 +529,8 @@ def predict_selected(ladder: Ladder, target, *, ensemble: bool = False,
                              seed=settings.get("seed", 0))
     best = comparison.best
     by_label = {s.candidate.label: s for s in comparison.ranked}
+    skipped_notes += [f"candidate {s.candidate.label} not ranked: {s.error}"
+                      for s in comparison.scores if not s.scored]
 
     def one(c: Candidate, **over):
         return predict(ladder, target, c.law, fixed=dict(c.fixed) or None, delta=c.delta,
@@ -508,6 +539,7 @@ def predict_selected(ladder: Ladder, target, *, ensemble: bool = False,
     table = comparison.to_dict()
     if not ensemble:
         chosen = one(best.candidate)
+        extra_warn: list[str] = []
         sel = {"rule": "auto", "chosen": best.candidate.label, "runner_up": None,
                "runner_up_loss": None, "spread": None, "candidates": [], "comparison": table}
         notes = [f"law chosen by leave-future-out backtest: {best.candidate.label} (mean "
@@ -523,6 +555,14 @@ def predict_selected(ladder: Ladder, target, *, ensemble: bool = False,
                     notes.append(f"runner-up {ru.candidate.label} (mean |error| "
                                  f"{ru.mean_abs_error:.2%}) forecasts {other.loss:.4f} "
                                  f"({other.loss / chosen.loss - 1:+.2%})")
+                    iv = chosen.interval
+                    if iv is not None and not iv.lower <= other.loss <= iv.upper:
+                        extra_warn.append(
+                            f"the runner-up law {ru.candidate.label} forecasts {other.loss:.4f}, "
+                            f"outside the chosen law's interval [{iv.lower:.4f}, "
+                            f"{iv.upper:.4f}]: the choice of law matters more than the interval "
+                            f"says ({option('ensemble=True', '--ensemble')} widens it by the "
+                            f"spread between laws)")
                 except DelphiError as exc:
                     sel.update(runner_up=ru.candidate.label)
                     notes.append(f"runner-up {ru.candidate.label} cannot forecast the target: "
@@ -533,7 +573,10 @@ def predict_selected(ladder: Ladder, target, *, ensemble: bool = False,
                                   sel["runner_up_loss"] if s.candidate.label == sel["runner_up"]
                                   else None)}
                              for s in comparison.ranked]
-        return replace(chosen, notes=tuple(notes) + chosen.notes, selection=sel)
+        for w in extra_warn:
+            warnings.warn(w, FitWarning, stacklevel=3)
+        return replace(chosen, notes=tuple(notes + skipped_notes) + chosen.notes,
+                       warnings=chosen.warnings + tuple(extra_warn), selection=sel)
 
     weights = comparison.weights()
     members, skipped = [], []
@@ -556,10 +599,18 @@ def predict_selected(ladder: Ladder, target, *, ensemble: bool = False,
     band = None
     notes = [f"ensemble of {len(members)} candidate(s) weighted by inverse leave-future-out "
              f"MSE (Bates & Granger 1969): " + ", ".join(f"{c.label} {w:.2f} -> {f.loss:.4f}"
-                                                         for c, w, f in members),
-             f"between-model spread {math.sqrt(spread2):.2%} (sd of log loss) widens the "
-             f"interval"]
-    notes += [f"ensemble member left out: {s}" for s in skipped]
+                                                         for c, w, f in members)]
+    if len(members) > 1:
+        notes.append(f"between-model spread {math.sqrt(spread2):.2%} (sd of log loss) widens "
+                     f"the interval")
+    low = [lab for lab in by_label if lab not in weights]
+    if low:
+        notes.append(f"candidate(s) {', '.join(low)} left out of the ensemble: weight below "
+                     f"{_MIN_WEIGHT:.0%}")
+    notes += [f"ensemble member left out: {s}" for s in skipped] + skipped_notes
+    notes.append(f"the fit shown is the largest-weight member's "
+                 f"({max(members, key=lambda m: m[1])[0].label}); the forecast is the "
+                 f"ensemble's, not that law's")
     if all(f.interval is not None for _, _, f in members):
         lvl = members[0][2].interval.level
         z = float(norm.ppf(0.5 + lvl / 2))
@@ -574,7 +625,7 @@ def predict_selected(ladder: Ladder, target, *, ensemble: bool = False,
                         calibration={"members": {c.label: f.interval.method
                                                  for c, _, f in members},
                                      "between_model_sd": math.sqrt(spread2)})
-    else:
+    elif settings.get("interval") not in (None, "none"):
         notes.append("no ensemble interval: a member has none (see its notes)")
     sel = {"rule": "ensemble", "chosen": "ensemble", "weighting": ENSEMBLE_RULE,
            "between_model_sd": math.sqrt(spread2), "runner_up": None, "runner_up_loss": None,

@@ -684,9 +684,16 @@ class Registry:
                                 notes=tuple(str(n) for n in forecast.notes) + tuple(
                                     f"warning: {w}" for w in getattr(forecast, "warnings", ())),
                                 selection=_selection(getattr(forecast, "selection", None)))
-            law = LawRecord(name=fit.law.name, formula=fit.law.formula,
-                            params={k: _plain(v) for k, v in fit.params.items()},
-                            stderr={k: _finite_or_none(v) for k, v in fit.stderr.items()})
+            sel = getattr(forecast, "selection", None)
+            if sel is not None and sel.get("rule") == "ensemble":
+                # the loss is no single law's: the members and weights are in the selection
+                members = ", ".join(f"{c['label']} x {c['weight']:.3g}"
+                                    for c in sel["candidates"])
+                law = LawRecord(name="ensemble", formula=f"exp(sum w_i ln L_i) over {members}")
+            else:
+                law = LawRecord(name=fit.law.name, formula=fit.law.formula,
+                                params={k: _plain(v) for k, v in fit.params.items()},
+                                stderr={k: _finite_or_none(v) for k, v in fit.stderr.items()})
             fit_rec = _fit_record(fit, settings)
             ladder = LadderRecord(name=str(forecast.ladder_name),
                                   source=str(forecast.ladder_source),
