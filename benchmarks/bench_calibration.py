@@ -47,6 +47,8 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
+from delphi.selection import fold_weights
+
 #: (ladder, pooled): the ladders of issue 11, item 5; unpooled ones are extra rows.
 LADDERS = [
     ("epoch-chinchilla", True), ("porian2024-rw", True), ("porian2024-owt2", True),
@@ -157,9 +159,11 @@ def nested_selection(errors: Mapping[str, object], default: str,
             continue                   # nothing a forecaster at b_k could have scored
         mine = sorted(p for p in common if p[0] == b_k)
         past = {c: np.array([table[c][p] for p in earlier]) for c in labels}
-        mean_abs = {c: float(np.mean(np.abs(e))) for c, e in past.items()}
+        # the rule of delphi.selection.compare: later folds weigh more (fold_weights)
+        fw = fold_weights([p[0] for p in earlier])
+        mean_abs = {c: float(np.sum(fw * np.abs(e))) for c, e in past.items()}
         chosen = min(labels, key=lambda c: (mean_abs[c], n_free.get(c, 0)))
-        inv = np.array([1.0 / max(float(np.mean(past[c] ** 2)), 1e-12) for c in labels])
+        inv = np.array([1.0 / max(float(np.sum(fw * past[c] ** 2)), 1e-12) for c in labels])
         w = inv / inv.sum()
         w = np.where(w >= MIN_WEIGHT, w, 0.0)
         w = w / w.sum()

@@ -7,7 +7,8 @@ the nested coverage of their calibrated intervals, and AIC/BIC of the full fit -
 choice rests on how each recipe *extrapolated* on this ladder, not on how well it fits it.
 
 ``law="auto"`` in :func:`delphi.predict` picks the candidate with the lowest mean
-leave-future-out |log error| and reports the runner-up and the spread between their
+leave-future-out |log error|, each fold's errors weighing :data:`RECENCY` times the previous
+fold's (:func:`fold_weights`), and reports the runner-up and the spread between their
 forecasts. ``ensemble=True`` averages the candidates' log forecasts with inverse-MSE weights
 (Bates & Granger 1969, "The combination of forecasts"; the weights of a combination of
 unbiased forecasts whose errors are uncorrelated), and widens the interval by the
@@ -30,11 +31,18 @@ from .ladder import Ladder
 from .laws import get_law
 
 __all__ = ["Candidate", "CandidateScore", "Comparison", "compare", "default_candidates",
-           "parse_candidates", "ENSEMBLE_RULE"]
+           "parse_candidates", "fold_weights", "ENSEMBLE_RULE", "RECENCY"]
 
+#: Each leave-future-out fold's errors weigh this many times those of the fold before it when
+#: candidates are ranked and weighted: a later fold was fitted on more budgets, like the
+#: full-ladder forecast, and tells more about it than an early fold fitted on the first few.
+#: Chosen among 1 (uniform), 1.4, 2, 4 and 16 on the public ladders' nested backtest
+#: (benchmarks/RESULTS.md, issue 11): 4 gave the lowest pooled error of the honest auto.
+RECENCY = 4.0
 #: How :func:`delphi.predict` weights an ensemble's members (recorded with the forecast).
-ENSEMBLE_RULE = ("inverse-MSE weights of the leave-future-out log errors on common (cut, run) "
-                 "pairs (Bates & Granger 1969); mixture variance for the interval")
+ENSEMBLE_RULE = (f"inverse-MSE weights of the leave-future-out log errors on common (cut, run) "
+                 f"pairs, each fold weighing {RECENCY:g}x the one before (Bates & Granger "
+                 f"1969); mixture variance for the interval")
 #: Fewer scored predictions than this make the ranking weak evidence (said in a note).
 _FEW = 10
 #: A member weighing less than this is left out of an ensemble (and the rest renormalised).
@@ -170,7 +178,8 @@ class CandidateScore:
     """Mean |log L_pred - log L_obs| over them (~ relative error)."""
     max_abs_error: float | None
     mse: float | None
-    """Mean squared log error over them (the ensemble weight is 1 / mse)."""
+    """Mean squared log error over them, each fold weighted by :func:`fold_weights` (the
+    ensemble weight is 1 / mse)."""
     coverage_before: float | None
     """Nested coverage of the delta-method new-run intervals (all of this candidate's
     calibrated predictions; :func:`delphi.calibration.calibration_backtest`)."""
@@ -187,6 +196,10 @@ class CandidateScore:
     warnings: tuple[str, ...] = ()
     error: str | None = None
     """Why the candidate could not be scored (None when it was)."""
+    score: float | None = None
+    """Mean |log error| with each fold weighted by :func:`fold_weights` (later folds, fitted
+    on more budgets, count more): what candidates are ranked by (``mean_abs_error`` when
+    None)."""
     backtest: object = field(default=None, repr=False, compare=False)
     """Its :class:`~delphi.calibration.CalibrationBacktest` (``backtest.errors``: every
     leave-future-out prediction, with ``budget`` to match pairs across candidates)."""
@@ -195,9 +208,15 @@ class CandidateScore:
     def scored(self) -> bool:
         return self.error is None and self.mean_abs_error is not None
 
+    @property
+    def rank_key(self) -> float:
+        """What candidates are ranked by: :attr:`score`, else :attr:`mean_abs_error`."""
+        return self.score if self.score is not None else self.mean_abs_error
+
     def to_dict(self) -> dict:
         return {**self.candidate.to_dict(), "n_scored": self.n_scored,
-                "mean_abs_error": self.mean_abs_error, "max_abs_error": self.max_abs_error,
+                "mean_abs_error": self.mean_abs_error, "score": self.score,
+                "max_abs_error": self.max_abs_error,
                 "mse": self.mse, "coverage_before": self.coverage_before,
                 "coverage_after": self.coverage_after, "n_calibrated": self.n_calibrated,
                 "aic": self.aic, "bic": self.bic, "n_points": self.n_points,
@@ -206,7 +225,8 @@ class CandidateScore:
 
 @dataclass(frozen=True)
 class Comparison:
-    """Candidates ranked by leave-future-out mean |error| (best first; unscored ones last)."""
+    """Candidates ranked by leave-future-out |error| (:attr:`CandidateScore.score`; best
+    first; unscored ones last)."""
 
     ladder: str
     scores: list[CandidateScore]
@@ -222,7 +242,8 @@ class Comparison:
 
     @property
     def best(self) -> CandidateScore:
-        """The candidate with the lowest mean leave-future-out |error|.
+        """The candidate with the lowest :attr:`CandidateScore.score` (recency-weighted
+        leave-future-out |error|).
 
         Raises FitError when none could be scored (each one's reason is given)."""
         if not self.ranked:
@@ -256,7 +277,7 @@ class Comparison:
                  f"leave-future-out refits at {len(self.cuts)} cut(s) "
                  f"({', '.join(f'{c:.3g}' for c in self.cuts[:6])}"
                  f"{', ...' if len(self.cuts) > 6 else ''} FLOPs)",
-                 f"{'candidate':<26} {'pred.':>5} {'mean|e|':>8} {'max|e|':>8} "
+                 f"{'candidate':<26} {'pred.':>5} {'score':>7} {'mean|e|':>8} {'max|e|':>8} "
                  f"{'cover ' + pct + ' before->after':>26} {'AIC':>9} {'BIC':>9} {'pts':>4} "
                  f"{'weight':>6}"]
         w = self.weights()
@@ -270,7 +291,7 @@ class Comparison:
             aic = "-" if s.aic is None else f"{s.aic:9.1f}"
             bic = "-" if s.bic is None else f"{s.bic:9.1f}"
             cov = f"{pc(s.coverage_before)} -> {pc(s.coverage_after)} of {s.n_calibrated}"
-            lines.append(f"{s.candidate.label[:26]:<26} {s.n_scored:>5} "
+            lines.append(f"{s.candidate.label[:26]:<26} {s.n_scored:>5} {s.rank_key:>7.2%} "
                          f"{s.mean_abs_error:>8.2%} {s.max_abs_error:>8.2%} {cov:>26} "
                          f"{aic:>9} {bic:>9} {s.n_points or 0:>4} "
                          f"{w.get(s.candidate.label, 0.0):>6.2f}")
@@ -286,8 +307,10 @@ class Comparison:
                     lines.append(f"warning    [{s.candidate.label}] {x}")
         if self.ranked:
             b = self.best
-            lines.append(f"best       {b.candidate.label} (lowest mean leave-future-out "
-                         f"|error|, {b.mean_abs_error:.2%})")
+            lines.append(f"best       {b.candidate.label} (lowest score, {b.rank_key:.2%}: "
+                         f"mean leave-future-out |error|, each fold weighing {RECENCY:g}x the "
+                         f"one before; pred. = (cut, run) pairs every candidate predicted; "
+                         f"coverage over its own calibrated predictions)")
         lines += [f"note       {n}" for n in self.notes]
         return "\n".join(lines)
 
@@ -296,6 +319,20 @@ class Comparison:
 
     def _repr_pretty_(self, p, cycle) -> None:
         p.text(self.report())
+
+
+def fold_weights(budgets) -> np.ndarray:
+    """Weights of leave-future-out predictions by the fold that made them, shape (n,), summing
+    to 1: a prediction of the fold at ``budgets[i]`` (its cut's budget label, FLOPs) weighs
+    RECENCY^-a, a = the number of distinct later folds among ``budgets``. Raises ValueError on
+    an empty input."""
+    b = np.asarray(budgets, float)
+    if b.size == 0:
+        raise ValueError("no predictions to weight")
+    levels = np.unique(b)
+    age = len(levels) - 1 - np.searchsorted(levels, b)
+    w = RECENCY ** -age.astype(float)
+    return w / w.sum()
 
 
 def _even(items: list, k: int | None) -> list:
@@ -425,6 +462,7 @@ def compare(ladder: Ladder, candidates: Sequence[Candidate | str] | None = None,
         sel = np.array([(a, b) in keys for a, b in zip(e.budget.tolist(), e.run.tolist())]) \
             if keys else np.ones(len(e), bool)
         err = np.abs(e.log_error[sel])
+        fw = fold_weights(e.budget[sel])
         n, k = full.n_points, full.n_free
         rss = float(np.sum(np.asarray(full.residuals, float) ** 2))
         aic = bic = None
@@ -434,13 +472,14 @@ def compare(ladder: Ladder, candidates: Sequence[Candidate | str] | None = None,
         s = bt.summary
         scores.append(CandidateScore(
             candidate=c, n_scored=int(sel.sum()), mean_abs_error=float(err.mean()),
-            max_abs_error=float(err.max()), mse=float(np.mean(e.log_error[sel] ** 2)),
+            max_abs_error=float(err.max()), mse=float(np.sum(fw * e.log_error[sel] ** 2)),
+            score=float(np.sum(fw * err)),
             coverage_before=s["coverage_before"], coverage_after=s["coverage_after"],
             n_calibrated=s["n_calibrated"], aic=aic, bic=bic, n_points=n,
             params={kk: float(v) for kk, v in full.params.items()},
             warnings=tuple(full.warnings), backtest=bt))
     scored = sorted((s for s in scores if s.scored),
-                    key=lambda s: (s.mean_abs_error, len(s.params) - len(s.candidate.fixed)))
+                    key=lambda s: (s.rank_key, len(s.params) - len(s.candidate.fixed)))
     scores = scored + [s for s in scores if not s.scored]
     if scored and scored[0].n_scored < _FEW:
         notes.append(f"the ranking rests on {scored[0].n_scored} leave-future-out "
@@ -542,8 +581,9 @@ def predict_selected(ladder: Ladder, target, *, ensemble: bool = False,
         extra_warn: list[str] = []
         sel = {"rule": "auto", "chosen": best.candidate.label, "runner_up": None,
                "runner_up_loss": None, "spread": None, "candidates": [], "comparison": table}
-        notes = [f"law chosen by leave-future-out backtest: {best.candidate.label} (mean "
-                 f"|error| {best.mean_abs_error:.2%} on {best.n_scored} prediction(s))"]
+        notes = [f"law chosen by leave-future-out backtest: {best.candidate.label} (score "
+                 f"{best.rank_key:.2%}, mean |error| {best.mean_abs_error:.2%} on "
+                 f"{best.n_scored} prediction(s))"]
         if len(comparison.ranked) > 1:
             ru = comparison.ranked[1]
             with warnings.catch_warnings():

@@ -9,6 +9,7 @@ import warnings
 import numpy as np
 import pandas as pd
 import pytest
+from scipy import stats
 from scipy.stats import norm
 
 import delphi
@@ -102,12 +103,15 @@ def test_interval_combines_in_quadrature_in_log_space():
     m = CalibrationModel(sigma_0=0.01, k=0.02, n_folds=3, n_errors=9, max_ratio=100.0)
     assert m.sigma(100.0) == pytest.approx(0.05)
     assert m.sigma(0.5) == pytest.approx(0.01)     # r <= 1: in-sample spread
-    sd = math.sqrt(0.05 ** 2 + 0.03 ** 2 + 0.04 ** 2)
     z = 1.6448536269514722                           # two-sided 90% normal quantile
+    # sigma(r) is widened by t(0.95, 3 folds - 1 = 2 dof) / z = 2.919986 / 1.644854
+    f = 2.919985580355516 / z
+    assert m.small_sample_factor(0.9) == pytest.approx(f, rel=1e-9)
+    sd = math.sqrt((f * 0.05) ** 2 + 0.03 ** 2 + 0.04 ** 2)
     lo, hi = m.interval(2.0, 100.0, 0.9, param_sd=0.03, run_sd=0.04)
     assert lo == pytest.approx(2.0 * math.exp(-z * sd)) and hi == pytest.approx(2.0 * math.exp(z * sd))
     lo_v, hi_v = m.interval(np.array([2.0, 3.0]), np.array([1.0, 100.0]))
-    assert hi_v[0] == pytest.approx(2.0 * math.exp(z * 0.01))
+    assert hi_v[0] == pytest.approx(2.0 * math.exp(z * f * 0.01))
     with pytest.raises(TargetError):
         m.interval(-1.0, 10.0)
     with pytest.raises(TargetError):
@@ -194,8 +198,9 @@ def test_calibrated_interval_adds_sigma_param_and_run_in_quadrature(param, run, 
                          law="power", ladder="hand")
     base = _base_interval(param, run, level=0.8)
     cal = calibrated_interval(base, 2.5, m, ratio)
-    s = 0.01 + 0.02 * math.log10(ratio)
     z = norm.ppf(0.9)                              # two-sided 80%
+    # 4 folds: sigma(r) widened by t(0.9, 3 dof) / z (Student t over the folds)
+    s = (0.01 + 0.02 * math.log10(ratio)) * stats.t.ppf(0.9, 3) / z
     sd_new = math.sqrt(s ** 2 + param ** 2 + run ** 2)
     # Expected loss: the errors sigma(r) models already hold run noise, so it is taken out.
     sd_mean = math.sqrt(max(s ** 2 - run ** 2, 0.0) + param ** 2)

@@ -12,6 +12,7 @@ import math
 import warnings
 
 import numpy as np
+from scipy import stats
 import pandas as pd
 import pytest
 from scipy.stats import norm
@@ -119,7 +120,14 @@ def test_compare_ranks_the_true_law_first_on_common_pairs(comparison):
         le = np.log(e.predicted[sel]) - np.log(e.actual[sel])
         assert s.mean_abs_error == pytest.approx(np.abs(le).mean(), rel=1e-12)
         assert s.max_abs_error == pytest.approx(np.abs(le).max(), rel=1e-12)
-        assert s.mse == pytest.approx(np.mean(le ** 2), rel=1e-12)
+        # ranked and weighted with each fold 4x the one before (delphi.selection.RECENCY):
+        # by hand, a prediction of a fold with a later folds after it weighs 4^-a
+        b = e.budget[sel].astype(float)
+        levels = sorted(set(b))
+        w = np.array([4.0 ** -(len(levels) - 1 - levels.index(x)) for x in b])
+        w /= w.sum()
+        assert s.mse == pytest.approx(np.sum(w * le ** 2), rel=1e-12)
+        assert s.score == pytest.approx(np.sum(w * np.abs(le)), rel=1e-12)
     # chinchilla predicted every run (36 in total over the cuts); only 10 are scored.
     assert len(chin_s.backtest.errors) > 10 == len(pow_s.backtest.errors)
     assert chin_s.mean_abs_error < pow_s.mean_abs_error
@@ -351,7 +359,10 @@ def test_predict_default_interval_is_calibrated_on_a_long_ladder():
     cal = iv.calibration
     assert cal["base_method"] == "bootstrap" and cal["n_folds"] >= 3
     assert cal["ratio"] == pytest.approx(100.0)
-    assert cal["sigma_at_target"] == pytest.approx(cal["sigma_0"] + cal["k"] * 2.0)
+    # sigma(r) at r = 100, widened by t(0.95, folds - 1) / z (Student t over the folds)
+    fac = stats.t.ppf(0.95, cal["n_folds"] - 1) / Z90
+    assert cal["small_sample_factor"] == pytest.approx(fac, rel=1e-9)
+    assert cal["sigma_at_target"] == pytest.approx((cal["sigma_0"] + cal["k"] * 2.0) * fac)
     # param and run sds come from the bootstrap interval made with the same seed.
     param = _log_sd(boot.interval.mean_lower, boot.interval.mean_upper)
     run = boot.interval.noise
