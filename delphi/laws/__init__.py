@@ -7,7 +7,7 @@ from .base import Law, Param
 from .chinchilla import CHINCHILLA
 from .curves import ANNEALING, MULTIPOWER
 from .hparams import DEEPSEEK_BATCH, DEEPSEEK_LR, STEPLAW_BATCH, STEPLAW_LR
-from .lr import CHINCHILLA_CKPT, CHINCHILLA_LR
+from .lr import CHINCHILLA_CKPT, CHINCHILLA_LR, LR_FORMS
 from .overtrain import OVERTRAIN
 from .power import POWER
 
@@ -16,7 +16,7 @@ __all__ = ["Law", "Param", "LAWS", "CHECKPOINT_LAWS", "CURVE_LAWS", "HPARAM_LAWS
 
 #: Every loss law by its CLI/API name.
 LAWS: dict[str, Law] = {law.name: law for law in (POWER, CHINCHILLA, CHINCHILLA_LR,
-                                                  CHINCHILLA_CKPT, OVERTRAIN)}
+                                                  CHINCHILLA_CKPT, OVERTRAIN, *LR_FORMS)}
 #: Laws fitted to every checkpoint of a run rather than to its final loss.
 CHECKPOINT_LAWS = frozenset({CHINCHILLA_CKPT.name})
 #: Loss-curve laws for one model size (inputs from the LR schedule).
