@@ -336,7 +336,7 @@ def _run_cli(argv, capsys):
 
     parser = argparse.ArgumentParser(prog="delphi")
     handlers = add_analysis_commands(parser.add_subparsers(dest="command", required=True))
-    assert set(handlers) == {"isoflop", "optimal", "plan"}
+    assert set(handlers) == {"isoflop", "optimal", "plan", "compare"}
     args = parser.parse_args(argv)
     code = handlers[args.command](args)
     return code, capsys.readouterr().out
