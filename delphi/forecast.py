@@ -630,9 +630,10 @@ def predict(ladder: Ladder, target: Target | Mapping[str, float], law: str | Law
     target = _as_target(target)
     if ensemble or (isinstance(law, str) and law == "auto"):
         if ensemble and law not in (None, "auto"):
-            raise TargetError(f"an ensemble averages candidate laws: give law='auto' or none, "
+            auto = option("law='auto'", "--law auto")
+            raise TargetError(f"an ensemble averages candidate laws: give {auto} or no law, "
                               f"not {getattr(law, 'name', law)!r} (name the candidates with "
-                              f"{option('candidates=', '--laws')})")
+                              f"{option('candidates=[...]', '--laws')})")
         from .selection import predict_selected
         return predict_selected(
             ladder, target, ensemble=ensemble, candidates=candidates, fixed=fixed,

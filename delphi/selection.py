@@ -106,9 +106,10 @@ def parse_candidates(laws: str | Sequence[str], floors: str | Sequence | None = 
         out = v.split(",") if isinstance(v, str) else list(v)
         return [x.strip() if isinstance(x, str) else x for x in out]
 
-    names = [n for n in items(laws) if n != ""]
-    if not names:
-        raise LawError("no candidate laws given (e.g. --laws power,chinchilla)")
+    names = items(laws)
+    if not names or any(n == "" for n in names):
+        raise LawError(f"candidate laws: an empty list or an empty item in {laws!r} (give "
+                       f"names separated by commas, e.g. --laws power,chinchilla)")
     for n in names:
         get_law(n)          # LawError naming the law and the known ones
     base = dict(fixed or {})
@@ -403,12 +404,15 @@ def compare(ladder: Ladder, candidates: Sequence[Candidate | str] | None = None,
         if lv:
             levels[c.label] = lv
         else:
-            failed[c.label] = ("too few compute budgets for a leave-future-out cut (needs "
-                         f"{min_budgets} budgets and free parameters + 2 points below it)")
+            need = sum(p.name not in c.fixed for p in get_law(c.law).params) + 2
+            failed[c.label] = (f"too few compute budgets for a leave-future-out cut (needs "
+                               f"{min_budgets} budgets and {need} points (free parameters + 2) "
+                               f"at or below a cut, and a budget above it)")
     if not levels:
         raise LadderError(f"no candidate can be backtested leave-future-out on ladder "
                           f"{ladder.name!r}: " + "; ".join(f"{c}: {w}"
-                                                          for c, w in failed.items()))
+                                                          for c, w in failed.items())
+                          + f"; name a law instead ({option('law=...', '--law')})")
     common = sorted(set.intersection(*(set(v) for v in levels.values())))
     while len(common) < MIN_FOLDS and len(levels) > 1:
         # A candidate that needs more budgets before its first cut (more free parameters,
@@ -530,9 +534,12 @@ def predict_selected(ladder: Ladder, target, *, ensemble: bool = False,
     from .forecast import predict
     from .uncertainty import Interval
     if settings.get("floor_range") is not None:
-        raise TargetError("a floor range (--floor LO:HI) scans one law; it does not combine "
-                          "with --law auto or --ensemble (pin floors as candidates instead, "
-                          "e.g. --floors free,1.5)")
+        auto = option("law='auto'", "--law auto")
+        raise TargetError(f"a floor range ({option('floor_range=...', '--floor LO:HI')}) scans "
+                          f"one law; it does not combine with {auto} or "
+                          f"{option('ensemble=True', '--ensemble')} "
+                          f"(pin floors as candidates instead, "
+                          f"{option('candidates=[...]', '--floors free,1.5')})")
     settings.pop("floor_range", None)
     base_fixed = dict(settings.pop("fixed", None) or {})
     base_delta = settings.pop("delta", DEFAULT_DELTA)
@@ -546,8 +553,8 @@ def predict_selected(ladder: Ladder, target, *, ensemble: bool = False,
         if left:
             skipped_notes.append(
                 f"candidate(s) {', '.join(left)} not considered: the target gives no "
-                f"parameters and tokens (give {option('params=', '--target-params')} and "
-                f"{option('tokens=', '--target-tokens')} to compare them too)")
+                f"parameters and tokens (give {option('target.params', '--target-params')} and "
+                f"{option('target.tokens', '--target-tokens')} to compare them too)")
         if not candidates:
             raise TargetError("no default candidate law can be evaluated at this target: give "
                               "its parameters and tokens, or name the candidates (--laws)")

@@ -220,7 +220,8 @@ def test_parse_candidates_cross_product_and_labels():
 
 @pytest.mark.parametrize("laws, floors, deltas, fragment", [
     ("power,nosuchlaw", None, None, "nosuchlaw"),
-    ("", None, None, "no candidate laws"),
+    ("", None, None, "empty list or an empty item"),
+    ("power,,chinchilla", None, None, "empty item"),
     ("power", "free,abc", None, "'abc'"),
     ("power", "-1", None, "'-1'"),
     ("power", None, "0", "Huber delta"),
