@@ -43,6 +43,16 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--debug", action="store_true", help="show tracebacks on errors")
 
 
+def _fix_bound_options(p: argparse.ArgumentParser, fix_help: str) -> None:
+    """``--fix``, ``--bound`` and ``--fit-max-flops`` of the commands that fit a law."""
+    p.add_argument("--fix", type=_fixed_pair, action="append", default=[], metavar="NAME=VALUE",
+                   help=fix_help)
+    p.add_argument("--bound", type=_bound_triple, action="append", default=[],
+                   metavar="NAME=LO:HI", help="bound a parameter (repeatable)")
+    p.add_argument("--fit-max-flops", type=_number, metavar="C",
+                   help="fit only runs with compute at or below C FLOPs")
+
+
 def _dump(obj: dict) -> str:
     return json.dumps(obj, indent=2, allow_nan=False)
 
@@ -118,12 +128,7 @@ def _add_optimal(sub) -> None:
     p.add_argument("--target-flops", type=_number, metavar="C",
                    help="target compute [FLOPs] (default: the manifest's target)")
     p.add_argument("--floor", type=_number, metavar="E", help="fix the irreducible loss E")
-    p.add_argument("--fix", type=_fixed_pair, action="append", default=[], metavar="NAME=VALUE",
-                   help="fix a parameter (repeatable)")
-    p.add_argument("--bound", type=_bound_triple, action="append", default=[],
-                   metavar="NAME=LO:HI", help="bound a parameter (repeatable)")
-    p.add_argument("--fit-max-flops", type=_number, metavar="C",
-                   help="fit only runs with compute at or below C FLOPs")
+    _fix_bound_options(p, "fix a parameter (repeatable)")
     p.add_argument("--include-unfinished", action="store_true",
                    help="also fit the last checkpoint of runs stopped early")
     p.add_argument("--draws", metavar="PATH",
@@ -286,12 +291,7 @@ def _add_compare(sub) -> None:
                     "`delphi predict --law auto` uses the best; --ensemble averages them.")
     p.add_argument("ladder", help="bundled ladder name, manifest or data file")
     add_candidate_options(p)
-    p.add_argument("--fix", type=_fixed_pair, action="append", default=[], metavar="NAME=VALUE",
-                   help="fix a parameter in every candidate (repeatable)")
-    p.add_argument("--bound", type=_bound_triple, action="append", default=[],
-                   metavar="NAME=LO:HI", help="bound a parameter (repeatable)")
-    p.add_argument("--fit-max-flops", type=_number, metavar="C",
-                   help="use only runs at or below C FLOPs")
+    _fix_bound_options(p, "fix a parameter in every candidate (repeatable)")
     p.add_argument("--level", type=_number, default=0.9,
                    help="interval level for the coverage (default 0.9)")
     p.add_argument("--seed", type=_count(0), default=0, help="random seed (>= 0)")

@@ -29,6 +29,7 @@ from .errors import DelphiError, FitError, FitWarning, LadderError, LawError, Ta
 from .fitting import DEFAULT_DELTA
 from .ladder import Ladder
 from .laws import get_law
+from .records import positive_number
 
 __all__ = ["Candidate", "CandidateScore", "Comparison", "compare", "default_candidates",
            "parse_candidates", "fold_weights", "ENSEMBLE_RULE", "RECENCY"]
@@ -118,13 +119,8 @@ def parse_candidates(laws: str | Sequence[str], floors: str | Sequence | None = 
     delta_list = items(deltas) or [DEFAULT_DELTA]
 
     def number(x, what):
-        try:
-            v = float(x)
-        except (TypeError, ValueError):
-            raise LawError(f"candidate {what} {x!r} is not a number") from None
-        if not (math.isfinite(v) and v > 0):
-            raise LawError(f"candidate {what} must be a positive finite number, got {x!r}")
-        return v
+        return positive_number(x, f"candidate {what} must be a positive finite number",
+                               LawError)
 
     out = []
     for n in names:
