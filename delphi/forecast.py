@@ -564,7 +564,7 @@ def predict(ladder: Ladder, target: Target | Mapping[str, float], law: str | Law
             floor_points: int = 3, off_trend: bool = True,
             allow_degenerate: bool = False, ensemble: bool = False,
             candidates: Sequence | None = None, _in_floor_scan: bool = False,
-            _profiles: bool = True) -> Forecast:
+            _profiles: bool = True, _calibration=None) -> Forecast:
     """Fit ``law`` to ``ladder`` and predict the loss of ``target``, with an interval.
 
     Parameters
@@ -726,7 +726,7 @@ def predict(ladder: Ladder, target: Target | Mapping[str, float], law: str | Law
     if interval in ("auto", "calibrated") and band is not None:
         fitted = ladder.select(max_flops=fit_max_flops) if fit_max_flops is not None else ladder
         band = _calibrate(band, loss, extrapolation, fitted, law, result, bounds, delta, seed,
-                          notes, required=interval == "calibrated")
+                          notes, required=interval == "calibrated", model=_calibration)
     rungs = None
     if off_trend:
         from .robustness import find_off_trend
@@ -744,20 +744,23 @@ def predict(ladder: Ladder, target: Target | Mapping[str, float], law: str | Law
 
 
 def _calibrate(band, loss: float, ratio: float | None, ladder: Ladder, law: Law, result: Fit,
-               bounds, delta, seed, notes: list[str], required: bool):
+               bounds, delta, seed, notes: list[str], required: bool, model=None):
     """``band`` widened by the ladder's own extrapolation errors (:mod:`delphi.calibration`)
     when its leave-future-out refits give at least 3 folds; else ``band``, with a note (or a
-    FitError when the calibrated method was asked for by name)."""
+    FitError when the calibrated method was asked for by name). ``model``: a calibration
+    already fitted on this ladder and law (:func:`delphi.selection.compare`'s refits)."""
     from .calibration import MAX_FOLDS, calibrate, calibrated_interval
     from .errors import DelphiError
     why = None
     if ratio is None:
         why = "the target's compute is unknown, so its extrapolation ratio is too"
+    elif model is not None:
+        pass
     else:
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")   # the fold fits' warnings are the folds'
-                model, errors = calibrate(ladder, law, fixed=result.fixed or None,
+                model, _ = calibrate(ladder, law, fixed=result.fixed or None,
                                           bounds=bounds, delta=delta, max_folds=MAX_FOLDS,
                                           seed=seed)
         except DelphiError as exc:
@@ -770,7 +773,7 @@ def _calibrate(band, loss: float, ratio: float | None, ladder: Ladder, law: Law,
     cal = calibrated_interval(band, loss, model, ratio)
     notes.append(f"interval calibrated on the ladder's own extrapolation errors: "
                  f"sigma(r) = {model.sigma_0:.2%} + {model.k:.2%} log10 r from "
-                 f"{len(errors)} leave-future-out prediction(s) in {model.n_folds} fold(s); at "
+                 f"{model.n_errors} leave-future-out prediction(s) in {model.n_folds} fold(s); at "
                  f"r = {ratio:.3g}, sigma = {cal.calibration['sigma_at_target']:.2%}, combined "
                  f"with the {band.method} interval's parameter and run-noise spread")
     if ratio > model.max_ratio:

@@ -493,6 +493,18 @@ def compare(ladder: Ladder, candidates: Sequence[Candidate | str] | None = None,
                       level=level, notes=notes)
 
 
+def _model_of(score: "CandidateScore | None"):
+    """The calibration model of a compared candidate's leave-future-out errors (None when it
+    has fewer than 3 folds: :func:`delphi.predict` then calibrates, or falls back, itself)."""
+    from .calibration import CalibrationModel
+    if score is None or score.backtest is None:
+        return None
+    try:
+        return CalibrationModel.fit(score.backtest.errors)
+    except DelphiError:
+        return None
+
+
 def _feeds(target, law: str) -> bool:
     """Whether ``target`` gives every input of ``law`` (its peak LR and final LR ratio are
     filled in by :func:`delphi.predict` when missing)."""
@@ -519,6 +531,9 @@ def predict_selected(ladder: Ladder, target, *, ensemble: bool = False,
     spread between them. ``ensemble``: the members' log forecasts averaged with
     :meth:`Comparison.weights`; the new-run interval is centred on it with the mixture sd,
     sqrt(sum w_i sd_i^2 + sum w_i (ln L_i - ln L)^2), sd_i each member's log half-width / z.
+    Each member's (and the chosen law's) calibrated interval uses the calibration model of
+    its leave-future-out errors in the comparison (the same cuts for every candidate), not a
+    second leave-future-out pass.
 
     Raises
     ------
@@ -575,8 +590,9 @@ def predict_selected(ladder: Ladder, target, *, ensemble: bool = False,
                       for s in comparison.scores if not s.scored]
 
     def one(c: Candidate, **over):
+        # The comparison's refits already calibrate this candidate: no second pass.
         return predict(ladder, target, c.law, fixed=dict(c.fixed) or None, delta=c.delta,
-                       **{**settings, **over})
+                       _calibration=_model_of(by_label.get(c.label)), **{**settings, **over})
 
     table = comparison.to_dict()
     if not ensemble:

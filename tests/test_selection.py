@@ -268,7 +268,14 @@ def test_ensemble_is_the_weighted_log_mean_of_separate_forecasts(chin, ensemble_
     w = {k: v / sum(inv.values()) for k, v in inv.items()}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        members = {law: delphi.predict(chin, TARGET, law, n_boot=50) for law in w}
+        # each member's interval is calibrated on the comparison's own refits (no second
+        # leave-future-out pass): the model of its leave-future-out errors there
+        from delphi.selection import _model_of
+        scores = {s.candidate.label: s for s in cmp.ranked}
+        members = {law: delphi.predict(chin, TARGET, law, n_boot=50,
+                                       _calibration=_model_of(scores[law])) for law in w}
+        assert all(m.interval.calibration["n_errors"] ==
+                   len(scores[k].backtest.errors) for k, m in members.items())
     log_l = sum(w[k] * math.log(members[k].loss) for k in w)
     assert f.loss == pytest.approx(math.exp(log_l), rel=1e-12)
     # Interval: mixture sd = sqrt(sum w sd_i^2 + sum w (ln L_i - ln L)^2), centred on L.
