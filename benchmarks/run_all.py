@@ -77,6 +77,10 @@ def print_rows(rows: list[dict]) -> None:
               flush=True)
 
 
+#: Everything from this line on in RESULTS.md is kept when the file is rewritten.
+KEEP = "<!-- kept by run_all.py: analyses written by hand below -->"
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true",
@@ -128,7 +132,11 @@ def main() -> int:
             lines += ["The benchmark failed:", "", "```", error.strip(), "```", ""]
         else:
             lines += _table(rows) + [""]
-    Path(args.out).write_text("\n".join(lines) + "\n")
+    out = Path(args.out)
+    # Hand-written analyses (issue 11's tables and their discussion) sit below KEEP: kept.
+    old = out.read_text() if out.exists() else ""
+    kept = old[old.index(KEEP):] if KEEP in old else ""
+    out.write_text("\n".join(lines) + "\n" + (("\n" + kept) if kept else ""))
     print(f"wrote {args.out}")
     return 1 if failed else 0
 
