@@ -450,19 +450,21 @@ def calibrated_interval(base, centre: float, model: CalibrationModel, ratio: flo
     on ``centre`` (the forecast), centre * exp(+-z sd).
 
     Returns an Interval with ``method="calibrated"`` and ``calibration`` holding the model,
-    r, sigma(r) and the base method.
+    r, sigma(r) (``sigma_at_target``), f and s = f sigma(r) (``small_sample_factor``,
+    ``sigma_used``), the parameter and run-noise sds and the base method.
 
     Raises TargetError for a ratio or centre that is not finite and positive.
     """
     from dataclasses import replace
     param, run = _log_sds(base)
     level = base.level
-    s = float(model.sigma(ratio)) * model.small_sample_factor(level)
+    raw = float(model.sigma(ratio))
+    s = raw * model.small_sample_factor(level)
     lo, hi = model.interval(centre, ratio, level, param_sd=param, run_sd=run)
     z = float(norm.ppf(0.5 + level / 2))
     sd_mean = math.sqrt(max(s * s - run * run, 0.0) + param * param)
-    info = {**model.to_dict(), "ratio": float(ratio), "sigma_at_target": s,
-            "small_sample_factor": model.small_sample_factor(level),
+    info = {**model.to_dict(), "ratio": float(ratio), "sigma_at_target": raw,
+            "small_sample_factor": model.small_sample_factor(level), "sigma_used": s,
             "param_sd": param, "run_sd": run, "base_method": base.method,
             "extrapolated": bool(ratio > model.max_ratio)}
     return replace(base, lower=lo, upper=hi, mean_lower=centre * math.exp(-z * sd_mean),

@@ -544,10 +544,17 @@ def _selection_lines(sel: dict) -> list[str]:
     lines = [f"selection  {head}:"]
     for c in sel["candidates"]:
         err = "-" if c.get("mean_abs_error") is None else f"{c['mean_abs_error']:.2%}"
+        score = "-" if c.get("score") is None else f"{c['score']:.3%}"
         loss = "" if c.get("loss") is None else f"  forecast {c['loss']:.4f}"
-        mark = "  <- chosen" if sel["rule"] == "auto" and c["label"] == sel["chosen"] else ""
-        lines.append(f"           {c['label']:<24} mean |error| {err:>7}  weight "
-                     f"{c['weight']:.2f}{loss}{mark}")
+        if sel["rule"] == "auto":
+            mark = "  <- chosen" if c["label"] == sel["chosen"] else ""
+            lines.append(f"           {c['label']:<24} score {score:>8}  mean |error| {err:>7}"
+                         f"{loss}{mark}")
+        else:
+            lines.append(f"           {c['label']:<24} score {score:>8}  mean |error| {err:>7}"
+                         f"  weight {c['weight']:.2f}{loss}")
+    lines.append("           (score: mean leave-future-out |error|, each fold weighing 4x the "
+                 "one before; what candidates are ranked by)")
     if sel.get("spread") is not None:
         lines.append(f"           runner-up {sel['runner_up']} differs by {sel['spread']:+.2%}")
     return lines
@@ -727,6 +734,10 @@ def predict(ladder: Ladder, target: Target | Mapping[str, float], law: str | Law
         fitted = ladder.select(max_flops=fit_max_flops) if fit_max_flops is not None else ladder
         band = _calibrate(band, loss, extrapolation, fitted, law, result, bounds, delta, seed,
                           notes, required=interval == "calibrated", model=_calibration)
+    elif interval == "calibrated":
+        why = next((n for n in reversed(notes) if n.startswith("no interval")), "no interval")
+        raise FitError(f"no calibrated interval: it widens a bootstrap or delta-method "
+                       f"interval, and there is none here ({why})")
     rungs = None
     if off_trend:
         from .robustness import find_off_trend
@@ -771,11 +782,14 @@ def _calibrate(band, loss: float, ratio: float | None, ladder: Ladder, law: Law,
         notes.append(f"{band.method} interval, not calibrated: {why}")
         return band
     cal = calibrated_interval(band, loss, model, ratio)
+    info = cal.calibration
     notes.append(f"interval calibrated on the ladder's own extrapolation errors: "
                  f"sigma(r) = {model.sigma_0:.2%} + {model.k:.2%} log10 r from "
                  f"{model.n_errors} leave-future-out prediction(s) in {model.n_folds} fold(s); at "
-                 f"r = {ratio:.3g}, sigma = {cal.calibration['sigma_at_target']:.2%}, combined "
-                 f"with the {band.method} interval's parameter and run-noise spread")
+                 f"r = {ratio:.3g}, sigma(r) = {info['sigma_at_target']:.2%}, widened "
+                 f"{info['small_sample_factor']:.3g}x for {model.n_folds} fold(s) (Student t) "
+                 f"to {info['sigma_used']:.2%}, combined with the {band.method} interval's "
+                 f"parameter and run-noise spread")
     if ratio > model.max_ratio:
         notes.append(f"the target's extrapolation ratio {ratio:.3g} is beyond the largest the "
                      f"calibration saw ({model.max_ratio:.3g}): sigma(r) is extrapolated "

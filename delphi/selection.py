@@ -46,6 +46,8 @@ ENSEMBLE_RULE = (f"inverse-MSE weights of the leave-future-out log errors on com
                  f"1969); mixture variance for the interval")
 #: Fewer scored predictions than this make the ranking weak evidence (said in a note).
 _FEW = 10
+#: Scores within this share of the best are a near tie (said in a note).
+_TIE = 0.05
 #: A member weighing less than this is left out of an ensemble (and the rest renormalised).
 _MIN_WEIGHT = 0.01
 
@@ -63,11 +65,12 @@ class Candidate:
         if not isinstance(self.law, str):
             raise LawError(f"a candidate's law is a law name, got {self.law!r}")
         get_law(self.law)                 # LawError naming the known laws
+        from .fitting.engine import _DELTA_RANGE
         d = self.delta
         if isinstance(d, bool) or not isinstance(d, (int, float)) or not (
-                math.isfinite(d) and d > 0):
-            raise LawError(f"candidate {self.law!r}: Huber delta must be a positive finite "
-                           f"number, got {d!r}")
+                math.isfinite(d) and _DELTA_RANGE[0] <= d <= _DELTA_RANGE[1]):
+            raise LawError(f"candidate {self.law!r}: Huber delta (on log residuals) must be "
+                           f"in {_DELTA_RANGE[0]:g}..{_DELTA_RANGE[1]:g}, got {d!r}")
 
     @property
     def label(self) -> str:
@@ -384,7 +387,8 @@ def compare(ladder: Ladder, candidates: Sequence[Candidate | str] | None = None,
             c = Candidate(law=c)
         if not isinstance(c, Candidate):
             raise LawError(f"a candidate is a law name or a Candidate, got {c!r}")
-        cands.append(c)
+        if all(c.label != o.label for o in cands):      # the same recipe once
+            cands.append(c)
     if not cands:
         raise LadderError(f"no candidate laws for ladder {ladder.name!r}")
     notes: list[str] = []
@@ -407,8 +411,7 @@ def compare(ladder: Ladder, candidates: Sequence[Candidate | str] | None = None,
     if not levels:
         raise LadderError(f"no candidate can be backtested leave-future-out on ladder "
                           f"{ladder.name!r}: " + "; ".join(f"{c}: {w}"
-                                                          for c, w in failed.items())
-                          + f"; name a law instead ({option('law=...', '--law')})")
+                                                          for c, w in failed.items()))
     common = sorted(set.intersection(*(set(v) for v in levels.values())))
     while len(common) < MIN_FOLDS and len(levels) > 1:
         # A candidate that needs more budgets before its first cut (more free parameters,
@@ -569,6 +572,11 @@ def predict_selected(ladder: Ladder, target, *, ensemble: bool = False,
         if not candidates:
             raise TargetError("no default candidate law can be evaluated at this target: give "
                               "its parameters and tokens, or name the candidates (--laws)")
+        if base_fixed:
+            pinned = ", ".join(f"{k} = {v:g}" for k, v in base_fixed.items())
+            floors = option("candidates=[...]", f"--floors free,{base_fixed.get('E', 'VALUE')}")
+            skipped_notes.append(f"every candidate keeps {pinned} fixed (the manifest's or "
+                                 f"the command's); {floors} compares a free floor too")
     else:
         candidates = [Candidate(law=c, fixed={k: v for k, v in base_fixed.items()
                                               if k in get_law(c).param_names},
@@ -581,9 +589,13 @@ def predict_selected(ladder: Ladder, target, *, ensemble: bool = False,
     if comparison is None:
         fitted = (ladder.select(max_flops=settings["fit_max_flops"])
                   if settings.get("fit_max_flops") is not None else ladder)
-        comparison = compare(fitted, candidates, bounds=settings.get("bounds"),
-                             max_folds=max_folds, level=settings.get("level", 0.9),
-                             seed=settings.get("seed", 0))
+        try:
+            comparison = compare(fitted, candidates, bounds=settings.get("bounds"),
+                                 max_folds=max_folds, level=settings.get("level", 0.9),
+                                 seed=settings.get("seed", 0))
+        except LadderError as exc:
+            raise LadderError(f"{exc}; name a law instead ({option('law=...', '--law')})") \
+                from None
     best = comparison.best
     by_label = {s.candidate.label: s for s in comparison.ranked}
     skipped_notes += [f"candidate {s.candidate.label} not ranked: {s.error}"
@@ -605,6 +617,11 @@ def predict_selected(ladder: Ladder, target, *, ensemble: bool = False,
                  f"{best.n_scored} prediction(s))"]
         if len(comparison.ranked) > 1:
             ru = comparison.ranked[1]
+            if ru.rank_key <= best.rank_key * (1 + _TIE):
+                notes.append(f"near tie: {best.candidate.label} and {ru.candidate.label} score "
+                             f"{best.rank_key:.3%} and {ru.rank_key:.3%} (within "
+                             f"{_TIE:.0%}); the choice between them is weak evidence "
+                             f"({option('ensemble=True', '--ensemble')} averages them)")
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 try:
@@ -627,7 +644,7 @@ def predict_selected(ladder: Ladder, target, *, ensemble: bool = False,
                     notes.append(f"runner-up {ru.candidate.label} cannot forecast the target: "
                                  f"{exc}")
         sel["candidates"] = [{**s.candidate.to_dict(), "weight": 1.0 if s is best else 0.0,
-                              "mean_abs_error": s.mean_abs_error,
+                              "mean_abs_error": s.mean_abs_error, "score": s.score,
                               "loss": chosen.loss if s is best else (
                                   sel["runner_up_loss"] if s.candidate.label == sel["runner_up"]
                                   else None)}
@@ -660,8 +677,8 @@ def predict_selected(ladder: Ladder, target, *, ensemble: bool = False,
              f"MSE (Bates & Granger 1969): " + ", ".join(f"{c.label} {w:.2f} -> {f.loss:.4f}"
                                                          for c, w, f in members)]
     if len(members) > 1:
-        notes.append(f"between-model spread {math.sqrt(spread2):.2%} (sd of log loss) widens "
-                     f"the interval")
+        notes.append(f"the interval mixes the members' intervals (weighted) and the spread "
+                     f"between their forecasts (sd {math.sqrt(spread2):.2%} of log loss)")
     low = [lab for lab in by_label if lab not in weights]
     if low:
         notes.append(f"candidate(s) {', '.join(low)} left out of the ensemble: weight below "
@@ -690,9 +707,11 @@ def predict_selected(ladder: Ladder, target, *, ensemble: bool = False,
            "between_model_sd": math.sqrt(spread2), "runner_up": None, "runner_up_loss": None,
            "spread": None,
            "candidates": [{**c.to_dict(), "weight": w, "loss": f.loss,
-                           "mean_abs_error": by_label[c.label].mean_abs_error}
+                           "mean_abs_error": by_label[c.label].mean_abs_error,
+                           "score": by_label[c.label].score}
                           for c, w, f in members],
            "comparison": table}
     warns = tuple(dict.fromkeys(x for _, _, f in members for x in f.warnings))
+    # The off-trend block compares one law's forecasts: the largest member's, in its notes.
     return replace(top, loss=loss, interval=band, notes=tuple(notes) + top.notes,
-                   warnings=warns, selection=sel)
+                   warnings=warns, selection=sel, off_trend=None)

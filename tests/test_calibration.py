@@ -212,12 +212,14 @@ def test_calibrated_interval_adds_sigma_param_and_run_in_quadrature(param, run, 
     info = cal.calibration
     assert info["method"] == "calibrated" and info["base_method"] == "delta"
     assert info["sigma_0"] == 0.01 and info["k"] == 0.02 and info["n_folds"] == 4
-    assert info["ratio"] == ratio and info["sigma_at_target"] == pytest.approx(s)
+    raw = 0.01 + 0.02 * math.log10(ratio)              # sigma(r) itself
+    assert info["ratio"] == ratio and info["sigma_at_target"] == pytest.approx(raw)
+    assert info["sigma_used"] == pytest.approx(s)       # widened by the t factor
     assert info["param_sd"] == pytest.approx(param, abs=1e-12)
     assert info["run_sd"] == pytest.approx(run, abs=1e-12)
     assert info["extrapolated"] is (ratio > 100.0)
     d = json.loads(json.dumps(cal.to_dict(), allow_nan=False))
-    assert d["method"] == "calibrated" and d["calibration"]["sigma_at_target"] == pytest.approx(s)
+    assert d["method"] == "calibrated" and d["calibration"]["sigma_used"] == pytest.approx(s)
     assert "calibration" not in base.to_dict()     # uncalibrated intervals: JSON unchanged
 
 

@@ -370,13 +370,14 @@ def test_predict_default_interval_is_calibrated_on_a_long_ladder():
     # sigma(r) at r = 100, widened by t(0.95, folds - 1) / z (Student t over the folds)
     fac = stats.t.ppf(0.95, cal["n_folds"] - 1) / Z90
     assert cal["small_sample_factor"] == pytest.approx(fac, rel=1e-9)
-    assert cal["sigma_at_target"] == pytest.approx((cal["sigma_0"] + cal["k"] * 2.0) * fac)
+    assert cal["sigma_at_target"] == pytest.approx(cal["sigma_0"] + cal["k"] * 2.0)
+    assert cal["sigma_used"] == pytest.approx(cal["sigma_at_target"] * fac)
     # param and run sds come from the bootstrap interval made with the same seed.
     param = _log_sd(boot.interval.mean_lower, boot.interval.mean_upper)
     run = boot.interval.noise
     assert cal["param_sd"] == pytest.approx(param, rel=1e-9)
     assert cal["run_sd"] == pytest.approx(run, rel=1e-12)
-    sd = math.sqrt(cal["sigma_at_target"] ** 2 + param ** 2 + run ** 2)
+    sd = math.sqrt(cal["sigma_used"] ** 2 + param ** 2 + run ** 2)
     assert _log_sd(iv.lower, iv.upper) == pytest.approx(sd, rel=1e-9)
     assert iv.lower == pytest.approx(f.loss * math.exp(-Z90 * sd), rel=1e-9)
     # The point forecast does not depend on the interval method.
@@ -476,3 +477,38 @@ def test_cli_register_ensemble_records_the_selection(chin_csv, tmp_path, capsys)
     assert sum(c["weight"] for c in sel["candidates"]) == pytest.approx(1.0)
     code, out, _ = run_cli(capsys, "registry", "verify", reg)
     assert code == 0 and "OK, 1 entry" in out
+
+
+# ----------------------------------------------------------------------------- review fixes
+def test_calibrated_by_name_without_any_base_interval_is_an_error():
+    # 3 runs, a 3-parameter power law: no residual dof, so no bootstrap or delta interval to
+    # widen; asking for the calibrated one by name must fail, not print "no interval".
+    lad = _power_ladder(3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with pytest.raises(FitError, match="no calibrated interval"):
+            delphi.predict(lad, {"flops": 1e21}, "power", interval="calibrated")
+        assert delphi.predict(lad, {"flops": 1e21}, "power").interval is None   # auto: a note
+
+
+def test_candidate_delta_outside_the_engines_range_is_refused_up_front():
+    with pytest.raises(LawError, match=r"1e-08\.\.10, got 1000000000"):
+        Candidate("power", delta=1e9)
+    with pytest.raises(LawError, match="Huber delta"):
+        parse_candidates("power", None, "1e-3,1e9")
+
+
+def test_compare_keeps_one_of_each_recipe(chin):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        cmp = compare(chin, ["power", "power", "chinchilla"], max_folds=3)
+    assert [s.candidate.label for s in cmp.scores].count("power") == 1
+    assert sum(cmp.weights().values()) == pytest.approx(1.0)
+
+
+def test_auto_with_a_pinned_floor_says_the_free_floor_was_not_compared(chin):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        f = delphi.predict(chin, TARGET, "auto", fixed={"E": 1.7}, interval="delta")
+    assert all(c["fixed"] == {"E": 1.7} for c in f.selection["candidates"])
+    assert any("keeps E = 1.7 fixed" in n and "--floors free,1.7" in n for n in f.notes)
