@@ -553,8 +553,9 @@ def _selection_lines(sel: dict) -> list[str]:
         else:
             lines.append(f"           {c['label']:<24} score {score:>8}  mean |error| {err:>7}"
                          f"  weight {c['weight']:.2f}{loss}")
-    lines.append("           (score: mean leave-future-out |error|, each fold weighing 4x the "
-                 "one before; what candidates are ranked by)")
+    from .selection import RECENCY
+    lines.append(f"           (score: mean leave-future-out |error|, each fold weighing "
+                 f"{RECENCY:g}x the one before; what candidates are ranked by)")
     if sel.get("spread") is not None:
         lines.append(f"           runner-up {sel['runner_up']} differs by {sel['spread']:+.2%}")
     return lines
