@@ -440,7 +440,8 @@ class Forecast:
     """How the law was chosen with ``law="auto"`` or ``ensemble=True``
     (:mod:`delphi.selection`): ``rule`` (auto/ensemble), ``chosen``, ``runner_up`` and its
     forecast and ``spread``, ``candidates`` (label, law, fixed, Huber delta, weight, loss,
-    leave-future-out mean |error|) and the full ``comparison``; None for a named law."""
+    leave-future-out mean |error| and the ``score`` they are ranked by) and the full
+    ``comparison``; None for a named law."""
 
     @property
     def lower(self) -> float | None:
