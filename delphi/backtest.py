@@ -198,6 +198,8 @@ def backtest(ladder: Ladder, law: str | Law, *, fit_max_flops: float | None = No
     FitError: a fold could not be fitted (the message names it).
     """
     from .parallel import check_n_jobs, map_jobs
+    from .readers import as_ladder
+    ladder = as_ladder(ladder)      # a DataFrame is read as load_ladder reads it
     law = get_law(law)
     n_jobs = check_n_jobs(n_jobs)
     if (fit_max_flops is None) == (not leave_one_budget_out):
@@ -498,7 +500,9 @@ def prefix_fits(ladder: Ladder, law: str | Law, target=None, *,
     """
     from .forecast import Target, _as_target
     from .parallel import map_jobs
+    from .readers import as_ladder
 
+    ladder = as_ladder(ladder)      # a DataFrame is read as load_ladder reads it
     law = get_law(law)
     if not (isinstance(window, int) and window >= 3):
         raise LadderError(f"the drift window needs at least 3 prefixes, got {window!r}")

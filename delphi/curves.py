@@ -219,6 +219,8 @@ def complete(ladder: Ladder, run: str, law: str | Law = "annealing", *,
     LadderError: unknown run, no schedule, no steps; a resumed run (its step goes back in file
         order, :attr:`delphi.Ladder.restarts`). FitError: too few checkpoints to fit.
     """
+    from .readers import as_ladder
+    ladder = as_ladder(ladder)      # a DataFrame is read as load_ladder reads it
     law = get_law(law)
     run = str(run)
     if run not in set(ladder.table["run"]):
@@ -419,6 +421,8 @@ def complete_many(ladder: Ladder, runs=None, law: str | Law = "annealing", *,
     LawError: unknown law (it applies to every run). FitError: a bad ``n_jobs``.
     """
     from .parallel import check_n_jobs, map_jobs
+    from .readers import as_ladder
+    ladder = as_ladder(ladder)      # a DataFrame is read as load_ladder reads it
     law = get_law(law)
     n_jobs = check_n_jobs(n_jobs)
     runs = list(ladder.runs) if runs is None else [str(r) for r in runs]

@@ -636,6 +636,8 @@ def predict(ladder: Ladder, target: Target | Mapping[str, float], law: str | Law
         and ``allow_degenerate`` is False.
     LadderError, LawError, FitError: see :func:`delphi.fitting.fit`.
     """
+    from .readers import as_ladder
+    ladder = as_ladder(ladder)      # a DataFrame is read as load_ladder reads it
     target = _as_target(target)
     if ensemble or (isinstance(law, str) and law == "auto"):
         if ensemble and law not in (None, "auto"):

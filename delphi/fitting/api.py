@@ -410,6 +410,8 @@ def fit(ladder: Ladder, law: str | Law, *, fixed: Mapping[str, float] | None = N
     LadderError: the ladder lacks a column the law reads, or has no finished run.
     LawError, FitError, IdentifiabilityError: see :func:`~delphi.fitting.fit_arrays`.
     """
+    from ..readers import as_ladder
+    ladder = as_ladder(ladder)      # a DataFrame is read as load_ladder reads it
     law = get_law(law)
     excluded: list[Exclusion] = list(ladder.exclusions)
     if fit_max_flops is not None:

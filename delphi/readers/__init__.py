@@ -29,7 +29,7 @@ from .tabular import (FORMATS, format_of, read_csv, read_jsonl, read_parquet, re
                       supported)
 from .wandb import read_wandb
 
-__all__ = ["load_ladder", "load_manifest", "list_ladders", "Manifest", "SourceTable",
+__all__ = ["load_ladder", "as_ladder", "load_manifest", "list_ladders", "Manifest", "SourceTable",
            "read_csv", "read_parquet", "read_jsonl", "read_table", "read_wandb", "read_marin",
            "read_olmo", "FORMATS"]
 
@@ -102,6 +102,29 @@ def _unit_for(metric: str | None, unit: str | None, default: str) -> tuple[str, 
         return implied, (f"metric {metric!r} is named as bits per byte: its unit is taken as "
                          f"{implied} (give --unit / unit= to override)")
     return default, None
+
+
+def as_ladder(ladder):
+    """``ladder`` as a :class:`~delphi.ladder.Ladder`: a Ladder as it is, a pandas DataFrame
+    read by :func:`load_ladder` (the same columns and checks). What :func:`delphi.fit`,
+    :func:`delphi.predict`, :func:`delphi.backtest` and :func:`delphi.complete` call first.
+
+    Raises
+    ------
+    LadderError: anything else (a name or path is read with :func:`load_ladder` first), or a
+        DataFrame that is not a valid ladder (see :func:`load_ladder`).
+    """
+    import pandas as pd
+
+    from ..ladder import Ladder
+    if isinstance(ladder, Ladder):
+        return ladder
+    if isinstance(ladder, pd.DataFrame):
+        return load_ladder(ladder)
+    hint = (f"; read it first: delphi.load_ladder({ladder!r:.60})"
+            if isinstance(ladder, (str, Path)) else "")
+    raise LadderError(f"expected a Ladder or a pandas DataFrame of runs, got "
+                      f"{type(ladder).__name__}{hint}")
 
 
 def load_ladder(source: str | Path, *, metric: str | None = None,

@@ -1,0 +1,46 @@
+"""fit, predict, backtest and prefix_fits take a pandas DataFrame wherever they take a Ladder
+(issue 12, Python API): read exactly as load_ladder reads it. (complete does too, but a bare
+table carries no LR schedule unless it logs an lr column: not tested here.)"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import delphi
+from delphi.errors import LadderError
+
+
+def _frame() -> pd.DataFrame:
+    # L = 1.8 + 2 (C/1e17)^-0.3 at 8 budgets half a decade apart, 0.2% seeded noise
+    c = 1e17 * 10 ** (0.5 * np.arange(8))
+    rng = np.random.default_rng(3)
+    loss = (1.8 + 2.0 * (c / 1e17) ** -0.3) * np.exp(rng.normal(0, 0.002, len(c)))
+    return pd.DataFrame({"run": [f"r{i}" for i in range(len(c))], "flops": c, "loss": loss})
+
+
+def test_fit_predict_backtest_take_a_dataframe_and_agree_with_a_ladder():
+    df = _frame()
+    lad = delphi.load_ladder(df)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        a, b = delphi.fit(df, "power"), delphi.fit(lad, "power")
+        assert a.params == b.params and a.objective == b.objective
+        fa = delphi.predict(df, {"flops": 1e22}, "power", interval="delta")
+        fb = delphi.predict(lad, {"flops": 1e22}, "power", interval="delta")
+        assert fa.loss == fb.loss and fa.ladder_sha256 == fb.ladder_sha256
+        ba = delphi.backtest(df, "power", fit_max_flops=1e19)
+        bb = delphi.backtest(lad, "power", fit_max_flops=1e19)
+        assert [r.predicted for r in ba.rows] == [r.predicted for r in bb.rows]
+        assert len(delphi.prefix_fits(df, "power").steps) == len(
+            delphi.prefix_fits(lad, "power").steps)
+
+
+def test_anything_else_is_a_ladder_error_naming_the_type():
+    with pytest.raises(LadderError, match=r"got str; read it first: delphi.load_ladder"):
+        delphi.fit("epoch-chinchilla", "power")
+    with pytest.raises(LadderError, match="got list"):
+        delphi.predict([1, 2, 3], {"flops": 1e22})
