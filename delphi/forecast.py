@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Mapping, Sequence
 import numpy as np
 
 from . import __version__
-from .errors import FitError, FitWarning, LadderError, TargetError, option
+from .errors import FitError, FitWarning, LadderError, TargetError, option, user_stacklevel
 from .fitting import DEFAULT_DELTA, DIVERGENCE_THRESHOLD, Fit, fit
 from .ladder import (_SEQUENCE_LENGTHS, FLOPS_PER_PARAM_TOKEN, FlopsConvention, Ladder,
                      check_target_value)
@@ -320,7 +320,7 @@ def _design_notes(target: Target, law: Law, result: Fit, ladder: Ladder) -> list
                        f"{_times(factor)}x {side} N fitted ({n_lo:.3g}..{n_hi:.3g}): law {law.name!r} is "
                        f"extrapolated that far in model size")
     for message in out:
-        warnings.warn(message, FitWarning, stacklevel=3)
+        warnings.warn(message, FitWarning, stacklevel=user_stacklevel())
     return out
 
 
@@ -453,6 +453,36 @@ class Forecast:
         """Upper end of the new-run interval."""
         return self.interval.upper if self.interval else None
 
+    def to_frame(self):
+        """The forecast as a one-row pandas DataFrame (``pd.concat`` several to compare).
+
+        Columns: ``target`` (its name, None when unnamed), ``flops`` [FLOPs], ``params`` (N),
+        ``tokens`` (D) (None when not given), ``loss`` and ``unit`` (the ladder's, e.g.
+        ``nats/token``), ``metric``, ``lower``/``upper`` (new-run interval),
+        ``mean_lower``/``mean_upper`` (expected-loss interval), ``level``, ``method``
+        (``delta``, ``bootstrap``, ``calibrated``, ``ensemble``; when there is no interval these
+        six are NaN/None and :attr:`notes` say why), ``law`` (``ensemble`` for an ensemble),
+        ``extrapolation`` (target compute over the largest fitted run's, NaN when unknown),
+        ``ladder``, ``n_warnings`` (:attr:`warnings`) and ``n_fit_warnings``
+        (``fit.warnings``).
+        """
+        import pandas as pd
+
+        t, iv = self.target, self.interval
+        ensemble = self.selection is not None and self.selection.get("rule") == "ensemble"
+        row = {"target": t.name, "flops": t.flops, "params": t.params, "tokens": t.tokens,
+               "loss": self.loss, "unit": self.unit, "metric": self.metric,
+               "lower": iv.lower if iv else np.nan, "upper": iv.upper if iv else np.nan,
+               "mean_lower": iv.mean_lower if iv else np.nan,
+               "mean_upper": iv.mean_upper if iv else np.nan,
+               "level": iv.level if iv else np.nan, "method": iv.method if iv else None,
+               "law": "ensemble" if ensemble else self.fit.law.name,
+               "extrapolation": (self.extrapolation if self.extrapolation is not None
+                                 else np.nan),
+               "ladder": self.ladder_name, "n_warnings": len(self.warnings),
+               "n_fit_warnings": len(self.fit.warnings)}
+        return pd.DataFrame([row])
+
     def to_dict(self) -> dict:
         """The JSON object printed by ``delphi predict --json``."""
         d = self.fit.to_dict()
@@ -509,11 +539,12 @@ class Forecast:
                      f"{(iv.calibration or {}).get('base_method', '')}"}.get(
                          iv.method, "delta method, approximate")
             pct = f"{100 * iv.level:.4g}%"
+            # Run noise is in the new-run interval only: its note sits on that line.
             lines.append(f"           {pct} interval for one new run  "
-                         f"[{iv.lower:.4f}, {iv.upper:.4f}]  ({label})")
-            lines.append(f"           {pct} interval for the expected loss "
-                         f"[{iv.mean_lower:.4f}, {iv.mean_upper:.4f}]  (run noise "
+                         f"[{iv.lower:.4f}, {iv.upper:.4f}]  ({label}; run noise "
                          f"{iv.noise:.2%} from {iv.noise_source})")
+            lines.append(f"           {pct} interval for the expected loss "
+                         f"[{iv.mean_lower:.4f}, {iv.mean_upper:.4f}]  (without run noise)")
             if self.fit.fixed:
                 given = ", ".join(f"{k} = {v:g}" for k, v in self.fit.fixed.items())
                 lines.append(f"           conditional on {given} (fixed, not fitted)")
@@ -750,7 +781,7 @@ def predict(ladder: Ladder, target: Target | Mapping[str, float], law: str | Law
             notes.append(rungs.note())
     for message in warns:
         if message not in design:
-            warnings.warn(message, FitWarning, stacklevel=2)
+            warnings.warn(message, FitWarning, stacklevel=user_stacklevel())
     return Forecast(target=target, loss=loss, fit=result, ladder_name=ladder.name,
                     ladder_source=ladder.source, ladder_sha256=result.extra["sha256"],
                     metric=ladder.metric, unit=ladder.unit, extrapolation=extrapolation,
@@ -806,6 +837,7 @@ def _interval(result: Fit, inputs, method, level, n_boot, unit, seed, n_jobs, no
 
     if method is None or method == "none":
         return None
+    start = len(notes)    # the notes of this interval's making, dropped if it fails
     if method not in ("auto", "bootstrap", "delta", "calibrated"):
         raise FitError(f"unknown interval method {method!r}; use auto, calibrated, bootstrap, "
                        f"delta or none")
@@ -854,6 +886,8 @@ def _interval(result: Fit, inputs, method, level, n_boot, unit, seed, n_jobs, no
                          f"were left out")
         return bootstrap_interval(result, draws, inputs, level=level, seed=seed)
     except FitError as exc:
+        # "delta-method interval" then "no interval" would contradict: keep only the reason.
+        del notes[start:]
         notes.append(f"no interval: {exc}" + (f"; and {exact}, so no bootstrap interval "
                                                f"either" if exact else ""))
         return None

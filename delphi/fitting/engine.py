@@ -21,7 +21,6 @@ from dataclasses import dataclass
 from typing import Mapping, Sequence
 
 import numpy as np
-from scipy.optimize import minimize
 
 from ..errors import FitError, IdentifiabilityError, LawError
 from ..laws import Law, get_law
@@ -519,6 +518,19 @@ def _delta_warning(r: np.ndarray, delta: float, dof: int) -> list[str]:
             f"{suggest:.2g} (least squares on these residuals) and compare"]
 
 
+def convergence_message(converged: bool, stationarity: float, scipy_said: str) -> str:
+    """The fit's one convergence line: the stationarity test, which decides, then how the
+    optimiser stopped, worded so that a stationary fit never reads as a failure."""
+    said = scipy_said.strip().rstrip(":").lower()
+    if said.startswith("abnormal"):
+        # At a stationary point this is how L-BFGS-B stops, not a failure: say so, so the
+        # line does not read as success and failure at once.
+        said = ("stopped where its line search could not improve further, as expected at an "
+                "optimum" if converged else "line search could not improve further")
+    return (f"{'stationary' if converged else 'NOT stationary'} (scaled gradient "
+            f"{stationarity:.1e}, tolerance {_STATIONARY:g}); L-BFGS-B: {said}")
+
+
 def _fit_arrays(law, x, y, *, labels, fixed, bounds, delta, seed, starts, init,
                 warm_start=None) -> Fit:
     prep = prepare(law, x, y, labels=labels, fixed=fixed, bounds=bounds, delta=delta)
@@ -553,11 +565,7 @@ def _fit_arrays(law, x, y, *, labels, fixed, bounds, delta, seed, starts, init,
     at_bound = _at_bound(problem, z, all_bounds, y)
     stationarity = _stationarity(problem, z, ibounds, at_bound)
     converged = stationarity < _STATIONARY
-    scipy_said = message.strip().rstrip(":")
-    if scipy_said.startswith("ABNORMAL"):
-        scipy_said = "line search could not improve further"
-    message = (f"{'stationary' if converged else 'NOT stationary'} (scaled gradient "
-               f"{stationarity:.1e}, tolerance {_STATIONARY:g}); L-BFGS-B: {scipy_said.lower()}")
+    message = convergence_message(converged, stationarity, message)
     if not converged:
         warnings.append(f"optimiser did not converge: {message}")
     values = problem.values(z)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Mapping
 
@@ -18,10 +19,17 @@ __all__ = ["Fit"]
 
 @dataclass(frozen=True)
 class Fit:
-    """A fitted law, with everything needed to judge the fit (like scipy's ``OptimizeResult``).
+    """A fitted law, with everything needed to judge the fit.
+
+    The optimum is :attr:`params` (every parameter by name, natural units), the summed Huber
+    loss there is :attr:`objective`, and the optimiser's verdict is :attr:`converged` (also
+    :attr:`success`) with its :attr:`message`. This is not a scipy ``OptimizeResult``:
+    :attr:`x` holds the *inputs* fitted (the ladder columns the law reads, with :attr:`y` the
+    losses), not the solution vector, and there is no ``fun``/``nit``.
 
     Check :attr:`converged` and :attr:`warnings` before trusting :attr:`params`;
-    ``print(fit)`` gives a readable report.
+    ``print(fit)`` gives a readable report and :meth:`params_table` a pandas table of the
+    parameters with standard errors and intervals.
     """
 
     law: Law
@@ -144,8 +152,82 @@ class Fit:
                 "runs": list(self.labels),
                 "identification": (self.identification.to_dict()
                                    if self.identification is not None else None),
+                # params_table() by parameter (JSON has no NaN: None)
+                "parameters": {r["name"]: {k: (None if isinstance(v, float) and math.isnan(v)
+                                               else v)
+                                           for k, v in r.items() if k != "name"}
+                               for r in self._param_rows()},
             },
         }
+
+    def _param_rows(self) -> list[dict]:
+        """Rows of :meth:`params_table` as dicts (plain Python types), in parameter order."""
+        from scipy.special import ndtri
+
+        ident = self.identification
+        level = ident.level if ident is not None else 0.95
+        z = float(ndtri(0.5 + level / 2))          # 1.95996 at 95%
+        rows = []
+        for name, value in self.params.items():
+            value = float(value)
+            linear = bool(self.law.param(name).linear)
+            fixed = name in self.fixed
+            se = math.nan
+            lo = hi = math.nan
+            kind = "none"
+            if fixed:
+                se, lo, hi, kind = 0.0, value, value, "fixed"
+            else:
+                se = float(self.stderr.get(name, math.nan))
+                prof = ident.profiles.get(name) if ident is not None else None
+                if prof is not None:
+                    (lo, hi), kind = map(float, prof.within), "profile"
+                elif math.isfinite(se):
+                    kind = "wald"
+                    if linear and value > 0:
+                        # The covariance is in log c (se = c x s.e. of log c): the Wald
+                        # interval there, mapped back, stays positive like c.
+                        lo, hi = value * math.exp(-z * se / value), value * math.exp(z * se / value)
+                    else:
+                        lo, hi = value - z * se, value + z * se
+            rows.append({"name": name, "value": value, "stderr": se, "lower": lo, "upper": hi,
+                         "interval": kind, "fixed": fixed, "at_bound": name in self.at_bound,
+                         "linear": linear})
+        return rows
+
+    def params_table(self):
+        """The parameters as a pandas DataFrame, one row per parameter (law order).
+
+        Index ``name`` (``E``, ``A``, ``alpha``...). Columns:
+
+        * ``value``: the fitted (or fixed) value, natural units.
+        * ``stderr``: approximate standard error (Gauss-Newton, :attr:`stderr`; for a
+          coefficient c the delta method from the s.e. of log c). 0 for a fixed parameter.
+          NaN only when none can be computed: a parameter at a bound (its curvature is
+          one-sided), a fit with no residual degrees of freedom, or a singular direction
+          (see :attr:`warnings`).
+        * ``lower``, ``upper``: a 95% interval (the level of :attr:`identification`).
+        * ``interval``: which interval that is. ``"profile"``: the profile-likelihood interval
+          of :attr:`identification` (the free floor and free exponents of fits made by
+          :func:`delphi.fitting.fit`; Venzon & Moolgavkar 1988); it may reach the end of
+          the parameter's range (not identified, see :attr:`unidentified`). ``"wald"``:
+          value +- 1.96 s.e. (for a coefficient, in log c: value x exp(+-1.96 s.e./value), which
+          stays positive). ``"fixed"``: lower = upper = the fixed value (intervals of this fit
+          are conditional on it). ``"none"``: no s.e. and no profile, ends NaN.
+        * ``fixed``: held fixed (:attr:`fixed`).
+        * ``at_bound``: ended at a bound (:attr:`at_bound`; for a coefficient at 0 this means
+          its term is negligible over the ladder).
+        * ``linear``: a coefficient solved exactly in the search (the law's
+          :class:`~delphi.laws.base.Param`), as opposed to an exponent-like parameter.
+
+        The same rows are the ``parameters`` block of :meth:`to_dict` (``delphi fit --json``).
+        """
+        import pandas as pd
+
+        rows = self._param_rows()
+        columns = ["value", "stderr", "lower", "upper", "interval", "fixed", "at_bound", "linear"]
+        frame = pd.DataFrame(rows, columns=["name", *columns]).set_index("name")
+        return frame
 
     def report(self) -> str:
         """A readable, multi-line report of the fit."""
@@ -176,8 +258,7 @@ class Fit:
         lines.append(f"residuals  rms {rms:.3g}, max |r| {np.max(np.abs(self.residuals)):.3g} (log scale)")
         if self.identification is not None:
             lines.extend(self.identification.report_lines())
-        for e in self.exclusions:
-            lines.append(f"excluded   {e.run}: {e.reason}")
+        lines.extend(exclusion_lines(self.exclusions))
         for note in self.extra.get("notes", ()):
             lines.append(f"note       {note}")
         for w in self.warnings:
@@ -195,3 +276,27 @@ class Fit:
 
     def _repr_pretty_(self, p, cycle) -> None:  # IPython/Jupyter
         p.text(self.report())
+
+
+#: Runs excluded for the same reason are listed on one line beyond this many.
+_GROUP_AT = 3
+#: Run names shown on such a line.
+_SHOWN = 3
+
+
+def exclusion_lines(exclusions) -> list[str]:
+    """Report lines for exclusions: one per run, except that runs sharing one reason, more
+    than :data:`_GROUP_AT` of them, share a line with the count and the first few names (the
+    full list is in ``exclusions`` and the JSON)."""
+    groups: dict[str, list[str]] = {}
+    for e in exclusions:
+        groups.setdefault(str(e.reason), []).append(str(e.run))
+    lines = []
+    for reason, runs in groups.items():
+        if len(runs) <= _GROUP_AT:
+            lines += [f"excluded   {r}: {reason}" for r in runs]
+        else:
+            more = f", ... ({len(runs) - _SHOWN} more)" if len(runs) > _SHOWN else ""
+            lines.append(f"excluded   {len(runs)} runs ({', '.join(runs[:_SHOWN])}{more}): "
+                         f"{reason}")
+    return lines
