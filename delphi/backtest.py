@@ -15,7 +15,7 @@ from typing import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from .errors import DelphiError, FitError, FitWarning, LadderError, option
+from .errors import DelphiError, FitError, FitWarning, LadderError, option, user_stacklevel
 from .fitting import DEFAULT_DELTA, Fit, fit
 from .fitting.api import _lr_ratio
 from .ladder import Ladder
@@ -86,6 +86,15 @@ class Backtest:
         return {"law": self.law, "design": self.design, "rows": [r.to_dict() for r in self.rows],
                 "summary": self.summary, "fits": self.fits, "notes": self.notes,
                 "guard": self.guard}
+
+    def to_frame(self) -> pd.DataFrame:
+        """The held-out runs as a pandas DataFrame: one row per :class:`BacktestRow`, in
+        :attr:`rows` order, its fields as columns (``run``, ``flops``, ``params``, ``tokens``,
+        ``actual``, ``predicted``, ``lower``, ``upper``, ``rel_error``, ``inside``, ``fold``;
+        ``lower``/``upper``/``inside`` are None without an interval). :attr:`summary` has the
+        aggregates."""
+        columns = list(BacktestRow.__dataclass_fields__)
+        return pd.DataFrame([r.to_dict() for r in self.rows], columns=columns)
 
     def report(self) -> str:
         lines = [f"backtest   {self.law}, {self.design}",
@@ -361,6 +370,35 @@ class PrefixFits:
         """Names of the quantities flagged for steady drift."""
         return [k for k, d in self.drift.items() if d["drift"]]
 
+    def to_frame(self) -> pd.DataFrame:
+        """The prefix fits as a pandas DataFrame: one row per :class:`PrefixStep`, by
+        increasing compute.
+
+        Columns: ``max_flops`` [FLOPs], ``n_runs``, then each parameter's value by its name
+        (fixed ones included), then ``<name>_se`` for each free parameter (the approximate
+        standard error; NaN where that prefix's fit has none: at a bound or without residual
+        degrees of freedom), ``forecast`` (loss at :attr:`target_label`), ``forecast_se``
+        (NaN without a covariance), ``converged`` and ``n_warnings`` (that fit's warnings).
+        Which quantities drift is in :attr:`drift` / :attr:`drifting`.
+        """
+        names: list[str] = []
+        for s in self.steps:
+            names += [k for k in s.params if k not in names]
+        free = [k for k in self.drift if k != "forecast"] or \
+            [k for k in names if any(k in s.stderr for s in self.steps)]
+        rows = []
+        for s in self.steps:
+            row = {"max_flops": s.max_flops, "n_runs": s.n_runs}
+            row.update({k: s.params.get(k, math.nan) for k in names})
+            row.update({f"{k}_se": s.stderr.get(k, math.nan) for k in free})
+            row.update({"forecast": s.forecast,
+                        "forecast_se": math.nan if s.forecast_se is None else s.forecast_se,
+                        "converged": s.converged, "n_warnings": len(s.warnings)})
+            rows.append(row)
+        columns = (["max_flops", "n_runs", *names, *(f"{k}_se" for k in free), "forecast",
+                    "forecast_se", "converged", "n_warnings"])
+        return pd.DataFrame(rows, columns=columns)
+
     def to_dict(self) -> dict:
         return {"law": self.law, "design": "prefixes", "target": self.target,
                 "target_label": self.target_label, "steps": [s.to_dict() for s in self.steps],
@@ -575,7 +613,7 @@ def prefix_fits(ladder: Ladder, law: str | Law, target=None, *,
                      f"the combined s.e. {d['combined_se']:.3g}); the law has not settled as "
                      f"the ladder grows, and its standard errors understate the uncertainty")
     for w in found:
-        warnings.warn(w, FitWarning, stacklevel=2)
+        warnings.warn(w, FitWarning, stacklevel=user_stacklevel())
     notes.append("identification profiles (not-identified warnings) are computed for the "
                  "last prefix, the whole ladder, only; every prefix is tested for a "
                  "degenerate fit")

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from .errors import DelphiError, FitError, FitWarning, LadderError, option
+from .errors import DelphiError, FitError, FitWarning, LadderError, option, user_stacklevel
 from .fitting import DEFAULT_DELTA, Fit, fit_arrays
 from .ladder import Ladder, _restart_fix, _span
 from .laws import Law, get_law
@@ -319,7 +319,7 @@ def complete(ladder: Ladder, run: str, law: str | Law = "annealing", *,
                "(median miss 0.4-1.5% with 20-50% of the decay seen)"
                if law.name == "annealing" else ""))
         for w in warns:
-            warnings.warn(f"run {run!r}: {w}", FitWarning, stacklevel=2)
+            warnings.warn(f"run {run!r}: {w}", FitWarning, stacklevel=user_stacklevel())
     used_runs = sorted(set(rows.loc[use, "run"]) - {run})
     if used_runs:
         notes.append(f"fitted together with {len(used_runs)} sibling run(s) of the same model and "

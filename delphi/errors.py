@@ -6,7 +6,10 @@ purpose; specific subclasses so a bad ladder can be told apart from a failed fit
 
 from __future__ import annotations
 
+import os
 import re
+import sys
+import warnings
 
 __all__ = [
     "DelphiError",
@@ -23,6 +26,8 @@ __all__ = [
     "DelphiWarning",
     "LadderWarning",
     "FitWarning",
+    "user_stacklevel",
+    "warn_user",
     "option",
     "for_cli",
 ]
@@ -88,6 +93,39 @@ class LadderWarning(DelphiWarning):
 
 class FitWarning(DelphiWarning):
     """A fit finished but needs attention (parameter at a bound, poorly identified, ...)."""
+
+
+# Frames of files under this directory are delphi's own; a warning skips them.
+_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
+
+
+def user_stacklevel() -> int:
+    """The ``stacklevel`` for :func:`warnings.warn` that attributes the warning to the first
+    frame outside the delphi package: the user's line that called ``delphi.fit``,
+    ``delphi.predict``, ``load_ladder``..., however deep inside delphi the warning is raised
+    (the depth varies with the entry point, so a fixed number would point into delphi).
+
+    Counted from the function that calls this one: ``warnings.warn(msg, FitWarning,
+    stacklevel=user_stacklevel())``. With no frame outside delphi (a delphi module run as a
+    script), the outermost frame.
+    """
+    frame = sys._getframe(1)              # the function issuing the warning: stacklevel 1
+    level = 1
+    while frame.f_back is not None and _is_delphi(frame.f_code.co_filename):
+        frame = frame.f_back
+        level += 1
+    return level
+
+
+def _is_delphi(filename: str) -> bool:
+    return os.path.abspath(filename).startswith(_PACKAGE_DIR)
+
+
+def warn_user(message: str, category: type[Warning] = DelphiWarning) -> None:
+    """Issue ``message`` as a ``category`` warning attributed to the caller's line outside
+    delphi (see :func:`user_stacklevel`), so that ``python -W error``, warning filters by
+    module and the printed ``file:line`` point at the user's code."""
+    warnings.warn(message, category, stacklevel=user_stacklevel())
 
 
 # A setting named in a message is spelled both ways: the Python keyword for API users and the

@@ -59,7 +59,8 @@ import numpy as np
 import pandas as pd
 
 from .records import jsonable
-from .errors import FitError, FitWarning, LadderError, LadderWarning, TargetError, option
+from .errors import (FitError, FitWarning, LadderError, LadderWarning, TargetError, option,
+                     user_stacklevel)
 from .ladder import FLOPS_PER_PARAM_TOKEN, Exclusion, Ladder
 
 __all__ = [
@@ -1106,7 +1107,7 @@ def isoflop_table(table: pd.DataFrame, *, method: str = "parabola", window: int 
 
 def _raise(alerts: list[tuple[str, type]]) -> None:
     for message, category in alerts:
-        warnings.warn(message, category, stacklevel=4)
+        warnings.warn(message, category, stacklevel=user_stacklevel())
 
 
 def _design(results: Sequence[BudgetOptimum], method: str) -> tuple[dict, list[str]]:

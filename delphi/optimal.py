@@ -54,7 +54,7 @@ import numpy as np
 import pandas as pd
 
 from .records import jsonable, positive_number
-from .errors import FitError, FitWarning, LawError, TargetError, option
+from .errors import FitError, FitWarning, LawError, TargetError, option, user_stacklevel
 from .ladder import FLOPS_PER_PARAM_TOKEN, Ladder
 
 __all__ = ["Allocation", "chinchilla_optimum", "optimal_allocation", "compute_optimal",
@@ -514,7 +514,7 @@ def optimal_allocation(fit_or_params: Any, flops: float, *, draws: Any = None,
                           f"anyway, flagged")
     for w in outside:
         warnings_.append(f"outside the ladder's design: {w}")
-        warnings.warn(FitWarning(warnings_[-1]), stacklevel=2)
+        warnings.warn(FitWarning(warnings_[-1]), stacklevel=user_stacklevel())
     return Allocation(flops=c, params=float(n), tokens=float(d), G=g, a=p["beta"] / s,
                       b=p["alpha"] / s, law_params=law_params, intervals=intervals,
                       medians=medians, level=level if draws is not None else None,

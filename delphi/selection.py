@@ -25,7 +25,8 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
-from .errors import DelphiError, FitError, FitWarning, LadderError, LawError, TargetError, option
+from .errors import (DelphiError, FitError, FitWarning, LadderError, LawError, TargetError, option,
+                     user_stacklevel)
 from .fitting import DEFAULT_DELTA
 from .ladder import Ladder
 from .laws import get_law
@@ -650,7 +651,7 @@ def predict_selected(ladder: Ladder, target, *, ensemble: bool = False,
                                   else None)}
                              for s in comparison.ranked]
         for w in extra_warn:
-            warnings.warn(w, FitWarning, stacklevel=3)
+            warnings.warn(w, FitWarning, stacklevel=user_stacklevel())
         return replace(chosen, notes=tuple(notes + skipped_notes) + chosen.notes,
                        warnings=chosen.warnings + tuple(extra_warn), selection=sel)
 

@@ -24,7 +24,7 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
-from .errors import DelphiError, FitError, FitWarning
+from .errors import DelphiError, FitError, FitWarning, user_stacklevel
 from .fitting import Fit, fit_arrays
 from .fitting.engine import _check_design, global_search, prepare, safe_start
 from .fitting.refit import refine_batch, refine_one, weighted_objective
@@ -476,7 +476,7 @@ def bootstrap(fit: Fit, *, n: int = 200, unit: str = "run", seed: int = 0,
                         f"found a better optimum by global search than by the warm start "
                         f"(> {_WORSE_WARN:.0%}): the resamples' optima are far from the "
                         f"full-data fit, so the interval may be too narrow; check the fit")
-        warnings.warn(guard_warnings[-1], FitWarning, stacklevel=2)
+        warnings.warn(guard_warnings[-1], FitWarning, stacklevel=user_stacklevel())
     return BootstrapDraws(params=params, n_failed=len(failures), unit=unit, seed=seed,
                           failures=failures[:5], n_checked=n_checked, n_worse=n_worse,
                           warnings=guard_warnings)

@@ -9,7 +9,7 @@ from typing import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from ..errors import FitError, LadderError
+from ..errors import FitError, LadderError, TargetError
 from ..ladder import Exclusion, Ladder, _percent, columns_found
 from ..laws import CHECKPOINT_LAWS, Law, get_law
 from .engine import DEFAULT_DELTA, fit_arrays
@@ -479,14 +479,18 @@ def fit(ladder: Ladder, law: str | Law, *, fixed: Mapping[str, float] | None = N
 class ScalingLawFitter:
     """scikit-learn-style estimator over :func:`fit`.
 
-    Configuration goes in ``__init__``; :meth:`fit` returns ``self`` with the fitted state in
-    ``fit_`` (the :class:`Fit`), ``params_`` and ``exclusions_``; :meth:`predict` evaluates the
-    law at new inputs.
+    Follows scikit-learn's estimator conventions by duck typing (scikit-learn is not a
+    dependency): configuration goes in ``__init__`` and is stored unchanged;
+    :meth:`get_params`/:meth:`set_params` read and change it (so ``sklearn.base.clone`` and
+    grid searches work); :meth:`fit` returns ``self`` with the fitted state in ``fit_`` (the
+    :class:`Fit`), ``params_`` and ``exclusions_``; :meth:`predict` evaluates the law at new
+    inputs and :meth:`score` is the R^2 of log loss.
 
     Example
     -------
     >>> est = ScalingLawFitter("chinchilla", fixed={"E": 1.8}).fit(ladder)   # doctest: +SKIP
     >>> est.predict({"params": [7e10], "tokens": [1.4e12]})                  # doctest: +SKIP
+    >>> ScalingLawFitter("power").fit(ladder).predict([1e21, 1e22])          # doctest: +SKIP
     """
 
     def __init__(self, law: str | Law = "chinchilla", *, fixed: Mapping[str, float] | None = None,
@@ -494,6 +498,7 @@ class ScalingLawFitter:
                  delta: float = DEFAULT_DELTA, fit_max_flops: float | None = None,
                  include_unfinished: bool = False,
                  divergence_threshold: float | None = DIVERGENCE_THRESHOLD, seed: int = 0) -> None:
+        # Stored as given, validated by fit: scikit-learn's clone and set_params rely on it.
         self.law = law
         self.fixed = fixed
         self.bounds = bounds
@@ -503,13 +508,88 @@ class ScalingLawFitter:
         self.divergence_threshold = divergence_threshold
         self.seed = seed
 
-    def fit(self, ladder: Ladder | pd.DataFrame) -> "ScalingLawFitter":
-        """Fit to ``ladder`` (a Ladder or a DataFrame with its columns); returns self.
+    # ------------------------------------------------------------------ parameters
+    @classmethod
+    def _param_names(cls) -> list[str]:
+        """The ``__init__`` arguments, sorted (as scikit-learn lists them)."""
+        import inspect
+        sig = inspect.signature(cls.__init__)
+        return sorted(p.name for p in sig.parameters.values()
+                      if p.name != "self" and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD))
 
-        Raises as :func:`delphi.fitting.fit`.
+    def get_params(self, deep: bool = True) -> dict:
+        """The estimator's configuration: ``{argument of __init__: value}``.
+
+        ``deep``: also list the parameters of a nested value that has ``get_params`` (as
+        ``name__sub``), as scikit-learn does; no argument here has one today.
         """
-        if isinstance(ladder, pd.DataFrame):
-            ladder = Ladder(ladder, source="<DataFrame>", name="dataframe")
+        out = {}
+        for name in self._param_names():
+            value = getattr(self, name)
+            if deep and hasattr(value, "get_params") and not isinstance(value, type):
+                out.update((f"{name}__{k}", v) for k, v in value.get_params().items())
+            out[name] = value
+        return out
+
+    def set_params(self, **params) -> "ScalingLawFitter":
+        """Set configuration arguments (``est.set_params(law="power", seed=1)``); returns self.
+
+        The fitted state is kept until the next :meth:`fit`, as in scikit-learn.
+
+        Raises
+        ------
+        ValueError: a name that is not an argument of ``__init__`` (the message names it and
+            the valid ones, as scikit-learn's does).
+        """
+        valid = self._param_names()
+        for key, value in params.items():
+            name, _, sub = key.partition("__")
+            if name not in valid:
+                raise ValueError(f"Invalid parameter {name!r} for estimator {self!r}. "
+                                 f"Valid parameters are: {valid!r}.")
+            if sub:
+                nested = getattr(self, name)
+                if not hasattr(nested, "set_params"):
+                    raise ValueError(f"Invalid parameter {key!r} for estimator {self!r}: "
+                                     f"{name} = {nested!r} has no parameters to set")
+                nested.set_params(**{sub: value})
+            else:
+                setattr(self, name, value)
+        return self
+
+    def __repr__(self) -> str:
+        import inspect
+        sig = inspect.signature(type(self).__init__)
+        shown = []
+        for name in self._param_names():
+            value, default = getattr(self, name), sig.parameters[name].default
+            if name == "law" or value is not default and value != default:
+                shown.append(f"{name}={value!r}")
+        return f"{type(self).__name__}({', '.join(shown)})"
+
+    def __sklearn_tags__(self):
+        """The estimator's tags, read by scikit-learn >= 1.6 only (cross-validation, clone
+        checks): a regressor, ``y`` optional (a ladder carries its losses)."""
+        from sklearn.utils import InputTags, RegressorTags, Tags, TargetTags
+        return Tags(estimator_type="regressor", target_tags=TargetTags(required=False),
+                    regressor_tags=RegressorTags(), input_tags=InputTags())
+
+    # ------------------------------------------------------------------ fitting
+    def fit(self, ladder, y=None) -> "ScalingLawFitter":
+        """Fit the law; returns self.
+
+        Parameters
+        ----------
+        ladder: a :class:`~delphi.ladder.Ladder`, or a DataFrame of runs as
+            :func:`~delphi.load_ladder` reads it (``y`` None). Or, with ``y``, the law's inputs
+            as in :meth:`predict` (one row per finished run) and
+        y: their final losses, shape (n,) (scikit-learn's ``fit(X, y)``; runs are named by the
+            DataFrame's index, else ``row 0``, ``row 1``...).
+
+        Raises as :func:`delphi.fitting.fit`; TargetError for ``X``/``y`` as in :meth:`score`.
+        """
+        if y is not None:
+            ladder = self._ladder_from_xy(ladder, y)
         self.fit_ = fit(ladder, self.law, fixed=self.fixed, bounds=self.bounds, delta=self.delta,
                         fit_max_flops=self.fit_max_flops,
                         include_unfinished=self.include_unfinished,
@@ -518,8 +598,166 @@ class ScalingLawFitter:
         self.exclusions_ = list(self.fit_.exclusions)
         return self
 
-    def predict(self, x: Mapping[str, Sequence[float]]) -> np.ndarray:
-        """Predicted loss at inputs ``x`` (column -> values, shape (n,)) -> shape (n,)."""
+    def _ladder_from_xy(self, X, y) -> Ladder:
+        law = get_law(self.law)
+        if law.name in CHECKPOINT_LAWS:
+            raise TargetError(f"law {law.name!r} is fitted to whole training curves: pass a "
+                              f"ladder (runs with step, lr...), not fit(X, y)")
+        x = _law_inputs(law, X)
+        losses = _losses(y, len(next(iter(x.values()))))
+        names = None
+        if isinstance(X, pd.DataFrame) and X.index.is_unique:
+            names = [str(i) for i in X.index]
+        if names is None or len(set(names)) != len(names):
+            names = [f"row {i}" for i in range(len(losses))]
+        frame = pd.DataFrame({"run": names, **{c: v for c, v in x.items()
+                                               if not c.startswith("_")}, "loss": losses})
+        from ..readers import load_ladder
+        return load_ladder(frame)
+
+    # ------------------------------------------------------------------ using the fit
+    def _fitted(self) -> Fit:
         if not hasattr(self, "fit_"):
-            raise AttributeError("call fit(ladder) before predict")
-        return self.fit_.predict({k: np.asarray(v, dtype=float) for k, v in x.items()})
+            # AttributeError, as scikit-learn's NotFittedError is (hasattr() checks rely on it)
+            raise AttributeError(f"this {type(self).__name__} is not fitted yet: call "
+                                 f"fit(ladder) first")
+        return self.fit_
+
+    def predict(self, X) -> np.ndarray:
+        """Predicted loss (the ladder's unit) at inputs ``X`` -> shape (n,).
+
+        ``X``: a dict of the law's inputs (column -> values, shape (n,) or scalars), a pandas
+        DataFrame with the law's input columns (others ignored), or, when the law reads a single
+        input (``power``: ``flops`` in FLOPs), a 1-D array, list or Series of it (or an (n, 1)
+        array). Inputs are in the ladder's units: ``params`` in parameters, ``tokens`` in
+        tokens, ``flops`` in FLOPs.
+
+        Raises
+        ------
+        AttributeError: not fitted yet.
+        TargetError: a missing input column (named), inputs of different lengths, an array
+            given for a law of several inputs, a value that is not a positive finite number
+            (column and row named), or a prediction outside the law's domain.
+        """
+        result = self._fitted()
+        return result.predict(_law_inputs(result.law, X))
+
+    def score(self, X, y, sample_weight=None) -> float:
+        """R^2 of log loss: ``1 - sum w (log y - log yhat)^2 / sum w (log y - ybar)^2`` with
+        ``yhat = predict(X)`` and ``ybar`` the (weighted) mean of ``log y``.
+
+        The coefficient of determination, which scikit-learn regressors return from
+        ``score`` (higher is better, 1 is perfect, 0 is no better than a constant), taken on
+        the log scale the fit minimises its residuals on: a loss 1% off costs the same at
+        any scale.
+
+        Parameters
+        ----------
+        X: inputs as in :meth:`predict`, n rows.
+        y: observed losses, shape (n,), positive.
+        sample_weight: optional non-negative weights, shape (n,).
+
+        Raises
+        ------
+        TargetError: as in :meth:`predict`; ``y`` or ``sample_weight`` of another length than
+            ``X`` or with a bad value (its position named); fewer than 2 points, or losses all
+            equal (R^2 is undefined there: its denominator is 0).
+        """
+        result = self._fitted()
+        x = _law_inputs(result.law, X)
+        n = len(next(iter(x.values())))
+        log_y = np.log(_losses(y, n))
+        w = np.ones(n) if sample_weight is None else _weights(sample_weight, n)
+        if n < 2 or np.count_nonzero(w) < 2:
+            raise TargetError(f"R^2 needs at least 2 points with weight > 0, got "
+                              f"{np.count_nonzero(w)}")
+        log_pred = np.log(result.predict(x))
+        mean = float(np.sum(w * log_y) / np.sum(w))
+        total = float(np.sum(w * (log_y - mean) ** 2))
+        if total == 0.0:
+            raise TargetError(f"R^2 is undefined: all {n} losses are equal ({np.exp(mean):.6g}), "
+                              f"so there is no variance to explain")
+        return 1.0 - float(np.sum(w * (log_y - log_pred) ** 2)) / total
+
+
+def _law_inputs(law: Law, X) -> dict[str, np.ndarray]:
+    """``X`` (dict, DataFrame, or 1-D array for a law of one input) as ``{input: (n,) array}``,
+    checked: every input present, numeric, 1-D, one length, positive and finite (where the law
+    allows zero, non-negative). Keys starting with ``_`` (context some laws read) pass as is."""
+    names = law.inputs
+    reads = f"law {law.name!r} reads {', '.join(names)}"
+    if isinstance(X, pd.DataFrame) or isinstance(X, Mapping):
+        have = list(X.columns) if isinstance(X, pd.DataFrame) else list(X)
+        missing = [c for c in names if c not in have]
+        if missing:
+            kind = "DataFrame" if isinstance(X, pd.DataFrame) else "dict"
+            found = ", ".join(map(str, have[:12])) + (" ..." if len(have) > 12 else "")
+            raise TargetError(f"{reads}: the {kind} has no {', '.join(map(repr, missing))} "
+                              f"column (columns found: {found or 'none'})")
+        raw = {c: (X[c].to_numpy() if isinstance(X, pd.DataFrame) else X[c]) for c in names}
+        extra = {k: v for k, v in X.items() if isinstance(k, str) and k.startswith("_")} \
+            if isinstance(X, Mapping) else {}
+    else:
+        try:
+            arr = np.asarray(X, dtype=float)
+        except (TypeError, ValueError) as exc:
+            raise TargetError(f"{reads}: cannot read the inputs as numbers ({exc})") from None
+        if len(names) != 1:
+            raise TargetError(f"{reads}: pass a dict or DataFrame with these columns, not an "
+                              f"array of shape {arr.shape} (columns by name, so they cannot be "
+                              f"swapped)")
+        if arr.ndim == 2 and arr.shape[1] == 1:     # scikit-learn's column vector
+            arr = arr[:, 0]
+        raw, extra = {names[0]: arr}, {}
+    out: dict[str, np.ndarray] = {}
+    for c, v in raw.items():
+        try:
+            a = np.asarray(v, dtype=float)
+        except (TypeError, ValueError) as exc:
+            raise TargetError(f"input {c!r}: not numbers ({exc})") from None
+        if a.ndim > 1:
+            raise TargetError(f"input {c!r} has shape {a.shape}; expected one value per row, "
+                              f"shape (n,)")
+        out[c] = a
+    lengths = {c: a.size for c, a in out.items() if a.ndim == 1}
+    if len(set(lengths.values())) > 1:
+        raise TargetError("inputs of different lengths: "
+                          + ", ".join(f"{c} {k}" for c, k in lengths.items()))
+    n = next(iter(lengths.values()), 1)
+    for c, a in out.items():
+        a = np.broadcast_to(a, (n,)) if a.ndim == 0 else a
+        bad = ~np.isfinite(a) | ((a < 0) if c in law.nonnegative else (a <= 0))
+        if bad.any():
+            i = int(np.flatnonzero(bad)[0])
+            need = "a finite number >= 0" if c in law.nonnegative else "a positive finite number"
+            raise TargetError(f"input {c!r} row {i} is {a[i]:g}: {need} is needed "
+                              f"({int(bad.sum())} such row(s))")
+        out[c] = a
+    return {**out, **extra}
+
+
+def _losses(y, n: int) -> np.ndarray:
+    """Observed losses ``y`` as shape (n,), positive and finite; TargetError naming the row."""
+    try:
+        arr = np.asarray(y, dtype=float)
+    except (TypeError, ValueError) as exc:
+        raise TargetError(f"y: the losses are not numbers ({exc})") from None
+    if arr.ndim != 1 or arr.size != n:
+        raise TargetError(f"y has shape {arr.shape}; the inputs have {n} row(s): expected ({n},)")
+    bad = ~np.isfinite(arr) | (arr <= 0)
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        raise TargetError(f"y row {i} is {arr[i]:g}: a loss must be a positive finite number "
+                          f"(R^2 and fits use log loss)")
+    return arr
+
+
+def _weights(w, n: int) -> np.ndarray:
+    arr = np.asarray(w, dtype=float)
+    if arr.ndim != 1 or arr.size != n:
+        raise TargetError(f"sample_weight has shape {arr.shape}; expected ({n},)")
+    bad = ~np.isfinite(arr) | (arr < 0)
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        raise TargetError(f"sample_weight row {i} is {arr[i]:g}: weights must be finite and >= 0")
+    return arr

@@ -642,18 +642,18 @@ def attach_identification(fit: "Fit", **options) -> "Fit":
     import warnings as _warnings
     from dataclasses import replace
 
-    from ..errors import FitWarning
+    from ..errors import FitWarning, user_stacklevel
 
     try:
         ident = identify(fit, **options)
     except (DelphiError, ArithmeticError, ValueError, np.linalg.LinAlgError) as exc:
         # The fit stands; say that its identification could not be checked.
         message = f"identification not checked: profiling the fit failed ({exc})"
-        _warnings.warn(message, FitWarning, stacklevel=3)
+        _warnings.warn(message, FitWarning, stacklevel=user_stacklevel())
         return replace(fit, warnings=tuple(fit.warnings) + (message,))
     found = ident.warnings()
     for message in found:
-        _warnings.warn(message, FitWarning, stacklevel=3)
+        _warnings.warn(message, FitWarning, stacklevel=user_stacklevel())
     return replace(fit, identification=ident, warnings=tuple(fit.warnings) + tuple(found))
 
 

@@ -90,7 +90,8 @@ class Fit:
 
     @property
     def success(self) -> bool:
-        """Converged and with every parameter identified (warnings may still apply)."""
+        """Same as :attr:`converged` (the optimiser met its tolerances); it says nothing about
+        identification: check :attr:`unidentified` and :attr:`warnings`."""
         return self.converged
 
     @property
@@ -152,9 +153,9 @@ class Fit:
                 "runs": list(self.labels),
                 "identification": (self.identification.to_dict()
                                    if self.identification is not None else None),
-                # params_table() by parameter (JSON has no NaN: None)
-                "parameters": {r["name"]: {k: (None if isinstance(v, float) and math.isnan(v)
-                                               else v)
+                # params_table() by parameter (JSON has no NaN or inf: None)
+                "parameters": {r["name"]: {k: (None if isinstance(v, float)
+                                               and not math.isfinite(v) else v)
                                            for k, v in r.items() if k != "name"}
                                for r in self._param_rows()},
             },
