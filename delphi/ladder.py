@@ -47,7 +47,7 @@ import numpy as np
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from .errors import LadderError, LadderWarning, TargetError, option
+from .errors import LadderError, LadderWarning, TargetError, option, user_stacklevel
 from .records import positive_number
 from .runstate import Invalid, invalid_message, not_annealed, run_states, status_kinds
 from .units import UNITS, normalize_unit, unit_from_metric
@@ -363,21 +363,6 @@ def _non_numeric_cells(raw: pd.Series) -> np.ndarray | None:
     mask = np.fromiter((isinstance(v, _NOT_NUMBERS) for v in raw.to_numpy()), bool,
                        count=len(raw))
     return mask if mask.any() else None
-
-
-def user_stacklevel() -> int:
-    """The ``stacklevel`` for :func:`warnings.warn` that points at the first caller outside
-    delphi (the user's ``load_ladder(...)`` or ``Ladder(...)`` line), however deep inside
-    delphi the warning is raised. Counted from the function calling this one."""
-    import os
-    import sys
-    root = os.path.dirname(os.path.abspath(__file__)) + os.sep
-    frame = sys._getframe(1)              # the caller of user_stacklevel (warns)
-    level = 1
-    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(root):
-        frame = frame.f_back
-        level += 1
-    return level
 
 
 def _restart_fix(restarts) -> str:

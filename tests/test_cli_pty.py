@@ -108,7 +108,7 @@ def test_cli_bootstrap_in_a_terminal(data_dir):
     code, out = run_in_pty(argv, env=env)
     assert code == 0, out
     assert "Traceback" not in out, out
-    assert "prediction" in out and "(bootstrap)" in out
+    assert "prediction" in out and "(bootstrap; run noise" in out
     code, quiet = run_in_pty(argv[:2] + ["--quiet"] + argv[2:], env=env)
     assert code == 0, quiet
     assert "Traceback" not in quiet, quiet
