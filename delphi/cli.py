@@ -168,8 +168,14 @@ def _bound_triple(text: str) -> tuple[str, tuple[float | None, float | None]]:
 
 
 def add_ladder_options(p: argparse.ArgumentParser) -> None:
-    """How a command reads its ladder: ``--unit``, ``--drop-invalid``, ``--allow-outside-paths``
-    (the keyword arguments of :func:`delphi.load_ladder`; see :func:`load_from_args`)."""
+    """How a command reads its ladder: ``--format``, ``--unit``, ``--drop-invalid``,
+    ``--allow-outside-paths`` (the keyword arguments of :func:`delphi.load_ladder`; see
+    :func:`load_from_args`)."""
+    # Not argparse choices: "--format toml" gets its own message (a manifest needs its folder).
+    p.add_argument("--format", metavar="FORMAT",
+                   help="format of a ladder read from standard input (LADDER '-'): csv "
+                        "(default), jsonl or parquet; with a file it must match the file's "
+                        "suffix. E.g. `cat runs.csv | delphi predict - --target-flops 1e22`")
     p.add_argument("--unit", metavar="UNIT",
                    help="unit of the loss: nats/token (default), bits/byte (bpb) or bits/token; "
                         "a metric named like bpb / bits-per-byte defaults to bits/byte; a "
@@ -184,13 +190,14 @@ def add_ladder_options(p: argparse.ArgumentParser) -> None:
 
 
 def load_from_args(args, source: str | None = None):
-    """The ladder a command names (``source``, default ``args.ladder``), read with the options
-    of :func:`add_ladder_options` and ``--metric``."""
+    """The ladder a command names (``source``, default ``args.ladder``; ``-`` reads standard
+    input), read with the options of :func:`add_ladder_options` and ``--metric``."""
     from .readers import load_ladder
 
     return load_ladder(args.ladder if source is None else source, metric=args.metric,
                        unit=args.unit, drop_invalid=args.drop_invalid,
-                       allow_outside_paths=args.allow_outside_paths)
+                       allow_outside_paths=args.allow_outside_paths,
+                       format=getattr(args, "format", None))
 
 
 def _add_fit_options(p: argparse.ArgumentParser) -> None:
@@ -447,11 +454,12 @@ _EXTRA: dict = {}
 
 
 def _load(args):
-    from .readers import load_manifest
+    from .readers import STDIN, load_manifest
     from .readers.tabular import format_of
 
     ladder = load_from_args(args)
-    is_data_file = format_of(args.ladder)[0] is not None     # runs.csv, runs.csv.gz, ...
+    # runs.csv, runs.csv.gz, ... or standard input: no manifest, so no [predict] defaults
+    is_data_file = args.ladder == STDIN or format_of(args.ladder)[0] is not None
     manifest = None if args.no_defaults or is_data_file else load_manifest(args.ladder)
     return ladder, (manifest.predict if manifest is not None else None)
 

@@ -162,10 +162,11 @@ def _read_draws(path: str):
 
 
 def _manifest_target(ladder_arg: str) -> float | None:
-    from .readers import load_manifest
+    from .readers import STDIN, load_manifest
     from .readers.tabular import format_of
 
-    if format_of(ladder_arg)[0] is not None:     # a data file (runs.csv, runs.csv.gz)
+    # a data file (runs.csv, runs.csv.gz) or standard input ("-")
+    if ladder_arg == STDIN or format_of(ladder_arg)[0] is not None:
         return None
     defaults = load_manifest(ladder_arg).predict
     return getattr(defaults, "target_flops", None) if defaults is not None else None

@@ -5,6 +5,7 @@
     load_ladder("epoch-chinchilla")          # a bundled manifest (ladders/<name>.toml)
     load_ladder("my_ladder.toml")            # any manifest
     load_ladder("runs.csv", metric="val")    # a tidy CSV / Parquet / JSONL file
+    load_ladder("-", format="jsonl")         # standard input (the CLI's ``-``)
 
 The format-specific readers (:func:`read_csv`, :func:`read_wandb`, :func:`read_marin`,
 :func:`read_olmo`, ...) return a :class:`SourceTable`; ``.to_ladder()`` validates it.
@@ -12,11 +13,12 @@ The format-specific readers (:func:`read_csv`, :func:`read_wandb`, :func:`read_m
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import pandas as pd
 
-from ..errors import LadderError
+from ..errors import LadderError, option
 from ..ladder import Ladder
 from ..units import DEFAULT_UNIT, normalize_unit, unit_from_metric
 from ._common import SourceTable, not_a_file, sniff_content
@@ -25,13 +27,16 @@ from .manifest import Manifest, read_manifest
 from .marin import read_marin
 from .olmo import read_olmo
 from .paths import BUNDLED_DIR
-from .tabular import (FORMATS, format_of, read_csv, read_jsonl, read_parquet, read_table,
-                      supported)
+from .tabular import (FORMATS, STDIN_LABEL, STREAM_FORMATS, format_of, read_csv, read_jsonl,
+                      read_parquet, read_stream, read_table, supported)
 from .wandb import read_wandb
 
 __all__ = ["load_ladder", "as_ladder", "load_manifest", "list_ladders", "Manifest", "SourceTable",
-           "read_csv", "read_parquet", "read_jsonl", "read_table", "read_wandb", "read_marin",
-           "read_olmo", "FORMATS"]
+           "read_csv", "read_parquet", "read_jsonl", "read_table", "read_stream", "read_wandb",
+           "read_marin", "read_olmo", "FORMATS", "STDIN"]
+
+#: The source that means standard input (as in ``cat runs.csv | delphi fit -``).
+STDIN = "-"
 
 _MANIFEST_SUFFIX = ".toml"
 
@@ -127,10 +132,53 @@ def as_ladder(ladder):
                       f"{type(ladder).__name__}{hint}")
 
 
+def _format_flag(format: str) -> str:
+    """``format`` named for a message in both spellings (API and CLI); an unknown value is
+    refused here, naming the known ones."""
+    if format not in STREAM_FORMATS + ("toml",):
+        raise LadderError(f"unknown format {format!r}; choose {', '.join(STREAM_FORMATS)}")
+    return option(f"format={format!r}", f"--format {format}")
+
+
+def _check_format(format: str | None, kind: str, path: Path, label: str) -> None:
+    """Refuse a ``format`` that a named source contradicts: a file's suffix says its format."""
+    if format is None:
+        return
+    flag = _format_flag(format)
+    if kind == "manifest":
+        if format != "toml":
+            raise LadderError(f"{flag} is for a data file or standard input, but {label!r} is "
+                              f"a manifest (.toml); drop the format")
+        return
+    fmt, suffix = format_of(path)
+    if format != fmt:
+        raise LadderError(f"{flag} contradicts {path}, whose suffix {suffix} says {fmt}; drop "
+                          f"the format (a file's suffix names it) or rename the file")
+
+
+def _load_stream(stream, *, format: str | None, metric: str | None, unit: str | None,
+                 drop_invalid: bool) -> Ladder:
+    """A ladder read from standard input or another stream: ladder ``stdin``, source
+    ``<stdin>`` (never a file name, so forecasts and registry entries are the same whatever
+    pipe fed them)."""
+    fmt = format or "csv"
+    flag = _format_flag(fmt)
+    if fmt == "toml":
+        raise LadderError(f"a manifest cannot come from standard input ({flag}): give the "
+                          f"manifest's path (its [source] path is relative to its folder)")
+    table = read_stream(stream, fmt, metric=metric)
+    chosen, note = _unit_for(table.metric or metric, unit, DEFAULT_UNIT)
+    if note:
+        table.notes.append(note)
+    return table.to_ladder(name="stdin", metric=table.metric or metric, source=STDIN_LABEL,
+                           unit=chosen, drop_invalid=drop_invalid)
+
+
 def load_ladder(source: str | Path, *, metric: str | None = None,
                 unit: str | None = None, drop_invalid: bool = False,
-                allow_outside_paths: bool = False) -> Ladder:
-    """Load a ladder from a bundled name, a manifest (``.toml``) or a tidy data file.
+                allow_outside_paths: bool = False, format: str | None = None) -> Ladder:
+    """Load a ladder from a bundled name, a manifest (``.toml``), a tidy data file or
+    standard input (``"-"``).
 
     Parameters
     ----------
@@ -138,7 +186,9 @@ def load_ladder(source: str | Path, *, metric: str | None = None,
         A bundled ladder name (``ladders/<name>.toml`` in the repository, see
         :func:`list_ladders`), a manifest path, a ``.csv``/``.parquet``/``.jsonl`` file
         (``.csv.gz``/``.jsonl.gz`` read as is) with canonical columns (see
-        :mod:`delphi.ladder`), or a pandas DataFrame with them.
+        :mod:`delphi.ladder`), a pandas DataFrame with them, ``"-"`` for standard input
+        (``sys.stdin``, read whole into memory; the ladder is named ``stdin``, its source
+        ``<stdin>``), or an open stream (anything with ``read``, e.g. ``io.BytesIO``).
     metric:
         Source column to use as the loss instead of the default (CLI ``--metric``); for OLMo
         ladders an eval-set name such as ``"pile"`` also works.
@@ -159,6 +209,10 @@ def load_ladder(source: str | Path, *, metric: str | None = None,
         data directory (CLI ``--allow-outside-paths``). A manifest is untrusted input: by
         default such a path, symlinks resolved, is refused (see :mod:`delphi.readers.manifest`).
         No effect on a data file given directly.
+    format:
+        The table's format on standard input or a stream (CLI ``--format``): ``"csv"``
+        (default), ``"jsonl"`` or ``"parquet"``. With a path it must agree with the file's
+        suffix (a check, not an override).
 
     Returns
     -------
@@ -175,6 +229,9 @@ def load_ladder(source: str | Path, *, metric: str | None = None,
         the line), bad data (one error lists the first
         20 invalid rows, each naming run, row and column, and gives the count), an
         unknown unit (lists the accepted ones), or a unit contradicting the manifest's.
+        Standard input that is a terminal (nothing piped) or empty, a ``format`` that is
+        unknown, ``"toml"`` for standard input (a manifest needs its folder), or that
+        contradicts a file's suffix (names both).
     ManifestError
         An invalid manifest (names the key and the file), or one whose ``[source] path``
         leads outside its folder and the data directory (names the manifest, the key and the
@@ -183,12 +240,22 @@ def load_ladder(source: str | Path, *, metric: str | None = None,
         The manifest reads published data and ``$DELPHI_DATA_DIR`` (or ``../shared/ladders``)
         does not exist; the message says where delphi looked and how to set it.
     """
+    if isinstance(source, str) and source == STDIN:
+        return _load_stream(sys.stdin, format=format, metric=metric, unit=unit,
+                            drop_invalid=drop_invalid)
+    if hasattr(source, "read"):
+        return _load_stream(source, format=format, metric=metric, unit=unit,
+                            drop_invalid=drop_invalid)
     if isinstance(source, pd.DataFrame):
+        if format is not None:
+            raise LadderError(f"format={format!r} is for standard input or a stream; a "
+                              f"DataFrame has no format")
         chosen, note = _unit_for(metric, unit, DEFAULT_UNIT)
         table = SourceTable(source, "<DataFrame>", notes=[note] if note else [])
         return table.to_ladder(name="dataframe", metric=metric or "loss", unit=chosen,
                                drop_invalid=drop_invalid)
     kind, path, label = _resolve(source)
+    _check_format(format, kind, path, label)
     if kind == "manifest":
         manifest = read_manifest(path)
         if unit is not None and normalize_unit(unit) != manifest.unit:

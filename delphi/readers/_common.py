@@ -11,6 +11,7 @@ from __future__ import annotations
 import codecs
 import glob
 import gzip
+import io
 import json
 import os
 import re
@@ -30,7 +31,7 @@ from ..ladder import (CANONICAL_COLUMNS, LOSS_LIKE, Exclusion, Ladder, _non_nume
 
 __all__ = ["SourceTable", "ColumnDefault", "resolve_paths", "read_file", "read_json_lines",
            "not_a_file", "canonicalize", "drop_missing_metric", "NUMERIC_COLUMNS", "plain",
-           "list_columns", "GZIP_SUFFIX", "sniff_content"]
+           "list_columns", "GZIP_SUFFIX", "sniff_content", "InMemoryFile", "open_bytes"]
 
 #: Canonical columns holding numbers (converted to float on read).
 NUMERIC_COLUMNS = ("params", "tokens", "flops", "loss", "step", "lr", "peak_lr", "batch_size",
@@ -150,6 +151,50 @@ def not_a_file(path: Path) -> LadderError:
     return LadderError(f"{path}{via} is {kind}, not a regular file")
 
 
+class InMemoryFile:
+    """A table's bytes held in memory (standard input), read by the same readers and checks
+    as a file: it answers the few :class:`~pathlib.Path` methods they use (``open("rb")``,
+    ``is_file()``, ``stat().st_size``, ``suffix``) and is named ``label`` (``"<stdin>"``) in
+    their messages. Nothing is written to disk. The bytes are plain (not compressed)."""
+
+    def __init__(self, data: bytes, label: str = "<stdin>") -> None:
+        self.data = bytes(data)
+        self.label = self.name = self.stem = label
+        self.suffix = ""
+
+    def __str__(self) -> str:
+        return self.label
+
+    def __repr__(self) -> str:
+        return f"InMemoryFile({self.label!r}, {len(self.data):,} bytes)"
+
+    def is_file(self) -> bool:
+        return True
+
+    def is_symlink(self) -> bool:
+        return False
+
+    def stat(self) -> os.stat_result:
+        return os.stat_result((stat.S_IFREG, 0, 0, 1, 0, 0, len(self.data), 0, 0, 0))
+
+    def open(self, mode: str = "rb") -> io.BytesIO:
+        if mode != "rb":
+            raise ValueError(f"{self.label} is read-only bytes; open it with mode 'rb'")
+        return io.BytesIO(self.data)
+
+
+def open_bytes(path: Path | InMemoryFile, mode: str = "rb"):
+    """``path`` opened for reading bytes: a file or an :class:`InMemoryFile` (the builtin
+    ``open`` takes only a file)."""
+    return path.open(mode)
+
+
+def _for_pandas(path: Path | InMemoryFile):
+    """What pandas reads: the path itself, or a fresh buffer over in-memory bytes (each read
+    starts at the first byte)."""
+    return path.open("rb") if isinstance(path, InMemoryFile) else path
+
+
 def resolve_paths(path: str | Path, *, pattern: str) -> list[Path]:
     """The files at ``path``: the file itself, files matching ``pattern`` under a directory
     (recursively), or the matches of a glob. Sorted, so row order is reproducible. Only
@@ -246,7 +291,7 @@ def sniff_content(path: Path, fmt: str) -> bool:
 
 def _not_utf8(path: Path, gz: bool) -> LadderError:
     """The error for a text file that is not UTF-8, naming the line and the first bad byte."""
-    opener = gzip.open if gz else open
+    opener = gzip.open if gz else open_bytes
     with opener(path, "rb") as fh:
         for lineno, raw in enumerate(fh, 1):
             try:
@@ -291,7 +336,7 @@ def read_json_lines(path: Path, *, gz: bool = False, what: str = "a JSON object 
         integer beyond float64 (names the column too), or a line that is not an object (``null``, an array, a number, a string); a file holding
         one JSON array (a ``.json`` file named ``.jsonl``) is named as such.
     """
-    opener = gzip.open if gz else open
+    opener = gzip.open if gz else open_bytes
     with opener(path, "rb") as fh:
         data = fh.read()
     if data.startswith(codecs.BOM_UTF8):
@@ -404,16 +449,16 @@ def read_file(path: Path, fmt: str, text_columns: Sequence[str] = ()) -> pd.Data
         gz = sniff_content(path, fmt)
         compression = "gzip" if gz else None
         if fmt == "csv":
-            header = pd.read_csv(path, nrows=0, compression=compression).columns
+            header = pd.read_csv(_for_pandas(path), nrows=0, compression=compression).columns
             _check_header(path, compression)
             text = _text_columns(header, text_columns)
             # Pandas reads "NA", "null", "None", "N/A"... as missing in every column; in an id
             # column they are ids, so only an empty cell is missing there.
             na = {c: ([""] if c in text else _NA_STRINGS) for c in header}
-            frame = pd.read_csv(path, dtype=text, compression=compression,
+            frame = pd.read_csv(_for_pandas(path), dtype=text, compression=compression,
                                 keep_default_na=False, na_values=na)
         elif fmt == "parquet":
-            frame = pd.read_parquet(path)
+            frame = pd.read_parquet(_for_pandas(path))
         elif fmt == "jsonl":
             # No dtype guessing: a string "001" stays text (numbers stay numbers).
             numbered = read_json_lines(path, gz=gz)
@@ -459,7 +504,7 @@ def read_file(path: Path, fmt: str, text_columns: Sequence[str] = ()) -> pd.Data
 def _check_header(path: Path, compression: str | None) -> None:
     """Refuse a CSV header naming a column twice: pandas would silently rename the second
     ``loss`` to ``loss.1`` and read the first."""
-    raw = pd.read_csv(path, header=None, nrows=1, dtype=str, keep_default_na=False,
+    raw = pd.read_csv(_for_pandas(path), header=None, nrows=1, dtype=str, keep_default_na=False,
                       compression=compression).iloc[0].tolist() if path.stat().st_size else []
     names = [str(c) for c in raw]   # "run" and " run ": canonicalize names them
     seen: dict[str, int] = {}

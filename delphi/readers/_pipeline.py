@@ -16,7 +16,7 @@ import pandas as pd
 
 from ..errors import LadderError, ManifestError
 from ..ladder import FLOPS_PER_PARAM_TOKEN, Exclusion, Ladder, columns_found
-from ._common import SourceTable, plain, utf16_name
+from ._common import SourceTable, open_bytes, plain, utf16_name
 from .manifest import (MAX_RUN_ID_CHARS, FilterSpec, Manifest, parse_run_id_template,
                        quote_template)
 from .marin import read_marin
@@ -134,7 +134,7 @@ def _head(path: Path, size: int) -> tuple[bytes, bool]:
         magic = fh.read(8)
     if magic.startswith(_OTHER_MAGIC):
         return b"", True
-    opener = gzip.open if magic.startswith(_GZIP_MAGIC) else open
+    opener = gzip.open if magic.startswith(_GZIP_MAGIC) else open_bytes
     try:
         with opener(path, "rb") as fh:
             data = fh.read(size + 1)
@@ -200,7 +200,7 @@ def _check_jsonl(file: Path, key: str) -> None:
         magic = fh.read(8)
     if magic.startswith(_OTHER_MAGIC):
         return
-    opener = gzip.open if magic.startswith(_GZIP_MAGIC) else open
+    opener = gzip.open if magic.startswith(_GZIP_MAGIC) else open_bytes
     read, line = 0, b""
     try:
         with opener(file, "rb") as fh:
