@@ -428,13 +428,19 @@ def _median_line(x: np.ndarray, y: np.ndarray) -> tuple[float, float]:
     return float(res.x[0]), float(res.x[1])
 
 
+def log_sd(iv, new_run: bool = True) -> float:
+    """sd of log loss behind an :class:`~delphi.uncertainty.Interval`: the log half-width of
+    its new-run (or, ``new_run=False``, expected-loss) interval over the normal quantile of
+    its level."""
+    z = float(norm.ppf(0.5 + iv.level / 2))
+    lo, hi = (iv.lower, iv.upper) if new_run else (iv.mean_lower, iv.mean_upper)
+    return math.log(hi / lo) / (2 * z)
+
+
 def _log_sds(base) -> tuple[float, float]:
-    """(parameter sd, run-noise sd) of log loss behind an :class:`~delphi.uncertainty.Interval`:
-    the half-width of its expected-loss interval over the normal quantile of its level, and
-    its run noise."""
-    z = float(norm.ppf(0.5 + base.level / 2))
-    param = math.log(base.mean_upper / base.mean_lower) / (2 * z)
-    return max(param, 0.0), float(base.noise)
+    """(parameter sd, run-noise sd) of log loss behind an Interval: the sd of its
+    expected-loss interval (:func:`log_sd`) and its run noise."""
+    return max(log_sd(base, new_run=False), 0.0), float(base.noise)
 
 
 def calibrated_interval(base, centre: float, model: CalibrationModel, ratio: float):

@@ -516,14 +516,6 @@ def _feeds(target, law: str) -> bool:
                if c not in ("peak_lr", "h"))
 
 
-def _log_sd(iv, upper: bool = True) -> float:
-    """sd of log loss of an interval (new-run or mean): its log half-width over z."""
-    from scipy.stats import norm
-    z = float(norm.ppf(0.5 + iv.level / 2))
-    lo, hi = (iv.lower, iv.upper) if upper else (iv.mean_lower, iv.mean_upper)
-    return math.log(hi / lo) / (2 * z)
-
-
 def predict_selected(ladder: Ladder, target, *, ensemble: bool = False,
                      candidates: Sequence[Candidate | str] | None = None,
                      comparison: Comparison | None = None, max_folds: int | None = 12,
@@ -546,6 +538,7 @@ def predict_selected(ladder: Ladder, target, *, ensemble: bool = False,
     """
     from scipy.stats import norm
 
+    from .calibration import log_sd
     from .forecast import predict
     from .uncertainty import Interval
     if settings.get("floor_range") is not None:
@@ -691,8 +684,8 @@ def predict_selected(ladder: Ladder, target, *, ensemble: bool = False,
     if all(f.interval is not None for _, _, f in members):
         lvl = members[0][2].interval.level
         z = float(norm.ppf(0.5 + lvl / 2))
-        sd_new = math.sqrt(sum(w * _log_sd(f.interval) ** 2 for _, w, f in members) + spread2)
-        sd_mean = math.sqrt(sum(w * _log_sd(f.interval, False) ** 2 for _, w, f in members)
+        sd_new = math.sqrt(sum(w * log_sd(f.interval) ** 2 for _, w, f in members) + spread2)
+        sd_mean = math.sqrt(sum(w * log_sd(f.interval, False) ** 2 for _, w, f in members)
                             + spread2)
         t = top.interval
         band = Interval(lower=loss * math.exp(-z * sd_new), upper=loss * math.exp(z * sd_new),
