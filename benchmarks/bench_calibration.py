@@ -98,7 +98,7 @@ def load(name: str):
 def run_budgets(ladder) -> dict[str, float]:
     """Each finished run's compute budget label [FLOPs] (runs within 5% of compute share one,
     labelled by the smallest), exactly as leave-future-out cuts group them."""
-    from delphi.backtest import _budgets
+    from delphi.analyses.backtest import _budgets
     finals, _ = ladder.final_points()
     finals = finals.reset_index(drop=True)
     return dict(zip(finals["run"].astype(str), _budgets(finals).astype(float)))

@@ -12,8 +12,6 @@ every name in ``__all__``.
 from __future__ import annotations
 
 import importlib
-import sys
-import types
 from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
@@ -30,7 +28,8 @@ _LAZY: dict[str, str] = {
     "Exclusion": "ladder", "Ladder": "ladder",
     "LAWS": "laws", "Law": "laws", "Param": "laws", "get_law": "laws",
     "list_ladders": "readers", "load_ladder": "readers", "load_manifest": "readers",
-    "Backtest": "backtest", "backtest": "backtest", "prefix_fits": "backtest",
+    "Backtest": "analyses.backtest", "backtest": "analyses.backtest",
+    "prefix_fits": "analyses.backtest",
     "Completion": "curves", "complete": "curves",
     "complete_many": "curves",
     "Registry": "registry",
@@ -41,7 +40,7 @@ _LAZY: dict[str, str] = {
 }
 
 if TYPE_CHECKING:  # static analysers and IDEs see the real imports
-    from .backtest import Backtest, backtest, prefix_fits
+    from .analyses.backtest import Backtest, backtest, prefix_fits
     from .curves import Completion, complete
     from .fitting import Fit, ScalingLawFitter, fit, fit_arrays
     from .forecast import Forecast, Target, predict
@@ -84,22 +83,3 @@ def __getattr__(name: str) -> Any:
 
 def __dir__() -> list[str]:
     return sorted(set(globals()) | set(__all__))
-
-
-class _Package(types.ModuleType):
-    """The package's module type: keeps public functions that share a submodule's name.
-
-    ``delphi.backtest`` is the function, as it was when this package imported everything
-    eagerly; Python's import system binds a submodule on its package when it is first
-    imported (e.g. by ``from delphi.backtest import Backtest``), which would replace the
-    function by the module. This binds the module's function of that name instead.
-    """
-
-    def __setattr__(self, name: str, value: Any) -> None:
-        if (_LAZY.get(name) == name and isinstance(value, types.ModuleType)
-                and value.__name__ == f"{__name__}.{name}"):
-            value = getattr(value, name)
-        super().__setattr__(name, value)
-
-
-sys.modules[__name__].__class__ = _Package

@@ -26,7 +26,7 @@ import numpy as np
 from scipy.optimize import linprog
 from scipy.stats import norm
 
-from .backtest import _budgets, _inputs
+from .analyses.backtest import _budgets, _inputs
 from .errors import DelphiError, FitError, LadderError
 from .fitting import DEFAULT_DELTA, fit
 from .fitting.api import DIVERGENCE_THRESHOLD, _compute_frontier, _dominated
@@ -142,7 +142,7 @@ def leave_future_out(ladder: Ladder, law: str | Law, *,
     """Fit below each compute budget, predict every budget above: errors by extrapolation ratio.
 
     The finished runs are grouped into compute budgets (runs within 5% of compute, as in
-    :func:`delphi.backtest.backtest`). For each cut k, from the first with at least
+    :func:`delphi.analyses.backtest.backtest`). For each cut k, from the first with at least
     ``min_budgets`` budgets and at least (free parameters + 2) fitted points up to the
     second-largest budget, the law is fitted to the runs of budgets <= k and predicts each run
     of the budgets above, giving log L_pred - log L_obs and r = C_run / C_max_fitted.

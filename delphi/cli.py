@@ -608,7 +608,7 @@ def _complete_runs(ladder, runs: list[str], law: str, settings: dict, args):
 
 
 def _cmd_hparams(args) -> int:
-    from .hparams import fit_hparams
+    from .analyses.hparams import fit_hparams
     ladder = load_from_args(args)
     result = fit_hparams(ladder, args.law, include_edge=args.include_edge, n_jobs=args.jobs)
     target = any(v is not None for v in (args.target_flops, args.target_params, args.target_tokens))
@@ -630,7 +630,7 @@ def _cmd_hparams(args) -> int:
 
 
 def _cmd_backtest(args) -> int:
-    from .backtest import backtest
+    from .analyses.backtest import backtest
     from .forecast import default_law
 
     ladder, defaults = _load(args)
@@ -649,7 +649,7 @@ def _cmd_backtest(args) -> int:
 
 
 def _backtest_prefixes(args, ladder, law, settings, defaults) -> int:
-    from .backtest import prefix_fits
+    from .analyses.backtest import prefix_fits
     from .forecast import Target
 
     if args.fit_max_flops is not None or args.leave_one_budget_out:

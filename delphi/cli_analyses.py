@@ -3,7 +3,7 @@
 :func:`add_analysis_commands` registers the three subcommands on the ``delphi`` parser's
 subparsers and returns ``{command: handler}``; each handler takes the parsed arguments and
 returns the exit code. Handlers only parse and print: the science is in
-:mod:`delphi.isoflop`, :mod:`delphi.optimal` and :mod:`delphi.planning`. Errors are
+:mod:`delphi.analyses.isoflop`, :mod:`delphi.analyses.optimal` and :mod:`delphi.analyses.planning`. Errors are
 :class:`~delphi.errors.DelphiError` subclasses, printed by ``delphi.cli.main`` as one line.
 """
 
@@ -97,7 +97,7 @@ def _add_isoflop(sub) -> None:
 
 
 def _cmd_isoflop(args) -> int:
-    from .isoflop import envelope_analysis, isoflop_analysis
+    from .analyses.isoflop import envelope_analysis, isoflop_analysis
     ladder = load_from_args(args)
     if args.approach == 1:
         result = envelope_analysis(ladder, n_grid=args.n_grid, min_runs=args.min_runs,
@@ -173,7 +173,7 @@ def _manifest_target(ladder_arg: str) -> float | None:
 
 
 def _cmd_optimal(args) -> int:
-    from .optimal import compute_optimal
+    from .analyses.optimal import compute_optimal
     ladder = load_from_args(args)
     flops = args.target_flops if args.target_flops is not None else _manifest_target(args.ladder)
     if flops is None:
@@ -238,7 +238,7 @@ def _add_plan(sub) -> None:
 def _optimum_from(args):
     ladder = load_from_args(args, args.from_ladder)
     if args.from_method == "isoflop":
-        from .isoflop import isoflop_analysis
+        from .analyses.isoflop import isoflop_analysis
 
         result = isoflop_analysis(ladder)
         law = result.params_law
@@ -246,11 +246,11 @@ def _optimum_from(args):
             raise FitError(f"--from {ladder.name}: {'; '.join(result.notes)}")
         return (lambda c: float(law.predict(c)),
                 f"an isoFLOP power law fitted to {ladder.name} ({law.formula})", None, (), None)
-    from .optimal import compute_optimal
-    from .planning import optimum_from_allocation
+    from .analyses.optimal import compute_optimal
+    from .analyses.planning import optimum_from_allocation
 
     # An unidentified split or a centre outside the ladder's design is flagged in the plan
-    # rather than refused (see delphi.planning).
+    # rather than refused (see delphi.analyses.planning).
     a = compute_optimal(ladder, args.target_flops, allow_unidentified=True, allow_outside=True)
     return (optimum_from_allocation(a.G, a.a),
             f"a Chinchilla law fitted to {ladder.name} (N* = {a.G:.4g} (C/6)^{a.a:.4f})",
@@ -259,7 +259,7 @@ def _optimum_from(args):
 
 
 def _cmd_plan(args) -> int:
-    from .planning import plan_ladder
+    from .analyses.planning import plan_ladder
 
     optimum, prior, unidentified, outside, design = (
         _optimum_from(args) if args.from_ladder else (None, None, None, (), None))

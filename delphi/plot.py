@@ -27,12 +27,12 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .backtest import Backtest
+from .analyses.backtest import Backtest
 from .curves import ANNEALING_MOMENTUM, Completion, run_schedule
 from .errors import LadderError, LawError, TargetError
 from .fitting import Fit
 from .forecast import Forecast, Target
-from .isoflop import EnvelopeResult, IsoflopResult, _window
+from .analyses.isoflop import EnvelopeResult, IsoflopResult, _window
 from .ladder import FLOPS_PER_PARAM_TOKEN, Ladder
 from .laws import CURVE_LAWS, HPARAM_LAWS
 from .schedules import features
@@ -456,7 +456,7 @@ def plot_backtest(backtest: Backtest, *, ax: "Axes | None" = None) -> "Axes":
 
     Raises
     ------
-    TypeError: ``backtest`` is not a :class:`~delphi.backtest.Backtest`.
+    TypeError: ``backtest`` is not a :class:`~delphi.analyses.backtest.Backtest`.
     LadderError: no rows, or a row without a compute (flops, or params and tokens).
     """
     from matplotlib.ticker import PercentFormatter
@@ -514,7 +514,7 @@ def _budget_colors(n: int):
 
 
 def _budget_curve(method: str, window: int | None, params: np.ndarray, loss: np.ndarray):
-    """The per-budget curve of :func:`delphi.isoflop.isoflop_analysis` through (N, loss):
+    """The per-budget curve of :func:`delphi.analyses.isoflop.isoflop_analysis` through (N, loss):
     (N grid, loss) over the sampled (windowed) sizes."""
     from scipy.interpolate import Akima1DInterpolator
 
@@ -549,7 +549,7 @@ def plot_isoflop(result: IsoflopResult, ladder: Ladder | None = None, *,
 
     Parameters
     ----------
-    result: :func:`delphi.isoflop.isoflop_analysis` output.
+    result: :func:`delphi.analyses.isoflop.isoflop_analysis` output.
     ladder: the ladder analysed; without it only the vertices are drawn (the result keeps run
         names, not losses). Runs are matched by name.
     ax: Axes for the loss curves; default a new figure's.
@@ -562,7 +562,7 @@ def plot_isoflop(result: IsoflopResult, ladder: Ladder | None = None, *,
 
     Raises
     ------
-    TypeError: ``result`` is not an :class:`~delphi.isoflop.IsoflopResult` (an Approach 1
+    TypeError: ``result`` is not an :class:`~delphi.analyses.isoflop.IsoflopResult` (an Approach 1
         ``EnvelopeResult`` goes to :func:`plot_isoflop_frontier`), ``ladder`` not a Ladder.
     LadderError: a budget's run is missing from ``ladder`` (not the ladder analysed).
     """
@@ -627,11 +627,11 @@ def plot_isoflop_frontier(result: IsoflopResult | EnvelopeResult, *, ax: "Axes |
                           quantity: str = "params") -> "Axes":
     """Draw the compute-optimal N*(C) (or D*(C)) and its power law, log-log.
 
-    * for an :class:`~delphi.isoflop.IsoflopResult`, each budget's optimum (``gid="optima"``,
+    * for an :class:`~delphi.analyses.isoflop.IsoflopResult`, each budget's optimum (``gid="optima"``,
       used budgets; ``gid="unused-optima"``, hollow, budgets left out of the fit), at the
       point estimate or the bootstrap median as the power law was fitted (``settings
       ["center"]``), with its bootstrap interval as a vertical bar (``gid="optimum-interval"``);
-      for an :class:`~delphi.isoflop.EnvelopeResult` (Approach 1), the envelope's minimisers
+      for an :class:`~delphi.analyses.isoflop.EnvelopeResult` (Approach 1), the envelope's minimisers
       (``gid="optima"``; edge points hollow, ``gid="unused-optima"``);
     * the fitted power law N* = G C^a (``gid="power-law"``) over the budgets' range.
 

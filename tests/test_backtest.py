@@ -7,7 +7,7 @@ import json
 import pytest
 
 import delphi
-from delphi.backtest import backtest
+from delphi.analyses.backtest import backtest
 from delphi.cli import main
 
 GADRE_TRAIN = ["rpj-d=96_l=8_h=4-1.0", "rpj-d=512_l=8_h=4-1.0", "rpj-d=576_l=24_h=8-1.0",

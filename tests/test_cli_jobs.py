@@ -1,4 +1,4 @@
-"""``-j/--jobs`` and ``--quiet`` in the CLI, and ``n_jobs`` in delphi.hparams (issue 8, items 2
+"""``-j/--jobs`` and ``--quiet`` in the CLI, and ``n_jobs`` in delphi.analyses.hparams (issue 8, items 2
 and 7): results do not depend on the number of jobs; notes go to stderr unless quiet."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import pytest
 
 import delphi
 from delphi.cli import main
-from delphi.hparams import fit_hparams, optimal_points
+from delphi.analyses.hparams import fit_hparams, optimal_points
 from delphi.laws.curves import ANNEALING
 from delphi.schedules import Schedule, features
 

@@ -15,7 +15,7 @@ import pandas as pd
 import pytest
 from scipy.optimize import least_squares
 
-from delphi.backtest import _steady_drift, prefix_fits
+from delphi.analyses.backtest import _steady_drift, prefix_fits
 from delphi.cli import main
 from delphi.errors import FitError, FitWarning, LawError
 from delphi.forecast import predict

@@ -15,7 +15,7 @@ import pandas as pd
 import pytest
 
 import delphi
-from delphi.backtest import Backtest, BacktestRow, PrefixFits, PrefixStep
+from delphi.analyses.backtest import Backtest, BacktestRow, PrefixFits, PrefixStep
 from delphi.cli import main
 
 Z95 = 1.959963984540054          # standard normal 97.5% quantile

@@ -1,4 +1,4 @@
-"""Hyperparameter laws (delphi.hparams): sweep optima and eta*(C), eta*(N, D), B* fits.
+"""Hyperparameter laws (delphi.analyses.hparams): sweep optima and eta*(C), eta*(N, D), B* fits.
 
 Synthetic sweeps follow loss = L*(N, D) + K_lr (ln eta - ln eta*)^2 [+ K_b (ln B - ln B*)^2]
 with known eta* and B*, so the parabola vertex is exact and the laws' constants are known.
@@ -15,7 +15,7 @@ import pandas as pd
 import pytest
 
 from delphi.errors import FitError, LadderError, LawError, TargetError
-from delphi.hparams import (REFERENCE_CONSTANTS, STATUSES, HparamFit, OptimaTable, fit_hparams,
+from delphi.analyses.hparams import (REFERENCE_CONSTANTS, STATUSES, HparamFit, OptimaTable, fit_hparams,
                             optimal_points)
 from delphi.ladder import Ladder
 from delphi.readers import load_ladder

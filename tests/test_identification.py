@@ -20,8 +20,8 @@ from delphi.errors import DegenerateFitError, UnidentifiedError
 from delphi.fitting.diagnostics import NOISE_FLOOR, noise_threshold
 from delphi.forecast import predict
 from delphi.ladder import Ladder
-from delphi.optimal import compute_optimal
-from delphi.planning import plan_ladder
+from delphi.analyses.optimal import compute_optimal
+from delphi.analyses.planning import plan_ladder
 
 CHI2_95 = 3.841458820694124   # chi-square(1) quantile at 0.95
 
@@ -321,7 +321,7 @@ def with_ratio(f, tokens_per_param: float):
 
 def test_allocation_outside_the_fitted_d_over_n_is_flagged_then_refused():
     from delphi.errors import TargetError
-    from delphi.optimal import optimal_allocation
+    from delphi.analyses.optimal import optimal_allocation
     f = quiet_fit(grid_ladder(), "chinchilla")
     # The runs' D/N span 10..40; the largest compute is 6 x 8e8 x 3.2e10 = 1.536e20, so a
     # target of 1e20 leaves the shrinking-N* check out and tests D/N alone.
@@ -346,7 +346,7 @@ def test_allocation_outside_the_fitted_d_over_n_is_flagged_then_refused():
 
 def test_marin_dense_optimal_is_refused_and_its_own_runs_grow_as_c_to_0_4(data_dir):
     from delphi.errors import TargetError
-    from delphi.optimal import compute_optimal as co
+    from delphi.analyses.optimal import compute_optimal as co
     from delphi.readers import load_ladder
     lad = load_ladder("marin-delphi-dense")
     with pytest.raises(TargetError, match=r"outside the ladder's design.*shrink with compute"):

@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 
 from delphi.errors import FitError, LadderError
-from delphi.isoflop import (BudgetOptimum, EnvelopeResult, IsoflopResult, PowerLaw,
+from delphi.analyses.isoflop import (BudgetOptimum, EnvelopeResult, IsoflopResult, PowerLaw,
                             envelope_analysis, fit_power_law, group_budgets, isoflop_analysis,
                             isoflop_table)
 from delphi.ladder import Ladder

@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 
 from delphi.errors import FitError, FitWarning, LadderError, LadderWarning
-from delphi.isoflop import isoflop_analysis, isoflop_table
+from delphi.analyses.isoflop import isoflop_analysis, isoflop_table
 from delphi.ladder import Ladder
 
 # The input: one budget, 4 of 9 losses equal, rows c3e21-4 and c3e21-5 share N.

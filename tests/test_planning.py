@@ -12,8 +12,8 @@ import pytest
 from scipy.optimize import minimize_scalar
 
 from delphi.errors import FitError, LadderError, LawError, TargetError
-from delphi.optimal import Allocation, chinchilla_optimum, draws_to_arrays, optimal_allocation
-from delphi.planning import (CSV_COLUMNS, LadderPlan, layers_for_width, optimum_from_allocation,
+from delphi.analyses.optimal import Allocation, chinchilla_optimum, draws_to_arrays, optimal_allocation
+from delphi.analyses.planning import (CSV_COLUMNS, LadderPlan, layers_for_width, optimum_from_allocation,
                              plan_ladder, transformer_params, width_for_params)
 from delphi.rules import adamh_rule
 
@@ -122,7 +122,7 @@ def test_epoch_chinchilla_optimal_allocation(data_dir):
     # parameter. Tolerance: 15..25 tokens per parameter (20 +- 25%: the extracted losses have
     # ~1e-2 precision and the ratio moves with (b - a) ln C), N_opt within 1.5x of 70B. The
     # printed (rounded) Hoffmann et al. values give ~93 tokens per parameter and fail it.
-    from delphi.optimal import compute_optimal
+    from delphi.analyses.optimal import compute_optimal
     from delphi.readers import load_ladder
 
     a = compute_optimal(load_ladder("epoch-chinchilla"), CHINCHILLA_FLOPS)
@@ -280,7 +280,7 @@ def test_cli_optimal_with_draws(tmp_path, capsys, data_dir):
 def test_an_implausible_target_compute_is_refused():
     # Same plausible range as a ladder's flops column (1..1e40 FLOPs).
     from delphi.errors import TargetError
-    from delphi.planning import plan_ladder
+    from delphi.analyses.planning import plan_ladder
 
     with pytest.raises(TargetError, match=r"outside 1\.\.1e\+40"):
         plan_ladder(1e308)

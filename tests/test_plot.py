@@ -18,7 +18,7 @@ import pytest  # noqa: E402
 from matplotlib.collections import LineCollection  # noqa: E402
 
 import delphi  # noqa: E402
-from delphi.isoflop import isoflop_analysis  # noqa: E402
+from delphi.analyses.isoflop import isoflop_analysis  # noqa: E402
 from delphi.laws.curves import ANNEALING  # noqa: E402
 from delphi.plot import (plot_backtest, plot_completion, plot_fit, plot_forecast,  # noqa: E402
                          plot_isoflop, plot_isoflop_frontier)

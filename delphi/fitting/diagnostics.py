@@ -544,7 +544,7 @@ def identify(fit: "Fit", *, level: float = PROFILE_LEVEL,
     refit warm-started from its neighbour and from the optimum. ``profiles=False`` skips the
     profiles (most of the cost; :attr:`Identification.profiles` is then empty) and keeps the
     degeneracy test, the correlated pairs and the other findings, e.g. for the many nested
-    fits of :func:`delphi.backtest.prefix_fits`, whose profiles are not shown.
+    fits of :func:`delphi.analyses.backtest.prefix_fits`, whose profiles are not shown.
 
     Returns
     -------

@@ -15,12 +15,12 @@ from typing import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from .errors import DelphiError, FitError, FitWarning, LadderError, option, user_stacklevel
-from .fitting import DEFAULT_DELTA, Fit, fit
-from .fitting.api import _lr_ratio
-from .ladder import Ladder
-from .laws import Law, get_law
-from .uncertainty import (_WORSE_RTOL, CHECK_EVERY, DEFAULT_LEVEL, bootstrap,
+from ..errors import DelphiError, FitError, FitWarning, LadderError, option, user_stacklevel
+from ..fitting import DEFAULT_DELTA, Fit, fit
+from ..fitting.api import _lr_ratio
+from ..ladder import Ladder
+from ..laws import Law, get_law
+from ..uncertainty import (_WORSE_RTOL, CHECK_EVERY, DEFAULT_LEVEL, bootstrap,
                           bootstrap_interval, delta_interval)
 
 __all__ = ["Backtest", "BacktestRow", "backtest", "PrefixFits", "PrefixStep", "prefix_fits",
@@ -206,8 +206,8 @@ def backtest(ladder: Ladder, law: str | Law, *, fit_max_flops: float | None = No
     LadderError: neither or both designs chosen, or nothing left to predict.
     FitError: a fold could not be fitted (the message names it).
     """
-    from .parallel import check_n_jobs, map_jobs
-    from .readers import as_ladder
+    from ..parallel import check_n_jobs, map_jobs
+    from ..readers import as_ladder
     ladder = as_ladder(ladder)      # a DataFrame is read as load_ladder reads it
     law = get_law(law)
     n_jobs = check_n_jobs(n_jobs)
@@ -445,8 +445,8 @@ class PrefixFits:
 
 def _prefix_job(job):
     """Fit one prefix and forecast the target: a PrefixStep, or the error message."""
-    from .forecast import _target_inputs, predict
-    from .robustness import log_prediction_se
+    from ..forecast import _target_inputs, predict
+    from ..robustness import log_prediction_se
     ladder, law, target, settings, max_flops, profiles = job
     try:
         # The prefix report shows no profiles: skip them (half the time of each prefix);
@@ -536,9 +536,9 @@ def prefix_fits(ladder: Ladder, law: str | Law, target=None, *,
     LadderError: no compute column, or fewer than 3 prefixes can be formed.
     LawError, TargetError: a bad law, setting or target.
     """
-    from .forecast import Target, _as_target
-    from .parallel import map_jobs
-    from .readers import as_ladder
+    from ..forecast import Target, _as_target
+    from ..parallel import map_jobs
+    from ..readers import as_ladder
 
     ladder = as_ladder(ladder)      # a DataFrame is read as load_ladder reads it
     law = get_law(law)

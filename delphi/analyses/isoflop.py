@@ -58,10 +58,10 @@ from typing import Iterable, Sequence
 import numpy as np
 import pandas as pd
 
-from .records import jsonable
-from .errors import (FitError, FitWarning, LadderError, LadderWarning, TargetError, option,
+from ..records import jsonable
+from ..errors import (FitError, FitWarning, LadderError, LadderWarning, TargetError, option,
                      user_stacklevel)
-from .ladder import FLOPS_PER_PARAM_TOKEN, Exclusion, Ladder
+from ..ladder import FLOPS_PER_PARAM_TOKEN, Exclusion, Ladder
 
 __all__ = [
     "Budget", "BudgetOptimum", "PowerLaw", "IsoflopResult", "EnvelopePoint", "EnvelopeResult",

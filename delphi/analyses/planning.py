@@ -33,11 +33,11 @@ made, with the flag (:attr:`LadderPlan.unidentified`, a warning, ``unidentified`
 a plan is a proposal for measuring the optimum, and an isoFLOP sweep locates it whatever its
 centre, so a wrong centre costs efficiency (a vertex nearer the edge of the sizes), not a wrong
 answer; the warning suggests a wider ``spread`` or the tokens-per-parameter prior.
-(:func:`delphi.optimal.optimal_allocation`, whose answer *is* the split, refuses instead.)
+(:func:`delphi.analyses.optimal.optimal_allocation`, whose answer *is* the split, refuses instead.)
 
 **A centre outside the source ladder's design is flagged too.** When N*(C) comes from a law
 fitted to an earlier ladder, the plan carries that law's outside-design findings at the target
-(``outside``, e.g. :attr:`delphi.optimal.Allocation.outside`: D/N far beyond the fitted runs',
+(``outside``, e.g. :attr:`delphi.analyses.optimal.Allocation.outside`: D/N far beyond the fitted runs',
 or N* shrinking with compute), and, given the source ladder's D/N range
 (``design_tokens_per_param``), names every budget whose centre D*/N* = (C/6)/N*^2 lies more
 than 10x beyond it. Both are listed first in the report (:attr:`LadderPlan.outside`,
@@ -54,10 +54,10 @@ from typing import Any, Callable
 import numpy as np
 import pandas as pd
 
-from .records import jsonable, positive_number
-from .errors import LadderError
-from .ladder import FLOPS_PER_PARAM_TOKEN, check_target_value
-from .rules import adamh_rule
+from ..records import jsonable, positive_number
+from ..errors import LadderError
+from ..ladder import FLOPS_PER_PARAM_TOKEN, check_target_value
+from ..rules import adamh_rule
 
 __all__ = ["PlannedRun", "LadderPlan", "plan_ladder", "transformer_params", "layers_for_width",
            "width_for_params", "optimum_from_allocation", "RULES", "CSV_COLUMNS", "WIDTH_STEP",
@@ -120,7 +120,7 @@ def width_for_params(params: float) -> int:
 
 
 def optimum_from_allocation(G: float, a: float) -> Callable[[float], float]:
-    """C -> N* = G (C/6)^a, the form of :class:`delphi.optimal.Allocation` (Hoffmann et al.
+    """C -> N* = G (C/6)^a, the form of :class:`delphi.analyses.optimal.Allocation` (Hoffmann et al.
     2022, Eq. 4)."""
     return lambda c: float(G * (c / FLOPS_PER_PARAM_TOKEN) ** a)
 
