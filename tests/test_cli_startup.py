@@ -90,9 +90,9 @@ def test_subcommand_help_names_the_laws_and_defaults(capsys):
 
 
 def test_quiet_before_or_after_the_subcommand():
-    from delphi.cli import _parser
+    from delphi.cli.main import build_parser
 
-    p = _parser()
+    p = build_parser()[0]
     assert p.parse_args(["ladders"]).quiet is False
     assert p.parse_args(["-q", "ladders"]).quiet is True
     assert p.parse_args(["ladders", "--quiet"]).quiet is True

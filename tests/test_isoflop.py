@@ -332,11 +332,11 @@ def test_isoflop_on_bundled_porian_ladder(data_dir):
 
 # ------------------------------------------------------------------------------- CLI
 def _run_cli(argv, capsys):
-    from delphi.cli_analyses import add_analysis_commands
+    from delphi.cli.analyses import add_commands as add_analysis_commands
 
     parser = argparse.ArgumentParser(prog="delphi")
     handlers = add_analysis_commands(parser.add_subparsers(dest="command", required=True))
-    assert set(handlers) == {"isoflop", "optimal", "plan", "compare"}
+    assert set(handlers) == {"isoflop", "optimal", "plan", "compare", "hparams"}
     args = parser.parse_args(argv)
     code = handlers[args.command](args)
     return code, capsys.readouterr().out

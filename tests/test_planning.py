@@ -234,7 +234,7 @@ def test_small_budgets_widen_onto_the_grid():
 
 # ------------------------------------------------------------------------------- CLI
 def _run_cli(argv, capsys):
-    from delphi.cli_analyses import add_analysis_commands
+    from delphi.cli.analyses import add_commands as add_analysis_commands
 
     parser = argparse.ArgumentParser(prog="delphi")
     handlers = add_analysis_commands(parser.add_subparsers(dest="command", required=True))
@@ -269,7 +269,7 @@ def test_cli_optimal_with_draws(tmp_path, capsys, data_dir):
     d = json.loads(out)
     assert code == 0 and d["n_draws"] == 50 and d["intervals"]["params"][0] > 0
     assert 15 <= d["tokens_per_param"] <= 25
-    from delphi.cli_analyses import add_analysis_commands  # noqa: F401  (import is cheap)
+    from delphi.cli.analyses import add_commands as add_analysis_commands  # noqa: F401  (import is cheap)
     parser = argparse.ArgumentParser()
     handlers = add_analysis_commands(parser.add_subparsers(dest="command"))
     args = parser.parse_args(["optimal", "epoch-chinchilla"])

@@ -25,7 +25,7 @@ from scipy import stats
 
 import delphi
 from delphi import RegistryError
-from delphi.cli_registry import main as registry_main
+from delphi.cli import main as registry_main
 from delphi.registry import (GENESIS, PAUSE_ENV, PAUSE_SIGNAL_ENV, Entry, Registry)
 from delphi.registry.history import HERO_ID, build_marin_registry
 
@@ -584,7 +584,7 @@ def test_cli_repair(tmp_path, capsys):
 def test_add_registry_commands_returns_handlers():
     import argparse
 
-    from delphi.cli_registry import add_registry_commands
+    from delphi.cli.registry import add_commands as add_registry_commands
 
     parser = argparse.ArgumentParser(prog="delphi")
     handlers = add_registry_commands(parser.add_subparsers(dest="command", required=True))

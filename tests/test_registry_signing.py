@@ -19,7 +19,7 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec, ed25519
 
 from delphi import RegistryError
-from delphi.cli_registry import main as registry_main
+from delphi.cli import main as registry_main
 from delphi.registry import Registry, generate_key, load_signing_key, load_trusted_keys
 
 REPO = Path(__file__).resolve().parents[1]

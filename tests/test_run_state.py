@@ -289,8 +289,8 @@ def test_contradictory_run_dropped_as_a_whole(tmp_path, capsys):
 
 
 def test_drop_invalid_is_accepted_by_every_ladder_command():
-    from delphi.cli import _parser
-    parser = _parser()
+    from delphi.cli.main import build_parser
+    parser = build_parser()[0]
     for argv in (["predict", "x.csv"], ["fit", "x.csv"], ["backtest", "x.csv"],
                  ["complete", "x.csv", "--run", "a"], ["hparams", "x.csv"],
                  ["isoflop", "x.csv"], ["optimal", "x.csv"],

@@ -6,6 +6,8 @@
     load_ladder("my_ladder.toml")            # any manifest
     load_ladder("runs.csv", metric="val")    # a tidy CSV / Parquet / JSONL file
     load_ladder("-", format="jsonl")         # standard input (the CLI's ``-``)
+    load_ladder("wandb_export.csv")          # a W&B runs table (Name, State, summary columns)
+    load_ladder("tb_logs/", format="tensorboard", metric="eval/loss")   # TensorBoard runs
 
 The format-specific readers (:func:`read_csv`, :func:`read_wandb`, :func:`read_marin`,
 :func:`read_olmo`, ...) return a :class:`SourceTable`; ``.to_ladder()`` validates it.
@@ -29,10 +31,12 @@ from .olmo import read_olmo
 from .paths import BUNDLED_DIR
 from .tabular import (FORMATS, STDIN_LABEL, STREAM_FORMATS, format_of, read_csv, read_jsonl,
                       read_parquet, read_stream, read_table, supported)
-from .wandb import read_wandb
+from .tensorboard import is_event_dir, read_tensorboard
+from .wandb import is_runs_table, read_wandb, read_wandb_runs
 
 __all__ = ["load_ladder", "as_ladder", "load_manifest", "list_ladders", "Manifest", "SourceTable",
            "read_csv", "read_parquet", "read_jsonl", "read_table", "read_stream", "read_wandb",
+           "read_wandb_runs", "read_tensorboard",
            "read_marin", "read_olmo", "FORMATS", "STDIN"]
 
 #: The source that means standard input (as in ``cat runs.csv | delphi fit -``).
@@ -135,9 +139,41 @@ def as_ladder(ladder):
 def _format_flag(format: str) -> str:
     """``format`` named for a message in both spellings (API and CLI); an unknown value is
     refused here, naming the known ones."""
-    if format not in STREAM_FORMATS + ("toml",):
-        raise LadderError(f"unknown format {format!r}; choose {', '.join(STREAM_FORMATS)}")
+    if format not in STREAM_FORMATS + ("toml", _TENSORBOARD):
+        raise LadderError(f"unknown format {format!r}; choose {', '.join(STREAM_FORMATS)} "
+                          f"(or {_TENSORBOARD} for a directory of event files)")
     return option(f"format={format!r}", f"--format {format}")
+
+
+#: ``format=`` for a directory of TensorBoard event files (:mod:`delphi.readers.tensorboard`).
+_TENSORBOARD = "tensorboard"
+
+
+def _read_data_file(path: Path, metric: str | None) -> SourceTable:
+    """A data file's table: a W&B runs-table export (recognised from its CSV header, see
+    :func:`~delphi.readers.wandb.is_runs_table`) through its reader, anything else as a tidy
+    table."""
+    if format_of(path)[0] == "csv":
+        try:
+            gz = path.suffix.lower() == ".gz"
+            header = pd.read_csv(path, nrows=0, compression="gzip" if gz else None).columns
+        except Exception:       # unreadable: the tidy reader says why, with the line
+            header = []
+        if is_runs_table(header):
+            return read_wandb_runs(path, metric=metric)
+    return read_table(path, metric=metric)
+
+
+def _load_tensorboard(source, *, metric: str | None, unit: str | None,
+                      drop_invalid: bool) -> Ladder:
+    """A ladder of loss curves from a directory of TensorBoard runs, named after it."""
+    path = Path(source).expanduser()
+    table = read_tensorboard(path, metric=metric)
+    chosen, note = _unit_for(table.metric or metric, unit, DEFAULT_UNIT)
+    if note:
+        table.notes.append(note)
+    return table.to_ladder(name=path.resolve().name or str(path), metric=table.metric or metric,
+                           source=str(path), unit=chosen, drop_invalid=drop_invalid)
 
 
 def _check_format(format: str | None, kind: str, path: Path, label: str) -> None:
@@ -166,6 +202,9 @@ def _load_stream(stream, *, format: str | None, metric: str | None, unit: str | 
     if fmt == "toml":
         raise LadderError(f"a manifest cannot come from standard input ({flag}): give the "
                           f"manifest's path (its [source] path is relative to its folder)")
+    if fmt == _TENSORBOARD:
+        raise LadderError(f"TensorBoard logs cannot come from standard input ({flag}): give "
+                          f"the directory of runs")
     table = read_stream(stream, fmt, metric=metric)
     chosen, note = _unit_for(table.metric or metric, unit, DEFAULT_UNIT)
     if note:
@@ -212,7 +251,15 @@ def load_ladder(source: str | Path, *, metric: str | None = None,
     format:
         The table's format on standard input or a stream (CLI ``--format``): ``"csv"``
         (default), ``"jsonl"`` or ``"parquet"``. With a path it must agree with the file's
-        suffix (a check, not an override).
+        suffix (a check, not an override). ``"tensorboard"``: ``source`` is a directory of
+        TensorBoard runs (:mod:`delphi.readers.tensorboard`, needs the ``tensorboard``
+        extra); a directory holding event files is read as one without it.
+
+    A CSV whose header is a W&B runs-table export (``Name``, ``State`` and summary columns
+    such as ``parameter_count``, ``throughput/total_tokens``, ``eval/paloma/macro_loss``) is
+    read by :func:`~delphi.readers.wandb.read_wandb_runs`: ``Name`` is the run, ``metric``
+    picks the loss column, crashed/failed/killed runs are excluded with their state and
+    running ones are unfinished.
 
     Returns
     -------
@@ -254,6 +301,10 @@ def load_ladder(source: str | Path, *, metric: str | None = None,
         table = SourceTable(source, "<DataFrame>", notes=[note] if note else [])
         return table.to_ladder(name="dataframe", metric=metric or "loss", unit=chosen,
                                drop_invalid=drop_invalid)
+    if isinstance(source, (str, Path)) and (
+            format == _TENSORBOARD or (format is None and is_event_dir(source))):
+        # A directory of runs with event files (format="tensorboard" may be left out).
+        return _load_tensorboard(source, metric=metric, unit=unit, drop_invalid=drop_invalid)
     kind, path, label = _resolve(source)
     _check_format(format, kind, path, label)
     if kind == "manifest":
@@ -273,7 +324,7 @@ def load_ladder(source: str | Path, *, metric: str | None = None,
     plain_suffix = Path(path.stem).suffix if path.suffix.lower() == ".gz" else path.suffix
     if path.is_file() and plain_suffix.lower() in FORMATS:
         check_tables([path], FORMATS[plain_suffix.lower()])
-    table = read_table(path, metric=metric)
+    table = _read_data_file(path, metric)
     chosen, note = _unit_for(table.metric or metric, unit, DEFAULT_UNIT)
     if note:
         table.notes.append(note)

@@ -1,10 +1,8 @@
-"""Argparse wiring for ``delphi register``, ``delphi score`` and ``delphi registry``
-(``list``, ``show``, ``report``, ``verify``, ``head``, ``repair``, ``keygen``).
+"""``delphi register``, ``delphi score`` and ``delphi registry`` (``list``, ``show``, ``report``,
+``verify``, ``head``, ``repair``, ``keygen``).
 
-:func:`add_registry_commands` adds the three commands to ``delphi``'s subparsers and returns
-their handlers; :func:`main` runs them on their own (``python -m delphi.cli_registry``), with
-the same error convention as ``delphi``: one line on stderr and exit code 1 for a delphi error,
-2 for bad usage. Parsing and printing only: the work is in :mod:`delphi.registry`.
+:func:`add_commands` adds the three commands to ``delphi``'s subparsers and returns their
+handlers. Parsing and printing only: the work is in :mod:`delphi.registry`.
 """
 
 from __future__ import annotations
@@ -14,29 +12,23 @@ import csv
 import json
 import sys
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import TYPE_CHECKING, Callable
 
-from .errors import RegistryError
+from ..errors import RegistryError
+from .options import (add_fit_options, add_interval_options, add_selection_options,
+                      add_target_options, fit_settings, interval_settings, jobs_kwargs,
+                      load_with_defaults, selection_settings, target_from)
+from .output import note
+
+if TYPE_CHECKING:
+    from ..registry import Registry
 
 # delphi.registry (pydantic, filelock) and delphi.forecast (the fitting stack) are imported by
 # the handlers, after parsing: `delphi --help` and usage errors stay quick.
 
-__all__ = ["add_registry_commands", "main"]
+__all__ = ["add_commands"]
 
 Handler = Callable[[argparse.Namespace], int]
-
-
-def _add_target_options(p: argparse.ArgumentParser) -> None:
-    # The target flags of `delphi predict`: these four are inline in cli._parser (copied here,
-    # identical), the rest come from cli's helpers.
-    from .cli import _add_target_lr_options, _positive_float
-
-    p.add_argument("--target-flops", type=_positive_float, metavar="C",
-                   help="target compute [FLOPs]")
-    p.add_argument("--target-params", type=_positive_float, metavar="N", help="target parameters")
-    p.add_argument("--target-tokens", type=_positive_float, metavar="D", help="target tokens")
-    p.add_argument("--target-name", help="label for the target")
-    _add_target_lr_options(p)
 
 
 def _add_sign_key(p: argparse.ArgumentParser) -> None:
@@ -47,10 +39,9 @@ def _add_sign_key(p: argparse.ArgumentParser) -> None:
 
 def _add_common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="print one JSON object")
-    p.add_argument("--debug", action="store_true", help="show tracebacks on errors")
 
 
-def add_registry_commands(subparsers) -> dict[str, Handler]:
+def add_commands(subparsers) -> dict[str, Handler]:
     """Add ``register``, ``score`` and ``registry`` to ``subparsers`` (from
     ``parser.add_subparsers(dest="command")``).
 
@@ -59,21 +50,18 @@ def add_registry_commands(subparsers) -> dict[str, Handler]:
     ``{command: handler}``; ``handler(args)`` returns the exit code and raises
     :class:`~delphi.errors.DelphiError` on bad input (the caller prints it on one line).
     """
-    # Imported here, not at module level, so that delphi.cli may import this module at its top.
-    from .cli import _add_fit_options, _add_interval_options, _add_selection_options
-
     p = subparsers.add_parser(
         "register", help="forecast a target (as `delphi predict`) and append the prediction to "
         "a registry", description="Fit LADDER and forecast the target exactly as `delphi "
         "predict` does (manifest defaults included), then append the forecast to the registry. "
         "With --external-loss, record a forecast made elsewhere instead (no LADDER).")
-    _add_fit_options(p)
+    add_fit_options(p)
     for action in p._actions:  # LADDER is not needed for an external forecast
         if action.dest == "ladder":
             action.nargs, action.default, action.required = "?", None, False
-    _add_target_options(p)
-    _add_interval_options(p)
-    _add_selection_options(p)
+    add_target_options(p)
+    add_interval_options(p)
+    add_selection_options(p)
     p.add_argument("--registry", required=True, metavar="PATH", help="registry file (JSON Lines)")
     p.add_argument("--id", required=True, help="short unique id, e.g. marin-535b-a23b")
     p.add_argument("--author", help="who makes the forecast")
@@ -160,7 +148,7 @@ def add_registry_commands(subparsers) -> dict[str, Handler]:
 # --------------------------------------------------------------------------- parsing helpers
 def _head_hash(text: str) -> str:
     """``--expect-head``: 64 hex digits, either case (a usage error otherwise)."""
-    from .registry.chain import check_head
+    from ..registry.chain import check_head
 
     try:
         return check_head(text)
@@ -168,10 +156,9 @@ def _head_hash(text: str) -> str:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
-def _registry(path) -> "Registry":  # noqa: F821 - imported on use
+def _registry(path) -> Registry:
     """A Registry whose writers say so on stderr (unless --quiet) while a lock is held."""
-    from .cli import note
-    from .registry import Registry
+    from ..registry import Registry
 
     return Registry(path, on_wait=note)
 
@@ -211,9 +198,7 @@ def _print_json(obj) -> None:
 
 # --------------------------------------------------------------------------- handlers
 def _cmd_register(args) -> int:
-    from .cli import (_fit_settings, _interval_settings, _jobs_kwargs, _load, _target_from,
-                      selection_settings)
-    from .registry import load_signing_key
+    from ..registry import load_signing_key
 
     reg = _registry(args.registry)
     key = None if args.sign_key is None else load_signing_key(args.sign_key)  # before the fit
@@ -260,18 +245,18 @@ def _cmd_register(args) -> int:
                                 f"(--external-loss); a delphi forecast takes them from LADDER")
         # Target, law and settings exactly as `delphi predict` chooses them (manifest defaults
         # first, command-line options over them).
-        from .forecast import default_law, predict
+        from ..forecast import default_law, predict
 
-        ladder, defaults = _load(args)
-        target = _target_from(args, defaults)
+        ladder, defaults = load_with_defaults(args)
+        target = target_from(args, defaults)
         law = args.law or (defaults.law if defaults is not None else None)
         if law is None and not args.ensemble:
             law = default_law(ladder, target)
-        settings = {**_fit_settings(args, defaults), **_interval_settings(args)}
+        settings = {**fit_settings(args, defaults), **interval_settings(args)}
         chosen = selection_settings(args, ladder, settings, law)
         if chosen and (args.law is None or args.law == "auto"):
             law = None if args.ensemble else "auto"   # a manifest's law gives way
-        forecast = predict(ladder, target, law, **settings, **_jobs_kwargs(args), **chosen)
+        forecast = predict(ladder, target, law, **settings, **jobs_kwargs(args), **chosen)
         entry = reg.register(forecast, settings=settings, **common)
     if args.json:
         _print_json(entry.fields())
@@ -304,7 +289,7 @@ def _cmd_score(args) -> int:
 def _cmd_registry(args) -> int:
     action = args.registry_command
     if action == "keygen":
-        from .registry import generate_key
+        from ..registry import generate_key
 
         # Checked before: generate_key creates a missing folder (mode 0700); say so.
         parent = Path(args.key_file).parent
@@ -400,7 +385,7 @@ def _cmd_registry(args) -> int:
 
 
 def _fingerprint(key: str) -> str:
-    from .registry.signing import fingerprint
+    from ..registry.signing import fingerprint
 
     return fingerprint(key)
 
@@ -424,14 +409,3 @@ def _warn_if_broken(reg, report=None) -> int:
               f"trusted: {report}", file=sys.stderr)
         return 1
     return 0
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """Run a delphi command (the registry commands included); see :func:`delphi.cli.main`."""
-    from .cli import main as delphi_main
-
-    return delphi_main(argv)
-
-
-if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())

@@ -1,10 +1,9 @@
-"""Command-line wiring of the analyses: ``delphi isoflop``, ``optimal``, ``plan``, ``compare``.
+"""``delphi isoflop``, ``optimal``, ``plan``, ``compare`` and ``hparams``.
 
-:func:`add_analysis_commands` registers the three subcommands on the ``delphi`` parser's
-subparsers and returns ``{command: handler}``; each handler takes the parsed arguments and
-returns the exit code. Handlers only parse and print: the science is in
-:mod:`delphi.analyses.isoflop`, :mod:`delphi.analyses.optimal` and :mod:`delphi.analyses.planning`. Errors are
-:class:`~delphi.errors.DelphiError` subclasses, printed by ``delphi.cli.main`` as one line.
+:func:`add_commands` registers the subcommands and returns ``{command: handler}``; each
+handler takes the parsed arguments and returns the exit code. Handlers only parse and print:
+the science is in :mod:`delphi.analyses` and :mod:`delphi.selection`. Errors are
+:class:`~delphi.errors.DelphiError` subclasses, printed by :func:`delphi.cli.main` as one line.
 """
 
 from __future__ import annotations
@@ -14,23 +13,24 @@ import json
 from pathlib import Path
 from typing import Callable
 
-from .cli import _bound_triple, _fixed_pair, add_ladder_options, load_from_args
-from .errors import FitError, LadderError, TargetError
+from .options import (add_ladder_options, bound_triple, count, fixed_pair, load_from_args,
+                      positive_float)
+from ..errors import FitError, LadderError, TargetError
 
-__all__ = ["add_analysis_commands"]
+__all__ = ["add_commands"]
 
 Handler = Callable[[argparse.Namespace], int]
 
 
 # ------------------------------------------------------------------------------- arg types
-def _number(text: str) -> float:
+def number(text: str) -> float:
     try:
         return float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
 
 
-def _integer(text: str) -> int:
+def integer(text: str) -> int:
     try:
         return int(text)
     except ValueError:
@@ -40,16 +40,15 @@ def _integer(text: str) -> int:
 def _common(p: argparse.ArgumentParser) -> None:
     add_ladder_options(p)
     p.add_argument("--json", action="store_true", help="print one JSON object")
-    p.add_argument("--debug", action="store_true", help="show tracebacks on errors")
 
 
 def _fix_bound_options(p: argparse.ArgumentParser, fix_help: str) -> None:
     """``--fix``, ``--bound`` and ``--fit-max-flops`` of the commands that fit a law."""
-    p.add_argument("--fix", type=_fixed_pair, action="append", default=[], metavar="NAME=VALUE",
+    p.add_argument("--fix", type=fixed_pair, action="append", default=[], metavar="NAME=VALUE",
                    help=fix_help)
-    p.add_argument("--bound", type=_bound_triple, action="append", default=[],
+    p.add_argument("--bound", type=bound_triple, action="append", default=[],
                    metavar="NAME=LO:HI", help="bound a parameter (repeatable)")
-    p.add_argument("--fit-max-flops", type=_number, metavar="C",
+    p.add_argument("--fit-max-flops", type=number, metavar="C",
                    help="fit only runs with compute at or below C FLOPs")
 
 
@@ -69,35 +68,35 @@ def _add_isoflop(sub) -> None:
                    help="2: a curve per compute budget (default); 1: lower envelope of curves")
     p.add_argument("--method", choices=("parabola", "cubic", "akima"), default="parabola",
                    help="per-budget fit of loss against ln N (Approach 2; default parabola)")
-    p.add_argument("--window", type=_integer, metavar="K",
+    p.add_argument("--window", type=integer, metavar="K",
                    help="fit only the K sizes around each budget's lowest loss")
-    p.add_argument("--tolerance", type=_number, default=0.05,
+    p.add_argument("--tolerance", type=number, default=0.05,
                    help="runs whose FLOPs agree within this share form a budget (default 0.05)")
     p.add_argument("--bootstrap", choices=("resample", "noise", "none"), default="resample",
                    help="per-budget bootstrap: resample points (default) or add loss noise")
-    p.add_argument("--n-boot", type=_integer, default=1000, help="bootstrap draws (default 1000)")
-    p.add_argument("--noise", type=_number, metavar="SD",
+    p.add_argument("--n-boot", type=integer, default=1000, help="bootstrap draws (default 1000)")
+    p.add_argument("--noise", type=number, metavar="SD",
                    help="loss noise standard deviation for --bootstrap noise")
-    p.add_argument("--level", type=_number, default=0.95, help="interval level (default 0.95)")
-    p.add_argument("--seed", type=_integer, default=0, help="bootstrap seed (default 0)")
+    p.add_argument("--level", type=number, default=0.95, help="interval level (default 0.95)")
+    p.add_argument("--seed", type=integer, default=0, help="bootstrap seed (default 0)")
     p.add_argument("--center", choices=("point", "median"), default="point",
                    help="fit the power law to point optima or bootstrap medians")
     p.add_argument("--weighted", action="store_true",
                    help="weight budgets by 1/sd^2 of their bootstrap ln N*")
-    p.add_argument("--n-grid", type=_integer, default=100,
+    p.add_argument("--n-grid", type=integer, default=100,
                    help="Approach 1: log-spaced FLOP values (default 100)")
-    p.add_argument("--min-runs", type=_integer, default=2,
+    p.add_argument("--min-runs", type=integer, default=2,
                    help="Approach 1: curves that must cover a FLOP value (default 2)")
     p.add_argument("--keep-edge", action="store_true",
                    help="Approach 1: also fit FLOP values won by the smallest or largest model")
-    p.add_argument("--target-flops", type=_number, metavar="C",
+    p.add_argument("--target-flops", type=number, metavar="C",
                    help="also print N*, D* at this compute [FLOPs]")
     p.add_argument("--metric", metavar="COLUMN", help="source column to use as the loss")
     _common(p)
 
 
 def _cmd_isoflop(args) -> int:
-    from .analyses.isoflop import envelope_analysis, isoflop_analysis
+    from ..analyses.isoflop import envelope_analysis, isoflop_analysis
     ladder = load_from_args(args)
     if args.approach == 1:
         result = envelope_analysis(ladder, n_grid=args.n_grid, min_runs=args.min_runs,
@@ -125,16 +124,16 @@ def _add_optimal(sub) -> None:
         "optimal", help="compute-optimal N and D at a budget from a fitted Chinchilla law "
                         "(Hoffmann et al. 2022, Eq. 4)")
     p.add_argument("ladder", help="bundled ladder name, manifest or data file")
-    p.add_argument("--target-flops", type=_number, metavar="C",
+    p.add_argument("--target-flops", type=number, metavar="C",
                    help="target compute [FLOPs] (default: the manifest's target)")
-    p.add_argument("--floor", type=_number, metavar="E", help="fix the irreducible loss E")
+    p.add_argument("--floor", type=number, metavar="E", help="fix the irreducible loss E")
     _fix_bound_options(p, "fix a parameter (repeatable)")
     p.add_argument("--include-unfinished", action="store_true",
                    help="also fit the last checkpoint of runs stopped early")
     p.add_argument("--draws", metavar="PATH",
                    help="CSV or JSON of parameter draws (columns A, B, alpha, beta) for "
                         "percentile intervals")
-    p.add_argument("--level", type=_number, default=0.9, help="interval level (default 0.9)")
+    p.add_argument("--level", type=number, default=0.9, help="interval level (default 0.9)")
     p.add_argument("--allow-unidentified", action="store_true",
                    help="give the allocation even when the ladder does not identify alpha or "
                         "beta (flagged in the output) instead of refusing")
@@ -162,8 +161,8 @@ def _read_draws(path: str):
 
 
 def _manifest_target(ladder_arg: str) -> float | None:
-    from .readers import STDIN, load_manifest
-    from .readers.tabular import format_of
+    from ..readers import STDIN, load_manifest
+    from ..readers.tabular import format_of
 
     # a data file (runs.csv, runs.csv.gz) or standard input ("-")
     if ladder_arg == STDIN or format_of(ladder_arg)[0] is not None:
@@ -173,7 +172,7 @@ def _manifest_target(ladder_arg: str) -> float | None:
 
 
 def _cmd_optimal(args) -> int:
-    from .analyses.optimal import compute_optimal
+    from ..analyses.optimal import compute_optimal
     ladder = load_from_args(args)
     flops = args.target_flops if args.target_flops is not None else _manifest_target(args.ladder)
     if flops is None:
@@ -208,22 +207,22 @@ def _add_plan(sub) -> None:
                     "sizes centred on N*(C) (params = 12 * layers * d^2, layers = "
                     "round(d/100), d in steps of 128), tokens = budget / (6N), batch and LR "
                     "from the hyperparameter rule.")
-    p.add_argument("--target-flops", type=_number, required=True, metavar="C",
+    p.add_argument("--target-flops", type=number, required=True, metavar="C",
                    help="target compute [FLOPs]")
-    p.add_argument("--fraction", type=_number, default=0.01,
+    p.add_argument("--fraction", type=number, default=0.01,
                    help="ladder compute as a share of the target's (default 0.01)")
-    p.add_argument("--budgets", type=_integer, default=7, metavar="K",
+    p.add_argument("--budgets", type=integer, default=7, metavar="K",
                    help="number of compute budgets (default 7)")
-    p.add_argument("--sizes-per-budget", type=_integer, default=5, metavar="M",
+    p.add_argument("--sizes-per-budget", type=integer, default=5, metavar="M",
                    help="model sizes per budget (default 5)")
     p.add_argument("--rule", default="adamh", help="hyperparameter rule (default adamh)")
-    p.add_argument("--tokens-per-param", type=_number, default=20.0,
+    p.add_argument("--tokens-per-param", type=number, default=20.0,
                    help="prior D*/N* when no --from ladder is given (default 20)")
-    p.add_argument("--max-tokens-per-param", type=_number, metavar="R",
+    p.add_argument("--max-tokens-per-param", type=number, metavar="R",
                    help="drop runs above R tokens per parameter (Marin: 250)")
-    p.add_argument("--span", type=_number, default=100.0,
+    p.add_argument("--span", type=number, default=100.0,
                    help="largest / smallest budget (default 100, as 3e18..3e20)")
-    p.add_argument("--spread", type=_number, default=10.0,
+    p.add_argument("--spread", type=number, default=10.0,
                    help="largest / smallest model size per budget (default 10)")
     p.add_argument("--from", dest="from_ladder", metavar="LADDER",
                    help="centre sizes on N*(C) fitted to this ladder instead of the prior")
@@ -238,7 +237,7 @@ def _add_plan(sub) -> None:
 def _optimum_from(args):
     ladder = load_from_args(args, args.from_ladder)
     if args.from_method == "isoflop":
-        from .analyses.isoflop import isoflop_analysis
+        from ..analyses.isoflop import isoflop_analysis
 
         result = isoflop_analysis(ladder)
         law = result.params_law
@@ -246,8 +245,8 @@ def _optimum_from(args):
             raise FitError(f"--from {ladder.name}: {'; '.join(result.notes)}")
         return (lambda c: float(law.predict(c)),
                 f"an isoFLOP power law fitted to {ladder.name} ({law.formula})", None, (), None)
-    from .analyses.optimal import compute_optimal
-    from .analyses.planning import optimum_from_allocation
+    from ..analyses.optimal import compute_optimal
+    from ..analyses.planning import optimum_from_allocation
 
     # An unidentified split or a centre outside the ladder's design is flagged in the plan
     # rather than refused (see delphi.analyses.planning).
@@ -259,7 +258,7 @@ def _optimum_from(args):
 
 
 def _cmd_plan(args) -> int:
-    from .analyses.planning import plan_ladder
+    from ..analyses.planning import plan_ladder
 
     optimum, prior, unidentified, outside, design = (
         _optimum_from(args) if args.from_ladder else (None, None, None, (), None))
@@ -281,7 +280,7 @@ def _cmd_plan(args) -> int:
 
 # ------------------------------------------------------------------------------- compare
 def _add_compare(sub) -> None:
-    from .cli import _count, add_candidate_options
+    from .options import add_candidate_options
     p = sub.add_parser(
         "compare", help="backtest candidate laws (law, free or pinned floor, Huber delta) "
                         "leave-future-out and rank them",
@@ -293,17 +292,17 @@ def _add_compare(sub) -> None:
     p.add_argument("ladder", help="bundled ladder name, manifest or data file")
     add_candidate_options(p)
     _fix_bound_options(p, "fix a parameter in every candidate (repeatable)")
-    p.add_argument("--level", type=_number, default=0.9,
+    p.add_argument("--level", type=number, default=0.9,
                    help="interval level for the coverage (default 0.9)")
-    p.add_argument("--seed", type=_count(0), default=0, help="random seed (>= 0)")
+    p.add_argument("--seed", type=count(0), default=0, help="random seed (>= 0)")
     p.add_argument("--metric", metavar="COLUMN", help="source column to use as the loss")
     _common(p)
 
 
 def _cmd_compare(args) -> int:
-    from .cli import candidates_from
-    from .fitting import DEFAULT_DELTA
-    from .selection import compare, default_candidates
+    from .options import candidates_from
+    from ..fitting import DEFAULT_DELTA
+    from ..selection import compare, default_candidates
     ladder = load_from_args(args)
     if args.fit_max_flops is not None:
         ladder = ladder.select(max_flops=args.fit_max_flops)
@@ -322,15 +321,57 @@ def _cmd_compare(args) -> int:
 
 
 # ------------------------------------------------------------------------------- wiring
-def add_analysis_commands(subparsers) -> dict[str, Handler]:
-    """Register ``isoflop``, ``optimal`` and ``plan`` on ``subparsers`` (the object returned by
-    ``parser.add_subparsers()``); return ``{command: handler(args) -> exit code}``.
-
-    Each subcommand has ``--json`` and ``--debug`` like the others.
-    """
+def add_commands(subparsers) -> dict[str, Handler]:
+    """Register ``isoflop``, ``optimal``, ``plan``, ``compare`` and ``hparams`` on
+    ``subparsers`` (the object returned by ``parser.add_subparsers()``); return
+    ``{command: handler(args) -> exit code}``."""
     _add_isoflop(subparsers)
     _add_optimal(subparsers)
     _add_plan(subparsers)
     _add_compare(subparsers)
+    _add_hparams(subparsers)
     return {"isoflop": _cmd_isoflop, "optimal": _cmd_optimal, "plan": _cmd_plan,
-            "compare": _cmd_compare}
+            "compare": _cmd_compare, "hparams": _cmd_hparams}
+
+
+# ------------------------------------------------------------------------------- hparams
+def _add_hparams(subparsers) -> None:
+    p = subparsers.add_parser("hparams", help="fit optimal-LR (and batch) laws from LR sweeps "
+                              "and recommend them for a target")
+    p.add_argument("ladder", help="bundled ladder name, manifest or data file with LR sweeps")
+    p.add_argument("--law", default="steplaw", metavar="LAW",
+                   help="deepseek (eta*(C), B*(C)) or steplaw (eta*(N, D), B*(D)); default steplaw")
+    p.add_argument("--target-flops", type=positive_float, metavar="C")
+    p.add_argument("--target-params", type=positive_float, metavar="N")
+    p.add_argument("--target-tokens", type=positive_float, metavar="D")
+    p.add_argument("--include-edge", action="store_true",
+                   help="also fit sweeps whose best LR is at the edge of the sweep")
+    p.add_argument("--groups", action="store_true", help="show every sweep's optimum")
+    p.add_argument("--metric", metavar="COLUMN", help="source column to use as the loss")
+    add_ladder_options(p)
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+
+
+def _cmd_hparams(args) -> int:
+    from ..analyses.hparams import fit_hparams
+
+    ladder = load_from_args(args)
+    result = fit_hparams(ladder, args.law, include_edge=args.include_edge, n_jobs=args.jobs)
+    target = any(v is not None for v in (args.target_flops, args.target_params, args.target_tokens))
+    rec = result.recommend(flops=args.target_flops, params=args.target_params,
+                           tokens=args.target_tokens) if target else None
+    if args.json:
+        print(json.dumps({**result.to_dict(), "recommendation": rec}, indent=2, allow_nan=False))
+        return 0
+    print(result.report(groups=args.groups))
+    if rec is not None:
+        batch = (f", batch {rec['batch_size']:.4g} tokens" if rec.get("batch_size")
+                 else f" ({rec.get('batch_note') or 'no batch law'})")
+        print(f"recommendation  peak LR {rec['peak_lr']:.4g}{batch}")
+        shown = set(result.warnings)  # the report above printed these already
+        for w in rec.get("warnings", []):
+            if w not in shown:
+                print(f"warning    {w}")
+    return 0
+
+

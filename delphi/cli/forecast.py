@@ -1,0 +1,255 @@
+"""``delphi predict``, ``fit``, ``backtest``, ``complete`` and ``ladders``: parsing and printing
+only; the work is in :mod:`delphi.forecast`, :mod:`delphi.fitting`, :mod:`delphi.curves` and
+:mod:`delphi.analyses.backtest`."""
+
+from __future__ import annotations
+
+import json
+
+from .. import __version__
+from ..errors import DelphiError
+from .options import (add_fit_options, add_interval_options, add_ladder_options,
+                      add_selection_options, add_target_options, count, fit_settings,
+                      interval_settings, jobs_kwargs, level, load_from_args, load_with_defaults,
+                      positive_float, selection_settings, target_from)
+from .output import note
+
+__all__ = ["add_commands"]
+
+
+def add_commands(sub) -> dict:
+    """Add ``predict``, ``fit``, ``complete``, ``backtest`` and ``ladders`` to ``sub`` (from
+    ``parser.add_subparsers()``); return ``{command: handler(args) -> exit code}``."""
+    p = sub.add_parser("predict", help="fit a law to a ladder and predict a target run")
+    add_fit_options(p)
+    add_target_options(p)
+    add_interval_options(p)
+    add_selection_options(p)
+    p.add_argument("--allow-degenerate", action="store_true",
+                   help="extrapolate a degenerate fit (a law that collapsed to a constant over "
+                        "the ladder: flat or identical losses) instead of refusing")
+
+    p = sub.add_parser("fit", help="fit a law to a ladder and print the fit")
+    add_fit_options(p)
+
+    p = sub.add_parser("complete", help="predict an unfinished run's final loss from its "
+                                        "checkpoints and planned LR schedule")
+    p.add_argument("ladder", help="bundled ladder name, manifest or data file with checkpoints")
+    runs = p.add_mutually_exclusive_group(required=True)
+    runs.add_argument("--run", action="append", metavar="RUN",
+                      help="the run to complete (repeatable: several runs, one result each)")
+    runs.add_argument("--all-runs", action="store_true",
+                      help="complete every run of the ladder (runs that cannot be completed "
+                           "are skipped with a note)")
+    p.add_argument("--law", default="annealing", metavar="LAW",
+                   help="curve law: annealing (default; Tissue et al. 2024) or multipower "
+                        "(Luo et al. 2025; more flexible, slower, needs more checkpoints)")
+    p.add_argument("--upto-fraction", type=positive_float, metavar="F",
+                   help="fit only checkpoints up to this share of the run (backtesting)")
+    p.add_argument("--upto-step", type=positive_float, metavar="STEP",
+                   help="fit only checkpoints up to this step (backtesting)")
+    p.add_argument("--siblings", action="store_true",
+                   help="also fit the ladder's runs of the same model and peak LR, up to the "
+                        "same step")
+    p.add_argument("--keep-warmup", action="store_true",
+                   help="also fit the warm-up checkpoints (LR still rising; left out by default)")
+    p.add_argument("--metric", metavar="COLUMN", help="source column to use as the loss")
+    add_ladder_options(p)
+    p.add_argument("--json", action="store_true",
+                   help="print one JSON object (a list of them for several runs)")
+
+
+    p = sub.add_parser("backtest", help="fit small runs, predict held-out larger ones")
+    add_fit_options(p)
+    p.add_argument("--leave-one-budget-out", action="store_true",
+                   help="drop each compute budget in turn and predict its runs (instead of "
+                        "--fit-max-flops)")
+    p.add_argument("--level", type=level, default=0.9, help="interval level (default 0.9)")
+    p.add_argument("--interval", default="delta", choices=["delta", "bootstrap", "none"],
+                   help="interval per prediction (default delta: fast)")
+    p.add_argument("--n-boot", type=count(20), default=100, help="bootstrap draws per fit")
+    p.add_argument("--prefixes", action="store_true",
+                   help="instead: fit growing prefixes of the ladder (by compute budget), show "
+                        "each parameter's and the forecast's path, and flag a steady drift "
+                        "(monotone over the last 4 prefixes and beyond 2 combined s.e.)")
+    p.add_argument("--target-flops", type=positive_float, metavar="C",
+                   help="with --prefixes: the target whose forecast is followed (default the "
+                        "manifest's target, else the ladder's largest run)")
+    p.add_argument("--target-params", type=positive_float, metavar="N",
+                   help="with --prefixes: target parameters")
+    p.add_argument("--target-tokens", type=positive_float, metavar="D",
+                   help="with --prefixes: target tokens")
+
+    p = sub.add_parser("ladders", help="list the bundled ladders")
+    p.add_argument("--json", action="store_true")
+    return {"predict": _cmd_predict, "fit": _cmd_fit, "complete": _cmd_complete,
+            "backtest": _cmd_backtest, "ladders": _cmd_ladders}
+
+
+def _cmd_predict(args) -> int:
+    from ..forecast import default_law, predict
+
+    ladder, defaults = load_with_defaults(args)
+    target = target_from(args, defaults)
+    law = args.law or (defaults.law if defaults is not None else None)
+    if law is None and not args.ensemble:
+        law = default_law(ladder, target)
+    floor_range = args.floor if isinstance(args.floor, tuple) else None
+    settings = fit_settings(args, defaults)
+    chosen = selection_settings(args, ladder, settings, law)
+    if chosen and (args.law is None or args.law == "auto"):
+        law = None if args.ensemble else "auto"   # a manifest's law gives way to the choice
+    forecast = predict(ladder, target, law, **settings,
+                       **interval_settings(args), **jobs_kwargs(args), floor_range=floor_range,
+                       allow_degenerate=args.allow_degenerate, **chosen)
+    print(json.dumps(forecast.to_dict(), indent=2, allow_nan=False) if args.json
+          else forecast.report())
+    return 0
+
+
+def _cmd_fit(args) -> int:
+    from ..fitting import fit
+    from ..forecast import default_law
+
+    ladder, defaults = load_with_defaults(args)
+    law = args.law or (defaults.law if defaults is not None else None)
+    if law is None:
+        law = default_law(ladder)    # predict's rule, from the ladder alone (no target)
+    result = fit(ladder, law, **fit_settings(args, defaults))
+    if args.json:
+        out = result.to_dict()
+        conv = ladder.flops_convention
+        out["ladder"] = {"name": ladder.name, "source": ladder.source,
+                         "sha256": result.extra["sha256"], "metric": ladder.metric,
+                         "unit": ladder.unit,
+                         "flops_convention": conv.to_dict() if conv is not None else None}
+        out["delphi_version"] = __version__
+        print(json.dumps(out, indent=2, allow_nan=False))
+    else:
+        print(f"ladder     {ladder.name} ({ladder.source}), metric {ladder.metric} [{ladder.unit}]")
+        conv = ladder.flops_convention
+        if conv is not None and conv.source == "given":
+            # The same block as the JSON's ladder.flops_convention, in one line.
+            drift = ("" if conv.drift is None else
+                     f", drift {conv.drift:+.1%} from the smallest to the largest rung"
+                     + (" (k is not one number for this ladder)" if conv.drifting else ""))
+            print(f"flops      C = k x {conv.n_label}: median k {conv.median:.4g}, range "
+                  f"{conv.low:.4g}..{conv.high:.4g} over {len(conv.k)} runs{drift}")
+        print(result.report())
+    return 0
+
+
+def _cmd_complete(args) -> int:
+    ladder = load_from_args(args)
+    # A completion's report has no ladder exclusions: say which invalid rows were dropped.
+    for e in ladder.exclusions:
+        if "dropped by drop_invalid" in e.reason:
+            note(f"excluded {e.run}: {e.reason}")
+    if args.upto_fraction is not None and not 0 < args.upto_fraction <= 1:
+        raise DelphiError(f"--upto-fraction must be in (0, 1], got {args.upto_fraction:g}")
+    settings = {"upto_fraction": args.upto_fraction, "siblings": args.siblings,
+                "keep_warmup": args.keep_warmup,
+                "upto_step": None if args.upto_step is None else int(args.upto_step)}
+    if not args.all_runs and len(args.run) == 1:
+        from ..curves import complete
+
+        result = complete(ladder, args.run[0], args.law, **settings)
+        print(json.dumps(result.to_dict(), indent=2, allow_nan=False) if args.json
+              else result.report())
+        return 0
+    runs = list(ladder.runs) if args.all_runs else list(dict.fromkeys(args.run))
+    done, failed = _complete_runs(ladder, runs, args.law, settings, args)
+    for run, reason in failed:
+        note(f"run {run!r} not completed: {reason}")
+    if failed:
+        note(f"{len(done)} of {len(runs)} runs completed")
+    if args.json:
+        # Every run asked for is in the list: completed ones, and the others with their reason.
+        records = {c.run: c.to_dict() for c in done}
+        records.update({run: {"run": run, "error": reason} for run, reason in failed})
+        print(json.dumps([records[r] for r in runs if r in records], indent=2,
+                         allow_nan=False))
+    else:
+        print("\n\n".join(c.report() for c in done))
+    if not done:
+        raise DelphiError(f"none of the {len(runs)} runs could be completed"
+                          + (f" (first: {failed[0][1]})" if failed else ""))
+    return 0
+
+
+def _complete_runs(ladder, runs: list[str], law: str, settings: dict, args):
+    """Complete several runs with :func:`delphi.curves.complete_many` (parallel through
+    ``-j``); returns (completions in run order, [(run, reason), ...]).
+
+    With ``--all-runs`` a run that cannot be completed (no schedule, too few checkpoints) is
+    skipped with a note; runs named with ``--run`` must all succeed (else a delphi error).
+    """
+    from ..curves import complete_many
+
+    done, failed = [], []
+    for run, result in complete_many(ladder, runs, law, **settings, **jobs_kwargs(args)):
+        if isinstance(result, str):  # the run's one-line error message
+            prefix = f"run {run!r}: "
+            reason = result.replace(prefix, "", 1) if prefix in result else result
+            if not args.all_runs:
+                raise DelphiError(f"run {run!r} could not be completed: {reason}")
+            failed.append((run, reason))
+        else:
+            done.append(result)
+    return done, failed
+
+
+def _cmd_backtest(args) -> int:
+    from ..analyses.backtest import backtest
+    from ..forecast import default_law
+
+    ladder, defaults = load_with_defaults(args)
+    law = args.law or (defaults.law if defaults is not None else None) or default_law(ladder)
+    settings = fit_settings(args, defaults)
+    if args.prefixes:
+        return _backtest_prefixes(args, ladder, law, settings, defaults)
+    result = backtest(ladder, law, fit_max_flops=args.fit_max_flops,
+                      leave_one_budget_out=args.leave_one_budget_out, fixed=settings["fixed"],
+                      bounds=settings["bounds"], delta=settings["delta"],
+                      include_unfinished=args.include_unfinished,
+                      interval=None if args.interval == "none" else args.interval,
+                      level=args.level, n_boot=args.n_boot, **jobs_kwargs(args))
+    print(json.dumps(result.to_dict(), indent=2, allow_nan=False) if args.json else result.report())
+    return 0
+
+
+def _backtest_prefixes(args, ladder, law, settings, defaults) -> int:
+    from ..analyses.backtest import prefix_fits
+    from ..forecast import Target
+
+    if args.fit_max_flops is not None or args.leave_one_budget_out:
+        raise DelphiError("choose one backtest design: --prefixes, --fit-max-flops or "
+                          "--leave-one-budget-out")
+    given = {"flops": args.target_flops, "params": args.target_params,
+             "tokens": args.target_tokens}
+    target = None
+    if any(v is not None for v in given.values()):
+        target = Target(**given)
+    elif defaults is not None and (defaults.target_flops or defaults.target_params):
+        target = Target(flops=defaults.target_flops, params=defaults.target_params,
+                        tokens=defaults.target_tokens, name=defaults.target_name)
+    result = prefix_fits(ladder, law, target, fixed=settings["fixed"], bounds=settings["bounds"],
+                         delta=settings["delta"], include_unfinished=args.include_unfinished,
+                         **jobs_kwargs(args))
+    print(json.dumps(result.to_dict(), indent=2, allow_nan=False) if args.json else result.report())
+    return 0
+
+
+def _cmd_ladders(args) -> int:
+    from ..readers import list_ladders
+
+    rows = list_ladders()
+    if args.json:
+        print(json.dumps([{"name": n, "description": d} for n, d in rows], indent=2))
+    else:
+        width = max((len(n) for n, _ in rows), default=0)
+        for name, description in rows:
+            print(f"{name:<{width}}  {description}")
+    return 0
+
+
