@@ -18,105 +18,17 @@ from .errors import DelphiError, FitError, FitWarning, LadderError, option, user
 from .fitting import DEFAULT_DELTA, Fit, fit_arrays
 from .ladder import Ladder, _restart_fix, _span
 from .laws import Law, get_law
-from .schedules import LoggedSchedule, Schedule, features, warmup_end
+from .law_inputs import ANNEALING_MOMENTUM, curve_inputs, run_schedule
+from .schedules import Schedule, features, warmup_end
 
 __all__ = ["run_schedule", "curve_inputs", "complete", "complete_many", "Completion",
            "decay_seen", "ANNEALING_MOMENTUM", "DECAY_SHARE_MIN"]
 
-#: Momentum lambda of the annealing area S2 (Tissue et al. 2024 use 0.999).
-ANNEALING_MOMENTUM = 0.999
 #: A completion is warned about when the fitted checkpoints have seen less than this share of
 #: the LR decay still to come (see :func:`decay_seen`). Measured on every OLMo ladder run and
 #: every (Mis)Fitting run cut at 30..80% of its schedule: below half of the decay seen, the
 #: median miss of the final loss was above 1% (up to several percent); from half on, below.
 DECAY_SHARE_MIN = 0.5
-
-
-def _planned_steps(g: pd.DataFrame, run: str) -> int:
-    if "total_steps" in g.columns and g["total_steps"].notna().any():
-        return int(round(float(g["total_steps"].dropna().iloc[0])))
-    if "fraction" in g.columns and g["fraction"].notna().any() and "step" in g.columns:
-        last = g.dropna(subset=["fraction"]).iloc[-1]
-        return int(round(float(last["step"]) / float(last["fraction"])))
-    if "step" in g.columns and "final" in g.columns and g["final"].any():
-        return int(round(float(g.loc[g["final"].fillna(False).astype(bool), "step"].iloc[0])))
-    raise LadderError(f"run {run!r}: its planned length is unknown; give a total_steps column, "
-                      f"or fraction with step")
-
-
-def run_schedule(ladder: Ladder, run: str) -> Schedule | LoggedSchedule:
-    """The LR schedule of ``run``: the ladder's schedule shape with the run's peak LR and
-    length, or else the run's logged ``lr`` column interpolated per step.
-
-    Raises
-    ------
-    LadderError
-        Unknown run, no ``step`` column, or neither a schedule shape nor a logged LR.
-    """
-    t = ladder.table
-    g = t[t["run"] == run]
-    if g.empty:
-        raise LadderError(f"unknown run {run!r} in ladder {ladder.name!r}; runs: "
-                          f"{', '.join(ladder.runs[:10])}{' ...' if len(ladder.runs) > 10 else ''}")
-    if "step" not in g.columns or g["step"].isna().any():
-        raise LadderError(f"run {run!r}: curve laws need the step of every checkpoint "
-                          f"(a 'step' column)")
-    total = _planned_steps(g, run)
-    if ladder.schedule and "peak_lr" in g.columns and g["peak_lr"].notna().any():
-        return Schedule.parse(ladder.schedule, peak_lr=float(g["peak_lr"].dropna().iloc[0]),
-                              total_steps=total)
-    n_lr = int(g["lr"].notna().sum()) if "lr" in g.columns else 0
-    if n_lr >= 2:
-        logged = g.dropna(subset=["lr"])
-        return LoggedSchedule.from_logged(logged["step"].to_numpy(), logged["lr"].to_numpy(),
-                                          total_steps=max(total, int(logged["step"].max())))
-    shape = "the ladder states no schedule shape (with peak_lr)"
-    if "lr" not in g.columns:
-        why = "the run logs no lr column"
-    else:
-        # The column is there: what is missing is a second checkpoint to read a schedule from.
-        why = (f"its lr is logged at {n_lr} checkpoint(s) of its {len(g)} (a logged schedule "
-               f"is interpolated between at least 2)")
-    raise LadderError(f"run {run!r}: no LR schedule: {shape} and {why}")
-
-
-def curve_inputs(ladder: Ladder, runs: list[str]) -> tuple[pd.DataFrame, dict, list, list]:
-    """Checkpoint rows of ``runs`` with their schedule features, and the law inputs.
-
-    Returns (rows, x, schedules, notes): ``rows`` the ladder rows plus columns S1, S2, h;
-    ``x`` the inputs curve laws read (``S1``, ``S2``, ``h``, ``step`` and the per-run LR
-    context ``_lrs``/``_group``), each of shape (n,); ``schedules`` one per run; ``notes``
-    what was adjusted (checkpoints logged past the planned end are evaluated at the end).
-
-    Raises
-    ------
-    LadderError: see :func:`run_schedule`; a checkpoint step below 1.
-    """
-    parts, schedules, lrs, notes = [], [], [], []
-    for i, run in enumerate(runs):
-        sched = run_schedule(ladder, run)
-        g = ladder.table[ladder.table["run"] == run].copy()
-        steps = g["step"].to_numpy(float)
-        if (steps < 1).any():
-            raise LadderError(f"run {run!r}: checkpoint steps must be >= 1, got {steps.min():g}")
-        over = steps > sched.total_steps
-        if over.any():
-            # The run logged a few steps past its planned end (at its final LR).
-            notes.append(f"run {run!r}: {int(over.sum())} checkpoint(s) past the planned "
-                         f"{sched.total_steps} steps are evaluated at the planned end")
-            steps = np.minimum(steps, sched.total_steps)
-            g["step"] = steps
-        f = features(sched, steps.astype(np.int64), momentum=ANNEALING_MOMENTUM)
-        g["S1"], g["S2"], g["h"] = f["S1"], f["S2"], f["h"]
-        g["_group"] = i
-        parts.append(g)
-        schedules.append(sched)
-        lrs.append(sched.lrs())
-    rows = pd.concat(parts, ignore_index=True)
-    x = {"S1": rows["S1"].to_numpy(float), "S2": rows["S2"].to_numpy(float),
-         "h": rows["h"].to_numpy(float), "step": rows["step"].to_numpy(float),
-         "_group": rows["_group"].to_numpy(), "_lrs": lrs}
-    return rows, x, schedules, notes
 
 
 @dataclass(frozen=True)

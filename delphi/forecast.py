@@ -92,7 +92,7 @@ class Target:
                     f"conventions in use, {_K_PLAUSIBLE[0]:g}..{_K_PLAUSIBLE[1]:g}); give flops "
                     f"or N and D (for MoE, --target-active-params)")
         if self.schedule is not None:
-            self.final_lr_ratio()  # fail early on a malformed schedule
+            self.finallr_ratio()  # fail early on a malformed schedule
         if self.flops is not None:
             object.__setattr__(self, "flops_source", "given")
         elif n is not None and self.tokens is not None:
@@ -104,7 +104,7 @@ class Target:
             raise TargetError("a target needs --target-flops, or both --target-params and "
                               "--target-tokens")
 
-    def final_lr_ratio(self) -> float:
+    def finallr_ratio(self) -> float:
         """h = lr / peak_lr at the last step of :attr:`schedule`.
 
         Raises
@@ -338,7 +338,7 @@ def _target_inputs(target: Target, law: Law, result: Fit, ladder: Ladder):
                          f"eta*(N, D) = {best:.3g}")
     if "h" in law.inputs:
         if target.schedule is not None:
-            inputs["h"] = [target.final_lr_ratio()]
+            inputs["h"] = [target.finallr_ratio()]
         else:
             fin, _ = ladder.final_points()
             h = float(np.median(_final_h(ladder, fin)))
@@ -349,8 +349,8 @@ def _target_inputs(target: Target, law: Law, result: Fit, ladder: Ladder):
 
 
 def _final_h(ladder: Ladder, fin) -> np.ndarray:
-    from .fitting.api import _lr_ratio
-    return _lr_ratio(ladder, fin.reset_index(drop=True))
+    from .law_inputs import lr_ratio
+    return lr_ratio(ladder, fin.reset_index(drop=True))
 
 
 #: A ladder whose finished runs' tokens per parameter D/N span less than this factor does not

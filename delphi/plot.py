@@ -28,7 +28,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .analyses.backtest import Backtest
-from .curves import ANNEALING_MOMENTUM, Completion, run_schedule
+from .curves import Completion
+from .law_inputs import ANNEALING_MOMENTUM, run_schedule
 from .errors import LadderError, LawError, TargetError
 from .fitting import Fit
 from .forecast import Forecast, Target

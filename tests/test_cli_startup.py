@@ -100,3 +100,29 @@ def test_quiet_before_or_after_the_subcommand():
     assert p.parse_args(["registry", "list", "x", "-q"]).quiet is True
     assert p.parse_args(["predict", "x", "-j", "-1"]).jobs == -1
     assert p.parse_args(["predict", "x"]).jobs is None
+
+
+def test_layers_fitting_reads_law_inputs_not_curves():
+    """The layout of issue 12: turning a ladder into a law's inputs (h, S1/S2, run fraction)
+    lives in delphi.law_inputs, below both fitting and curves; fitting never imports curves
+    (curves builds on fitting), and law_inputs imports neither."""
+    import ast
+    from pathlib import Path
+
+    import delphi
+
+    root = Path(delphi.__file__).parent
+
+    def imported(path):
+        names = set()
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.module:
+                names.add(node.module.lstrip("."))
+        return names
+
+    for path in (root / "fitting").glob("*.py"):
+        assert "curves" not in imported(path), path.name
+    below = imported(root / "law_inputs.py")
+    assert not {"curves", "fitting", "forecast"} & below
+    for name in ("cli", "analyses"):        # packages, not single modules
+        assert (root / name / "__init__.py").exists()

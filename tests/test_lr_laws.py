@@ -329,7 +329,7 @@ def test_multipower_log_basis_gradient_vs_finite_differences():
 
 
 def test_lr_ratio_vectorised_equals_features_per_run():
-    from delphi.fitting.api import _lr_ratio
+    from delphi.law_inputs import lr_ratio
     rows = []
     for i, total in enumerate((400, 400, 650, 1000)):
         steps = np.arange(20, total + 1, 20)
@@ -339,7 +339,7 @@ def test_lr_ratio_vectorised_equals_features_per_run():
     ladder = delphi.Ladder(pd.concat(rows, ignore_index=True), name="t",
                            schedule="cosine:warmup=30,final=0.1")
     t = ladder.table.sample(frac=1.0, random_state=0).reset_index(drop=True)
-    h = _lr_ratio(ladder, t)
+    h = lr_ratio(ladder, t)
     for run, g in t.groupby("run"):
         sched = Schedule.parse(ladder.schedule, peak_lr=float(g["peak_lr"].iloc[0]),
                                total_steps=int(g["total_steps"].iloc[0]))

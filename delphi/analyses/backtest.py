@@ -17,7 +17,7 @@ import pandas as pd
 
 from ..errors import DelphiError, FitError, FitWarning, LadderError, option, user_stacklevel
 from ..fitting import DEFAULT_DELTA, Fit, fit
-from ..fitting.api import _lr_ratio
+from ..law_inputs import lr_ratio
 from ..ladder import Ladder
 from ..laws import Law, get_law
 from ..uncertainty import (_WORSE_RTOL, CHECK_EVERY, DEFAULT_LEVEL, bootstrap,
@@ -140,7 +140,7 @@ def _inputs(law: Law, ladder: Ladder, rows: pd.DataFrame) -> dict[str, np.ndarra
     x = {}
     for c in law.inputs:
         if c == "h":
-            x[c] = _lr_ratio(ladder, rows.reset_index(drop=True))
+            x[c] = lr_ratio(ladder, rows.reset_index(drop=True))
         else:
             x[c] = rows[c].to_numpy(float)
     return x

@@ -9,9 +9,10 @@ from typing import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from ..errors import FitError, LadderError, TargetError
-from ..ladder import Exclusion, Ladder, _percent, columns_found
+from ..errors import FitError, TargetError
+from ..ladder import Exclusion, Ladder, _percent
 from ..laws import CHECKPOINT_LAWS, Law, get_law
+from ..law_inputs import law_points
 from .engine import DEFAULT_DELTA, fit_arrays
 from .result import Fit
 
@@ -27,79 +28,6 @@ _DIVERGENCE_SIGMAS = 6.0
 #: Checkpoint laws skip the first quarter of each run: warmup and the initial rapid descent,
 #: which the Chinchilla form (a law of well-trained models) does not describe.
 MIN_CHECKPOINT_FRACTION = 0.25
-
-
-def _lr_ratio(ladder: Ladder, rows: pd.DataFrame) -> np.ndarray:
-    """h = lr / peak_lr per row: from logged LRs, or from the ladder's schedule shape."""
-    if "lr" in rows.columns and "peak_lr" in rows.columns and rows["lr"].notna().all() \
-            and rows["peak_lr"].notna().all():
-        return (rows["lr"] / rows["peak_lr"]).to_numpy(float)
-    if ladder.schedule:
-        from ..curves import run_schedule  # curves builds on fitting: import at use
-        from ..schedules import Schedule, features
-        h = np.empty(len(rows))
-        codes, names = pd.factorize(rows["run"])
-        slow = np.ones(len(names), dtype=bool)
-        if {"step", "peak_lr", "total_steps"} <= set(rows.columns) and len(rows):
-            # h = lr / peak_lr of a parametric schedule does not depend on the peak: one
-            # evaluation per distinct planned length, for all rows of all runs at once.
-            by_run = pd.DataFrame({"total": rows["total_steps"].to_numpy(float),
-                                   "peak": rows["peak_lr"].to_numpy(float),
-                                   "nostep": rows["step"].isna().to_numpy()}).groupby(codes)
-            first = by_run[["total", "peak"]].first()
-            ok = (first["total"].notna() & first["peak"].notna()
-                  & ~by_run["nostep"].any()).to_numpy()
-            total = np.round(first["total"].to_numpy(float)).astype(np.int64, copy=False)
-            slow = ~ok
-            fast_rows = ok[codes]
-            steps = rows["step"].to_numpy(float)
-            row_total = total[codes]
-            for t_run in np.unique(row_total[fast_rows]):
-                sel = fast_rows & (row_total == t_run)
-                sched = Schedule.parse(ladder.schedule, peak_lr=1.0, total_steps=int(t_run))
-                h[sel] = sched.lr_at(np.minimum(steps[sel], t_run).astype(np.int64))
-        for i in np.flatnonzero(slow):        # logged LRs or missing columns: run by run
-            idx = np.flatnonzero(codes == i)
-            sched = run_schedule(ladder, names[i])
-            steps = np.minimum(rows["step"].to_numpy(float)[idx], sched.total_steps)
-            h[idx] = features(sched, steps.astype(np.int64))["h"]
-        return h
-    raise LadderError(f"ladder {ladder.name!r} gives no learning rate per checkpoint: a "
-                      f"checkpoint law needs lr and peak_lr columns or a schedule shape")
-
-
-def _run_fraction(rows: pd.DataFrame) -> np.ndarray:
-    if "fraction" in rows.columns and rows["fraction"].notna().all():
-        return rows["fraction"].to_numpy(float)
-    if "step" in rows.columns and "total_steps" in rows.columns and rows["total_steps"].notna().all():
-        return (rows["step"] / rows["total_steps"]).to_numpy(float)
-    codes, _ = pd.factorize(rows["run"])
-    tokens = rows["tokens"].to_numpy(float)
-    run_max = np.full(codes.max() + 1 if len(codes) else 0, -np.inf)
-    np.maximum.at(run_max, codes, tokens)
-    return tokens / run_max[codes]
-
-
-def _points(ladder: Ladder, law: Law, include_unfinished: bool, min_fraction: float):
-    needed = [c for c in law.inputs if c != "h"]
-    missing = [c for c in needed if not ladder.has(c)]
-    if missing:
-        raise LadderError(
-            f"law {law.name!r} reads {', '.join(law.inputs)} but ladder {ladder.name!r} has no "
-            f"{', '.join(missing)} column; {columns_found(ladder.table.columns)}")
-    if law.name not in CHECKPOINT_LAWS:
-        return ladder.final_points(include_unfinished=include_unfinished)
-    # Every checkpoint of every run counts, unfinished runs included; diverged runs do not.
-    _, excluded = ladder.final_points(include_unfinished=True)
-    dropped = {e.run for e in excluded}
-    rows = ladder.table[~ladder.table["run"].isin(dropped)].reset_index(drop=True)
-    rows = rows.assign(h=_lr_ratio(ladder, rows))
-    early = _run_fraction(rows) < min_fraction
-    if early.any():
-        excluded = excluded + [Exclusion("*", f"{int(early.sum())} checkpoint(s) in the first "
-                                              f"{min_fraction:.0%} of their run (warmup and initial "
-                                              f"descent) not fitted")]
-    return rows[~early].reset_index(drop=True), excluded
 
 
 def _most_diverged(fit: Fit, threshold: float) -> int | None:
@@ -417,7 +345,7 @@ def fit(ladder: Ladder, law: str | Law, *, fixed: Mapping[str, float] | None = N
     if fit_max_flops is not None:
         ladder = ladder.select(max_flops=fit_max_flops)
         excluded = list(ladder.exclusions)
-    pts, dropped = _points(ladder, law, include_unfinished, min_checkpoint_fraction)
+    pts, dropped = law_points(ladder, law, include_unfinished, min_checkpoint_fraction)
     excluded += dropped
     notes: list[str] = []
     if include_unfinished and "fraction" in pts.columns:
