@@ -33,7 +33,8 @@ from .law_inputs import ANNEALING_MOMENTUM, run_schedule
 from .errors import LadderError, LawError, TargetError
 from .fitting import Fit
 from .forecast import Forecast, Target
-from .analyses.isoflop import EnvelopeResult, IsoflopResult, _window
+from .analyses.isoflop import EnvelopeResult, IsoflopResult
+from .analyses.isoflop.vertices import _window
 from .ladder import FLOPS_PER_PARAM_TOKEN, Ladder
 from .laws import CURVE_LAWS, HPARAM_LAWS
 from .schedules import features
