@@ -36,7 +36,7 @@ from .wandb import is_runs_table, read_wandb, read_wandb_runs
 
 __all__ = ["load_ladder", "as_ladder", "load_manifest", "list_ladders", "Manifest", "SourceTable",
            "read_csv", "read_parquet", "read_jsonl", "read_table", "read_stream", "read_wandb",
-           "read_wandb_runs", "read_tensorboard",
+           "read_wandb_runs", "read_tensorboard", "is_data_source",
            "read_marin", "read_olmo", "FORMATS", "STDIN"]
 
 #: The source that means standard input (as in ``cat runs.csv | delphi fit -``).
@@ -77,6 +77,17 @@ def _resolve(source: str | Path) -> tuple[str, Path, str]:
         # Say what is there (a directory, a FIFO, a device, a broken link), never open it.
         raise not_a_file(path)
     return ("manifest" if is_manifest else "data"), path, str(path)
+
+
+def is_data_source(source, format: str | None = None) -> bool:
+    """Whether ``source`` names data rather than a manifest (so it has no ``[predict]``
+    defaults): standard input (``"-"``), a tidy file by its suffix (W&B runs tables included),
+    ``format="tensorboard"``, or a directory holding TensorBoard event files."""
+    if not isinstance(source, (str, Path)):
+        return True
+    if (isinstance(source, str) and source == STDIN) or format == _TENSORBOARD:
+        return True
+    return format_of(source)[0] is not None or is_event_dir(source)
 
 
 def load_manifest(source: str | Path) -> Manifest:

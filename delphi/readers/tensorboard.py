@@ -41,6 +41,7 @@ counts as finished, and a warning says so.
 from __future__ import annotations
 
 import os
+import warnings
 from pathlib import Path
 from typing import Mapping
 
@@ -82,6 +83,10 @@ RUN_NAMES: dict[str, tuple[str, ...]] = {
 }
 _SIDE_TABLE = "runs.csv"
 _MAX_FILES = 10_000
+# A walk examines at most this many directory entries (a mistaken "/" must not scan the disk);
+# detection without format="tensorboard" looks only this deep (runs, or sweep/run).
+_MAX_ENTRIES = 200_000
+_DETECT_DEPTH = 2
 
 
 def _import_tbparse():
@@ -95,16 +100,28 @@ def _import_tbparse():
 
 def is_event_dir(path: str | Path) -> bool:
     """Whether ``path`` is a directory with TensorBoard event files in it or below it."""
-    p = Path(path)
+    p = Path(path).expanduser()
     if not p.is_dir():
         return False
-    return any(True for _ in _event_files(p, limit=1))
+    try:
+        return any(True for _ in _event_files(p, limit=1, depth=_DETECT_DEPTH))
+    except LadderError:          # too large to be a log directory
+        return False
 
 
-def _event_files(root: Path, limit: int = _MAX_FILES):
-    found = 0
+def _event_files(root: Path, limit: int = _MAX_FILES, depth: int | None = None):
+    """Event files under ``root`` (sorted walk, symlinks not followed), at most ``limit``,
+    ``depth`` levels down; a tree of over :data:`_MAX_ENTRIES` entries is refused."""
+    found = seen = 0
+    base = len(root.parts)
     for folder, dirs, files in os.walk(root):
+        seen += len(dirs) + len(files)
+        if seen > _MAX_ENTRIES:
+            raise LadderError(f"{root}: over {_MAX_ENTRIES:,} files and folders examined "
+                              f"without finishing; point at the directory of runs")
         dirs.sort()
+        if depth is not None and len(Path(folder).parts) - base >= depth:
+            dirs.clear()
         for f in sorted(files):
             if f.startswith(EVENT_PREFIX):
                 yield Path(folder) / f
@@ -210,11 +227,19 @@ def read_tensorboard(path: str | Path, *, metric: str | None = None,
     if not is_event_dir(root):
         raise LadderError(f"no {EVENT_PREFIX}* files under {root}")
     side, side_label = _side_table(runs, root)
-    reader = summary_reader(str(root), extra_columns={"dir_name", "wall_time"})
-    long = _scalars(reader)
+    with warnings.catch_warnings():
+        # tbparse's own pandas deprecations are not the user's to act on.
+        warnings.simplefilter("ignore", FutureWarning)
+        warnings.simplefilter("ignore", DeprecationWarning)
+        try:
+            reader = summary_reader(str(root), extra_columns={"dir_name", "wall_time"})
+            long = _scalars(reader)
+            hparams = reader.hparams
+        except Exception as exc:     # tbparse/tensorboard raise many types on bad files
+            raise LadderError(f"cannot read the TensorBoard event files under {root}: "
+                              f"{type(exc).__name__}: {exc}") from None
     root_name = root.resolve().name or str(root)
     long["run"] = long["dir_name"].map(lambda d: d.replace(os.sep, "/") or root_name)
-    hparams = reader.hparams
     hp: dict[str, dict[str, object]] = {}
     if hparams is not None and not hparams.empty:
         for d, tag, value in zip(hparams["dir_name"].fillna(""), hparams["tag"],
@@ -223,6 +248,10 @@ def read_tensorboard(path: str | Path, *, metric: str | None = None,
     all_runs = sorted(set(long["run"]) | set(hp))
     tags = sorted(set(long["tag"]))
     given = dict(columns or {})
+    if not tags:
+        n = sum(1 for _ in _event_files(root))
+        raise LadderError(f"{root}: the {n} event file(s) under it hold no scalars; are they "
+                          f"empty, still being written, or corrupt?")
 
     # The loss tag.
     if metric is not None:
@@ -243,6 +272,7 @@ def read_tensorboard(path: str | Path, *, metric: str | None = None,
     notes: list[str] = []
     frames = []
     missing: dict[str, list[str]] = {}
+    from_totals: list[str] = []
     for run in all_runs:
         own = long[long["run"] == run].sort_values(["wall_time", "step"], kind="stable")
         loss = own[own["tag"] == loss_tag]
@@ -306,8 +336,7 @@ def read_tensorboard(path: str | Path, *, metric: str | None = None,
                     f"total_steps (or batch_size in tokens per step) in the hparams or the "
                     f"side table ({_SIDE_TABLE}), or log a per-step {canonical} tag")
         if per_run_tokens:
-            notes.append(f"run {run!r}: tokens at each step from its total "
-                         f"({sources['tokens']}) assuming a constant batch")
+            from_totals.append(run)
         for col, value in constants.items():
             frame[col] = value
         if "flops" not in frame.columns and not {"params", "tokens"} <= set(frame.columns):
@@ -328,6 +357,11 @@ def read_tensorboard(path: str | Path, *, metric: str | None = None,
     if not frames:
         raise LadderError(f"{root}: no run logs {loss_tag!r}")
     table = pd.concat(frames, ignore_index=True, sort=False)
+    if from_totals:
+        notes.append(f"{len(from_totals)} run(s) log no tokens per step "
+                     f"({', '.join(map(repr, from_totals[:10]))}"
+                     f"{' ...' if len(from_totals) > 10 else ''}): D at each step is their "
+                     f"total x step / total_steps (or batch_size x step), a constant batch")
     table["row"] = np.arange(len(table))
     stated = [c for c in ("total_steps", "status", "fraction", "final") if c in table.columns]
     if not stated:

@@ -101,18 +101,27 @@ def _find(columns, name: str) -> str | None:
 
 
 def is_runs_table(columns) -> bool:
-    """Whether a header is a W&B runs-table export: ``Name`` and ``State`` columns, no
-    ``run`` column (a tidy table is read as one), and either a recognisable N, D, C or loss
-    column (:data:`RUNS_TABLE_NAMES`) or two more of W&B's own columns (``Created``,
-    ``Runtime``...), so that a runs table whose metrics have other names is still recognised
-    and gets an error naming what was looked for."""
+    """Whether a header is a W&B runs-table export: a ``Name`` column and no ``run`` column
+    (a tidy table is read as one), and either
+
+    * a ``State`` column and a recognisable N, D, C or loss column (:data:`RUNS_TABLE_NAMES`)
+      or two more of W&B's own columns (``Created``, ``Runtime``...), so that a runs table
+      whose metrics have other names is still recognised and gets an error naming what was
+      looked for; or
+    * no ``State`` (an export trimmed to its metrics, as Marin's ``isoflop-*.csv``), but a
+      recognisable loss and C, or N and D (every run then counts as finished)."""
     cols = [c for c in columns if isinstance(c, str)]
-    if _find(cols, "run") or not (_find(cols, "Name") and _find(cols, "State")):
+    if _find(cols, "run") or not _find(cols, "Name"):
         return False
-    known = any(_find(cols, n) for k in ("params", "tokens", "flops", "loss")
-                for n, _ in RUNS_TABLE_NAMES[k])
+
+    def has(k):
+        return any(_find(cols, n) for n, _ in RUNS_TABLE_NAMES[k])
+
+    if not _find(cols, "State"):
+        # An export trimmed to its metrics (Marin's isoflop-*.csv): all of run, loss and C or N+D.
+        return has("loss") and (has("flops") or (has("params") and has("tokens")))
     own = sum(_find(cols, n) is not None for n in RUNS_TABLE_COLUMNS[2:])
-    return known or own >= 2
+    return any(has(k) for k in ("params", "tokens", "flops", "loss")) or own >= 2
 
 
 def _looked_for(canonical: str) -> str:
@@ -138,7 +147,8 @@ def read_wandb_runs(path: str | Path, *, metric: str | None = None,
     reason (their summary is wherever they stopped, often without the metric); ``running``
     (and ``preempted``...) runs are kept and marked unfinished, so final-loss laws leave them
     out, naming them, and checkpoint laws use their last loss. A run without the loss value is
-    excluded with its state. Runs sharing a ``Name`` (a rerun under the same name) get
+    excluded with its state. A table without ``State`` (an export trimmed to its metrics)
+    has every run count as finished. Runs sharing a ``Name`` (a rerun under the same name) get
     ``#2``, ``#3``... in file order, with a note.
 
     Returns
@@ -191,7 +201,11 @@ def read_wandb_runs(path: str | Path, *, metric: str | None = None,
         frame, columns=mapping, where=where,
         scale={k: f for k, f in factors.items() if f != 1.0})     # defaults only
     table = SourceTable(frame, where, renamed=renamed, metric=loss_source)
-    _runs_table_states(table, _find(cols, "State"))
+    state_col = _find(cols, "State")
+    if state_col is None:        # a trimmed export: no run state, every run counts as finished
+        table.frame = table.frame.assign(**{"State": ""})
+        state_col = "State"
+    _runs_table_states(table, state_col)
     return table
 
 
