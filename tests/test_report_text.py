@@ -24,6 +24,21 @@ def test_runs_sharing_a_reason_share_a_line_with_the_count():
     assert lines[1:] == ["excluded   x: its own", "excluded   y: pair", "excluded   z: pair"]
 
 
+def test_reasons_differing_only_in_numbers_are_one_group():
+    # The isoFLOP exclusion names each run's budget: 19 such lines read as one reason.
+    ex = [Exclusion(run=f"r{i}", reason=f"isoFLOP point: not the lowest loss of its compute "
+                                        f"budget (~{c:.0e} FLOPs)")
+          for i, c in enumerate([3e18, 3e18, 1e19, 1e19, 3e19])]
+    ex.append(Exclusion(run="d", reason="diverged: 12% above the trend"))
+    lines = exclusion_lines(ex)
+    assert lines == [
+        "excluded   5 runs (r0, r1, r2, ... (2 more)): isoFLOP point: not the lowest loss of its "
+        "compute budget (each run's own numbers in --json / Fit.excluded)",
+        "excluded   d: diverged: 12% above the trend"]
+    # Three or fewer keep their own numbers, one line each.
+    assert exclusion_lines(ex[:2]) == [f"excluded   r{i}: {ex[i].reason}" for i in range(2)]
+
+
 def _ladder(n):
     c = 1e17 * 10 ** (0.5 * np.arange(n))
     rng = np.random.default_rng(5)

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import math
+import os
+import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Mapping
 
@@ -288,16 +290,34 @@ _SHOWN = 3
 def exclusion_lines(exclusions) -> list[str]:
     """Report lines for exclusions: one per run, except that runs sharing one reason, more
     than :data:`_GROUP_AT` of them, share a line with the count and the first few names (the
-    full list is in ``exclusions`` and the JSON)."""
-    groups: dict[str, list[str]] = {}
+    full list is in ``exclusions`` and the JSON). Reasons that differ only in their numbers
+    (``... budget (~3e+18 FLOPs)``, ``... (~1e+19 FLOPs)``) count as one reason; the shared line
+    keeps the words they have in common."""
+    groups: dict[str, list[tuple[str, str]]] = {}
     for e in exclusions:
-        groups.setdefault(str(e.reason), []).append(str(e.run))
+        reason = str(e.reason)
+        groups.setdefault(_NUMBER.sub("#", reason), []).append((str(e.run), reason))
     lines = []
-    for reason, runs in groups.items():
-        if len(runs) <= _GROUP_AT:
-            lines += [f"excluded   {r}: {reason}" for r in runs]
-        else:
-            more = f", ... ({len(runs) - _SHOWN} more)" if len(runs) > _SHOWN else ""
-            lines.append(f"excluded   {len(runs)} runs ({', '.join(runs[:_SHOWN])}{more}): "
-                         f"{reason}")
+    for members in groups.values():
+        runs = [r for r, _ in members]
+        if len(members) <= _GROUP_AT:
+            lines += [f"excluded   {r}: {reason}" for r, reason in members]
+            continue
+        reasons = {reason for _, reason in members}
+        text = members[0][1] if len(reasons) == 1 else _common_words(sorted(reasons))
+        more = f", ... ({len(runs) - _SHOWN} more)" if len(runs) > _SHOWN else ""
+        lines.append(f"excluded   {len(runs)} runs ({', '.join(runs[:_SHOWN])}{more}): {text}")
     return lines
+
+
+#: A number inside an exclusion reason (``3e+18``, ``0.25``, ``12``).
+_NUMBER = re.compile(r"[-+]?\d+(?:\.\d+)?(?:e[-+]?\d+)?")
+
+
+def _common_words(reasons: list[str]) -> str:
+    """The words reasons share before they first differ, without a dangling ``(`` or ``~``,
+    and a pointer to where each run's own reason is."""
+    prefix = os.path.commonprefix(reasons)
+    cut = prefix.rfind(" ")
+    head = (prefix[:cut] if cut > 0 else prefix).rstrip(" (~:,;")
+    return f"{head} (each run's own numbers in --json / Fit.excluded)"
