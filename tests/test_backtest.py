@@ -70,3 +70,37 @@ def test_backtest_needs_one_design(capsys):
     assert code == 1 and "choose one backtest design" in err
     code = main(["backtest", "marin-delphi-dense", "--fit-max-flops", "1e21"])
     assert code == 1 and "nothing to predict" in capsys.readouterr().err
+
+
+def _isoflop_ladder():
+    """Three sizes per budget on a known law of N and D: the middle size is the frontier."""
+    import numpy as np
+    import pandas as pd
+
+    rows = []
+    for c in (1e18, 3e18, 1e19, 3e19, 1e20, 3e20):
+        for k in (0.3, 1.0, 3.0):
+            n = k * (c / 120) ** 0.5
+            d = c / (6 * n)
+            rows.append({"run": f"C{c:.0e}-k{k}", "params": n, "tokens": d, "flops": c,
+                         "loss": 1.8 + 482 * n ** -0.35 + 2085 * d ** -0.37})
+    return delphi.load_ladder(pd.DataFrame(rows))
+
+
+def test_a_law_of_compute_scores_only_the_frontier_of_an_isoflop_ladder():
+    # The off-size runs sit above the frontier by design: a power law in C does not predict
+    # them, so scoring them would report misses that say nothing about the law.
+    bt = backtest(_isoflop_ladder(), "power", fit_max_flops=3e19)
+    assert [r.run for r in bt.rows] == ["C1e+20-k1.0", "C3e+20-k1.0"]
+    assert any("4 held-out run(s) that are not the lowest loss of their budget are not scored"
+               in n for n in bt.notes)
+    # A law of N and D predicts every run, so every held-out run is scored.
+    both = backtest(_isoflop_ladder(), "chinchilla", fit_max_flops=3e19, interval=None)
+    assert len(both.rows) == 6
+
+
+def test_backtest_warnings_collects_the_fold_fits_warnings():
+    bt = backtest(_isoflop_ladder(), "power", leave_one_budget_out=True, interval=None)
+    expected = list(dict.fromkeys(f"[{f['fold']}] {w}" for f in bt.fits for w in f["warnings"]))
+    assert bt.warnings == expected
+    assert all(w.startswith("[without budget") for w in bt.warnings)

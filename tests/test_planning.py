@@ -285,3 +285,17 @@ def test_an_implausible_target_compute_is_refused():
     with pytest.raises(TargetError, match=r"outside 1\.\.1e\+40"):
         plan_ladder(1e308)
     assert plan_ladder(1e40).target_flops == 1e40
+
+
+def test_optimal_allocation_takes_bootstrap_draws_as_returned():
+    # delphi.bootstrap returns BootstrapDraws; its .params is what draws_to_arrays reads.
+    from delphi.uncertainty import BootstrapDraws
+
+    params = [{"A": 482.0, "B": 2085.0, "alpha": 0.348, "beta": 0.366},
+              {"A": 470.0, "B": 2100.0, "alpha": 0.346, "beta": 0.368}]
+    draws = BootstrapDraws(params=params, n_failed=0, unit="run", seed=0)
+    arrays = draws_to_arrays(draws)
+    assert arrays["A"].tolist() == [482.0, 470.0] and arrays["beta"].tolist() == [0.366, 0.368]
+    via_draws = optimal_allocation(BESIROGLU, CHINCHILLA_FLOPS, draws=draws)
+    via_list = optimal_allocation(BESIROGLU, CHINCHILLA_FLOPS, draws=params)
+    assert via_draws.intervals == via_list.intervals

@@ -17,6 +17,7 @@ import pandas as pd
 
 from ..errors import DelphiError, FitError, FitWarning, LadderError, option, user_stacklevel
 from ..fitting import DEFAULT_DELTA, Fit, fit
+from ..fitting.api import _compute_frontier
 from ..law_inputs import lr_ratio
 from ..ladder import Ladder
 from ..laws import Law, get_law
@@ -81,6 +82,15 @@ class Backtest:
                 "mean_rel_error": float(np.mean([r.rel_error for r in self.rows]))
                 if self.rows else None,
                 "coverage": float(np.mean(inside)) if inside else None, "level": self.level}
+
+    @property
+    def warnings(self) -> list[str]:
+        """Every fold fit's warnings, each prefixed with its fold (``[fold] text``), in fold
+        order without repeats; the per-fold lists are in :attr:`fits`."""
+        out: list[str] = []
+        for f in self.fits:
+            out += [f"[{f['fold']}] {w}" for w in f["warnings"]]
+        return list(dict.fromkeys(out))
 
     def to_dict(self) -> dict:
         return {"law": self.law, "design": self.design, "rows": [r.to_dict() for r in self.rows],
@@ -218,8 +228,16 @@ def backtest(ladder: Ladder, law: str | Law, *, fit_max_flops: float | None = No
     finals, _ = ladder.final_points()
     if "flops" not in finals.columns:
         raise LadderError("a backtest needs each run's compute (flops, or params and tokens)")
+    scored = finals
+    if law.inputs == ("flops",):
+        # A law of C describes the compute-optimal frontier only: the other sizes of an
+        # isoFLOP budget sit above it by design, and scoring them would report misses and
+        # "outside" marks that say nothing about the law (as compare and calibrate do).
+        scored, _, _ = _compute_frontier(finals)
     if fit_max_flops is not None:
-        held = finals[finals["flops"] > fit_max_flops * (1 + 1e-9)]
+        above = finals[finals["flops"] > fit_max_flops * (1 + 1e-9)]
+        held = above[above["run"].isin(scored["run"])]
+        unscored = len(above) - len(held)
         if held.empty:
             raise LadderError(f"no run of ladder {ladder.name!r} is above {fit_max_flops:.3g} "
                               f"FLOPs: nothing to predict")
@@ -231,10 +249,12 @@ def backtest(ladder: Ladder, law: str | Law, *, fit_max_flops: float | None = No
         if budgets.nunique() < 3:
             raise LadderError(f"leave-one-budget-out needs at least 3 compute budgets, ladder "
                               f"{ladder.name!r} has {budgets.nunique()}")
-        folds = []
+        folds, unscored = [], 0
         for b in sorted(budgets.unique(), key=float):
-            held = finals[budgets == b]
-            keep = sorted(set(ladder.runs) - set(held["run"]))
+            out = finals[budgets == b]
+            keep = sorted(set(ladder.runs) - set(out["run"]))
+            held = out[out["run"].isin(scored["run"])]
+            unscored += len(out) - len(held)
             folds.append((f"without budget {b}", ladder.select(runs=keep), held))
         design = f"leave one budget out ({len(folds)} budgets)"
     settings = dict(fixed=fixed, bounds=bounds, delta=delta, seed=seed,
@@ -264,6 +284,10 @@ def backtest(ladder: Ladder, law: str | Law, *, fit_max_flops: float | None = No
                 raise FitError(f"backtest fold '{name}': {exc}") from None
         raise
     rows, fits, notes = [], [], []
+    if unscored:
+        notes.append(f"a law of compute alone predicts the compute-optimal frontier: "
+                     f"{unscored} held-out run(s) that are not the lowest loss of their budget "
+                     f"are not scored (a law of N and D, e.g. chinchilla, scores every run)")
     codes = []
     for (name, train, held), (result, code, draws, boot_note) in zip(folds, fold_fits):
         codes.append(code)

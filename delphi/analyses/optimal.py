@@ -133,13 +133,19 @@ def chinchilla_optimum(params: Mapping[str, float],
 def draws_to_arrays(draws: Any) -> dict[str, np.ndarray]:
     """Parameter draws as ``{name: array of shape (n_draws,)}``.
 
-    Accepts a sequence of mappings (one per draw), a mapping of name to a 1-D array, or a
-    :class:`pandas.DataFrame` with one column per parameter.
+    Accepts the draws of :func:`delphi.bootstrap` (a
+    :class:`~delphi.uncertainty.BootstrapDraws`: its ``params``), a sequence of mappings (one
+    per draw), a mapping of name to a 1-D array, or a :class:`pandas.DataFrame` with one
+    column per parameter.
 
     Raises
     ------
     FitError: empty draws, ragged arrays, or draws that are not numbers.
     """
+    from ..uncertainty import BootstrapDraws
+
+    if isinstance(draws, BootstrapDraws):
+        draws = draws.params
     if isinstance(draws, pd.DataFrame):
         out = {str(c): draws[c].to_numpy(float) for c in draws.columns}
     elif isinstance(draws, Mapping):
