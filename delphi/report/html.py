@@ -1,0 +1,805 @@
+"""Assembly of the HTML report pages: one self-contained static page per ladder or registry.
+
+A page is a single HTML5 document: CSS in a ``<style>`` element, figures as inline ``<svg>``
+(:mod:`delphi.report.figures`), no script, no external asset (no ``src``/``href`` to another
+file or site), so it can be opened from disk, attached to an issue or served as is. Every piece
+of text that comes from data (run names, reasons, registry notes, sources) is escaped with
+:func:`html.escape`. The page states delphi's version, what it was made from (the ladder's
+source and SHA-256, or the registry's path and head hash) and when: ``generated_at``, else the
+``SOURCE_DATE_EPOCH`` environment variable (reproducible builds), else now. The same inputs,
+settings and seed give a byte-identical page.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import warnings
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from html import escape
+from pathlib import Path
+from typing import Any, Iterable, Mapping, Sequence
+
+from .. import __version__
+from ..errors import DelphiError, DelphiWarning, RegistryError
+
+__all__ = ["Report", "ladder_page", "ladder_report", "registry_page", "registry_report",
+           "write_html", "generated_time"]
+
+#: Runs listed in the ladder's table of runs (the rest are counted).
+MAX_TABLE_RUNS = 500
+
+_CSS = """
+:root { --fg: #1b1f24; --muted: #57606a; --line: #d0d7de; --bg2: #f6f8fa; --bad: #b42318;
+        --good: #1a7f37; --warn: #9a6700; }
+* { box-sizing: border-box; }
+body { font: 15px/1.45 system-ui, -apple-system, "Segoe UI", Roboto, "DejaVu Sans", sans-serif;
+       color: var(--fg); margin: 0; background: #fff; }
+main { max-width: 1200px; margin: 0 auto; padding: 24px 28px 48px; }
+h1 { font-size: 1.6em; margin: 0 0 4px; }
+h2 { font-size: 1.25em; margin: 32px 0 8px; padding-bottom: 4px;
+     border-bottom: 1px solid var(--line); }
+h3 { font-size: 1.05em; margin: 20px 0 6px; }
+p, ul { margin: 6px 0; }
+.meta { color: var(--muted); font-size: 0.9em; }
+.meta code, code { font: 0.88em/1.3 ui-monospace, "DejaVu Sans Mono", monospace;
+                   word-break: break-all; }
+.headline { display: flex; flex-wrap: wrap; gap: 12px; margin: 16px 0; }
+.card { border: 1px solid var(--line); border-radius: 8px; padding: 10px 14px;
+        background: var(--bg2); min-width: 190px; }
+.card .k { color: var(--muted); font-size: 0.82em; text-transform: uppercase;
+           letter-spacing: 0.04em; }
+.card .v { font-size: 1.35em; font-weight: 600; font-variant-numeric: tabular-nums; }
+.card .s { color: var(--muted); font-size: 0.85em; }
+table { border-collapse: collapse; margin: 8px 0; font-size: 0.9em; }
+th, td { border: 1px solid var(--line); padding: 3px 8px; text-align: left;
+         vertical-align: top; }
+th { background: var(--bg2); font-weight: 600; }
+.nw { white-space: nowrap; }
+td.n { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
+tr.excluded td { color: var(--muted); }
+table.score td:nth-child(2), table.score td:last-child { min-width: 9em; }
+table.score td:first-child, table.score td:nth-child(5) { max-width: 17em;
+                                                          overflow-wrap: anywhere; }
+.wrap { overflow-x: auto; }
+figure { margin: 12px 0; }
+figure svg { max-width: 100%; height: auto; display: block; }
+figcaption { color: var(--muted); font-size: 0.88em; }
+.warning { color: var(--warn); }
+.bad { color: var(--bad); font-weight: 600; }
+.good { color: var(--good); font-weight: 600; }
+.banner { border-radius: 8px; padding: 10px 14px; margin: 12px 0; }
+.banner.ok { background: #dafbe1; border: 1px solid #aceebb; }
+.banner.failed { background: #ffebe9; border: 1px solid #ffcecb; }
+ul.notes li { margin: 2px 0; }
+details { margin: 10px 0; }
+details pre { background: var(--bg2); padding: 10px; overflow-x: auto; font-size: 0.82em; }
+footer { margin-top: 40px; color: var(--muted); font-size: 0.85em; }
+"""
+
+
+# ----------------------------------------------------------------------------- helpers
+def _e(value: Any) -> str:
+    """Escaped text (quotes too: the value may sit in an attribute)."""
+    return escape("" if value is None else str(value), quote=True)
+
+
+def _num(value: Any, spec: str = ".4g", missing: str = "-") -> str:
+    """``value`` formatted with ``spec``, or ``missing`` for None/NaN (never "nan")."""
+    if value is None:
+        return missing
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        return _e(value)
+    if not math.isfinite(v):
+        return missing
+    return format(v, spec)
+
+
+def generated_time(value: datetime | str | int | float | None = None) -> str:
+    """The page's "generated at" time, ``YYYY-MM-DD HH:MM:SS UTC``.
+
+    ``value``: a datetime (naive = UTC), an ISO 8601 string, or seconds since the epoch; None:
+    the ``SOURCE_DATE_EPOCH`` environment variable when set (reproducible builds), else now.
+
+    Raises
+    ------
+    DelphiError: ``value`` (or ``SOURCE_DATE_EPOCH``) is not a time.
+    """
+    source = "generated_at"
+    if value is None:
+        env = os.environ.get("SOURCE_DATE_EPOCH")
+        if env is None or not env.strip():
+            value = datetime.now(timezone.utc)
+        else:
+            value, source = env.strip(), "SOURCE_DATE_EPOCH"
+            try:
+                value = int(value)
+            except ValueError:
+                raise DelphiError(f"SOURCE_DATE_EPOCH must be whole seconds since "
+                                  f"1970-01-01 UTC, got {env!r}") from None
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        try:
+            value = datetime.fromtimestamp(value, timezone.utc)
+        except (OverflowError, OSError, ValueError):
+            raise DelphiError(f"{source}: {value!r} seconds is not a representable time") \
+                from None
+    elif isinstance(value, str):
+        text = value.strip()
+        try:
+            value = datetime.fromisoformat(text[:-1] + "+00:00" if text.endswith("Z") else text)
+        except ValueError:
+            raise DelphiError(f"{source}: expected an ISO 8601 time such as "
+                              f"2026-12-01T12:00:00Z, got {text!r}") from None
+    if not isinstance(value, datetime):
+        raise DelphiError(f"{source}: expected a datetime, an ISO 8601 string or epoch "
+                          f"seconds, got {type(value).__name__}")
+    if value.tzinfo is None:
+        value = value.replace(tzinfo=timezone.utc)
+    return value.astimezone(timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def _page(title: str, body: str, generated: str) -> str:
+    return (
+        "<!DOCTYPE html>\n"
+        '<html lang="en">\n<head>\n<meta charset="utf-8">\n'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
+        f'<meta name="generator" content="delphi {_e(__version__)}">\n'
+        f"<title>{_e(title)}</title>\n<style>{_CSS}</style>\n</head>\n<body>\n<main>\n"
+        f"{body}\n"
+        f"<footer>Made by delphi {_e(__version__)} on {_e(generated)}. A static page: no "
+        f"scripts, no external files.</footer>\n</main>\n</body>\n</html>\n")
+
+
+def _table(head: Sequence[str], rows: Iterable[Sequence[str]], numeric: Sequence[int] = (),
+           row_classes: Sequence[str] | None = None, cls: str = "") -> str:
+    """An HTML table; ``head`` is escaped here, cells must already be HTML."""
+    attr = f' class="{cls}"' if cls else ""
+    out = [f'<div class="wrap"><table{attr}>',
+           "<thead><tr>" + "".join(f"<th>{_e(h)}</th>" for h in head) + "</tr></thead><tbody>"]
+    for i, row in enumerate(rows):
+        rc = row_classes[i] if row_classes is not None and row_classes[i] else ""
+        cells = "".join(f'<td class="n">{c}</td>' if j in numeric else f"<td>{c}</td>"
+                        for j, c in enumerate(row))
+        out.append(f'<tr class="{rc}">{cells}</tr>' if rc else f"<tr>{cells}</tr>")
+    out.append("</tbody></table></div>")
+    return "\n".join(out)
+
+
+def _card(key: str, value: str, sub: str = "") -> str:
+    """A headline number; ``value`` and ``sub`` are escaped here."""
+    return (f'<div class="card"><div class="k">{_e(key)}</div><div class="v">{_e(value)}</div>'
+            + (f'<div class="s">{_e(sub)}</div>' if sub else "") + "</div>")
+
+
+def _list(items: Iterable[str], cls: str = "notes", item_cls: str = "") -> str:
+    items = list(items)
+    if not items:
+        return ""
+    attr = f' class="{item_cls}"' if item_cls else ""
+    li = "".join(f"<li{attr}>{_e(i)}</li>" for i in items)
+    return f'<ul class="{cls}">{li}</ul>'
+
+
+def _figure(svg: str, caption: str) -> str:
+    return f"<figure>{svg}<figcaption>{_e(caption)}</figcaption></figure>"
+
+
+@dataclass(frozen=True)
+class Report:
+    """A rendered report page and what it shows.
+
+    ``html``: the page (one self-contained HTML document, str). ``kind``: ``"ladder"`` or
+    ``"registry"``. ``summary``: the page's headline facts, JSON-ready (``delphi report
+    --json`` prints them with the path written). ``objects``: the Python objects behind the
+    page (``forecast``, ``backtest``...; not JSON).
+    """
+
+    html: str
+    kind: str
+    summary: dict = field(default_factory=dict)
+    objects: dict = field(default_factory=dict, repr=False, compare=False)
+
+    def write(self, out: str | os.PathLike) -> Path:
+        """Write the page to ``out/index.html`` (see :func:`write_html`)."""
+        return write_html(self.html, out)
+
+
+def write_html(page: str, out: str | os.PathLike) -> Path:
+    """Write ``page`` (an HTML document) to ``out/index.html`` and return that path.
+
+    ``out`` is a folder, created (with its parents) when missing; an existing ``index.html``
+    in it is replaced. The file is written as UTF-8 through a temporary file and renamed, so
+    a reader never sees half a page.
+
+    Raises
+    ------
+    DelphiError: ``out`` exists and is not a folder, or it cannot be created or written.
+    """
+    folder = Path(out)
+    if folder.exists() and not folder.is_dir():
+        raise DelphiError(f"{folder} exists and is not a folder: the report is written to "
+                          f"FOLDER/index.html, so give a folder (new or existing)")
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        path = folder / "index.html"
+        tmp = folder / ".index.html.tmp"
+        tmp.write_text(page, encoding="utf-8")
+        os.replace(tmp, path)
+    except OSError as exc:
+        raise DelphiError(f"cannot write the report to {folder}: "
+                          f"{exc.strerror or exc}") from None
+    return path
+
+
+# ----------------------------------------------------------------------------- ladder page
+def _interval_label(iv) -> str:
+    if iv.method == "calibrated":
+        base = (iv.calibration or {}).get("base_method", "")
+        return f"calibrated on the ladder's extrapolation errors{f', {base}' if base else ''}"
+    return {"bootstrap": f"bootstrap ({iv.n_draws} draws)",
+            "ensemble": "ensemble: members' intervals and the between-model spread",
+            "delta": "delta method, approximate"}.get(iv.method, str(iv.method))
+
+
+def _runs_table(ladder, fit) -> tuple[str, int]:
+    """The table of runs (one row per run, at its end row), ordered by compute."""
+    import numpy as np
+
+    states = ladder.run_states()
+    t = ladder.table
+    end = t.merge(states[["run", "row", "state", "reason"]], on=["run", "row"], how="inner") \
+        if "row" in t.columns else None
+    if end is None or len(end) != len(states):    # no source rows: each run's last row
+        end = t.groupby("run", sort=False).tail(1).merge(
+            states[["run", "state", "reason"]], on="run", how="left")
+    if "flops" in end.columns:
+        c = end["flops"].to_numpy(float)
+    elif {"params", "tokens"} <= set(end.columns):
+        n = end["active_params"] if "active_params" in end.columns else end["params"]
+        c = 6.0 * n.to_numpy(float) * end["tokens"].to_numpy(float)
+    else:
+        c = np.full(len(end), np.nan)
+    end = end.assign(_c=c).sort_values(["_c", "run"], kind="stable", na_position="last")
+    fitted = {str(lbl).split("@")[0] for lbl in fit.labels}
+    excluded = {}
+    for e in [*ladder.exclusions, *fit.exclusions]:
+        excluded.setdefault(str(e.run), str(e.reason))
+    cols = [("run", None), ("_c", "C [FLOPs]"), ("params", "N"),
+            ("active_params", "N active"), ("tokens", "D [tokens]"), ("step", "step"),
+            ("loss", f"loss [{ladder.unit}]")]
+    cols = [(k, h or k) for k, h in cols if k in end.columns]
+    head = [h for _, h in cols] + ["state", "in the fit"]
+    rows, classes = [], []
+    for rec in end.head(MAX_TABLE_RUNS).to_dict("records"):
+        run = str(rec["run"])
+        cells = [_e(run)]
+        for k, _ in cols[1:]:
+            spec = ".4f" if k == "loss" else ".4g"
+            cells.append(_num(rec.get(k), spec))
+        state = str(rec.get("state") or "")
+        why = str(rec.get("reason") or "")
+        cells.append(_e(state) + (f"<br><small>{_e(why)}</small>" if why and run not in
+                                  excluded else ""))
+        if run in fitted:
+            cells.append("yes")
+            classes.append("")
+        else:
+            cells.append("no: " + _e(excluded.get(run, "not among the fitted points")))
+            classes.append("excluded")
+        rows.append(cells)
+    numeric = list(range(1, len(cols)))
+    extra = len(end) - MAX_TABLE_RUNS
+    note = (f"<p class=\"meta\">The first {MAX_TABLE_RUNS} runs by compute are listed; "
+            f"{extra} more are not.</p>" if extra > 0 else "")
+    return _table(head, rows, numeric, classes) + note, len(end)
+
+
+def _params_table(fit) -> str:
+    rows = []
+    for r in fit._param_rows():
+        if r["fixed"]:
+            status = "fixed (not fitted)"
+        elif r["at_bound"]:
+            status = "at a bound"
+        else:
+            status = "free"
+        iv = ("-" if r["interval"] in ("none", "fixed") else
+              f"[{_num(r['lower'], '.5g')}, {_num(r['upper'], '.5g')}] ({_e(r['interval'])})")
+        rows.append([_e(r["name"]), _num(r["value"], ".6g"),
+                     "-" if r["fixed"] else _num(r["stderr"], ".3g"), iv, _e(status)])
+    return _table(["parameter", "value", "approx. s.e.", "95% interval", "status"], rows,
+                  numeric=[1, 2])
+
+
+def _residuals_table(fit) -> str:
+    import numpy as np
+
+    from .figures import point_compute
+
+    c = point_compute(fit)
+    pred = fit.y * np.exp(fit.residuals)   # residual = log(L_pred) - log(L_obs)
+    order = np.argsort(c, kind="stable") if c is not None else np.arange(len(fit.y))
+    rows = [[_e(fit.labels[i]), _num(None if c is None else c[i], ".4g"),
+             _num(fit.y[i], ".4f"), _num(pred[i], ".4f"), _num(fit.residuals[i], "+.3e")]
+            for i in order]
+    return _table(["point", "C [FLOPs]", "observed", "law", "residual (log)"], rows,
+                  numeric=[1, 2, 3, 4])
+
+
+def _backtest_for(ladder, fit, predict_kwargs: Mapping, backtest_max_flops: float | None):
+    """A :func:`delphi.backtest` of the forecast's law: fit on the runs up to the
+    second-largest fitted compute budget (or ``backtest_max_flops``), predict the larger
+    runs; when that cannot be made, leave one budget out. Returns (Backtest, None) or
+    (None, the reason)."""
+    import numpy as np
+
+    from ..analyses.backtest import backtest
+
+    fixed, bounds = dict(fit.fixed), predict_kwargs.get("bounds")
+    kwargs = dict(fixed=fixed, bounds=bounds, delta=fit.delta,
+                  include_unfinished=bool(predict_kwargs.get("include_unfinished", False)),
+                  level=predict_kwargs.get("level") or 0.9, seed=predict_kwargs.get("seed", 0))
+    fit_max = predict_kwargs.get("fit_max_flops")
+    data = ladder.select(max_flops=fit_max) if fit_max is not None else ladder
+    reasons = []
+    cut = backtest_max_flops
+    if cut is None:
+        from .figures import point_compute
+
+        c = point_compute(fit)
+        if c is not None and len(c):
+            below = np.sort(c[c < c.max() / 1.05])   # budgets within 5% are one budget
+            cut = float(below[-1]) if len(below) else None
+        if cut is None:
+            reasons.append("the fitted runs span one compute budget, so there is nothing "
+                           "larger to hold out")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DelphiWarning)   # kept on the Backtest (fits, notes)
+        if cut is not None:
+            try:
+                return backtest(data, fit.law, fit_max_flops=cut, **kwargs), None
+            except DelphiError as exc:
+                reasons.append(f"fit on runs <= {cut:.3g} FLOPs: {exc}")
+                if backtest_max_flops is not None:
+                    return None, "; ".join(reasons)
+        try:
+            return backtest(data, fit.law, leave_one_budget_out=True, **kwargs), None
+        except DelphiError as exc:
+            reasons.append(f"leave one budget out: {exc}")
+    return None, "; ".join(reasons)
+
+
+def ladder_page(ladder, target, law=None, *, generated_at=None, backtest: bool = True,
+                backtest_max_flops: float | None = None, **predict_kwargs) -> Report:
+    """The ladder report: forecast, fit, residuals, backtest and runs, as a :class:`Report`.
+
+    Parameters
+    ----------
+    ladder: a :class:`~delphi.ladder.Ladder` (or a DataFrame, read as
+        :func:`delphi.load_ladder` reads it).
+    target: the run to forecast, a :class:`~delphi.forecast.Target` or a dict (``flops``
+        [FLOPs], and/or ``params`` and ``tokens``...).
+    law: as in :func:`delphi.predict` (default: its default law).
+    generated_at: the time the page states (datetime, ISO string or epoch seconds; default
+        ``SOURCE_DATE_EPOCH``, else now): see :func:`generated_time`.
+    backtest: draw the backtest section (default True).
+    backtest_max_flops: the backtest's cut [FLOPs]: fit on runs at or below it, predict the
+        larger finished runs. Default: the second-largest fitted compute budget (the largest
+        budget is held out); when that backtest cannot be made (too few runs below the cut),
+        each budget is left out in turn (:func:`delphi.backtest` with
+        ``leave_one_budget_out=True``). The page says which design it used, or why there is
+        no backtest.
+    **predict_kwargs: passed to :func:`delphi.predict` (``fixed``, ``bounds``, ``delta``,
+        ``fit_max_flops``, ``interval``, ``level``, ``n_boot``, ``seed``...).
+
+    Returns
+    -------
+    Report with ``html``, ``kind="ladder"`` and ``summary`` (ladder name, source and SHA-256,
+    the prediction with its interval, the backtest design, the generated time).
+
+    Raises
+    ------
+    The errors of :func:`delphi.predict` (LadderError, LawError, TargetError, FitError...);
+    DelphiError for a bad ``generated_at``. A backtest that cannot be made is not an error:
+    the page gives the reason.
+    """
+    import numpy as np
+
+    from ..forecast import predict
+    from ..readers import as_ladder
+    from .figures import new_figure, residual_figure, to_svg
+
+    generated = generated_time(generated_at)
+    ladder = as_ladder(ladder)
+    forecast = predict(ladder, target, law, **predict_kwargs)
+    fit = forecast.fit
+    t = forecast.target
+    sha = ladder.fingerprint()
+    parts: list[str] = []
+    title = f"delphi report: {ladder.name}"
+    parts.append(f"<h1>{_e(title)}</h1>")
+    parts.append(
+        f'<p class="meta">Ladder <b>{_e(ladder.name)}</b> from <code>{_e(ladder.source)}</code>; '
+        f"metric {_e(ladder.metric)} [{_e(ladder.unit)}].<br>Ladder SHA-256 "
+        f"<code>{_e(sha)}</code> (all its rows); fitted data SHA-256 "
+        f"<code>{_e(forecast.ladder_sha256)}</code>.<br>delphi {_e(__version__)}, generated "
+        f"{_e(generated)}.</p>")
+
+    # ---- forecast
+    iv = forecast.interval
+    what = ", ".join(f"{k} = {v:.4g}" for k, v in (("C", t.flops), ("N", t.params),
+                                                   ("D", t.tokens)) if v is not None)
+    ensemble = forecast.selection is not None and forecast.selection.get("rule") == "ensemble"
+    law_name = "ensemble" if ensemble else fit.law.name
+    cards = [_card("prediction", f"{forecast.loss:.4f}", forecast.unit)]
+    if iv is not None:
+        cards.append(_card(f"{iv.level:.0%} interval, one new run",
+                           f"[{iv.lower:.4f}, {iv.upper:.4f}]", _interval_label(iv)))
+        cards.append(_card(f"{iv.level:.0%} interval, expected loss",
+                           f"[{iv.mean_lower:.4f}, {iv.mean_upper:.4f}]", "without run noise"))
+    else:
+        cards.append(_card("interval", "none", "see the notes below"))
+    cards.append(_card("law", law_name, fit.law.formula if not ensemble else ""))
+    if forecast.extrapolation is not None:
+        cards.append(_card("extrapolation", f"{forecast.extrapolation:.3g}x",
+                           "target compute / largest fitted run's"))
+    parts.append("<h2>Forecast</h2>")
+    named = f"<b>{_e(t.name)}</b>, " if t.name else ""
+    parts.append(f"<p>Target: {named}{_e(what)}.</p>")
+    parts.append('<div class="headline">' + "".join(cards) + "</div>")
+    if iv is not None:
+        parts.append(
+            f"<p>Interval method: {_e(_interval_label(iv))}; run-to-run noise "
+            f"{iv.noise:.2%} (log loss, from {_e(iv.noise_source)}) is in the new-run "
+            f"interval only.</p>")
+    if fit.fixed:
+        given = ", ".join(f"{k} = {v:g}" for k, v in fit.fixed.items())
+        parts.append(f"<p>Conditional on {_e(given)} (fixed, not fitted): its uncertainty is "
+                     f"not in the interval.</p>")
+    if forecast.warnings:
+        parts.append("<h3>Warnings</h3>" + _list(forecast.warnings, item_cls="warning"))
+    shown = {x.note() for x in (forecast.off_trend, forecast.floor_scan) if x is not None}
+    notes = [n for n in forecast.notes if n not in shown]
+    if notes:
+        parts.append("<h3>Notes</h3>" + _list(notes))
+    if forecast.off_trend is not None:
+        parts.append("<h3>Off-trend rungs (kept in the fit)</h3>"
+                     + _list([forecast.off_trend.note()]))
+    if forecast.floor_scan is not None:
+        fs = forecast.floor_scan
+        rows = [[_num(v, ".4g"), _num(loss, ".4f"), _num(lo, ".4f"), _num(hi, ".4f")]
+                for v, loss, lo, hi in zip(fs.values, fs.losses, fs.lowers, fs.uppers)]
+        parts.append(f"<h3>Forecast across the floor {_e(fs.param)} in [{fs.low:g}, "
+                     f"{fs.high:g}]</h3>"
+                     + _table([fs.param, "forecast", "lower", "upper"], rows, [0, 1, 2, 3])
+                     + f"<p>{_e(fs.note())}</p>")
+    figures = 0
+    try:
+        from ..plot import plot_forecast
+
+        fig = new_figure()
+        plot_forecast(forecast, ax=fig.subplots(), ladder=ladder)
+        figures += 1
+        with_iv = ("with its new-run interval (thin bar) and expected-loss interval (thick "
+                   "bar)" if iv is not None else "(no interval: see the notes)")
+        parts.append(_figure(to_svg(fig, "f-forecast-", "forecast figure"),
+                             f"The fitted points, the law out to the target, and the target "
+                             f"{with_iv}; crosses are excluded runs."))
+    except DelphiError as exc:
+        parts.append(f'<p class="warning">No forecast figure: {_e(exc)}</p>')
+
+    # ---- fit
+    parts.append("<h2>Fit</h2>")
+    runs = len({lbl.split("@")[0] for lbl in fit.labels})
+    conv = "converged" if fit.converged else "DID NOT CONVERGE"
+    parts.append(
+        f"<p>Law <b>{_e(fit.law.name)}</b>: <code>{_e(fit.law.formula)}</code>. "
+        f"{fit.n_points} points from {runs} runs, {fit.n_free} free parameters "
+        f"({fit.dof} residual degrees of freedom). Objective {fit.objective:.6g} (summed "
+        f"Huber, delta = {fit.delta:g}, on log residuals). "
+        f'<span class="{"good" if fit.converged else "bad"}">{conv}</span>: '
+        f"{_e(fit.message)} ({fit.n_agree}/{fit.n_starts} starts agree).</p>")
+    parts.append(_params_table(fit))
+    if fit.identification is not None:
+        lines = fit.identification.report_lines()
+        if lines:
+            parts.append("<h3>Identification</h3><pre>" + _e("\n".join(lines)) + "</pre>")
+    # The fit repeats the ladder's warnings it concerns; list each once.
+    warns = [*(f"ladder: {w}" for w in ladder.warnings
+               if not any(w in fw for fw in fit.warnings)), *fit.warnings]
+    parts.append("<h3>Warnings</h3>" + (_list(warns, item_cls="warning") if warns else
+                                        "<p>None.</p>"))
+    excl = {}
+    for e in [*ladder.exclusions, *fit.exclusions]:
+        excl.setdefault((str(e.run), str(e.reason)), None)
+    parts.append(f"<h3>Exclusions ({len(excl)})</h3>")
+    if excl:
+        parts.append(_table(["run", "reason"], [[_e(r), _e(why)] for r, why in excl]))
+    else:
+        parts.append("<p>No run was left out.</p>")
+    fit_notes = list(fit.extra.get("notes", ()))
+    if fit_notes:
+        parts.append("<h3>Fit notes</h3>" + _list(fit_notes))
+
+    # ---- residuals
+    parts.append("<h2>Residuals</h2>")
+    fig = residual_figure(fit)
+    figures += 1
+    parts.append(_figure(to_svg(fig, "f-resid-", "residuals figure"),
+                         "log(L_pred) - log(L_obs) per fitted point: above zero, the law "
+                         "predicts a higher loss than observed."))
+    parts.append(_residuals_table(fit))
+
+    # ---- backtest
+    bt = None
+    parts.append("<h2>Backtest</h2>")
+    if backtest:
+        bt, why = _backtest_for(ladder, fit, predict_kwargs, backtest_max_flops)
+        if bt is None:
+            parts.append(f'<p class="warning">No backtest: {_e(why)}</p>')
+        else:
+            s = bt.summary
+            parts.append(f"<p>Made with <code>delphi.backtest</code> (the law {_e(bt.law)}, "
+                         f"its fixed values and Huber delta): {_e(bt.design)}. Each held-out "
+                         f"run is predicted by a fit that did not see it.</p>")
+            try:
+                from ..plot import plot_backtest
+
+                fig = new_figure((8.0, 4.2))
+                ax = plot_backtest(bt, ax=fig.subplots())
+                # Zero in the middle: a few errors of one sign otherwise sit on the frame.
+                lim = max(abs(v) for v in ax.get_ylim()) * 1.15
+                ax.set_ylim(-lim, lim)
+                figures += 1
+                parts.append(_figure(to_svg(fig, "f-backtest-", "backtest figure"),
+                                     "Relative error of each held-out run's prediction, "
+                                     "with its interval when the fold has one."))
+            except DelphiError as exc:
+                parts.append(f'<p class="warning">No backtest figure: {_e(exc)}</p>')
+            rows = [[_e(r.run), _num(r.flops, ".4g"), _num(r.actual, ".4f"),
+                     _num(r.predicted, ".4f"),
+                     "-" if r.lower is None else f"[{r.lower:.4f}, {r.upper:.4f}]",
+                     _num(r.rel_error, "+.2%"),
+                     "-" if r.inside is None else ("yes" if r.inside else
+                                                   '<span class="bad">no</span>'),
+                     _e(r.fold)] for r in bt.rows]
+            parts.append(_table(["run", "C [FLOPs]", "actual", "predicted", "interval",
+                                 "rel. error", "inside", "fold"], rows, numeric=[1, 2, 3, 5]))
+            parts.append(f"<p>Mean |rel. error| {_num(s['mean_abs_rel_error'], '.2%')}, max "
+                         f"{_num(s['max_abs_rel_error'], '.2%')}"
+                         + (f", coverage {s['coverage']:.0%} of {s['level']:.0%} intervals"
+                            if s["coverage"] is not None else "") + ".</p>")
+            seen: dict[str, list[str]] = {}
+            for f in bt.fits:
+                for w in f.get("warnings", ()):
+                    seen.setdefault(w, []).append(f["fold"])
+            bt_warn = [f"[{'every fold' if len(v) == len(bt.fits) else ', '.join(v)}] {w}"
+                       for w, v in seen.items()]
+            parts.append(_list(bt_warn, item_cls="warning") + _list(bt.notes))
+    else:
+        parts.append("<p>Not made (backtest=False).</p>")
+
+    # ---- runs
+    table, n_runs = _runs_table(ladder, fit)
+    parts.append(f"<h2>Runs ({n_runs}, ordered by compute)</h2>")
+    parts.append(f"<p class=\"meta\">Each run at its end row (its final row, else its last); "
+                 f"{fit.n_points} points enter the fit.</p>")
+    parts.append(table)
+    parts.append("<details><summary>The text report (<code>delphi predict</code>)</summary>"
+                 f"<pre>{_e(forecast.report())}</pre></details>")
+
+    summary = {
+        "ladder": {"name": ladder.name, "source": ladder.source, "sha256": sha,
+                   "fitted_sha256": forecast.ladder_sha256, "metric": ladder.metric,
+                   "unit": ladder.unit, "n_runs": n_runs},
+        "target": t.to_dict(),
+        "law": law_name,
+        "prediction": {"loss": forecast.loss, "unit": forecast.unit,
+                       "lower": iv.lower if iv else None, "upper": iv.upper if iv else None,
+                       "mean_lower": iv.mean_lower if iv else None,
+                       "mean_upper": iv.mean_upper if iv else None,
+                       "level": iv.level if iv else None, "method": iv.method if iv else None},
+        "backtest": None if bt is None else {"design": bt.design, "law": bt.law,
+                                             **{k: (None if isinstance(v, float) and not
+                                                    np.isfinite(v) else v)
+                                                for k, v in bt.summary.items()}},
+        "warnings": list(forecast.warnings) + list(fit.warnings),
+        "figures": figures,
+        "generated_at": generated,
+        "delphi_version": __version__,
+    }
+    return Report(html=_page(title, "\n".join(parts), generated), kind="ladder",
+                  summary=summary, objects={"forecast": forecast, "backtest": bt})
+
+
+def ladder_report(ladder, target, law=None, **kwargs) -> str:
+    """The ladder report page as HTML text: :func:`ladder_page` (same arguments:
+    ``generated_at``, ``backtest``, ``backtest_max_flops`` and :func:`delphi.predict`'s
+    keyword arguments) ``.html``. Write it with :func:`write_html`."""
+    return ladder_page(ladder, target, law, **kwargs).html
+
+
+# ----------------------------------------------------------------------------- registry page
+def _target_text(target) -> str:
+    if target is None:
+        return ""
+    what = ", ".join(f"{k} = {v:.4g}" for k, v in (("C", target.flops), ("N", target.params),
+                                                   ("N active", target.active_params),
+                                                   ("D", target.tokens)) if v is not None)
+    name = target.name or ""
+    return f"{_e(name)}{'<br>' if name and what else ''}<small>{_e(what)}</small>"
+
+
+def _interval_text(iv) -> str:
+    if iv is None:
+        return "none"
+    extra = ", ".join(x for x in (iv.kind, iv.method) if x)
+    text = f'<span class="nw">{iv.level:.0%} [{iv.lower:.4f}, {iv.upper:.4f}]</span>'
+    return text + (f"<br><small>{_e(extra)}</small>" if extra else "")
+
+
+def registry_page(registry, *, generated_at=None) -> Report:
+    """The registry report ("prediction tracker"): scorecard, forecast curves against their
+    partial outcomes, and the chain's verification, as a :class:`Report`.
+
+    Parameters
+    ----------
+    registry: a :class:`~delphi.registry.Registry` or the path of a registry file.
+    generated_at: as in :func:`ladder_page`.
+
+    The scores are the registry's own (:meth:`Registry.report`,
+    :func:`delphi.registry.scoring.score_outcome`): predicted value at the outcome's fraction
+    (interpolated on the forecast curve below 1), relative error (actual - predicted) /
+    predicted, inside the interval, z and PIT (final outcomes with an interval only). The
+    page states whether the chain verifies (:meth:`Registry.verify`) and its head hash; a
+    registry that does not verify still gets its page, under a banner saying so and where
+    it breaks (``summary["verified"]`` is False).
+
+    Raises
+    ------
+    RegistryError: no registry at the path, or a line that is not a valid entry (run
+        ``delphi registry verify``).
+    DelphiError: a bad ``generated_at``.
+    """
+    from ..registry import Registry
+    from .figures import curve_figure, to_svg
+
+    generated = generated_time(generated_at)
+    reg = registry if isinstance(registry, Registry) else Registry(registry)
+    if not reg.path.exists():
+        raise RegistryError(f"no registry at {reg.path}")
+    verified = reg.verify()
+    entries = reg.entries()
+    try:
+        board = reg.report()
+    except RegistryError as exc:
+        if verified.ok:
+            raise
+        raise RegistryError(f"the registry does not verify ({verified}) and cannot be "
+                            f"scored: {exc}") from None
+    title = f"delphi registry: {reg.path.name}"
+    parts = [f"<h1>{_e(title)}</h1>",
+             f'<p class="meta">Registry <code>{_e(reg.path)}</code>, '
+             f"{len(entries)} entries. delphi {_e(__version__)}, generated {_e(generated)}.</p>"]
+    if verified.ok:
+        parts.append(f'<div class="banner ok"><span class="good">Chain verified</span>: '
+                     f"{verified.n_entries} entries, every hash and link intact. Head "
+                     f"<code>{_e(verified.head or 'none (empty)')}</code>. Publish the head "
+                     f"elsewhere and check it later with <code>delphi registry verify "
+                     f"--expect-head HASH</code>.</div>")
+    else:
+        parts.append(f'<div class="banner failed"><span class="bad">Chain does NOT verify'
+                     f"</span>: {_e(verified)}. What this page shows cannot be trusted. Head of "
+                     f"the verified part: <code>{_e(verified.head or 'none')}</code>.</div>")
+
+    # ---- summary
+    cards = [_card("predictions", str(board.n_predictions),
+                   f"{board.n_projections} projections" if board.n_projections else ""),
+             _card("scored (final)", str(len(board.final)),
+                   f"{len(board.unscored)} awaiting an outcome" if board.unscored else "")]
+    if board.final:
+        cards.append(_card("mean |rel. error|", f"{board.mean_abs_rel_error:.2%}",
+                           f"max {board.max_abs_rel_error:.2%}"))
+        cards.append(_card("interval coverage",
+                           f"{board.n_inside}/{board.n_with_interval}" if board.n_with_interval
+                           else "-", f"{board.coverage:.0%}" if board.coverage is not None
+                           else "no scored prediction has an interval"))
+    parts.append("<h2>Scorecard</h2>")
+    parts.append('<div class="headline">' + "".join(cards) + "</div>")
+
+    # ---- scorecard: every prediction/projection, each of its outcomes a row
+    by_pred: dict[str, list] = {}
+    for s in board.scores:
+        by_pred.setdefault(s.prediction_id, []).append(s)
+    final_ids = {s.outcome_id for s in board.final}
+    rows, classes = [], []
+    for e in entries:
+        if e.kind == "outcome":
+            continue
+        fc = e.forecast
+        ident = _e(e.id) + (" <small>(external)</small>" if fc.external else "") + \
+            (" <small>(projection)</small>" if e.kind == "projection" else "") + \
+            (f"<br><small>source: {_e(fc.source)}</small>" if fc.source else "")
+        base = [ident, _target_text(e.target), f"{fc.loss:.4f}", _interval_text(fc.interval)]
+        scores = by_pred.get(e.id, [])
+        if not scores:
+            why = ("a projection: never scored" if e.kind == "projection"
+                   else "awaiting an outcome")
+            rows.append(base + [f"<small>{_e(why)}</small>", "", "", "", "", ""])
+            classes.append("excluded")
+            continue
+        for s in scores:
+            at = "final" if s.final else f"at {s.fraction:.0%} of training"
+            latest = "" if not s.final or s.outcome_id in final_ids else \
+                " <small>(superseded)</small>"
+            outcome = (f"{s.actual:.4f} <small>{_e(at)}{latest}</small>"
+                       + (f"<br><small>{_e(s.source)}</small>" if s.source else ""))
+            inside = ("-" if s.inside is None else
+                      ('<span class="good">yes</span>' if s.inside
+                       else '<span class="bad">no</span>'))
+            zpit = ("-" if s.z is None else f"{s.z:+.2f} / {s.pit:.3f}")
+            rows.append(base + [outcome, f"{s.predicted:.4f}", f"{s.rel_error:+.2%}", inside,
+                                zpit, f"<small>{_e(s.no_interval_reason or '')}</small>"])
+            classes.append("")
+    parts.append(_table(["prediction", "target", "forecast (final)", "interval (final loss)",
+                         "outcome", "predicted at outcome", "rel. error", "inside",
+                         "z / PIT", "note"], rows, numeric=[2, 5, 6, 8], row_classes=classes,
+                        cls="score"))
+    parts.append('<p class="meta">Relative error = (actual - predicted) / predicted (positive: '
+                 "the run did worse than forecast). z and PIT read the interval as a central "
+                 "normal interval at its level; only final outcomes have them. A prediction's "
+                 "score is its latest final outcome.</p>")
+
+    # ---- curves
+    curves = [e for e in entries if e.kind != "outcome" and e.forecast.curve]
+    parts.append(f"<h2>Forecast curves ({len(curves)})</h2>")
+    if not curves:
+        parts.append("<p>No entry has a forecast curve (register one with <code>--curve</code> "
+                     "to score partial outcomes).</p>")
+    for i, e in enumerate(curves):
+        fig = curve_figure(e, by_pred.get(e.id, []))
+        parts.append(f"<h3>{_e(e.id)}</h3>")
+        parts.append(_figure(to_svg(fig, f"f-curve{i}-", f"forecast curve of {e.id}"),
+                             "The forecast curve (loss against fraction of training), the "
+                             "final-loss forecast with its interval, and the outcomes."))
+
+    # ---- entries
+    parts.append("<h2>Entries</h2>")
+    erows = []
+    for n, e in enumerate(entries, 1):
+        if e.kind == "outcome":
+            o = e.outcome
+            what = f"outcome of {o.of}: {o.actual:.4f} at fraction {o.fraction:g}"
+        else:
+            what = f"{e.forecast.loss:.4f}" + (" (external)" if e.forecast.external else "")
+            if e.law is not None:
+                what += f", law {e.law.name}"
+            if e.ladder is not None:
+                what += f", ladder {e.ladder.name} (sha256 {e.ladder.sha256[:12]}...)"
+        erows.append([str(n), _e(e.id), _e(e.kind),
+                       _e(e.created_at.strftime("%Y-%m-%d %H:%M UTC")), _e(e.author or ""),
+                       _e(what), f"<code>{_e(e.hash[:16])}</code>"])
+    parts.append(_table(["#", "id", "kind", "created", "author", "what", "hash"], erows,
+                        numeric=[0]))
+    notes = [(e.id, e.notes) for e in entries if e.notes]
+    if notes:
+        parts.append("<h3>Notes</h3>" + "".join(f"<p><b>{_e(i)}</b>: {_e(t)}</p>"
+                                                 for i, t in notes))
+    summary = {"registry": str(reg.path), "verified": verified.ok,
+               "verify": verified.to_dict(), "head": verified.head,
+               "n_entries": len(entries), "n_predictions": board.n_predictions,
+               "n_projections": board.n_projections, "n_scored": len(board.final),
+               "unscored": list(board.unscored), "n_curves": len(curves),
+               "mean_abs_rel_error": board.mean_abs_rel_error,
+               "coverage": board.coverage, "generated_at": generated,
+               "delphi_version": __version__}
+    return Report(html=_page(title, "\n".join(parts), generated), kind="registry",
+                  summary=summary, objects={"scoreboard": board, "verify": verified})
+
+
+def registry_report(registry, *, generated_at=None) -> str:
+    """The registry report page as HTML text: :func:`registry_page` ``.html``."""
+    return registry_page(registry, generated_at=generated_at).html

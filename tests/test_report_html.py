@@ -1,0 +1,390 @@
+"""The HTML report (``delphi report``, :mod:`delphi.report`): one self-contained static page per
+ladder or registry, rendered in headless Chromium.
+
+The browser tests skip when no ``chromium`` is installed, except in CI (``CI`` set), where
+``.ci/run`` installs it and its absence is a failure.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import math
+import os
+import re
+import shutil
+import subprocess
+from pathlib import Path
+from statistics import NormalDist
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import delphi
+from delphi import DelphiError, RegistryError, load_ladder, predict
+from delphi.cli import main
+from delphi.registry import Registry
+from delphi.report import (generated_time, ladder_page, ladder_report, registry_page,
+                           registry_report, write_html)
+
+WHEN = "2026-12-01T00:00:00Z"
+MARIN = dict(law="power", fixed={"E": 1.5})
+MARIN_TARGET = {"flops": 2.61e24, "name": "marin-535b-a23b hero run"}
+# marin-delphi-dense at 1e22 FLOPs: 7 finished runs, a delta-method interval.
+DENSE_TARGET = {"flops": 1e22, "name": "dense 1e22"}
+
+
+# ----------------------------------------------------------------------------- helpers
+def text_of(page: str) -> str:
+    """The visible text of an HTML document: tags removed, entities decoded, spaces joined."""
+    body = re.sub(r"<(style|script)\b.*?</\1>", " ", page, flags=re.S | re.I)
+    return re.sub(r"\s+", " ", html.unescape(re.sub(r"<[^>]+>", " ", body)))
+
+
+def chromium() -> str:
+    exe = shutil.which("chromium") or shutil.which("chromium-browser")
+    if exe is None:
+        message = "no chromium browser installed (Debian: apt-get install chromium)"
+        if os.environ.get("CI"):
+            pytest.fail(message + "; .ci/run installs it, CI must not skip the browser test")
+        pytest.skip(message)
+    return exe
+
+
+def render(page_path: Path, tmp_path: Path) -> tuple[Path, str]:
+    """Screenshot (1280x2400 PNG) and rendered DOM of a page, from headless Chromium."""
+    exe = chromium()
+    flags = [exe, "--headless", "--no-sandbox", "--disable-gpu",
+             "--disable-background-networking", "--disable-component-update", "--disable-sync",
+             "--no-first-run", f"--user-data-dir={tmp_path / 'profile'}"]
+    png = tmp_path / "page.png"
+    url = page_path.resolve().as_uri()
+    subprocess.run([*flags, f"--screenshot={png}", "--window-size=1280,2400", url],
+                   check=True, capture_output=True, timeout=180)
+    dom = subprocess.run([*flags, "--dump-dom", url], check=True, capture_output=True,
+                         timeout=180, text=True).stdout
+    return png, dom
+
+
+def assert_real_screenshot(png: Path) -> None:
+    """A PNG of the window's size with drawn content: not blank, not one flat colour."""
+    from PIL import Image
+
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    with Image.open(png) as im:
+        assert im.size == (1280, 2400)
+        rgb = np.asarray(im.convert("RGB"), dtype=np.int16)
+    not_white = np.any(rgb < 245, axis=2).mean()
+    colours = len(np.unique(rgb.reshape(-1, 3), axis=0))
+    # Text, tables and figures cover a few percent of the window in many colours (the
+    # figures' blue/orange/red, anti-aliasing); a blank or error page has almost none.
+    assert 0.02 < not_white < 0.9, not_white
+    assert colours > 100, colours
+
+
+@pytest.fixture(scope="module")
+def marin(data_dir):
+    ladder = load_ladder("marin-moe-535b")
+    report = ladder_page(ladder, MARIN_TARGET, generated_at=WHEN, **MARIN)
+    return ladder, report
+
+
+@pytest.fixture(scope="module")
+def dense(data_dir):
+    ladder = load_ladder("marin-delphi-dense")
+    report = ladder_page(ladder, DENSE_TARGET, "power", generated_at=WHEN)
+    return ladder, report
+
+
+@pytest.fixture
+def registry(tmp_path, data_dir) -> Path:
+    """Three predictions: a delphi forecast with a curve (a partial and a final outcome), an
+    external forecast with an interval (a final outcome), and one awaiting its outcome."""
+    path = tmp_path / "reg.jsonl"
+    reg = Registry(path)
+    dense = predict(load_ladder("marin-delphi-dense"), DENSE_TARGET, "power")
+    reg.register(dense, id="dense-1e22", curve=[(0.25, 2.80), (0.5, 2.66), (0.75, 2.58)],
+                 created_at="2026-11-01T00:00:00Z", author="A <tester>")
+    reg.register_external(id="ext-1e21", target={"flops": 1e21, "name": "external 1e21"},
+                          loss=2.598, source="https://example.org/issue/1",
+                          interval=(2.55, 2.65, 0.9, "new-run"),
+                          created_at="2026-11-02T00:00:00Z")
+    reg.register_external(id="later-1e23", target={"flops": 1e23}, loss=2.25,
+                          source="a talk", created_at="2026-11-03T00:00:00Z")
+    reg.score("dense-1e22", 2.671, fraction=0.5, source="W&B run x",
+              created_at="2026-11-10T00:00:00Z")
+    reg.score("dense-1e22", 2.541, created_at="2026-11-20T00:00:00Z")
+    reg.score("ext-1e21", 2.599, source="issue comment", created_at="2026-11-21T00:00:00Z")
+    return path
+
+
+# ----------------------------------------------------------------------------- in a browser
+def test_ladder_page_renders_in_chromium_with_the_forecast(dense, tmp_path):
+    ladder, report = dense
+    page = write_html(report.html, tmp_path / "out")
+    png, dom = render(page, tmp_path)
+    assert_real_screenshot(png)
+    text = text_of(dom)
+    # The forecast as delphi.predict makes it, computed here on its own.
+    fc = predict(ladder, DENSE_TARGET, "power")
+    assert fc.interval is not None
+    for value in (fc.loss, fc.interval.lower, fc.interval.upper, fc.interval.mean_lower,
+                  fc.interval.mean_upper):
+        assert f"{value:.4f}" in text, value
+    assert "delta method" in text                      # the interval's method is named
+    assert "90% interval, one new run" in text
+    # The rendered page has its three figures, inline.
+    assert dom.count("<svg") == 3
+
+
+def test_registry_page_renders_in_chromium_with_the_scorecard(registry, tmp_path):
+    page = write_html(registry_report(registry, generated_at=WHEN), tmp_path / "out")
+    png, dom = render(page, tmp_path)
+    assert_real_screenshot(png)
+    text = text_of(dom)
+    # External forecast 2.598 with a 90% interval [2.55, 2.65], outcome 2.599: by hand.
+    rel = (2.599 - 2.598) / 2.598
+    sigma = (2.65 - 2.55) / 2 / NormalDist().inv_cdf(0.95)
+    z = (2.599 - 2.60) / sigma
+    assert f"{rel:+.2%}" == "+0.04%" and f"{z:+.2f}" == "-0.03"
+    assert f"{z:+.2f} / {NormalDist().cdf(z):.3f}" in text
+    # The curve: predicted 2.66 at half of training (a curve point), outcome 2.671.
+    assert "2.6710" in text and "2.6600" in text and f"{(2.671 - 2.66) / 2.66:+.2%}" in text
+    assert "awaiting an outcome" in text                 # later-1e23
+    assert "Chain verified" in text and Registry(registry).head() in text
+    assert dom.count("<svg") == 1                        # one entry has a curve
+
+
+# ----------------------------------------------------------------------------- page content
+def test_ladder_page_is_self_contained(marin):
+    _, report = marin
+    page = report.html
+    assert page.startswith("<!DOCTYPE html>")
+    # No external asset or link: nothing loaded or linked from another file or site.
+    assert not re.search(r"""\b(src|href)\s*=\s*["']?\s*(https?:|//|file:)""", page, re.I)
+    assert not re.search(r"<(script|img|link|iframe|object)\b", page, re.I)
+    assert "@import" not in page and "url(http" not in page
+    # Figures are inline SVG (forecast, residuals, backtest), their ids unique on the page.
+    assert page.count("<svg ") == 3
+    ids = re.findall(r'\bid="([^"]+)"', page)
+    assert len(ids) == len(set(ids))
+    assert "<?xml" not in page and "<!DOCTYPE svg" not in page
+
+
+def test_ladder_page_provenance(marin):
+    ladder, report = marin
+    text = text_of(report.html)
+    assert f"delphi {delphi.__version__}" in text
+    assert ladder.fingerprint() in text and "marin-moe-535b" in text
+    assert "2026-12-01 00:00:00 UTC" in text
+    # E fixed at 1.5, three finished rungs: Marin's 2.04 forecast (issue 2: within 0.005).
+    assert abs(report.summary["prediction"]["loss"] - 2.04) < 0.005
+    assert f"{report.summary['prediction']['loss']:.4f}" in text
+
+
+def test_ladder_page_runs_ordered_by_compute_with_exclusion_reason(marin):
+    _, report = marin
+    runs = report.html[report.html.index("ordered by compute"):]
+    order = re.findall(r"<tr[^>]*><td>(d\d+)</td>", runs)
+    # Compute from the bundled CSV: d768 2.65e19 < d1024 1.73e20 < d1536 1.38e21 < d2048 7.74e21.
+    assert order == ["d768", "d1024", "d1536", "d2048"]
+    row = re.search(r'<tr class="excluded"><td>d2048</td>.*?</tr>', runs).group(0)
+    assert "no: unfinished (fraction = 0.8)" in row
+    # The fit's exclusions table names the run and its reason too.
+    fit = report.html[report.html.index("Exclusions (1)"):report.html.index("Residuals")]
+    assert "d2048" in fit and "unfinished (fraction = 0.8)" in fit
+
+
+def test_ladder_page_residuals_are_the_laws(marin):
+    ladder, report = marin
+    fit = report.objects["forecast"].fit
+    a, alpha = fit.params["A"], fit.params["alpha"]
+    rows = dict(re.findall(r"<tr><td>(d\d+)</td>(?:<td[^>]*>[^<]*</td>){3}<td class=\"n\">"
+                           r"([+-][0-9.e+-]+)</td></tr>", report.html))
+    csv = pd.read_csv(Path(delphi.__file__).parents[1] / "ladders" / "marin-moe-535b.csv")
+    for run in ("d768", "d1024", "d1536"):
+        c, loss = csv.loc[csv.run == run, ["flops", "loss"]].iloc[0]
+        expected = math.log((1.5 + a * c ** -alpha) / loss)   # log L_pred - log L_obs
+        assert float(rows[run]) == pytest.approx(expected, rel=2e-3, abs=1e-8), run
+
+
+def test_ladder_page_backtest_says_its_design(marin):
+    _, report = marin
+    text = text_of(report.html)
+    # Second-largest finished compute of the CSV: d1024 at 1.73e20; d1536 is held out.
+    assert "delphi.backtest" in text and "fit on runs <= 1.73e+20 FLOPs" in text
+    bt = report.objects["backtest"]
+    assert [r.run for r in bt.rows] == ["d1536"]
+    # Two points for two free parameters in the fold: said on the page.
+    assert "no residual degrees of freedom" in text
+
+
+def test_ladder_page_escapes_text(tmp_path):
+    runs = ['<b>x</b>&"1', "r2", "r3", "r4", "r5"]
+    flops = np.array([1e18, 3e18, 1e19, 3e19, 1e20])
+    df = pd.DataFrame({"run": runs, "flops": flops,
+                       "loss": 1.8 + 40 * flops ** -0.08 * (1 + np.array([1, -1, 1, -1, 0]) * 1e-3)})
+    ladder = delphi.Ladder(df, name="<script>alert(1)</script>")
+    page = ladder_report(ladder, {"flops": 1e21, "name": "a <i>b</i> & c"}, "power",
+                         generated_at=WHEN, backtest=False)
+    assert "<script>" not in page and "<b>x</b>" not in page and "<i>b</i>" not in page
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page
+    assert "&lt;b&gt;x&lt;/b&gt;&amp;&quot;1" in page
+    assert "a &lt;i&gt;b&lt;/i&gt; &amp; c" in page
+    assert "Not made (backtest=False)" in text_of(page)
+
+
+def test_ladder_page_says_why_there_is_no_backtest(data_dir):
+    # Nothing at or below 1e17 FLOPs (the smallest rung is 2.65e19) to fit the fold on.
+    report = ladder_page(load_ladder("marin-moe-535b"), MARIN_TARGET, generated_at=WHEN,
+                         backtest_max_flops=1e17, **MARIN)
+    text = text_of(report.html)
+    assert report.objects["backtest"] is None and report.summary["backtest"] is None
+    assert "No backtest: fit on runs <= 1e+17 FLOPs:" in text
+    assert report.html.count("<svg ") == 2                 # forecast and residuals only
+
+
+def test_same_inputs_and_seed_give_the_same_bytes(data_dir, monkeypatch):
+    ladder = load_ladder("marin-delphi-dense")
+    kw = dict(law="power", interval="bootstrap", n_boot=40, seed=3)
+    first = ladder_report(ladder, DENSE_TARGET, generated_at=WHEN, **kw)
+    again = ladder_report(load_ladder("marin-delphi-dense"), DENSE_TARGET, generated_at=WHEN,
+                          **kw)
+    assert first == again
+    # SOURCE_DATE_EPOCH stands in for generated_at (86400 s: the second day of 1970).
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", "86400")
+    from_env = ladder_report(ladder, DENSE_TARGET, **kw)
+    assert "1970-01-02 00:00:00 UTC" in from_env
+    assert from_env == first.replace("2026-12-01 00:00:00 UTC", "1970-01-02 00:00:00 UTC")
+    other_seed = ladder_report(ladder, DENSE_TARGET, generated_at=WHEN, **{**kw, "seed": 4})
+    assert other_seed != first                         # the bootstrap's draws are in it
+
+
+def test_generated_time():
+    assert generated_time(0) == "1970-01-01 00:00:00 UTC"
+    assert generated_time("2026-12-01T13:00:00+01:00") == "2026-12-01 12:00:00 UTC"
+    with pytest.raises(DelphiError, match="ISO 8601"):
+        generated_time("yesterday")
+
+
+def test_generated_time_bad_source_date_epoch(monkeypatch):
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", "soon")
+    with pytest.raises(DelphiError, match="SOURCE_DATE_EPOCH"):
+        generated_time()
+
+
+def test_write_html(tmp_path):
+    path = write_html("<!DOCTYPE html><p>x</p>", tmp_path / "a" / "b")
+    assert path == tmp_path / "a" / "b" / "index.html" and path.read_text() == \
+        "<!DOCTYPE html><p>x</p>"
+    (tmp_path / "file").write_text("")
+    with pytest.raises(DelphiError, match="is not a folder"):
+        write_html("<p>", tmp_path / "file")
+
+
+def test_registry_page_content(registry):
+    report = registry_page(registry, generated_at=WHEN)
+    page, s = report.html, report.summary
+    assert s["verified"] is True and s["head"] == Registry(registry).head()
+    assert (s["n_predictions"], s["n_scored"], s["unscored"]) == (3, 2, ["later-1e23"])
+    assert not re.search(r"""\b(src|href)\s*=\s*["']?\s*(https?:|//)""", page, re.I)
+    # The source URL is text, escaped; the author's angle brackets too.
+    assert "https://example.org/issue/1" in page and "A &lt;tester&gt;" in page
+    # The forecast curve figure: the curve, the partial and the final outcome.
+    for gid in ("forecast-curve", "partial-outcomes", "final-outcomes", "forecast-interval"):
+        assert f'id="f-curve0-{gid}"' in page
+    # The dense forecast's final outcome 2.541, scored against its interval by hand.
+    fc = predict(load_ladder("marin-delphi-dense"), DENSE_TARGET, "power")
+    iv = fc.interval
+    sigma = (iv.upper - iv.lower) / 2 / NormalDist().inv_cdf((1 + iv.level) / 2)
+    z = (2.541 - (iv.lower + iv.upper) / 2) / sigma
+    text = text_of(page)
+    assert f"{(2.541 - fc.loss) / fc.loss:+.2%}" in text
+    assert f"{z:+.2f} / {NormalDist().cdf(z):.3f}" in text
+
+
+def test_registry_page_of_a_broken_chain(registry, tmp_path):
+    lines = registry.read_text().splitlines(keepends=True)
+    lines[1] = lines[1].replace('"loss":2.598', '"loss":2.5981')   # an edited forecast
+    registry.write_text("".join(lines))
+    report = registry_page(registry, generated_at=WHEN)
+    assert report.summary["verified"] is False
+    assert "Chain does NOT verify" in report.html and "line 2" in text_of(report.html)
+
+
+def test_registry_page_missing_registry(tmp_path):
+    with pytest.raises(RegistryError, match="no registry at"):
+        registry_page(tmp_path / "none.jsonl")
+
+
+# ----------------------------------------------------------------------------- CLI
+def run_cli(capsys, *argv):
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_cli_ladder_report(capsys, tmp_path, data_dir):
+    out_dir = tmp_path / "site"
+    code, out, err = run_cli(capsys, "report", "marin-moe-535b", "--html", str(out_dir),
+                             "--json", "--generated-at", WHEN)
+    assert code == 0, err
+    doc = json.loads(out)
+    assert doc["path"] == str(out_dir / "index.html") and doc["kind"] == "ladder"
+    # The manifest's defaults, as `delphi predict marin-moe-535b`: E = 1.5, 2.61e24 FLOPs.
+    fc = predict(load_ladder("marin-moe-535b"), {"flops": 2.61e24}, "power", fixed={"E": 1.5})
+    assert doc["prediction"]["loss"] == pytest.approx(fc.loss, rel=1e-12)
+    assert doc["backtest"]["design"].startswith("fit on runs <= 1.73e+20 FLOPs")
+    page = (out_dir / "index.html").read_text()
+    assert f"{fc.loss:.4f}" in page and "2026-12-01 00:00:00 UTC" in page
+    # Settings named in the page's notes use the CLI's spelling.
+    assert "--floor LO:HI" in page and "floor_range (CLI" not in page
+    code, out, _ = run_cli(capsys, "report", "marin-moe-535b", "--html", str(out_dir),
+                           "--generated-at", WHEN)
+    assert code == 0 and out.startswith(f"wrote {out_dir / 'index.html'}: ladder marin-moe-535b")
+    assert (out_dir / "index.html").read_text() == page          # same inputs, same bytes
+
+
+def test_cli_registry_report(capsys, tmp_path, registry):
+    code, out, err = run_cli(capsys, "report", "--registry", str(registry), "--html",
+                             str(tmp_path / "tracker"), "--json")
+    assert code == 0, err
+    doc = json.loads(out)
+    assert doc["kind"] == "registry" and doc["verified"] is True
+    assert doc["head"] == Registry(registry).head() and doc["n_scored"] == 2
+    assert (tmp_path / "tracker" / "index.html").is_file()
+
+
+def test_cli_report_errors(capsys, tmp_path, registry):
+    (tmp_path / "file").write_text("")
+    code, out, err = run_cli(capsys, "report", "--registry", str(registry), "--html",
+                             str(tmp_path / "file"), "--json")
+    assert code == 1 and json.loads(out)["error"]["type"] == "DelphiError"
+    assert "is not a folder" in err
+    code, out, err = run_cli(capsys, "report", "--registry", str(tmp_path / "none.jsonl"),
+                             "--html", str(tmp_path / "o"), "--json")
+    assert code == 1 and json.loads(out)["error"]["type"] == "RegistryError"
+    code, _, err = run_cli(capsys, "report", "--html", str(tmp_path / "o"))
+    assert code == 1 and "give LADDER" in err
+    code, _, err = run_cli(capsys, "report", "marin-moe-535b", "--registry", str(registry),
+                           "--html", str(tmp_path / "o"))
+    assert code == 1 and "LADDER: for a ladder page" in err
+    with pytest.raises(SystemExit) as exc:                                # no --html
+        main(["report", "marin-moe-535b"])
+    assert exc.value.code == 2 and "--html" in capsys.readouterr().err
+
+
+def test_cli_registry_report_of_a_broken_chain(capsys, tmp_path, registry):
+    lines = registry.read_text().splitlines(keepends=True)
+    registry.write_text("".join(lines[:2] + lines[3:]))     # later-1e23 removed: line 3 breaks
+    code, out, err = run_cli(capsys, "report", "--registry", str(registry), "--html",
+                             str(tmp_path / "o"))
+    assert code == 1 and "does not verify" in err and "line 3" in err
+    assert "Chain does NOT verify" in (tmp_path / "o" / "index.html").read_text()
+    # Without its prediction an outcome cannot be scored: an error, no page.
+    registry.write_text("".join(lines[:1] + lines[2:]))     # ext-1e21 removed, its outcome kept
+    code, out, err = run_cli(capsys, "report", "--registry", str(registry), "--html",
+                             str(tmp_path / "p"))
+    assert code == 1 and "does not verify" in err and "ext-1e21" in err
+    assert not (tmp_path / "p").exists()
