@@ -23,6 +23,9 @@ inputs raise the delphi error of the object concerned (``TargetError``, ``Ladder
 from __future__ import annotations
 
 import math
+import re
+import textwrap
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -42,8 +45,13 @@ from .schedules import features
 if TYPE_CHECKING:  # pragma: no cover
     from matplotlib.axes import Axes
 
-__all__ = ["plot_fit", "plot_forecast", "plot_backtest", "plot_isoflop", "plot_isoflop_frontier",
-           "plot_completion"]
+__all__ = ["plot_fit", "plot_forecast", "plot_residuals", "plot_backtest", "plot_isoflop",
+           "plot_isoflop_frontier", "plot_completion", "KINDS"]
+
+#: What ``delphi plot KIND`` draws, by KIND.
+KINDS = {"forecast": "plot_forecast", "fit": "plot_fit", "residuals": "plot_residuals",
+         "backtest": "plot_backtest", "isoflop": "plot_isoflop",
+         "frontier": "plot_isoflop_frontier", "completion": "plot_completion"}
 
 _X_LABELS = {"flops": "training compute C [FLOPs]",
              "params": "model size N [parameters]",
@@ -53,29 +61,108 @@ _N_CURVE = 200
 
 
 # ------------------------------------------------------------------------------- helpers
-def _axes(ax: Any) -> "Axes":
-    """``ax`` itself, or the Axes of a new figure when ``ax`` is None."""
+def _axes(ax: Any, figsize: tuple[float, float] = (9.0, 4.8)) -> "Axes":
+    """``ax`` itself, or the Axes of a new figure when ``ax`` is None.
+
+    A new figure uses matplotlib's constrained layout, so the legends and note boxes drawn
+    outside the axes are kept inside the saved figure. On an Axes of your own, save with
+    ``bbox_inches="tight"`` (or use constrained layout) to keep them.
+    """
     from matplotlib.axes import Axes
 
     if ax is None:
         import matplotlib.pyplot as plt
 
-        _, ax = plt.subplots(figsize=(7.0, 4.6))
+        _, ax = plt.subplots(figsize=figsize, layout="constrained")
         return ax
     if not isinstance(ax, Axes):
         raise TypeError(f"ax must be a matplotlib Axes or None, got {type(ax).__name__}")
     return ax
 
 
+def _inputs(fit: Fit) -> Mapping:
+    """The inputs a fit read (``fit.inputs`` when the Fit has it, else ``fit.x``)."""
+    x = getattr(fit, "inputs", None)
+    return x if isinstance(x, Mapping) else fit.x
+
+
+#: Parameter names written as Greek letters in legends and titles.
+_GREEK = {"alpha": "α", "beta": "β", "gamma": "γ", "delta": "δ", "epsilon": "ε", "eta": "η",
+          "kappa": "κ", "lambda": "λ", "mu": "μ", "nu": "ν", "rho": "ρ", "sigma": "σ",
+          "tau": "τ", "phi": "φ", "omega": "ω"}
+
+
+def _symbol(name: str) -> str:
+    """``alpha`` -> ``α``, ``beta_lr`` -> ``β_lr``; other names unchanged."""
+    head, sep, tail = name.partition("_")
+    return _GREEK.get(head, head) + sep + tail
+
+
+def _fmt_params(params: dict[str, float], per_line: int = 3,
+                fixed: Mapping[str, float] | None = None) -> str:
+    """``"E = 1.5 (fixed), A = 83.04, α = 0.0895"``, ``per_line`` parameters a line."""
+    fixed = fixed or {}
+    items = [f"{_symbol(k)} = {v:.4g}" + (" (fixed)" if k in fixed else "")
+             for k, v in params.items()]
+    return "\n".join(", ".join(items[i:i + per_line]) for i in range(0, len(items), per_line))
+
+
+# The warnings a reader most needs first, by the words they start with.
+_WARNING_ORDER = ("not identified", "degenerate", "the fit did not converge", "did not converge",
+                  "poorly determined", "at a bound", "no residual degrees of freedom")
+_NOTE_WIDTH = 95          # characters a line in a note box
+_NOTE_CHARS = 220         # characters of the first warning shown
+
+
+def _warning_rank(text: str) -> int:
+    low = text.lower()
+    for i, key in enumerate(_WARNING_ORDER):
+        if key in low[:60]:
+            return i
+    return len(_WARNING_ORDER)
+
+
+def _note_text(warnings_: list[str] | tuple[str, ...], what: str, where: str,
+               kind: str = "warning") -> str:
+    """The text of a warning box: the count, the most important warning shortened and
+    wrapped, and where to read the others."""
+    items = list(dict.fromkeys(w for w in warnings_ if w))
+    first = min(items, key=_warning_rank)
+    n = len(items)
+    head = f"{'⚠ ' if kind == 'warning' else ''}{n} {what} {kind}{'s' if n > 1 else ''}: "
+    body = textwrap.shorten(first, _NOTE_CHARS, placeholder=" …")
+    text = textwrap.fill(head + body, _NOTE_WIDTH)
+    if n > 1:
+        text += f"\n(and {n - 1} more: see {where})"
+    return text
+
+
+def _note_box(ax: "Axes", warnings_, what: str = "fit", where: str = "fit.warnings",
+              kind: str = "warning"):
+    """A short, wrapped warning box under ``ax`` (below its x label, off the data):
+    ``gid="warnings-note"``. None when there is nothing to say."""
+    if not warnings_:
+        return None
+    return ax.annotate(_note_text(warnings_, what, where, kind), xy=(0, 0),
+                       xycoords="axes fraction",
+                       xytext=(0, -44), textcoords="offset points", ha="left", va="top",
+                       fontsize="x-small", gid="warnings-note", annotation_clip=False,
+                       bbox={"boxstyle": "round,pad=0.4", "fc": "#fff6e5", "ec": "#d08a00",
+                             "lw": 0.8})
+
+
+def _short_reason(reason: str) -> str:
+    """The kind of an exclusion reason: its words before the first ``:``, ``;`` or ``(``
+    (``"unfinished (fraction = 0.8); ..."`` -> ``"unfinished"``), numbers dropped."""
+    head = re.split(r"[:;(]", reason, maxsplit=1)[0]
+    head = re.sub(r"\s+", " ", re.sub(r"[-+]?\d[\d.e+-]*", "", head)).strip(" ,.")
+    return textwrap.shorten(head or reason, 40, placeholder="…")
+
+
 def _check_type(obj: Any, cls: type | tuple[type, ...], what: str, hint: str = "") -> None:
     if not isinstance(obj, cls):
         names = " or ".join(c.__name__ for c in (cls if isinstance(cls, tuple) else (cls,)))
         raise TypeError(f"{what} must be a delphi {names}, got {type(obj).__name__}{hint}")
-
-
-def _fmt_params(params: dict[str, float], per_line: int = 3) -> str:
-    items = [f"{k}={v:.4g}" for k, v in params.items()]
-    return "\n".join(", ".join(items[i:i + per_line]) for i in range(0, len(items), per_line))
 
 
 def _listed(names: list[str], limit: int = _MAX_LISTED) -> str:
@@ -127,20 +214,20 @@ def _other_inputs(fit: Fit, params: np.ndarray, tokens: np.ndarray,
             out[name] = np.asarray(law.optimal_lr(fit.params, params, tokens), float)
         elif name == "h":
             # the LR ratio at the end of the schedule: the fitted data's smallest ratio
-            out[name] = np.full(params.shape, float(np.min(fit.x["h"])))
+            out[name] = np.full(params.shape, float(np.min(_inputs(fit)["h"])))
         else:
-            out[name] = np.full(params.shape, float(np.median(fit.x[name])))
+            out[name] = np.full(params.shape, float(np.median(_inputs(fit)[name])))
     return out
 
 
 def _coordinates(fit: Fit, x: str) -> np.ndarray:
     """x coordinate of every fitted point: C (given, else 6·N·D), N or D."""
     if x == "flops":
-        if "flops" in fit.x:
-            return np.asarray(fit.x["flops"], float)
-        return FLOPS_PER_PARAM_TOKEN * np.asarray(fit.x["params"], float) * \
-            np.asarray(fit.x["tokens"], float)
-    return np.asarray(fit.x[x], float)
+        if "flops" in _inputs(fit):
+            return np.asarray(_inputs(fit)["flops"], float)
+        return FLOPS_PER_PARAM_TOKEN * np.asarray(_inputs(fit)["params"], float) * \
+            np.asarray(_inputs(fit)["tokens"], float)
+    return np.asarray(_inputs(fit)[x], float)
 
 
 def _nd_path(fit: Fit, lo: float, hi: float, target_nd: tuple[float, float, float] | None):
@@ -151,8 +238,8 @@ def _nd_path(fit: Fit, lo: float, hi: float, target_nd: tuple[float, float, floa
     from the regression's value at the data's edge to the target's, so the curve ends on the
     target's own N and D. Returns a function C -> (N, D) and the data's C range.
     """
-    n = np.asarray(fit.x["params"], float)
-    c = FLOPS_PER_PARAM_TOKEN * n * np.asarray(fit.x["tokens"], float)
+    n = np.asarray(_inputs(fit)["params"], float)
+    c = FLOPS_PER_PARAM_TOKEN * n * np.asarray(_inputs(fit)["tokens"], float)
     lc, ln = np.log(c), np.log(n)
     if np.ptp(lc) > 1e-9:
         b, a = np.polyfit(lc, ln, 1)
@@ -181,36 +268,103 @@ def _nd_path(fit: Fit, lo: float, hi: float, target_nd: tuple[float, float, floa
 
 
 def _run_exclusions(fit: Fit) -> list:
-    """The fit's excluded runs, without the source's row filters (run ``"*"``)."""
-    return [e for e in fit.exclusions if e.run != "*"]
+    """The fit's excluded runs, once each, without the source's row filters (run ``"*"``)."""
+    seen: dict[str, Any] = {}
+    for e in fit.exclusions:
+        if e.run != "*" and e.run not in seen:
+            seen[e.run] = e
+    return list(seen.values())
 
 
-def _excluded_points(fit: Fit, ladder: Ladder, x: str) -> tuple[list[str], np.ndarray,
-                                                                  np.ndarray, list[str]]:
-    """Coordinates (in ``x``) and final losses of the fit's excluded runs found in ``ladder``;
-    also the names of excluded runs without coordinates."""
+def _end_row(ladder: Ladder, run: str):
+    """A run's end row in ``ladder.table`` (its ``final`` row, else its last), or None."""
     t = ladder.table
-    names, xs, ys, unknown = [], [], [], []
+    g = t[t["run"] == run]
+    if g.empty:
+        return None
+    if "final" in g.columns and g["final"].fillna(False).astype(bool).any():
+        return g[g["final"].fillna(False).astype(bool)].iloc[0]
+    return g.iloc[-1]
+
+
+def _excluded_points(fit: Fit, ladder: Ladder, x: str):
+    """The fit's excluded runs found in ``ladder``: (names, x coordinates, final losses,
+    short reasons, full rows) and the names of excluded runs without coordinates."""
+    names, xs, ys, reasons, rows, unknown = [], [], [], [], [], []
     for e in _run_exclusions(fit):
-        g = t[t["run"] == e.run]
-        if g.empty:
+        row = _end_row(ladder, e.run)
+        if row is None:
             unknown.append(e.run)
             continue
-        if "final" in g.columns and g["final"].fillna(False).astype(bool).any():
-            row = g[g["final"].fillna(False).astype(bool)].iloc[0]
-        else:
-            row = g.iloc[-1]
-        if x == "flops" and "flops" not in fit.law.inputs and {"params", "tokens"} <= set(g):
+        if x == "flops" and "flops" not in fit.law.inputs and \
+                {"params", "tokens"} <= set(row.index):
             value = FLOPS_PER_PARAM_TOKEN * float(row["params"]) * float(row["tokens"])
         else:
-            value = float(row[x]) if x in g.columns and not _isnan(row[x]) else math.nan
+            value = float(row[x]) if x in row.index and not _isnan(row[x]) else math.nan
         if not math.isfinite(value):
             unknown.append(e.run)
             continue
         names.append(e.run)
         xs.append(value)
         ys.append(float(row["loss"]))
-    return names, np.array(xs, float), np.array(ys, float), unknown
+        reasons.append(_short_reason(e.reason))
+        rows.append(row)
+    return names, np.array(xs, float), np.array(ys, float), reasons, rows, unknown
+
+
+#: Markers of excluded runs, one per kind of reason (the fitted points are circles).
+_EXCLUDED_MARKERS = ("x", "^", "s", "v", "D", "P", "<", ">")
+_EXCLUDED_COLORS = ("C3", "C4", "C5", "C6", "C8", "C9", "C7", "C3")
+
+
+def _by_reason(reasons: list[str]) -> dict[str, list[int]]:
+    groups: dict[str, list[int]] = {}
+    for i, r in enumerate(reasons):
+        groups.setdefault(r, []).append(i)
+    return groups
+
+
+def _draw_excluded(ax: "Axes", fit: Fit, ladder: Ladder | None, x: str, ys_of=None,
+                   gid: str = "excluded-points") -> tuple[list, list[np.ndarray]]:
+    """Draw the fit's excluded runs, one marker and legend entry per kind of reason
+    (``"excluded: unfinished (1): d2048"``); ``ys_of(i, row, y)`` maps a run to its y (None:
+    not drawn). Returns (legend entries for runs not drawn, x arrays drawn)."""
+    from matplotlib.lines import Line2D
+
+    if not _run_exclusions(fit):
+        return [], []
+    names, ex, ey, reasons, rows, unknown = [], np.empty(0), np.empty(0), [], [], \
+        [e.run for e in _run_exclusions(fit)]
+    if ladder is not None:
+        names, ex, ey, reasons, rows, unknown = _excluded_points(fit, ladder, x)
+    drawn = []
+    for k, (reason, idx) in enumerate(_by_reason(reasons).items()):
+        yv = [ey[i] if ys_of is None else ys_of(rows[i], ey[i]) for i in idx]
+        keep = [j for j, v in enumerate(yv) if v is not None and math.isfinite(v)]
+        unknown += [names[idx[j]] for j in range(len(idx)) if j not in keep]
+        if not keep:
+            continue
+        xi = ex[[idx[j] for j in keep]]
+        marker = _EXCLUDED_MARKERS[k % len(_EXCLUDED_MARKERS)]
+        ax.plot(xi, [yv[j] for j in keep], marker, ls="none",
+                color=_EXCLUDED_COLORS[k % len(_EXCLUDED_COLORS)], ms=8,
+                mew=2 if marker == "x" else 1, mfc="none" if marker != "x" else None,
+                zorder=4, gid=gid,
+                label=_counted(f"excluded: {reason}", [names[idx[j]] for j in keep]))
+        drawn.append(xi)
+    extra = []
+    reason_of = {e.run: _short_reason(e.reason) for e in _run_exclusions(fit)}
+    groups = _by_reason([reason_of[r] for r in unknown])
+    for reason, idx in list(groups.items())[:3]:
+        proxy = Line2D([], [], ls="none", marker="x", color="0.6", mew=2)
+        extra.append((proxy, _counted(f"excluded, not drawn: {reason}",
+                                      [unknown[i] for i in idx])
+                      + ("" if ladder is not None else " (pass ladder= to draw)")))
+    rest = [unknown[i] for idx in list(groups.values())[3:] for i in idx]
+    if rest:
+        proxy = Line2D([], [], ls="none", marker="x", color="0.6", mew=2)
+        extra.append((proxy, _counted("excluded for other reasons, not drawn", rest)))
+    return extra, drawn
 
 
 def _isnan(value: Any) -> bool:
@@ -246,9 +400,26 @@ def _target_point(fit: Fit, target: Forecast | Target, x: str):
     return float(tx), loss, iv, t.name or "target"
 
 
+def _allocation(fit: Fit, to_target: bool) -> str:
+    """Along which allocation of C to N and D a law of N and D is drawn against C."""
+    n = np.asarray(_inputs(fit)["params"], float)
+    r = np.asarray(_inputs(fit)["tokens"], float) / n
+    if np.ptp(np.log(r)) <= math.log(1.5):       # one D/N, to within 1.5x
+        text = f"along the ladder's tokens/param D/N ≈ {float(np.median(r)):.3g}"
+    else:
+        c = FLOPS_PER_PARAM_TOKEN * n * r * n
+        if np.ptp(np.log(c)) > 1e-9:
+            b = float(np.polyfit(np.log(c), np.log(n), 1)[0])
+            text = f"along the ladder's allocation N ∝ C^{b:.2f} (fitted to its runs)"
+        else:
+            text = "along the ladder's average allocation at its one C"
+    return text + (", then to the target's N, D" if to_target else "")
+
+
 # ------------------------------------------------------------------------------- fits
 def plot_fit(fit: Fit, *, ax: "Axes | None" = None, x: str = "flops",
-             target: Forecast | Target | None = None, ladder: Ladder | None = None) -> "Axes":
+             target: Forecast | Target | None = None, ladder: Ladder | None = None,
+             residuals: "bool | Axes" = False, warnings: bool = True) -> "Axes":
     """Draw a fitted law: its points, its curve and (optionally) the target with its intervals.
 
     Drawn on a log x axis (``ax.get_xscale() == "log"``) against loss on a linear y axis:
@@ -256,24 +427,36 @@ def plot_fit(fit: Fit, *, ax: "Axes | None" = None, x: str = "flops",
     * the fitted points (``gid="fit-points"``, one marker per point, ``fit.n_points`` of them)
       at C [FLOPs]: the law's ``flops`` input, or C = 6·N·D from the N and D it read;
     * the fitted law (``gid="law-curve"``) over the range of the fitted points, continued
-      dashed (``gid="law-extrapolation"``) out to the excluded runs drawn and the target. A law of N and D (``chinchilla``,
-      ``overtrain``...) is drawn along the ladder's own allocation: ln N regressed on
-      ln C = ln 6·N·D over the fitted points (a constant D/N if they share one C), then
-      interpolated in ln C from the data's edge to the target's N and D, so the curve ends
-      on the forecast. On an isoFLOP ladder (several N per C) it is the law at the average
-      allocation, and runs far from it sit off the curve. ``chinchilla-lr`` is evaluated at
-      the fitted optimal peak LR eta*(N, D) (at the target's peak LR for a Target that gives
-      one) and ``chinchilla-ckpt`` at the smallest fitted LR ratio h (the schedules' end);
-    * excluded runs (``gid="excluded-points"``, crosses) at their final (or last) row when
-      ``ladder`` holds them; excluded runs without coordinates are counted (and named, when
-      few) in the legend. The source's row filters (exclusions of run ``"*"``) are not runs
-      and are left out;
-    * the target (``gid="target"``, a star) at its C, with the new-run interval
-      ``[lower, upper]`` as a thin bar (``gid="target-interval"``, a LineCollection whose one
-      segment runs exactly from ``lower`` to ``upper``) and the expected-loss interval
-      ``[mean_lower, mean_upper]`` as a thicker bar (``gid="target-expected-interval"``).
-      A :class:`~delphi.forecast.Target` (no forecast) is drawn at the law's prediction,
-      without intervals.
+      dashed (``gid="law-extrapolation"``) out to the excluded runs drawn and the target. Its
+      legend entry gives the parameters with Greek letters (α, β) and marks the fixed ones
+      (``E = 1.5 (fixed)``). A law of N and D (``chinchilla``, ``overtrain``...) is drawn
+      along the ladder's own allocation, and the legend says which: ``"along the ladder's
+      tokens/param D/N ≈ 20"`` when the fitted runs share one D/N (within 1.5x), else
+      ``"along the ladder's allocation N ∝ C^0.52"`` (ln N regressed on ln C = ln 6·N·D over
+      the fitted points), then interpolated in ln C from the data's edge to the target's N
+      and D, so the curve ends on the forecast. On an isoFLOP ladder (several N per C) runs
+      far from that allocation sit off the curve. ``chinchilla-lr`` is evaluated at the
+      fitted optimal peak LR eta*(N, D) (at the target's peak LR for a Target that gives one)
+      and ``chinchilla-ckpt`` at the smallest fitted LR ratio h (the schedules' end);
+    * excluded runs (``gid="excluded-points"``, one Line2D per kind of reason, each with its
+      own marker and legend entry ``"excluded: unfinished (1): d2048"``) at their final (or
+      last) row when ``ladder`` holds them; excluded runs without coordinates are counted
+      (and named, when few) in the legend. The source's row filters (exclusions of run
+      ``"*"``) are not runs and are left out;
+    * the target (``gid="target"``, a hollow star, drawn under its intervals) at its C, with
+      the new-run interval ``[lower, upper]`` as a thin capped bar (``gid="target-interval"``,
+      a LineCollection whose one segment runs exactly from ``lower`` to ``upper``; caps
+      ``gid="target-interval-caps"``), the expected-loss interval ``[mean_lower, mean_upper]``
+      as a thicker bar (``gid="target-expected-interval"``), and the values written next to
+      it (``gid="target-label"``: ``"2.0414 [1.98, 2.10] (90%)"``). A
+      :class:`~delphi.forecast.Target` (no forecast) is drawn at the law's prediction,
+      without intervals;
+    * with ``warnings``, the fit's warnings (and a forecast's) as a short note box under the
+      axes (``gid="warnings-note"``): their count and the most important one, shortened;
+    * with ``residuals``, a panel of log residuals under the axes (:func:`plot_residuals`).
+
+    The legend sits outside the axes, on the right, off the data. A new figure uses
+    constrained layout; on your own Axes save with ``bbox_inches="tight"``.
 
     Parameters
     ----------
@@ -285,16 +468,20 @@ def plot_fit(fit: Fit, *, ax: "Axes | None" = None, x: str = "flops",
     target: a :class:`~delphi.forecast.Forecast` (drawn with its intervals) or a
         :class:`~delphi.forecast.Target`.
     ladder: the ladder the fit came from, to place excluded runs.
+    residuals: True to add a residual panel under ``ax`` (a new figure gets two stacked
+        Axes; a given ``ax`` is split), or an Axes to draw the residuals on. The residual
+        Axes has ``get_gid() == "residual-axes"`` (find it in ``ax.figure.axes``).
+    warnings: False to leave the warning box out.
 
     Returns
     -------
-    The Axes drawn on. The y label is ``"loss [<unit>]"`` with the forecast's unit (else the
-    fit's ladder unit, nats/token by default).
+    The Axes drawn on (the loss panel). The y label is ``"loss [<unit>]"`` with the
+    forecast's unit (else the fit's ladder unit, nats/token by default).
 
     Raises
     ------
     TypeError: ``fit`` is not a :class:`~delphi.fitting.Fit`, ``target`` not a Forecast or
-        Target, ``ladder`` not a Ladder, ``ax`` not an Axes.
+        Target, ``ladder`` not a Ladder, ``ax`` or ``residuals`` not an Axes.
     LawError: a loss-curve or hyperparameter law (use :func:`plot_completion`), a law of
         neither C nor (N, D), or ``x`` not one of the law's quantities.
     TargetError: the target lacks a quantity the law or the x axis needs.
@@ -311,32 +498,17 @@ def plot_fit(fit: Fit, *, ax: "Axes | None" = None, x: str = "flops",
     if x != "flops" and not _is_2d(law):
         raise LawError(f"x={x!r} needs a law of N and D; {law.name!r} reads "
                        f"{', '.join(law.inputs)} (use x='flops')")
-    ax = _axes(ax)
+    ax, rax = _panels(ax, residuals)
 
     xp = _coordinates(fit, x)
     checkpoints = len({lbl.split("@")[0] for lbl in fit.labels}) != fit.n_points
-    derived = x == "flops" and "flops" not in fit.x
+    derived = x == "flops" and "flops" not in _inputs(fit)
     what = "fitted checkpoints" if checkpoints else "fitted runs"
     ax.plot(xp, fit.y, "o", ls="none", color="C0", ms=6, gid="fit-points",
             label=f"{what} ({fit.n_points}{', C = 6ND' if derived else ''})")
 
-    legend_extra = []
-    xs_all = [xp]
-    if _run_exclusions(fit):
-        from matplotlib.lines import Line2D
-
-        names, ex, ey = [], np.empty(0), np.empty(0)
-        unknown = [e.run for e in _run_exclusions(fit)]
-        if ladder is not None:
-            names, ex, ey, unknown = _excluded_points(fit, ladder, x)
-        if names:
-            ax.plot(ex, ey, "x", ls="none", color="C3", ms=8, mew=2, gid="excluded-points",
-                    label=_counted("excluded runs", names))
-            xs_all.append(ex)
-        if unknown:
-            proxy = Line2D([], [], ls="none", marker="x", color="0.6", mew=2)
-            legend_extra.append((proxy, _counted("excluded runs, not drawn", unknown)
-                                 + ("" if ladder is not None else " (pass ladder= to draw)")))
+    legend_extra, drawn = _draw_excluded(ax, fit, ladder, x)
+    xs_all = [xp] + drawn
 
     tpoint = None
     if target is not None:
@@ -351,8 +523,8 @@ def plot_fit(fit: Fit, *, ax: "Axes | None" = None, x: str = "flops",
         lo, hi = lo / 2, hi * 2
     if _is_2d(law) and "flops" not in law.inputs:
         # the law along the runs' own allocation of C to N and D, continued to the target
-        c_pts = FLOPS_PER_PARAM_TOKEN * np.asarray(fit.x["params"], float) * \
-            np.asarray(fit.x["tokens"], float)
+        c_pts = FLOPS_PER_PARAM_TOKEN * np.asarray(_inputs(fit)["params"], float) * \
+            np.asarray(_inputs(fit)["tokens"], float)
         c_lo, c_hi = float(c_pts.min()), float(c_pts.max())
         t_nd = None
         if tpoint is not None:
@@ -369,15 +541,16 @@ def plot_fit(fit: Fit, *, ax: "Axes | None" = None, x: str = "flops",
         grid, n_path, d_path, gx = grid[keep], n_path[keep], d_path[keep], gx[keep]
         curve = fit.predict({"params": n_path, "tokens": d_path,
                              **_other_inputs(fit, n_path, d_path)})
-        how = " along the runs' N, D"
+        how = " " + _allocation(fit, t_nd is not None)
     else:
         gx = np.union1d(np.geomspace(lo, hi, _N_CURVE), [lo_data, hi_data])
         curve = fit.predict({"flops": gx, **_other_inputs(fit, gx, gx)})
         how = ""
     inside = gx <= hi_data * (1 + 1e-9)
     inside &= gx >= lo_data * (1 - 1e-9)
-    label = f"{law.name} law{how}:\n{_fmt_params(fit.params)}"
-    ax.plot(gx[inside], curve[inside], "-", color="C1", lw=1.8, gid="law-curve", label=label)
+    label = f"{law.name} law{how}:\n{_fmt_params(fit.params, fixed=fit.fixed)}"
+    ax.plot(gx[inside], curve[inside], "-", color="C1", lw=1.8, gid="law-curve",
+            label=textwrap.fill(label.split(":\n")[0], 48) + ":\n" + label.split(":\n", 1)[1])
     extrapolation_label = "law extrapolated beyond the data"
     for side in (gx < lo_data * (1 - 1e-9), gx > hi_data * (1 + 1e-9)):
         if side.any():
@@ -391,24 +564,9 @@ def plot_fit(fit: Fit, *, ax: "Axes | None" = None, x: str = "flops",
     unit = (target.unit if isinstance(target, Forecast) else fit.extra.get("unit")) or \
         "nats/token"
     if tpoint is not None:
-        tx, tloss, iv, name = tpoint
-        if iv is not None:
-            ax.vlines([tx], [iv.lower], [iv.upper], colors="C2", lw=1.5,
-                      gid="target-interval",
-                      label=f"{iv.level:.0%} interval, one new run [{iv.lower:.4f}, "
-                            f"{iv.upper:.4f}]")
-            ax.plot([tx, tx], [iv.lower, iv.upper], ls="none", marker="_", ms=12, mew=1.5,
-                    color="C2", gid="target-interval-caps")
-            ax.vlines([tx], [iv.mean_lower], [iv.mean_upper], colors="C2", lw=6, alpha=0.55,
-                      gid="target-expected-interval",
-                      label=f"{iv.level:.0%} interval, expected loss [{iv.mean_lower:.4f}, "
-                            f"{iv.mean_upper:.4f}]")
-        kind = "forecast" if isinstance(target, Forecast) else "law at target"
-        ax.plot([tx], [tloss], "*", ls="none", color="C2", ms=14, mec="k", mew=0.6, zorder=5,
-                gid="target", label=f"{name} ({kind}): {tloss:.4f} {unit}")
+        _draw_target(ax, target, tpoint, unit)
 
     ax.set_xscale("log")
-    ax.set_xlabel(_X_LABELS[x])
     ax.set_ylabel(f"loss [{unit}]")
     ladder_name = (target.ladder_name if isinstance(target, Forecast) else
                    fit.extra.get("ladder")) or "ladder"
@@ -418,31 +576,181 @@ def plot_fit(fit: Fit, *, ax: "Axes | None" = None, x: str = "flops",
         title += f" ({metric})"
     if not fit.converged:
         title += " - FIT DID NOT CONVERGE"
+    if fit.fixed:
+        title += "\n" + ", ".join(f"{_symbol(k)} = {v:.4g} fixed" for k, v in fit.fixed.items())
+        title += " (not fitted: forecasts and intervals are conditional on it)"
     ax.set_title(title, fontsize="medium")
+    if tpoint is not None:
+        # room under the target for its label
+        lo_y, hi_y = ax.get_ylim()
+        ax.set_ylim(min(lo_y, tpoint[1] - 0.16 * (hi_y - lo_y)), hi_y)
     ax.grid(True, which="major", alpha=0.3)
-    _legend(ax, legend_extra)
+    _legend(ax, legend_extra, loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0.0)
+    bottom = ax
+    if rax is not None:
+        _residual_panel(rax, fit, x, ladder, share=True)
+        ax.tick_params(labelbottom=False)
+        bottom = rax
+    else:
+        ax.set_xlabel(_X_LABELS[x])
+    if warnings:
+        items = list(fit.warnings) + (list(target.warnings) if isinstance(target, Forecast)
+                                      else [])
+        _note_box(bottom, items, "fit" if not isinstance(target, Forecast) else "forecast",
+                  "fit.warnings" + (", forecast.warnings" if isinstance(target, Forecast)
+                                    else ""))
+    return ax
+
+
+def _draw_target(ax: "Axes", target, tpoint, unit: str) -> None:
+    """The target: a small hollow star under capped interval bars, and its values."""
+    tx, tloss, iv, name = tpoint
+    kind = "forecast" if isinstance(target, Forecast) else "law at target"
+    # The marker is drawn first and hollow so that the bars on top stay visible.
+    ax.plot([tx], [tloss], "*", ls="none", mfc="none", mec="C2", ms=11, mew=1.4, zorder=4,
+            gid="target", label=f"{name} ({kind}): {tloss:.4f} {unit}")
+    text = f"{tloss:.4f}"
+    if iv is not None:
+        ax.vlines([tx], [iv.mean_lower], [iv.mean_upper], colors="C2", lw=6, alpha=0.45,
+                  zorder=5, gid="target-expected-interval",
+                  label=f"{iv.level:.0%} interval, expected loss [{iv.mean_lower:.4f}, "
+                        f"{iv.mean_upper:.4f}]")
+        ax.vlines([tx], [iv.lower], [iv.upper], colors="k", lw=1.3, zorder=6,
+                  gid="target-interval",
+                  label=f"{iv.level:.0%} interval, one new run [{iv.lower:.4f}, "
+                        f"{iv.upper:.4f}]")
+        ax.plot([tx, tx], [iv.lower, iv.upper], ls="none", marker="_", ms=12, mew=1.5,
+                color="k", zorder=6, gid="target-interval-caps")
+        text += f"\n[{iv.lower:.4f}, {iv.upper:.4f}]\n({iv.level:.0%}, one new run)"
+    elif isinstance(target, Forecast):
+        why = [n for n in target.notes if n.startswith("no interval")]
+        text += "\n" + textwrap.fill(textwrap.shorten(why[0] if why else "no interval", 70,
+                                                       placeholder=" …"), 36)
+    # Below and left of the target: the law comes down to it from the upper left.
+    ax.annotate(text, xy=(tx, tloss), xytext=(-8, -8), textcoords="offset points",
+                ha="right", va="top", fontsize="small", gid="target-label", zorder=7,
+                bbox={"boxstyle": "round,pad=0.2", "fc": "white", "ec": "none", "alpha": 0.7})
+
+
+def _panels(ax, residuals):
+    """The loss Axes and the residual Axes (None without ``residuals``)."""
+    if residuals is False or residuals is None:
+        return _axes(ax), None
+    if residuals is not True:
+        rax = _axes(residuals)        # type check before a new figure is made
+        return _axes(ax), rax
+    if ax is None:
+        import matplotlib.pyplot as plt
+
+        fig, (ax, rax) = plt.subplots(2, 1, figsize=(9.0, 6.4), sharex=True, layout="constrained",
+                                      gridspec_kw={"height_ratios": [3, 1]})
+    else:
+        from mpl_toolkits.axes_grid1 import make_axes_locatable
+
+        ax = _axes(ax)
+        rax = make_axes_locatable(ax).append_axes("bottom", size="32%", pad=0.12, sharex=ax)
+    return ax, rax
+
+
+def _law_inputs_of_row(fit: Fit, row) -> dict[str, np.ndarray] | None:
+    """The law's inputs at a ladder row (C = 6·N·D when only N and D are known); None when
+    the row lacks one."""
+    out = {}
+    for name in fit.law.inputs:
+        if name in row.index and not _isnan(row[name]):
+            out[name] = np.array([float(row[name])])
+        elif name == "flops" and {"params", "tokens"} <= set(row.index) and \
+                not _isnan(row["params"]) and not _isnan(row["tokens"]):
+            out[name] = np.array([FLOPS_PER_PARAM_TOKEN * float(row["params"]) *
+                                  float(row["tokens"])])
+        else:
+            return None
+    return out
+
+
+def _residual_panel(ax: "Axes", fit: Fit, x: str, ladder: Ladder | None,
+                    share: bool = False) -> None:
+    xp = _coordinates(fit, x)
+    res = np.asarray(fit.residuals, float)
+    ax.axhspan(-fit.delta, fit.delta, color="0.85", alpha=0.6, lw=0, gid="huber-delta",
+               label=f"±Huber δ = {fit.delta:g} (quadratic part)")
+    ax.axhline(0.0, color="k", lw=0.8, gid="zero-line")
+    ax.plot(xp, res, "o", ls="none", color="C0", ms=5, gid="residual-points",
+            label=f"fitted ({fit.n_points})")
+
+    def residual(row, y):
+        inputs = _law_inputs_of_row(fit, row)
+        if inputs is None:
+            return None
+        return float(np.log(fit.predict(inputs)[0]) - math.log(y))
+
+    extra, _ = _draw_excluded(ax, fit, ladder, x, ys_of=residual, gid="excluded-residuals")
+    ax.set_xscale("log")
+    ax.set_xlabel(_X_LABELS[x])
+    ax.set_ylabel("ln L_pred − ln L_obs" if share else
+                  "log residual ln L_pred − ln L_obs")
+    ax.grid(True, which="major", alpha=0.3)
+    ax.set_gid("residual-axes")
+    _legend(ax, extra, loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0.0)
+
+
+def plot_residuals(fit: Fit, *, ax: "Axes | None" = None, x: str = "flops",
+                   ladder: Ladder | None = None, warnings: bool = True) -> "Axes":
+    """Draw a fit's log residuals ln L_pred − ln L_obs against C (or N, D), log x axis.
+
+    * the fitted points' residuals, ``fit.residuals`` (``gid="residual-points"``) at the same
+      x as :func:`plot_fit`;
+    * excluded runs (``gid="excluded-residuals"``, one marker and legend entry per kind of
+      reason) at ln of the law's prediction at their end row minus ln their loss, when
+      ``ladder`` holds them and gives every input the law reads;
+    * a zero line (``gid="zero-line"``) and the band ±Huber delta (``gid="huber-delta"``):
+      residuals outside it are in the linear (outlier-robust) part of the loss;
+    * with ``warnings``, the fit's warnings in a note box under the axes.
+
+    The Axes gets ``gid="residual-axes"``. Raises as :func:`plot_fit`.
+    """
+    _check_type(fit, Fit, "fit")
+    if ladder is not None:
+        _check_type(ladder, Ladder, "ladder")
+    _check_loss_law(fit)
+    if x not in _X_LABELS:
+        raise LawError(f"x must be one of {', '.join(_X_LABELS)}, got {x!r}")
+    if x != "flops" and not _is_2d(fit.law):
+        raise LawError(f"x={x!r} needs a law of N and D; {fit.law.name!r} reads "
+                       f"{', '.join(fit.law.inputs)} (use x='flops')")
+    ax = _axes(ax)
+    _residual_panel(ax, fit, x, ladder)
+    name = fit.extra.get("ladder") or "ladder"
+    ax.set_title(f"{name}: residuals of the {fit.law.name} law, {fit.n_points} points "
+                 f"(Huber δ = {fit.delta:g})", fontsize="medium")
+    if warnings:
+        _note_box(ax, list(fit.warnings))
     return ax
 
 
 def plot_forecast(forecast: Forecast, *, ax: "Axes | None" = None, x: str = "flops",
-                  ladder: Ladder | None = None) -> "Axes":
+                  ladder: Ladder | None = None, residuals: "bool | Axes" = False,
+                  warnings: bool = True) -> "Axes":
     """Draw a forecast: ``plot_fit(forecast.fit, target=forecast)``.
 
     The ladder's fitted points, the law out to the target, the target with its new-run
-    interval (thin bar) and expected-loss interval (thick bar), loss in ``forecast.unit``.
-    Pass ``ladder`` to draw excluded runs (e.g. a crashed rung) where they are. See
-    :func:`plot_fit` for what is drawn and the errors raised.
+    interval (thin capped bar) and expected-loss interval (thick bar) and their values,
+    loss in ``forecast.unit``; the fit's and the forecast's warnings in a note box. Pass
+    ``ladder`` to draw excluded runs (e.g. a crashed rung) where they are, ``residuals=True``
+    for a residual panel. See :func:`plot_fit` for what is drawn and the errors raised.
 
     Raises
     ------
     TypeError: ``forecast`` is not a :class:`~delphi.forecast.Forecast`.
     """
     _check_type(forecast, Forecast, "forecast")
-    return plot_fit(forecast.fit, ax=ax, x=x, target=forecast, ladder=ladder)
+    return plot_fit(forecast.fit, ax=ax, x=x, target=forecast, ladder=ladder,
+                    residuals=residuals, warnings=warnings)
 
 
 # ------------------------------------------------------------------------------- backtests
-def plot_backtest(backtest: Backtest, *, ax: "Axes | None" = None) -> "Axes":
+def plot_backtest(backtest: Backtest, *, ax: "Axes | None" = None,
+                  notes: bool = True) -> "Axes":
     """Draw a backtest: the relative error of each held-out run's prediction against its C.
 
     * one marker per held-out run (``gid="rel-errors"``, in row order) at
@@ -452,7 +760,9 @@ def plot_backtest(backtest: Backtest, *, ax: "Axes | None" = None) -> "Axes":
       segment per run with an interval, from (lower - predicted) / predicted to
       (upper - predicted) / predicted): a marker inside its bar is a loss inside its interval;
     * a zero line (``gid="zero-line"``);
-    * the design and summary (mean and max |rel. error|, coverage) in the title.
+    * the design and summary (mean and max |rel. error|, coverage) in the title;
+    * with ``notes``, the backtest's notes (e.g. why a fold has no interval) in a note box
+      under the axes (``gid="warnings-note"``).
 
     The y axis shows the fractions as percentages; the x axis is logarithmic.
 
@@ -504,6 +814,9 @@ def plot_backtest(backtest: Backtest, *, ax: "Axes | None" = None) -> "Axes":
     ax.set_title(f"backtest {backtest.law}: {backtest.design}\n{line}", fontsize="medium")
     ax.grid(True, which="major", alpha=0.3)
     _legend(ax)
+    if notes:
+        # why runs have no interval bar, and the like: the backtest's notes
+        _note_box(ax, list(backtest.notes), "backtest", "backtest.notes", kind="note")
     return ax
 
 
@@ -534,7 +847,8 @@ def _budget_curve(method: str, window: int | None, params: np.ndarray, loss: np.
 
 
 def plot_isoflop(result: IsoflopResult, ladder: Ladder | None = None, *,
-                 ax: "Axes | None" = None, frontier_ax: "Axes | None" = None) -> "Axes":
+                 ax: "Axes | None" = None, frontier_ax: "Axes | None" = None,
+                 warnings: bool = True) -> "Axes":
     """Draw an isoFLOP analysis (Hoffmann et al. 2022, Approach 2): loss against N per budget.
 
     One colour per compute budget (viridis, from the smallest budget to the largest):
@@ -544,10 +858,15 @@ def plot_isoflop(result: IsoflopResult, ladder: Ladder | None = None, *,
       (``gid="budget-curve"``: the analysis' parabola, cubic or Akima spline in ln N, over the
       sampled or windowed sizes);
     * each budget's vertex (``gid="vertex"``, a star at (N*, L*); hollow when the budget was
-      left out of the power-law fit) and, when bootstrapped, its N* interval as a horizontal
-      bar (``gid="vertex-interval"``). Budgets without a vertex (no minimum) have no star.
+      left out of the power-law fit) and, when bootstrapped, its N* interval as a black
+      horizontal bar drawn over the star (``gid="vertex-interval"``, one segment from exactly
+      the interval's lower to its upper end) with caps (``gid="vertex-interval-caps"``).
+      Budgets without a vertex (no minimum) have no star;
+    * with ``warnings``, the analysis' warnings in a note box under the axes
+      (``gid="warnings-note"``).
 
-    The x axis is logarithmic; the title gives the fitted exponent of N* ~ C^a.
+    The x axis is logarithmic; the title gives the fitted exponent of N* ∝ C^a. The legend
+    sits outside the axes, on the right (off the curves).
 
     Parameters
     ----------
@@ -557,6 +876,7 @@ def plot_isoflop(result: IsoflopResult, ladder: Ladder | None = None, *,
     ax: Axes for the loss curves; default a new figure's.
     frontier_ax: a second Axes on which to draw N*(C) (:func:`plot_isoflop_frontier`), e.g.
         ``fig, (a, b) = plt.subplots(1, 2); plot_isoflop(res, ladder, ax=a, frontier_ax=b)``.
+    warnings: False to leave the warning box out.
 
     Returns
     -------
@@ -584,7 +904,7 @@ def plot_isoflop(result: IsoflopResult, ladder: Ladder | None = None, *,
         finals, _ = ladder.final_points()
         finals = finals.set_index("run")
     for b, color in zip(result.budgets, colors):
-        label = f"C = {b.flops:.3g}" + ("" if b.used else " (not used)")
+        label = f"C = {b.flops:.3g} FLOPs" + ("" if b.used else " (not used)")
         if finals is not None:
             missing = [r for r in b.runs if r not in finals.index]
             if missing:
@@ -601,25 +921,36 @@ def plot_isoflop(result: IsoflopResult, ladder: Ladder | None = None, *,
                 ax.plot(gn, gl, color=color, lw=1.2, alpha=0.9, gid="budget-curve",
                         ls="-" if b.used else ":")
         if math.isfinite(b.params) and math.isfinite(b.loss):
-            if b.params_interval is not None:
-                ax.hlines([b.loss], [b.params_interval[0]], [b.params_interval[1]],
-                          colors=[color], lw=2.5, alpha=0.6, gid="vertex-interval")
-            ax.plot([b.params], [b.loss], "*", ls="none", ms=13, mec="k", mew=0.7,
+            ax.plot([b.params], [b.loss], "*", ls="none", ms=11, mec="k", mew=0.6,
                     mfc=color if b.used else "none", zorder=4, gid="vertex", label=label)
+            if b.params_interval is not None:
+                # on top of the star, in black with caps, so that a narrow one shows
+                lo_n, hi_n = b.params_interval
+                ax.hlines([b.loss], [lo_n], [hi_n], colors="k", lw=1.3, zorder=5,
+                          gid="vertex-interval")
+                ax.plot([lo_n, hi_n], [b.loss, b.loss], ls="none", marker="|", ms=8, mew=1.3,
+                        color="k", zorder=5, gid="vertex-interval-caps")
     ax.set_xscale("log")
     ax.set_xlabel(_X_LABELS["params"])
     ax.set_ylabel(f"final loss [{ladder.unit}]" if ladder is not None else "final loss")
     a = result.params_law
     # One budget has a vertex but no power law across budgets.
-    slope = f"N* ~ C^{a.exponent:.3f}" if a is not None else "one budget, no power law"
+    slope = f"N* ∝ C^{a.exponent:.3f}" if a is not None else "one budget, no power law"
     ax.set_title(f"isoFLOP analysis of {result.ladder or 'ladder'}: {method} per budget, "
                  f"{slope}", fontsize="medium")
     ax.grid(True, which="major", alpha=0.3)
     from matplotlib.lines import Line2D
 
     star = Line2D([], [], ls="none", marker="*", ms=11, mec="k", mfc="0.6")
-    _legend(ax, [(star, f"vertex N*, L* ({result.budgets[0].level:.0%} interval of N*)")],
-            ncol=2 if len(result.budgets) > 6 else 1)
+    extra = [(star, "vertex N*, L*")]
+    if any(b.params_interval is not None for b in result.budgets):
+        bar = Line2D([], [], color="k", lw=1.3, marker="|", ms=8, mew=1.3)
+        extra.append((bar, f"{result.budgets[0].level:.0%} bootstrap interval of N*"))
+    # outside the axes, on the right: the budgets' curves fill the axes
+    _legend(ax, extra, loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0.0,
+            title="compute budget")
+    if warnings:
+        _note_box(ax, list(result.warnings), "isoFLOP", "result.warnings")
     if frontier_ax is not None:
         plot_isoflop_frontier(result, ax=frontier_ax)
     return ax
@@ -629,12 +960,13 @@ def plot_isoflop_frontier(result: IsoflopResult | EnvelopeResult, *, ax: "Axes |
                           quantity: str = "params") -> "Axes":
     """Draw the compute-optimal N*(C) (or D*(C)) and its power law, log-log.
 
-    * for an :class:`~delphi.analyses.isoflop.IsoflopResult`, each budget's optimum (``gid="optima"``,
-      used budgets; ``gid="unused-optima"``, hollow, budgets left out of the fit), at the
-      point estimate or the bootstrap median as the power law was fitted (``settings
-      ["center"]``), with its bootstrap interval as a vertical bar (``gid="optimum-interval"``);
-      for an :class:`~delphi.analyses.isoflop.EnvelopeResult` (Approach 1), the envelope's minimisers
-      (``gid="optima"``; edge points hollow, ``gid="unused-optima"``);
+    * for an :class:`~delphi.analyses.isoflop.IsoflopResult`, each budget's optimum
+      (``gid="optima"``, used budgets; ``gid="unused-optima"``, hollow, budgets left out of
+      the fit), at the point estimate or the bootstrap median as the power law was fitted
+      (``settings["center"]``), with its bootstrap interval as a vertical bar
+      (``gid="optimum-interval"``, caps ``gid="optimum-interval-caps"``);
+      for an :class:`~delphi.analyses.isoflop.EnvelopeResult` (Approach 1), the envelope's
+      minimisers (``gid="optima"``; edge points hollow, ``gid="unused-optima"``);
     * the fitted power law N* = G C^a (``gid="power-law"``) over the budgets' range.
 
     Parameters
@@ -663,8 +995,10 @@ def plot_isoflop_frontier(result: IsoflopResult | EnvelopeResult, *, ax: "Axes |
         for b, c, y in zip(result.budgets, cs, ys):
             iv = getattr(b, f"{quantity}_interval")
             if iv is not None and math.isfinite(y):
-                ax.vlines([c], [iv[0]], [iv[1]], colors="C0", lw=2, alpha=0.5,
+                ax.vlines([c], [iv[0]], [iv[1]], colors="0.2", lw=1.2, zorder=3,
                           gid="optimum-interval")
+                ax.plot([c, c], list(iv), ls="none", marker="_", ms=8, mew=1.2, color="0.2",
+                        zorder=3, gid="optimum-interval-caps")
         what = "budget optima" + (" (bootstrap medians)" if median else "")
     else:
         cs = np.array([p.flops for p in result.points])
@@ -702,7 +1036,8 @@ def _fitted_steps(completion: Completion) -> set[int]:
 
 
 def plot_completion(completion: Completion, ladder: Ladder, *,
-                    ax: "Axes | None" = None) -> "Axes":
+                    ax: "Axes | None" = None, full_range: bool = False,
+                    warnings: bool = True) -> "Axes":
     """Draw a curve completion: the run's checkpoints, the fitted trajectory, the final loss.
 
     Against the training step (linear x axis), loss in ``ladder.unit``:
@@ -714,14 +1049,23 @@ def plot_completion(completion: Completion, ladder: Ladder, *,
     * the fitted law along the run's planned schedule (``gid="trajectory"``), from the first
       checkpoint to the planned end, solid up to the last fitted step and dashed after it;
     * a dotted line at the last fitted step (``gid="fit-cutoff"``);
-    * the predicted final loss at the planned end (``gid="predicted-final"``, a star) and the
-      observed final loss when the run reached its end (``gid="actual-final"``).
+    * the predicted final loss at the planned end (``gid="predicted-final"``, a large hollow
+      star) and the observed final loss when the run reached its end (``gid="actual-final"``,
+      a small filled diamond drawn on top), each with its legend entry;
+    * the y range covers the trajectory and checkpoints from half the fitted steps on, the
+      prediction and the actual loss (8% margins), so the extrapolated part is not flattened
+      by the early steep descent; earlier checkpoints above it are counted in a note
+      (``gid="clipped-note"``). ``full_range=True`` keeps matplotlib's range over everything;
+    * with ``warnings``, the completion's warnings in a note box under the axes.
 
     Parameters
     ----------
     completion: :func:`delphi.curves.complete` output.
     ladder: the ladder it was computed from (checkpoints and the run's schedule).
     ax: Axes to draw on; default a new figure's.
+    full_range: True to show every checkpoint (the default range starts at half the
+        fitted steps).
+    warnings: False to leave the warning box out.
 
     Raises
     ------
@@ -768,7 +1112,7 @@ def plot_completion(completion: Completion, ladder: Ladder, *,
     upto = grid <= completion.fitted_upto_step
     law = completion.fit.law.name
     ax.plot(grid[upto], curve[upto], "-", color="C1", lw=1.8, gid="trajectory",
-            label=f"{law} law: {_fmt_params(completion.fit.params)}")
+            label=f"{law} law: {_fmt_params(completion.fit.params, fixed=completion.fit.fixed)}")
     if (~upto).any():
         k = np.flatnonzero(~upto)
         k = np.concatenate([[k[0] - 1], k]) if k[0] > 0 else k
@@ -776,18 +1120,40 @@ def plot_completion(completion: Completion, ladder: Ladder, *,
                 label="predicted trajectory to the planned end")
     ax.axvline(completion.fitted_upto_step, color="0.4", ls=":", lw=1, gid="fit-cutoff",
                label=f"fitted up to step {completion.fitted_upto_step}")
-    ax.plot([total], [completion.loss], "*", ls="none", color="C2", ms=14, mec="k", mew=0.6,
+    # predicted: a large hollow star; actual: a small filled diamond on top of it, so both
+    # show when they nearly coincide
+    ax.plot([total], [completion.loss], "*", ls="none", mfc="none", mec="C2", ms=16, mew=1.6,
             zorder=5, gid="predicted-final",
             label=f"predicted final loss {completion.loss:.4f} at step {total}")
     if completion.actual is not None:
-        ax.plot([total], [completion.actual], "D", ls="none", color="C3", ms=7, zorder=5,
+        ax.plot([total], [completion.actual], "D", ls="none", color="C3", ms=6, zorder=6,
                 gid="actual-final", label=f"actual final loss {completion.actual:.4f} "
-                                          f"({completion.rel_error:+.2%})")
+                                          f"({completion.rel_error:+.2%} vs predicted)")
+    if not full_range:
+        # The y range of the part that matters: from half the fitted steps on (the early,
+        # steep descent would flatten the extrapolated part to a line).
+        start = 0.5 * min(completion.fitted_upto_step, total)
+        ys = [curve[grid >= start], loss[steps >= start], [completion.loss]]
+        if completion.actual is not None:
+            ys.append([completion.actual])
+        ys = np.concatenate([np.asarray(v, float) for v in ys])
+        lo_y, hi_y = float(np.min(ys)), float(np.max(ys))
+        pad = 0.08 * (hi_y - lo_y) or 0.01 * abs(hi_y)
+        ax.set_ylim(lo_y - pad, hi_y + pad)
+        above = int(np.sum(loss > hi_y + pad))
+        if above:
+            ax.annotate(f"↑ {above} earlier checkpoint{'s' if above > 1 else ''} above the "
+                        f"range (full_range=True shows them)", xy=(0.01, 0.99),
+                        xycoords="axes fraction", ha="left", va="top", fontsize="x-small",
+                        color="0.35", gid="clipped-note",
+                        bbox={"boxstyle": "round,pad=0.2", "fc": "white", "ec": "none"})
     ax.set_xlabel("training step")
     ax.set_ylabel(f"loss [{ladder.unit}]")
     ax.set_title(f"{completion.run}: {law} completion\n{completion.n_checkpoints} checkpoints "
                  f"fitted up to step {completion.fitted_upto_step} of {total} "
                  f"({completion.schedule})", fontsize="medium")
     ax.grid(True, alpha=0.3)
-    _legend(ax)
+    _legend(ax, loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0.0)
+    if warnings:
+        _note_box(ax, list(completion.warnings), "completion", "completion.warnings")
     return ax

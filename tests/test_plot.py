@@ -21,7 +21,7 @@ import delphi  # noqa: E402
 from delphi.analyses.isoflop import isoflop_analysis  # noqa: E402
 from delphi.laws.curves import ANNEALING  # noqa: E402
 from delphi.plot import (plot_backtest, plot_completion, plot_fit, plot_forecast,  # noqa: E402
-                         plot_isoflop, plot_isoflop_frontier)
+                         plot_isoflop, plot_isoflop_frontier, plot_residuals)
 from delphi.schedules import Schedule, features  # noqa: E402
 
 CHINCHILLA = {"E": 1.69, "A": 406.4, "B": 410.7, "alpha": 0.34, "beta": 0.28}
@@ -444,3 +444,308 @@ def test_isoflop_single_budget_draws_vertex_without_power_law():
     (star,) = [ln for ln in ax.get_lines() if ln.get_gid() == "vertex"]
     assert star.get_xdata()[0] == pytest.approx(3e8, rel=1e-6)
     plt.close(fig)
+
+
+# ----------------------------------------------------------------------------- issue 12: figures
+def synthetic_power(extra=True) -> delphi.Ladder:
+    """8 finished runs exactly on L = 1.8 + 60 C^-0.1, a run stopped at half its length and a
+    run 30% above the trend (diverged)."""
+    rows = [{"run": f"r{i}", "flops": c, "loss": 1.8 + 60 * c ** -0.1, "fraction": 1.0}
+            for i, c in enumerate(np.geomspace(1e18, 1e21, 8))]
+    if extra:
+        rows.append({"run": "crash", "flops": 3e21, "loss": 1.8 + 60 * 3e21 ** -0.1 + 0.05,
+                     "fraction": 0.5})
+        rows.append({"run": "blowup", "flops": 3e19, "loss": (1.8 + 60 * 3e19 ** -0.1) * 1.3,
+                     "fraction": 1.0})
+    return delphi.Ladder(pd.DataFrame(rows), name="synthetic-power")
+
+
+def note_text(ax) -> str:
+    found = [t for t in ax.texts if t.get_gid() == "warnings-note"]
+    assert len(found) == 1, f"expected one note box, found {len(found)}"
+    return found[0].get_text()
+
+
+def residual_axes(ax):
+    (rax,) = [a for a in ax.figure.axes if a.get_gid() == "residual-axes"]
+    return rax
+
+
+def test_legend_marks_fixed_parameters_with_greek_letters(hero):
+    ax = plot_forecast(hero)
+    (label,) = [t for t in legend_texts(ax) if t.startswith("power law")]
+    p = hero.fit.params
+    assert "E = 1.5 (fixed)" in label
+    assert f"A = {p['A']:.4g}" in label and "(fixed)" not in label.split("A =")[1]
+    assert f"α = {p['alpha']:.4g}" in label
+    assert "alpha" not in label
+    assert "E = 1.5 fixed" in ax.get_title()
+
+
+def test_fit_warnings_are_a_short_box_on_the_figure(dense):
+    fit = delphi.fit(dense, "chinchilla")        # E not identified on this ladder
+    assert len(fit.warnings) >= 3
+    ax = plot_fit(fit)
+    text = note_text(ax)
+    assert text.startswith(f"⚠ {len(fit.warnings)} fit warnings: not identified")
+    assert f"and {len(fit.warnings) - 1} more: see fit.warnings" in text
+    assert len(text) < 400 and max(len(line) for line in text.splitlines()) <= 95
+    assert not [t for t in plot_fit(fit, warnings=False).texts
+                if t.get_gid() == "warnings-note"]
+
+
+def test_forecast_without_warnings_has_no_box_and_says_why_no_interval(hero):
+    assert not hero.fit.warnings and not hero.warnings
+    ax = plot_forecast(hero)
+    assert not [t for t in ax.texts if t.get_gid() == "warnings-note"]
+    (label,) = [t for t in ax.texts if t.get_gid() == "target-label"]
+    assert label.get_text().startswith(f"{hero.loss:.4f}\nno interval: 1 residual")
+
+
+def test_target_interval_drawn_over_a_hollow_marker_with_caps_and_values(dense):
+    forecast = delphi.predict(dense, {"flops": 1e23}, "power", interval="delta")
+    iv = forecast.interval
+    ax = plot_forecast(forecast)
+    star = line(ax, "target")
+    assert star.get_markerfacecolor() == "none"
+    bars = collection(ax, "target-interval")
+    assert bars.get_zorder() > star.get_zorder()
+    assert collection(ax, "target-expected-interval").get_zorder() > star.get_zorder()
+    caps = line(ax, "target-interval-caps")
+    assert caps.get_ydata().tolist() == [iv.lower, iv.upper]
+    assert caps.get_zorder() > star.get_zorder()
+    (label,) = [t for t in ax.texts if t.get_gid() == "target-label"]
+    assert label.get_text() == (f"{forecast.loss:.4f}\n[{iv.lower:.4f}, {iv.upper:.4f}]\n"
+                                f"({iv.level:.0%}, one new run)")
+    # the label sits under the target, inside the y range
+    lo, hi = ax.get_ylim()
+    assert lo < iv.lower and forecast.loss - lo > 0.12 * (hi - lo)
+
+
+def test_excluded_runs_one_marker_and_legend_entry_per_reason():
+    ladder = synthetic_power()
+    fit = delphi.fit(ladder, "power")
+    reasons = {e.run: e.reason for e in fit.exclusions}
+    assert reasons["crash"].startswith("unfinished")
+    assert reasons["blowup"].startswith("diverged or mis-tuned:")
+    ax = plot_fit(fit, ladder=ladder)
+    excluded = lines(ax, "excluded-points")
+    assert len(excluded) == 2
+    assert excluded[0].get_marker() != excluded[1].get_marker()
+    by_label = {ln.get_label(): ln.get_xydata().tolist() for ln in excluded}
+    assert by_label == {
+        "excluded: unfinished (1): crash": [[3e21, 1.8 + 60 * 3e21 ** -0.1 + 0.05]],
+        "excluded: diverged or mis-tuned (1): blowup": [[3e19,
+                                                         (1.8 + 60 * 3e19 ** -0.1) * 1.3]]}
+    texts = legend_texts(ax)
+    assert "excluded: unfinished (1): crash" in texts
+
+
+def test_residual_panel_log_residuals_and_excluded_runs():
+    ladder = synthetic_power()
+    fit = delphi.fit(ladder, "power")
+    ax = plot_fit(fit, ladder=ladder, residuals=True)
+    rax = residual_axes(ax)
+    assert rax is not ax and rax.get_xscale() == "log"
+    pts = line(rax, "residual-points")
+    c = np.geomspace(1e18, 1e21, 8)
+    np.testing.assert_allclose(pts.get_xdata(), c)
+    # exact data: residuals ~ 0 (to the optimiser's tolerance)
+    np.testing.assert_allclose(pts.get_ydata(), 0.0, atol=1e-8)
+    p = fit.params
+    want = {"excluded: unfinished (1): crash":
+            np.log(p["E"] + p["A"] * 3e21 ** -p["alpha"]) - np.log(1.8 + 60 * 3e21 ** -0.1
+                                                                   + 0.05),
+            "excluded: diverged or mis-tuned (1): blowup":
+            np.log(p["E"] + p["A"] * 3e19 ** -p["alpha"]) - np.log((1.8 + 60 * 3e19 ** -0.1)
+                                                                   * 1.3)}
+    got = {ln.get_label(): ln.get_ydata()[0] for ln in lines(rax, "excluded-residuals")}
+    assert got.keys() == want.keys()
+    for k in want:
+        assert got[k] == pytest.approx(want[k], rel=1e-9)
+    assert got["excluded: diverged or mis-tuned (1): blowup"] == pytest.approx(-np.log(1.3),
+                                                                               rel=1e-6)
+    (band,) = [p for p in rax.patches if p.get_gid() == "huber-delta"]
+    # the band spans -delta..+delta in data units (y of its corners in axes-blended coords)
+    assert (band.get_y(), band.get_y() + band.get_height()) == pytest.approx(
+        (-fit.delta, fit.delta), rel=1e-12)
+    assert rax.get_xlabel() == "training compute C [FLOPs]"
+    assert ax.get_xlabel() == ""     # shared x: the label is under the residuals
+
+
+def test_plot_residuals_alone_on_a_real_ladder(dense):
+    fit = delphi.fit(dense, "power")
+    ax = plot_residuals(fit)
+    pts = line(ax, "residual-points")
+    np.testing.assert_array_equal(pts.get_xdata(), fit.x["flops"])
+    p = fit.params
+    want = np.log(p["E"] + p["A"] * fit.x["flops"] ** -p["alpha"]) - np.log(fit.y)
+    np.testing.assert_allclose(pts.get_ydata(), want, rtol=1e-9, atol=1e-12)
+    assert ax.get_gid() == "residual-axes"
+    assert "Huber δ = 0.001" in ax.get_title()
+    with pytest.raises(TypeError, match="Fit"):
+        plot_residuals(dense)
+
+
+def test_chinchilla_curve_says_along_which_allocation(dense):
+    # 6 runs at one tokens-per-parameter ratio D/N = 20
+    rows = []
+    for i, n in enumerate(np.geomspace(1e7, 3e9, 9)):
+        d = 20 * n
+        loss = (CHINCHILLA["E"] + CHINCHILLA["A"] / n ** CHINCHILLA["alpha"]
+                + CHINCHILLA["B"] / d ** CHINCHILLA["beta"])
+        rows.append({"run": f"n{i}", "params": n, "tokens": d, "loss": loss})
+    # a second, independent D/N so that N and D are identified; its runs are off-allocation
+    for i, n in enumerate(np.geomspace(1e7, 3e9, 5)):
+        d = 5 * n
+        loss = (CHINCHILLA["E"] + CHINCHILLA["A"] / n ** CHINCHILLA["alpha"]
+                + CHINCHILLA["B"] / d ** CHINCHILLA["beta"])
+        rows.append({"run": f"m{i}", "params": n, "tokens": d, "loss": loss})
+    # one D/N: the text names it
+    one = delphi.Ladder(pd.DataFrame(rows[:9]), name="one-ratio")
+    fit = delphi.fit(one, "chinchilla", fixed={"E": 1.69, "beta": 0.28})
+    (label,) = [t for t in legend_texts(plot_fit(fit)) if t.startswith("chinchilla law")]
+    assert "along the ladder's tokens/param D/N ≈ 20:" in label.replace("\n", " ")
+    assert "E = 1.69 (fixed)" in label and "β = 0.28 (fixed)" in label
+    # several D/N: the fitted N ∝ C^b, b from a regression done here
+    forecast = delphi.predict(dense, {"params": 7e9, "tokens": 1.4e11}, "chinchilla",
+                              interval="none", fixed={"E": 1.6})
+    n, d = dense.table["params"].to_numpy(float), dense.table["tokens"].to_numpy(float)
+    b = np.polyfit(np.log(6 * n * d), np.log(n), 1)[0]
+    (label,) = [t for t in legend_texts(plot_forecast(forecast))
+                if t.startswith("chinchilla law")]
+    flat = label.replace("\n", " ")
+    assert f"along the ladder's allocation N ∝ C^{b:.2f} (fitted to its runs), then to the " \
+           f"target's N, D:" in flat
+
+
+def test_isoflop_legend_off_the_data_and_vertex_intervals_on_top(iso):
+    ladder, result = iso
+    ax = plot_isoflop(result, ladder)
+    ax.figure.canvas.draw()
+    legend = ax.get_legend().get_window_extent()
+    assert legend.x0 >= ax.get_window_extent().x1          # right of the axes
+    bars = [c for c in ax.collections if c.get_gid() == "vertex-interval"]
+    stars = lines(ax, "vertex")
+    assert len(bars) == len(stars) == len(result.budgets)
+    for bar, star, b in zip(bars, stars, result.budgets):
+        (seg,) = bar.get_segments()
+        assert seg.tolist() == [[b.params_interval[0], b.loss], [b.params_interval[1], b.loss]]
+        assert bar.get_zorder() > star.get_zorder()
+    caps = lines(ax, "vertex-interval-caps")
+    assert [c.get_xdata().tolist() for c in caps] == [list(b.params_interval)
+                                                      for b in result.budgets]
+    assert any("90%" in t or "95%" in t for t in legend_texts(ax))
+    # the frontier's N* intervals: capped bars from exactly the lower to the upper end
+    fax = plot_isoflop_frontier(result)
+    assert [c.get_ydata().tolist() for c in lines(fax, "optimum-interval-caps")] == \
+        [list(b.params_interval) for b in result.budgets]
+
+
+def test_completion_range_shows_the_extrapolated_part(rung):
+    c = delphi.complete(rung, "d2048", upto_fraction=0.6)
+    ax = plot_completion(c, rung)
+    lo, hi = ax.get_ylim()
+    # the range rule, by hand: from half the fitted steps (6000) on, 8% margins
+    steps = rung.table["step"].to_numpy(float)
+    loss = rung.table["loss"].to_numpy(float)
+    curve = np.concatenate([ln.get_ydata()[ln.get_xdata() >= 6000]
+                            for ln in lines(ax, "trajectory")])
+    ys = np.concatenate([curve, loss[steps >= 6000], [c.loss, c.actual]])
+    pad = 0.08 * np.ptp(ys)
+    assert (lo, hi) == pytest.approx((ys.min() - pad, ys.max() + pad), rel=1e-12)
+    above = int((loss > hi).sum())
+    assert above > 0
+    (note,) = [t for t in ax.texts if t.get_gid() == "clipped-note"]
+    assert note.get_text().startswith(f"↑ {above} earlier checkpoints above the range")
+    # the extrapolated part fills more than a third of the y range
+    dashed = lines(ax, "trajectory")[1]
+    assert np.ptp(dashed.get_ydata()) > (hi - lo) / 3
+    full = plot_completion(c, rung, full_range=True)
+    assert full.get_ylim()[1] >= loss.max()
+    # predicted and actual: different markers, hollow vs filled, both in the legend
+    pred, act = line(ax, "predicted-final"), line(ax, "actual-final")
+    assert pred.get_marker() != act.get_marker()
+    assert pred.get_markerfacecolor() == "none" and act.get_zorder() > pred.get_zorder()
+    texts = legend_texts(ax)
+    assert any(t.startswith(f"predicted final loss {c.loss:.4f}") for t in texts)
+    assert any(t.startswith(f"actual final loss {c.actual:.4f}") for t in texts)
+
+
+def test_backtest_notes_say_why_there_are_no_intervals(dense):
+    bt = delphi.backtest(dense, "power", fit_max_flops=3e19)
+    assert all(r.lower is None for r in bt.rows)
+    ax = plot_backtest(bt)
+    assert "no interval: 1 residual degree(s) of freedom" in note_text(ax).replace("\n", " ")
+
+
+# ----------------------------------------------------------------------------- delphi plot
+from delphi.cli import main  # noqa: E402
+
+
+def run_cli(capsys, *argv):
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_cli_plot_forecast_json_and_formats(capsys, tmp_path):
+    import json
+
+    png = tmp_path / "hero.png"
+    code, out, err = run_cli(capsys, "plot", "forecast", "marin-moe-535b", "-o", str(png),
+                             "--json")
+    assert code == 0, err
+    assert json.loads(out) == {"path": str(png.resolve()), "kind": "forecast", "format": "png"}
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    svg = tmp_path / "dense.svg"
+    code, out, err = run_cli(capsys, "plot", "fit", "marin-delphi-dense", "--law", "power",
+                             "--residuals", "-o", str(svg))
+    assert code == 0, err
+    assert out.strip() == f"wrote the fit figure to {svg}"
+    text = svg.read_text()
+    assert text.lstrip().startswith("<?xml") and "<svg" in text
+    pdf = tmp_path / "bt.pdf"
+    code, _, err = run_cli(capsys, "plot", "backtest", "marin-delphi-dense", "--law", "power",
+                           "--leave-one-budget-out", "-o", str(pdf))
+    assert code == 0, err
+    assert pdf.read_bytes()[:5] == b"%PDF-"
+
+
+def test_cli_plot_errors(capsys, tmp_path):
+    import json
+
+    with pytest.raises(SystemExit) as exc:
+        main(["plot", "forecast", "marin-moe-535b", "-o", str(tmp_path / "x.jpg"), "--json"])
+    assert exc.value.code == 2
+    out, err = capsys.readouterr()
+    assert json.loads(out)["error"]["type"] == "UsageError"
+    assert "suffix '.jpg': use .png, .svg, .pdf" in err
+    with pytest.raises(SystemExit) as exc:
+        main(["plot", "histogram", "marin-moe-535b", "-o", str(tmp_path / "x.png")])
+    assert exc.value.code == 2
+    assert "invalid choice: 'histogram'" in capsys.readouterr().err
+    code, out, err = run_cli(capsys, "plot", "completion", "marin-moe-535b", "-o",
+                             str(tmp_path / "c.png"))
+    assert code == 1 and "--run RUN" in err
+    assert not (tmp_path / "c.png").exists()
+
+
+def test_residual_panel_on_given_axes(hero, moe):
+    # a given Axes is split: the residuals go under it, in the same figure, no new figure
+    fig, ax = plt.subplots()
+    before = plt.get_fignums()
+    out = plot_forecast(hero, ax=ax, ladder=moe, residuals=True)
+    assert out is ax and plt.get_fignums() == before
+    rax = residual_axes(ax)
+    assert rax.figure is fig and len(fig.axes) == 2
+    np.testing.assert_allclose(line(rax, "residual-points").get_ydata(),
+                               np.log(1.5 + hero.fit.params["A"] * hero.fit.x["flops"]
+                                      ** -hero.fit.params["alpha"]) - np.log(hero.fit.y),
+                               rtol=0, atol=1e-12)
+    # or onto an Axes of one's own
+    fig2, (a, b) = plt.subplots(2, 1)
+    plot_fit(hero.fit, ax=a, residuals=b)
+    assert b.get_gid() == "residual-axes" and len(line(b, "residual-points").get_xdata()) == 3
+    with pytest.raises(TypeError, match="Axes"):
+        plot_fit(hero.fit, residuals="below")

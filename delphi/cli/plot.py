@@ -1,0 +1,226 @@
+"""``delphi plot KIND LADDER -o FILE``: the figures of :mod:`delphi.plot`, written to a PNG,
+SVG or PDF file (the format from the file's suffix).
+
+Standard library only at import: matplotlib (with its non-interactive Agg backend, no display
+needed) and the library are imported by the handler, so ``delphi --help`` stays light.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from ..errors import DelphiError, LadderError, LawError
+from .options import (HelpFormatter, add_fit_options, add_interval_options,
+                      add_target_options, count,
+                      fit_settings, interval_settings, jobs_kwargs, load_from_args,
+                      load_with_defaults, positive_float, target_from)
+
+__all__ = ["add_commands", "KINDS", "FORMATS"]
+
+#: KIND -> what it draws (the help text); mirrors :data:`delphi.plot.KINDS`.
+KINDS = {
+    "forecast": "the fit extrapolated to the target, with its intervals (plot_forecast)",
+    "fit": "the fitted law and its points; the target too when one is given (plot_fit)",
+    "residuals": "log residuals of the fit against C, N or D (plot_residuals)",
+    "backtest": "relative errors of held-out runs with their intervals (plot_backtest)",
+    "isoflop": "loss against N per compute budget with each vertex, and N*(C) (plot_isoflop)",
+    "frontier": "compute-optimal N*(C) and its power law (plot_isoflop_frontier)",
+    "completion": "a run's checkpoints, fitted trajectory and final loss (plot_completion)",
+}
+#: Suffix -> matplotlib format.
+FORMATS = {".png": "png", ".svg": "svg", ".pdf": "pdf"}
+
+EXAMPLES = """examples:
+  delphi plot forecast marin-moe-535b -o hero.png          # the manifest's target and floor
+  delphi plot forecast marin-delphi-dense --target-flops 1e22 --residuals -o dense.svg
+  delphi plot backtest marin-delphi-dense --fit-max-flops 3e19 -o backtest.pdf
+  delphi plot isoflop marin-isoflop-dclm -o isoflop.png
+  delphi plot completion misfitting2025 --run RUN --upto-fraction 0.5 -o run.png
+  delphi plot fit epoch-chinchilla --law chinchilla --json -o chinchilla.png"""
+
+
+def output_file(text: str) -> Path:
+    """``-o FILE``: a path whose suffix names a format (.png, .svg or .pdf)."""
+    path = Path(text)
+    if path.suffix.lower() not in FORMATS:
+        raise argparse.ArgumentTypeError(
+            f"cannot tell the format of {text!r} from its suffix "
+            f"{path.suffix or '(none)'!r}: use {', '.join(FORMATS)}")
+    return path
+
+
+def add_commands(sub) -> dict:
+    """Add ``plot`` to ``sub``; return ``{"plot": handler}``."""
+    p = sub.add_parser(
+        "plot", help="draw a figure (forecast, fit, residuals, backtest, isoflop, frontier, "
+                     "completion) to a PNG, SVG or PDF file",
+        description="Draw one of delphi.plot's figures for a ladder and write it to FILE;\n"
+                    "the format comes from FILE's suffix (.png, .svg, .pdf). Warnings are\n"
+                    "drawn on the figure. KIND is one of:\n" +
+                    "\n".join(f"  {k:<11} {v}" for k, v in KINDS.items()),
+        epilog=EXAMPLES, formatter_class=_Formatter)
+    p.add_argument("kind", choices=list(KINDS), metavar="KIND",
+                   help=f"what to draw: {', '.join(KINDS)}")
+    add_fit_options(p)
+    p.add_argument("-o", "--output", type=output_file, required=True, metavar="FILE",
+                   help="file to write: .png, .svg or .pdf (the format from the suffix)")
+    p.add_argument("--dpi", type=count(20), default=150,
+                   help="resolution of a PNG [dots per inch] (default 150)")
+    p.add_argument("--x", choices=("flops", "params", "tokens"), default="flops",
+                   help="forecast, fit, residuals: x axis C (default), N or D (N and D need a "
+                        "law of N and D)")
+    p.add_argument("--residuals", action="store_true",
+                   help="forecast, fit: add a panel of log residuals under the loss")
+    p.add_argument("--no-warnings", action="store_true",
+                   help="leave the warning box off the figure")
+    targets = p.add_argument_group("target (forecast; fit draws it when given)")
+    add_target_options(targets)
+    intervals = p.add_argument_group("intervals (forecast; backtest takes delta, bootstrap or "
+                                     "none, auto meaning delta)")
+    add_interval_options(intervals)
+    bt = p.add_argument_group("backtest")
+    bt.add_argument("--leave-one-budget-out", action="store_true",
+                    help="drop each compute budget in turn and predict its runs (instead of "
+                         "--fit-max-flops)")
+    iso = p.add_argument_group("isoflop, frontier (Approach 2; --n-boot, --level and --seed "
+                               "apply)")
+    iso.add_argument("--method", choices=("parabola", "cubic", "akima"), default="parabola",
+                     help="per-budget fit of loss against ln N (default parabola)")
+    iso.add_argument("--window", type=count(3), metavar="K",
+                     help="fit only the K sizes around each budget's lowest loss")
+    iso.add_argument("--quantity", choices=("params", "tokens"), default="params",
+                     help="frontier: N*(C) (default) or D*(C)")
+    cp = p.add_argument_group("completion (--law is the curve law, default annealing)")
+    cp.add_argument("--run", metavar="RUN", help="the run to complete")
+    cp.add_argument("--upto-fraction", type=positive_float, metavar="F",
+                    help="fit only checkpoints up to this share of the run")
+    cp.add_argument("--upto-step", type=positive_float, metavar="STEP",
+                    help="fit only checkpoints up to this step")
+    cp.add_argument("--siblings", action="store_true",
+                    help="also fit the ladder's runs of the same model and peak LR")
+    cp.add_argument("--keep-warmup", action="store_true",
+                    help="also fit the warm-up checkpoints")
+    cp.add_argument("--full-range", action="store_true",
+                    help="y axis over every checkpoint (default: from half the fitted steps "
+                         "on, so the extrapolated part shows)")
+    return {"plot": _cmd_plot}
+
+
+class _Formatter(HelpFormatter, argparse.RawDescriptionHelpFormatter):
+    """Keep the examples' line breaks; fill the ``{LAWS}``-style placeholders."""
+
+
+def _cmd_plot(args) -> int:
+    import matplotlib
+
+    matplotlib.use("Agg")     # files only: no display, whatever the environment says
+    import matplotlib.pyplot as plt
+
+    from .. import plot as P
+
+    show = not args.no_warnings
+    kind = args.kind
+    if kind == "completion":
+        ax = _completion(args, P, show)
+    elif kind in ("isoflop", "frontier"):
+        ax = _isoflop(args, P, show, plt)
+    else:
+        ax = _fit_kinds(args, P, show)
+    path = args.output
+    fmt = FORMATS[path.suffix.lower()]
+    try:
+        ax.figure.savefig(path, format=fmt, dpi=args.dpi, bbox_inches="tight")
+    except OSError as exc:
+        raise DelphiError(f"cannot write the figure to {str(path)!r}: "
+                          f"{exc.strerror or exc}") from None
+    finally:
+        plt.close(ax.figure)
+    if args.json:
+        print(json.dumps({"path": str(path.resolve()), "kind": kind, "format": fmt},
+                         indent=2))
+    else:
+        print(f"wrote the {kind} figure to {path}")
+    return 0
+
+
+def _law(args, defaults, ladder, target=None) -> str:
+    from ..forecast import default_law
+
+    law = args.law or (defaults.law if defaults is not None else None)
+    if law == "auto":
+        raise LawError("delphi plot draws one law: give --law NAME (see `delphi compare` for "
+                       "the law auto would choose)")
+    return law or default_law(ladder, target)
+
+
+def _given_target(args):
+    return any(v is not None for v in (args.target_flops, args.target_params,
+                                       args.target_tokens, args.target_steps))
+
+
+def _fit_kinds(args, P, show: bool):
+    ladder, defaults = load_with_defaults(args)
+    settings = fit_settings(args, defaults)
+    if args.kind == "forecast":
+        from ..forecast import predict
+
+        target = target_from(args, defaults)
+        law = _law(args, defaults, ladder, target)
+        forecast = predict(ladder, target, law, **settings, **interval_settings(args),
+                           **jobs_kwargs(args))
+        return P.plot_forecast(forecast, ladder=ladder, x=args.x, residuals=args.residuals,
+                               warnings=show)
+    if args.kind == "backtest":
+        from ..analyses.backtest import backtest
+
+        interval = {"auto": "delta", "none": None}.get(args.interval, args.interval)
+        if interval == "calibrated":
+            raise LawError("a backtest's intervals are delta, bootstrap or none "
+                           "(--interval)")
+        result = backtest(ladder, _law(args, defaults, ladder), fixed=settings["fixed"],
+                          fit_max_flops=settings["fit_max_flops"],
+                          leave_one_budget_out=args.leave_one_budget_out,
+                          bounds=settings["bounds"], delta=settings["delta"],
+                          include_unfinished=settings["include_unfinished"],
+                          interval=interval, level=args.level, n_boot=args.n_boot,
+                          **jobs_kwargs(args))
+        return P.plot_backtest(result)
+    from ..fitting import fit
+
+    target = target_from(args, defaults) if _given_target(args) else None
+    result = fit(ladder, _law(args, defaults, ladder, target), **settings)
+    if args.kind == "residuals":
+        return P.plot_residuals(result, x=args.x, ladder=ladder, warnings=show)
+    return P.plot_fit(result, x=args.x, target=target, ladder=ladder,
+                      residuals=args.residuals, warnings=show)
+
+
+def _isoflop(args, P, show: bool, plt):
+    from ..analyses.isoflop import isoflop_analysis
+
+    ladder = load_from_args(args)
+    result = isoflop_analysis(ladder, method=args.method, window=args.window,
+                              n_boot=args.n_boot, level=args.level, seed=args.seed)
+    if args.kind == "frontier":
+        return P.plot_isoflop_frontier(result, quantity=args.quantity)
+    fig, (ax, fax) = plt.subplots(1, 2, figsize=(16, 5.2), layout="constrained",
+                                  gridspec_kw={"width_ratios": [1.6, 1]})
+    return P.plot_isoflop(result, ladder, ax=ax, frontier_ax=fax, warnings=show)
+
+
+def _completion(args, P, show: bool):
+    from ..curves import complete
+
+    if not args.run:
+        raise LadderError("plot completion needs the run to complete: --run RUN (see "
+                          "`delphi complete --all-runs` for the ladder's runs)")
+    if args.upto_fraction is not None and not 0 < args.upto_fraction <= 1:
+        raise DelphiError(f"--upto-fraction must be in (0, 1], got {args.upto_fraction:g}")
+    ladder = load_from_args(args)
+    result = complete(ladder, args.run, args.law or "annealing",
+                      upto_fraction=args.upto_fraction,
+                      upto_step=None if args.upto_step is None else int(args.upto_step),
+                      siblings=args.siblings, keep_warmup=args.keep_warmup)
+    return P.plot_completion(result, ladder, full_range=args.full_range, warnings=show)
