@@ -433,6 +433,21 @@ def _sort_order(codes: np.ndarray, key: np.ndarray) -> np.ndarray | None:
     return by_key[np.argsort(codes[by_key], kind="stable")]
 
 
+def _by_compute(v: pd.DataFrame) -> pd.DataFrame:
+    """``v`` (sorted by run, then step) reordered by each run's compute (its largest
+    ``flops``), then run, then step: the order of :attr:`Ladder.table`. A stable sort on the
+    run's compute keeps the run and step order within a compute level."""
+    if len(v) < 2:
+        return v
+    codes, _ = _run_codes(v["run"])
+    starts = _group_starts(codes)
+    run_flops = np.maximum.reduceat(v["flops"].to_numpy(float), starts)
+    per_row = run_flops[codes]
+    if np.all(per_row[1:] >= per_row[:-1]):
+        return v
+    return v.take(np.argsort(per_row, kind="stable")).reset_index(drop=True)
+
+
 def _group_starts(codes: np.ndarray) -> np.ndarray:
     """First position of each run in ``codes`` sorted ascending (contiguous runs)."""
     return np.flatnonzero(np.r_[True, codes[1:] != codes[:-1]])
@@ -512,6 +527,16 @@ class Ladder:
         ``status``, more than one ``final`` row in a run, or a run whose ``final``,
         ``status`` and ``fraction`` (or step against ``total_steps``) disagree
         (:mod:`delphi.runstate`).
+
+    Attributes
+    ----------
+    table:
+        The validated rows, a DataFrame of shape (n_rows, n_columns) with a fresh
+        RangeIndex, ordered by compute: runs by their compute (a run's largest ``flops``
+        [FLOPs]), then by run id, then each run's rows by ``step`` (else ``tokens``, else
+        ``flops``). A run's rows are contiguous; the smallest rung comes first.
+    runs:
+        Run ids, sorted by name (:attr:`runs`).
 
     Notes
     -----
@@ -676,6 +701,7 @@ class Ladder:
             self._check_stateless(v)
         if "step" not in v.columns and "tokens" not in v.columns:
             self._check_unordered_repeats(v)
+        v = _by_compute(v)
         if v.shape[1] > 100:
             # A wide export (hundreds of W&B metrics) read column by column is fragmented, and
             # pandas warns (PerformanceWarning) on each later column insert; one copy joins it.

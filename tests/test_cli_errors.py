@@ -153,9 +153,9 @@ def _every_command(tmp_path):
         (["register", absent, "--registry", reg, "--id", "x", "--target-flops", "1e22"],
          "LadderError"),
         (["score", "--registry", reg, "--id", "x", "--actual", "2.0"], "RegistryError"),
-        (["registry", "list", reg], "RegistryError"),
-        (["registry", "show", "x", reg], "RegistryError"),
-        (["registry", "report", reg], "RegistryError"),
+        (["registry", "list", "--registry", reg], "RegistryError"),
+        (["registry", "show", "--registry", reg, "--id", "x"], "RegistryError"),
+        (["registry", "report", "--registry", reg], "RegistryError"),
     ]
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 
@@ -124,8 +126,15 @@ def test_cli_predict_names_lr_sweep_exclusions(tmp_path, capsys):
     code = main(["fit", str(path), "--law", "power"])
     out = capsys.readouterr().out
     assert code == 0
-    assert "n0-lr10: hyperparameter sweep: not the best peak_lr" in out
+    # the 10 mis-tuned runs share one report line (their reasons differ only in numbers) ...
+    assert ("excluded   10 runs (n0-lr10, n0-lr3, n1-lr10, ... (7 more)): hyperparameter "
+            "sweep: not the best peak_lr") in out
     assert "differ in peak_lr (a hyperparameter sweep, not seeds)" in out
+    # ... and each keeps its own reason in the JSON
+    assert main(["fit", str(path), "--law", "power", "--json"]) == 0
+    fitted = json.loads(capsys.readouterr().out)["fit"]
+    excluded = {e["run"]: e["reason"] for e in fitted["excluded"]}
+    assert excluded["n0-lr10"].startswith("hyperparameter sweep: not the best peak_lr")
 
 
 def test_a_negligible_coefficient_is_not_called_at_its_bound_zero():

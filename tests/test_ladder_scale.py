@@ -66,20 +66,37 @@ def test_per_run_constants_may_be_missing_on_some_rows():
     assert ladder.table.loc[ladder.table["run"] == "a", "peak_lr"].tolist()[1] == 2e-3
 
 
-def test_rows_sorted_by_run_then_step_and_the_input_is_untouched():
+def test_rows_ordered_by_compute_then_run_then_step_and_the_input_is_untouched():
     t = table()
     before = t.copy()
     ladder = Ladder(t)
-    assert ladder.table["run"].tolist() == ["a", "a", "b", "c", "c", "d"]
-    assert ladder.table["step"].tolist() == [1, 2, 2, 1, 5, 3]
-    assert ladder.table["row"].tolist() == [1, 2, 0, 4, 3, 5]
+    # Run compute (largest 6·N·D): b 6e14, a 2.4e15, c 5.4e15, d 9.6e15.
+    assert ladder.table["run"].tolist() == ["b", "a", "a", "c", "c", "d"]
+    assert ladder.table["step"].tolist() == [2, 1, 2, 1, 5, 3]
+    assert ladder.table["row"].tolist() == [0, 1, 2, 4, 3, 5]
     ladder.table.loc[0, "loss"] = 99.0
     pd.testing.assert_frame_equal(t, before)
 
 
+def test_table_keeps_runs_contiguous_ordered_by_run_compute_then_run_id():
+    # "big" has a checkpoint (1e18) below "small"'s only row (2e18) but its final compute
+    # (8e18) is larger: its rows stay together after "small". "y" and "x" tie at 4e18:
+    # by run id. Steps ascend within each run whatever the file order.
+    t = pd.DataFrame({"run": ["big", "y", "big", "small", "x", "big"],
+                      "step": [1, 1, 3, 1, 1, 2],
+                      "flops": [1e18, 4e18, 8e18, 2e18, 4e18, 5e18],
+                      "loss": [3.0, 2.8, 2.5, 2.9, 2.8, 2.6]})
+    table = Ladder(t).table
+    assert table["run"].tolist() == ["small", "x", "y", "big", "big", "big"]
+    assert table["step"].tolist() == [1, 1, 1, 1, 2, 3]
+    assert table["flops"].tolist() == [2e18, 4e18, 4e18, 1e18, 5e18, 8e18]
+    assert table.index.tolist() == list(range(6))
+
+
 def test_final_column_accepts_the_usual_spellings():
     ladder = Ladder(table(final=[" Yes", "t", "F", "no", "0", 1.0]))
-    assert ladder.table["final"].tolist() == [True, False, True, False, False, True]
+    # Source rows 0, 1, 2, 4, 3, 5 in table order (by compute, see above).
+    assert ladder.table["final"].tolist() == [True, True, False, False, False, True]
     assert str(ladder.table["final"].dtype) == "boolean"
 
 
@@ -201,7 +218,8 @@ def test_a_ladder_of_20000_single_row_runs_loads_and_fits(tmp_path):
     frame.sample(frac=1.0, random_state=0).to_parquet(path, index=False)   # unsorted rows
     ladder = delphi.load_ladder(path)
     assert len(ladder) == n and ladder.runs[:2] == ["r00000", "r00001"]
-    assert ladder.table["run"].is_monotonic_increasing
+    # Ordered by compute: one row per run, so the flops column itself ascends.
+    assert ladder.table["flops"].is_monotonic_increasing
     pts, excluded = ladder.final_points()
     assert len(pts) == n and excluded == []
     dominated = _dominated(pts, get_law("chinchilla"), 0.10)

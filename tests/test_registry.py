@@ -589,9 +589,12 @@ def test_add_registry_commands_returns_handlers():
     parser = argparse.ArgumentParser(prog="delphi")
     handlers = add_registry_commands(parser.add_subparsers(dest="command", required=True))
     assert set(handlers) == {"register", "score", "registry"}
-    args = parser.parse_args(["registry", "show", "an-id", "reg.jsonl"])
-    assert (args.command, args.registry_command, args.id, args.path) == (
+    args = parser.parse_args(["registry", "show", "--registry", "reg.jsonl", "--id", "an-id"])
+    assert (args.command, args.registry_command, args.id, args.registry) == (
         "registry", "show", "an-id", "reg.jsonl")
+    # The deprecated positional form fills the same options (even under a plain parser).
+    args = parser.parse_args(["registry", "show", "an-id", "reg.jsonl"])
+    assert (args.id, args.registry, args.legacy_form) == ("an-id", "reg.jsonl", "ID PATH")
     args = parser.parse_args(["register", "lad", "--id", "i", "--registry", "p", "--floor", "1.5",
                               "--target-flops", "1e23"])
     assert args.ladder == "lad" and args.floor == 1.5 and args.target_flops == 1e23
@@ -751,7 +754,7 @@ def test_repair_on_a_full_disk_fails_in_one_line_and_leaves_no_backup(tmp_path, 
     assert sorted(p.name for p in tmp_path.iterdir()) == ["r.jsonl", "r.jsonl.lock"]
     # And through the CLI under a real file-size limit (the backup is as large as the file).
     monkeypatch.undo()
-    proc = _run_with_fsize_limit(len(torn) - 10, "registry", "repair", path)
+    proc = _run_with_fsize_limit(len(torn) - 10, "registry", "repair", "--registry", path)
     assert proc.returncode == 1 and proc.stderr.count("\n") == 1, proc.stderr
     assert proc.stderr.startswith("delphi: error: cannot repair") and "File too large" in \
         proc.stderr

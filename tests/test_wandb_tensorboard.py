@@ -365,11 +365,8 @@ def test_tensorboard_without_tbparse_says_how_to_install(tmp_path, monkeypatch):
         load_ladder(tmp_path / "logs", format="tensorboard")
 
 
-# Until the CLI asks delphi.readers.is_data_source() instead of looking for a file suffix,
-# it looks up a manifest for the directory (delphi/cli/options.py load_with_defaults and
-# analyses.py _manifest_target). strict: once wired this passes and the marker must go.
-@pytest.mark.xfail(strict=True, raises=AssertionError,
-                   reason="CLI wiring pending: is_data_source() in load_with_defaults")
+# The CLI asks delphi.readers.is_data_source() (delphi/cli/options.py load_with_defaults and
+# analyses.py _manifest_target), so a TensorBoard directory is not looked up as a manifest.
 def test_cli_predict_tensorboard_json(tmp_path, capsys):
     _need_tbparse()
     # Final losses on a power law in C (D = 20 N); curves end at step 1000.

@@ -13,8 +13,10 @@ import json
 from pathlib import Path
 from typing import Callable
 
-from .options import (add_ladder_options, bound_triple, count, fixed_pair, load_from_args,
-                      positive_float)
+from .options import (LADDER_HELP, METRIC_HELP, add_ladder_options, add_level_option,
+                      bound_triple, count, examples, fixed_pair, load_from_args, positive_float,
+                      serial)
+from .output import note
 from ..errors import FitError, LadderError, TargetError
 
 __all__ = ["add_commands"]
@@ -40,6 +42,9 @@ def integer(text: str) -> int:
 def _common(p: argparse.ArgumentParser) -> None:
     add_ladder_options(p)
     p.add_argument("--json", action="store_true", help="print one JSON object")
+    # isoflop, optimal, plan and compare: their library functions have no parallel step
+    # (hparams, which has, does not call this).
+    serial(p)
 
 
 def _fix_bound_options(p: argparse.ArgumentParser, fix_help: str) -> None:
@@ -62,36 +67,44 @@ def _add_isoflop(sub) -> None:
         "isoflop", help="compute-optimal N*(C), D*(C) from isoFLOP budgets (Approach 2) or "
                         "the lower envelope of loss curves (Approach 1)",
         description="Hoffmann et al. 2022 Approaches 1 and 2. Porian et al. 2024's fits: "
-                    "--method akima --bootstrap noise --noise 0.002 --center median --weighted.")
-    p.add_argument("ladder", help="bundled ladder name, manifest or data file")
+                    "--method akima --bootstrap noise --noise 0.002 --center median --weighted.",
+        epilog=examples(
+            "delphi isoflop marin-isoflop-dclm --target-flops 1e22",
+            "delphi isoflop porian2024-owt2 --method akima --bootstrap noise --noise 0.002 "
+            "--center median --weighted",
+            "delphi isoflop olmo-ladder --approach 1 --json"))
+    p.add_argument("ladder", help=LADDER_HELP)
     p.add_argument("--approach", type=int, choices=(1, 2), default=2,
                    help="2: a curve per compute budget (default); 1: lower envelope of curves")
     p.add_argument("--method", choices=("parabola", "cubic", "akima"), default="parabola",
                    help="per-budget fit of loss against ln N (Approach 2; default parabola)")
     p.add_argument("--window", type=integer, metavar="K",
                    help="fit only the K sizes around each budget's lowest loss")
-    p.add_argument("--tolerance", type=number, default=0.05,
+    p.add_argument("--tolerance", type=number, default=0.05, metavar="SHARE",
                    help="runs whose FLOPs agree within this share form a budget (default 0.05)")
     p.add_argument("--bootstrap", choices=("resample", "noise", "none"), default="resample",
                    help="per-budget bootstrap: resample points (default) or add loss noise")
-    p.add_argument("--n-boot", type=integer, default=1000, help="bootstrap draws (default 1000)")
+    p.add_argument("--n-boot", type=integer, default=1000, metavar="N",
+                   help="bootstrap draws per budget (default 1000)")
     p.add_argument("--noise", type=number, metavar="SD",
                    help="loss noise standard deviation for --bootstrap noise")
-    p.add_argument("--level", type=number, default=0.95, help="interval level (default 0.95)")
-    p.add_argument("--seed", type=integer, default=0, help="bootstrap seed (default 0)")
+    add_level_option(p, "level of the bootstrap percentile intervals")
+    p.add_argument("--seed", type=integer, default=0, metavar="SEED",
+                   help="bootstrap seed (default 0)")
     p.add_argument("--center", choices=("point", "median"), default="point",
-                   help="fit the power law to point optima or bootstrap medians")
+                   help="fit the power law to point optima or bootstrap medians (default: "
+                        "point)")
     p.add_argument("--weighted", action="store_true",
                    help="weight budgets by 1/sd^2 of their bootstrap ln N*")
-    p.add_argument("--n-grid", type=integer, default=100,
+    p.add_argument("--n-grid", type=integer, default=100, metavar="K",
                    help="Approach 1: log-spaced FLOP values (default 100)")
-    p.add_argument("--min-runs", type=integer, default=2,
+    p.add_argument("--min-runs", type=integer, default=2, metavar="K",
                    help="Approach 1: curves that must cover a FLOP value (default 2)")
     p.add_argument("--keep-edge", action="store_true",
                    help="Approach 1: also fit FLOP values won by the smallest or largest model")
     p.add_argument("--target-flops", type=number, metavar="C",
                    help="also print N*, D* at this compute [FLOPs]")
-    p.add_argument("--metric", metavar="COLUMN", help="source column to use as the loss")
+    p.add_argument("--metric", metavar="COLUMN", help=METRIC_HELP)
     _common(p)
 
 
@@ -122,8 +135,13 @@ def _cmd_isoflop(args) -> int:
 def _add_optimal(sub) -> None:
     p = sub.add_parser(
         "optimal", help="compute-optimal N and D at a budget from a fitted Chinchilla law "
-                        "(Hoffmann et al. 2022, Eq. 4)")
-    p.add_argument("ladder", help="bundled ladder name, manifest or data file")
+                        "(Hoffmann et al. 2022, Eq. 4)",
+        epilog=examples(
+            "delphi optimal epoch-chinchilla --target-flops 5.76e23",
+            "delphi optimal epoch-chinchilla --target-flops 1e24 --json",
+            "delphi optimal gadre2024 --target-flops 1e22 --allow-unidentified "
+            "--allow-outside-design"))
+    p.add_argument("ladder", help=LADDER_HELP)
     p.add_argument("--target-flops", type=number, metavar="C",
                    help="target compute [FLOPs] (default: the manifest's target)")
     p.add_argument("--floor", type=number, metavar="E", help="fix the irreducible loss E")
@@ -133,7 +151,7 @@ def _add_optimal(sub) -> None:
     p.add_argument("--draws", metavar="PATH",
                    help="CSV or JSON of parameter draws (columns A, B, alpha, beta) for "
                         "percentile intervals")
-    p.add_argument("--level", type=number, default=0.9, help="interval level (default 0.9)")
+    add_level_option(p, "level of the --draws percentile intervals")
     p.add_argument("--allow-unidentified", action="store_true",
                    help="give the allocation even when the ladder does not identify alpha or "
                         "beta (flagged in the output) instead of refusing")
@@ -141,7 +159,7 @@ def _add_optimal(sub) -> None:
                    help="give the allocation even when it lies far outside the ladder's design "
                         "(D/N over 100x beyond the fitted runs', or N* shrinking at 10x the "
                         "largest compute; flagged in the output) instead of refusing")
-    p.add_argument("--metric", metavar="COLUMN", help="source column to use as the loss")
+    p.add_argument("--metric", metavar="COLUMN", help=METRIC_HELP)
     _common(p)
 
 
@@ -160,12 +178,11 @@ def _read_draws(path: str):
         raise FitError(f"cannot read parameter draws from {file}: {exc}") from None
 
 
-def _manifest_target(ladder_arg: str) -> float | None:
-    from ..readers import STDIN, load_manifest
-    from ..readers.tabular import format_of
+def _manifest_target(ladder_arg: str, format: str | None = None) -> float | None:
+    from ..readers import is_data_source, load_manifest
 
-    # a data file (runs.csv, runs.csv.gz) or standard input ("-")
-    if ladder_arg == STDIN or format_of(ladder_arg)[0] is not None:
+    # a data file (runs.csv, a W&B export), a TensorBoard directory or standard input ("-")
+    if is_data_source(ladder_arg, format):
         return None
     defaults = load_manifest(ladder_arg).predict
     return getattr(defaults, "target_flops", None) if defaults is not None else None
@@ -174,7 +191,8 @@ def _manifest_target(ladder_arg: str) -> float | None:
 def _cmd_optimal(args) -> int:
     from ..analyses.optimal import compute_optimal
     ladder = load_from_args(args)
-    flops = args.target_flops if args.target_flops is not None else _manifest_target(args.ladder)
+    flops = (args.target_flops if args.target_flops is not None
+             else _manifest_target(args.ladder, getattr(args, "format", None)))
     if flops is None:
         raise TargetError(f"delphi optimal needs --target-flops (ladder {ladder.name!r} names "
                           f"no target compute)")
@@ -206,29 +224,34 @@ def _add_plan(sub) -> None:
         description="Budgets log-spaced below the target (total = fraction x target), model "
                     "sizes centred on N*(C) (params = 12 * layers * d^2, layers = "
                     "round(d/100), d in steps of 128), tokens = budget / (6N), batch and LR "
-                    "from the hyperparameter rule.")
+                    "from the hyperparameter rule.",
+        epilog=examples(
+            "delphi plan --target-flops 1e23",
+            "delphi plan --target-flops 1e23 --fraction 0.02 --budgets 5 --csv plan.csv",
+            "delphi plan --target-flops 1e22 --from marin-isoflop-dclm --from-method isoflop"))
     p.add_argument("--target-flops", type=number, required=True, metavar="C",
                    help="target compute [FLOPs]")
-    p.add_argument("--fraction", type=number, default=0.01,
+    p.add_argument("--fraction", type=number, default=0.01, metavar="SHARE",
                    help="ladder compute as a share of the target's (default 0.01)")
     p.add_argument("--budgets", type=integer, default=7, metavar="K",
                    help="number of compute budgets (default 7)")
     p.add_argument("--sizes-per-budget", type=integer, default=5, metavar="M",
                    help="model sizes per budget (default 5)")
-    p.add_argument("--rule", default="adamh", help="hyperparameter rule (default adamh)")
-    p.add_argument("--tokens-per-param", type=number, default=20.0,
+    p.add_argument("--rule", default="adamh", metavar="RULE",
+                   help="hyperparameter rule for batch and peak LR (default adamh: Marin's)")
+    p.add_argument("--tokens-per-param", type=number, default=20.0, metavar="R",
                    help="prior D*/N* when no --from ladder is given (default 20)")
     p.add_argument("--max-tokens-per-param", type=number, metavar="R",
                    help="drop runs above R tokens per parameter (Marin: 250)")
-    p.add_argument("--span", type=number, default=100.0,
+    p.add_argument("--span", type=number, default=100.0, metavar="RATIO",
                    help="largest / smallest budget (default 100, as 3e18..3e20)")
-    p.add_argument("--spread", type=number, default=10.0,
+    p.add_argument("--spread", type=number, default=10.0, metavar="RATIO",
                    help="largest / smallest model size per budget (default 10)")
     p.add_argument("--from", dest="from_ladder", metavar="LADDER",
                    help="centre sizes on N*(C) fitted to this ladder instead of the prior")
     p.add_argument("--from-method", choices=("chinchilla", "isoflop"), default="chinchilla",
-                   help="how --from estimates N*(C): a Chinchilla law (Eq. 4, default) or an "
-                        "isoFLOP power law (Approach 2)")
+                   help="how --from estimates N*(C): a Chinchilla law (Eq. 4) or an isoFLOP "
+                        "power law (Approach 2) (default: chinchilla)")
     p.add_argument("--metric", metavar="COLUMN", help="loss column of the --from ladder")
     p.add_argument("--csv", metavar="PATH", help="write the runs as a tidy CSV")
     _common(p)
@@ -288,14 +311,18 @@ def _add_compare(sub) -> None:
                     "predicts the budgets above; one row per candidate: leave-future-out mean "
                     "and max |error|, nested coverage of its 90% intervals before and after "
                     "calibration, AIC/BIC of the full fit, and its ensemble weight. "
-                    "`delphi predict --law auto` uses the best; --ensemble averages them.")
-    p.add_argument("ladder", help="bundled ladder name, manifest or data file")
+                    "`delphi predict --law auto` uses the best; --ensemble averages them.",
+        epilog=examples(
+            "delphi compare marin-delphi-dense",
+            "delphi compare epoch-chinchilla --laws power,chinchilla --max-folds 4",
+            "delphi compare marin-delphi-dense --floors free,1.5 --deltas 1e-3,1e-2 --json"))
+    p.add_argument("ladder", help=LADDER_HELP)
     add_candidate_options(p)
     _fix_bound_options(p, "fix a parameter in every candidate (repeatable)")
-    p.add_argument("--level", type=number, default=0.9,
-                   help="interval level for the coverage (default 0.9)")
-    p.add_argument("--seed", type=count(0), default=0, help="random seed (>= 0)")
-    p.add_argument("--metric", metavar="COLUMN", help="source column to use as the loss")
+    add_level_option(p, "level of the intervals whose coverage is scored")
+    p.add_argument("--seed", type=count(0), default=0, metavar="SEED",
+                   help="random seed (>= 0)")
+    p.add_argument("--metric", metavar="COLUMN", help=METRIC_HELP)
     _common(p)
 
 
@@ -306,8 +333,6 @@ def _cmd_compare(args) -> int:
     ladder = load_from_args(args)
     if args.fit_max_flops is not None:
         ladder = ladder.select(max_flops=args.fit_max_flops)
-    if not 0 < args.level < 1:
-        raise FitError(f"--level must be in (0, 1), got {args.level:g}")
     fixed = dict(args.fix)
     cands = candidates_from(args, ladder, fixed, DEFAULT_DELTA)
     if cands is None:
@@ -337,17 +362,26 @@ def add_commands(subparsers) -> dict[str, Handler]:
 # ------------------------------------------------------------------------------- hparams
 def _add_hparams(subparsers) -> None:
     p = subparsers.add_parser("hparams", help="fit optimal-LR (and batch) laws from LR sweeps "
-                              "and recommend them for a target")
-    p.add_argument("ladder", help="bundled ladder name, manifest or data file with LR sweeps")
+                              "and recommend them for a target",
+                              epilog=examples(
+                                  "delphi hparams misfitting2025-final --target-params 1e9 "
+                                  "--target-tokens 2e10",
+                                  "delphi hparams misfitting2025-final --law deepseek "
+                                  "--target-flops 1e21 --json",
+                                  "delphi hparams misfitting2025-final --groups"))
+    p.add_argument("ladder", help=LADDER_HELP + "; its runs need LR sweeps (peak_lr)")
     p.add_argument("--law", default="steplaw", metavar="LAW",
                    help="deepseek (eta*(C), B*(C)) or steplaw (eta*(N, D), B*(D)); default steplaw")
-    p.add_argument("--target-flops", type=positive_float, metavar="C")
-    p.add_argument("--target-params", type=positive_float, metavar="N")
-    p.add_argument("--target-tokens", type=positive_float, metavar="D")
+    p.add_argument("--target-flops", type=positive_float, metavar="C",
+                   help="target compute [FLOPs] to recommend a peak LR (and batch) for")
+    p.add_argument("--target-params", type=positive_float, metavar="N",
+                   help="target parameters (steplaw)")
+    p.add_argument("--target-tokens", type=positive_float, metavar="D",
+                   help="target tokens (steplaw)")
     p.add_argument("--include-edge", action="store_true",
                    help="also fit sweeps whose best LR is at the edge of the sweep")
     p.add_argument("--groups", action="store_true", help="show every sweep's optimum")
-    p.add_argument("--metric", metavar="COLUMN", help="source column to use as the loss")
+    p.add_argument("--metric", metavar="COLUMN", help=METRIC_HELP)
     add_ladder_options(p)
     p.add_argument("--json", action="store_true", help="print one JSON object")
 

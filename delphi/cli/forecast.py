@@ -8,10 +8,11 @@ import json
 
 from .. import __version__
 from ..errors import DelphiError
-from .options import (add_fit_options, add_interval_options, add_ladder_options,
-                      add_selection_options, add_target_options, count, fit_settings,
-                      interval_settings, jobs_kwargs, level, load_from_args, load_with_defaults,
-                      positive_float, selection_settings, target_from)
+from .options import (LADDER_HELP, METRIC_HELP, add_fit_options, add_interval_options,
+                      add_ladder_options, add_level_option, add_selection_options,
+                      add_target_options, count, examples, fit_settings, interval_settings,
+                      jobs_kwargs, load_from_args, load_with_defaults, positive_float,
+                      selection_settings, serial, target_from)
 from .output import note
 
 __all__ = ["add_commands"]
@@ -20,7 +21,12 @@ __all__ = ["add_commands"]
 def add_commands(sub) -> dict:
     """Add ``predict``, ``fit``, ``complete``, ``backtest`` and ``ladders`` to ``sub`` (from
     ``parser.add_subparsers()``); return ``{command: handler(args) -> exit code}``."""
-    p = sub.add_parser("predict", help="fit a law to a ladder and predict a target run")
+    p = sub.add_parser("predict", help="fit a law to a ladder and predict a target run",
+                       epilog=examples(
+                           "delphi predict marin-delphi-dense --target-flops 1e23",
+                           "delphi predict epoch-chinchilla --target-params 7e10 "
+                           "--target-tokens 1.4e12",
+                           "delphi predict marin-moe-535b --floor 1.4:1.8 --json"))
     add_fit_options(p)
     add_target_options(p)
     add_interval_options(p)
@@ -29,12 +35,23 @@ def add_commands(sub) -> dict:
                    help="extrapolate a degenerate fit (a law that collapsed to a constant over "
                         "the ladder: flat or identical losses) instead of refusing")
 
-    p = sub.add_parser("fit", help="fit a law to a ladder and print the fit")
+    p = sub.add_parser("fit", help="fit a law to a ladder and print the fit",
+                       epilog=examples(
+                           "delphi fit marin-delphi-dense",
+                           "delphi fit epoch-chinchilla --law chinchilla --json",
+                           "delphi fit marin-moe-535b --law power --fix E=1.5"))
     add_fit_options(p)
+    serial(p)
 
     p = sub.add_parser("complete", help="predict an unfinished run's final loss from its "
-                                        "checkpoints and planned LR schedule")
-    p.add_argument("ladder", help="bundled ladder name, manifest or data file with checkpoints")
+                                        "checkpoints and planned LR schedule",
+                       epilog=examples(
+                           "delphi complete misfitting2025 --run "
+                           "misfitting_100m-lr0.002-T12000-e94 --upto-fraction 0.8",
+                           "delphi complete misfitting2025 --run "
+                           "misfitting_100m-lr0.002-T12000-e94 --upto-step 6000 --json",
+                           "delphi complete misfitting2025 --all-runs --upto-fraction 0.5 -j -1"))
+    p.add_argument("ladder", help=LADDER_HELP + "; its runs need checkpoints (step, loss)")
     runs = p.add_mutually_exclusive_group(required=True)
     runs.add_argument("--run", action="append", metavar="RUN",
                       help="the run to complete (repeatable: several runs, one result each)")
@@ -53,21 +70,28 @@ def add_commands(sub) -> dict:
                         "same step")
     p.add_argument("--keep-warmup", action="store_true",
                    help="also fit the warm-up checkpoints (LR still rising; left out by default)")
-    p.add_argument("--metric", metavar="COLUMN", help="source column to use as the loss")
+    p.add_argument("--metric", metavar="COLUMN", help=METRIC_HELP)
     add_ladder_options(p)
     p.add_argument("--json", action="store_true",
                    help="print one JSON object (a list of them for several runs)")
 
 
-    p = sub.add_parser("backtest", help="fit small runs, predict held-out larger ones")
+    p = sub.add_parser("backtest", help="fit small runs, predict held-out larger ones",
+                       epilog=examples(
+                           "delphi backtest marin-delphi-dense --law power --fit-max-flops 1e20",
+                           "delphi backtest epoch-chinchilla --law chinchilla "
+                           "--leave-one-budget-out --json",
+                           "delphi backtest marin-delphi-dense --law power --prefixes"))
     add_fit_options(p)
     p.add_argument("--leave-one-budget-out", action="store_true",
                    help="drop each compute budget in turn and predict its runs (instead of "
                         "--fit-max-flops)")
-    p.add_argument("--level", type=level, default=0.9, help="interval level (default 0.9)")
+    add_level_option(p)
     p.add_argument("--interval", default="delta", choices=["delta", "bootstrap", "none"],
                    help="interval per prediction (default delta: fast)")
-    p.add_argument("--n-boot", type=count(20), default=100, help="bootstrap draws per fit")
+    p.add_argument("--n-boot", type=count(20), default=100, metavar="N",
+                   help="bootstrap draws per fit with --interval bootstrap (default 100; at "
+                        "least 20)")
     p.add_argument("--prefixes", action="store_true",
                    help="instead: fit growing prefixes of the ladder (by compute budget), show "
                         "each parameter's and the forecast's path, and flag a steady drift "
@@ -80,8 +104,11 @@ def add_commands(sub) -> dict:
     p.add_argument("--target-tokens", type=positive_float, metavar="D",
                    help="with --prefixes: target tokens")
 
-    p = sub.add_parser("ladders", help="list the bundled ladders")
-    p.add_argument("--json", action="store_true")
+    p = sub.add_parser("ladders", help="list the bundled ladders",
+                       epilog=examples("delphi ladders", "delphi ladders --json"))
+    p.add_argument("--json", action="store_true",
+                   help="print one JSON list of {name, description}")
+    serial(p)
     return {"predict": _cmd_predict, "fit": _cmd_fit, "complete": _cmd_complete,
             "backtest": _cmd_backtest, "ladders": _cmd_ladders}
 

@@ -19,7 +19,8 @@ from typing import Callable, Sequence
 from .. import __version__, parallel
 from ..errors import DelphiError, DelphiWarning, for_cli
 from ..parallel import set_quiet
-from . import analyses, forecast, output, registry
+from . import analyses, forecast, output, registry, report
+from . import plot as plot_cmd
 from .options import Parser, jobs_count
 from .output import OutputError, json_error, print_error, silence_stdout, wants_json, write_stdout
 
@@ -28,7 +29,7 @@ __all__ = ["main", "build_parser"]
 Handler = Callable[[argparse.Namespace], int]
 
 #: The command modules, in the order of ``delphi --help``; each has ``add_commands(sub)``.
-COMMAND_MODULES = (forecast, analyses, registry)
+COMMAND_MODULES = (forecast, analyses, registry, report, plot_cmd)
 
 
 def _add_global_options(parser: argparse.ArgumentParser, default) -> None:
@@ -80,6 +81,9 @@ def _run(args, handlers: dict) -> int:
     an error. Without ``--json``, output printed before an error is still written.
     """
     as_json = bool(getattr(args, "json", False))
+    if getattr(args, "serial_command", False) and args.jobs not in (None, 1):
+        name = " ".join(filter(None, (args.command, getattr(args, "registry_command", None))))
+        output.note(f"-j {args.jobs}: `delphi {name}` has no parallel step; it runs serially")
     real_stdout, out = sys.stdout, io.StringIO()
     failed = True
     try:

@@ -24,9 +24,35 @@ def help_values() -> dict[str, str]:
             "{DELTA}": f"{DEFAULT_DELTA:g}"}
 
 
+def shows_default(action: argparse.Action) -> bool:
+    """Whether ``action`` has a default worth printing in its help: not None, not a flag's
+    False, not an empty list (repeatable options), not suppressed."""
+    default = action.default
+    if default is None or default is argparse.SUPPRESS or isinstance(default, bool):
+        return False
+    if isinstance(default, (list, tuple, dict)) and not default:
+        return False
+    return bool(action.option_strings) or action.nargs in (argparse.OPTIONAL,
+                                                           argparse.ZERO_OR_MORE)
+
+
 class HelpFormatter(argparse.HelpFormatter):
-    """argparse's formatter, filling ``{LAWS}``, ``{CURVE_LAWS}`` and ``{DELTA}`` in help
-    texts when (and only when) a help page is printed."""
+    """argparse's formatter with three additions, applied only when a help page is printed:
+
+    * ``{LAWS}``, ``{CURVE_LAWS}`` and ``{DELTA}`` in help texts are filled in;
+    * an option with a default (:func:`shows_default`) whose help does not mention one gets
+      ``(default: VALUE)`` appended (as argparse's ArgumentDefaultsHelpFormatter, without
+      repeating a default the text already states);
+    * a description or epilog holding line breaks is printed as written
+      (RawDescriptionHelpFormatter: the examples keep one command per line); one without
+      is wrapped to the terminal as usual.
+    """
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        text = action.help or ""
+        if shows_default(action) and "default" not in text.lower():
+            text += " (default: %(default)s)"
+        return text
 
     def _expand_help(self, action: argparse.Action) -> str:
         text = super()._expand_help(action)
@@ -35,13 +61,36 @@ class HelpFormatter(argparse.HelpFormatter):
                 text = text.replace(key, value)
         return text
 
+    def _fill_text(self, text: str, width: int, indent: str) -> str:
+        if "\n" in text:
+            return "".join(indent + line for line in text.splitlines(keepends=True))
+        return super()._fill_text(text, width, indent)
+
+
+def examples(*lines: str) -> str:
+    """An epilog listing example command lines, one per line (kept as written by
+    :class:`HelpFormatter`); ``tests/test_cli_help.py`` parses every one of them."""
+    return "examples:\n" + "".join(f"  {line}\n" for line in lines)
+
 
 class Parser(argparse.ArgumentParser):
-    """An ArgumentParser whose help texts use :class:`HelpFormatter` (subparsers too)."""
+    """An ArgumentParser whose help texts use :class:`HelpFormatter` (subparsers too).
+
+    ``checks`` (a list of ``check(parser, namespace)``) run after this parser has parsed its
+    arguments, with this parser (so that :meth:`error` names the right command): the
+    registry actions use one to accept their old positional form.
+    """
 
     def __init__(self, *args, **kwargs) -> None:
         kwargs.setdefault("formatter_class", HelpFormatter)
         super().__init__(*args, **kwargs)
+        self.checks: list = []
+
+    def parse_known_args(self, args=None, namespace=None):
+        namespace, extras = super().parse_known_args(args, namespace)
+        for check in self.checks:
+            check(self, namespace)
+        return namespace, extras
 
     def _get_values(self, action, arg_strings):
         # argparse drops a lone "--" value (``--floor=--``) and hands the option an empty list
@@ -96,6 +145,13 @@ def jobs_count(text: str) -> int:
     return value
 
 
+def serial(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    """Mark ``p`` as a command with no parallel step: ``-j N`` (N > 1) is accepted like on
+    every command, and :func:`delphi.cli.main` says on stderr that it runs serially."""
+    p.set_defaults(serial_command=True)
+    return p
+
+
 def jobs_kwargs(args) -> dict:
     """``{"n_jobs": N}`` when ``-j`` was given, else nothing (the library's default)."""
     jobs = getattr(args, "jobs", None)
@@ -135,6 +191,15 @@ def bound_triple(text: str) -> tuple[str, tuple[float | None, float | None]]:
 
 
 
+#: Help of the positional LADDER of every command that reads one.
+LADDER_HELP = ("bundled ladder name (see `delphi ladders`), a manifest (.toml), a tidy "
+               "CSV/Parquet/JSONL file, a W&B runs table exported from the UI (Name, State, "
+               "summary columns), a TensorBoard log directory (tbparse extra), or - for "
+               "standard input (see --format)")
+METRIC_HELP = ("source column to use as the loss (default: the manifest's metric, else the "
+               "data's loss column)")
+
+
 def add_ladder_options(p: argparse.ArgumentParser) -> None:
     """How a command reads its ladder: ``--format``, ``--unit``, ``--drop-invalid``,
     ``--allow-outside-paths`` (the keyword arguments of :func:`delphi.load_ladder`; see
@@ -142,8 +207,10 @@ def add_ladder_options(p: argparse.ArgumentParser) -> None:
     # Not argparse choices: "--format toml" gets its own message (a manifest needs its folder).
     p.add_argument("--format", metavar="FORMAT",
                    help="format of a ladder read from standard input (LADDER '-'): csv "
-                        "(default), jsonl or parquet; with a file it must match the file's "
-                        "suffix. E.g. `cat runs.csv | delphi predict - --target-flops 1e22`")
+                        "(default), jsonl or parquet; tensorboard reads LADDER as a TensorBoard "
+                        "log directory (needs the tbparse extra); with a file it must match "
+                        "the file's suffix. E.g. `cat runs.csv | delphi predict - "
+                        "--target-flops 1e22`")
     p.add_argument("--unit", metavar="UNIT",
                    help="unit of the loss: nats/token (default), bits/byte (bpb) or bits/token; "
                         "a metric named like bpb / bits-per-byte defaults to bits/byte; a "
@@ -169,8 +236,7 @@ def load_from_args(args, source: str | None = None):
 
 
 def add_fit_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("ladder", help="bundled ladder name, a manifest (.toml) or a tidy "
-                                  "CSV/Parquet/JSONL file")
+    p.add_argument("ladder", help=LADDER_HELP)
     p.add_argument("--law", metavar="LAW", help="law to fit: {LAWS} (default: "
                    "power when only C is known, chinchilla when the target gives N and D); "
                    "predict and register also take auto (the candidate with the best "
@@ -184,7 +250,7 @@ def add_fit_options(p: argparse.ArgumentParser) -> None:
                    help="fix any parameter (repeatable), e.g. --fix alpha=0.34")
     p.add_argument("--bound", type=bound_triple, action="append", default=[],
                    metavar="NAME=LO:HI", help="bound a parameter (repeatable; empty side = none)")
-    p.add_argument("--metric", metavar="COLUMN", help="source column to use as the loss")
+    p.add_argument("--metric", metavar="COLUMN", help=METRIC_HELP)
     add_ladder_options(p)
     p.add_argument("--fit-max-flops", type=positive_float, metavar="C",
                    help="fit only runs with compute at or below C FLOPs")
@@ -204,7 +270,7 @@ def add_target_options(p: argparse.ArgumentParser) -> None:
                    help="target compute [FLOPs]")
     p.add_argument("--target-params", type=positive_float, metavar="N", help="target parameters")
     p.add_argument("--target-tokens", type=positive_float, metavar="D", help="target tokens")
-    p.add_argument("--target-name", help="label for the target")
+    p.add_argument("--target-name", metavar="NAME", help="label for the target")
     add_target_lr_options(p)
 
 
@@ -229,12 +295,25 @@ def add_interval_options(p: argparse.ArgumentParser) -> None:
                    help="interval method (default auto: calibrated on the ladder's own "
                         "leave-future-out extrapolation errors when it has 3+ folds, else "
                         "bootstrap when it has enough runs, else the approximate delta method)")
-    p.add_argument("--level", type=level, default=0.9, help="interval level (default 0.9)")
-    p.add_argument("--n-boot", type=count(20), default=200,
+    add_level_option(p)
+    p.add_argument("--n-boot", type=count(20), default=200, metavar="N",
                    help="bootstrap draws (default 200; at least 20)")
     p.add_argument("--boot-unit", default="run", choices=["run", "budget"],
-                   help="resample whole runs (default) or whole compute budgets")
-    p.add_argument("--seed", type=count(0), default=0, help="random seed (bootstrap; >= 0)")
+                   help="resample whole runs or whole compute budgets (default: run)")
+    p.add_argument("--seed", type=count(0), default=0, metavar="SEED",
+                   help="random seed (bootstrap; >= 0)")
+
+
+#: One interval level for every command (predict, register, backtest, isoflop, optimal,
+#: compare): the library's :data:`delphi.uncertainty.DEFAULT_LEVEL`, spelled out here so that
+#: parsing does not import numpy (tests/test_cli_help.py checks they agree).
+DEFAULT_LEVEL = 0.9
+
+
+def add_level_option(p: argparse.ArgumentParser, what: str = "interval level") -> None:
+    """``--level``: in (0, 1), default :data:`DEFAULT_LEVEL`."""
+    p.add_argument("--level", type=level, default=DEFAULT_LEVEL, metavar="LEVEL",
+                   help=f"{what}, in (0, 1) (default {DEFAULT_LEVEL:g})")
 
 
 def add_selection_options(p: argparse.ArgumentParser) -> None:
@@ -308,12 +387,12 @@ def target_from(args, defaults):
 
 
 def load_with_defaults(args):
-    from ..readers import STDIN, load_manifest
-    from ..readers.tabular import format_of
+    from ..readers import is_data_source, load_manifest
 
     ladder = load_from_args(args)
-    # runs.csv, runs.csv.gz, ... or standard input: no manifest, so no [predict] defaults
-    is_data_file = args.ladder == STDIN or format_of(args.ladder)[0] is not None
+    # runs.csv, a W&B export, a TensorBoard directory or standard input: no manifest, so no
+    # [predict] defaults
+    is_data_file = is_data_source(args.ladder, getattr(args, "format", None))
     manifest = None if args.no_defaults or is_data_file else load_manifest(args.ladder)
     return ladder, (manifest.predict if manifest is not None else None)
 

@@ -69,8 +69,8 @@ def add_commands(sub) -> dict:
     p.add_argument("--dpi", type=count(20), default=150,
                    help="resolution of a PNG [dots per inch] (default 150)")
     p.add_argument("--x", choices=("flops", "params", "tokens"), default="flops",
-                   help="forecast, fit, residuals: x axis C (default), N or D (N and D need a "
-                        "law of N and D)")
+                   help="forecast, fit, residuals: x axis C (flops), N (params) or D "
+                        "(tokens); N and D need a law of N and D (default: flops)")
     p.add_argument("--residuals", action="store_true",
                    help="forecast, fit: add a panel of log residuals under the loss")
     p.add_argument("--no-warnings", action="store_true",
@@ -91,7 +91,7 @@ def add_commands(sub) -> dict:
     iso.add_argument("--window", type=count(3), metavar="K",
                      help="fit only the K sizes around each budget's lowest loss")
     iso.add_argument("--quantity", choices=("params", "tokens"), default="params",
-                     help="frontier: N*(C) (default) or D*(C)")
+                     help="frontier: N*(C) (params) or D*(C) (tokens) (default: params)")
     cp = p.add_argument_group("completion (--law is the curve law, default annealing)")
     cp.add_argument("--run", metavar="RUN", help="the run to complete")
     cp.add_argument("--upto-fraction", type=positive_float, metavar="F",

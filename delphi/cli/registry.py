@@ -15,9 +15,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
 from ..errors import RegistryError
-from .options import (add_fit_options, add_interval_options, add_selection_options,
-                      add_target_options, fit_settings, interval_settings, jobs_kwargs,
-                      load_with_defaults, selection_settings, target_from)
+from .options import (Parser, add_fit_options, add_interval_options, add_selection_options,
+                      add_target_options, examples, fit_settings, interval_settings,
+                      jobs_kwargs, load_with_defaults, selection_settings, serial,
+                      target_from)
 from .output import note
 
 if TYPE_CHECKING:
@@ -41,6 +42,65 @@ def _add_common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="print one JSON object")
 
 
+#: The bundled registry of Marin's public forecasts (relative to a checkout of the
+#: repository), used by the read-only examples.
+_BUNDLED = "ladders/marin-registry.jsonl"
+
+
+def _add_location(p: Parser, action: str, entry: bool = False) -> None:
+    """``--registry PATH`` (and, with ``entry``, ``--id ID``) of a registry action, as on
+    ``register`` and ``score``.
+
+    The positional form of earlier releases (``registry ACTION PATH``, ``registry show ID
+    PATH``) is still accepted for one release: it fills the same options and sets
+    ``args.legacy_form`` (the handler then says on stderr which form to use). Giving both
+    forms, or neither, is a usage error (exit code 2).
+    """
+    p.add_argument("--registry", metavar="PATH", help="registry file (JSON Lines)")
+    if entry:
+        p.add_argument("--id", metavar="ID", help="the entry's id")
+    # Hidden: the deprecated positional form (ID PATH or PATH).
+    p.add_argument("legacy_args", nargs="*", help=argparse.SUPPRESS)
+    p.checks.append(lambda parser, ns: _resolve_location(parser, ns, action, entry))
+
+
+def _resolve_location(parser: argparse.ArgumentParser, ns: argparse.Namespace, action: str,
+                      entry: bool) -> None:
+    legacy = list(getattr(ns, "legacy_args", None) or [])
+    ns.legacy_form = None
+    new = "--registry PATH" + (" --id ID" if entry else "")
+    if legacy:
+        old = "ID PATH" if entry else "PATH"
+        if len(legacy) != (2 if entry else 1):
+            parser.error(f"expected {new} (the deprecated positional form is "
+                         f"`delphi registry {action} {old}`); got {' '.join(legacy)!r}")
+        if ns.registry is not None or (entry and ns.id is not None):
+            parser.error(f"give {new} once: not both positionally ({old}) and as options")
+        ns.registry = legacy[-1]
+        if entry:
+            ns.id = legacy[0]
+        ns.legacy_form = old
+    else:
+        missing = [flag for flag, value in (("--registry", ns.registry),
+                                            ("--id", ns.id if entry else "")) if value is None]
+        if missing:
+            parser.error(f"the following arguments are required: {', '.join(missing)}")
+    ns.legacy_args = []
+
+
+def _legacy_note(args) -> None:
+    """On stderr (unless --quiet): the positional form is deprecated, and the new command."""
+    import shlex
+
+    if not getattr(args, "legacy_form", None):
+        return
+    action = args.registry_command
+    entry = f" --id {shlex.quote(args.id)}" if args.legacy_form == "ID PATH" else ""
+    note(f"`delphi registry {action} {args.legacy_form}` is deprecated and will be removed in "
+         f"the next release; use `delphi registry {action} --registry "
+         f"{shlex.quote(str(args.registry))}{entry}`")
+
+
 def add_commands(subparsers) -> dict[str, Handler]:
     """Add ``register``, ``score`` and ``registry`` to ``subparsers`` (from
     ``parser.add_subparsers(dest="command")``).
@@ -54,7 +114,13 @@ def add_commands(subparsers) -> dict[str, Handler]:
         "register", help="forecast a target (as `delphi predict`) and append the prediction to "
         "a registry", description="Fit LADDER and forecast the target exactly as `delphi "
         "predict` does (manifest defaults included), then append the forecast to the registry. "
-        "With --external-loss, record a forecast made elsewhere instead (no LADDER).")
+        "With --external-loss, record a forecast made elsewhere instead (no LADDER).",
+        epilog=examples(
+            "delphi register marin-moe-535b --registry preds.jsonl --id hero-535b --author me",
+            "delphi register marin-delphi-dense --registry preds.jsonl --id dense-1e23 "
+            "--target-flops 1e23 --json",
+            "delphi register --registry preds.jsonl --id paper-7b --external-loss 2.1 "
+            "--external-source https://example.org/paper --target-flops 1e23"))
     add_fit_options(p)
     for action in p._actions:  # LADDER is not needed for an external forecast
         if action.dest == "ladder":
@@ -63,11 +129,12 @@ def add_commands(subparsers) -> dict[str, Handler]:
     add_interval_options(p)
     add_selection_options(p)
     p.add_argument("--registry", required=True, metavar="PATH", help="registry file (JSON Lines)")
-    p.add_argument("--id", required=True, help="short unique id, e.g. marin-535b-a23b")
-    p.add_argument("--author", help="who makes the forecast")
+    p.add_argument("--id", required=True, metavar="ID",
+                   help="short unique id, e.g. marin-535b-a23b")
+    p.add_argument("--author", metavar="NAME", help="who makes the forecast")
     p.add_argument("--kind", choices=("prediction", "projection"), default="prediction",
                    help="prediction: a run that will exist (default); projection: hypothetical")
-    p.add_argument("--notes", help="free text kept with the entry")
+    p.add_argument("--notes", metavar="TEXT", help="free text kept with the entry")
     p.add_argument("--curve", metavar="CURVE",
                    help="forecast curve for partial scoring: 'FRACTION:LOSS,...' or a CSV file "
                         "with columns fraction,loss")
@@ -83,43 +150,78 @@ def add_commands(subparsers) -> dict[str, Handler]:
     ext.add_argument("--external-made-at", metavar="DATE", help="when it was made (ISO date)")
     ext.add_argument("--external-interval", metavar="LO:HI:LEVEL[:KIND]",
                      help="its interval for the final loss, e.g. 2.55:2.65:0.9:new-run")
-    ext.add_argument("--target-metric", help="eval metric of an external forecast")
-    ext.add_argument("--target-unit", help="unit of an external forecast's loss")
+    ext.add_argument("--target-metric", metavar="METRIC",
+                     help="eval metric of an external forecast")
+    ext.add_argument("--target-unit", metavar="UNIT",
+                     help="unit of an external forecast's loss")
 
     p = subparsers.add_parser("score", help="append the observed loss of a registered "
-                              "prediction and score it")
-    p.add_argument("--registry", required=True, metavar="PATH")
-    p.add_argument("--id", required=True, help="the prediction's id")
+                              "prediction and score it",
+                              epilog=examples(
+                                  "delphi score --registry preds.jsonl --id hero-535b "
+                                  "--actual 2.05",
+                                  "delphi score --registry preds.jsonl --id dense-1e23 "
+                                  "--actual 2.31 --source 'wandb run' --json"))
+    p.add_argument("--registry", required=True, metavar="PATH",
+                   help="registry file (JSON Lines)")
+    p.add_argument("--id", required=True, metavar="ID", help="the prediction's id")
     p.add_argument("--actual", required=True, type=float, metavar="LOSS", help="observed loss")
-    p.add_argument("--fraction", type=float, default=1.0,
+    p.add_argument("--fraction", type=float, default=1.0, metavar="F",
                    help="share of training done when measured, in (0, 1] (default 1: final)")
-    p.add_argument("--source", help="where the number comes from (W&B run, issue...)")
+    p.add_argument("--source", metavar="TEXT",
+                   help="where the number comes from (W&B run, issue...)")
     p.add_argument("--unit", metavar="UNIT",
                    help="unit of --actual (nats/token, bits/byte, bits/token); an outcome in "
                         "another unit than the prediction's is refused (default: the "
                         "prediction's unit)")
-    p.add_argument("--author")
-    p.add_argument("--notes")
+    p.add_argument("--author", metavar="NAME", help="who measured or reports the outcome")
+    p.add_argument("--notes", metavar="TEXT", help="free text kept with the outcome")
     p.add_argument("--created-at", metavar="ISO", help="explicit UTC timestamp (default now; "
                    "at most 5 minutes in the future)")
     _add_sign_key(p)
     _add_common(p)
+    serial(p)
 
-    p = subparsers.add_parser("registry", help="list, show, report, verify, publish the head of, "
-                              "repair a registry; make a signing key")
-    sub = p.add_subparsers(dest="registry_command", required=True, metavar="ACTION")
-    q = sub.add_parser("list", help="one line per entry")
-    q.add_argument("path", metavar="PATH")
+    p = subparsers.add_parser(
+        "registry", help="list, show, report, verify, publish the head of, repair a registry; "
+        "make a signing key",
+        description="Every action names its registry with --registry PATH (and show its entry "
+        "with --id ID), as register and score do. The positional form of earlier releases "
+        "(registry ACTION PATH, registry show ID PATH) still works in this release, with a "
+        "note on stderr.",
+        epilog=examples(f"delphi registry report --registry {_BUNDLED}",
+                        f"delphi registry show --registry {_BUNDLED} --id marin-535b-a23b",
+                        f"delphi registry verify --registry {_BUNDLED}"))
+    # Parser explicitly: the actions' checks run whatever class the parent parser is.
+    serial(p)
+    sub = p.add_subparsers(dest="registry_command", required=True, metavar="ACTION",
+                           parser_class=Parser)
+    q = sub.add_parser("list", help="one line per entry",
+                       epilog=examples(f"delphi registry list --registry {_BUNDLED}",
+                                       f"delphi registry list --registry {_BUNDLED} --json"))
+    _add_location(q, "list")
     _add_common(q)
-    q = sub.add_parser("show", help="one entry, with its outcomes and scores")
-    q.add_argument("id", metavar="ID")
-    q.add_argument("path", metavar="PATH")
+    q = sub.add_parser("show", help="one entry, with its outcomes and scores",
+                       epilog=examples(
+                           f"delphi registry show --registry {_BUNDLED} --id marin-535b-a23b",
+                           f"delphi registry show --registry {_BUNDLED} --id marin-moe-1e23 "
+                           f"--json"))
+    _add_location(q, "show", entry=True)
     _add_common(q)
-    q = sub.add_parser("report", help="scoreboard over scored predictions (markdown or JSON)")
-    q.add_argument("path", metavar="PATH")
+    q = sub.add_parser("report", help="scoreboard over scored predictions (markdown or JSON)",
+                       epilog=examples(f"delphi registry report --registry {_BUNDLED}",
+                                       f"delphi registry report --registry {_BUNDLED} --json"))
+    _add_location(q, "report")
     _add_common(q)
-    q = sub.add_parser("verify", help="recompute the hash chain; exit 1 at the first problem")
-    q.add_argument("path", metavar="PATH")
+    q = sub.add_parser("verify", help="recompute the hash chain; exit 1 at the first problem",
+                       epilog=examples(
+                           f"delphi registry verify --registry {_BUNDLED}",
+                           # The bundled registry's head when it was last extended.
+                           f"delphi registry verify --registry {_BUNDLED} --expect-head "
+                           f"6fd4b8ae5fd3d2f05c9ae77649316bc7839aa6af6d502451c72cb1f84721ed19",
+                           "delphi registry verify --registry preds.jsonl --trusted-keys "
+                           "me.key.pub"))
+    _add_location(q, "verify")
     q.add_argument("--expect-head", metavar="HASH", type=_head_hash,
                    help="a head hash published earlier (detects entries removed from the end "
                         "and a rewritten history)")
@@ -128,19 +230,25 @@ def add_commands(subparsers) -> dict[str, Handler]:
                         "signed by one of them (detects forged appends)")
     _add_common(q)
     q = sub.add_parser("head", help="print the hash of the last entry, to publish elsewhere "
-                       "(a commit, an issue comment) and check later with verify --expect-head")
-    q.add_argument("path", metavar="PATH")
+                       "(a commit, an issue comment) and check later with verify --expect-head",
+                       epilog=examples(f"delphi registry head --registry {_BUNDLED}",
+                                       f"delphi registry head --registry {_BUNDLED} --json"))
+    _add_location(q, "head")
     _add_common(q)
     q = sub.add_parser("repair", help="remove a torn last line left by an interrupted append "
-                       "(keeps a backup)")
-    q.add_argument("path", metavar="PATH")
+                       "(keeps a backup)",
+                       epilog=examples("delphi registry repair --registry preds.jsonl",
+                                       "delphi registry repair --registry preds.jsonl --json"))
+    _add_location(q, "repair")
     _add_common(q)
     q = sub.add_parser("keygen", help="make an Ed25519 signing key: FILE (private, mode 0600) "
-                       "and FILE.pub (the public key, for --trusted-keys)")
+                       "and FILE.pub (the public key, for --trusted-keys)",
+                       epilog=examples("delphi registry keygen me.key --name me",
+                                       "delphi registry keygen keys/ci.key --json"))
     q.add_argument("key_file", metavar="FILE", help="private key file to create (never "
                    "overwritten; keep it out of the repository)")
-    q.add_argument("--name", help="signer name written with the public key (default: FILE's "
-                   "name)")
+    q.add_argument("--name", metavar="NAME", help="signer name written with the public key "
+                   "(default: FILE's name)")
     _add_common(q)
     return {"register": _cmd_register, "score": _cmd_score, "registry": _cmd_registry}
 
@@ -310,7 +418,8 @@ def _cmd_registry(args) -> int:
                 what = "folder did" if len(missing) == 1 else "folders did"
                 print(f"created      {made} (the {what} not exist; mode 0700)")
         return 0
-    reg = _registry(args.path)
+    _legacy_note(args)
+    reg = _registry(args.registry)
     if action == "verify":
         report = reg.verify(expect_head=args.expect_head, trusted_keys=args.trusted_keys)
         if args.json:

@@ -79,7 +79,7 @@ class VerifyReport:
                     f"chain intact"
                     + (f", head {self.head}" if self.head else ""))
         where = f"line {self.line}" + (f" (id {self.id})" if self.id else "")
-        hint = (f"; run `delphi registry repair {self.path}` (it keeps a backup)"
+        hint = (f"; run `delphi registry repair --registry {self.path}` (it keeps a backup)"
                 if self.repairable else "")
         done = "verified" if self.fix else "verified before it"
         return (f"{self.path}: FAILED at {where}: {self.problem}{hint} "

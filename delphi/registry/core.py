@@ -309,7 +309,7 @@ class _State:
             return Entry.model_validate_json(self.lines[self.ids[id]])
         except ValidationError as exc:
             raise RegistryError(f"the entry {id!r} is unreadable ({validation_message(exc)}); "
-                                f"run `delphi registry verify`") from None
+                                f"run `delphi registry verify --registry PATH`") from None
 
 
 class Registry:
@@ -374,7 +374,7 @@ class Registry:
             except ValidationError:
                 # verify's words, never the parser's (which quote the raw bytes)
                 raise RegistryError(f"{self.path}: line {i} {line_problem(line)}; run `delphi "
-                                    f"registry verify {self.path}`") from None
+                                    f"registry verify --registry {self.path}`") from None
         return out
 
     def get(self, id: str) -> Entry:
@@ -495,7 +495,7 @@ class Registry:
         if tail:
             raise RegistryError(
                 f"{self.path}: line {len(lines) + 1} is torn (an earlier append was interrupted); "
-                f"nothing was written. Run `delphi registry repair {self.path}` (it keeps a "
+                f"nothing was written. Run `delphi registry repair --registry {self.path}` (it keeps a "
                 f"backup), then retry")
         # Other writers only ever append: re-parse only what was added since the last scan.
         cached = self._cache
@@ -513,20 +513,20 @@ class Registry:
                     raise TypeError
             except (ValueError, TypeError, KeyError):
                 raise RegistryError(f"{self.path}: line {i + 1} is unreadable; nothing was "
-                                    f"written. Run `delphi registry verify {self.path}`") from None
+                                    f"written. Run `delphi registry verify --registry {self.path}`") from None
             # Never extend a broken chain: an append would bless the tampered history.
             try:
                 entry = _check_line(line, raw, state.last_hash)
             except _Problem as problem:
                 raise RegistryError(f"{self.path}: line {i + 1} (id {rid}) {problem.message}; "
                                     f"nothing was written. Run `delphi registry verify "
-                                    f"{self.path}`") from None
+                                    f"--registry {self.path}`") from None
             if entry.prev_hash != state.last_hash or rid in state.ids:
                 how = (f"duplicates line {state.lines.index(line) + 1}"
                        if line in state.lines else "breaks the chain")
                 raise RegistryError(f"{self.path}: line {i + 1} (id {rid}) {how}; "
                                     f"nothing was written. Run `delphi registry verify "
-                                    f"{self.path}`")
+                                    f"--registry {self.path}`")
             state.ids.setdefault(rid, i)
             state.lines.append(line)
             state.last_hash = rhash
@@ -576,7 +576,7 @@ class Registry:
                                     f"was written (the file is unchanged)") from None
             raise RegistryError(f"cannot append to {self.path} ({_reason(exc)}), and cutting "
                                 f"the partial line off failed too ({_reason(undo)}): run "
-                                f"`delphi registry repair {self.path}` once it can be "
+                                f"`delphi registry repair --registry {self.path}` once it can be "
                                 f"written") from None
         finally:
             os.close(fd)

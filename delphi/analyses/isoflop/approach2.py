@@ -20,6 +20,7 @@ from ._common import (BOOTSTRAPS, METHODS, _ASYMMETRY, _CENTRAL, _DRIFT, _EXCLUD
 from .budgets import Budget, _final_table, _names, group_budgets
 from .vertices import _vertices, _window
 from .power_law import PowerLaw, fit_power_law
+from ...uncertainty import DEFAULT_LEVEL
 
 
 # ------------------------------------------------------------------------------- approach 2
@@ -224,7 +225,7 @@ class IsoflopResult:
                 + (f" x{s.get('n_boot')}" if s.get("bootstrap") != "none" else "")
                 + f", power law on {s.get('center')} optima"
                 + (", weighted" if s.get("weighted") else ""))
-        level = self.budgets[0].level if self.budgets else 0.95
+        level = self.budgets[0].level if self.budgets else DEFAULT_LEVEL
         center = s.get("center", "point")
         tag = " (median)" if center == "median" else ""
         lines = [head,
@@ -489,7 +490,7 @@ def _check_settings(method: str, window: int | None, bootstrap: str, n_boot: int
 
 def isoflop_table(table: pd.DataFrame, *, method: str = "parabola", window: int | None = None,
                   tolerance: float = 0.05, bootstrap: str = "resample", n_boot: int = 1000,
-                  noise: float | None = None, level: float = 0.95, seed: int = 0,
+                  noise: float | None = None, level: float = DEFAULT_LEVEL, seed: int = 0,
                   center: str = "point", weighted: bool = False, ladder: str = "",
                   exclusions: Iterable[Exclusion] = ()) -> IsoflopResult:
     """Approach 2 on a table with one row per run (see :func:`isoflop_analysis`).
@@ -690,7 +691,7 @@ def _design(results: Sequence[BudgetOptimum], method: str) -> tuple[dict, list[s
 
 def isoflop_analysis(ladder: Ladder, *, method: str = "parabola", window: int | None = None,
                      tolerance: float = 0.05, bootstrap: str = "resample", n_boot: int = 1000,
-                     noise: float | None = None, level: float = 0.95, seed: int = 0,
+                     noise: float | None = None, level: float = DEFAULT_LEVEL, seed: int = 0,
                      center: str = "point", weighted: bool = False) -> IsoflopResult:
     """Compute-optimal N*(C) and D*(C) from an isoFLOP ladder: Hoffmann et al. 2022 Approach 2.
 
@@ -719,7 +720,8 @@ def isoflop_analysis(ladder: Ladder, *, method: str = "parabola", window: int | 
     noise:
         Noise standard deviation [loss units] for ``bootstrap="noise"``.
     level:
-        Level of the percentile intervals (default 0.95).
+        Level of the percentile intervals (default 0.9, :data:`delphi.uncertainty.DEFAULT_LEVEL`,
+        as every interval in delphi).
     seed:
         Seed of the bootstraps; budget ``i`` uses ``SeedSequence([seed, i])``, so results are
         bit-reproducible.

@@ -37,7 +37,7 @@ class PowerLaw:
     exponent_interval: tuple[float, float] | None = None
     """Bootstrap percentile interval of a, when bootstrap draws were available."""
     level: float | None = None
-    """Level of :attr:`exponent_interval` (e.g. 0.95)."""
+    """Level of :attr:`exponent_interval` (e.g. 0.9)."""
     n_draws: int = 0
     """Bootstrap draws asked for per budget (0 without a bootstrap interval)."""
     n_valid: int = 0
