@@ -37,6 +37,7 @@ _LAZY: dict[str, str] = {
     "compare": "selection", "Comparison": "selection", "Candidate": "selection",
     "leave_future_out": "calibration", "CalibrationModel": "calibration",
     "calibration_backtest": "calibration",
+    "predict_accuracy": "accuracy", "AccuracyForecast": "accuracy", "compare_accuracy": "accuracy",
 }
 
 if TYPE_CHECKING:  # static analysers and IDEs see the real imports
@@ -58,6 +59,7 @@ __all__ = [
     "predict", "Target", "Forecast", "Interval", "bootstrap", "backtest", "Backtest",
     "prefix_fits", "compare", "Comparison", "Candidate", "leave_future_out",
     "CalibrationModel", "calibration_backtest",
+    "predict_accuracy", "AccuracyForecast", "compare_accuracy",
     "complete", "Completion", "Registry",
     "DelphiError", "LadderError", "DataDirError", "ManifestError", "LawError", "TargetError",
     "FitError", "IdentifiabilityError", "DegenerateFitError", "UnidentifiedError",

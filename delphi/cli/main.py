@@ -19,6 +19,7 @@ from typing import Callable, Sequence
 from .. import __version__, parallel
 from ..errors import DelphiError, DelphiWarning, for_cli
 from ..parallel import set_quiet
+from . import accuracy as accuracy_cmd
 from . import analyses, forecast, output, registry, report
 from . import plot as plot_cmd
 from .options import Parser, jobs_count
@@ -29,7 +30,7 @@ __all__ = ["main", "build_parser"]
 Handler = Callable[[argparse.Namespace], int]
 
 #: The command modules, in the order of ``delphi --help``; each has ``add_commands(sub)``.
-COMMAND_MODULES = (forecast, analyses, registry, report, plot_cmd)
+COMMAND_MODULES = (forecast, analyses, registry, report, plot_cmd, accuracy_cmd)
 
 
 def _add_global_options(parser: argparse.ArgumentParser, default) -> None:

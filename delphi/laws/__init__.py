@@ -10,9 +10,10 @@ from .hparams import DEEPSEEK_BATCH, DEEPSEEK_LR, STEPLAW_BATCH, STEPLAW_LR
 from .lr import CHINCHILLA_CKPT, CHINCHILLA_LR, LR_FORMS
 from .overtrain import OVERTRAIN
 from .power import POWER
+from .task import TASK_LAWS, onestep_law, sigmoid_law
 
 __all__ = ["Law", "Param", "LAWS", "CHECKPOINT_LAWS", "CURVE_LAWS", "HPARAM_LAWS", "get_law", "POWER", "CHINCHILLA",
-           "CHINCHILLA_LR", "OVERTRAIN"]
+           "CHINCHILLA_LR", "OVERTRAIN", "TASK_LAWS", "sigmoid_law", "onestep_law"]
 
 #: Every loss law by its CLI/API name.
 LAWS: dict[str, Law] = {law.name: law for law in (POWER, CHINCHILLA, CHINCHILLA_LR,
@@ -37,7 +38,7 @@ def get_law(law: str | Law) -> Law:
     if isinstance(law, Law):
         return law
     try:
-        return {**LAWS, **CURVE_LAWS, **HPARAM_LAWS}[str(law)]
+        return {**LAWS, **CURVE_LAWS, **HPARAM_LAWS, **TASK_LAWS}[str(law)]
     except KeyError:
-        known = ", ".join(sorted({**LAWS, **CURVE_LAWS}))
+        known = ", ".join(sorted({**LAWS, **CURVE_LAWS, **TASK_LAWS}))
         raise LawError(f"unknown law {law!r}; known laws: {known}") from None

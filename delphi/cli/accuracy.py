@@ -1,0 +1,115 @@
+"""``delphi accuracy``: a task's benchmark accuracy at a target (N, D), in two steps.
+
+Parsing and printing only; the work is in :mod:`delphi.accuracy`. Imports only the standard
+library at the top (start-up stays light).
+"""
+
+from __future__ import annotations
+
+import json
+
+from .options import (LADDER_HELP, add_ladder_options, add_level_option, count, examples,
+                      load_from_args, positive_float)
+
+__all__ = ["add_commands"]
+
+
+def add_commands(sub) -> dict:
+    """Add ``accuracy`` to ``sub``; return ``{"accuracy": handler}``."""
+    p = sub.add_parser(
+        "accuracy", help="predict a benchmark task's accuracy: task loss from N and D, then "
+                         "accuracy from task loss (Bhagia et al. 2024)",
+        epilog=examples(
+            "delphi accuracy olmo-ladder --task hellaswag --target-params 1.28e9 "
+            "--target-tokens 1.28e11",
+            "delphi accuracy olmo-ladder --task all --target-params 1.28e9 "
+            "--target-tokens 1.28e11 --json",
+            "delphi accuracy olmo-ladder --task mmlu --target-params 3.2e9 "
+            "--target-tokens 6.4e10 --fit-max-params 8e8 --compare"))
+    p.add_argument("ladder", nargs="?", default="olmo-ladder",
+                   help=LADDER_HELP + " (default olmo-ladder); its runs need the tasks' columns "
+                                      "at every checkpoint")
+    p.add_argument("--task", required=True, metavar="TASK",
+                   help="task name of the tasks manifest, or 'all' (one row per task)")
+    p.add_argument("--tasks", metavar="MANIFEST", default=None,
+                   help="tasks manifest: a bundled name or a .toml path (default "
+                        "olmo-ladder-tasks: the paper's eight tasks)")
+    p.add_argument("--target-params", type=positive_float, required=True, metavar="N",
+                   help="target model size N in parameters")
+    p.add_argument("--target-tokens", type=positive_float, required=True, metavar="D",
+                   help="target training tokens D")
+    add_level_option(p)
+    p.add_argument("--n-boot", type=count(2), default=200, metavar="N",
+                   help="bootstrap draws over runs, both steps refitted per draw (default 200)")
+    p.add_argument("--seed", type=count(0), default=0, help="random seed (default 0)")
+    p.add_argument("--runs", metavar="RUN,RUN", default=None,
+                   help="fit only these runs (comma-separated; default every finished run)")
+    p.add_argument("--fit-max-params", type=positive_float, metavar="N", default=None,
+                   help="fit only runs with at most N parameters")
+    p.add_argument("--step1-law", default="chinchilla", metavar="LAW",
+                   help="task-loss law of step 1 (default chinchilla, the paper's Eq. 1)")
+    p.add_argument("--compare", action="store_true",
+                   help="also show the baselines (step 2 on the ladder's own loss; the one-step "
+                        "law) at the target and their errors on a held-out split (the largest "
+                        "model size, fitted on the others)")
+    p.add_argument("--metric", default=None, help="the ladder's own loss column (default: the "
+                                                  "manifest's; used by the c4-loss baseline)")
+    add_ladder_options(p)
+    p.add_argument("--json", action="store_true", help="print one JSON document")
+    return {"accuracy": _accuracy}
+
+
+def _fmt_row(f) -> str:
+    return (f"{f.task.name:<14} {f.task_loss:9.4f} {100 * f.accuracy:7.1f} "
+            f"[{100 * f.lower:5.1f}, {100 * f.upper:5.1f}] {100 * f.noise_sd:6.2f} "
+            f"{100 * f.task.chance:6.1f}  {'!' if f.warnings else ''}")
+
+
+def _accuracy(args) -> int:
+    from ..accuracy import compare_accuracy, load_tasks, predict_accuracy
+
+    ladder = load_from_args(args)
+    runs = [r.strip() for r in args.runs.split(",") if r.strip()] if args.runs else None
+    kwargs = dict(target_params=args.target_params, target_tokens=args.target_tokens,
+                  level=args.level, n_boot=args.n_boot, seed=args.seed, runs=runs,
+                  fit_max_params=args.fit_max_params, tasks_manifest=args.tasks,
+                  step1_law=args.step1_law)
+    result = predict_accuracy(ladder, args.task, **kwargs)
+    forecasts = result if isinstance(result, list) else [result]
+    comparisons = []
+    if args.compare:
+        names = [f.task.name for f in forecasts]
+        tasks = load_tasks(args.tasks)
+        for name in names:
+            comparisons.append(compare_accuracy(
+                ladder, tasks[name], target_params=args.target_params,
+                target_tokens=args.target_tokens, runs=runs,
+                fit_max_params=args.fit_max_params, step1_law=args.step1_law))
+    if args.json:
+        docs = []
+        for i, f in enumerate(forecasts):
+            d = f.to_dict()
+            if comparisons:
+                d["compare"] = comparisons[i].to_dict()
+            docs.append(d)
+        print(json.dumps(docs if isinstance(result, list) else docs[0], indent=2))
+        return 0
+    if isinstance(result, list):
+        f0 = forecasts[0]
+        print(f"ladder {f0.ladder}: accuracy at N = {args.target_params:.4g}, "
+              f"D = {args.target_tokens:.4g} (two-step: task loss, then sigmoid; points)")
+        print(f"{'task':<14} {'task loss':>9} {'acc':>7} {f'{args.level:.0%} interval':>14} "
+              f"{'noise':>6} {'chance':>6}")
+        for f in forecasts:
+            print(_fmt_row(f))
+        flagged = [f for f in forecasts if f.warnings]
+        for f in flagged:
+            for w in f.warnings:
+                print(f"  warning ({f.task.name}): {w}")
+        print("noise: checkpoint-to-checkpoint sd of accuracy in points (around a line over "
+              "the last 10% of each run's checkpoints, pooled); '!' marks a task with warnings")
+    else:
+        print(result.report())
+    for c in comparisons:
+        print(c.report())
+    return 0
