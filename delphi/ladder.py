@@ -37,8 +37,8 @@ from __future__ import annotations
 
 import datetime
 import hashlib
-import re
 import math
+import re
 import warnings
 from dataclasses import dataclass
 from typing import Iterable, Sequence
@@ -615,6 +615,17 @@ class Ladder:
         # invalid row is collected (an Invalid each, with the wording the row-by-row checks
         # had) and reported in one error, or dropped and listed with drop_invalid.
         if t.empty:
+            if self.exclusions:     # the reader left nothing: say what it excluded, and why
+                groups: dict[str, list[Exclusion]] = {}
+                for e in self.exclusions:   # reasons differing only in numbers (rows) group
+                    groups.setdefault(re.sub(r"\d+", "#", str(e.reason)), []).append(e)
+                parts = [f"{len(g)} run(s) ({', '.join(e.run for e in g[:3])}"
+                         f"{' ...' if len(g) > 3 else ''}), e.g. {g[0].reason}"
+                         for g in list(groups.values())[:3]]
+                more = f"; and {len(groups) - 3} more reasons" if len(groups) > 3 else ""
+                raise LadderError(f"ladder {self.name!r} has no rows left: all "
+                                  f"{len(self.exclusions)} run(s) were excluded while reading: "
+                                  f"{'; '.join(parts)}{more}")
             raise LadderError(f"ladder {self.name!r} has no rows")
         twice = sorted({str(c) for c in t.columns[t.columns.duplicated()]})
         if twice:       # t["loss"] would be a table: which column is the loss?

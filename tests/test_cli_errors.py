@@ -303,3 +303,36 @@ def test_a_lone_double_dash_value_is_a_usage_error(tmp_path, capsys, flag):
     assert exc.value.code == 2
     err = capsys.readouterr().err
     assert f"argument {flag}: expected a value, got '--'" in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize("as_json", [False, True])
+def test_ctrl_c_is_one_line_and_exit_130(as_json, monkeypatch, capsys):
+    # A long bootstrap interrupted by Ctrl-C: no traceback, the shell's code for SIGINT, and
+    # under --json the one JSON document a script waits for.
+    import delphi.forecast
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(delphi.forecast, "predict", interrupted)
+    code = main(["predict", "marin-moe-535b", *(["--json"] if as_json else [])])
+    out, err = capsys.readouterr()
+    assert code == 130
+    assert err == "delphi: error: interrupted\n"
+    if as_json:
+        assert json.loads(out)["error"]["type"] == "Interrupted"
+    else:
+        assert out == ""
+
+
+@pytest.mark.parametrize("value", ["abc", "-5", "1.5"])
+def test_a_malformed_source_date_epoch_is_one_error(value, monkeypatch, capsys):
+    # numpy's f2py (imported by scipy) calls int() on it: without this check any command that
+    # imports scipy ended in a ValueError traceback.
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", value)
+    code = main(["predict", "marin-moe-535b", "--json"])
+    out, err = capsys.readouterr()
+    assert code == 1
+    message = json.loads(out)["error"]["message"]
+    assert "SOURCE_DATE_EPOCH must be whole, non-negative seconds" in message
+    assert repr(value) in err

@@ -332,3 +332,18 @@ def test_a_data_file_has_no_manifest_defaults_but_a_manifest_does(tmp_path, caps
     frame.to_csv(tmp_path / "runs.csv", index=False)
     code, _, err = run_cli(capsys, "optimal", tmp_path / "runs.csv")
     assert code == 1 and "needs --target-flops" in err
+
+
+PLOT_EXAMPLES = sorted(line for name, p in SUBCOMMANDS if name == ("delphi", "plot")
+                       for line in example_lines(p) if " accuracy " not in line)
+
+
+@pytest.mark.parametrize("line", PLOT_EXAMPLES)
+def test_plot_examples_run_and_write_their_file(line, tmp_path, data_dir, capsys, monkeypatch):
+    # A figure example a user copies must draw (the accuracy figure has its own tests).
+    monkeypatch.chdir(tmp_path)
+    argv = shlex.split(line, comments=True)[1:]
+    code, out, err = run_cli(capsys, *argv)
+    assert code == 0, err
+    written = tmp_path / argv[argv.index("-o") + 1]
+    assert written.stat().st_size > 1000

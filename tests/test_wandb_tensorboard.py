@@ -124,6 +124,15 @@ def test_states_stopped_runs_are_excluded_with_their_state_and_running_is_unfini
     assert "unfinished" in dropped[0].reason and "State 'running'" in dropped[0].reason
 
 
+def test_a_table_whose_runs_all_crashed_says_so_not_no_rows(tmp_path):
+    frame = runs_table(["crashed"] * len(SIZES))
+    with pytest.raises(LadderError) as err:
+        load_ladder(write_csv(tmp_path, frame))
+    text = str(err.value)
+    assert f"all {len(SIZES)} run(s) were excluded while reading" in text
+    assert frame["Name"].iloc[0] in text and "State 'crashed'" in text
+
+
 def test_a_finished_run_without_the_metric_is_excluded_with_its_state(tmp_path):
     frame = runs_table()
     frame.loc[2, "eval/paloma/macro_loss"] = np.nan

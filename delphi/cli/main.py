@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import io
+import os
 import sys
 import traceback
 import warnings
@@ -59,6 +60,16 @@ def _add_global_options_to_subcommands(parser: argparse.ArgumentParser) -> None:
                 _add_global_options_to_subcommands(child)
 
 
+def _check_environment() -> None:
+    """Refuse a malformed ``SOURCE_DATE_EPOCH`` (the reproducible-build date, read by
+    ``delphi report`` and also by numpy's f2py at scipy's import, which would otherwise end in
+    a traceback): it must be whole, non-negative seconds since 1970-01-01 UTC."""
+    value = os.environ.get("SOURCE_DATE_EPOCH")
+    if value is not None and value.strip() and not value.strip().isdigit():
+        raise DelphiError(f"SOURCE_DATE_EPOCH must be whole, non-negative seconds since "
+                          f"1970-01-01 UTC (e.g. 1767225600), got {value!r}; unset it or fix it")
+
+
 def build_parser() -> tuple[argparse.ArgumentParser, dict[str, Handler]]:
     """The ``delphi`` parser and ``{command: handler(args) -> exit code}``."""
     parser = Parser(
@@ -89,6 +100,7 @@ def _run(args, handlers: dict) -> int:
     failed = True
     try:
         sys.stdout = out
+        _check_environment()
         code = handlers[args.command](args)
         failed = False
     except DelphiError as exc:
@@ -129,6 +141,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     also printed on stderr, for a person watching the terminal. Messages name settings by
     their flags (``--include-edge``), not their Python keywords (see
     :func:`delphi.errors.option`).
+
+    Ctrl-C (SIGINT) stops with ``delphi: error: interrupted`` on stderr and exit code 130
+    (with ``--json``, the error type ``Interrupted``), not a traceback.
 
     When the reader of stdout goes away (``delphi ... | head``) delphi stops quietly, exit
     code 0: the command did its work, the reader took what it wanted. When stdout cannot be
@@ -171,6 +186,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:
         silence_stdout()
         return 0
+    except KeyboardInterrupt:
+        # Ctrl-C: nothing was written to stdout (output is collected until the end); one
+        # line, the shell's exit code for SIGINT, and the JSON error a script waits for.
+        if wants_json(argv):
+            json_error("Interrupted", "interrupted (Ctrl-C); nothing was computed to the end")
+        print_error("interrupted")
+        return 130
     except OutputError as exc:
         # A full disk or a closed stdout is not a bug: one line, no traceback. stdout is then
         # pointed at /dev/null so that Python's flush at exit does not fail again.

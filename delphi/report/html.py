@@ -115,11 +115,10 @@ def generated_time(value: datetime | str | int | float | None = None) -> str:
             value = datetime.now(timezone.utc)
         else:
             value, source = env.strip(), "SOURCE_DATE_EPOCH"
-            try:
-                value = int(value)
-            except ValueError:
-                raise DelphiError(f"SOURCE_DATE_EPOCH must be whole seconds since "
-                                  f"1970-01-01 UTC, got {env!r}") from None
+            if not value.isdigit():     # int() would take "-5" (1969) and " 5"
+                raise DelphiError(f"SOURCE_DATE_EPOCH must be whole, non-negative seconds "
+                                  f"since 1970-01-01 UTC, got {env!r}")
+            value = int(value)
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         try:
             value = datetime.fromtimestamp(value, timezone.utc)
@@ -633,11 +632,13 @@ def _target_text(target) -> str:
     return f"{_e(name)}{'<br>' if name and what else ''}<small>{_e(what)}</small>"
 
 
-def _interval_text(iv) -> str:
+def _interval_text(iv, points: bool = False) -> str:
     if iv is None:
         return "none"
     extra = ", ".join(x for x in (iv.kind, iv.method) if x)
-    text = f'<span class="nw">{iv.level:.0%} [{iv.lower:.4f}, {iv.upper:.4f}]</span>'
+    text = (f'<span class="nw">{iv.level:.0%} [{100 * iv.lower:.2f}, {100 * iv.upper:.2f}] '
+            f'pts</span>' if points else
+            f'<span class="nw">{iv.level:.0%} [{iv.lower:.4f}, {iv.upper:.4f}]</span>')
     return text + (f"<br><small>{_e(extra)}</small>" if extra else "")
 
 
@@ -700,9 +701,14 @@ def registry_page(registry, *, generated_at=None) -> Report:
                    f"{board.n_projections} projections" if board.n_projections else ""),
              _card("scored (final)", str(len(board.final)),
                    f"{len(board.unscored)} awaiting an outcome" if board.unscored else "")]
-    if board.final:
+    if board.mean_abs_rel_error is not None:
         cards.append(_card("mean |rel. error|", f"{board.mean_abs_rel_error:.2%}",
                            f"max {board.max_abs_rel_error:.2%}"))
+    if board.mean_abs_error_points is not None:   # accuracy predictions: points
+        cards.append(_card("accuracy: mean |error|", f"{board.mean_abs_error_points:.2f} pts",
+                           f"max {board.max_abs_error_points:.2f} pts over "
+                           f"{board.n_accuracy}"))
+    if board.final:
         cards.append(_card("interval coverage",
                            f"{board.n_inside}/{board.n_with_interval}" if board.n_with_interval
                            else "-", f"{board.coverage:.0%}" if board.coverage is not None
@@ -723,7 +729,10 @@ def registry_page(registry, *, generated_at=None) -> Report:
         ident = _e(e.id) + (" <small>(external)</small>" if fc.external else "") + \
             (" <small>(projection)</small>" if e.kind == "projection" else "") + \
             (f"<br><small>source: {_e(fc.source)}</small>" if fc.source else "")
-        base = [ident, _target_text(e.target), f"{fc.loss:.4f}", _interval_text(fc.interval)]
+        acc = e.target is not None and e.target.unit == "accuracy"   # fractions -> points
+        base = [ident, _target_text(e.target),
+                f"{100 * fc.loss:.2f} pts" if acc else f"{fc.loss:.4f}",
+                _interval_text(fc.interval, points=acc)]
         scores = by_pred.get(e.id, [])
         if not scores:
             why = ("a projection: never scored" if e.kind == "projection"
@@ -735,21 +744,24 @@ def registry_page(registry, *, generated_at=None) -> Report:
             at = "final" if s.final else f"at {s.fraction:.0%} of training"
             latest = "" if not s.final or s.outcome_id in final_ids else \
                 " <small>(superseded)</small>"
-            outcome = (f"{s.actual:.4f} <small>{_e(at)}{latest}</small>"
+            outcome = (f"{100 * s.actual:.2f} pts" if acc else f"{s.actual:.4f}") + (
+                       f" <small>{_e(at)}{latest}</small>"
                        + (f"<br><small>{_e(s.source)}</small>" if s.source else ""))
             inside = ("-" if s.inside is None else
                       ('<span class="good">yes</span>' if s.inside
                        else '<span class="bad">no</span>'))
             zpit = ("-" if s.z is None else f"{s.z:+.2f} / {s.pit:.3f}")
-            rows.append(base + [outcome, f"{s.predicted:.4f}", f"{s.rel_error:+.2%}", inside,
+            rows.append(base + [outcome, f"{100 * s.predicted:.2f} pts" if acc
+                                else f"{s.predicted:.4f}", s.error_text(), inside,
                                 zpit, f"<small>{_e(s.no_interval_reason or '')}</small>"])
             classes.append("")
     parts.append(_table(["prediction", "target", "forecast (final)", "interval (final loss)",
-                         "outcome", "predicted at outcome", "rel. error", "inside",
+                         "outcome", "predicted at outcome", "error", "inside",
                          "z / PIT", "note"], rows, numeric=[2, 5, 6, 8], row_classes=classes,
                         cls="score"))
-    parts.append('<p class="meta">Relative error = (actual - predicted) / predicted (positive: '
-                 "the run did worse than forecast). z and PIT read the interval as a central "
+    parts.append('<p class="meta">Error: for a loss, relative error = (actual - predicted) / '
+                 "predicted (positive: the run did worse than forecast); for a benchmark "
+                 "accuracy (unit accuracy), actual - predicted in points. z and PIT read the interval as a central "
                  "normal interval at its level; only final outcomes have them. A prediction's "
                  "score is its latest final outcome.</p>")
 
@@ -774,7 +786,9 @@ def registry_page(registry, *, generated_at=None) -> Report:
             o = e.outcome
             what = f"outcome of {o.of}: {o.actual:.4f} at fraction {o.fraction:g}"
         else:
-            what = f"{e.forecast.loss:.4f}" + (" (external)" if e.forecast.external else "")
+            what = (f"accuracy {100 * e.forecast.loss:.2f} pts" if e.target is not None
+                    and e.target.unit == "accuracy" else f"{e.forecast.loss:.4f}") + (
+                " (external)" if e.forecast.external else "")
             if e.law is not None:
                 what += f", law {e.law.name}"
             if e.ladder is not None:
@@ -794,6 +808,7 @@ def registry_page(registry, *, generated_at=None) -> Report:
                "n_projections": board.n_projections, "n_scored": len(board.final),
                "unscored": list(board.unscored), "n_curves": len(curves),
                "mean_abs_rel_error": board.mean_abs_rel_error,
+               "mean_abs_error_points": board.mean_abs_error_points,
                "coverage": board.coverage, "generated_at": generated,
                "delphi_version": __version__}
     return Report(html=_page(title, "\n".join(parts), generated), kind="registry",
