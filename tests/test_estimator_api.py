@@ -93,6 +93,19 @@ def test_sklearn_clone_and_cross_validation():
     assert np.all(scores > 0.999)                     # noise-free data of the fitted law
 
 
+def test_score_takes_what_fit_takes_so_cross_validation_works_on_a_ladder_table():
+    # fit(ladder) needs no y, so neither may score: cross_val_score(est, ladder.table) used to
+    # return NaN for every fold (score() required y).
+    from sklearn.model_selection import KFold, cross_val_score
+    frame = power_frame()
+    est = ScalingLawFitter("power", fixed={"E": E0}, seed=2).fit(frame)
+    X, y = pd.DataFrame({"flops": frame["flops"]}), frame["loss"]
+    assert est.score(frame) == est.score(X, y)
+    scores = cross_val_score(ScalingLawFitter("power", fixed={"E": E0}, seed=2), frame,
+                             cv=KFold(2, shuffle=True, random_state=0))
+    assert not np.isnan(scores).any() and np.all(scores > 0.999)
+
+
 # ----------------------------------------------------------------- predict
 def test_predict_accepts_dict_dataframe_series_list_and_arrays(power_est):
     c = [1e22, 3e22, 1e23]

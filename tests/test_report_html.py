@@ -365,11 +365,16 @@ def test_cli_report_errors(capsys, tmp_path, registry):
     code, out, err = run_cli(capsys, "report", "--registry", str(tmp_path / "none.jsonl"),
                              "--html", str(tmp_path / "o"), "--json")
     assert code == 1 and json.loads(out)["error"]["type"] == "RegistryError"
-    code, _, err = run_cli(capsys, "report", "--html", str(tmp_path / "o"))
-    assert code == 1 and "give LADDER" in err
-    code, _, err = run_cli(capsys, "report", "marin-moe-535b", "--registry", str(registry),
-                           "--html", str(tmp_path / "o"))
-    assert code == 1 and "LADDER: for a ladder page" in err
+    # Asking for neither page, or both, is bad usage: exit 2, UsageError in JSON.
+    with pytest.raises(SystemExit) as exc:
+        main(["report", "--html", str(tmp_path / "o")])
+    assert exc.value.code == 2 and "give LADDER for a ladder page" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as exc:
+        main(["report", "marin-moe-535b", "--registry", str(registry), "--target-flops", "1e22",
+              "--html", str(tmp_path / "o"), "--json"])
+    out, err = capsys.readouterr()
+    assert exc.value.code == 2 and json.loads(out)["error"]["type"] == "UsageError"
+    assert "not both: LADDER, --target-flops belong to a ladder page" in err
     with pytest.raises(SystemExit) as exc:                                # no --html
         main(["report", "marin-moe-535b"])
     assert exc.value.code == 2 and "--html" in capsys.readouterr().err

@@ -8,7 +8,6 @@ from __future__ import annotations
 import argparse
 import json
 
-from ..errors import DelphiError
 from .options import (add_fit_options, add_interval_options, add_selection_options,
                       add_target_options, examples, fit_settings, interval_settings,
                       jobs_kwargs, load_with_defaults, positive_float, selection_settings,
@@ -64,7 +63,27 @@ def add_commands(sub) -> dict:
                           "ones (default: below the largest fitted compute budget; else "
                           "leave one budget out)")
     out.add_argument("--no-backtest", action="store_true", help="leave the backtest out")
+    p.checks.append(_check_page_kind)
     return {"report": _cmd_report}
+
+
+def _check_page_kind(parser, ns) -> None:
+    """A usage error (exit 2) unless exactly one page is asked for: LADDER (with its fit and
+    target options) or --registry PATH."""
+    if ns.registry is None and ns.ladder is None:
+        parser.error("give LADDER for a ladder page, or --registry PATH for a registry page")
+    if ns.registry is not None:
+        used = [flag for flag, value in (
+            ("LADDER", ns.ladder is not None), ("--law", ns.law is not None),
+            ("--floor", ns.floor is not None), ("--fix", bool(ns.fix)),
+            ("--target-flops", ns.target_flops is not None),
+            ("--target-params", ns.target_params is not None),
+            ("--target-tokens", ns.target_tokens is not None),
+            ("--backtest-max-flops", ns.backtest_max_flops is not None)) if value]
+        if used:
+            verb = "belongs" if len(used) == 1 else "belong"
+            parser.error(f"give LADDER or --registry PATH, not both: {', '.join(used)} {verb} "
+                         f"to a ladder page, --registry to a registry page")
 
 
 def _cmd_report(args) -> int:
@@ -72,9 +91,6 @@ def _cmd_report(args) -> int:
 
     if args.registry is not None:
         return _registry_report(args)
-    if args.ladder is None:
-        raise DelphiError("give LADDER for a ladder page, or --registry PATH for a registry "
-                          "page")
     from ..forecast import default_law
     from ..report import ladder_page
 
@@ -105,16 +121,6 @@ def _cmd_report(args) -> int:
 def _registry_report(args) -> int:
     from ..report import registry_page
 
-    used = [flag for flag, value in (
-        ("LADDER", args.ladder is not None), ("--law", args.law is not None),
-        ("--floor", args.floor is not None), ("--fix", bool(args.fix)),
-        ("--target-flops", args.target_flops is not None),
-        ("--target-params", args.target_params is not None),
-        ("--target-tokens", args.target_tokens is not None),
-        ("--backtest-max-flops", args.backtest_max_flops is not None)) if value]
-    if used:
-        raise DelphiError(f"{', '.join(used)}: for a ladder page; a registry page "
-                          f"(--registry) shows the registered forecasts as they are")
     report = registry_page(args.registry, generated_at=args.generated_at)
     path = _write(report.html, args.html)
     code = _print(args, path, report)

@@ -526,6 +526,16 @@ class ScalingLawFitter:
         self.exclusions_ = list(self.fit_.exclusions)
         return self
 
+    def _final_points(self, ladder) -> tuple[pd.DataFrame, np.ndarray]:
+        """A ladder's (or a DataFrame of runs') final points and losses, for ``score(X)``."""
+        from ..readers import as_ladder
+
+        if get_law(self.law).name in CHECKPOINT_LAWS:
+            raise TargetError(f"law {self.law!r} is fitted to whole training curves: score it "
+                              f"with score(X, y) on the inputs it reads")
+        points, _ = as_ladder(ladder).final_points(include_unfinished=self.include_unfinished)
+        return points, points["loss"].to_numpy(float)
+
     def _ladder_from_xy(self, X, y) -> Ladder:
         law = get_law(self.law)
         if law.name in CHECKPOINT_LAWS:
@@ -570,7 +580,7 @@ class ScalingLawFitter:
         result = self._fitted()
         return result.predict(_law_inputs(result.law, X))
 
-    def score(self, X, y, sample_weight=None) -> float:
+    def score(self, X, y=None, sample_weight=None) -> float:
         """R^2 of log loss: ``1 - sum w (log y - log yhat)^2 / sum w (log y - ybar)^2`` with
         ``yhat = predict(X)`` and ``ybar`` the (weighted) mean of ``log y``.
 
@@ -581,7 +591,9 @@ class ScalingLawFitter:
 
         Parameters
         ----------
-        X: inputs as in :meth:`predict`, n rows.
+        X: inputs as in :meth:`predict`, n rows; or, with ``y`` None, what :meth:`fit` takes
+            (a Ladder or a DataFrame of runs): its finished runs' final losses are scored, so
+            ``cross_val_score(est, ladder.table)`` works as ``fit(ladder)`` does.
         y: observed losses, shape (n,), positive.
         sample_weight: optional non-negative weights, shape (n,).
 
@@ -592,6 +604,8 @@ class ScalingLawFitter:
             equal (R^2 is undefined there: its denominator is 0).
         """
         result = self._fitted()
+        if y is None:
+            X, y = self._final_points(X)
         x = _law_inputs(result.law, X)
         n = len(next(iter(x.values())))
         log_y = np.log(_losses(y, n))
