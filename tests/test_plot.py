@@ -488,7 +488,7 @@ def test_fit_warnings_are_a_short_box_on_the_figure(dense):
     ax = plot_fit(fit)
     text = note_text(ax)
     assert text.startswith(f"⚠ {len(fit.warnings)} fit warnings: not identified")
-    assert f"and {len(fit.warnings) - 1} more: see fit.warnings" in text
+    assert f"and {len(fit.warnings) - 1} more in the fit's report" in text
     assert len(text) < 400 and max(len(line) for line in text.splitlines()) <= 95
     assert not [t for t in plot_fit(fit, warnings=False).texts
                 if t.get_gid() == "warnings-note"]

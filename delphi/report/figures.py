@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import io
 import re
+import warnings
 from typing import TYPE_CHECKING, Sequence
 
 import numpy as np
@@ -64,7 +65,10 @@ def to_svg(fig: "Figure", prefix: str, title: str = "") -> str:
     import matplotlib as mpl
 
     buf = io.StringIO()
-    with mpl.rc_context(_RC):
+    with mpl.rc_context(_RC), warnings.catch_warnings():
+        # a run named in a script the font lacks (CJK, emoji) is drawn as boxes; the page's
+        # tables spell it out, so matplotlib's "Glyph ... missing" warning is not the user's
+        warnings.filterwarnings("ignore", message=r"Glyph \d+ .*missing", category=UserWarning)
         # tight: a legend or title placed outside the axes is kept whole
         fig.savefig(buf, format="svg", metadata={"Date": None}, bbox_inches="tight",
                     pad_inches=0.08)

@@ -479,7 +479,8 @@ def ladder_page(ladder, target, law=None, *, generated_at=None, backtest: bool =
     try:
         from ..plot import plot_forecast
 
-        fig = new_figure()
+        # wide: the legend sits right of the axes and must not squeeze them
+        fig = new_figure((11.0, 5.0))
         plot_forecast(forecast, ax=fig.subplots(), ladder=ladder)
         figures += 1
         with_iv = ("with its new-run interval (thin bar) and expected-loss interval (thick "
