@@ -336,3 +336,14 @@ def test_a_malformed_source_date_epoch_is_one_error(value, monkeypatch, capsys):
     message = json.loads(out)["error"]["message"]
     assert "SOURCE_DATE_EPOCH must be whole, non-negative seconds" in message
     assert repr(value) in err
+
+
+def test_a_usage_error_of_a_command_with_many_options_is_two_lines(capsys):
+    # `delphi plot` has dozens of options: argparse's 20-line usage block buried the error.
+    with pytest.raises(SystemExit) as exc:
+        main(["plot", "forecast", "marin-moe-535b", "-o", "x.jpg"])
+    err = capsys.readouterr().err.splitlines()
+    assert exc.value.code == 2
+    assert err == ["usage: delphi plot [options] KIND LADDER (every option: delphi plot --help)",
+                   "delphi plot: error: argument -o/--output: cannot tell the format of 'x.jpg' "
+                   "from its suffix '.jpg': use .png, .svg, .pdf"]
