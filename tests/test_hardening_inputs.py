@@ -728,3 +728,12 @@ def test_a_run_id_of_spaces_is_empty(tmp_path):
     (tmp_path / "s.csv").write_text(_csv(rows))
     with pytest.raises(LadderError, match=r"row 1: column 'run' is empty"):
         load_ladder(tmp_path / "s.csv")
+
+
+def test_a_semicolon_separated_csv_says_what_to_change(tmp_path):
+    # A spreadsheet export in a locale with decimal commas uses ';': the error says so.
+    path = tmp_path / "runs.csv"
+    path.write_text("run;flops;loss\na;1e18;3.1\nb;1e19;2.9\n")
+    with pytest.raises(delphi.LadderError, match="separated by semicolons: save it "
+                                                 "comma-separated"):
+        delphi.load_ladder(path)

@@ -178,6 +178,13 @@ def _check_csv(file: Path, key: str) -> None:
         return
     header = rows[0]
     names = [c for c in header if c.strip()]
+    if len(header) < 2:
+        for sep, name in ((";", "semicolons"), ("\t", "tabs"), ("|", "'|'")):
+            # a spreadsheet's export in a locale with decimal commas: say what to change
+            if header and header[0].count(sep) >= 1 and all(
+                    r and r[0].count(sep) == header[0].count(sep) for r in rows[1:6]):
+                raise _not_a_table(key, file, expected + f" (its fields look separated by "
+                                   f"{name}: save it comma-separated, or as Parquet or JSON Lines)")
     if (len(header) < 2 or len(names) < 2
             or any(len(c) > _MAX_HEADER_NAME or not c.isprintable() for c in header)):
         raise _not_a_table(key, file, expected)
