@@ -33,6 +33,7 @@ BENCHMARKS = [
     ("curve_completion", "item 3: (Mis)Fitting completion at 50% with multipower on every run"),
     ("bench_calibration", "issue 11, item 5: calibrated intervals, auto and ensemble, every "
                           "public ladder (leave-future-out)"),
+    ("bench_accuracy", "issue 13, item 6: task accuracy, OLMo ladder 190M-760M -> 1B/3B"),
 ]
 
 

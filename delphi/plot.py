@@ -33,7 +33,7 @@ import numpy as np
 from .analyses.backtest import Backtest
 from .curves import Completion
 from .law_inputs import ANNEALING_MOMENTUM, run_schedule
-from .errors import LadderError, LawError, TargetError
+from .errors import LadderError, LawError, TargetError, option
 from .fitting import Fit
 from .forecast import Forecast, Target
 from .analyses.isoflop import EnvelopeResult, IsoflopResult
@@ -46,12 +46,13 @@ if TYPE_CHECKING:  # pragma: no cover
     from matplotlib.axes import Axes
 
 __all__ = ["plot_fit", "plot_forecast", "plot_residuals", "plot_backtest", "plot_isoflop",
-           "plot_isoflop_frontier", "plot_completion", "KINDS"]
+           "plot_isoflop_frontier", "plot_completion", "plot_accuracy", "KINDS"]
 
 #: What ``delphi plot KIND`` draws, by KIND.
 KINDS = {"forecast": "plot_forecast", "fit": "plot_fit", "residuals": "plot_residuals",
          "backtest": "plot_backtest", "isoflop": "plot_isoflop",
-         "frontier": "plot_isoflop_frontier", "completion": "plot_completion"}
+         "frontier": "plot_isoflop_frontier", "completion": "plot_completion",
+         "accuracy": "plot_accuracy"}
 
 _X_LABELS = {"flops": "training compute C [FLOPs]",
              "params": "model size N [parameters]",
@@ -133,11 +134,12 @@ def _note_text(warnings_: list[str] | tuple[str, ...], what: str, where: str,
     body = textwrap.shorten(first, _NOTE_CHARS, placeholder=" …")
     text = textwrap.fill(head + body, _NOTE_WIDTH)
     if n > 1:
-        text += f"\n(and {n - 1} more: see {where})"
+        # where the others are: the report printed with the result (CLI, HTML page, print())
+        text += f"\n(and {n - 1} more in the {where})"
     return text
 
 
-def _note_box(ax: "Axes", warnings_, what: str = "fit", where: str = "fit.warnings",
+def _note_box(ax: "Axes", warnings_, what: str = "fit", where: str = "fit's report",
               kind: str = "warning"):
     """A short, wrapped warning box under ``ax`` (below its x label, off the data):
     ``gid="warnings-note"``. None when there is nothing to say."""
@@ -163,6 +165,20 @@ def _check_type(obj: Any, cls: type | tuple[type, ...], what: str, hint: str = "
     if not isinstance(obj, cls):
         names = " or ".join(c.__name__ for c in (cls if isinstance(cls, tuple) else (cls,)))
         raise TypeError(f"{what} must be a delphi {names}, got {type(obj).__name__}{hint}")
+
+
+def _ladder_arg(ladder: Any) -> Ladder:
+    """``ladder=`` of a plot: a Ladder, or a DataFrame of runs read as ``load_ladder`` reads
+    it (as everywhere a ladder is taken); anything else is a TypeError."""
+    import pandas as pd
+
+    if isinstance(ladder, pd.DataFrame):
+        from .readers import as_ladder
+        return as_ladder(ladder)
+    if not isinstance(ladder, Ladder):
+        raise TypeError(f"ladder must be a delphi Ladder or a pandas DataFrame of runs, got "
+                        f"{type(ladder).__name__}")
+    return ladder
 
 
 def _listed(names: list[str], limit: int = _MAX_LISTED) -> str:
@@ -490,7 +506,7 @@ def plot_fit(fit: Fit, *, ax: "Axes | None" = None, x: str = "flops",
     if target is not None:
         _check_type(target, (Forecast, Target), "target")
     if ladder is not None:
-        _check_type(ladder, Ladder, "ladder")
+        ladder = _ladder_arg(ladder)
     _check_loss_law(fit)
     law = fit.law
     if x not in _X_LABELS:
@@ -597,8 +613,7 @@ def plot_fit(fit: Fit, *, ax: "Axes | None" = None, x: str = "flops",
         items = list(fit.warnings) + (list(target.warnings) if isinstance(target, Forecast)
                                       else [])
         _note_box(bottom, items, "fit" if not isinstance(target, Forecast) else "forecast",
-                  "fit.warnings" + (", forecast.warnings" if isinstance(target, Forecast)
-                                    else ""))
+                  "forecast's report" if isinstance(target, Forecast) else "fit's report")
     return ax
 
 
@@ -711,7 +726,7 @@ def plot_residuals(fit: Fit, *, ax: "Axes | None" = None, x: str = "flops",
     """
     _check_type(fit, Fit, "fit")
     if ladder is not None:
-        _check_type(ladder, Ladder, "ladder")
+        ladder = _ladder_arg(ladder)
     _check_loss_law(fit)
     if x not in _X_LABELS:
         raise LawError(f"x must be one of {', '.join(_X_LABELS)}, got {x!r}")
@@ -816,7 +831,7 @@ def plot_backtest(backtest: Backtest, *, ax: "Axes | None" = None,
     _legend(ax)
     if notes:
         # why runs have no interval bar, and the like: the backtest's notes
-        _note_box(ax, list(backtest.notes), "backtest", "backtest.notes", kind="note")
+        _note_box(ax, list(backtest.notes), "backtest", "backtest's report", kind="note")
     return ax
 
 
@@ -892,7 +907,7 @@ def plot_isoflop(result: IsoflopResult, ladder: Ladder | None = None, *,
         if isinstance(result, EnvelopeResult) else ""
     _check_type(result, IsoflopResult, "result", hint)
     if ladder is not None:
-        _check_type(ladder, Ladder, "ladder")
+        ladder = _ladder_arg(ladder)
     if frontier_ax is not None:
         _axes(frontier_ax)   # type check before drawing anything
     ax = _axes(ax)
@@ -950,7 +965,7 @@ def plot_isoflop(result: IsoflopResult, ladder: Ladder | None = None, *,
     _legend(ax, extra, loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0.0,
             title="compute budget")
     if warnings:
-        _note_box(ax, list(result.warnings), "isoFLOP", "result.warnings")
+        _note_box(ax, list(result.warnings), "isoFLOP", "isoFLOP report")
     if frontier_ax is not None:
         plot_isoflop_frontier(result, ax=frontier_ax)
     return ax
@@ -1075,7 +1090,7 @@ def plot_completion(completion: Completion, ladder: Ladder, *,
         there differs from the completion's (not the ladder it came from).
     """
     _check_type(completion, Completion, "completion")
-    _check_type(ladder, Ladder, "ladder")
+    ladder = _ladder_arg(ladder)
     t = ladder.table
     g = t[t["run"] == completion.run]
     if g.empty:
@@ -1142,8 +1157,9 @@ def plot_completion(completion: Completion, ladder: Ladder, *,
         ax.set_ylim(lo_y - pad, hi_y + pad)
         above = int(np.sum(loss > hi_y + pad))
         if above:
+            shows = option("full_range=True", "--full-range")
             ax.annotate(f"↑ {above} earlier checkpoint{'s' if above > 1 else ''} above the "
-                        f"range (full_range=True shows them)", xy=(0.01, 0.99),
+                        f"range ({shows} shows them)", xy=(0.01, 0.99),
                         xycoords="axes fraction", ha="left", va="top", fontsize="x-small",
                         color="0.35", gid="clipped-note",
                         bbox={"boxstyle": "round,pad=0.2", "fc": "white", "ec": "none"})
@@ -1155,5 +1171,192 @@ def plot_completion(completion: Completion, ladder: Ladder, *,
     ax.grid(True, alpha=0.3)
     _legend(ax, loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0.0)
     if warnings:
-        _note_box(ax, list(completion.warnings), "completion", "completion.warnings")
+        _note_box(ax, list(completion.warnings), "completion", "completion's report")
     return ax
+
+
+# ------------------------------------------------------------------------------- accuracy
+def _accuracy_forecast_type():
+    from .accuracy import AccuracyForecast
+
+    return AccuracyForecast
+
+
+def plot_accuracy(forecast, *, axes=None, x: str = "params", actual: float | None = None,
+                  actual_task_loss: float | None = None, warnings: bool = True):
+    """The chained accuracy prediction of one task, in three panels.
+
+    1. **step 1**: the fitted runs' final task loss against N (``x="params"``) or C = 6ND
+       (``x="flops"``), the task-loss law along the target's allocation (tokens per
+       parameter D/N of the target), and the predicted task loss at the target with its
+       interval (expected task loss);
+    2. **step 2**: accuracy against task loss at every fitted checkpoint, the sigmoid, the
+       task's chance level, and the target (predicted task loss and accuracy with the
+       new-run interval of the accuracy and the task-loss interval);
+    3. **N, D -> accuracy**: each fitted run's final accuracy, the chained curve
+       step2(step1(N, D)) along the target's allocation, and the target's accuracy with its
+       new-run interval (thin, capped) and expected-accuracy interval (thick bar).
+
+    Method: Bhagia et al. 2024, "Establishing Task Scaling Laws via Compute-Efficient Model
+    Ladders" (arXiv 2412.04403), Eq. 1 (step 1) and Eq. 2 (step 2); see :mod:`delphi.accuracy`.
+
+    Parameters
+    ----------
+    forecast: an :class:`~delphi.accuracy.AccuracyForecast` (one task).
+    axes: three matplotlib Axes to draw on, or None for a new figure (1 x 3 panels).
+    x: ``"params"`` (N [parameters]) or ``"flops"`` (C = 6ND [FLOPs]) on panels 1 and 3.
+    actual: the target's observed final accuracy (fraction), drawn on panels 2 and 3.
+    actual_task_loss: the target's observed task loss, drawn on panels 1 and 2.
+    warnings: write the forecast's warnings under the figure.
+
+    Accuracy is drawn in points (percent); the task loss in the task's unit (bits per byte).
+    Artists carry gids: ``step1-points``, ``step1-curve``, ``step1-target``, ``step2-points``,
+    ``step2-curve``, ``chance``, ``step2-target``, ``chain-points``, ``chain-curve``,
+    ``target-interval``, ``target-mean-interval``, ``actual``.
+
+    Returns
+    -------
+    tuple of the three Axes.
+
+    Raises
+    ------
+    TypeError: not an AccuracyForecast, or ``axes`` not three Axes.
+    LawError: ``x`` is neither ``params`` nor ``flops``.
+    """
+    _check_type(forecast, _accuracy_forecast_type(), "forecast",
+                " (from delphi.predict_accuracy, one task)")
+    if x not in ("params", "flops"):
+        raise LawError(f"plot_accuracy: x must be 'params' or 'flops', got {x!r}")
+    if axes is None:
+        import matplotlib.pyplot as plt
+
+        _, axes = plt.subplots(1, 3, figsize=(16, 4.8), layout="constrained")
+    axes = tuple(np.ravel(np.asarray(axes, dtype=object)))
+    if len(axes) != 3:
+        raise TypeError(f"axes must be three matplotlib Axes, got {len(axes)}")
+    for a in axes:
+        _axes(a)
+    ax1, ax2, ax3 = axes
+    s1, s2, task = forecast.step1, forecast.step2, forecast.task
+    tn, td = float(forecast.target["params"]), float(forecast.target["tokens"])
+    ratio = td / tn
+    xlabel = ("model size N [parameters]" if x == "params"
+              else "training compute C = 6ND [FLOPs]")
+
+    def xval(n, d):
+        return np.asarray(n, float) if x == "params" else 6.0 * np.asarray(n, float) * \
+            np.asarray(d, float)
+
+    def law1(n):
+        d = ratio * n
+        xs = {}
+        for name in s1.law.inputs:
+            xs[name] = {"params": n, "tokens": d}.get(name, 6.0 * n * d)
+        return s1.law.predict(s1.params, xs)
+
+    def law2(loss):
+        return s2.law.predict(s2.params, {"task_loss": np.asarray(loss, float)})
+
+    # ---- the fitted runs' points
+    pn = np.asarray(s1.x["params"], float) if "params" in s1.x else None
+    pd_ = np.asarray(s1.x["tokens"], float) if "tokens" in s1.x else None
+    if pn is None or pd_ is None:
+        raise LawError(f"plot_accuracy needs a step-1 law of N and D, got {s1.law.name!r}")
+    n_grid = np.geomspace(min(pn.min(), tn) / 1.5, max(pn.max(), tn) * 1.5, _N_CURVE)
+    tx = float(xval(tn, td))
+    ll, lu = forecast.task_loss_lower, forecast.task_loss_upper
+
+    # Runs at the target's D/N (within 25%) lie on the drawn curves: filled; others hollow.
+    same = np.abs(np.log(pd_ / pn / ratio)) < np.log(1.25)
+    colors = np.where(same, "C0", "white")
+
+    # ---- panel 1: task loss vs N or C
+    ax1.scatter(xval(pn, pd_), s1.y, s=22, c=colors, edgecolors="C0", zorder=3,
+                gid="step1-points",
+                label=f"fitted runs' final task loss ({len(pn)}; filled: D/N ~ target's)")
+    ax1.plot(xval(n_grid, ratio * n_grid), law1(n_grid), color="C0", lw=1.5, gid="step1-curve",
+             label=f"{s1.law.name} law at D/N = {ratio:.3g} (the target's)")
+    ax1.errorbar([tx], [forecast.task_loss], yerr=[[forecast.task_loss - ll],
+                                                    [lu - forecast.task_loss]],
+                 fmt="o", mfc="white", color="C3", capsize=4, zorder=4, gid="step1-target",
+                 label=f"target: {forecast.task_loss:.4f} [{ll:.4f}, {lu:.4f}] "
+                       f"({forecast.level:.0%}, expected)")
+    if actual_task_loss is not None:
+        ax1.scatter([tx], [actual_task_loss], marker="*", s=90, color="k", zorder=5,
+                    gid="actual", label=f"actual {actual_task_loss:.4f}")
+    ax1.set_xscale("log")
+    ax1.set_xlabel(xlabel)
+    ax1.set_ylabel("task loss [bits/byte]")
+    ax1.set_title(f"{task.name}, step 1: task loss from N, D", fontsize="medium")
+
+    # ---- panel 2: accuracy vs task loss
+    cx = np.asarray(s2.x["task_loss"], float)
+    cy = np.asarray(s2.y, float)
+    ax2.scatter(cx, 100 * cy, s=5, alpha=0.35, color="C0", gid="step2-points",
+                label=f"fitted checkpoints ({len(cx)})")
+    lo_l = min(cx.min(), forecast.task_loss, ll) * 0.9
+    hi_l = max(cx.max(), forecast.task_loss) * 1.05
+    grid = np.linspace(lo_l, hi_l, _N_CURVE)
+    ax2.plot(grid, 100 * law2(grid), color="C0", lw=1.5, gid="step2-curve",
+             label="sigmoid: " + ", ".join(f"{_symbol(k)} = {v:.3g}"
+                                           for k, v in s2.params.items()))
+    ax2.axhline(100 * task.chance, color="0.4", ls=":", lw=1, gid="chance",
+                label=f"chance {100 * task.chance:.0f}")
+    acc = forecast.accuracy
+    ax2.errorbar([forecast.task_loss], [100 * acc],
+                 xerr=[[forecast.task_loss - ll], [lu - forecast.task_loss]],
+                 yerr=[[100 * (acc - forecast.lower)], [100 * (forecast.upper - acc)]],
+                 fmt="o", mfc="white", color="C3", capsize=4, zorder=4, gid="step2-target",
+                 label=f"target: {100 * acc:.1f} [{100 * forecast.lower:.1f}, "
+                       f"{100 * forecast.upper:.1f}] ({forecast.level:.0%}, new run)")
+    if actual is not None:
+        ax2.scatter([forecast.task_loss if actual_task_loss is None else actual_task_loss],
+                    [100 * actual], marker="*", s=90, color="k", zorder=5, gid="actual",
+                    label=f"actual {100 * actual:.1f}")
+    ax2.invert_xaxis()
+    ax2.set_xlabel("task loss [bits/byte] (decreasing)")
+    ax2.set_ylabel("accuracy [points]")
+    ax2.set_title(f"{task.name}, step 2: accuracy from task loss", fontsize="medium")
+
+    # ---- panel 3: N, D -> accuracy
+    labels = [str(s) for s in s2.labels]
+    final = {}
+    for i, lab in enumerate(labels):     # checkpoints are in run, step order: last = final
+        final[lab] = i
+    runs = [str(r) for r in s1.labels]
+    keep = [r for r in runs if r in final]
+    idx = [runs.index(r) for r in keep]
+    ax3.scatter(xval(pn[idx], pd_[idx]), [100 * cy[final[r]] for r in keep], s=22,
+                c=colors[idx], edgecolors="C0", zorder=3, gid="chain-points",
+                label=f"fitted runs' final accuracy ({len(keep)}; filled: D/N ~ target's)")
+    ax3.plot(xval(n_grid, ratio * n_grid), 100 * law2(law1(n_grid)), color="C0", lw=1.5,
+             gid="chain-curve", label=f"step 2(step 1(N, D)) at D/N = {ratio:.3g}")
+    ax3.errorbar([tx], [100 * acc], yerr=[[100 * (acc - forecast.mean_lower)],
+                                          [100 * (forecast.mean_upper - acc)]],
+                 fmt="none", color="C3", elinewidth=3, capsize=0, zorder=4,
+                 gid="target-mean-interval",
+                 label=f"expected: [{100 * forecast.mean_lower:.1f}, "
+                       f"{100 * forecast.mean_upper:.1f}]")
+    ax3.errorbar([tx], [100 * acc], yerr=[[100 * (acc - forecast.lower)],
+                                          [100 * (forecast.upper - acc)]],
+                 fmt="o", mfc="white", color="C3", capsize=5, zorder=5, gid="target-interval",
+                 label=f"target: {100 * acc:.1f} [{100 * forecast.lower:.1f}, "
+                       f"{100 * forecast.upper:.1f}] ({forecast.level:.0%}, new run)")
+    ax3.axhline(100 * task.chance, color="0.4", ls=":", lw=1, gid="chance")
+    if actual is not None:
+        ax3.scatter([tx], [100 * actual], marker="*", s=90, color="k", zorder=6, gid="actual",
+                    label=f"actual {100 * actual:.1f} ({100 * (actual - acc):+.1f} points)")
+    ax3.set_xscale("log")
+    ax3.set_xlabel(xlabel)
+    ax3.set_ylabel("accuracy [points]")
+    ax3.set_title(f"{task.name}: N = {tn:.3g}, D = {td:.3g} -> accuracy", fontsize="medium")
+    from matplotlib.ticker import NullFormatter
+
+    for a in (ax1, ax3):
+        a.xaxis.set_minor_formatter(NullFormatter())   # log axes: decades only
+    for a in axes:
+        a.grid(True, alpha=0.3)
+        a.legend(fontsize="x-small", loc="best")
+    if warnings and forecast.warnings:
+        _note_box(ax3, list(forecast.warnings), "forecast", "forecast's report")
+    return axes

@@ -353,8 +353,8 @@ def test_isoflop_errors(iso, dense):
     ladder, result = iso
     with pytest.raises(TypeError, match="IsoflopResult"):
         plot_isoflop(delphi.fit(dense, "power"))
-    with pytest.raises(TypeError, match="Ladder"):
-        plot_isoflop(result, ladder.table)
+    with pytest.raises(TypeError, match="a delphi Ladder or a pandas DataFrame of runs"):
+        plot_isoflop(result, 3)
     with pytest.raises(delphi.LadderError, match="not among the finished runs"):
         plot_isoflop(result, dense)
     with pytest.raises(delphi.LadderError, match="quantity"):
@@ -749,3 +749,26 @@ def test_residual_panel_on_given_axes(hero, moe):
     assert b.get_gid() == "residual-axes" and len(line(b, "residual-points").get_xdata()) == 3
     with pytest.raises(TypeError, match="Axes"):
         plot_fit(hero.fit, residuals="below")
+
+
+def test_plots_take_a_dataframe_wherever_they_take_a_ladder():
+    # As fit/predict/backtest do: a DataFrame of runs is read as load_ladder reads it.
+    import warnings
+
+    ladder = delphi.load_ladder("marin-moe-535b")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fc = delphi.predict(ladder, {"flops": 2.61e24}, "power", fixed={"E": 1.5})
+    from_table = plot_forecast(fc, ladder=ladder.table.copy())
+    from_ladder = plot_forecast(fc, ladder=ladder)
+    # the crashed d2048 rung is drawn as excluded either way, at the same place
+    def excluded(ax):
+        artists = [*ax.collections, *ax.get_lines()]
+        return [(a.get_label(), np.asarray(a.get_offsets() if hasattr(a, "get_offsets")
+                                           else a.get_xydata()).tolist())
+                for a in artists if str(a.get_label()).startswith("excluded")]
+
+    marks = [excluded(a) for a in (from_table, from_ladder)]
+    assert marks[0] == marks[1] and marks[0]
+    with pytest.raises(TypeError, match="a delphi Ladder or a pandas DataFrame of runs, got int"):
+        plot_forecast(fc, ladder=3)

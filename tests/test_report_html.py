@@ -387,9 +387,17 @@ def test_cli_registry_report_of_a_broken_chain(capsys, tmp_path, registry):
                              str(tmp_path / "o"))
     assert code == 1 and "does not verify" in err and "line 3" in err
     assert "Chain does NOT verify" in (tmp_path / "o" / "index.html").read_text()
-    # Without its prediction an outcome cannot be scored: an error, no page.
-    registry.write_text("".join(lines[:1] + lines[2:]))     # ext-1e21 removed, its outcome kept
-    code, out, err = run_cli(capsys, "report", "--registry", str(registry), "--html",
-                             str(tmp_path / "p"))
-    assert code == 1 and "does not verify" in err and "ext-1e21" in err
-    assert not (tmp_path / "p").exists()
+    # Without its prediction an outcome cannot be scored, and a line that is not JSON cannot
+    # be read at all: the page is still written (a tracker must show the broken chain, not
+    # stop updating), with the reason and no scorecard; exit 1.
+    for name, text, why in (
+            ("p", "".join(lines[:1] + lines[2:]), "ext-1e21"),      # its outcome kept
+            ("q", "".join(lines[:2]) + "{not json\n" + "".join(lines[3:]), "not valid JSON")):
+        registry.write_text(text)
+        code, out, err = run_cli(capsys, "report", "--registry", str(registry), "--html",
+                                 str(tmp_path / name), "--json")
+        doc = json.loads(out)
+        assert code == 1 and "does not verify" in err
+        assert doc["verified"] is False and doc["readable"] is False and why in doc["error"]
+        page = (tmp_path / name / "index.html").read_text()
+        assert "Chain does NOT verify" in page and "nothing is scored" in page

@@ -48,6 +48,10 @@ def add_commands(sub) -> dict:
                    help="fit only runs with at most N parameters")
     p.add_argument("--step1-law", default="chinchilla", metavar="LAW",
                    help="task-loss law of step 1 (default chinchilla, the paper's Eq. 1)")
+    p.add_argument("--no-calibration", dest="calibrate", action="store_false",
+                   help="leave out the extrapolation calibration (by default the interval is "
+                        "widened by the error of leave-future-out predictions inside the "
+                        "fitted runs, sigma(r) = sigma_0 + k log10 r)")
     p.add_argument("--compare", action="store_true",
                    help="also show the baselines (step 2 on the ladder's own loss; the one-step "
                         "law) at the target and their errors on a held-out split (the largest "
@@ -55,14 +59,34 @@ def add_commands(sub) -> dict:
     p.add_argument("--metric", default=None, help="the ladder's own loss column (default: the "
                                                   "manifest's; used by the c4-loss baseline)")
     add_ladder_options(p)
+    p.add_argument("--registry", metavar="PATH", default=None,
+                   help="also append the prediction to this registry (unit accuracy; scored "
+                        "later with `delphi score --registry PATH --id ID --actual 0.612`); "
+                        "needs --id")
+    p.add_argument("--id", metavar="ID", default=None,
+                   help="the registry id (with --task all: ID/TASK for each task)")
+    p.add_argument("--author", default=None, help="author recorded with --registry")
     p.add_argument("--json", action="store_true", help="print one JSON document")
     return {"accuracy": _accuracy}
+
+
+def _flags(f) -> str:
+    """Short flags for a row: what each warning means for the prediction."""
+    out = []
+    for w in f.warnings:
+        if "impossible" in w:
+            out.append("noisy (>2-pt)")
+        elif w.startswith("step 1: poorly determined"):
+            out.append(f"step-1 A loose: +-{50 * (f.mean_upper - f.mean_lower):.1f} pts")
+        else:
+            out.append("!")
+    return ", ".join(dict.fromkeys(out))
 
 
 def _fmt_row(f) -> str:
     return (f"{f.task.name:<14} {f.task_loss:9.4f} {100 * f.accuracy:7.1f} "
             f"[{100 * f.lower:5.1f}, {100 * f.upper:5.1f}] {100 * f.noise_sd:6.2f} "
-            f"{100 * f.task.chance:6.1f}  {'!' if f.warnings else ''}")
+            f"{100 * f.task.chance:6.1f}  {_flags(f)}")
 
 
 def _accuracy(args) -> int:
@@ -73,9 +97,22 @@ def _accuracy(args) -> int:
     kwargs = dict(target_params=args.target_params, target_tokens=args.target_tokens,
                   level=args.level, n_boot=args.n_boot, seed=args.seed, runs=runs,
                   fit_max_params=args.fit_max_params, tasks_manifest=args.tasks,
-                  step1_law=args.step1_law)
+                  step1_law=args.step1_law, calibrate=args.calibrate)
+    if (args.registry is None) != (args.id is None):
+        from ..errors import RegistryError
+
+        raise RegistryError("--registry and --id go together: --registry PATH --id ID "
+                            "(nothing was predicted or written)")
     result = predict_accuracy(ladder, args.task, **kwargs)
     forecasts = result if isinstance(result, list) else [result]
+    entries = []
+    if args.registry is not None:
+        from ..registry import Registry
+
+        reg = Registry(args.registry)
+        for f in forecasts:
+            ident = args.id if not isinstance(result, list) else f"{args.id}/{f.task.name}"
+            entries.append(reg.register_accuracy(f, id=ident, author=args.author))
     comparisons = []
     if args.compare:
         names = [f.task.name for f in forecasts]
@@ -91,6 +128,9 @@ def _accuracy(args) -> int:
             d = f.to_dict()
             if comparisons:
                 d["compare"] = comparisons[i].to_dict()
+            if entries:
+                d["registered"] = {"registry": args.registry, "id": entries[i].id,
+                                   "hash": entries[i].hash}
             docs.append(d)
         print(json.dumps(docs if isinstance(result, list) else docs[0], indent=2))
         return 0
@@ -107,9 +147,22 @@ def _accuracy(args) -> int:
             for w in f.warnings:
                 print(f"  warning ({f.task.name}): {w}")
         print("noise: checkpoint-to-checkpoint sd of accuracy in points (around a line over "
-              "the last 10% of each run's checkpoints, pooled); '!' marks a task with warnings")
+              "the last 10% of each run's checkpoints, pooled); 'step-1 A loose: +-x pts': A "
+              "and alpha of step 1 trade off over the fitted sizes and move the expected "
+              "accuracy by +-x points (in the interval); 'noisy': checkpoint noise alone "
+              "exceeds a 2-point half-width; '!': other warnings (listed above)")
+        cals = [f.calibration for f in forecasts if f.calibration]
+        if cals:
+            print(f"interval: bootstrap (both steps) + run and checkpoint noise, widened in "
+                  f"quadrature by the extrapolation error measured leave-future-out inside the "
+                  f"fitted runs (sigma at the target {min(100 * c['sigma_used'] for c in cals):.1f}"
+                  f"-{max(100 * c['sigma_used'] for c in cals):.1f} points; --no-calibration "
+                  f"turns it off)")
     else:
         print(result.report())
     for c in comparisons:
         print(c.report())
+    for e in entries:
+        print(f"registered {e.kind} {e.id} in {args.registry}: accuracy "
+              f"{100 * e.forecast.loss:.2f} points (hash {e.hash[:16]})")
     return 0

@@ -28,6 +28,8 @@ KINDS = {
     "isoflop": "loss against N per compute budget with each vertex, and N*(C) (plot_isoflop)",
     "frontier": "compute-optimal N*(C) and its power law (plot_isoflop_frontier)",
     "completion": "a run's checkpoints, fitted trajectory and final loss (plot_completion)",
+    "accuracy": "a task's chained accuracy prediction: task loss, sigmoid, N, D -> accuracy "
+                "(plot_accuracy)",
 }
 #: Suffix -> matplotlib format.
 FORMATS = {".png": "png", ".svg": "svg", ".pdf": "pdf"}
@@ -35,10 +37,11 @@ FORMATS = {".png": "png", ".svg": "svg", ".pdf": "pdf"}
 EXAMPLES = """examples:
   delphi plot forecast marin-moe-535b -o hero.png          # the manifest's target and floor
   delphi plot forecast marin-delphi-dense --target-flops 1e22 --residuals -o dense.svg
-  delphi plot backtest marin-delphi-dense --fit-max-flops 3e19 -o backtest.pdf
+  delphi plot backtest marin-delphi-dense --law power --leave-one-budget-out -o backtest.pdf
   delphi plot isoflop marin-isoflop-dclm -o isoflop.png
-  delphi plot completion misfitting2025 --run RUN --upto-fraction 0.5 -o run.png
-  delphi plot fit epoch-chinchilla --law chinchilla --json -o chinchilla.png"""
+  delphi plot completion misfitting2025 --run misfitting_100m-lr0.002-T12000-e94 --upto-fraction 0.5 -o run.png
+  delphi plot fit epoch-chinchilla --law chinchilla --json -o chinchilla.png
+  delphi plot accuracy olmo-ladder --task hellaswag --target-params 3.2e9 --target-tokens 6.4e10 --fit-max-params 8e8 -o hs.png"""
 
 
 def output_file(text: str) -> Path:
@@ -55,7 +58,7 @@ def add_commands(sub) -> dict:
     """Add ``plot`` to ``sub``; return ``{"plot": handler}``."""
     p = sub.add_parser(
         "plot", help="draw a figure (forecast, fit, residuals, backtest, isoflop, frontier, "
-                     "completion) to a PNG, SVG or PDF file",
+                     "completion, accuracy) to a PNG, SVG or PDF file",
         description="Draw one of delphi.plot's figures for a ladder and write it to FILE;\n"
                     "the format comes from FILE's suffix (.png, .svg, .pdf). Warnings are\n"
                     "drawn on the figure. KIND is one of:\n" +
@@ -105,6 +108,18 @@ def add_commands(sub) -> dict:
     cp.add_argument("--full-range", action="store_true",
                     help="y axis over every checkpoint (default: from half the fitted steps "
                          "on, so the extrapolated part shows)")
+    ac = p.add_argument_group("accuracy (--target-params, --target-tokens, --n-boot, --level "
+                              "and --seed apply)")
+    ac.add_argument("--task", metavar="TASK", help="the task (of --tasks) to draw")
+    ac.add_argument("--tasks", metavar="MANIFEST", default=None,
+                    help="tasks manifest (default olmo-ladder-tasks)")
+    ac.add_argument("--fit-max-params", type=positive_float, metavar="N", default=None,
+                    help="fit only runs with at most N parameters")
+    ac.add_argument("--actual", type=positive_float, metavar="ACC", default=None,
+                    help="the target's observed accuracy (a fraction), drawn as a star")
+    ac.add_argument("--no-calibration", dest="calibrate", action="store_false",
+                    help="leave out the interval's extrapolation calibration (as `delphi "
+                         "accuracy --no-calibration`)")
     return {"plot": _cmd_plot}
 
 
@@ -126,6 +141,8 @@ def _cmd_plot(args) -> int:
         ax = _completion(args, P, show)
     elif kind in ("isoflop", "frontier"):
         ax = _isoflop(args, P, show, plt)
+    elif kind == "accuracy":
+        ax = _accuracy(args, P, show)[0]
     else:
         ax = _fit_kinds(args, P, show)
     path = args.output
@@ -208,6 +225,24 @@ def _isoflop(args, P, show: bool, plt):
     fig, (ax, fax) = plt.subplots(1, 2, figsize=(16, 5.2), layout="constrained",
                                   gridspec_kw={"width_ratios": [1.6, 1]})
     return P.plot_isoflop(result, ladder, ax=ax, frontier_ax=fax, warnings=show)
+
+
+def _accuracy(args, P, show: bool):
+    from ..accuracy import predict_accuracy
+
+    if not args.task or args.task == "all":
+        raise LadderError("plot accuracy draws one task: --task TASK (see `delphi accuracy "
+                          "--task all` for every task)")
+    if args.target_params is None or args.target_tokens is None:
+        raise LadderError("plot accuracy needs --target-params N and --target-tokens D")
+    ladder = load_from_args(args)
+    forecast = predict_accuracy(ladder, args.task, target_params=args.target_params,
+                                target_tokens=args.target_tokens, level=args.level,
+                                n_boot=args.n_boot, seed=args.seed,
+                                fit_max_params=args.fit_max_params, tasks_manifest=args.tasks,
+                                calibrate=args.calibrate)
+    x = "flops" if args.x == "flops" else "params"
+    return P.plot_accuracy(forecast, x=x, actual=args.actual, warnings=show)
 
 
 def _completion(args, P, show: bool):

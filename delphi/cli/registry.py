@@ -165,7 +165,9 @@ def add_commands(subparsers) -> dict[str, Handler]:
     p.add_argument("--registry", required=True, metavar="PATH",
                    help="registry file (JSON Lines)")
     p.add_argument("--id", required=True, metavar="ID", help="the prediction's id")
-    p.add_argument("--actual", required=True, type=float, metavar="LOSS", help="observed loss")
+    p.add_argument("--actual", required=True, type=float, metavar="LOSS",
+                   help="observed loss (for an accuracy prediction: the accuracy as a "
+                        "fraction, 0.612)")
     p.add_argument("--fraction", type=float, default=1.0, metavar="F",
                    help="share of training done when measured, in (0, 1] (default 1: final)")
     p.add_argument("--source", metavar="TEXT",
@@ -506,7 +508,9 @@ def _summary_line(i: int, e) -> str:
         what = f"actual {o.actual:.4f} at fraction {o.fraction:g} for {o.of}"
     else:
         ext = " external" if e.forecast.external else ""
-        what = f"{e.forecast.loss:.4f}{ext}  {e.target.name or ''}"
+        value = (f"{100 * e.forecast.loss:.2f} pts" if e.target.unit == "accuracy"
+                 else f"{e.forecast.loss:.4f}")
+        what = f"{value}{ext}  {e.target.name or ''}"
     return f"{i:>4}  {e.id:<32} {e.kind:<10} {when}  {what}"
 
 

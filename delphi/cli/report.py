@@ -150,6 +150,8 @@ def _print(args, path, report) -> int:
               f"{p['unit']}{iv}")
     else:
         state = "verified" if s["verified"] else "DOES NOT VERIFY"
-        print(f"wrote {path}: registry {s['registry']}, {s['n_predictions']} predictions, "
-              f"{s['n_scored']} scored; chain {state}, head {s['head']}")
+        counts = (f"{s['n_predictions']} predictions, {s['n_scored']} scored"
+                  if s.get("readable", True) else "not readable as entries, nothing scored")
+        print(f"wrote {path}: registry {s['registry']}, {counts}; chain {state}, head "
+              f"{s['head'] or '(none verified)'}")
     return 0

@@ -14,10 +14,19 @@ publish the head (:meth:`Registry.head`) elsewhere and check it later, and sign 
 >>> reg = Registry("forecasts.jsonl")                                # doctest: +SKIP
 >>> reg.register(delphi.predict(ladder, {"flops": 1e23}), id="my-1e23")  # doctest: +SKIP
 >>> reg.score("my-1e23", actual=2.31)                                # doctest: +SKIP
+
+Benchmark accuracies (:func:`delphi.predict_accuracy`) register the same way
+(:meth:`Registry.register_accuracy`, or :meth:`Registry.register` given an
+``AccuracyForecast``) with unit ``"accuracy"``: values are fractions, and their scores give the
+error in points (``Score.error_points``) instead of a relative error.
+
+>>> reg.register_accuracy(delphi.predict_accuracy(ladder, "hellaswag", target_params=3.2e9,
+...                       target_tokens=6.4e10), id="hs-3b")            # doctest: +SKIP
+>>> reg.score("hs-3b", actual=0.612).error_points                       # doctest: +SKIP
 """
 
 from .chain import Signer, VerifyReport
-from .core import (FUTURE_TOLERANCE, LOSS_RANGE, MAX_ID_LENGTH, PAUSE_ENV, PAUSE_SIGNAL_ENV,
+from .core import (ACCURACY_UNIT, FUTURE_TOLERANCE, LOSS_RANGE, MAX_ID_LENGTH, PAUSE_ENV, PAUSE_SIGNAL_ENV,
                    Registry)
 from .schema import (FORMAT, GENESIS, Entry, FitRecord, ForecastRecord, IntervalRecord,
                      LadderRecord, LawRecord, OutcomeRecord, SignatureRecord, TargetRecord,
@@ -26,7 +35,7 @@ from .scoring import Score, Scoreboard
 from .signing import (SigningKey, generate_key, load_signing_key, load_trusted_keys)
 
 __all__ = [
-    "Registry", "Entry", "Score", "Scoreboard", "VerifyReport", "TargetRecord",
+    "Registry", "ACCURACY_UNIT", "Entry", "Score", "Scoreboard", "VerifyReport", "TargetRecord",
     "ForecastRecord", "IntervalRecord", "LawRecord", "FitRecord", "LadderRecord",
     "OutcomeRecord", "SignatureRecord", "Signer", "FORMAT", "GENESIS", "MAX_ID_LENGTH",
     "LOSS_RANGE", "FUTURE_TOLERANCE", "PAUSE_ENV", "PAUSE_SIGNAL_ENV", "canonical_json",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import errno
+import hashlib
 import json
 import math
 import numbers
@@ -15,6 +16,7 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any, Callable, Iterator, Mapping, Sequence
 
+import numpy as np
 from filelock import FileLock, Timeout
 from pydantic import ValidationError
 
@@ -25,11 +27,12 @@ from .schema import (GENESIS, CandidateRecord, Entry, ExclusionRecord, FitRecord
                      IntervalRecord, SelectionRecord,
                      LadderRecord, LawRecord, OutcomeRecord, TargetRecord, entry_hash,
                      validation_message)
+from .scoring import ACCURACY_UNIT as _SCORING_ACCURACY_UNIT
 from .scoring import Score, Scoreboard, score_outcome, scoreboard
 from .signing import SigningKey, load_signing_key, load_trusted_keys, sign_fields
 
 __all__ = ["Registry", "MAX_ID_LENGTH", "PAUSE_ENV", "PAUSE_SIGNAL_ENV", "LOSS_RANGE",
-           "FUTURE_TOLERANCE", "LOCK_NOTE_AFTER"]
+           "FUTURE_TOLERANCE", "LOCK_NOTE_AFTER", "ACCURACY_UNIT"]
 
 #: Longest id a user may choose (outcome ids append ``/outcome-N`` to it).
 MAX_ID_LENGTH = 64
@@ -43,6 +46,10 @@ PAUSE_SIGNAL_ENV = "DELPHI_REGISTRY_TEST_PAUSE_SIGNAL"
 #: 1e-4 the model would almost never be wrong. Either is a unit slip or a typo, and extremes
 #: would overflow the scores (relative error, z) into infinities.
 LOSS_RANGE = (1e-4, 100.0)
+#: The unit of a benchmark-accuracy prediction (:meth:`Registry.register_accuracy`): values
+#: are fractions in [0, 1] (``forecast.loss`` then holds the predicted accuracy), and scores
+#: give the error in points, 100 x (actual - predicted), instead of the relative error.
+ACCURACY_UNIT = _SCORING_ACCURACY_UNIT
 #: How far an explicit ``created_at`` may be ahead of this machine's clock (clock skew between
 #: machines). Further ahead, every later entry would have to be dated after it.
 FUTURE_TOLERANCE = timedelta(minutes=5)
@@ -141,6 +148,29 @@ def _check_losses(loss: Any, interval: IntervalRecord | None, curve: tuple | Non
                                   f"loss")
 
 
+def _check_accuracy(value: Any, what: str) -> None:
+    """Refuse an accuracy that is not a finite fraction in (0, 1] (before any write)."""
+    v = _plain(value)
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        raise RegistryError(f"{what}: must be a number (got {value!r:.60})")
+    if not (math.isfinite(v) and 0 < v <= 1):
+        raise RegistryError(f"{what}: {v:.6g} is not an accuracy fraction in (0, 1] (unit "
+                            f"{ACCURACY_UNIT!r}: 0.612, not 61.2 points)")
+
+
+def _accuracy_sha256(*fits) -> str:
+    """SHA-256 of the points the fits were made on (inputs, outputs and labels, floats with
+    17 significant digits, in canonical JSON): the fingerprint of an accuracy forecast's data."""
+    body = []
+    for fit in fits:
+        body.append({"x": {k: [format(float(v), ".17g") for v in np.ravel(a)]
+                           for k, a in sorted(fit.x.items())},
+                     "y": [format(float(v), ".17g") for v in np.ravel(fit.y)],
+                     "labels": [str(s) for s in fit.labels]})
+    return hashlib.sha256(json.dumps(body, sort_keys=True, separators=(",", ":"))
+                          .encode("ascii")).hexdigest()
+
+
 def _timestamp(value: datetime | str | None) -> datetime:
     """``value`` as an aware UTC datetime; now (to the second) when None."""
     if value is None:
@@ -230,14 +260,17 @@ def _target_record(base: Mapping[str, Any], facts: Mapping[str, Any] | None) -> 
 
 
 def _unit(unit: Any, what: str) -> str:
-    """``unit`` as one of :data:`delphi.units.UNITS` (RegistryError listing them if not)."""
+    """``unit`` as one of :data:`delphi.units.UNITS` or :data:`ACCURACY_UNIT`
+    (RegistryError listing them if not)."""
     from ..errors import LadderError
     from ..units import normalize_unit
 
+    if isinstance(unit, str) and unit.strip().lower() == ACCURACY_UNIT:
+        return ACCURACY_UNIT
     try:
         return normalize_unit(unit, what=what)
     except LadderError as exc:
-        raise RegistryError(str(exc)) from None
+        raise RegistryError(f"{exc} (or {ACCURACY_UNIT!r} for a benchmark accuracy)") from None
 
 
 def _check_outcome_unit(pred: Entry, unit: str | None) -> None:
@@ -662,6 +695,15 @@ class Registry:
             key file, a torn or unreadable registry, a lock timeout, a file that cannot be
             written (read-only, disk full). Nothing is written.
         """
+        if hasattr(forecast, "step2") and hasattr(forecast, "accuracy"):
+            # an AccuracyForecast (delphi.predict_accuracy): unit accuracy
+            if curve is not None or interval is not None:
+                raise RegistryError("register(): curve= and interval= are for loss forecasts; "
+                                    "an accuracy forecast is registered with its own interval")
+            return self.register_accuracy(forecast, id=id, author=author, kind=kind,
+                                          notes=notes, target_facts=target_facts,
+                                          settings=settings, created_at=created_at,
+                                          sign_key=sign_key)
         if kind not in ("prediction", "projection"):
             raise RegistryError(f"kind must be 'prediction' or 'projection', got {kind!r}")
         for attr in ("target", "loss", "fit", "ladder_sha256"):
@@ -700,6 +742,134 @@ class Registry:
                                   sha256=str(forecast.ladder_sha256))
         except ValidationError as exc:
             raise RegistryError(validation_message(exc, "forecast")) from None
+        fields = dict(id=id, kind=kind, created_at=_explicit_time(created_at), author=author,
+                      target=target, forecast=fc, law=law, fit=fit_rec, ladder=ladder,
+                      notes=notes)
+        return self._append(lambda state: fields, key)
+
+    def register_accuracy(self, forecast, *, id: str, author: str | None = None,
+                          kind: str = "prediction", notes: str | None = None,
+                          target_facts: Mapping[str, Any] | None = None,
+                          settings: Mapping[str, Any] | None = None,
+                          created_at: datetime | str | None = None,
+                          sign_key: str | os.PathLike | SigningKey | None = None) -> Entry:
+        """Append a benchmark-accuracy forecast (:func:`delphi.predict_accuracy`, one task) as
+        a prediction (or projection). :meth:`register` given an ``AccuracyForecast`` calls this.
+
+        The entry uses the registry's ordinary format (old readers read it, every hash is
+        computed as for losses): ``target.unit`` is ``"accuracy"``, ``target.name`` the task,
+        ``target.metric`` the accuracy column(s), ``target.params``/``tokens`` the target N
+        and D, ``target.facts`` the task's chance level, the design and the predicted task loss
+        with its interval; ``forecast.loss`` holds the predicted accuracy (a fraction in
+        (0, 1]) and ``forecast.interval`` the new-run interval of the final accuracy
+        (fractions; ``mean_lower``/``mean_upper`` the expected accuracy's); ``law`` records
+        both steps' laws and parameters (``step1.E``, ``step2.k``...); ``fit`` the fitted
+        runs, both steps' fixed values and warnings; ``ladder.sha256`` the SHA-256 of the
+        points both steps were fitted on (:func:`_accuracy_sha256`). Scores of such an entry
+        give ``error_points`` = 100 x (actual - predicted) instead of a relative error
+        (:class:`~delphi.registry.Score`); the interval check, z and PIT are as for losses.
+
+        Parameters
+        ----------
+        forecast: an :class:`~delphi.accuracy.AccuracyForecast` (one task; for
+            ``task="all"`` register each element under its own id).
+        settings: as in :meth:`register` (``seed``, ``n_boot`` are read from the forecast
+            when not given).
+        Other parameters as in :meth:`register`.
+
+        Returns
+        -------
+        Entry, as written.
+
+        Raises
+        ------
+        RegistryError
+            Not an AccuracyForecast, bad id or kind, duplicate id, an accuracy or interval end
+            outside [0, 1] (or the accuracy outside its interval), non-finite parameters, and
+            the file errors of :meth:`register`. Nothing is written.
+        """
+        if isinstance(forecast, (list, tuple)):
+            raise RegistryError("register_accuracy() takes one AccuracyForecast; for "
+                                "task='all' register each task under its own id")
+        for attr in ("task", "accuracy", "lower", "upper", "step1", "step2", "target"):
+            if not hasattr(forecast, attr):
+                raise RegistryError(f"register_accuracy() needs an AccuracyForecast (from "
+                                    f"delphi.predict_accuracy), got {type(forecast).__name__}")
+        if kind not in ("prediction", "projection"):
+            raise RegistryError(f"kind must be 'prediction' or 'projection', got {kind!r}")
+        _check_id(id)
+        key = _signing_key(sign_key)
+        task, s1, s2 = forecast.task, forecast.step1, forecast.step2
+        _check_accuracy(forecast.accuracy, f"invalid accuracy forecast of task {task.name!r}: "
+                                           f"accuracy")
+        for name in ("lower", "upper", "mean_lower", "mean_upper"):
+            v = _plain(getattr(forecast, name, None))
+            if v is not None and not (isinstance(v, float) and 0 <= v <= 1):
+                raise RegistryError(f"invalid accuracy forecast of task {task.name!r}: "
+                                    f"{name} = {v!r} is not a fraction in [0, 1]")
+        facts = {"task": task.name, "chance": float(task.chance), "design": forecast.design,
+                 "task_loss": _finite_or_none(forecast.task_loss),
+                 "task_loss_lower": _finite_or_none(forecast.task_loss_lower),
+                 "task_loss_upper": _finite_or_none(forecast.task_loss_upper),
+                 "checkpoint_noise_sd": _finite_or_none(forecast.noise_sd)}
+        facts.update(dict(target_facts or {}))
+        base = {"name": task.name, "metric": f"{task.name} accuracy ("
+                + " + ".join(task.accuracy) + ")", "unit": ACCURACY_UNIT,
+                **{k: v for k, v in forecast.target.items() if k in _TARGET_FIELDS}}
+        target = _target_record(base, facts)
+        noise = _finite_or_none(forecast.step1_noise)
+        iv = _interval({
+            "lower": forecast.lower, "upper": forecast.upper, "level": forecast.level,
+            "kind": "new-run",
+            "method": "bootstrap over runs through both steps + step-1 run noise + "
+                      "checkpoint noise" + (", widened by extrapolation calibration"
+                                            if getattr(forecast, "calibration", None)
+                                            else ""),
+            "mean_lower": forecast.mean_lower, "mean_upper": forecast.mean_upper,
+            "noise": noise, "noise_source": f"step-1 task-loss run noise (sd of log); "
+                                            f"checkpoint accuracy noise sd "
+                                            f"{100 * forecast.noise_sd:.3g} points",
+            "n_draws": forecast.n_boot, "n_failed": forecast.n_failed})
+        settings = {"seed": forecast.seed, "n_boot": forecast.n_boot, "boot_unit": "run",
+                    **dict(settings or {})}
+        unknown = set(settings) - _SETTING_KEYS
+        if unknown:
+            raise RegistryError(f"settings: unknown key(s) {sorted(unknown)}; known: "
+                                f"{sorted(_SETTING_KEYS)}")
+        runs = tuple(sorted(set(str(r) for r in s1.labels) | set(
+            str(r) for r in s2.labels if not str(r).startswith("<"))))
+        try:
+            fc = ForecastRecord(
+                loss=_plain(forecast.accuracy), interval=iv,
+                notes=tuple(str(n) for n in forecast.notes) + tuple(
+                    f"warning: {w}" for w in forecast.warnings))
+            law = LawRecord(
+                name=f"{forecast.design}: {s1.law.name} -> {s2.law.name}",
+                formula=f"step 1: {s1.law.formula}; step 2: {s2.law.formula}",
+                params={f"step{i}.{k}": _plain(v) for i, f in ((1, s1), (2, s2))
+                        for k, v in f.params.items()},
+                stderr={f"step{i}.{k}": _finite_or_none(v) for i, f in ((1, s1), (2, s2))
+                        for k, v in f.stderr.items()})
+            fit_rec = FitRecord(
+                fixed={f"step{i}.{k}": _plain(v) for i, f in ((1, s1), (2, s2))
+                       for k, v in f.fixed.items()},
+                bounds={f"step{i}.{k}": (_finite_or_none(lo), _finite_or_none(hi))
+                        for i, f in ((1, s1), (2, s2)) for k, (lo, hi) in f.bounds.items()},
+                huber_delta=_plain(s1.delta), fit_max_flops=_plain(settings.get("fit_max_flops")),
+                seed=_plain(settings.get("seed")), n_boot=_plain(settings.get("n_boot")),
+                boot_unit=settings.get("boot_unit"), n_runs=len(runs), runs=runs,
+                converged=bool(s1.converged and s2.converged),
+                message=f"step 1: {s1.message}; step 2 ({s2.n_points} checkpoints): "
+                        f"{s2.message}",
+                objective=_finite_or_none(s1.objective),
+                warnings=tuple(f"step 1: {w}" for w in s1.warnings)
+                + tuple(f"step 2: {w}" for w in s2.warnings))
+            ladder = LadderRecord(name=str(forecast.ladder or "?"),
+                                  source="points of both fitted steps (delphi.accuracy)",
+                                  sha256=_accuracy_sha256(s1, s2))
+        except ValidationError as exc:
+            raise RegistryError(validation_message(exc, f"accuracy forecast of task "
+                                                        f"{task.name!r}")) from None
         fields = dict(id=id, kind=kind, created_at=_explicit_time(created_at), author=author,
                       target=target, forecast=fc, law=law, fit=fit_rec, ladder=ladder,
                       notes=notes)
@@ -817,6 +987,8 @@ class Registry:
                 raise RegistryError(f"{id!r} is an {pred.kind} entry, not a prediction; only "
                                     f"predictions are scored")
             _check_outcome_unit(pred, given_unit)
+            if pred.target is not None and pred.target.unit == ACCURACY_UNIT:
+                _check_accuracy(actual, f"invalid outcome of accuracy prediction {id!r}: actual")
             if outcome.fraction >= 1.0:
                 for other in (i for i in state.ids if i.startswith(f"{id}/outcome-")):
                     if state.entry(other).outcome.fraction >= 1.0:

@@ -12,6 +12,9 @@ from ..errors import RegistryError
 from .chain import plural
 from .schema import Entry, ForecastRecord, IntervalRecord
 
+#: The unit of a benchmark-accuracy prediction (also :data:`delphi.registry.core.ACCURACY_UNIT`).
+ACCURACY_UNIT = "accuracy"
+
 __all__ = ["Score", "Scoreboard", "predicted_at", "score_outcome", "scoreboard"]
 
 
@@ -48,7 +51,10 @@ def predicted_at(forecast: ForecastRecord, fraction: float, *, id: str = "?") ->
 class Score:
     """An observed loss scored against its prediction.
 
-    Errors are in the target's unit (nats/token unless the entry says otherwise).
+    Errors are in the target's unit (nats/token unless the entry says otherwise). For an
+    accuracy prediction (unit ``"accuracy"``, :meth:`Registry.register_accuracy`) values are
+    fractions, ``error_points`` = 100 x (actual - predicted) is the error in points and
+    ``rel_error`` is None (a relative error of an accuracy means little).
     ``z`` and ``pit`` treat the interval as a central interval of a normal distribution at its
     level: mean = the interval's midpoint, sigma = half-width / Phi^-1((1 + level) / 2); they are
     None when the prediction has no interval or the outcome is partial (intervals are for the
@@ -64,8 +70,9 @@ class Score:
     """Predicted loss at ``fraction`` (interpolated on the forecast curve below 1.0)."""
     error: float
     """actual - predicted."""
-    rel_error: float
-    """(actual - predicted) / predicted (signed; positive = the run did worse than forecast)."""
+    rel_error: float | None
+    """(actual - predicted) / predicted (signed; positive = the run did worse than forecast);
+    None for an accuracy prediction."""
     abs_error: float
     """|actual - predicted|."""
     interval: IntervalRecord | None
@@ -80,6 +87,20 @@ class Score:
     unit: str | None
     source: str | None
     created_at: str | None = None
+    error_points: float | None = None
+    """Accuracy predictions only: 100 x (actual - predicted), in points (positive = the run
+    scored higher than forecast)."""
+
+    @property
+    def is_accuracy(self) -> bool:
+        """True for a benchmark-accuracy prediction (unit ``"accuracy"``)."""
+        return self.unit == ACCURACY_UNIT
+
+    def error_text(self) -> str:
+        """The error as reports show it: ``+1.23 pts`` (accuracy) or ``+0.52%`` (relative)."""
+        if self.error_points is not None:
+            return f"{self.error_points:+.2f} pts"
+        return f"{self.rel_error:+.2%}"
 
     @property
     def final(self) -> bool:
@@ -91,7 +112,7 @@ class Score:
         return {"prediction_id": self.prediction_id, "outcome_id": self.outcome_id,
                 "target": self.target_name, "fraction": self.fraction, "actual": self.actual,
                 "predicted": self.predicted, "error": self.error, "rel_error": self.rel_error,
-                "abs_error": self.abs_error,
+                "abs_error": self.abs_error, "error_points": self.error_points,
                 "interval": self.interval.model_dump(mode="json") if self.interval else None,
                 "inside": self.inside, "z": self.z, "pit": self.pit,
                 "no_interval_reason": self.no_interval_reason, "external": self.external,
@@ -100,6 +121,8 @@ class Score:
     def report(self) -> str:
         """Readable multi-line summary."""
         unit = f" {self.unit}" if self.unit else ""
+        if self.is_accuracy:
+            return self._accuracy_report()
         at = "final loss" if self.final else f"at {self.fraction:.0%} of training (forecast curve)"
         lines = [f"scored     {self.prediction_id}{' (external forecast)' if self.external else ''}"
                  f", {at}; outcome {self.outcome_id}",
@@ -112,6 +135,23 @@ class Score:
             iv = self.interval
             lines.append(f"interval   {iv.level:.0%} [{iv.lower:.4f}, {iv.upper:.4f}]"
                          f"{f' ({iv.kind})' if iv.kind else ''}: "
+                         f"{'inside' if self.inside else 'OUTSIDE'}; z = {self.z:+.2f}, "
+                         f"PIT = {self.pit:.3f}")
+        else:
+            lines.append(f"interval   none: {self.no_interval_reason}")
+        return "\n".join(lines)
+
+    def _accuracy_report(self) -> str:
+        lines = [f"scored     {self.prediction_id} ({self.target_name or 'accuracy'}), final "
+                 f"accuracy; outcome {self.outcome_id}",
+                 f"predicted  {100 * self.predicted:.2f} points",
+                 f"actual     {100 * self.actual:.2f} points"
+                 + (f"  ({self.source})" if self.source else ""),
+                 f"error      {self.error_points:+.2f} points (actual - predicted)"]
+        if self.interval is not None:
+            iv = self.interval
+            lines.append(f"interval   {iv.level:.0%} [{100 * iv.lower:.2f}, {100 * iv.upper:.2f}]"
+                         f" points{f' ({iv.kind})' if iv.kind else ''}: "
                          f"{'inside' if self.inside else 'OUTSIDE'}; z = {self.z:+.2f}, "
                          f"PIT = {self.pit:.3f}")
         else:
@@ -149,6 +189,7 @@ def score_outcome(prediction: Entry, *, outcome_id: str, actual: float, fraction
         pit = NormalDist().cdf(z)
     # Extreme numbers (an entry written before losses were range-checked) could overflow into
     # infinities, which no report or JSON may carry: say which prediction instead.
+    accuracy = prediction.target.unit == ACCURACY_UNIT
     for name, value in (("predicted", predicted), ("error", error),
                         ("relative error", error / predicted), ("z", z)):
         if value is not None and not math.isfinite(value):
@@ -156,11 +197,12 @@ def score_outcome(prediction: Entry, *, outcome_id: str, actual: float, fraction
                                 f"{prediction.id!r}: its {name} is not a finite number "
                                 f"(actual {actual:.6g}, predicted {predicted:.6g})")
     return Score(prediction_id=prediction.id, outcome_id=outcome_id, fraction=fraction,
-                 actual=actual, predicted=predicted, error=error, rel_error=error / predicted,
+                 actual=actual, predicted=predicted, error=error,
+                 rel_error=None if accuracy else error / predicted,
                  abs_error=abs(error), interval=interval, inside=inside, z=z, pit=pit,
                  no_interval_reason=reason, external=fc.external,
                  target_name=prediction.target.name, unit=prediction.target.unit, source=source,
-                 created_at=created_at)
+                 created_at=created_at, error_points=100.0 * error if accuracy else None)
 
 
 @dataclass(frozen=True)
@@ -183,6 +225,12 @@ class Scoreboard:
     max_abs_rel_error: float | None = field(default=None)
     n_with_interval: int = 0
     n_inside: int = 0
+    n_accuracy: int = 0
+    """Final outcomes of accuracy predictions (the others are losses)."""
+    mean_abs_error_points: float | None = None
+    """Mean |actual - predicted| over final accuracy outcomes, in points (None without any);
+    ``mean_abs_rel_error`` covers the loss predictions only."""
+    max_abs_error_points: float | None = None
 
     @property
     def coverage(self) -> float | None:
@@ -196,7 +244,9 @@ class Scoreboard:
                 "mean_abs_rel_error": self.mean_abs_rel_error,
                 "max_abs_rel_error": self.max_abs_rel_error,
                 "n_with_interval": self.n_with_interval, "n_inside": self.n_inside,
-                "coverage": self.coverage,
+                "coverage": self.coverage, "n_accuracy": self.n_accuracy,
+                "mean_abs_error_points": self.mean_abs_error_points,
+                "max_abs_error_points": self.max_abs_error_points,
                 "final": [s.to_dict() for s in self.final],
                 "scores": [s.to_dict() for s in self.scores]}
 
@@ -205,22 +255,33 @@ class Scoreboard:
         def fmt(x, spec):
             return "" if x is None else format(x, spec)
 
-        head = ("| prediction | target | fraction | predicted | actual | rel. error | "
+        # "rel. error" unless accuracy scores (error in points) are listed too
+        err = "error (rel. or pts)" if any(s.is_accuracy for s in self.scores) else "rel. error"
+        head = (f"| prediction | target | fraction | predicted | actual | {err} | "
                 "inside interval | z | PIT | source |")
         rows = [head, "|" + "---|" * 10]
         for s in self.scores:
             inside = "" if s.inside is None else ("yes" if s.inside else "no")
             name = s.prediction_id + (" (external)" if s.external else "")
-            rows.append(f"| {name} | {s.target_name or ''} | {s.fraction:g} | {s.predicted:.4f} | "
-                        f"{s.actual:.4f} | {s.rel_error:+.2%} | {inside} | {fmt(s.z, '+.2f')} | "
+            if s.is_accuracy:   # accuracies in points
+                vals = f"{100 * s.predicted:.2f} pts | {100 * s.actual:.2f} pts"
+            else:
+                vals = f"{s.predicted:.4f} | {s.actual:.4f}"
+            rows.append(f"| {name} | {s.target_name or ''} | {s.fraction:g} | {vals} | "
+                        f"{s.error_text()} | {inside} | {fmt(s.z, '+.2f')} | "
                         f"{fmt(s.pit, '.3f')} | {s.source or ''} |")
         summary = [f"**{len(self.final)} of {plural(self.n_predictions, 'prediction')} "
                    f"scored**"
                    + (f" ({plural(self.n_projections, 'projection')}, never scored)."
                       if self.n_projections else ".")]
-        if self.final:
+        if self.mean_abs_rel_error is not None:
             summary.append(f"Final loss: mean |rel. error| {self.mean_abs_rel_error:.2%}, "
                            f"max {self.max_abs_rel_error:.2%}.")
+        if self.mean_abs_error_points is not None:
+            summary.append(f"Final accuracy ({self.n_accuracy}): mean |error| "
+                           f"{self.mean_abs_error_points:.2f} points, max "
+                           f"{self.max_abs_error_points:.2f}.")
+        if self.final:
             summary.append(
                 f"Interval coverage: {self.n_inside}/{self.n_with_interval} "
                 f"({self.coverage:.0%})." if self.n_with_interval else
@@ -259,7 +320,8 @@ def scoreboard(entries: list[Entry]) -> Scoreboard:
             latest_final[pred.id] = s
     predictions = [e.id for e in entries if e.kind == "prediction"]
     final = tuple(latest_final[i] for i in predictions if i in latest_final)
-    rel = [abs(s.rel_error) for s in final]
+    rel = [abs(s.rel_error) for s in final if s.rel_error is not None]
+    pts = [abs(s.error_points) for s in final if s.error_points is not None]
     with_iv = [s for s in final if s.inside is not None]
     return Scoreboard(
         scores=tuple(scores), final=final, n_predictions=len(predictions),
@@ -267,5 +329,7 @@ def scoreboard(entries: list[Entry]) -> Scoreboard:
         unscored=tuple(i for i in predictions if i not in latest_final),
         mean_abs_rel_error=float(np.mean(rel)) if rel else None,
         max_abs_rel_error=max(rel) if rel else None,
-        n_with_interval=len(with_iv), n_inside=sum(bool(s.inside) for s in with_iv))
+        n_with_interval=len(with_iv), n_inside=sum(bool(s.inside) for s in with_iv),
+        n_accuracy=len(pts), mean_abs_error_points=float(np.mean(pts)) if pts else None,
+        max_abs_error_points=max(pts) if pts else None)
 

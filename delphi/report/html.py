@@ -662,8 +662,10 @@ def registry_page(registry, *, generated_at=None) -> Report:
 
     Raises
     ------
-    RegistryError: no registry at the path, or a line that is not a valid entry (run
-        ``delphi registry verify``).
+    RegistryError: no registry at the path, or (in a chain that verifies) a line that is not
+        a valid entry. A chain that does not verify always gets a page: when its file cannot
+        even be read as entries, a page with the failed verification and no scorecard
+        (``summary["readable"]`` False).
     DelphiError: a bad ``generated_at``.
     """
     from ..registry import Registry
@@ -674,14 +676,15 @@ def registry_page(registry, *, generated_at=None) -> Report:
     if not reg.path.exists():
         raise RegistryError(f"no registry at {reg.path}")
     verified = reg.verify()
-    entries = reg.entries()
     try:
+        entries = reg.entries()
         board = reg.report()
     except RegistryError as exc:
         if verified.ok:
             raise
-        raise RegistryError(f"the registry does not verify ({verified}) and cannot be "
-                            f"scored: {exc}") from None
+        # A line that is not a valid entry (altered, truncated, not JSON): a tracker that
+        # publishes this page must show the broken chain, not stop updating.
+        return _unreadable_registry_page(reg, verified, exc, generated)
     title = f"delphi registry: {reg.path.name}"
     parts = [f"<h1>{_e(title)}</h1>",
              f'<p class="meta">Registry <code>{_e(reg.path)}</code>, '
@@ -814,6 +817,29 @@ def registry_page(registry, *, generated_at=None) -> Report:
                "delphi_version": __version__}
     return Report(html=_page(title, "\n".join(parts), generated), kind="registry",
                   summary=summary, objects={"scoreboard": board, "verify": verified})
+
+
+def _unreadable_registry_page(reg, verified, error, generated: str) -> Report:
+    """The page of a registry whose file cannot be read as entries: the failed verification
+    (where the chain breaks) and the reason, no scorecard."""
+    title = f"delphi registry: {reg.path.name}"
+    body = "\n".join([
+        f"<h1>{_e(title)}</h1>",
+        f'<p class="meta">Registry <code>{_e(reg.path)}</code>. delphi {_e(__version__)}, '
+        f"generated {_e(generated)}.</p>",
+        f'<div class="banner failed"><span class="bad">Chain does NOT verify</span>: '
+        f"{_e(verified)}. Head of the verified part: "
+        f"<code>{_e(verified.head or 'none')}</code>.</div>",
+        "<h2>Scorecard</h2>",
+        f'<p class="warning">The file cannot be read as registry entries, so nothing is '
+        f"scored: {_e(error)}. Compare it with a copy you trust; <code>delphi registry "
+        f"repair --registry {_e(reg.path)}</code> removes only a torn last line.</p>"])
+    summary = {"registry": str(reg.path), "verified": False, "verify": verified.to_dict(),
+               "head": verified.head, "readable": False, "error": str(error),
+               "n_entries": verified.n_entries, "n_predictions": None, "n_scored": None,
+               "generated_at": generated, "delphi_version": __version__}
+    return Report(html=_page(title, body, generated), kind="registry", summary=summary,
+                  objects={"verify": verified})
 
 
 def registry_report(registry, *, generated_at=None) -> str:

@@ -1,0 +1,301 @@
+"""Benchmark: benchmark accuracy from a ladder, on public data (issue 13, item 6).
+
+The OLMo ladder (Bhagia et al. 2024, "Establishing Task Scaling Laws via Compute-Efficient
+Model Ladders", arXiv 2412.04403): fit on the 190M, 370M and 760M runs (15 runs, every
+checkpoint after warm-up for step 2), predict the final accuracy of every 1B and 3B run
+(10 runs, 0.5x to 10x Chinchilla tokens) on the paper's eight tasks
+(``ladders/tasks/olmo-ladder-tasks.toml``), three ways:
+
+* **two-step** (:func:`delphi.predict_accuracy`): task loss from N and D (Chinchilla form,
+  paper Eq. 1), then accuracy from task loss (sigmoid, Eq. 2), with the 90% new-run interval
+  (bootstrap over runs through both steps + step-1 run noise + checkpoint noise);
+* **c4-loss**: step 2 on the ladder's own loss (the C4 loss) instead of the task loss;
+* **one-step**: accuracy directly from N and D (sigmoid of a power law, paper Sec. 4.3);
+
+the baselines through :func:`delphi.compare_accuracy` (point predictions, held-out split =
+the 1B and 3B runs, fitted on the others). The "actual" accuracy of a run is its final
+checkpoint's (the task table's last row), as ``compare_accuracy`` reads it.
+
+Printed per task: mean absolute error in points of each design, two-step within 2 points
+(yes/no), the two-step's 90% coverage (of 10 runs), mean signed error (actual - predicted) on
+1B and on 3B, and the checkpoint noise; then overall MAE (mean over the 80 predictions of
+each design), pooled coverage, and the issue's targets: MAE <= 2 points on >= 6 of 8 tasks;
+pooled 90% coverage in 85-95%.
+
+Nothing here is tuned on the 1B/3B runs: the settings are delphi's defaults (the paper's).
+Deterministic (seed 0), no network. Usage:
+python benchmarks/bench_accuracy.py [--quick] [--tasks T ...] [--n-boot N] [--json PATH]
+[--write]   (--write replaces the "Issue 13" section of benchmarks/RESULTS.md)
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import sys
+import time
+import warnings
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+LADDER = "olmo-ladder"
+#: Fit on runs with at most this many parameters (190M-760M); predict the others (1B, 3B).
+FIT_MAX_PARAMS = 8e8
+LEVEL = 0.9
+SEED = 0
+N_BOOT = 200
+#: Targets of issue 13, item 6.
+MAE_TARGET = 2.0          # points
+MIN_TASKS_WITHIN = 6      # of 8
+COVERAGE_RANGE = (0.85, 0.95)
+DESIGNS = ("two-step", "c4-loss", "one-step")
+SECTION = "## Issue 13: task accuracy"
+
+
+def split(ladder, fit_max_params: float = FIT_MAX_PARAMS) -> tuple[list[str], list[str]]:
+    """(fitted runs, held-out runs): finished runs with N <= ``fit_max_params`` and the rest,
+    each sorted by name."""
+    final, _ = ladder.final_points()
+    small = final["params"] <= fit_max_params * (1 + 1e-9)
+    return (sorted(final.loc[small, "run"].astype(str)),
+            sorted(final.loc[~small, "run"].astype(str)))
+
+
+def bench_task(ladder, task, fit_runs: Sequence[str], heldout: Sequence[str], *,
+               n_boot: int = N_BOOT, seed: int = SEED, level: float = LEVEL) -> dict:
+    """One task: every design's prediction of every held-out run's final accuracy.
+
+    Returns
+    -------
+    dict: ``task``, ``noise_sd`` (checkpoint noise, fraction), ``rows`` (one per held-out
+    run: run, params, tokens, actual, and per design ``<design>`` = predicted accuracy;
+    two-step also ``lower``, ``upper``), ``warnings`` (the two-step forecasts' warnings, in
+    order). Accuracies are fractions.
+    """
+    import delphi
+
+    comp = delphi.compare_accuracy(ladder, task, holdout=heldout, runs=list(fit_runs) +
+                                   list(heldout))
+    if sorted(comp.fit_runs) != sorted(fit_runs):
+        raise RuntimeError(f"task {task.name}: compare_accuracy fitted {comp.fit_runs}, "
+                           f"expected {list(fit_runs)}")
+    h = comp.heldout
+    rows, warns, noise = [], [], None
+    for run in heldout:
+        r = h[(h["run"] == run)]
+        first = r.iloc[0]
+        row = {"run": run, "params": float(first["params"]), "tokens": float(first["tokens"]),
+               "actual": float(first["actual"])}
+        for design in ("c4-loss", "one-step"):
+            row[design] = float(r.loc[r["design"] == design, "predicted"].iloc[0])
+        f = delphi.predict_accuracy(ladder, task, target_params=row["params"],
+                                    target_tokens=row["tokens"], runs=fit_runs,
+                                    n_boot=n_boot, seed=seed, level=level)
+        row["two-step"] = float(f.accuracy)
+        row["two-step (compare)"] = float(r.loc[r["design"] == "two-step",
+                                                "predicted"].iloc[0])
+        row["lower"], row["upper"] = float(f.lower), float(f.upper)
+        noise = float(f.noise_sd)
+        warns += list(dict.fromkeys(f.warnings))
+        rows.append(row)
+    return {"task": task.name, "noise_sd": noise, "rows": rows, "warnings": warns}
+
+
+def summarize(result: dict) -> dict:
+    """Per-task figures (points): ``mae`` per design, ``within`` (two-step MAE <= 2),
+    ``n_inside``/``n``/``coverage`` of the two-step interval, ``bias`` per model size (mean
+    actual - predicted, two-step), ``width`` (mean interval width)."""
+    rows = result["rows"]
+    actual = np.array([r["actual"] for r in rows])
+    mae = {d: float(np.mean(np.abs(actual - np.array([r[d] for r in rows]))) * 100)
+           for d in DESIGNS}
+    inside = [r["lower"] <= r["actual"] <= r["upper"] for r in rows]
+    sizes: dict[str, list[float]] = {}
+    for r in rows:
+        sizes.setdefault(r["run"].split("-")[0], []).append(100 * (r["actual"] - r["two-step"]))
+    return {"task": result["task"], "mae": mae, "within": mae["two-step"] <= MAE_TARGET,
+            "n_inside": int(sum(inside)), "n": len(rows),
+            "coverage": float(np.mean(inside)) if rows else float("nan"),
+            "bias": {k: float(np.mean(v)) for k, v in sizes.items()},
+            "width": float(np.mean([100 * (r["upper"] - r["lower"]) for r in rows])),
+            "noise_points": 100 * result["noise_sd"] if result["noise_sd"] is not None
+            else float("nan")}
+
+
+def pool(results: list[dict]) -> dict:
+    """Overall figures: MAE per design over every prediction (points), pooled coverage, tasks
+    within 2 points, and whether the issue's targets are met."""
+    rows = [r for res in results for r in res["rows"]]
+    actual = np.array([r["actual"] for r in rows])
+    mae = {d: float(np.mean(np.abs(actual - np.array([r[d] for r in rows]))) * 100)
+           for d in DESIGNS}
+    inside = [r["lower"] <= r["actual"] <= r["upper"] for r in rows]
+    summaries = [summarize(res) for res in results]
+    within = sum(s["within"] for s in summaries)
+    cov = float(np.mean(inside))
+    return {"mae": mae, "n": len(rows), "n_inside": int(sum(inside)), "coverage": cov,
+            "tasks_within": within, "n_tasks": len(results),
+            "mae_target_met": within >= MIN_TASKS_WITHIN,
+            "coverage_target_met": COVERAGE_RANGE[0] <= cov <= COVERAGE_RANGE[1]}
+
+
+def table(results: list[dict], *, level: float = LEVEL) -> list[str]:
+    """The markdown table of :func:`bench`'s results: one row per task, then overall, then
+    the targets."""
+    sizes = sorted({r["run"].split("-")[0] for res in results for r in res["rows"]},
+                   key=lambda s: float(s.rstrip("MB")) * (1e3 if s.endswith("B") else 1))
+    head = ("| task | two-step MAE | c4-loss MAE | one-step MAE | within 2 pts | "
+            f"{level:.0%} coverage | mean width | "
+            + " | ".join(f"bias {s}" for s in sizes) + " | ckpt noise sd |")
+    out = [head, "|" + "---|" * (8 + len(sizes))]
+    for res in results:
+        s = summarize(res)
+        out.append(f"| {s['task']} | {s['mae']['two-step']:.2f} | {s['mae']['c4-loss']:.2f} | "
+                   f"{s['mae']['one-step']:.2f} | {'yes' if s['within'] else 'no'} | "
+                   f"{s['n_inside']}/{s['n']} ({s['coverage']:.0%}) | {s['width']:.1f} | "
+                   + " | ".join(f"{s['bias'].get(z, float('nan')):+.2f}" for z in sizes)
+                   + f" | {s['noise_points']:.2f} |")
+    p = pool(results)
+    out.append(f"| **overall** | **{p['mae']['two-step']:.2f}** | {p['mae']['c4-loss']:.2f} | "
+               f"{p['mae']['one-step']:.2f} | {p['tasks_within']} of {p['n_tasks']} | "
+               f"**{p['n_inside']}/{p['n']} ({p['coverage']:.1%})** | | "
+               + " | " * len(sizes) + " |")
+    out += ["",
+            f"Targets (issue 13): two-step MAE <= {MAE_TARGET:g} points on >= "
+            f"{MIN_TASKS_WITHIN} of {p['n_tasks']} tasks: {p['tasks_within']} of "
+            f"{p['n_tasks']}, **{'met' if p['mae_target_met'] else 'not met'}**; pooled "
+            f"{level:.0%} coverage in {COVERAGE_RANGE[0]:.0%}-{COVERAGE_RANGE[1]:.0%}: "
+            f"{p['coverage']:.1%}, **{'met' if p['coverage_target_met'] else 'not met'}**."]
+    return out
+
+
+def bench(task_names: Sequence[str] | None = None, *, n_boot: int = N_BOOT, seed: int = SEED,
+          level: float = LEVEL, progress=None) -> dict:
+    """Every task (or ``task_names``) on the OLMo ladder: ``{"results": [...], "fit_runs",
+    "heldout", "seconds"}``."""
+    import delphi
+    from delphi.accuracy import load_tasks
+
+    t0 = time.perf_counter()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")     # recorded on the ladder
+        ladder = delphi.load_ladder(LADDER)
+    fit_runs, heldout = split(ladder)
+    tasks = load_tasks()
+    names = list(task_names) if task_names else list(tasks)
+    results = []
+    for name in names:
+        t1 = time.perf_counter()
+        results.append(bench_task(ladder, tasks[name], fit_runs, heldout, n_boot=n_boot,
+                                  seed=seed, level=level))
+        if progress:
+            progress(f"{name}: {time.perf_counter() - t1:.0f} s")
+    return {"results": results, "fit_runs": fit_runs, "heldout": heldout,
+            "seconds": time.perf_counter() - t0, "n_boot": n_boot, "seed": seed,
+            "level": level}
+
+
+def section(out: dict, command: str) -> list[str]:
+    """The RESULTS.md section: heading, how it was made, the table, notes."""
+    now = datetime.now(timezone.utc)
+    lines = [SECTION, "",
+             f"Written by `{command}` on {now:%Y-%m-%d %H:%M} UTC ({platform.machine()}, "
+             f"{os.cpu_count()} cores, Python {platform.python_version()}; "
+             f"{out['seconds']:.0f} s). Ladder `{LADDER}`: fit on the "
+             f"{len(out['fit_runs'])} runs of 190M-760M, predict the final accuracy of the "
+             f"{len(out['heldout'])} runs of 1B and 3B ({', '.join(out['heldout'])}) on the "
+             f"paper's eight tasks; {out['n_boot']} bootstrap draws, seed {out['seed']}, "
+             f"delphi's default settings (the paper's: Chinchilla task-loss law on the final "
+             f"5-checkpoint-smoothed bpb, sigmoid on every checkpoint after warm-up and the "
+             f"first 10%, U fixed at 1, C at chance). Errors are |actual - predicted| in "
+             f"points; bias = mean (actual - predicted) per model size (two-step); coverage "
+             f"and width are of the two-step's {out['level']:.0%} new-run interval as "
+             f"`predict_accuracy` gives it by default (with its extrapolation calibration "
+             f"when the installed delphi has one); ckpt "
+             f"noise = pooled detrended sd of accuracy over each run's last 10% of "
+             f"checkpoints. Baselines (c4-loss, one-step) are point predictions from "
+             f"`compare_accuracy` on the same split.", ""]
+    lines += table(out["results"], level=out["level"])
+    warns = []
+    for r in out["results"]:
+        # one line per task and kind of warning (their numbers differ from target to target)
+        kinds = dict.fromkeys(w.split(";")[0].split(" (")[0] for w in r["warnings"])
+        warns += [f"- {r['task']}: {k}" for k in kinds]
+    if warns:
+        lines += ["", "Warnings of the two-step forecasts (shortened):", ""] + warns
+    return lines
+
+
+def write_results(lines: list[str], path: Path = HERE / "RESULTS.md") -> None:
+    """Put ``lines`` below the kept-by-run_all marker of RESULTS.md, replacing an earlier
+    "Issue 13" section (up to the next ``## `` heading) or appending at the end."""
+    from run_all import KEEP
+
+    text = path.read_text(encoding="utf-8")
+    if KEEP not in text:
+        raise RuntimeError(f"{path} has no marker {KEEP!r}")
+    head, kept = text.split(KEEP, 1)
+    block = "\n".join(lines).rstrip() + "\n"
+    if SECTION in kept:
+        before, rest = kept.split(SECTION, 1)
+        nxt = rest.find("\n## ")
+        after = rest[nxt + 1:] if nxt >= 0 else ""
+        kept = before + block + ("\n" + after if after else "")
+    else:
+        kept = kept.rstrip() + "\n\n" + block
+    path.write_text(head + KEEP + kept, encoding="utf-8")
+
+
+def run(quick: bool = False) -> list[dict]:
+    """Rows for ``run_all.py``: overall MAE (two-step vs one-step), tasks within 2 points,
+    pooled coverage."""
+    out = bench(n_boot=50 if quick else N_BOOT)
+    p = pool(out["results"])
+    note = f"fit 190M-760M, predict 1B/3B finals ({p['n']} predictions)"
+    return [
+        {"benchmark": "accuracy", "figure": "MAE two-step (points)", "value": p["mae"]["two-step"],
+         "baseline": "one-step", "baseline_value": p["mae"]["one-step"],
+         "ratio": p["mae"]["two-step"] / p["mae"]["one-step"], "target": None, "met": None,
+         "note": note},
+        {"benchmark": "accuracy", "figure": "tasks with MAE <= 2 points",
+         "value": p["tasks_within"], "target": f">= {MIN_TASKS_WITHIN} of {p['n_tasks']}",
+         "met": p["mae_target_met"], "note": note},
+        {"benchmark": "accuracy", "figure": "pooled 90% coverage", "value": p["coverage"],
+         "target": "0.85-0.95", "met": p["coverage_target_met"], "note": note},
+    ]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="50 bootstrap draws")
+    parser.add_argument("--tasks", nargs="*", help="task names (default: all eight)")
+    parser.add_argument("--n-boot", type=int, default=None)
+    parser.add_argument("--json", metavar="PATH", help="also write the raw results as JSON")
+    parser.add_argument("--write", action="store_true",
+                        help="replace the Issue 13 section of benchmarks/RESULTS.md")
+    args = parser.parse_args(argv)
+    sys.path.insert(0, str(HERE))
+    n_boot = args.n_boot or (50 if args.quick else N_BOOT)
+    out = bench(args.tasks, n_boot=n_boot,
+                progress=lambda m: print(m, file=sys.stderr, flush=True))
+    command = "python benchmarks/bench_accuracy.py" + (" --quick" if args.quick else "") + (
+        f" --n-boot {args.n_boot}" if args.n_boot else "") + (
+        f" --tasks {' '.join(args.tasks)}" if args.tasks else "") + (
+        " --write" if args.write else "")
+    lines = section(out, command)
+    print("\n".join(lines))
+    if args.json:
+        Path(args.json).write_text(json.dumps(out, indent=2))
+    if args.write:
+        write_results(lines)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

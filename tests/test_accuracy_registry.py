@@ -1,0 +1,214 @@
+"""Accuracy predictions in the registry: register (API and ``delphi accuracy --registry``),
+score (error in points, interval check, z and PIT), verify the chain, reports mixing loss and
+accuracy entries (text, JSON, HTML), and old registries still verifying."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import shutil
+import warnings
+from pathlib import Path
+from statistics import NormalDist
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import delphi
+from delphi.accuracy import Task, predict_accuracy
+from delphi.cli.main import main
+from delphi.errors import RegistryError
+from delphi.laws import CHINCHILLA, sigmoid_law
+from delphi.registry import Registry
+from delphi.report import registry_page
+
+ROOT = Path(__file__).resolve().parents[1]
+TASK = Task("sim", ("bpb/sim",), ("acc/sim",), 0.25)
+TASKS_TOML = '[tasks.sim]\nbpb = "bpb/sim"\naccuracy = "acc/sim"\nchance = 0.25\n'
+T1 = {"E": 0.55, "A": 400.0, "B": 150.0, "alpha": 0.45, "beta": 0.3}
+T2 = {"U": 1.0, "C": 0.25, "k": 8.0, "L0": 0.8}
+
+
+def simulate(seed=0, ckpts=20) -> pd.DataFrame:
+    """A small ladder whose task loss follows the Chinchilla law and accuracy its sigmoid."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    for n in (1e8, 2e8, 4e8):
+        for m in (0.5, 1, 2, 5):
+            d = 20 * n * m
+            tok = d * np.linspace(0.05, 1.0, ckpts)
+            bpb = CHINCHILLA.predict(T1, {"params": np.full(ckpts, n), "tokens": tok}) * \
+                math.exp(rng.normal(0, 0.003))
+            acc = sigmoid_law(0.25).predict(T2, {"task_loss": bpb}) + rng.normal(0, 0.005,
+                                                                                 ckpts)
+            for i in range(ckpts):
+                rows.append({"run": f"{n / 1e6:.0f}M-{m}x", "step": i + 1, "params": n,
+                             "tokens": tok[i], "loss": 2 + bpb[i], "bpb/sim": bpb[i],
+                             "acc/sim": acc[i]})
+    return pd.DataFrame(rows)
+
+
+@pytest.fixture(scope="module")
+def forecast():
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ladder = delphi.load_ladder(simulate())
+    # calibrate=False: these tests are about the registry, not the interval's calibration
+    return predict_accuracy(ladder, TASK, target_params=8e8, target_tokens=1.6e10, n_boot=8,
+                            seed=1, calibrate=False)
+
+
+def _loss_forecast(reg: Registry, id="loss-1", loss=2.5):
+    return reg.register_external(id=id, target={"name": "big run", "flops": 1e23,
+                                                "unit": "nats/token"}, loss=loss,
+                                 interval=(2.4, 2.6, 0.9), source="a paper")
+
+
+def test_register_records_unit_points_and_both_steps(tmp_path, forecast):
+    reg = Registry(tmp_path / "r.jsonl")
+    e = reg.register_accuracy(forecast, id="acc-1", author="me")
+    assert e.target.unit == "accuracy" and e.target.name == "sim"
+    assert e.target.params == 8e8 and e.target.tokens == 1.6e10
+    assert e.target.facts["chance"] == 0.25 and e.target.facts["task"] == "sim"
+    assert e.target.facts["task_loss"] == pytest.approx(forecast.task_loss)
+    assert e.forecast.loss == forecast.accuracy
+    iv = e.forecast.interval
+    assert (iv.lower, iv.upper, iv.level) == (forecast.lower, forecast.upper, 0.9)
+    assert (iv.mean_lower, iv.mean_upper) == (forecast.mean_lower, forecast.mean_upper)
+    assert iv.kind == "new-run" and iv.n_draws == 8
+    # both steps' parameters, prefixed
+    for k, v in forecast.step1.params.items():
+        assert e.law.params[f"step1.{k}"] == pytest.approx(v)
+    for k, v in forecast.step2.params.items():
+        assert e.law.params[f"step2.{k}"] == pytest.approx(v)
+    assert e.fit.fixed == {"step2.C": 0.25, "step2.U": 1.0}
+    assert e.fit.n_runs == 12 and e.fit.seed == 1 and e.fit.n_boot == 8
+    # the data fingerprint: SHA-256 of both steps' points, recomputed here from the fits
+    body = [{"x": {k: [format(float(v), ".17g") for v in np.ravel(a)]
+                   for k, a in sorted(f.x.items())},
+             "y": [format(float(v), ".17g") for v in np.ravel(f.y)],
+             "labels": list(map(str, f.labels))} for f in (forecast.step1, forecast.step2)]
+    want = hashlib.sha256(json.dumps(body, sort_keys=True,
+                                     separators=(",", ":")).encode()).hexdigest()
+    assert e.ladder.sha256 == want
+    assert reg.verify().ok
+    # register() given an AccuracyForecast does the same
+    e2 = reg.register(forecast, id="acc-2")
+    assert e2.target.unit == "accuracy" and e2.forecast.loss == forecast.accuracy
+    assert reg.verify().ok and reg.verify().n_entries == 2
+
+
+def test_score_in_points_with_interval_z_and_pit(tmp_path, forecast):
+    reg = Registry(tmp_path / "r.jsonl")
+    reg.register_accuracy(forecast, id="acc")
+    actual = round(forecast.upper + 0.01, 4)        # just above the interval
+    s = reg.score("acc", actual, source="eval")
+    assert s.error_points == pytest.approx(100 * (actual - forecast.accuracy))
+    assert s.rel_error is None and s.is_accuracy
+    assert s.inside is False
+    q = NormalDist().inv_cdf(0.95)
+    sigma = (forecast.upper - forecast.lower) / (2 * q)
+    z = (actual - (forecast.lower + forecast.upper) / 2) / sigma
+    assert s.z == pytest.approx(z) and s.pit == pytest.approx(NormalDist().cdf(z))
+    text = s.report()
+    assert f"{100 * actual:.2f} points" in text and "OUTSIDE" in text
+    assert f"{s.error_points:+.2f} points" in text
+    assert s.to_dict()["error_points"] == pytest.approx(s.error_points)
+    assert reg.verify().ok
+
+
+def test_score_refuses_non_fractions_and_other_units(tmp_path, forecast):
+    reg = Registry(tmp_path / "r.jsonl")
+    reg.register_accuracy(forecast, id="acc")
+    before = reg.path.read_bytes()
+    with pytest.raises(RegistryError, match="not an accuracy fraction"):
+        reg.score("acc", 61.2)                    # points, not a fraction
+    with pytest.raises(RegistryError, match="accuracy"):
+        reg.score("acc", 0.6, unit="nats/token")  # a loss unit against an accuracy
+    assert reg.path.read_bytes() == before        # nothing written
+    assert reg.score("acc", 0.6, unit="accuracy").error_points == pytest.approx(
+        100 * (0.6 - forecast.accuracy))
+    with pytest.raises(RegistryError, match="one AccuracyForecast"):
+        reg.register_accuracy([forecast], id="x")
+
+
+def test_tampered_accuracy_entry_breaks_the_chain(tmp_path, forecast):
+    reg = Registry(tmp_path / "r.jsonl")
+    _loss_forecast(reg)
+    reg.register_accuracy(forecast, id="acc")
+    reg.score("acc", 0.6)
+    lines = reg.path.read_text().splitlines()
+    doc = json.loads(lines[1])
+    doc["forecast"]["loss"] = round(doc["forecast"]["loss"] + 0.001, 6)
+    lines[1] = json.dumps(doc, sort_keys=True, separators=(",", ":"))
+    reg.path.write_text("\n".join(lines) + "\n")
+    report = reg.verify()
+    assert not report.ok and report.line == 2 and report.id == "acc"
+
+
+def test_report_with_mixed_loss_and_accuracy(tmp_path, forecast):
+    reg = Registry(tmp_path / "r.jsonl")
+    _loss_forecast(reg, "loss-1", 2.5)
+    reg.register_accuracy(forecast, id="acc")
+    reg.score("loss-1", 2.55)
+    reg.score("acc", 0.6)
+    board = reg.report()
+    assert board.mean_abs_rel_error == pytest.approx(abs(2.55 - 2.5) / 2.5)   # losses only
+    assert board.n_accuracy == 1
+    assert board.mean_abs_error_points == pytest.approx(100 * abs(0.6 - forecast.accuracy))
+    inside_acc = forecast.lower <= 0.6 <= forecast.upper
+    assert board.n_with_interval == 2 and board.n_inside == 1 + inside_acc
+    md = board.to_markdown()
+    assert f"{100 * 0.6:.2f} pts" in md and "+2.00%" in md
+    assert "Final accuracy (1): mean |error|" in md
+    page = registry_page(reg, generated_at="2026-01-01T00:00:00Z")
+    assert "60.00 pts" in page.html and f"{100 * forecast.accuracy:.2f} pts" in page.html
+    assert "accuracy: mean |error|" in page.html and "+2.00%" in page.html
+    assert page.summary["mean_abs_error_points"] == pytest.approx(board.mean_abs_error_points)
+
+
+def test_old_registry_still_verifies_and_reads_identically(tmp_path):
+    src = ROOT / "ladders" / "marin-registry.jsonl"
+    path = tmp_path / "old.jsonl"
+    shutil.copy(src, path)
+    reg = Registry(path)
+    assert reg.verify().ok
+    raw = path.read_bytes().splitlines()
+    assert [e.line.encode() for e in reg.entries()] == raw     # every line re-serialises as is
+    board = reg.report()
+    assert board.n_accuracy == 0 and board.mean_abs_error_points is None
+    for s in board.scores:
+        assert s.error_points is None and s.rel_error == pytest.approx(
+            (s.actual - s.predicted) / s.predicted)
+
+
+def test_cli_register_score_report_show(tmp_path, capsys):
+    data = tmp_path / "sim.csv"
+    simulate().to_csv(data, index=False)
+    tasks = tmp_path / "tasks.toml"
+    tasks.write_text(TASKS_TOML)
+    path = str(tmp_path / "r.jsonl")
+    base = ["accuracy", str(data), "--tasks", str(tasks), "--task", "sim", "--target-params",
+            "8e8", "--target-tokens", "1.6e10", "--n-boot", "5", "--no-calibration"]
+    assert main(base + ["--registry", path, "--id", "sim-8e8", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["registered"]["id"] == "sim-8e8"
+    pred = doc["prediction"]["accuracy"]
+    assert Registry(path).get("sim-8e8").forecast.loss == pytest.approx(pred)
+    assert main(["score", "--registry", path, "--id", "sim-8e8", "--actual", "0.612",
+                 "--json"]) == 0
+    s = json.loads(capsys.readouterr().out)
+    assert s["error_points"] == pytest.approx(100 * (0.612 - pred)) and s["rel_error"] is None
+    assert main(["registry", "report", "--registry", path, "--json"]) == 0
+    rep = json.loads(capsys.readouterr().out)
+    assert rep["verified"] and rep["n_accuracy"] == 1
+    assert rep["mean_abs_error_points"] == pytest.approx(abs(100 * (0.612 - pred)))
+    assert main(["registry", "show", "--registry", path, "--id", "sim-8e8"]) == 0
+    out = capsys.readouterr().out
+    assert '"unit": "accuracy"' in out and "61.20 points" in out
+    assert main(["registry", "list", "--registry", path]) == 0
+    assert f"{100 * pred:.2f} pts" in capsys.readouterr().out
+    assert main(base + ["--registry", path]) == 1          # --id missing
+    assert "--registry and --id go together" in capsys.readouterr().err
