@@ -74,7 +74,6 @@ def test_backtest_needs_one_design(capsys):
 
 def _isoflop_ladder():
     """Three sizes per budget on a known law of N and D: the middle size is the frontier."""
-    import numpy as np
     import pandas as pd
 
     rows = []

@@ -16,7 +16,6 @@ from typing import Callable
 from .options import (LADDER_HELP, METRIC_HELP, add_ladder_options, add_level_option,
                       bound_triple, count, examples, fixed_pair, load_from_args, positive_float,
                       serial)
-from .output import note
 from ..errors import FitError, LadderError, TargetError
 
 __all__ = ["add_commands"]
