@@ -6,48 +6,24 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 import shutil
 import warnings
 from pathlib import Path
 from statistics import NormalDist
 
 import numpy as np
-import pandas as pd
 import pytest
 
 import delphi
-from delphi.accuracy import Task, predict_accuracy
+from delphi.accuracy import predict_accuracy
 from delphi.cli.main import main
 from delphi.errors import RegistryError
-from delphi.laws import CHINCHILLA, sigmoid_law
 from delphi.registry import Registry
 from delphi.report import registry_page
+from task_ladders import TASK, simulate
 
 ROOT = Path(__file__).resolve().parents[1]
-TASK = Task("sim", ("bpb/sim",), ("acc/sim",), 0.25)
 TASKS_TOML = '[tasks.sim]\nbpb = "bpb/sim"\naccuracy = "acc/sim"\nchance = 0.25\n'
-T1 = {"E": 0.55, "A": 400.0, "B": 150.0, "alpha": 0.45, "beta": 0.3}
-T2 = {"U": 1.0, "C": 0.25, "k": 8.0, "L0": 0.8}
-
-
-def simulate(seed=0, ckpts=20) -> pd.DataFrame:
-    """A small ladder whose task loss follows the Chinchilla law and accuracy its sigmoid."""
-    rng = np.random.default_rng(seed)
-    rows = []
-    for n in (1e8, 2e8, 4e8):
-        for m in (0.5, 1, 2, 5):
-            d = 20 * n * m
-            tok = d * np.linspace(0.05, 1.0, ckpts)
-            bpb = CHINCHILLA.predict(T1, {"params": np.full(ckpts, n), "tokens": tok}) * \
-                math.exp(rng.normal(0, 0.003))
-            acc = sigmoid_law(0.25).predict(T2, {"task_loss": bpb}) + rng.normal(0, 0.005,
-                                                                                 ckpts)
-            for i in range(ckpts):
-                rows.append({"run": f"{n / 1e6:.0f}M-{m}x", "step": i + 1, "params": n,
-                             "tokens": tok[i], "loss": 2 + bpb[i], "bpb/sim": bpb[i],
-                             "acc/sim": acc[i]})
-    return pd.DataFrame(rows)
 
 
 @pytest.fixture(scope="module")

@@ -3,13 +3,11 @@ ladder (the benchmark itself runs on the OLMo ladder: minutes)."""
 
 from __future__ import annotations
 
-import math
 import sys
 import warnings
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
@@ -17,31 +15,15 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 import bench_accuracy as ba  # noqa: E402
 
 import delphi  # noqa: E402
-from delphi.accuracy import Task  # noqa: E402
-from delphi.laws import CHINCHILLA, sigmoid_law  # noqa: E402
+from task_ladders import TASK, simulate  # noqa: E402
 
-TASK = Task("sim", ("bpb/sim",), ("acc/sim",), 0.25)
-T1 = {"E": 0.55, "A": 400.0, "B": 150.0, "alpha": 0.45, "beta": 0.3}
-T2 = {"U": 1.0, "C": 0.25, "k": 8.0, "L0": 0.8}
 
 
 def _ladder(ckpts=15):
-    rng = np.random.default_rng(3)
-    rows = []
-    for n in (1e8, 2e8, 4e8, 8e8):
-        for m in (0.5, 1, 2):
-            tok = 20 * n * m * np.linspace(0.05, 1.0, ckpts)
-            bpb = CHINCHILLA.predict(T1, {"params": np.full(ckpts, n), "tokens": tok}) * \
-                math.exp(rng.normal(0, 0.003))
-            acc = sigmoid_law(0.25).predict(T2, {"task_loss": bpb}) + rng.normal(0, 0.005,
-                                                                                 ckpts)
-            for i in range(ckpts):
-                rows.append({"run": f"{n / 1e6:.0f}M-{m}x", "step": i + 1, "params": n,
-                             "tokens": tok[i], "loss": 2 + bpb[i], "bpb/sim": bpb[i],
-                             "acc/sim": acc[i]})
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        return delphi.load_ladder(pd.DataFrame(rows))
+        return delphi.load_ladder(simulate(seed=3, ckpts=ckpts, sizes=(1e8, 2e8, 4e8, 8e8),
+                                           mults=(0.5, 1, 2)))
 
 
 def test_split_task_rows_summary_pool_and_table(tmp_path):

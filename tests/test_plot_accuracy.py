@@ -4,7 +4,6 @@ three panels, checked on the data they draw."""
 from __future__ import annotations
 
 import json
-import math
 import warnings
 
 import matplotlib
@@ -12,37 +11,17 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
 import pytest  # noqa: E402
 
 import delphi  # noqa: E402
-from delphi.accuracy import Task, predict_accuracy  # noqa: E402
+from delphi.accuracy import predict_accuracy  # noqa: E402
 from delphi.cli.main import main  # noqa: E402
 from delphi.errors import LawError  # noqa: E402
-from delphi.laws import CHINCHILLA, sigmoid_law  # noqa: E402
+from delphi.laws import CHINCHILLA  # noqa: E402
 from delphi.plot import plot_accuracy  # noqa: E402
+from task_ladders import TASK, simulate  # noqa: E402
 
-TASK = Task("sim", ("bpb/sim",), ("acc/sim",), 0.25)
-T1 = {"E": 0.55, "A": 400.0, "B": 150.0, "alpha": 0.45, "beta": 0.3}
-T2 = {"U": 1.0, "C": 0.25, "k": 8.0, "L0": 0.8}
 N_T, D_T = 8e8, 1.6e10
-
-
-def simulate(seed=0, ckpts=20) -> pd.DataFrame:
-    rng = np.random.default_rng(seed)
-    rows = []
-    for n in (1e8, 2e8, 4e8):
-        for m in (0.5, 1, 2, 5):
-            tok = 20 * n * m * np.linspace(0.05, 1.0, ckpts)
-            bpb = CHINCHILLA.predict(T1, {"params": np.full(ckpts, n), "tokens": tok}) * \
-                math.exp(rng.normal(0, 0.003))
-            acc = sigmoid_law(0.25).predict(T2, {"task_loss": bpb}) + rng.normal(0, 0.005,
-                                                                                 ckpts)
-            for i in range(ckpts):
-                rows.append({"run": f"{n / 1e6:.0f}M-{m}x", "step": i + 1, "params": n,
-                             "tokens": tok[i], "loss": 2 + bpb[i], "bpb/sim": bpb[i],
-                             "acc/sim": acc[i]})
-    return pd.DataFrame(rows)
 
 
 @pytest.fixture(scope="module")
