@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import warnings
 from pathlib import Path
 
 from ..errors import DelphiError, LadderError, LawError
@@ -148,7 +149,11 @@ def _cmd_plot(args) -> int:
     path = args.output
     fmt = FORMATS[path.suffix.lower()]
     try:
-        ax.figure.savefig(path, format=fmt, dpi=args.dpi, bbox_inches="tight")
+        with warnings.catch_warnings():
+            # a run named in a script the font lacks is drawn as boxes; not the user's warning
+            warnings.filterwarnings("ignore", message=r"Glyph \d+ .*missing",
+                                    category=UserWarning)
+            ax.figure.savefig(path, format=fmt, dpi=args.dpi, bbox_inches="tight")
     except OSError as exc:
         raise DelphiError(f"cannot write the figure to {str(path)!r}: "
                           f"{exc.strerror or exc}") from None
