@@ -764,7 +764,7 @@ def _calibration(ladder, task: Task, data: _Data, target: dict, *, level: float,
     intervals, Koenker & Bassett 1978 median regression), widened by the Student-t factor
     t_{folds - 1} / z (:meth:`~delphi.calibration.CalibrationModel.small_sample_factor`).
     """
-    from .calibration import MIN_FOLDS, CalibrationModel, _MEDIAN_ABS_Z, _median_line
+    from .calibration import MIN_FOLDS, CalibrationModel
 
     errors, skipped = _lfo_errors(ladder, task, data, step1_law=step1_law,
                                           column=column, helper_point=helper_point,
@@ -776,11 +776,12 @@ def _calibration(ladder, task: Task, data: _Data, target: dict, *, level: float,
                       f"interval is the bootstrap's alone" + (f"; {skipped[0]}" if skipped
                                                               else ""))
     r = errors["ratio"].to_numpy(float)
-    s0, k = _median_line(np.log10(np.maximum(r, 1.0)),
-                         np.abs(errors["error"].to_numpy(float)) / _MEDIAN_ABS_Z)
-    model = CalibrationModel(sigma_0=s0, k=k, n_folds=n_folds, n_errors=len(errors),
-                             max_ratio=float(r.max()), law=f"{step1_law} + task-sigmoid",
-                             ladder=getattr(ladder, "name", ""))
+    model = CalibrationModel.from_errors(r, errors["error"].to_numpy(float),
+                                         runs=errors["run"].tolist(), n_folds=n_folds,
+                                         law=f"{step1_law} + task-sigmoid",
+                                         ladder=getattr(ladder, "name", ""),
+                                         what="accuracy error")
+    s0, k = model.sigma_0, model.k
     fin = data.final
     rt = float(_extrapolation_ratio(target["params"], target["tokens"], fin["params"].max(),
                                     (fin["params"] * fin["tokens"]).max()))

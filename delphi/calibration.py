@@ -330,20 +330,35 @@ class CalibrationModel:
         FitError: fewer than :data:`MIN_FOLDS` folds, or a non-finite error or ratio <= 0
             (the run is named).
         """
-        if errors.n_folds < MIN_FOLDS:
+        return cls.from_errors(errors.ratio, errors.log_error, runs=errors.run,
+                               n_folds=errors.n_folds, law=errors.law, ladder=errors.ladder)
+
+    @classmethod
+    def from_errors(cls, ratio, error, *, runs, n_folds: int, law: str = "",
+                    ladder: str = "", what: str = "log error") -> "CalibrationModel":
+        """Fit sigma(r) to signed errors ``error`` (shape (n,): log errors for losses, or
+        errors in another unit, e.g. accuracy) made at extrapolation ratios ``ratio`` (n,)
+        by ``n_folds`` leave-future-out folds; ``runs`` (n,) names each error's run.
+
+        Raises
+        ------
+        FitError: fewer than :data:`MIN_FOLDS` folds, or a non-finite error or ratio <= 0
+            (the run is named).
+        """
+        if n_folds < MIN_FOLDS:
             raise FitError(f"a calibration model needs leave-future-out errors from at least "
-                           f"{MIN_FOLDS} folds; law {errors.law!r} on ladder {errors.ladder!r} "
-                           f"gave {errors.n_folds} (more compute budgets are needed)")
-        r = np.asarray(errors.ratio, float)
-        e = np.asarray(errors.log_error, float)
+                           f"{MIN_FOLDS} folds; law {law!r} on ladder {ladder!r} "
+                           f"gave {n_folds} (more compute budgets are needed)")
+        r = np.asarray(ratio, float)
+        e = np.asarray(error, float)
         bad = ~(np.isfinite(e) & np.isfinite(r) & (r > 0))
         if bad.any():
             i = int(np.flatnonzero(bad)[0])
-            raise FitError(f"leave-future-out error of run {errors.run[i]!r} is not usable "
-                           f"(log error {e[i]}, ratio {r[i]})")
+            raise FitError(f"leave-future-out error of run {runs[i]!r} is not usable "
+                           f"({what} {e[i]}, ratio {r[i]})")
         s0, k = _median_line(np.log10(np.maximum(r, 1.0)), np.abs(e) / _MEDIAN_ABS_Z)
-        return cls(sigma_0=s0, k=k, n_folds=errors.n_folds, n_errors=len(e),
-                   max_ratio=float(r.max()), law=errors.law, ladder=errors.ladder)
+        return cls(sigma_0=s0, k=k, n_folds=n_folds, n_errors=len(e),
+                   max_ratio=float(r.max()), law=law, ladder=ladder)
 
     def sigma(self, r) -> np.ndarray | float:
         """sigma(r) [sd of log loss] at extrapolation ratio(s) r (> 0; r <= 1 gives sigma_0).
