@@ -25,7 +25,7 @@ from typing import Mapping, Sequence
 import numpy as np
 
 from .errors import DelphiError, FitError, FitWarning, user_stacklevel
-from .fitting import Fit, fit_arrays
+from .fitting import Fit
 from .fitting.engine import _check_design, global_search, prepare, safe_start
 from .fitting.refit import refine_batch, refine_one, weighted_objective
 from .fitting.objective import Problem

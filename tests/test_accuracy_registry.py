@@ -59,7 +59,7 @@ def test_register_records_unit_points_and_both_steps(tmp_path, forecast):
         assert e.law.params[f"step1.{k}"] == pytest.approx(v)
     for k, v in forecast.step2.params.items():
         assert e.law.params[f"step2.{k}"] == pytest.approx(v)
-    assert e.fit.fixed == {"step2.C": 0.25, "step2.U": 1.0}
+    assert e.fit.fixed == {"step2.U": 1.0}   # C is fitted within [chance, 1]
     assert e.fit.n_runs == 12 and e.fit.seed == 1 and e.fit.n_boot == 8
     # the data fingerprint: SHA-256 of both steps' points, recomputed here from the fits
     body = [{"x": {k: [format(float(v), ".17g") for v in np.ravel(a)]

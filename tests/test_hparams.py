@@ -188,7 +188,7 @@ def test_batch_law_is_recovered_from_lr_by_batch_grids(family, batch_star, truth
     fit = fit_hparams(ladder, family)
     assert fit.batch_fit is not None and fit.batch_note is None
     assert fit.batch_optima.counts["interior"] == 9
-    assert any(f"batch_size varies within 9 group" in n for n in fit.lr_optima.notes)
+    assert any("batch_size varies within 9 group" in n for n in fit.lr_optima.notes)
     exp = "q" if family == "steplaw" else "p"
     assert fit.batch_fit.params[exp] == pytest.approx(truth[exp], abs=0.006)
     assert fit.batch_fit.params["c"] == pytest.approx(truth["c"], rel=0.1)

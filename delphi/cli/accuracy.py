@@ -48,10 +48,15 @@ def add_commands(sub) -> dict:
                    help="fit only runs with at most N parameters")
     p.add_argument("--step1-law", default="chinchilla", metavar="LAW",
                    help="task-loss law of step 1 (default chinchilla, the paper's Eq. 1)")
+    p.add_argument("--lower", type=_lower, default="fit", metavar="fit|chance|FRACTION",
+                   help="step 2's accuracy at very high loss C: 'fit' (default: fitted within "
+                        "[chance, 1]), 'chance' (fixed at the task's chance level) or a "
+                        "fraction to fix it at")
     p.add_argument("--no-calibration", dest="calibrate", action="store_false",
-                   help="leave out the extrapolation calibration (by default the interval is "
-                        "widened by the error of leave-future-out predictions inside the "
-                        "fitted runs, sigma(r) = sigma_0 + k log10 r)")
+                   help="leave out the extrapolation calibration (by default the bootstrap's "
+                        "draws are stretched by how far leave-future-out predictions inside the "
+                        "fitted runs fell outside their own bootstrap: median |z| / 0.6745, "
+                        "at least 1)")
     p.add_argument("--compare", action="store_true",
                    help="also show the baselines (step 2 on the ladder's own loss; the one-step "
                         "law) at the target and their errors on a held-out split (the largest "
@@ -68,6 +73,22 @@ def add_commands(sub) -> dict:
     p.add_argument("--author", default=None, help="author recorded with --registry")
     p.add_argument("--json", action="store_true", help="print one JSON document")
     return {"accuracy": _accuracy}
+
+
+def _lower(text: str):
+    """``--lower``: 'fit', 'chance' or a fraction in [0, 1)."""
+    import argparse
+
+    if text in ("fit", "chance"):
+        return text
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not 0 <= value < 1:
+        raise argparse.ArgumentTypeError(f"expected 'fit', 'chance' or a fraction in [0, 1), "
+                                         f"got {text!r}")
+    return value
 
 
 def _flags(f) -> str:
@@ -97,7 +118,7 @@ def _accuracy(args) -> int:
     kwargs = dict(target_params=args.target_params, target_tokens=args.target_tokens,
                   level=args.level, n_boot=args.n_boot, seed=args.seed, runs=runs,
                   fit_max_params=args.fit_max_params, tasks_manifest=args.tasks,
-                  step1_law=args.step1_law, calibrate=args.calibrate)
+                  step1_law=args.step1_law, lower=args.lower, calibrate=args.calibrate)
     if (args.registry is None) != (args.id is None):
         from ..errors import RegistryError
 
@@ -121,7 +142,8 @@ def _accuracy(args) -> int:
             comparisons.append(compare_accuracy(
                 ladder, tasks[name], target_params=args.target_params,
                 target_tokens=args.target_tokens, runs=runs,
-                fit_max_params=args.fit_max_params, step1_law=args.step1_law))
+                fit_max_params=args.fit_max_params, step1_law=args.step1_law,
+                lower=args.lower))
     if args.json:
         docs = []
         for i, f in enumerate(forecasts):
@@ -153,11 +175,11 @@ def _accuracy(args) -> int:
               "exceeds a 2-point half-width; '!': other warnings (listed above)")
         cals = [f.calibration for f in forecasts if f.calibration]
         if cals:
-            print(f"interval: bootstrap (both steps) + run and checkpoint noise, widened in "
-                  f"quadrature by the extrapolation error measured leave-future-out inside the "
-                  f"fitted runs (sigma at the target {min(100 * c['sigma_used'] for c in cals):.1f}"
-                  f"-{max(100 * c['sigma_used'] for c in cals):.1f} points; --no-calibration "
-                  f"turns it off)")
+            print(f"interval: bootstrap (both steps) + run and checkpoint noise, stretched by "
+                  f"the extrapolation calibration (x{min(c['scale'] for c in cals):.2f}-"
+                  f"{max(c['scale'] for c in cals):.2f}: how far leave-future-out predictions "
+                  f"inside the fitted runs fell outside their own bootstrap; "
+                  f"--no-calibration turns it off)")
     else:
         print(result.report())
     for c in comparisons:

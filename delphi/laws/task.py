@@ -14,12 +14,13 @@ residuals, here of the accuracy.
     Because ``sigmoid(z) + sigmoid(-z) = 1`` this is ``C + (U - C) sigmoid(-k (L - L0))``,
     the paper's form with ``b = U`` and ``a = C - U``. ``C`` is the accuracy at very high loss
     (L -> inf) and ``U`` the accuracy at very low loss (L -> -inf), so the task's bounds are
-    *box bounds* on the two coefficients: ``C`` is pinned at the task's chance level (a fixed
-    coefficient, :func:`sigmoid_law` ``chance``; free within [0, 1] when asked) and
-    ``U`` lies in [chance, 1], so the curve falls monotonically from at most 1 to chance.
-    The reference code bounds ``a`` in [-1, 0] and ``b`` in [0, 1] and adds a helper point
-    (L = 0, Acc = 1); pinning ``C`` at chance is the issue's "bounded by chance and 1". The
-    chance level is per task, so the law is built per task by :func:`sigmoid_law`.
+    *box bounds* on the two coefficients: ``C`` lies in [chance, 1] (fitting code bounds it
+    below by the task's chance level, :func:`sigmoid_law` ``chance``, or pins it there) and
+    ``U`` in [chance, 1], so the curve stays between chance and 1, as the issue's "bounded by
+    the task's chance level and 1" asks. The reference code bounds ``a`` in [-1, 0] and ``b``
+    in [0, 1], leaving the lower asymptote ``a + b`` free, and adds a helper point
+    (L = 0, Acc = 1). The chance level is per task, so the law is built per task by
+    :func:`sigmoid_law`.
     Inputs: ``task_loss`` (bits per byte of the correct answer, or any loss, e.g. the C4
     loss in nats for the baseline); output: accuracy as a fraction in (0, 1].
 
@@ -87,7 +88,8 @@ class SigmoidLaw(Law):
 
     Attributes
     ----------
-    chance: the task's chance level (a fraction); fitting code fixes ``C`` at it.
+    chance: the task's chance level (a fraction); fitting code bounds ``C`` below by it (or
+        fixes ``C`` at it).
     """
 
     chance: float = 0.0
@@ -152,16 +154,17 @@ def _asymptotes(chance: float) -> tuple[Param, Param]:
         Param("U", linear=True, lower=max(chance, 1e-6), upper=1.0,
               doc="accuracy at very low loss (L -> -inf), in [chance, 1] [fraction]"),
         Param("C", linear=True, lower=0.0, upper=1.0,
-              doc=f"accuracy at very high loss (L -> inf); fixed at the task's chance level "
-                  f"({chance:g}) by default [fraction]"),
+              doc=f"accuracy at very high loss (L -> inf); bounded below by the task's chance "
+                  f"level ({chance:g}) when fitted [fraction]"),
     )
 
 
 def sigmoid_law(chance: float = 0.0) -> SigmoidLaw:
     """The step-2 law of a task whose chance level is ``chance`` (a fraction in [0, 1)).
 
-    ``U`` is bounded to [chance, 1]; fix ``C`` at ``chance`` when fitting
-    (``fixed={"C": law.chance}``, what :func:`delphi.accuracy.predict_accuracy` does).
+    ``U`` is bounded to [chance, 1]; bound ``C`` below by ``chance`` when fitting
+    (``bounds={"C": (law.chance, 1)}``, what :func:`delphi.accuracy.predict_accuracy` does)
+    or pin it there (``fixed={"C": law.chance}``).
 
     Raises
     ------
@@ -171,7 +174,7 @@ def sigmoid_law(chance: float = 0.0) -> SigmoidLaw:
     return SigmoidLaw(
         name="task-sigmoid",
         formula="Acc(L) = U / (1 + exp(k (L - L0))) + C / (1 + exp(-k (L - L0))); "
-                f"C = chance ({chance:g}), chance <= U <= 1",
+                f"chance ({chance:g}) <= C, U <= 1",
         source=f"{_SOURCE}, Eq. 2 (step 2; a = C - U, b = U)",
         inputs=("task_loss",),
         params=_asymptotes(chance) + (
@@ -200,7 +203,7 @@ def onestep_law(chance: float = 0.0) -> OneStepLaw:
         name="task-onestep",
         formula="Acc(N, D) = U / (1 + exp(z)) + C / (1 + exp(-z)), "
                 "z = E + A (N/1e9)^-alpha + B (D/1e11)^-beta; "
-                f"C = chance ({chance:g}), chance <= U <= 1",
+                f"chance ({chance:g}) <= C, U <= 1",
         source=f"{_SOURCE}, Sec. 4.3 single-step prediction (reference code: combined_fit)",
         inputs=("params", "tokens"),
         params=_asymptotes(chance) + (

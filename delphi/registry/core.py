@@ -822,7 +822,7 @@ class Registry:
             "lower": forecast.lower, "upper": forecast.upper, "level": forecast.level,
             "kind": "new-run",
             "method": "bootstrap over runs through both steps + step-1 run noise + "
-                      "checkpoint noise" + (", widened by extrapolation calibration"
+                      "checkpoint noise" + (", stretched by the extrapolation calibration"
                                             if getattr(forecast, "calibration", None)
                                             else ""),
             "mean_lower": forecast.mean_lower, "mean_upper": forecast.mean_upper,
