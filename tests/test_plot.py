@@ -772,3 +772,40 @@ def test_plots_take_a_dataframe_wherever_they_take_a_ladder():
     assert marks[0] == marks[1] and marks[0]
     with pytest.raises(TypeError, match="a delphi Ladder or a pandas DataFrame of runs, got int"):
         plot_forecast(fc, ladder=3)
+
+
+def test_cli_plot_to_standard_output(capsys, tmp_path, data_dir):
+    """``-o -`` writes the figure to stdout: PNG or PDF bytes into a pipe (a real process),
+    SVG text into a text stream; the note goes to stderr. --json with -o -, a
+    --figure-format that contradicts a file's suffix, and a binary figure to a terminal (a
+    real pseudo-terminal) are errors."""
+    import os
+    import subprocess
+
+    from test_cli_pty import delphi_command, run_in_pty
+
+    env = {**os.environ, "DELPHI_DATA_DIR": str(data_dir)}
+    cmd = delphi_command() + ["plot", "fit", "marin-delphi-dense", "--law", "power", "-o", "-"]
+    res = subprocess.run(cmd, capture_output=True, env=env, timeout=300)
+    assert res.returncode == 0, res.stderr
+    assert res.stdout[:8] == b"\x89PNG\r\n\x1a\n"
+    assert b"wrote the fit figure (png) to standard output" in res.stderr
+    res = subprocess.run(cmd + ["--figure-format", "pdf"], capture_output=True, env=env,
+                         timeout=300)
+    assert res.returncode == 0 and res.stdout[:5] == b"%PDF-"
+    code, out = run_in_pty(cmd, env={"DELPHI_DATA_DIR": str(data_dir)})
+    assert code == 1 and "-o - would write a binary PNG to the terminal" in out
+    assert "PNG\r\n" not in out
+    code, out, err = run_cli(capsys, "plot", "fit", "marin-delphi-dense", "--law", "power",
+                             "-o", "-", "--figure-format", "svg")
+    assert code == 0, err
+    assert out.lstrip().startswith("<?xml") and out.rstrip().endswith("</svg>")
+    with pytest.raises(SystemExit) as exc:
+        main(["plot", "fit", "marin-delphi-dense", "-o", "-", "--json"])
+    assert exc.value.code == 2
+    assert "--json and -o - both write to standard output" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as exc:
+        main(["plot", "fit", "marin-delphi-dense", "-o", str(tmp_path / "f.png"),
+              "--figure-format", "svg"])
+    assert exc.value.code == 2
+    assert "--figure-format svg does not match" in capsys.readouterr().err

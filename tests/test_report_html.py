@@ -401,3 +401,40 @@ def test_cli_registry_report_of_a_broken_chain(capsys, tmp_path, registry):
         assert doc["verified"] is False and doc["readable"] is False and why in doc["error"]
         page = (tmp_path / name / "index.html").read_text()
         assert "Chain does NOT verify" in page and "nothing is scored" in page
+
+
+def test_ladder_page_without_a_target_is_the_fit_alone(capsys, tmp_path, data_dir):
+    """No target on the command line or in the manifest: the page shows the fit (its
+    parameters equal delphi.fit's, computed here), residuals, backtest and runs, says why
+    there is no forecast, and renders; settings that compare forecasts need a target."""
+    ladder = load_ladder("marin-delphi-dense")
+    fit = delphi.fit(ladder, "power")
+    report = ladder_page(ladder, None, "power", generated_at=WHEN)
+    assert report.summary["prediction"] is None and report.summary["target"] is None
+    assert report.summary["law"] == "power" and report.summary["figures"] == 3
+    text = text_of(report.html)
+    assert "No target was given, so this page shows the fit alone" in text
+    for name, value in fit.params.items():
+        assert f"{value:.6g}" in text, (name, value)
+    assert "Backtest" in text and "delphi fit" in text
+    png, dom = render(write_html(report.html, tmp_path / "out"), tmp_path)
+    assert_real_screenshot(png)
+    assert dom.count("<svg") == 3                       # fit, residuals, backtest
+    with pytest.raises(delphi.TargetError, match="a floor range compares forecasts"):
+        ladder_page(ladder, None, "power", floor_range=(1.5, 1.9))
+    with pytest.raises(delphi.TargetError, match="model selection compares forecasts"):
+        ladder_page(ladder, None, "auto")
+    # The CLI: epoch-chinchilla's manifest names no target.
+    out_dir = tmp_path / "site"
+    code, out, err = run_cli(capsys, "report", "epoch-chinchilla", "--html", str(out_dir),
+                             "--json", "--generated-at", WHEN)
+    assert code == 0, err
+    doc = json.loads(out)
+    assert doc["prediction"] is None and doc["law"] == "chinchilla"
+    code, out, err = run_cli(capsys, "report", "epoch-chinchilla", "--html", str(out_dir),
+                             "--generated-at", WHEN)
+    assert code == 0 and "no target, so no forecast" in out
+    # A target option without N, D or C is still an error, not a silently dropped option.
+    code, out, err = run_cli(capsys, "report", "epoch-chinchilla", "--html", str(out_dir),
+                             "--target-peak-lr", "1e-3")
+    assert code == 1 and "a target needs --target-flops" in err

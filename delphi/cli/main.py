@@ -98,6 +98,7 @@ def _run(args, handlers: dict) -> int:
         output.note(f"-j {args.jobs}: `delphi {name}` has no parallel step; it runs serially")
     real_stdout, out = sys.stdout, io.StringIO()
     failed = True
+    output._COMMAND_STDOUT = real_stdout
     try:
         sys.stdout = out
         _check_environment()
@@ -121,6 +122,7 @@ def _run(args, handlers: dict) -> int:
         raise
     finally:
         sys.stdout = real_stdout
+        output._COMMAND_STDOUT = None
         if failed and not as_json and out.getvalue().strip():
             write_stdout(for_cli(out.getvalue()))  # what was printed before the error
     write_stdout(for_cli(out.getvalue()))

@@ -15,7 +15,7 @@ from ..errors import for_cli
 from ..parallel import is_quiet
 
 __all__ = ["note", "wants_json", "json_error", "OutputError", "write_stdout", "print_error",
-           "silence_stdout"]
+           "silence_stdout", "command_stdout"]
 
 #: True while :func:`delphi.cli.main` parses a command line that has ``--json``: usage errors,
 #: raised inside argparse before the arguments exist, are then also reported as JSON.
@@ -58,6 +58,17 @@ def json_error(kind: str, message: str) -> None:
 
 class OutputError(Exception):
     """stdout cannot take the output (``> /dev/full``: no space left; ``>&-``: closed)."""
+
+
+#: The stdout in effect when the running command started (:func:`delphi.cli.main._run`
+#: collects the command's text output in a buffer meanwhile).
+_COMMAND_STDOUT = None
+
+
+def command_stdout():
+    """The real stdout of the running command, for output that must not go through the text
+    buffer (a figure written with ``-o -``); None when stdout is closed."""
+    return _COMMAND_STDOUT if _COMMAND_STDOUT is not None else sys.stdout
 
 
 def write_stdout(text: str, flush: bool = False) -> None:

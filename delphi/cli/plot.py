@@ -13,6 +13,7 @@ import warnings
 from pathlib import Path
 
 from ..errors import DelphiError, LadderError, LawError
+from .output import command_stdout, note
 from .options import (HelpFormatter, add_fit_options, add_interval_options,
                       add_target_options, count,
                       fit_settings, interval_settings, jobs_kwargs, load_from_args,
@@ -46,8 +47,11 @@ EXAMPLES = """examples:
 
 
 def output_file(text: str) -> Path:
-    """``-o FILE``: a path whose suffix names a format (.png, .svg or .pdf)."""
+    """``-o FILE``: a path whose suffix names a format (.png, .svg or .pdf), or ``-`` for
+    standard output (the format from ``--figure-format``)."""
     path = Path(text)
+    if text == "-":
+        return path
     if path.suffix.lower() not in FORMATS:
         raise argparse.ArgumentTypeError(
             f"cannot tell the format of {text!r} from its suffix "
@@ -69,7 +73,10 @@ def add_commands(sub) -> dict:
                    help=f"what to draw: {', '.join(KINDS)}")
     add_fit_options(p)
     p.add_argument("-o", "--output", type=output_file, required=True, metavar="FILE",
-                   help="file to write: .png, .svg or .pdf (the format from the suffix)")
+                   help="file to write: .png, .svg or .pdf (the format from the suffix); "
+                        "'-' writes to standard output (a pipe or a file, not a terminal)")
+    p.add_argument("--figure-format", choices=sorted(set(FORMATS.values())), default=None,
+                   help="the format of -o - (default png); with a file, its suffix decides")
     p.add_argument("--dpi", type=count(20), default=150,
                    help="resolution of a PNG [dots per inch] (default 150)")
     p.add_argument("--x", choices=("flops", "params", "tokens"), default="flops",
@@ -121,6 +128,7 @@ def add_commands(sub) -> dict:
     ac.add_argument("--no-calibration", dest="calibrate", action="store_false",
                     help="leave out the interval's extrapolation calibration (as `delphi "
                          "accuracy --no-calibration`)")
+    p.checks.append(_check_output)
     return {"plot": _cmd_plot}
 
 
@@ -128,7 +136,26 @@ class _Formatter(HelpFormatter, argparse.RawDescriptionHelpFormatter):
     """Keep the examples' line breaks; fill the ``{LAWS}``-style placeholders."""
 
 
+def _check_output(parser, ns) -> None:
+    """Usage errors (exit 2) of -o/--figure-format/--json."""
+    if str(ns.output) == "-":
+        if ns.json:
+            parser.error("--json and -o - both write to standard output: give -o FILE with "
+                         "--json")
+    elif ns.figure_format is not None and FORMATS[ns.output.suffix.lower()] != ns.figure_format:
+        parser.error(f"--figure-format {ns.figure_format} does not match -o {ns.output} "
+                     f"(the suffix decides a file's format; --figure-format is for -o -)")
+
+
 def _cmd_plot(args) -> int:
+    stdout = command_stdout()
+    if str(args.output) == "-" and stdout is None:
+        raise DelphiError("-o -: standard output is closed")
+    if str(args.output) == "-" and (args.figure_format or "png") != "svg" and \
+            stdout.isatty():
+        raise DelphiError(f"-o - would write a binary {(args.figure_format or 'png').upper()} "
+                          f"to the terminal: redirect it (> figure.png), pipe it, or give "
+                          f"-o FILE")
     import matplotlib
 
     matplotlib.use("Agg")     # files only: no display, whatever the environment says
@@ -147,19 +174,35 @@ def _cmd_plot(args) -> int:
     else:
         ax = _fit_kinds(args, P, show)
     path = args.output
-    fmt = FORMATS[path.suffix.lower()]
+    to_stdout = str(path) == "-"
+    fmt = (args.figure_format or "png") if to_stdout else FORMATS[path.suffix.lower()]
     try:
         with warnings.catch_warnings():
             # a run named in a script the font lacks is drawn as boxes; not the user's warning
             warnings.filterwarnings("ignore", message=r"Glyph \d+ .*missing",
                                     category=UserWarning)
-            ax.figure.savefig(path, format=fmt, dpi=args.dpi, bbox_inches="tight")
+            if to_stdout:
+                # A text stream in tests (capsys) has no binary buffer: SVG goes as text.
+                sink = getattr(stdout, "buffer", None)
+                if sink is None and fmt != "svg":
+                    raise DelphiError("-o -: standard output takes text only here; use "
+                                      "--figure-format svg or -o FILE")
+                ax.figure.savefig(sink if sink is not None else stdout, format=fmt,
+                                  dpi=args.dpi, bbox_inches="tight")
+                stdout.flush()
+            else:
+                ax.figure.savefig(path, format=fmt, dpi=args.dpi, bbox_inches="tight")
+    except BrokenPipeError:
+        raise                   # the reader went away: main exits quietly, as for text
     except OSError as exc:
-        raise DelphiError(f"cannot write the figure to {str(path)!r}: "
+        raise DelphiError(f"cannot write the figure to "
+                          f"{'standard output' if to_stdout else repr(str(path))}: "
                           f"{exc.strerror or exc}") from None
     finally:
         plt.close(ax.figure)
-    if args.json:
+    if to_stdout:
+        note(f"wrote the {kind} figure ({fmt}) to standard output")
+    elif args.json:
         print(json.dumps({"path": str(path.resolve()), "kind": kind, "format": fmt},
                          indent=2))
     else:

@@ -18,6 +18,7 @@ __all__ = ["add_commands"]
 
 _EXAMPLES = examples(
     "delphi report marin-moe-535b --html out/        # the manifest's target and settings",
+    "delphi report epoch-chinchilla --html out/      # no target: the fit alone",
     "delphi report marin-delphi-dense --target-flops 1e22 --law power --seed 1 --html out/",
     "delphi report --registry ladders/marin-registry.jsonl --html tracker/",
     "delphi report marin-moe-535b --html out/ --generated-at 2026-12-01T00:00:00Z")
@@ -31,8 +32,8 @@ def add_commands(sub) -> dict:
         "residuals, backtest, runs) or a registry (scorecard, curves, chain)",
         description="Write OUT/index.html: for LADDER, the forecast (as `delphi predict` "
         "makes it, with the same options and manifest defaults) with its figure, the fit "
-        "with its warnings and exclusions, the residuals, a backtest and the table of runs; "
-        "with --registry, the scorecard of every prediction, the forecast curves against "
+        "with its warnings and exclusions, the residuals, a backtest and the table of runs "
+        "(with no target, here or in the manifest, the fit alone); with --registry, the scorecard of every prediction, the forecast curves against "
         "their partial outcomes, and whether the hash chain verifies, with its head. The page is "
         "self-contained (inline SVG figures and CSS, no script, no external file) and states "
         "when it was made: --generated-at, else $SOURCE_DATE_EPOCH, else now; the same inputs "
@@ -95,7 +96,14 @@ def _cmd_report(args) -> int:
     from ..report import ladder_page
 
     ladder, defaults = load_with_defaults(args)
-    target = target_from(args, defaults)
+    given = any(getattr(args, k, None) is not None for k in (
+        "target_flops", "target_params", "target_tokens", "target_steps", "target_name",
+        "target_peak_lr", "target_schedule", "target_batch", "target_active_params"))
+    in_manifest = defaults is not None and any(
+        v is not None for v in (defaults.target_flops, defaults.target_params,
+                                defaults.target_tokens))
+    # No target here or in the manifest: a page of the fit alone.
+    target = target_from(args, defaults) if given or in_manifest else None
     law = args.law or (defaults.law if defaults is not None else None)
     if law is None and not args.ensemble:
         law = default_law(ladder, target)
@@ -142,7 +150,10 @@ def _print(args, path, report) -> int:
                          indent=2, allow_nan=False))
         return 0
     s = report.summary
-    if report.kind == "ladder":
+    if report.kind == "ladder" and s["prediction"] is None:
+        print(f"wrote {path}: ladder {s['ladder']['name']}, fit of {s['law']} (no target, so "
+              f"no forecast: give --target-flops C, or --target-params N --target-tokens D)")
+    elif report.kind == "ladder":
         p = s["prediction"]
         iv = (f", {p['level']:.0%} interval [{p['lower']:.4f}, {p['upper']:.4f}] "
               f"({p['method']})" if p["lower"] is not None else ", no interval")

@@ -371,63 +371,11 @@ def _backtest_for(ladder, fit, predict_kwargs: Mapping, backtest_max_flops: floa
     return None, "; ".join(reasons)
 
 
-def ladder_page(ladder, target, law=None, *, generated_at=None, backtest: bool = True,
-                backtest_max_flops: float | None = None, **predict_kwargs) -> Report:
-    """The ladder report: forecast, fit, residuals, backtest and runs, as a :class:`Report`.
+def _forecast_section(parts: list[str], forecast, fit, ladder) -> tuple[int, str, Any]:
+    """The forecast section of :func:`ladder_page`: (figures drawn, law name, interval)."""
+    from .figures import new_figure, to_svg
 
-    Parameters
-    ----------
-    ladder: a :class:`~delphi.ladder.Ladder` (or a DataFrame, read as
-        :func:`delphi.load_ladder` reads it).
-    target: the run to forecast, a :class:`~delphi.forecast.Target` or a dict (``flops``
-        [FLOPs], and/or ``params`` and ``tokens``...).
-    law: as in :func:`delphi.predict` (default: its default law).
-    generated_at: the time the page states (datetime, ISO string or epoch seconds; default
-        ``SOURCE_DATE_EPOCH``, else now): see :func:`generated_time`.
-    backtest: draw the backtest section (default True).
-    backtest_max_flops: the backtest's cut [FLOPs]: fit on runs at or below it, predict the
-        larger finished runs. Default: the second-largest fitted compute budget (the largest
-        budget is held out); when that backtest cannot be made (too few runs below the cut),
-        each budget is left out in turn (:func:`delphi.backtest` with
-        ``leave_one_budget_out=True``). The page says which design it used, or why there is
-        no backtest.
-    **predict_kwargs: passed to :func:`delphi.predict` (``fixed``, ``bounds``, ``delta``,
-        ``fit_max_flops``, ``interval``, ``level``, ``n_boot``, ``seed``...).
-
-    Returns
-    -------
-    Report with ``html``, ``kind="ladder"`` and ``summary`` (ladder name, source and SHA-256,
-    the prediction with its interval, the backtest design, the generated time).
-
-    Raises
-    ------
-    The errors of :func:`delphi.predict` (LadderError, LawError, TargetError, FitError...);
-    DelphiError for a bad ``generated_at``. A backtest that cannot be made is not an error:
-    the page gives the reason.
-    """
-    import numpy as np
-
-    from ..forecast import predict
-    from ..readers import as_ladder
-    from .figures import new_figure, residual_figure, to_svg
-
-    generated = generated_time(generated_at)
-    ladder = as_ladder(ladder)
-    forecast = predict(ladder, target, law, **predict_kwargs)
-    fit = forecast.fit
     t = forecast.target
-    sha = ladder.fingerprint()
-    parts: list[str] = []
-    title = f"delphi report: {ladder.name}"
-    parts.append(f"<h1>{_e(title)}</h1>")
-    parts.append(
-        f'<p class="meta">Ladder <b>{_e(ladder.name)}</b> from <code>{_e(ladder.source)}</code>; '
-        f"metric {_e(ladder.metric)} [{_e(ladder.unit)}].<br>Ladder SHA-256 "
-        f"<code>{_e(sha)}</code> (all its rows); fitted data SHA-256 "
-        f"<code>{_e(forecast.ladder_sha256)}</code>.<br>delphi {_e(__version__)}, generated "
-        f"{_e(generated)}.</p>")
-
-    # ---- forecast
     iv = forecast.interval
     what = ", ".join(f"{k} = {v:.4g}" for k, v in (("C", t.flops), ("N", t.params),
                                                    ("D", t.tokens)) if v is not None)
@@ -490,6 +438,127 @@ def ladder_page(ladder, target, law=None, *, generated_at=None, backtest: bool =
                              f"{with_iv}; crosses are excluded runs."))
     except DelphiError as exc:
         parts.append(f'<p class="warning">No forecast figure: {_e(exc)}</p>')
+    return figures, law_name, iv
+
+
+def _no_target_section(parts: list[str], fit, ladder) -> int:
+    """The forecast section of a page without a target: why, and the fit's figure."""
+    from .figures import new_figure, to_svg
+
+    parts.append("<h2>Forecast</h2>")
+    parts.append("<p>No target was given, so this page shows the fit alone. Give one for a "
+                 "forecast: <code>--target-flops C</code>, or <code>--target-params N "
+                 "--target-tokens D</code>.</p>")
+    try:
+        from ..plot import plot_fit
+
+        fig = new_figure((11.0, 5.0))
+        plot_fit(fit, ax=fig.subplots(), ladder=ladder)
+        parts.append(_figure(to_svg(fig, "f-fit-", "fit figure"),
+                             "The fitted points and the law over them; crosses are excluded "
+                             "runs."))
+        return 1
+    except DelphiError as exc:
+        parts.append(f'<p class="warning">No fit figure: {_e(exc)}</p>')
+        return 0
+
+
+#: :func:`delphi.predict` settings: those of the fit, those that only shape a forecast (a
+#: page without a target ignores them), and those that need a target.
+_FIT_KEYS = ("fixed", "bounds", "delta", "fit_max_flops", "include_unfinished",
+             "divergence_threshold", "seed")
+_FORECAST_ONLY = ("interval", "level", "n_boot", "boot_unit", "n_jobs", "workers",
+                  "floor_points", "off_trend", "allow_degenerate")
+_NEED_TARGET = ("floor_range", "ensemble", "candidates")
+
+
+def _fit_alone(ladder, law, kwargs: Mapping):
+    """:func:`delphi.fit` with the fit settings of ``kwargs`` (a page without a target).
+
+    Raises TargetError for settings whose meaning is a forecast's (a floor range, model
+    selection), LawError for settings :func:`delphi.predict` does not take."""
+    from ..errors import LawError, TargetError
+    from ..fitting import fit as fit_law
+    from ..forecast import default_law
+
+    needs = [k for k in _NEED_TARGET if kwargs.get(k) not in (None, False, (), [])]
+    if needs or law in ("auto", "ensemble"):
+        what = "a floor range" if needs == ["floor_range"] else "model selection"
+        raise TargetError(f"{what} compares forecasts, so it needs a target: give "
+                          f"--target-flops C, or --target-params N --target-tokens D")
+    unknown = sorted(set(kwargs) - set(_FIT_KEYS) - set(_FORECAST_ONLY) - set(_NEED_TARGET))
+    if unknown:
+        raise LawError(f"unknown setting(s): {', '.join(unknown)}")
+    settings = {k: kwargs[k] for k in _FIT_KEYS if k in kwargs and kwargs[k] is not None}
+    return fit_law(ladder, law or default_law(ladder), **settings)
+
+
+def ladder_page(ladder, target, law=None, *, generated_at=None, backtest: bool = True,
+                backtest_max_flops: float | None = None, **predict_kwargs) -> Report:
+    """The ladder report: forecast, fit, residuals, backtest and runs, as a :class:`Report`.
+
+    Parameters
+    ----------
+    ladder: a :class:`~delphi.ladder.Ladder` (or a DataFrame, read as
+        :func:`delphi.load_ladder` reads it).
+    target: the run to forecast, a :class:`~delphi.forecast.Target` or a dict (``flops``
+        [FLOPs], and/or ``params`` and ``tokens``...); ``None`` for a page of the fit alone
+        (no forecast section: the fit, residuals, backtest and runs).
+    law: as in :func:`delphi.predict` (default: its default law).
+    generated_at: the time the page states (datetime, ISO string or epoch seconds; default
+        ``SOURCE_DATE_EPOCH``, else now): see :func:`generated_time`.
+    backtest: draw the backtest section (default True).
+    backtest_max_flops: the backtest's cut [FLOPs]: fit on runs at or below it, predict the
+        larger finished runs. Default: the second-largest fitted compute budget (the largest
+        budget is held out); when that backtest cannot be made (too few runs below the cut),
+        each budget is left out in turn (:func:`delphi.backtest` with
+        ``leave_one_budget_out=True``). The page says which design it used, or why there is
+        no backtest.
+    **predict_kwargs: passed to :func:`delphi.predict` (``fixed``, ``bounds``, ``delta``,
+        ``fit_max_flops``, ``interval``, ``level``, ``n_boot``, ``seed``...).
+
+    Returns
+    -------
+    Report with ``html``, ``kind="ladder"`` and ``summary`` (ladder name, source and SHA-256,
+    the prediction with its interval, the backtest design, the generated time).
+
+    Raises
+    ------
+    The errors of :func:`delphi.predict` (LadderError, LawError, TargetError, FitError...);
+    DelphiError for a bad ``generated_at``; TargetError for a forecast-only setting (a floor
+    range, model selection) without a target. A backtest that cannot be made is not an
+    error: the page gives the reason.
+    """
+    import numpy as np
+
+    from ..forecast import predict
+    from ..readers import as_ladder
+    from .figures import new_figure, residual_figure, to_svg
+
+    generated = generated_time(generated_at)
+    ladder = as_ladder(ladder)
+    if target is None:
+        forecast, fit = None, _fit_alone(ladder, law, predict_kwargs)
+        fitted_sha = fit.extra.get("sha256", "")
+    else:
+        forecast = predict(ladder, target, law, **predict_kwargs)
+        fit, fitted_sha = forecast.fit, forecast.ladder_sha256
+    sha = ladder.fingerprint()
+    parts: list[str] = []
+    title = f"delphi report: {ladder.name}"
+    parts.append(f"<h1>{_e(title)}</h1>")
+    parts.append(
+        f'<p class="meta">Ladder <b>{_e(ladder.name)}</b> from <code>{_e(ladder.source)}</code>; '
+        f"metric {_e(ladder.metric)} [{_e(ladder.unit)}].<br>Ladder SHA-256 "
+        f"<code>{_e(sha)}</code> (all its rows); fitted data SHA-256 "
+        f"<code>{_e(fitted_sha)}</code>.<br>delphi {_e(__version__)}, generated "
+        f"{_e(generated)}.</p>")
+
+    # ---- forecast
+    if forecast is not None:
+        figures, law_name, iv = _forecast_section(parts, forecast, fit, ladder)
+    else:
+        figures, law_name, iv = _no_target_section(parts, fit, ladder), fit.law.name, None
 
     # ---- fit
     parts.append("<h2>Fit</h2>")
@@ -588,25 +657,30 @@ def ladder_page(ladder, target, law=None, *, generated_at=None, backtest: bool =
     parts.append(f"<p class=\"meta\">Each run at its end row (its final row, else its last); "
                  f"{fit.n_points} points enter the fit.</p>")
     parts.append(table)
-    parts.append("<details><summary>The text report (<code>delphi predict</code>)</summary>"
-                 f"<pre>{_e(forecast.report())}</pre></details>")
+    if forecast is not None:
+        parts.append("<details><summary>The text report (<code>delphi predict</code>)"
+                     f"</summary><pre>{_e(forecast.report())}</pre></details>")
+    else:
+        parts.append("<details><summary>The text report (<code>delphi fit</code>)</summary>"
+                     f"<pre>{_e(fit.report())}</pre></details>")
 
     summary = {
         "ladder": {"name": ladder.name, "source": ladder.source, "sha256": sha,
-                   "fitted_sha256": forecast.ladder_sha256, "metric": ladder.metric,
+                   "fitted_sha256": fitted_sha, "metric": ladder.metric,
                    "unit": ladder.unit, "n_runs": n_runs},
-        "target": t.to_dict(),
+        "target": forecast.target.to_dict() if forecast is not None else None,
         "law": law_name,
-        "prediction": {"loss": forecast.loss, "unit": forecast.unit,
-                       "lower": iv.lower if iv else None, "upper": iv.upper if iv else None,
-                       "mean_lower": iv.mean_lower if iv else None,
-                       "mean_upper": iv.mean_upper if iv else None,
-                       "level": iv.level if iv else None, "method": iv.method if iv else None},
+        "prediction": None if forecast is None else {
+            "loss": forecast.loss, "unit": forecast.unit,
+            "lower": iv.lower if iv else None, "upper": iv.upper if iv else None,
+            "mean_lower": iv.mean_lower if iv else None,
+            "mean_upper": iv.mean_upper if iv else None,
+            "level": iv.level if iv else None, "method": iv.method if iv else None},
         "backtest": None if bt is None else {"design": bt.design, "law": bt.law,
                                              **{k: (None if isinstance(v, float) and not
                                                     np.isfinite(v) else v)
                                                 for k, v in bt.summary.items()}},
-        "warnings": list(forecast.warnings) + list(fit.warnings),
+        "warnings": (list(forecast.warnings) if forecast is not None else []) + list(fit.warnings),
         "figures": figures,
         "generated_at": generated,
         "delphi_version": __version__,
