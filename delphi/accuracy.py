@@ -359,7 +359,7 @@ def _select_runs(ladder, runs, fit_max_params) -> tuple[list[str], list[str]]:
     names = [str(r) for r in final["run"]]
     notes = [f"run {e.run} left out: {e.reason}" for e in excluded]
     if runs is not None:
-        wanted = [str(r) for r in runs]
+        wanted = [runs] if isinstance(runs, str) else [str(r) for r in runs]
         unknown = sorted(set(wanted) - set(ladder.runs))
         if unknown:
             raise LadderError(f"unknown run(s) {unknown} in ladder {ladder.name!r}; known: "
@@ -379,6 +379,11 @@ def _data(ladder, task: Task, runs, fit_max_params, *, smooth: int, skip_fractio
           keep_warmup: bool = False) -> _Data:
     table = task_table(ladder, task, smooth=smooth)
     names, notes = _select_runs(ladder, runs, fit_max_params)
+    rows = ladder.table[ladder.table["run"].astype(str).isin(names)]
+    blank = int(rows[list(task.bpb + task.accuracy)].isna().any(axis=1).sum())
+    if blank:
+        notes.append(f"task {task.name}: {blank} checkpoint(s) of the fitted runs have no value "
+                     f"in a column of the task (empty cells) and are left out")
     table = table[table["run"].isin(names)]
     missing = sorted(set(names) - set(table["run"]))
     if missing:
@@ -401,6 +406,60 @@ def _data(ladder, task: Task, runs, fit_max_params, *, smooth: int, skip_fractio
 
 
 # ---------------------------------------------------------------------------- fits
+def step1_laws() -> list[str]:
+    """Names of the laws step 1 can use: loss laws of N, D and/or C alone."""
+    from .laws import LAWS
+
+    return [name for name, law in LAWS.items()
+            if set(law.inputs) <= {"params", "tokens", "flops"}]
+
+
+def _check_step1_law(step1_law) -> None:
+    name = getattr(step1_law, "name", step1_law)
+    allowed = step1_laws()
+    if name not in allowed:
+        raise FitError(f"step1_law {name!r} cannot be step 1 (a task loss from N and D): use "
+                       f"one of {', '.join(allowed)}")
+
+
+def _check_asymptotes(task: Task, data: _Data, upper, lower) -> list[str]:
+    """Refuse fixed asymptotes the fitted runs contradict; return warnings.
+
+    A fixed ceiling U below a run's final accuracy, or a fixed floor C above one (beyond 3
+    checkpoint-noise sd), cannot be fitted: the sigmoid would pass under or over those runs
+    and the forecast would sit at the bound with a spuriously narrow interval. A chance
+    level at or above every final accuracy means the manifest's chance (or its accuracy
+    column) is wrong. A floor fixed below chance is allowed, with a warning.
+
+    Raises FitError naming the run.
+    """
+    fixed, _ = _asymptotes(task, upper, lower)
+    fin = data.final
+    acc = fin["accuracy"].to_numpy(float)
+    tol = 3 * (data.noise if math.isfinite(data.noise) else 0.01)
+    hi, lo = int(np.argmax(acc)), int(np.argmin(acc))
+    run_hi, run_lo = str(fin["run"].iloc[hi]), str(fin["run"].iloc[lo])
+    if "U" in fixed and fixed["U"] < acc[hi] - tol:
+        raise FitError(f"task {task.name}: the fixed ceiling U = {fixed['U']:g} is below run "
+                       f"{run_hi}'s final accuracy {acc[hi]:.4g}: U is the accuracy at very "
+                       f"low loss, at least the best run's (raise it, or upper='fit')")
+    if task.chance >= acc[hi]:
+        raise FitError(f"task {task.name}: its chance level {task.chance:g} is at or above "
+                       f"every fitted run's final accuracy (best {acc[hi]:.4g}, run {run_hi}): "
+                       f"check the manifest's chance and accuracy column")
+    warns = []
+    if isinstance(lower, (int, float)) and not isinstance(lower, bool):
+        if fixed["C"] > acc[lo] + tol:
+            raise FitError(f"task {task.name}: the fixed floor C = {fixed['C']:g} is above run "
+                           f"{run_lo}'s final accuracy {acc[lo]:.4g}: C is the accuracy at "
+                           f"very high loss, at most the weakest run's (lower it, or "
+                           f"lower='fit' or 'chance')")
+        if fixed["C"] < task.chance:
+            warns.append(f"the floor C = {fixed['C']:g} is fixed below the task's chance level "
+                         f"{task.chance:g}: the sigmoid may predict below-chance accuracy")
+    return warns
+
+
 def _step1_inputs(law, frame_or_target: Mapping[str, Any], k_flops: float) -> dict:
     x = {}
     for name in law.inputs:
@@ -636,14 +695,21 @@ class AccuracyForecast:
     def to_dict(self) -> dict:
         """JSON-ready: ``prediction`` (accuracy, lower, upper, task_loss... as fractions),
         ``step1`` and ``step2`` (the fits' ``to_dict()``, step 2's runs listed once each),
-        ``task``, ``target``, ``noise``, ``warnings``, ``notes``."""
+        ``task``, ``target``, ``noise``, ``warnings``, ``notes``; ``fitted_sha256`` (SHA-256
+        of both fits' points, as the registry records it) and ``delphi_version``."""
         step2 = self.step2.to_dict()
         step2["fit"]["runs"] = sorted(set(self.step2.labels))
         # Step 2's points are checkpoints: count the runs, and the checkpoints apart.
         step2["fit"]["n_points"] = len(self.step2.labels)
         step2["fit"]["n_runs"] = len(step2["fit"]["runs"])
+        from . import __version__
+        from .registry.core import _accuracy_sha256
+
         return {
             "ladder": self.ladder,
+            # The fingerprint the registry records for this forecast's data.
+            "fitted_sha256": _accuracy_sha256(self.step1, self.step2),
+            "delphi_version": __version__,
             "task": self.task.to_dict(),
             "design": self.design,
             "target": {k: float(v) for k, v in self.target.items()},
@@ -683,8 +749,8 @@ class AccuracyForecast:
         lines = [f"task {self.task.name} on ladder {self.ladder}: target N = {t['params']:.4g}, "
                  f"D = {t['tokens']:.4g} ({self.design})",
                  f"  step 1 ({self.step1.law.name}, {self.step1.n_points} final checkpoints): "
-                 f"task loss {self.task_loss:.4f} [{self.task_loss_lower:.4f}, "
-                 f"{self.task_loss_upper:.4f}]",
+                 f"task loss {self.task_loss:.4f}, {self.level:.0%} interval "
+                 f"[{self.task_loss_lower:.4f}, {self.task_loss_upper:.4f}] (expected)",
                  "    " + ", ".join(f"{k} = {v:.4g}" for k, v in self.step1.params.items()),
                  f"  step 2 ({self.step2.law.name}, {self.step2.n_points} checkpoints): "
                  + ", ".join(f"{k} = {v:.4g}" for k, v in self.step2.params.items()),
@@ -710,7 +776,8 @@ def _targets(target_params, target_tokens) -> tuple[list[dict], bool]:
     """Targets from scalars or equal-length sequences (a scalar pairs with every element of
     the other): (targets, whether sequences were given)."""
     def seq(v):
-        return isinstance(v, (list, tuple, np.ndarray, pd.Series))
+        return isinstance(v, (list, tuple, pd.Series)) or (isinstance(v, np.ndarray)
+                                                           and v.ndim > 0)
 
     if not (seq(target_params) or seq(target_tokens)):
         return [_check_target(target_params, target_tokens)], False
@@ -730,6 +797,8 @@ def _targets(target_params, target_tokens) -> tuple[list[dict], bool]:
 def _check_target(target_params, target_tokens) -> dict:
     out = {}
     for name, v in (("params", target_params), ("tokens", target_tokens)):
+        if isinstance(v, (bool, np.bool_)):
+            raise TargetError(f"target {name} must be a positive number, got {v!r}")
         try:
             f = float(v)
         except (TypeError, ValueError):
@@ -937,14 +1006,35 @@ def _calibration(ladder, task: Task, data: _Data, *, seed: int, step1_law: str, 
              "draws_per_cut": CAL_DRAWS, "max_ratio": float(errors["ratio"].max()),
              "coverage_inside": float(np.mean(np.abs(z) <= _Z90)),
              "lfo_mae_points": float(100 * np.mean(np.abs(errors["error"]))),
-             "lfo_bias_points": float(100 * np.mean(errors["error"])),
+             "lfo_bias_points": float(-100 * np.mean(errors["error"])),  # actual - predicted
              "notes": skipped}
+    bias = -100 * float(np.mean(errors["error"]))
     note = (f"extrapolation calibration: {len(z)} leave-future-out predictions from {n_folds} "
             f"cuts inside the fitted runs (r up to {errors['ratio'].max():.3g}) fell inside "
             f"their own bootstrap's 90% interval {np.mean(np.abs(z) <= _Z90):.0%} of the time "
             f"(median |z| / 0.6745 = {raw:.2f}); the new-run draws are stretched by "
-            f"{scale:.2f}" + (" (never narrowed)" if raw < 1 else ""))
+            f"{scale:.2f}" + (" (never narrowed)" if raw < 1 else "")
+            + f". Those predictions erred by {bias:+.1f} points on average (actual - "
+              f"predicted), which widens the interval but does not move the forecast")
     return block, note
+
+
+def _extrapolation_warnings(target: dict, final: pd.DataFrame) -> list[str]:
+    """Warnings for a target beyond 10x the fitted runs' N or tokens per parameter D/N, on
+    either side (as loss forecasts warn)."""
+    out = []
+    n, r = final["params"].to_numpy(float), (final["tokens"] / final["params"]).to_numpy(float)
+    tn, tr = target["params"], target["tokens"] / target["params"]
+    for what, v, lo, hi, unit in (("N", tn, n.min(), n.max(), "fitted model sizes"),
+                                  ("D/N", tr, r.min(), r.max(),
+                                   "fitted runs' tokens per parameter")):
+        if v > 10 * hi:
+            out.append(f"target {what} = {v:.3g} is {v / hi:.0f}x the largest of the {unit} "
+                       f"({hi:.3g}): the laws are extrapolated far")
+        elif v < lo / 10:
+            out.append(f"target {what} = {v:.3g} is {lo / v:.0f}x below the smallest of the "
+                       f"{unit} ({lo:.3g}): the laws are extrapolated far")
+    return out
 
 
 def _predict_one(ladder, task: Task, targets: Sequence[dict], *, level: float, n_boot: int,
@@ -961,7 +1051,7 @@ def _predict_one(ladder, task: Task, targets: Sequence[dict], *, level: float, n
     if design == "c4-loss" and "loss" not in data.ckpt.columns:
         raise LadderError(f"ladder {ladder.name!r} has no loss column for design 'c4-loss'")
     notes = list(data.notes)
-    warns: list[str] = []
+    warns: list[str] = _check_asymptotes(task, data, upper, lower)
     k_flops = _k_flops(ladder)
     step1 = _fit_step1(step1_law, data, column, k_flops)
     step2 = _fit_step2(task, data, column, helper_point, upper, lower)
@@ -970,7 +1060,12 @@ def _predict_one(ladder, task: Task, targets: Sequence[dict], *, level: float, n
                        k_flops)
     loss_hat = law1.predict(step1.params, xt)
     acc_hat = law2.predict(step2.params, {"task_loss": loss_hat})
-    sigma1, _ = run_noise(step1)
+    try:
+        sigma1, _ = run_noise(step1)
+    except DelphiError as exc:
+        raise type(exc)(f"task {task.name}, step 1 ({law1.name} on the final task loss of "
+                        f"{step1.n_points} runs): {exc}; a law with fewer parameters "
+                        f"(step1_law='power', --step1-law power) or more runs helps") from None
     noise = data.noise if math.isfinite(data.noise) else 0.0
     if not math.isfinite(data.noise):
         warns.append(f"task {task.name}: no run has 4 checkpoints: checkpoint noise not "
@@ -1019,7 +1114,7 @@ def _predict_one(ladder, task: Task, targets: Sequence[dict], *, level: float, n
             # The spread the bootstrap misses, measured on its own scale inside the ladder.
             mid = float(np.median(new_all))
             lo, hi = _quantiles(np.clip(mid + cal["scale"] * (new_all - mid), 0.0, 1.0), level)
-        tw = list(warns)
+        tw, tnotes = list(warns), list(notes)
         loose = [i for i, w in enumerate(tw) if w.startswith("step 1: poorly determined")]
         if loose:
             # Real on the OLMo ladder: with model sizes spanning only a few x, A and alpha
@@ -1031,21 +1126,24 @@ def _predict_one(ladder, task: Task, targets: Sequence[dict], *, level: float, n
                              f"loss within [{llo:.4f}, {lhi:.4f}] and the expected accuracy "
                              f"within +-{50 * (mhi - mlo):.1f} points ({level:.0%}), inside the "
                              f"interval")
-        if target["params"] > 10 * sizes.max():
-            tw.append(f"target N = {target['params']:.3g} is "
-                      f"{target['params'] / sizes.max():.0f}x the largest fitted model "
-                      f"({sizes.max():.3g})")
+        tw += _extrapolation_warnings(target, data.final)
+        ckpt_loss = data.ckpt[column]
+        if not ckpt_loss.min() <= loss_hat[j] <= ckpt_loss.max():
+            where = "below the lowest" if loss_hat[j] < ckpt_loss.min() else "above the highest"
+            edge = ckpt_loss.min() if loss_hat[j] < ckpt_loss.min() else ckpt_loss.max()
+            tnotes.append(f"step 2 is extrapolated: the predicted task loss {loss_hat[j]:.4f} "
+                          f"is {where} fitted checkpoint's ({edge:.4f})")
         out.append(AccuracyForecast(
             task=task, target=dict(target), task_loss=float(loss_hat[j]),
             accuracy=float(acc_hat[j]), lower=lo, upper=hi, mean_lower=mlo, mean_upper=mhi,
             task_loss_lower=llo, task_loss_upper=lhi, level=level, step1=step1, step2=step2,
             noise_sd=noise, step1_noise=sigma1, n_boot=n_boot, n_failed=n_failed, seed=seed,
-            ladder=name, design=design, warnings=tw, notes=list(notes), bootstrap_lower=blo,
+            ladder=name, design=design, warnings=tw, notes=tnotes, bootstrap_lower=blo,
             bootstrap_upper=bhi, calibration=cal, n_checked=n_checked, n_worse=n_worse))
     return out
 
 
-def predict_accuracy(ladder, task: str | Task = "all", *, target_params,
+def predict_accuracy(ladder, task: str | Task, *, target_params,
                      target_tokens, level: float = DEFAULT_LEVEL, n_boot: int = 200,
                      seed: int = 0, runs: Iterable[str] | None = None,
                      fit_max_params: float | None = None,
@@ -1105,6 +1203,7 @@ def predict_accuracy(ladder, task: str | Task = "all", *, target_params,
         LawError: unknown ``step1_law``.
     """
     targets, several = _targets(target_params, target_tokens)
+    _check_step1_law(step1_law)
     if not (isinstance(level, float) and 0 < level < 1):
         raise FitError(f"level must be in (0, 1), got {level!r}")
     if not (isinstance(n_boot, int) and n_boot >= 2):
@@ -1177,8 +1276,9 @@ class AccuracyComparison:
                  f"{', '.join(self.heldout_runs)}",
                  f"  {'design':<10} {'target':>8} {'held-out MAE':>13}"]
         for d in DESIGNS:
-            p = self.predictions.get(d, math.nan)
-            lines.append(f"  {d:<10} {100 * p:8.1f} {self.mae_points.get(d, math.nan):13.2f}")
+            p = self.predictions.get(d)
+            shown = f"{100 * p:8.1f}" if p is not None else f"{'-':>8}"
+            lines.append(f"  {d:<10} {shown} {self.mae_points.get(d, math.nan):13.2f}")
         lines += [f"  note: {n}" for n in self.notes]
         return "\n".join(lines)
 
@@ -1192,6 +1292,7 @@ def _point_predictions(ladder, task: Task, fit_runs, x: dict, *, smooth, skip_fr
     """Each design's accuracy at the inputs ``x`` (params, tokens arrays), fitted on
     ``fit_runs`` (no intervals)."""
     data = _data(ladder, task, fit_runs, None, smooth=smooth, skip_fraction=skip_fraction)
+    _check_asymptotes(task, data, upper, lower)
     k = _k_flops(ladder)
     out = {}
     for design, column in (("two-step", "task_loss"), ("c4-loss", "loss")):
@@ -1226,6 +1327,7 @@ def compare_accuracy(ladder, task: str | Task, *, target_params: float | None = 
     LadderError: unknown task or runs, a missing column, or a held-out split that leaves no
         run to fit.
     """
+    _check_step1_law(step1_law)
     ladder = _load(ladder)
     task = _resolve_task(task, tasks_manifest)
     names, notes = _select_runs(ladder, runs, fit_max_params)
@@ -1235,7 +1337,10 @@ def compare_accuracy(ladder, task: str | Task, *, target_params: float | None = 
         biggest = final["params"].max()
         held = sorted(final.loc[final["params"] == biggest, "run"].astype(str))
     else:
-        held = sorted(map(str, holdout))
+        # Held-out runs may lie beyond fit_max_params (which limits the fit only).
+        every, _ = _select_runs(ladder, runs, None)
+        final = table[table["run"].isin(every)].groupby("run", sort=True).tail(1)
+        held = [holdout] if isinstance(holdout, str) else sorted(map(str, holdout))
         unknown = set(held) - set(final["run"].astype(str))
         if unknown:
             raise LadderError(f"held-out run(s) {sorted(unknown)} are not finished runs of "

@@ -1205,7 +1205,8 @@ def plot_accuracy(forecast, *, axes=None, x: str = "params", actual: float | Non
     forecast: an :class:`~delphi.accuracy.AccuracyForecast` (one task).
     axes: three matplotlib Axes to draw on, or None for a new figure (1 x 3 panels).
     x: ``"params"`` (N [parameters]) or ``"flops"`` (C = 6ND [FLOPs]) on panels 1 and 3.
-    actual: the target's observed final accuracy (fraction), drawn on panels 2 and 3.
+    actual: the target's observed final accuracy as a fraction in (0, 1] (0.612, not 61.2
+        points), drawn on panels 2 and 3.
     actual_task_loss: the target's observed task loss, drawn on panels 1 and 2.
     warnings: write the forecast's warnings under the figure.
 
@@ -1222,11 +1223,20 @@ def plot_accuracy(forecast, *, axes=None, x: str = "params", actual: float | Non
     ------
     TypeError: not an AccuracyForecast, or ``axes`` not three Axes.
     LawError: ``x`` is neither ``params`` nor ``flops``.
+    TargetError: ``actual`` is not an accuracy fraction in (0, 1] (e.g. points, 61.2).
     """
     _check_type(forecast, _accuracy_forecast_type(), "forecast",
                 " (from delphi.predict_accuracy, one task)")
     if x not in ("params", "flops"):
         raise LawError(f"plot_accuracy: x must be 'params' or 'flops', got {x!r}")
+    if actual is not None:
+        # Points (61.2) would be drawn at 6120 on the points axis: refuse rather than misdraw.
+        ok = isinstance(actual, (int, float, np.integer, np.floating)) and \
+            not isinstance(actual, bool) and 0 < float(actual) <= 1     # NaN fails too
+        if not ok:
+            raise TargetError(f"plot_accuracy: actual={actual!r} is not an accuracy fraction "
+                              f"in (0, 1] (0.612, not 61.2 points)")
+        actual = float(actual)
     if axes is None:
         import matplotlib.pyplot as plt
 

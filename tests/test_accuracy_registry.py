@@ -167,7 +167,7 @@ def test_cli_register_score_report_show(tmp_path, capsys):
     tasks.write_text(TASKS_TOML)
     path = str(tmp_path / "r.jsonl")
     base = ["accuracy", str(data), "--tasks", str(tasks), "--task", "sim", "--target-params",
-            "8e8", "--target-tokens", "1.6e10", "--n-boot", "5", "--no-calibration"]
+            "8e8", "--target-tokens", "1.6e10", "--n-boot", "20", "--no-calibration"]
     assert main(base + ["--registry", path, "--id", "sim-8e8", "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)
     assert doc["registered"]["id"] == "sim-8e8"
@@ -188,3 +188,93 @@ def test_cli_register_score_report_show(tmp_path, capsys):
     assert f"{100 * pred:.2f} pts" in capsys.readouterr().out
     assert main(base + ["--registry", path]) == 1          # --id missing
     assert "--registry and --id go together" in capsys.readouterr().err
+
+
+def test_score_errors_of_an_accuracy_entry_speak_of_accuracy(tmp_path, forecast):
+    # Each message names an accuracy (a fraction, no loss unit); the loss entry beside it
+    # keeps the loss wording. No refused call writes anything.
+    reg = Registry(tmp_path / "r.jsonl")
+    reg.register_accuracy(forecast, id="acc")
+    _loss_forecast(reg, "loss-1", 2.5)
+    before = reg.path.read_bytes()
+    for bad in (0, 0.0, -0.1, 1.5, 61.2):
+        with pytest.raises(RegistryError, match=r"actual: .* is not an accuracy fraction in "
+                                                r"\(0, 1\]") as info:
+            reg.score("acc", bad)
+        assert "for a loss" not in str(info.value) and "'acc'" in str(info.value)
+    with pytest.raises(RegistryError, match="loss units do not apply to accuracy") as info:
+        reg.score("acc", 0.6, unit="nats/token")
+    assert "bytes per token" not in str(info.value)
+    with pytest.raises(RegistryError, match=r"score the final accuracy \(fraction 1\)"):
+        reg.score("acc", 0.55, fraction=0.5)
+    # the loss entry: loss wording, and an accuracy unit is refused against it
+    with pytest.raises(RegistryError, match="outside the range a registry accepts for a loss"):
+        reg.score("loss-1", 0)
+    with pytest.raises(RegistryError, match=r"score the final loss \(fraction 1\)"):
+        reg.score("loss-1", 2.6, fraction=0.5)
+    with pytest.raises(RegistryError, match="'loss-1' is a loss in nats/token: an accuracy "
+                                            "cannot be scored against a loss"):
+        reg.score("loss-1", 0.6, unit="accuracy")
+    assert reg.path.read_bytes() == before
+    reg.score("acc", 0.6)
+    reg.score("loss-1", 2.55)
+    after = reg.path.read_bytes()
+    with pytest.raises(RegistryError, match="a final accuracy is recorded once"):
+        reg.score("acc", 0.61)
+    with pytest.raises(RegistryError, match="a final loss is recorded once"):
+        reg.score("loss-1", 2.56)
+    assert reg.path.read_bytes() == after and reg.verify().ok
+
+
+def test_cli_score_of_an_accuracy_entry_refuses_zero_and_loss_units(tmp_path, forecast, capsys):
+    path = tmp_path / "r.jsonl"
+    Registry(path).register_accuracy(forecast, id="acc")
+    before = path.read_bytes()
+    for actual in ("0", "-0.1"):
+        assert main(["score", "--registry", str(path), "--id", "acc", f"--actual={actual}"]) == 1
+        err = capsys.readouterr().err
+        assert "not an accuracy fraction in (0, 1]" in err and "for a loss" not in err
+    assert main(["score", "--registry", str(path), "--id", "acc", "--actual", "0.6",
+                 "--unit", "nats/token"]) == 1
+    err = capsys.readouterr().err
+    assert "loss units do not apply to accuracy entries" in err and "bytes per token" not in err
+    assert path.read_bytes() == before
+
+
+def test_report_header_is_the_same_before_and_after_the_first_score(tmp_path, forecast):
+    reg = Registry(tmp_path / "r.jsonl")
+    reg.register_accuracy(forecast, id="acc")
+    board = reg.report()
+    assert board.n_accuracy_predictions == 1 and not board.final
+    head = board.to_markdown().splitlines()[0]
+    assert "error (rel. or pts)" in head and "rel. error |" not in head
+    reg.score("acc", 0.6)
+    assert reg.report().to_markdown().splitlines()[0] == head
+    # a registry of losses only keeps its "rel. error" column, scored or not
+    loss = Registry(tmp_path / "loss.jsonl")
+    _loss_forecast(loss)
+    assert "| rel. error |" in loss.report().to_markdown().splitlines()[0]
+    loss.score("loss-1", 2.55)
+    assert "| rel. error |" in loss.report().to_markdown().splitlines()[0]
+
+
+def test_html_registry_page_shows_accuracy_outcomes_in_points(tmp_path, forecast):
+    reg = Registry(tmp_path / "r.jsonl")
+    reg.register_accuracy(forecast, id="acc")
+    reg.score("acc", 0.6)
+    html = registry_page(reg, generated_at="2026-01-01T00:00:00Z").html
+    assert "interval (final accuracy)" in html and "interval (final loss)" not in html
+    assert "outcome of acc: 60.00 pts at fraction 1" in html and "0.6000" not in html
+    # mixed: a unit-neutral header; the loss outcome stays a loss
+    _loss_forecast(reg, "loss-1", 2.5)
+    reg.score("loss-1", 2.55)
+    html = registry_page(reg, generated_at="2026-01-01T00:00:00Z").html
+    assert "interval (final)" in html and "interval (final loss)" not in html
+    assert "outcome of acc: 60.00 pts at fraction 1" in html
+    assert "outcome of loss-1: 2.5500 at fraction 1" in html
+    # losses only: unchanged
+    loss = Registry(tmp_path / "loss.jsonl")
+    _loss_forecast(loss)
+    loss.score("loss-1", 2.55)
+    html = registry_page(loss, generated_at="2026-01-01T00:00:00Z").html
+    assert "interval (final loss)" in html and "outcome of loss-1: 2.5500 at fraction 1" in html

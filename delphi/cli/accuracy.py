@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 
 from .options import (LADDER_HELP, add_ladder_options, add_level_option, count, examples,
-                      load_from_args, positive_float)
+                      load_from_args, positive_float, serial)
 
 __all__ = ["add_commands"]
 
@@ -26,6 +26,7 @@ def add_commands(sub) -> dict:
             "--target-tokens 1.28e11 --json",
             "delphi accuracy olmo-ladder --task mmlu --target-params 3.2e9 "
             "--target-tokens 6.4e10 --fit-max-params 8e8 --compare"))
+    serial(p)   # the bootstrap's refits are batched, not spread over workers
     p.add_argument("ladder", nargs="?", default="olmo-ladder",
                    help=LADDER_HELP + " (default olmo-ladder); its runs need the tasks' columns "
                                       "at every checkpoint")
@@ -39,8 +40,9 @@ def add_commands(sub) -> dict:
     p.add_argument("--target-tokens", type=positive_float, required=True, metavar="D",
                    help="target training tokens D")
     add_level_option(p)
-    p.add_argument("--n-boot", type=count(2), default=200, metavar="N",
-                   help="bootstrap draws over runs, both steps refitted per draw (default 200)")
+    p.add_argument("--n-boot", type=count(20), default=200, metavar="N",
+                   help="bootstrap draws over runs, both steps refitted per draw, at least 20 "
+                        "(default 200)")
     p.add_argument("--seed", type=count(0), default=0, help="random seed (default 0)")
     p.add_argument("--runs", metavar="RUN,RUN", default=None,
                    help="fit only these runs (comma-separated; default every finished run)")
@@ -73,6 +75,28 @@ def add_commands(sub) -> dict:
     p.add_argument("--author", default=None, help="author recorded with --registry")
     p.add_argument("--json", action="store_true", help="print one JSON document")
     return {"accuracy": _accuracy}
+
+
+def _check_registry(args) -> None:
+    """Before any fitting: the registry's folder exists and the id(s) are new."""
+    from pathlib import Path
+
+    from ..accuracy import load_tasks
+    from ..errors import RegistryError
+    from ..registry import Registry
+
+    path = Path(args.registry)
+    if not path.parent.is_dir():
+        raise RegistryError(f"the registry's folder {str(path.parent)!r} does not exist "
+                            f"(nothing was predicted or written)")
+    if not path.exists():
+        return
+    ids = ([f"{args.id}/{name}" for name in load_tasks(args.tasks)] if args.task == "all"
+           else [args.id])
+    taken = sorted(set(ids) & {e.id for e in Registry(path).entries()})
+    if taken:
+        raise RegistryError(f"id(s) {', '.join(taken)} already in {args.registry}: entries "
+                            f"are immutable, use a new --id (nothing was predicted or written)")
 
 
 def _lower(text: str):
@@ -124,6 +148,8 @@ def _accuracy(args) -> int:
 
         raise RegistryError("--registry and --id go together: --registry PATH --id ID "
                             "(nothing was predicted or written)")
+    if args.registry is not None:
+        _check_registry(args)
     result = predict_accuracy(ladder, args.task, **kwargs)
     forecasts = result if isinstance(result, list) else [result]
     entries = []
@@ -164,10 +190,15 @@ def _accuracy(args) -> int:
               f"{'noise':>6} {'chance':>6}")
         for f in forecasts:
             print(_fmt_row(f))
-        flagged = [f for f in forecasts if f.warnings]
-        for f in flagged:
+        # One line per kind of warning, naming its tasks: the step-1 warning recurs on
+        # most tasks and its figures are in each task's --json.
+        kinds: dict[str, list[str]] = {}
+        for f in forecasts:
             for w in f.warnings:
-                print(f"  warning ({f.task.name}): {w}")
+                key = w.split("; ")[0] if w.startswith("step 1: poorly determined") else w
+                kinds.setdefault(key, []).append(f.task.name)
+        for w, names in kinds.items():
+            print(f"  warning ({', '.join(dict.fromkeys(names))}): {w}")
         print("noise: checkpoint-to-checkpoint sd of accuracy in points (around a line over "
               "the last 10% of each run's checkpoints, pooled); 'step-1 A loose: +-x pts': A "
               "and alpha of step 1 trade off over the fitted sizes and move the expected "

@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import warnings
 from pathlib import Path
 
 from ..errors import DelphiError, LadderError, LawError
+from .accuracy import _lower as lower_value
 from .output import command_stdout, note
 from .options import (HelpFormatter, add_fit_options, add_interval_options,
                       add_target_options, count,
@@ -81,7 +83,8 @@ def add_commands(sub) -> dict:
                    help="resolution of a PNG [dots per inch] (default 150)")
     p.add_argument("--x", choices=("flops", "params", "tokens"), default="flops",
                    help="forecast, fit, residuals: x axis C (flops), N (params) or D "
-                        "(tokens); N and D need a law of N and D (default: flops)")
+                        "(tokens); N and D need a law of N and D; accuracy: C or N only "
+                        "(default: flops)")
     p.add_argument("--residuals", action="store_true",
                    help="forecast, fit: add a panel of log residuals under the loss")
     p.add_argument("--no-warnings", action="store_true",
@@ -116,20 +119,83 @@ def add_commands(sub) -> dict:
     cp.add_argument("--full-range", action="store_true",
                     help="y axis over every checkpoint (default: from half the fitted steps "
                          "on, so the extrapolated part shows)")
-    ac = p.add_argument_group("accuracy (--target-params, --target-tokens, --n-boot, --level "
-                              "and --seed apply)")
+    ac = p.add_argument_group("accuracy (--target-params, --target-tokens, --n-boot, --level, "
+                              "--seed and --x flops|params apply; the loss figures' options, "
+                              "e.g. --law, --floor, --interval, are refused)")
     ac.add_argument("--task", metavar="TASK", help="the task (of --tasks) to draw")
     ac.add_argument("--tasks", metavar="MANIFEST", default=None,
                     help="tasks manifest (default olmo-ladder-tasks)")
     ac.add_argument("--fit-max-params", type=positive_float, metavar="N", default=None,
                     help="fit only runs with at most N parameters")
-    ac.add_argument("--actual", type=positive_float, metavar="ACC", default=None,
-                    help="the target's observed accuracy (a fraction), drawn as a star")
+    ac.add_argument("--runs", type=run_list, metavar="RUN,RUN", default=None,
+                    help="fit only these runs (comma-separated; default every finished run)")
+    ac.add_argument("--step1-law", default="chinchilla", metavar="LAW",
+                    help="task-loss law of step 1 (default chinchilla, the paper's Eq. 1)")
+    ac.add_argument("--lower", type=lower_value, default="fit", metavar="fit|chance|FRACTION",
+                    help="step 2's accuracy at very high loss C, as `delphi accuracy --lower`: "
+                         "'fit' (default: fitted within [chance, 1]), 'chance' (fixed at the "
+                         "task's chance level) or a fraction to fix it at")
+    ac.add_argument("--actual", type=accuracy_fraction, metavar="ACC", default=None,
+                    help="the target's observed accuracy, a fraction in (0, 1] (0.612, not "
+                         "61.2 points), drawn as a star")
     ac.add_argument("--no-calibration", dest="calibrate", action="store_false",
                     help="leave out the interval's extrapolation calibration (as `delphi "
                          "accuracy --no-calibration`)")
     p.checks.append(_check_output)
+    p.checks.append(_check_accuracy)
     return {"plot": _cmd_plot}
+
+
+def accuracy_fraction(text: str) -> float:
+    """``--actual``: an accuracy fraction in (0, 1]; points (61.2) would be drawn at 6120."""
+    value = positive_float(text)
+    if not (math.isfinite(value) and 0 < value <= 1):
+        raise argparse.ArgumentTypeError(f"{text!r} is not an accuracy fraction in (0, 1] "
+                                         f"(0.612, not 61.2 points)")
+    return value
+
+
+def run_list(text: str) -> list[str]:
+    """``--runs RUN,RUN``: the run names, blanks dropped; none at all is an error (it would
+    silently mean every run)."""
+    runs = [r.strip() for r in text.split(",") if r.strip()]
+    if not runs:
+        raise argparse.ArgumentTypeError(f"no run named in {text!r}: give RUN,RUN")
+    return runs
+
+
+#: The options ``plot accuracy`` reads (argparse dests). Every other option of ``delphi plot``
+#: belongs to the loss figures; given to ``plot accuracy`` it is refused, not ignored. The global
+#: -q/--debug/-j default to SUPPRESS on subcommands and are not checked.
+_ACCURACY_DESTS = frozenset({
+    "kind", "ladder", "output", "figure_format", "dpi", "x", "no_warnings", "json",
+    "metric", "format", "unit", "drop_invalid", "allow_outside_paths",
+    "target_params", "target_tokens", "level", "n_boot", "seed",
+    "task", "tasks", "fit_max_params", "runs", "step1_law", "lower", "actual", "calibrate"})
+
+
+def _flag(action: argparse.Action) -> str:
+    return next((s for s in action.option_strings if s.startswith("--")),
+                action.option_strings[0])
+
+
+def _check_accuracy(parser, ns) -> None:
+    """Usage errors (exit 2) of ``plot accuracy``: an option of the loss figures given (its
+    value differs from argparse's default), or ``--x tokens`` (the figure draws N or C)."""
+    if ns.kind != "accuracy":
+        return
+    given = [_flag(a) for a in parser._actions
+             if a.option_strings and a.dest not in _ACCURACY_DESTS
+             and a.default is not argparse.SUPPRESS
+             and getattr(ns, a.dest, a.default) != a.default]
+    if given:
+        parser.error(f"plot accuracy does not use {', '.join(given)}: "
+                     f"{'it is an option' if len(given) == 1 else 'they are options'} of the "
+                     f"loss figures; the accuracy fits take --step1-law, --lower, --runs and "
+                     f"--fit-max-params")
+    if ns.x == "tokens":
+        parser.error("plot accuracy draws N (--x params) or C = 6ND (--x flops) on its x axis, "
+                     "not D (--x tokens)")
 
 
 class _Formatter(HelpFormatter, argparse.RawDescriptionHelpFormatter):
@@ -283,14 +349,23 @@ def _accuracy(args, P, show: bool):
                           "--task all` for every task)")
     if args.target_params is None or args.target_tokens is None:
         raise LadderError("plot accuracy needs --target-params N and --target-tokens D")
+    from ..laws import LAWS
+
+    law = LAWS.get(args.step1_law)      # unknown names: predict_accuracy lists the known ones
+    if law is not None and not {"params", "tokens"} <= set(law.inputs):
+        # refused before the bootstrap, not after it: panels 1 and 3 draw step 1 along N, D
+        raise LawError(f"plot accuracy draws step 1 along N and D: --step1-law "
+                       f"{args.step1_law} is a law of {', '.join(law.inputs)}; give a law of "
+                       f"N and D (default chinchilla)")
     ladder = load_from_args(args)
     forecast = predict_accuracy(ladder, args.task, target_params=args.target_params,
                                 target_tokens=args.target_tokens, level=args.level,
                                 n_boot=args.n_boot, seed=args.seed,
-                                fit_max_params=args.fit_max_params, tasks_manifest=args.tasks,
-                                calibrate=args.calibrate)
-    x = "flops" if args.x == "flops" else "params"
-    return P.plot_accuracy(forecast, x=x, actual=args.actual, warnings=show)
+                                runs=args.runs, fit_max_params=args.fit_max_params,
+                                tasks_manifest=args.tasks, step1_law=args.step1_law,
+                                lower=args.lower, calibrate=args.calibrate)
+    # --x tokens was refused at parsing (_check_accuracy)
+    return P.plot_accuracy(forecast, x=args.x, actual=args.actual, warnings=show)
 
 
 def _completion(args, P, show: bool):

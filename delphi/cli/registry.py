@@ -173,9 +173,10 @@ def add_commands(subparsers) -> dict[str, Handler]:
     p.add_argument("--source", metavar="TEXT",
                    help="where the number comes from (W&B run, issue...)")
     p.add_argument("--unit", metavar="UNIT",
-                   help="unit of --actual (nats/token, bits/byte, bits/token); an outcome in "
-                        "another unit than the prediction's is refused (default: the "
-                        "prediction's unit)")
+                   help="unit of --actual (nats/token, bits/byte, bits/token; accuracy "
+                        "predictions take a fraction, unit accuracy); an outcome in another "
+                        "unit than the prediction's is refused (default: the prediction's "
+                        "unit)")
     p.add_argument("--author", metavar="NAME", help="who measured or reports the outcome")
     p.add_argument("--notes", metavar="TEXT", help="free text kept with the outcome")
     p.add_argument("--created-at", metavar="ISO", help="explicit UTC timestamp (default now; "

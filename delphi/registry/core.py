@@ -119,14 +119,20 @@ def _now(state) -> datetime:
     return max(now, state.last_time)
 
 
-def _check_loss(value: Any, what: str) -> None:
-    """Refuse a loss that is not a finite number in :data:`LOSS_RANGE` (before any write)."""
+def _check_number(value: Any, what: str) -> float:
+    """``value`` as a plain number; RegistryError if it is not a finite int or float."""
     v = _plain(value)
     if isinstance(v, bool) or not isinstance(v, (int, float)):
         raise RegistryError(f"{what}: must be a number (got {value!r:.60})")
-    lo, hi = LOSS_RANGE
     if not math.isfinite(v):
         raise RegistryError(f"{what}: {v} is not a finite number")
+    return v
+
+
+def _check_loss(value: Any, what: str) -> None:
+    """Refuse a loss that is not a finite number in :data:`LOSS_RANGE` (before any write)."""
+    v = _check_number(value, what)
+    lo, hi = LOSS_RANGE
     if not lo <= v <= hi:
         raise RegistryError(f"{what}: {v:.6g} is outside the range a registry accepts for a "
                             f"loss, [{lo:g}, {hi:g}] (nats/token, bits/token or bits/byte); "
@@ -281,6 +287,15 @@ def _check_outcome_unit(pred: Entry, unit: str | None) -> None:
         expected = _unit(pred.target.unit, "prediction unit")
     except RegistryError:
         expected = pred.target.unit          # an old free-text unit: compare as written
+    if unit != expected and expected == ACCURACY_UNIT:
+        raise RegistryError(f"the outcome is in {unit} but prediction {pred.id!r} is a "
+                            f"benchmark accuracy (unit {ACCURACY_UNIT!r}): loss units do not "
+                            f"apply to accuracy entries; give the accuracy as a fraction "
+                            f"(0.612) with no unit, or unit {ACCURACY_UNIT!r}")
+    if unit != expected and unit == ACCURACY_UNIT:
+        raise RegistryError(f"the outcome is an accuracy but prediction {pred.id!r} is a loss "
+                            f"in {expected}: an accuracy cannot be scored against a loss; give "
+                            f"the observed loss in {expected}")
     if unit != expected:
         exact = ({"nats/token", "bits/token"} == {unit, expected})
         how = (" (bits/token = nats/token / ln 2: convert the outcome)" if exact else
@@ -935,18 +950,21 @@ class Registry:
               author: str | None = None, notes: str | None = None,
               created_at: datetime | str | None = None, unit: str | None = None,
               sign_key: str | os.PathLike | SigningKey | None = None) -> Score:
-        """Append the observed loss of prediction ``id`` as an outcome entry and score it.
+        """Append the observed loss (or accuracy) of prediction ``id`` as an outcome entry and
+        score it.
 
         Parameters
         ----------
         id: the prediction's id.
-        actual: observed loss, in the prediction's unit.
+        actual: observed loss, in the prediction's unit; for an accuracy prediction (unit
+            ``"accuracy"``) the observed accuracy as a fraction in (0, 1] (0.612, not 61.2).
         fraction: share of training done when ``actual`` was measured, in (0, 1]; below 1 the
             prediction's forecast curve is interpolated.
         source: where the number comes from (W&B run, issue comment...).
-        unit: unit of ``actual`` (:data:`delphi.units.UNITS`); default: the prediction's. A
-            unit other than the prediction's is an error: losses in different units are not
-            comparable (nats and bits differ by ln 2; bytes and tokens by the tokenizer).
+        unit: unit of ``actual`` (:data:`delphi.units.UNITS`, or ``"accuracy"``); default:
+            the prediction's. A unit other than the prediction's is an error: losses in
+            different units are not comparable (nats and bits differ by ln 2; bytes and tokens
+            by the tokenizer), and loss units do not apply to an accuracy.
         created_at, sign_key: as in :meth:`register`.
 
         Returns
@@ -957,7 +975,8 @@ class Registry:
         ------
         RegistryError
             Unknown id, a projection or outcome id, a non-finite loss or one outside
-            :data:`LOSS_RANGE`, a fraction outside (0, 1], a partial outcome without a curve,
+            :data:`LOSS_RANGE` (for an accuracy prediction: an accuracy outside (0, 1]), a
+            second final outcome, a fraction outside (0, 1], a partial outcome without a curve,
             an unknown unit or one other than the prediction's, a future ``created_at``, a
             score that is not a finite number, a torn registry, a file that cannot be written.
             Nothing is written.
@@ -965,13 +984,19 @@ class Registry:
         given_unit = None if unit is None else _unit(unit, "outcome unit")
         if not isinstance(id, str):
             raise RegistryError(f"id must be a string, got {id!r}")
-        _check_loss(actual, "invalid outcome: actual")
+        # The range of actual depends on the prediction's unit (a loss, or an accuracy
+        # fraction): checked under the lock once the prediction is read; the rest now.
+        _check_number(actual, "invalid outcome: actual")
         key = _signing_key(sign_key)
-        try:
-            outcome = OutcomeRecord(of=id, actual=_plain(actual), fraction=_plain(fraction),
-                                    source=source)
-        except ValidationError as exc:
-            raise RegistryError(validation_message(exc, "outcome")) from None
+
+        def record(value: Any) -> OutcomeRecord:
+            try:
+                return OutcomeRecord(of=id, actual=_plain(value), fraction=_plain(fraction),
+                                     source=source)
+            except ValidationError as exc:
+                raise RegistryError(validation_message(exc, "outcome")) from None
+
+        record(1.0)     # of, fraction and source, before taking the lock
         result: dict[str, Score] = {}
 
         def build(state: _State) -> dict:
@@ -987,14 +1012,19 @@ class Registry:
                 raise RegistryError(f"{id!r} is an {pred.kind} entry, not a prediction; only "
                                     f"predictions are scored")
             _check_outcome_unit(pred, given_unit)
-            if pred.target is not None and pred.target.unit == ACCURACY_UNIT:
+            accuracy = pred.target is not None and pred.target.unit == ACCURACY_UNIT
+            if accuracy:
                 _check_accuracy(actual, f"invalid outcome of accuracy prediction {id!r}: actual")
+            else:
+                _check_loss(actual, "invalid outcome: actual")
+            outcome = record(actual)
             if outcome.fraction >= 1.0:
                 for other in (i for i in state.ids if i.startswith(f"{id}/outcome-")):
                     if state.entry(other).outcome.fraction >= 1.0:
                         raise RegistryError(
                             f"{id!r} already has a final outcome ({other}, line "
-                            f"{state.ids[other] + 1}); a final loss is recorded once")
+                            f"{state.ids[other] + 1}); a final "
+                            f"{'accuracy' if accuracy else 'loss'} is recorded once")
             n = 1 + sum(1 for i in state.ids if i.startswith(f"{id}/outcome-"))
             while f"{id}/outcome-{n}" in state.ids:
                 n += 1

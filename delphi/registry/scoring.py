@@ -18,8 +18,10 @@ ACCURACY_UNIT = "accuracy"
 __all__ = ["Score", "Scoreboard", "predicted_at", "score_outcome", "scoreboard"]
 
 
-def predicted_at(forecast: ForecastRecord, fraction: float, *, id: str = "?") -> float:
-    """Predicted loss at ``fraction`` of training (1.0 = the final loss).
+def predicted_at(forecast: ForecastRecord, fraction: float, *, id: str = "?",
+                 unit: str | None = None) -> float:
+    """Predicted loss at ``fraction`` of training (1.0 = the final loss); for an accuracy
+    prediction (``unit`` ``"accuracy"``, which only words the errors) the accuracy, a fraction.
 
     Below 1.0 the forecast curve is interpolated linearly in the fraction; the point forecast
     closes the curve at 1.0 when the curve stops short of it.
@@ -33,8 +35,9 @@ def predicted_at(forecast: ForecastRecord, fraction: float, *, id: str = "?") ->
     if fraction == 1.0:
         return forecast.loss
     if forecast.curve is None:
+        what = "accuracy" if unit == ACCURACY_UNIT else "loss"
         raise RegistryError(f"prediction {id!r} has no forecast curve, so a partial outcome "
-                            f"(fraction {fraction:g}) cannot be scored; score the final loss "
+                            f"(fraction {fraction:g}) cannot be scored; score the final {what} "
                             f"(fraction 1) or register the curve with the prediction")
     fractions = [f for f, _ in forecast.curve]
     losses = [loss for _, loss in forecast.curve]
@@ -142,8 +145,10 @@ class Score:
         return "\n".join(lines)
 
     def _accuracy_report(self) -> str:
-        lines = [f"scored     {self.prediction_id} ({self.target_name or 'accuracy'}), final "
-                 f"accuracy; outcome {self.outcome_id}",
+        at = ("final accuracy" if self.final else
+              f"accuracy at {self.fraction:.0%} of training (forecast curve)")
+        lines = [f"scored     {self.prediction_id} ({self.target_name or 'accuracy'}), {at}; "
+                 f"outcome {self.outcome_id}",
                  f"predicted  {100 * self.predicted:.2f} points",
                  f"actual     {100 * self.actual:.2f} points"
                  + (f"  ({self.source})" if self.source else ""),
@@ -173,13 +178,15 @@ def score_outcome(prediction: Entry, *, outcome_id: str, actual: float, fraction
     """
     fc = prediction.forecast
     assert fc is not None and prediction.target is not None
-    predicted = predicted_at(fc, fraction, id=prediction.id)
+    accuracy = prediction.target.unit == ACCURACY_UNIT
+    predicted = predicted_at(fc, fraction, id=prediction.id, unit=prediction.target.unit)
     error = actual - predicted
     interval = inside = z = pit = reason = None
     if fc.interval is None:
         reason = "the forecast has no interval, so no z-score or PIT"
     elif fraction != 1.0:
-        reason = "the interval is for the final loss; a partial outcome has no z-score or PIT"
+        reason = (f"the interval is for the final {'accuracy' if accuracy else 'loss'}; a "
+                  f"partial outcome has no z-score or PIT")
     else:
         interval = fc.interval
         inside = bool(interval.lower <= actual <= interval.upper)
@@ -189,7 +196,6 @@ def score_outcome(prediction: Entry, *, outcome_id: str, actual: float, fraction
         pit = NormalDist().cdf(z)
     # Extreme numbers (an entry written before losses were range-checked) could overflow into
     # infinities, which no report or JSON may carry: say which prediction instead.
-    accuracy = prediction.target.unit == ACCURACY_UNIT
     for name, value in (("predicted", predicted), ("error", error),
                         ("relative error", error / predicted), ("z", z)):
         if value is not None and not math.isfinite(value):
@@ -231,6 +237,8 @@ class Scoreboard:
     """Mean |actual - predicted| over final accuracy outcomes, in points (None without any);
     ``mean_abs_rel_error`` covers the loss predictions only."""
     max_abs_error_points: float | None = None
+    n_accuracy_predictions: int = 0
+    """Accuracy predictions, scored or not (they name the error column before any score)."""
 
     @property
     def coverage(self) -> float | None:
@@ -255,8 +263,10 @@ class Scoreboard:
         def fmt(x, spec):
             return "" if x is None else format(x, spec)
 
-        # "rel. error" unless accuracy scores (error in points) are listed too
-        err = "error (rel. or pts)" if any(s.is_accuracy for s in self.scores) else "rel. error"
+        # "rel. error" unless the registry holds accuracy predictions (error in points),
+        # scored or not: the header does not change when their first outcome arrives
+        err = ("error (rel. or pts)" if self.n_accuracy_predictions
+               or any(s.is_accuracy for s in self.scores) else "rel. error")
         head = (f"| prediction | target | fraction | predicted | actual | {err} | "
                 "inside interval | z | PIT | source |")
         rows = [head, "|" + "---|" * 10]
@@ -319,6 +329,8 @@ def scoreboard(entries: list[Entry]) -> Scoreboard:
         if s.final:
             latest_final[pred.id] = s
     predictions = [e.id for e in entries if e.kind == "prediction"]
+    n_acc = sum(e.kind == "prediction" and e.target is not None
+                and e.target.unit == ACCURACY_UNIT for e in entries)
     final = tuple(latest_final[i] for i in predictions if i in latest_final)
     rel = [abs(s.rel_error) for s in final if s.rel_error is not None]
     pts = [abs(s.error_points) for s in final if s.error_points is not None]
@@ -331,5 +343,5 @@ def scoreboard(entries: list[Entry]) -> Scoreboard:
         max_abs_rel_error=max(rel) if rel else None,
         n_with_interval=len(with_iv), n_inside=sum(bool(s.inside) for s in with_iv),
         n_accuracy=len(pts), mean_abs_error_points=float(np.mean(pts)) if pts else None,
-        max_abs_error_points=max(pts) if pts else None)
+        max_abs_error_points=max(pts) if pts else None, n_accuracy_predictions=n_acc)
 

@@ -729,10 +729,11 @@ def registry_page(registry, *, generated_at=None) -> Report:
     The scores are the registry's own (:meth:`Registry.report`,
     :func:`delphi.registry.scoring.score_outcome`): predicted value at the outcome's fraction
     (interpolated on the forecast curve below 1), relative error (actual - predicted) /
-    predicted, inside the interval, z and PIT (final outcomes with an interval only). The
-    page states whether the chain verifies (:meth:`Registry.verify`) and its head hash; a
-    registry that does not verify still gets its page, under a banner saying so and where
-    it breaks (``summary["verified"]`` is False).
+    predicted (for an accuracy prediction: actual - predicted in points; its values are shown
+    in points, 100 x the fraction), inside the interval, z and PIT (final outcomes with an
+    interval only). The page states whether the chain verifies (:meth:`Registry.verify`) and
+    its head hash; a registry that does not verify still gets its page, under a banner saying
+    so and where it breaks (``summary["verified"]`` is False).
 
     Raises
     ------
@@ -833,7 +834,12 @@ def registry_page(registry, *, generated_at=None) -> Report:
                                 else f"{s.predicted:.4f}", s.error_text(), inside,
                                 zpit, f"<small>{_e(s.no_interval_reason or '')}</small>"])
             classes.append("")
-    parts.append(_table(["prediction", "target", "forecast (final)", "interval (final loss)",
+    # the interval's header names what it bounds: a loss, an accuracy, or either (mixed)
+    acc_kinds = {e.target is not None and e.target.unit == "accuracy"
+                 for e in entries if e.kind != "outcome"}
+    bounded = ("final accuracy" if acc_kinds == {True} else
+               "final" if acc_kinds == {True, False} else "final loss")
+    parts.append(_table(["prediction", "target", "forecast (final)", f"interval ({bounded})",
                          "outcome", "predicted at outcome", "error", "inside",
                          "z / PIT", "note"], rows, numeric=[2, 5, 6, 8], row_classes=classes,
                         cls="score"))
@@ -859,10 +865,14 @@ def registry_page(registry, *, generated_at=None) -> Report:
     # ---- entries
     parts.append("<h2>Entries</h2>")
     erows = []
+    accuracy_ids = {e.id for e in entries if e.kind != "outcome" and e.target is not None
+                    and e.target.unit == "accuracy"}
     for n, e in enumerate(entries, 1):
         if e.kind == "outcome":
             o = e.outcome
-            what = f"outcome of {o.of}: {o.actual:.4f} at fraction {o.fraction:g}"
+            value = (f"{100 * o.actual:.2f} pts" if o.of in accuracy_ids   # fraction -> points
+                     else f"{o.actual:.4f}")
+            what = f"outcome of {o.of}: {value} at fraction {o.fraction:g}"
         else:
             what = (f"accuracy {100 * e.forecast.loss:.2f} pts" if e.target is not None
                     and e.target.unit == "accuracy" else f"{e.forecast.loss:.4f}") + (
