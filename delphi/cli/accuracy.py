@@ -44,16 +44,7 @@ def add_commands(sub) -> dict:
                    help="bootstrap draws over runs, both steps refitted per draw, at least 20 "
                         "(default 200)")
     p.add_argument("--seed", type=count(0), default=0, help="random seed (default 0)")
-    p.add_argument("--runs", metavar="RUN,RUN", default=None,
-                   help="fit only these runs (comma-separated; default every finished run)")
-    p.add_argument("--fit-max-params", type=positive_float, metavar="N", default=None,
-                   help="fit only runs with at most N parameters")
-    p.add_argument("--step1-law", default="chinchilla", metavar="LAW",
-                   help="task-loss law of step 1 (default chinchilla, the paper's Eq. 1)")
-    p.add_argument("--lower", type=_lower, default="fit", metavar="fit|chance|FRACTION",
-                   help="step 2's accuracy at very high loss C: 'fit' (default: fitted within "
-                        "[chance, 1]), 'chance' (fixed at the task's chance level) or a "
-                        "fraction to fix it at")
+    add_fit_options(p)
     p.add_argument("--no-calibration", dest="calibrate", action="store_false",
                    help="leave out the extrapolation calibration (by default the bootstrap's "
                         "draws are stretched by how far leave-future-out predictions inside the "
@@ -75,6 +66,32 @@ def add_commands(sub) -> dict:
     p.add_argument("--author", default=None, help="author recorded with --registry")
     p.add_argument("--json", action="store_true", help="print one JSON document")
     return {"accuracy": _accuracy}
+
+
+def add_fit_options(group) -> None:
+    """The options of the two fits, shared by ``delphi accuracy`` and ``delphi plot
+    accuracy``: --runs, --fit-max-params, --step1-law, --lower."""
+    group.add_argument("--runs", type=run_list, metavar="RUN,RUN", default=None,
+                       help="fit only these runs (comma-separated; default every finished run)")
+    group.add_argument("--fit-max-params", type=positive_float, metavar="N", default=None,
+                       help="fit only runs with at most N parameters")
+    group.add_argument("--step1-law", default="chinchilla", metavar="LAW",
+                       help="task-loss law of step 1 (default chinchilla, the paper's Eq. 1)")
+    group.add_argument("--lower", type=_lower, default="fit", metavar="fit|chance|FRACTION",
+                       help="step 2's accuracy at very high loss C: 'fit' (default: fitted "
+                            "within [chance, 1]), 'chance' (fixed at the task's chance level) "
+                            "or a fraction to fix it at")
+
+
+def run_list(text: str) -> list[str]:
+    """``--runs RUN,RUN``: the run names, blanks dropped; none at all is an error (it would
+    silently mean every run)."""
+    import argparse
+
+    runs = [r.strip() for r in text.split(",") if r.strip()]
+    if not runs:
+        raise argparse.ArgumentTypeError(f"no run named in {text!r}: give RUN,RUN")
+    return runs
 
 
 def _check_registry(args) -> None:
@@ -138,7 +155,7 @@ def _accuracy(args) -> int:
     from ..accuracy import compare_accuracy, load_tasks, predict_accuracy
 
     ladder = load_from_args(args)
-    runs = [r.strip() for r in args.runs.split(",") if r.strip()] if args.runs else None
+    runs = args.runs
     kwargs = dict(target_params=args.target_params, target_tokens=args.target_tokens,
                   level=args.level, n_boot=args.n_boot, seed=args.seed, runs=runs,
                   fit_max_params=args.fit_max_params, tasks_manifest=args.tasks,

@@ -14,7 +14,7 @@ import warnings
 from pathlib import Path
 
 from ..errors import DelphiError, LadderError, LawError
-from .accuracy import _lower as lower_value
+from .accuracy import add_fit_options as add_accuracy_fit_options
 from .output import command_stdout, note
 from .options import (HelpFormatter, add_fit_options, add_interval_options,
                       add_target_options, count,
@@ -125,16 +125,7 @@ def add_commands(sub) -> dict:
     ac.add_argument("--task", metavar="TASK", help="the task (of --tasks) to draw")
     ac.add_argument("--tasks", metavar="MANIFEST", default=None,
                     help="tasks manifest (default olmo-ladder-tasks)")
-    ac.add_argument("--fit-max-params", type=positive_float, metavar="N", default=None,
-                    help="fit only runs with at most N parameters")
-    ac.add_argument("--runs", type=run_list, metavar="RUN,RUN", default=None,
-                    help="fit only these runs (comma-separated; default every finished run)")
-    ac.add_argument("--step1-law", default="chinchilla", metavar="LAW",
-                    help="task-loss law of step 1 (default chinchilla, the paper's Eq. 1)")
-    ac.add_argument("--lower", type=lower_value, default="fit", metavar="fit|chance|FRACTION",
-                    help="step 2's accuracy at very high loss C, as `delphi accuracy --lower`: "
-                         "'fit' (default: fitted within [chance, 1]), 'chance' (fixed at the "
-                         "task's chance level) or a fraction to fix it at")
+    add_accuracy_fit_options(ac)
     ac.add_argument("--actual", type=accuracy_fraction, metavar="ACC", default=None,
                     help="the target's observed accuracy, a fraction in (0, 1] (0.612, not "
                          "61.2 points), drawn as a star")
@@ -153,15 +144,6 @@ def accuracy_fraction(text: str) -> float:
         raise argparse.ArgumentTypeError(f"{text!r} is not an accuracy fraction in (0, 1] "
                                          f"(0.612, not 61.2 points)")
     return value
-
-
-def run_list(text: str) -> list[str]:
-    """``--runs RUN,RUN``: the run names, blanks dropped; none at all is an error (it would
-    silently mean every run)."""
-    runs = [r.strip() for r in text.split(",") if r.strip()]
-    if not runs:
-        raise argparse.ArgumentTypeError(f"no run named in {text!r}: give RUN,RUN")
-    return runs
 
 
 #: The options ``plot accuracy`` reads (argparse dests). Every other option of ``delphi plot``
