@@ -495,8 +495,8 @@ def _positive(y: np.ndarray, what: str) -> np.ndarray:
 
 def _asymptotes(task: Task, upper, lower) -> tuple[dict, dict]:
     """(fixed, bounds) of the sigmoid's asymptotes: U at ``upper`` unless "fit" (then within
-    [chance, 1]); C within [chance, U] when ``lower`` is "fit", at chance for "chance", else
-    at ``lower``.
+    [chance, 1]); C within [chance, U] (within [chance, 1] when U is fitted) when ``lower``
+    is "fit", at chance for "chance", else at ``lower``.
 
     Raises
     ------
