@@ -972,7 +972,8 @@ def _lfo_errors(ladder, task: Task, data: _Data, *, step1_law: str = "chinchilla
     return pd.DataFrame(rows, columns=cols), notes
 
 
-def _calibration(ladder, task: Task, data: _Data, *, seed: int, step1_law: str, column: str,
+def _calibration(ladder, task: Task, data: _Data, *, seed: int, draws: int, step1_law: str,
+                 column: str,
                  helper_point: bool, upper, lower, k_flops: float) -> tuple[dict | None, str]:
     """The extrapolation-calibration scale: (block for JSON, note); the block is None (with
     a note saying why) when fewer than MIN_FOLDS cuts could be made.
@@ -988,7 +989,7 @@ def _calibration(ladder, task: Task, data: _Data, *, seed: int, step1_law: str, 
 
     errors, skipped = _lfo_errors(ladder, task, data, step1_law=step1_law, column=column,
                                   helper_point=helper_point, upper=upper, lower=lower,
-                                  k_flops=k_flops, seed=seed)
+                                  k_flops=k_flops, seed=seed, n_boot=draws)
     n_folds = int(errors["cut"].nunique()) if len(errors) else 0
     if n_folds < MIN_FOLDS:
         return None, (f"no extrapolation calibration: {n_folds} leave-future-out cut(s) inside "
@@ -1003,7 +1004,7 @@ def _calibration(ladder, task: Task, data: _Data, *, seed: int, step1_law: str, 
                       "|z| / 0.6745), z = Phi^-1(PIT) of each cut's prediction in its own "
                       "bootstrap",
              "scale": scale, "scale_raw": raw, "n_folds": n_folds, "n_errors": int(len(z)),
-             "draws_per_cut": CAL_DRAWS, "max_ratio": float(errors["ratio"].max()),
+             "draws_per_cut": draws, "max_ratio": float(errors["ratio"].max()),
              "coverage_inside": float(np.mean(np.abs(z) <= _Z90)),
              "lfo_mae_points": float(100 * np.mean(np.abs(errors["error"]))),
              "lfo_bias_points": float(-100 * np.mean(errors["error"])),  # actual - predicted
@@ -1040,8 +1041,8 @@ def _extrapolation_warnings(target: dict, final: pd.DataFrame) -> list[str]:
 def _predict_one(ladder, task: Task, targets: Sequence[dict], *, level: float, n_boot: int,
                  seed: int, runs, fit_max_params, step1_law: str, smooth: int,
                  skip_fraction: float, helper_point: bool, design: str, upper, lower="fit",
-                 calibrate: bool = True, check_every: int = _CHECK_EVERY
-                 ) -> list[AccuracyForecast]:
+                 calibrate: bool = True, check_every: int = _CHECK_EVERY,
+                 calibration_draws: int = CAL_DRAWS) -> list[AccuracyForecast]:
     """One task at every target: both fits, one bootstrap (all targets at once) and one
     calibration, then a forecast per target (in order)."""
     from .uncertainty import run_noise
@@ -1097,7 +1098,8 @@ def _predict_one(ladder, task: Task, targets: Sequence[dict], *, level: float, n
                  f"noise (sd {100 * noise:.2f} points)")
     cal = None
     if calibrate:
-        cal, cal_note = _calibration(ladder, task, data, seed=seed, step1_law=step1_law,
+        cal, cal_note = _calibration(ladder, task, data, seed=seed, draws=calibration_draws,
+                                     step1_law=step1_law,
                                      column=column, helper_point=helper_point, upper=upper,
                                      lower=lower, k_flops=k_flops)
         notes.append(cal_note)
@@ -1151,7 +1153,8 @@ def predict_accuracy(ladder, task: str | Task, *, target_params,
                      smooth: int = SMOOTH, skip_fraction: float = SKIP_FRACTION,
                      helper_point: bool = False, design: str = "two-step",
                      upper: float | str = 1.0, lower: float | str = "fit",
-                     calibrate: bool = True, check_every: int = _CHECK_EVERY):
+                     calibrate: bool = True, check_every: int = _CHECK_EVERY,
+                     calibration_draws: int = CAL_DRAWS):
     """Predict a task's accuracy at (N, D) in two steps (see the module docstring).
 
     Parameters
@@ -1184,6 +1187,8 @@ def predict_accuracy(ladder, task: str | Task, *, target_params,
     calibrate: stretch the interval by how far leave-future-out predictions inside the
         fitted runs fell outside their own bootstrap (default; see the module docstring).
         Needs 3 leave-future-out cuts, else a note.
+    calibration_draws: bootstrap draws per leave-future-out cut of the calibration (default
+        :data:`CAL_DRAWS`), >= 10.
     check_every: the warm-start guard's rate, as in :func:`delphi.uncertainty.bootstrap`:
         every ``check_every``-th bootstrap draw (from a seeded offset) of each step is also
         fitted by the global search and the better optimum kept (``n_checked``/``n_worse``;
@@ -1208,13 +1213,16 @@ def predict_accuracy(ladder, task: str | Task, *, target_params,
         raise FitError(f"level must be in (0, 1), got {level!r}")
     if not (isinstance(n_boot, int) and n_boot >= 2):
         raise FitError(f"n_boot must be an integer >= 2, got {n_boot!r}")
+    if not (isinstance(calibration_draws, int) and calibration_draws >= 10):
+        raise FitError(f"calibration_draws must be an integer >= 10, got {calibration_draws!r}")
     if design not in ("two-step", "c4-loss"):
         raise FitError(f"design must be 'two-step' or 'c4-loss', got {design!r}")
     ladder = _load(ladder)
     kwargs = dict(level=level, n_boot=n_boot, seed=seed, runs=runs,
                   fit_max_params=fit_max_params, step1_law=step1_law, smooth=smooth,
                   skip_fraction=skip_fraction, helper_point=helper_point, design=design,
-                  upper=upper, lower=lower, calibrate=calibrate, check_every=check_every)
+                  upper=upper, lower=lower, calibrate=calibrate, check_every=check_every,
+                  calibration_draws=calibration_draws)
     def one(t):
         out = _predict_one(ladder, t, targets, **kwargs)
         return out if several else out[0]
