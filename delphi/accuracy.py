@@ -123,7 +123,7 @@ import numpy as np
 import pandas as pd
 
 from .errors import DelphiError, FitError, LadderError, ManifestError, TargetError
-from .fitting import Fit, fit_arrays
+from .fitting import DEFAULT_DELTA, Fit, fit_arrays
 from .fitting.engine import prepare, safe_start
 from .fitting.refit import refine_batch, refine_one, weighted_objective
 from .uncertainty import _design_failure
@@ -471,12 +471,14 @@ def _step1_inputs(law, frame_or_target: Mapping[str, Any], k_flops: float) -> di
     return x
 
 
-def _fit_step1(law, data: _Data, column: str, k_flops: float, warm_start=None) -> Fit:
+def _fit_step1(law, data: _Data, column: str, k_flops: float, warm_start=None,
+               delta: float | None = None) -> Fit:
     law = get_law(law)
     x = _step1_inputs(law, {c: data.final[c].to_numpy(float) for c in data.final.columns
                             if c in ("params", "tokens", "flops")}, k_flops)
     return fit_arrays(law, x, data.final[column].to_numpy(float),
-                      labels=data.final["run"].astype(str).tolist(), warm_start=warm_start)
+                      labels=data.final["run"].astype(str).tolist(), warm_start=warm_start,
+                      delta=DEFAULT_DELTA if delta is None else delta)
 
 
 def _step2_arrays(data: _Data, column: str, helper: bool):
@@ -891,8 +893,8 @@ def _chain_bootstrap(data: _Data, step1: Fit, step2: Fit, xt: dict, *, n_boot: i
 def _lfo_errors(ladder, task: Task, data: _Data, *, step1_law: str = "chinchilla",
                 column: str = "task_loss", helper_point: bool = False,
                 upper: float | str = 1.0, lower: float | str = "fit", k_flops: float = 1.0,
-                max_folds: int = 12, n_boot: int = CAL_DRAWS, seed: int = 0
-                ) -> tuple[pd.DataFrame, list[str]]:
+                max_folds: int = 12, n_boot: int = CAL_DRAWS, seed: int = 0,
+                step1_delta: float | None = None) -> tuple[pd.DataFrame, list[str]]:
     """Leave-future-out predictions of the chained model *inside* the fitted runs, each
     with its bootstrap, so that its error can be put on the bootstrap's scale.
 
@@ -934,13 +936,14 @@ def _lfo_errors(ladder, task: Task, data: _Data, *, step1_law: str = "chinchilla
         sub = _subset(data, inside["run"].astype(str).tolist())
         try:
             try:   # warm-started from the previous cut (as delphi.calibration does)
-                s1 = _fit_step1(step1_law, sub, column, k_flops, warm_start=warm[0])
+                s1 = _fit_step1(step1_law, sub, column, k_flops, warm_start=warm[0],
+                                delta=step1_delta)
                 s2 = _fit_step2(task, sub, column, helper_point, upper, lower,
                                 warm_start=warm[1])
             except DelphiError:
                 if warm == (None, None):
                     raise
-                s1 = _fit_step1(step1_law, sub, column, k_flops)
+                s1 = _fit_step1(step1_law, sub, column, k_flops, delta=step1_delta)
                 s2 = _fit_step2(task, sub, column, helper_point, upper, lower)
             sigma1, _ = run_noise(s1)
         except DelphiError as exc:
@@ -973,7 +976,7 @@ def _lfo_errors(ladder, task: Task, data: _Data, *, step1_law: str = "chinchilla
 
 
 def _calibration(ladder, task: Task, data: _Data, *, seed: int, draws: int, step1_law: str,
-                 column: str,
+                 column: str, step1_delta: float | None,
                  helper_point: bool, upper, lower, k_flops: float) -> tuple[dict | None, str]:
     """The extrapolation-calibration scale: (block for JSON, note); the block is None (with
     a note saying why) when fewer than MIN_FOLDS cuts could be made.
@@ -989,7 +992,8 @@ def _calibration(ladder, task: Task, data: _Data, *, seed: int, draws: int, step
 
     errors, skipped = _lfo_errors(ladder, task, data, step1_law=step1_law, column=column,
                                   helper_point=helper_point, upper=upper, lower=lower,
-                                  k_flops=k_flops, seed=seed, n_boot=draws)
+                                  k_flops=k_flops, seed=seed, n_boot=draws,
+                                  step1_delta=step1_delta)
     n_folds = int(errors["cut"].nunique()) if len(errors) else 0
     if n_folds < MIN_FOLDS:
         return None, (f"no extrapolation calibration: {n_folds} leave-future-out cut(s) inside "
@@ -1042,7 +1046,8 @@ def _predict_one(ladder, task: Task, targets: Sequence[dict], *, level: float, n
                  seed: int, runs, fit_max_params, step1_law: str, smooth: int,
                  skip_fraction: float, helper_point: bool, design: str, upper, lower="fit",
                  calibrate: bool = True, check_every: int = _CHECK_EVERY,
-                 calibration_draws: int = CAL_DRAWS) -> list[AccuracyForecast]:
+                 calibration_draws: int = CAL_DRAWS, step1_delta: float | None = None
+                 ) -> list[AccuracyForecast]:
     """One task at every target: both fits, one bootstrap (all targets at once) and one
     calibration, then a forecast per target (in order)."""
     from .uncertainty import run_noise
@@ -1054,7 +1059,7 @@ def _predict_one(ladder, task: Task, targets: Sequence[dict], *, level: float, n
     notes = list(data.notes)
     warns: list[str] = _check_asymptotes(task, data, upper, lower)
     k_flops = _k_flops(ladder)
-    step1 = _fit_step1(step1_law, data, column, k_flops)
+    step1 = _fit_step1(step1_law, data, column, k_flops, delta=step1_delta)
     step2 = _fit_step2(task, data, column, helper_point, upper, lower)
     law1, law2 = step1.law, step2.law
     xt = _step1_inputs(law1, {k: [t[k] for t in targets] for k in ("params", "tokens")},
@@ -1099,7 +1104,7 @@ def _predict_one(ladder, task: Task, targets: Sequence[dict], *, level: float, n
     cal = None
     if calibrate:
         cal, cal_note = _calibration(ladder, task, data, seed=seed, draws=calibration_draws,
-                                     step1_law=step1_law,
+                                     step1_law=step1_law, step1_delta=step1_delta,
                                      column=column, helper_point=helper_point, upper=upper,
                                      lower=lower, k_flops=k_flops)
         notes.append(cal_note)
@@ -1154,7 +1159,7 @@ def predict_accuracy(ladder, task: str | Task, *, target_params,
                      helper_point: bool = False, design: str = "two-step",
                      upper: float | str = 1.0, lower: float | str = "fit",
                      calibrate: bool = True, check_every: int = _CHECK_EVERY,
-                     calibration_draws: int = CAL_DRAWS):
+                     calibration_draws: int = CAL_DRAWS, step1_delta: float | None = None):
     """Predict a task's accuracy at (N, D) in two steps (see the module docstring).
 
     Parameters
@@ -1189,6 +1194,9 @@ def predict_accuracy(ladder, task: str | Task, *, target_params,
         Needs 3 leave-future-out cuts, else a note.
     calibration_draws: bootstrap draws per leave-future-out cut of the calibration (default
         :data:`CAL_DRAWS`), >= 10.
+    step1_delta: the Huber delta of step 1 on log residuals (default the engine's,
+        :data:`delphi.fitting.DEFAULT_DELTA`); the step-1 fit's warnings suggest a larger
+        one when most residuals exceed it.
     check_every: the warm-start guard's rate, as in :func:`delphi.uncertainty.bootstrap`:
         every ``check_every``-th bootstrap draw (from a seeded offset) of each step is also
         fitted by the global search and the better optimum kept (``n_checked``/``n_worse``;
@@ -1213,6 +1221,9 @@ def predict_accuracy(ladder, task: str | Task, *, target_params,
         raise FitError(f"level must be in (0, 1), got {level!r}")
     if not (isinstance(n_boot, int) and n_boot >= 2):
         raise FitError(f"n_boot must be an integer >= 2, got {n_boot!r}")
+    if step1_delta is not None and not (isinstance(step1_delta, (int, float))
+                                        and math.isfinite(step1_delta) and step1_delta > 0):
+        raise FitError(f"step1_delta must be a positive number, got {step1_delta!r}")
     if not (isinstance(calibration_draws, int) and calibration_draws >= 10):
         raise FitError(f"calibration_draws must be an integer >= 10, got {calibration_draws!r}")
     if design not in ("two-step", "c4-loss"):
@@ -1222,7 +1233,7 @@ def predict_accuracy(ladder, task: str | Task, *, target_params,
                   fit_max_params=fit_max_params, step1_law=step1_law, smooth=smooth,
                   skip_fraction=skip_fraction, helper_point=helper_point, design=design,
                   upper=upper, lower=lower, calibrate=calibrate, check_every=check_every,
-                  calibration_draws=calibration_draws)
+                  calibration_draws=calibration_draws, step1_delta=step1_delta)
     def one(t):
         out = _predict_one(ladder, t, targets, **kwargs)
         return out if several else out[0]
@@ -1295,7 +1306,7 @@ class AccuracyComparison:
 
 
 def _point_predictions(ladder, task: Task, fit_runs, x: dict, *, smooth, skip_fraction,
-                       helper_point, step1_law, upper=1.0, lower="fit"
+                       helper_point, step1_law, upper=1.0, lower="fit", step1_delta=None
                        ) -> dict[str, np.ndarray]:
     """Each design's accuracy at the inputs ``x`` (params, tokens arrays), fitted on
     ``fit_runs`` (no intervals)."""
@@ -1304,7 +1315,7 @@ def _point_predictions(ladder, task: Task, fit_runs, x: dict, *, smooth, skip_fr
     k = _k_flops(ladder)
     out = {}
     for design, column in (("two-step", "task_loss"), ("c4-loss", "loss")):
-        s1 = _fit_step1(step1_law, data, column, k)
+        s1 = _fit_step1(step1_law, data, column, k, delta=step1_delta)
         s2 = _fit_step2(task, data, column, helper_point, upper, lower)
         loss = s1.law.predict(s1.params, _step1_inputs(s1.law, x, k))
         out[design] = s2.law.predict(s2.params, {"task_loss": loss})
@@ -1318,8 +1329,8 @@ def compare_accuracy(ladder, task: str | Task, *, target_params: float | None = 
                      runs: Iterable[str] | None = None, fit_max_params: float | None = None,
                      tasks_manifest=None, step1_law: str = "chinchilla", smooth: int = SMOOTH,
                      skip_fraction: float = SKIP_FRACTION, helper_point: bool = False,
-                     upper: float | str = 1.0, lower: float | str = "fit"
-                     ) -> AccuracyComparison:
+                     upper: float | str = 1.0, lower: float | str = "fit",
+                     step1_delta: float | None = None) -> AccuracyComparison:
     """Compare the two-step design with its baselines for one task.
 
     Designs: ``two-step`` (task loss, then sigmoid), ``c4-loss`` (the ladder's own loss in
@@ -1328,7 +1339,8 @@ def compare_accuracy(ladder, task: str | Task, *, target_params: float | None = 
     every finished run) and, on a held-out split of those runs, the final accuracy of the
     ``holdout`` runs (default: the runs of the largest model size), fitted on the others;
     errors are absolute, in points. ``upper`` and ``lower`` set the sigmoid's asymptotes
-    of every design, as in :func:`predict_accuracy`.
+    of every design and ``step1_delta`` the step-1 Huber delta, as in
+    :func:`predict_accuracy`.
 
     Raises
     ------
@@ -1357,7 +1369,7 @@ def compare_accuracy(ladder, task: str | Task, *, target_params: float | None = 
     if not fit_runs:
         raise LadderError("the held-out split leaves no run to fit")
     kw = dict(smooth=smooth, skip_fraction=skip_fraction, helper_point=helper_point,
-              step1_law=step1_law, upper=upper, lower=lower)
+              step1_law=step1_law, upper=upper, lower=lower, step1_delta=step1_delta)
     hf = final[final["run"].isin(held)].sort_values("run")
     xh = {"params": hf["params"].to_numpy(float), "tokens": hf["tokens"].to_numpy(float)}
     preds = _point_predictions(ladder, task, fit_runs, xh, **kw)

@@ -582,3 +582,25 @@ def test_cli_checks_the_registry_before_fitting(sim_files, capsys, tmp_path):
     err = capsys.readouterr().err
     assert "task sim, step 1 (chinchilla on the final task loss of 7 runs)" in err
     assert "--step1-law power" in err
+
+
+def test_step1_huber_delta_reaches_the_fit(sim_files, capsys):
+    """The step-1 Huber delta (the value a step-1 warning may suggest) is the fit's, in the
+    API, `delphi accuracy --huber-delta` and `plot accuracy --huber-delta`; bad values are
+    errors."""
+    from delphi.errors import FitError
+
+    ladder = sim_ladder(4)
+    kw = dict(target_params=1.6e9, target_tokens=3.2e10, n_boot=4, smooth=1, calibrate=False)
+    f = predict_accuracy(ladder, SIM_TASK, step1_delta=0.05, **kw)
+    assert f.step1.delta == 0.05
+    assert predict_accuracy(ladder, SIM_TASK, **kw).step1.delta == 1e-3
+    with pytest.raises(FitError, match="step1_delta must be a positive number"):
+        predict_accuracy(ladder, SIM_TASK, step1_delta=-1.0, **kw)
+    data, tasks = sim_files
+    assert main(["accuracy", data, "--tasks", tasks, "--task", "sim", "--target-params",
+                 "1.6e9", "--target-tokens", "3.2e10", "--n-boot", "20", "--no-calibration",
+                 "--huber-delta", "0.05", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["step1"]["fit"]["huber_delta"] == 0.05
+

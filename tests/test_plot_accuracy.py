@@ -183,11 +183,11 @@ ACCURACY_OPTIONS = {
     "--format", "--unit", "--drop-invalid", "--allow-outside-paths", "--target-params",
     "--target-tokens", "--level", "--n-boot", "--seed", "--task", "--tasks",
     "--fit-max-params", "--runs", "--step1-law", "--lower", "--actual", "--no-calibration",
-    "--help", "--quiet", "--debug", "--jobs"}
+    "--huber-delta", "--help", "--quiet", "--debug", "--jobs"}
 #: A value for each loss-figure option that takes one and has no choices.
 LOSS_VALUES = {
     "--law": "power", "--floor": "1.5", "--fix": "alpha=0.3", "--bound": "alpha=0:1",
-    "--fit-max-flops": "1e20", "--huber-delta": "0.01", "--target-flops": "1e21",
+    "--fit-max-flops": "1e20", "--target-flops": "1e21",
     "--target-name": "big", "--target-peak-lr": "3e-3", "--target-schedule": "cosine",
     "--target-steps": "1e4", "--target-batch": "1e6", "--target-active-params": "1e8",
     "--window": "3", "--run": "100M-1x", "--upto-fraction": "0.5", "--upto-step": "10"}

@@ -45,6 +45,10 @@ def add_commands(sub) -> dict:
                         "(default 200)")
     p.add_argument("--seed", type=count(0), default=0, help="random seed (default 0)")
     add_fit_options(p)
+    p.add_argument("--huber-delta", type=positive_float, metavar="DELTA", default=None,
+                   help="Huber delta of step 1 on log residuals (default 0.001, the loss "
+                        "fits'); a step-1 warning suggests a larger one when most residuals "
+                        "exceed it")
     p.add_argument("--no-calibration", dest="calibrate", action="store_false",
                    help="leave out the extrapolation calibration (by default the bootstrap's "
                         "draws are stretched by how far leave-future-out predictions inside the "
@@ -159,7 +163,8 @@ def _accuracy(args) -> int:
     kwargs = dict(target_params=args.target_params, target_tokens=args.target_tokens,
                   level=args.level, n_boot=args.n_boot, seed=args.seed, runs=runs,
                   fit_max_params=args.fit_max_params, tasks_manifest=args.tasks,
-                  step1_law=args.step1_law, lower=args.lower, calibrate=args.calibrate)
+                  step1_law=args.step1_law, lower=args.lower, calibrate=args.calibrate,
+                  step1_delta=args.huber_delta)
     if (args.registry is None) != (args.id is None):
         from ..errors import RegistryError
 
@@ -186,7 +191,7 @@ def _accuracy(args) -> int:
                 ladder, tasks[name], target_params=args.target_params,
                 target_tokens=args.target_tokens, runs=runs,
                 fit_max_params=args.fit_max_params, step1_law=args.step1_law,
-                lower=args.lower))
+                lower=args.lower, step1_delta=args.huber_delta))
     if args.json:
         docs = []
         for i, f in enumerate(forecasts):

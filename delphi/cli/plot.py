@@ -120,8 +120,9 @@ def add_commands(sub) -> dict:
                     help="y axis over every checkpoint (default: from half the fitted steps "
                          "on, so the extrapolated part shows)")
     ac = p.add_argument_group("accuracy (--target-params, --target-tokens, --n-boot, --level, "
-                              "--seed and --x flops|params apply; the loss figures' options, "
-                              "e.g. --law, --floor, --interval, are refused)")
+                              "--seed, --x flops|params and --huber-delta (step 1's) apply; the "
+                              "loss figures' other options, e.g. --law, --floor, --interval, "
+                              "are refused)")
     ac.add_argument("--task", metavar="TASK", help="the task (of --tasks) to draw")
     ac.add_argument("--tasks", metavar="MANIFEST", default=None,
                     help="tasks manifest (default olmo-ladder-tasks)")
@@ -153,7 +154,8 @@ _ACCURACY_DESTS = frozenset({
     "kind", "ladder", "output", "figure_format", "dpi", "x", "no_warnings", "json",
     "metric", "format", "unit", "drop_invalid", "allow_outside_paths",
     "target_params", "target_tokens", "level", "n_boot", "seed",
-    "task", "tasks", "fit_max_params", "runs", "step1_law", "lower", "actual", "calibrate"})
+    "task", "tasks", "fit_max_params", "runs", "step1_law", "lower", "actual", "calibrate",
+    "huber_delta"})
 
 
 def _flag(action: argparse.Action) -> str:
@@ -345,7 +347,8 @@ def _accuracy(args, P, show: bool):
                                 n_boot=args.n_boot, seed=args.seed,
                                 runs=args.runs, fit_max_params=args.fit_max_params,
                                 tasks_manifest=args.tasks, step1_law=args.step1_law,
-                                lower=args.lower, calibrate=args.calibrate)
+                                lower=args.lower, calibrate=args.calibrate,
+                                step1_delta=args.huber_delta)
     # --x tokens was refused at parsing (_check_accuracy)
     return P.plot_accuracy(forecast, x=args.x, actual=args.actual, warnings=show)
 
