@@ -106,8 +106,11 @@ ladder). The format::
     description = "..."                                           # optional
 
 ``bpb`` and ``accuracy`` may be lists of columns of the same length: the task's value at a
-checkpoint is then their unweighted mean (MMLU: the mean of its four subject groups, as in
-the reference code's ``mmlu_avg_test_5shot``). Accuracy columns must hold fractions.
+checkpoint is then their mean (MMLU: the mean of its four subject groups, as in the
+reference code's ``mmlu_avg_test_5shot``), unweighted unless ``weights = [...]`` gives one
+positive weight per pair (the reference code weights MMLU's groups by their questions,
+0.215, 0.335, 0.219, 0.231; the bundled manifest does not). Accuracy columns must hold
+fractions.
 """
 
 from __future__ import annotations
@@ -171,6 +174,8 @@ class Task:
     chance: the chance level of the accuracy, a fraction in [0, 1).
     split: the evaluation split (``val``/``test``), informational.
     description: free text.
+    weights: one positive weight per column pair (e.g. MMLU's subject groups by their
+        number of questions), normalised to sum to 1; ``None`` averages them equally.
     """
 
     name: str
@@ -179,10 +184,21 @@ class Task:
     chance: float
     split: str = ""
     description: str = ""
+    weights: tuple[float, ...] | None = None
 
     def to_dict(self) -> dict:
         return {"name": self.name, "bpb": list(self.bpb), "accuracy": list(self.accuracy),
-                "chance": self.chance, "split": self.split, "description": self.description}
+                "chance": self.chance, "split": self.split, "description": self.description,
+                "weights": None if self.weights is None else list(self.weights)}
+
+    def mean(self, frame: pd.DataFrame, columns: Sequence[str]) -> pd.Series:
+        """The task's value per row: the (weighted) mean of ``columns``; NaN where one is
+        missing."""
+        values = frame[list(columns)].astype(float)
+        if self.weights is None:
+            return values.mean(axis=1, skipna=False)
+        w = np.asarray(self.weights, float)
+        return pd.Series(values.to_numpy() @ (w / w.sum()), index=frame.index)
 
 
 def _as_columns(value: Any, where: str) -> tuple[str, ...]:
@@ -228,10 +244,10 @@ def load_tasks(manifest: str | Path | None = None) -> dict[str, Task]:
         where = f"{path.name}: task {name!r}"
         if not isinstance(spec, dict):
             raise ManifestError(f"{where} must be a table")
-        unknown = set(spec) - {"bpb", "accuracy", "chance", "split", "description"}
+        unknown = set(spec) - {"bpb", "accuracy", "chance", "split", "description", "weights"}
         if unknown:
             raise ManifestError(f"{where}: unknown key(s) {sorted(unknown)}; known: bpb, "
-                                f"accuracy, chance, split, description")
+                                f"accuracy, chance, split, description, weights")
         for key in ("bpb", "accuracy", "chance"):
             if key not in spec:
                 raise ManifestError(f"{where} needs {key!r}")
@@ -243,8 +259,16 @@ def load_tasks(manifest: str | Path | None = None) -> dict[str, Task]:
         chance = spec["chance"]
         if not (isinstance(chance, (int, float)) and 0 <= chance < 1):
             raise ManifestError(f"{where}: chance must be a fraction in [0, 1), got {chance!r}")
+        weights = spec.get("weights")
+        if weights is not None:
+            if not (isinstance(weights, list) and len(weights) == len(bpb) and all(
+                    isinstance(w, (int, float)) and not isinstance(w, bool)
+                    and math.isfinite(w) and w > 0 for w in weights)):
+                raise ManifestError(f"{where}: weights must be {len(bpb)} positive number(s), "
+                                    f"one per column pair, got {weights!r}")
+            weights = tuple(float(w) for w in weights)
         out[str(name)] = Task(str(name), bpb, acc, float(chance), str(spec.get("split", "")),
-                              str(spec.get("description", "")))
+                              str(spec.get("description", "")), weights)
     return out
 
 
@@ -293,8 +317,8 @@ def task_table(ladder, task: Task, *, smooth: int = SMOOTH) -> pd.DataFrame:
     keep = [c for c in ("run", "step", "params", "tokens", "flops", "lr", "peak_lr", "loss")
             if c in t.columns]
     out = t[keep].copy()
-    out["task_loss_raw"] = t[list(task.bpb)].astype(float).mean(axis=1, skipna=False)
-    out["accuracy"] = t[list(task.accuracy)].astype(float).mean(axis=1, skipna=False)
+    out["task_loss_raw"] = task.mean(t, task.bpb)
+    out["accuracy"] = task.mean(t, task.accuracy)
     out = out[np.isfinite(out["task_loss_raw"]) & np.isfinite(out["accuracy"])]
     if out.empty:
         raise LadderError(f"task {task.name!r}: no checkpoint of ladder {ladder.name!r} has "

@@ -126,6 +126,25 @@ def test_task_table_averages_columns_and_smooths_the_loss():
     np.testing.assert_allclose(got["task_loss"].iloc[5], raw[3:6].mean())
     with pytest.raises(LadderError, match="task 'x': column 'nope' is not in ladder"):
         task_table(ladder, Task("x", ("nope",), ("acc/sim",), 0.25))
+    # Weights 3:1 (normalised): bpb + 0.2 x 1/4, accuracy - 0.1 x 1/4.
+    weighted = Task("two", task.bpb, task.accuracy, 0.25, weights=(3.0, 1.0))
+    w = task_table(ladder, weighted, smooth=1)
+    w = w[w["run"] == "100M-1xC"]
+    np.testing.assert_allclose(w["task_loss_raw"], (run["bpb/sim"] + 0.05).to_numpy())
+    np.testing.assert_allclose(w["accuracy"], (run["acc/sim"] - 0.025).to_numpy())
+
+
+def test_manifest_weights(tmp_path):
+    path = tmp_path / "t.toml"
+    head = '[tasks.m]\nbpb = ["a", "b"]\naccuracy = ["c", "d"]\nchance = 0.25\n'
+    path.write_text(head + "weights = [0.215, 0.335]\n")
+    assert load_tasks(path)["m"].weights == (0.215, 0.335)
+    assert load_tasks(path)["m"].to_dict()["weights"] == [0.215, 0.335]
+    for bad in ("[1.0]", "[1.0, -1.0]", "[1.0, true]", '"x"'):
+        path.write_text(head + f"weights = {bad}\n")
+        with pytest.raises(ManifestError, match="task 'm': weights must be 2 positive"):
+            load_tasks(path)
+    assert load_tasks()["mmlu"].weights is None      # the bundled manifest: unweighted
 
 
 # ------------------------------------------------------------------ the forecast
