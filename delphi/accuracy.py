@@ -115,6 +115,8 @@ fractions.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import math
 import tomllib
 import warnings
@@ -718,6 +720,20 @@ class AccuracyForecast:
     n_checked: int = 0
     n_worse: int = 0
 
+    @property
+    def fitted_sha256(self) -> str:
+        """SHA-256 of the points both steps were fitted on (inputs, outputs and labels,
+        floats with 17 significant digits, in canonical JSON): the fingerprint of this
+        forecast's data, recorded by :meth:`delphi.registry.Registry.register_accuracy`."""
+        body = []
+        for fit in (self.step1, self.step2):
+            body.append({"x": {k: [format(float(v), ".17g") for v in np.ravel(a)]
+                               for k, a in sorted(fit.x.items())},
+                         "y": [format(float(v), ".17g") for v in np.ravel(fit.y)],
+                         "labels": [str(s) for s in fit.labels]})
+        return hashlib.sha256(json.dumps(body, sort_keys=True, separators=(",", ":"))
+                              .encode("ascii")).hexdigest()
+
     def to_dict(self) -> dict:
         """JSON-ready: ``prediction`` (accuracy, lower, upper, task_loss... as fractions),
         ``step1`` and ``step2`` (the fits' ``to_dict()``, step 2's runs listed once each),
@@ -729,12 +745,10 @@ class AccuracyForecast:
         step2["fit"]["n_points"] = len(self.step2.labels)
         step2["fit"]["n_runs"] = len(step2["fit"]["runs"])
         from . import __version__
-        from .registry.core import _accuracy_sha256
 
         return {
             "ladder": self.ladder,
-            # The fingerprint the registry records for this forecast's data.
-            "fitted_sha256": _accuracy_sha256(self.step1, self.step2),
+            "fitted_sha256": self.fitted_sha256,
             "delphi_version": __version__,
             "task": self.task.to_dict(),
             "design": self.design,

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import errno
-import hashlib
 import json
 import math
 import numbers
@@ -16,7 +15,6 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any, Callable, Iterator, Mapping, Sequence
 
-import numpy as np
 from filelock import FileLock, Timeout
 from pydantic import ValidationError
 
@@ -162,19 +160,6 @@ def _check_accuracy(value: Any, what: str) -> None:
     if not (math.isfinite(v) and 0 < v <= 1):
         raise RegistryError(f"{what}: {v:.6g} is not an accuracy fraction in (0, 1] (unit "
                             f"{ACCURACY_UNIT!r}: 0.612, not 61.2 points)")
-
-
-def _accuracy_sha256(*fits) -> str:
-    """SHA-256 of the points the fits were made on (inputs, outputs and labels, floats with
-    17 significant digits, in canonical JSON): the fingerprint of an accuracy forecast's data."""
-    body = []
-    for fit in fits:
-        body.append({"x": {k: [format(float(v), ".17g") for v in np.ravel(a)]
-                           for k, a in sorted(fit.x.items())},
-                     "y": [format(float(v), ".17g") for v in np.ravel(fit.y)],
-                     "labels": [str(s) for s in fit.labels]})
-    return hashlib.sha256(json.dumps(body, sort_keys=True, separators=(",", ":"))
-                          .encode("ascii")).hexdigest()
 
 
 def _timestamp(value: datetime | str | None) -> datetime:
@@ -780,7 +765,7 @@ class Registry:
         (fractions; ``mean_lower``/``mean_upper`` the expected accuracy's); ``law`` records
         both steps' laws and parameters (``step1.E``, ``step2.k``...); ``fit`` the fitted
         runs, both steps' fixed values and warnings; ``ladder.sha256`` the SHA-256 of the
-        points both steps were fitted on (:func:`_accuracy_sha256`). Scores of such an entry
+        points both steps were fitted on (``AccuracyForecast.fitted_sha256``). Scores of such an entry
         give ``error_points`` = 100 x (actual - predicted) instead of a relative error
         (:class:`~delphi.registry.Score`); the interval check, z and PIT are as for losses.
 
@@ -806,7 +791,8 @@ class Registry:
         if isinstance(forecast, (list, tuple)):
             raise RegistryError("register_accuracy() takes one AccuracyForecast; for "
                                 "task='all' register each task under its own id")
-        for attr in ("task", "accuracy", "lower", "upper", "step1", "step2", "target"):
+        for attr in ("task", "accuracy", "lower", "upper", "step1", "step2", "target",
+                     "fitted_sha256"):
             if not hasattr(forecast, attr):
                 raise RegistryError(f"register_accuracy() needs an AccuracyForecast (from "
                                     f"delphi.predict_accuracy), got {type(forecast).__name__}")
@@ -881,7 +867,7 @@ class Registry:
                 + tuple(f"step 2: {w}" for w in s2.warnings))
             ladder = LadderRecord(name=str(forecast.ladder or "?"),
                                   source="points of both fitted steps (delphi.accuracy)",
-                                  sha256=_accuracy_sha256(s1, s2))
+                                  sha256=forecast.fitted_sha256)
         except ValidationError as exc:
             raise RegistryError(validation_message(exc, f"accuracy forecast of task "
                                                         f"{task.name!r}")) from None
