@@ -13,6 +13,16 @@ import pytest
 
 from delphi.readers.paths import default_data_dir
 
+# Under pytest-xdist each worker is one of two processes on two cores: BLAS threads of their
+# own would fight over the cores (DEVELOPERS.md), so each worker's BLAS runs one thread, and
+# so do the CLI processes its tests start (they inherit the environment).
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    from threadpoolctl import threadpool_limits
+
+    for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ.setdefault(_var, "1")
+    _BLAS_LIMIT = threadpool_limits(limits=1)
+
 
 @pytest.fixture(scope="session")
 def data_dir() -> Path:

@@ -212,7 +212,10 @@ def test_optimal_refuses_an_unidentified_split_and_plan_carries_the_flag():
     lad = ladder_of(nearly_one_d(), "one-d")
     with pytest.raises(UnidentifiedError, match=r"rests on beta"):
         compute_optimal(lad, 1e22)
-    alloc = compute_optimal(lad, 1e22, allow_unidentified=True)
+    # Where on the unidentified beta valley the optimum lands depends on the BLAS build; at
+    # some points the allocation also leaves the ladder's design (a separate refusal), so
+    # that check is waived here: this test is about the unidentified flag.
+    alloc = compute_optimal(lad, 1e22, allow_unidentified=True, allow_outside=True)
     assert set(alloc.unidentified) == {"beta"}
     assert "UNIDENTIFIED split" in alloc.report()
     out = alloc.to_dict()
@@ -289,7 +292,7 @@ def test_cli_optimal_refuses_and_plan_flags_an_unidentified_split(tmp_path, caps
     code, out, err = run(capsys, "optimal", str(path), "--target-flops", "1e22")
     assert code == 1 and "beta" in err and "does not identify" in err
     code, out, _ = run(capsys, "optimal", str(path), "--target-flops", "1e22",
-                       "--allow-unidentified", "--json")
+                       "--allow-unidentified", "--allow-outside-design", "--json")
     data = json.loads(out)
     assert code == 0 and data["identified"] is False and "beta" in data["unidentified"]
     code, out, _ = run(capsys, "plan", "--target-flops", "1e22", "--from", str(path), "--json")
@@ -449,19 +452,31 @@ def test_a_free_floor_above_the_lowest_loss_is_reported_and_inside_the_range():
     df = pd.DataFrame({"run": list("abcde"), "flops": 1e18 * 3.0 ** np.arange(5),
                        "loss": [2.9, 2.95, 3.0, 3.05, 3.1]})
     f = quiet_fit(ladder_of(df, "rising"), "power")
-    # The optimum is a flat manifold: alpha ends at a bound (5 with A = 0.031, or 0 with
-    # A = 3e-6 added to E), the law is the constant 3.0 either way and E is 3.0 to 1e-5.
+    # The optimum is a flat manifold: alpha ends at a bound and the law is the constant 3.0
+    # either way. Which end the optimiser reaches depends on the BLAS build (the objectives
+    # agree to the last bit), so each end is checked for what it implies.
     law = f.law.predict(f.params, {"flops": df["flops"].to_numpy(float)})
     np.testing.assert_allclose(law, 3.0, atol=1e-6)
-    assert f.params["E"] == pytest.approx(3.0, abs=1e-5) and f.degenerate
-    [w] = [w for w in f.warnings if w.startswith("the fitted floor E")]
-    assert "above the lowest observed loss 2.9 (run 'a')" in w
+    assert f.degenerate
     prof = f.identification.profiles["E"]
     assert prof.scanned[0] <= f.params["E"] <= prof.scanned[1]      # the range holds E
     assert prof.within[1] <= prof.scanned[1]
-    # A's term is negligible (0.031 x (1e18)^-5, or 3e-6), not "A at a bound".
-    assert "A's term negligible over the ladder (as if A = 0)" in f.degenerate
-    assert "TERM NEGLIGIBLE" in f.report()
+    if f.params["alpha"] == 0.0:
+        # alpha = 0: A's term is the constant A, so only E + A = 3.0 is determined; the fit
+        # says E and A cannot be separated and that E is arbitrary over its whole range.
+        assert f.params["E"] + f.params["A"] == pytest.approx(3.0, abs=1e-6) and f.degenerate
+        assert any(w.startswith("not identified: the data cannot separate E, A")
+                   for w in f.warnings)
+        assert any(w.startswith("not identified by the ladder") and "for E in [0, 2.9]" in w
+                   for w in f.warnings)
+    else:
+        # alpha at its upper end: E is 3.0 to 1e-5, above the lowest loss 2.9: that is no
+        # irreducible loss; A's term is negligible (0.031 x (1e18)^-5), not "A at a bound".
+        assert f.params["E"] == pytest.approx(3.0, abs=1e-5)
+        [w] = [w for w in f.warnings if w.startswith("the fitted floor E")]
+        assert "above the lowest observed loss 2.9 (run 'a')" in w
+        assert "A's term negligible over the ladder (as if A = 0)" in f.degenerate
+        assert "TERM NEGLIGIBLE" in f.report()
 
 
 def test_profile_with_no_residual_dof_is_not_assessed(capsys):
