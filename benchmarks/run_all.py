@@ -34,6 +34,8 @@ BENCHMARKS = [
     ("bench_calibration", "issue 11, item 5: calibrated intervals, auto and ensemble, every "
                           "public ladder (leave-future-out)"),
     ("bench_accuracy", "issue 13, item 6: task accuracy, OLMo ladder 190M-760M -> 1B/3B"),
+    ("bench_coverage", "issue 20: interval coverage over simulated ladders (issues 4 and 11, "
+                       "moved from the unit tests)"),
 ]
 
 

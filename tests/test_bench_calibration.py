@@ -1,5 +1,6 @@
 """benchmarks/bench_calibration.py (issue 11, item 5): the nested auto and ensemble cannot see
-the future, on a small simulated ladder (no published data)."""
+the future, on a small simulated ladder (no published data); benchmarks/bench_coverage.py's
+bookkeeping on a few simulated ladders."""
 
 from __future__ import annotations
 
@@ -146,3 +147,26 @@ def test_pool_targets_from_hand_made_results():
     met = [t["met"] for t in p["targets"]]
     # 90% pooled is in range; ladder a at 60% is below 70%; 1 ladder worse; auto not better
     assert met == [True, False, True, False]
+
+
+# ----------------------------------------------------------------------------- bench_coverage
+def test_bench_coverage_bookkeeping_on_a_few_ladders():
+    """benchmarks/bench_coverage.py (the coverage studies moved out of the unit tests, issue
+    20) on 2 ladders each: a calibrated interval is symmetric in log loss about the forecast,
+    so it covers the truth exactly when |log error| <= its log half-width; a new run's
+    conditional coverage is a probability, and the studies are seeded (run twice, equal)."""
+    import bench_coverage as bcov
+
+    d = bcov.calibrated_study(n_sim=2)
+    assert len(d) == 2 and d["r"].between(10, 100).all() and (d["half"] > 0).all()
+    assert (d["hit"] == (d["log_error"].abs() <= d["half"])).all()
+    assert d["g"].between(-0.03, 0.03).all() and d["delta_hit"].notna().all()
+    even = lambda c, rng: np.full(np.shape(c), 0.005)  # noqa: E731
+    for method in ("delta", "bootstrap"):
+        hits, cond, half = bcov.interval_coverage(2, even, seed=1, method=method, n_boot=20,
+                                                  target_mix=[(0.005, 1.0)])
+        assert hits.dtype == bool and len(hits) == 2
+        assert np.all((cond > 0) & (cond <= 1)) and np.all(half > 0)
+        again = bcov.interval_coverage(2, even, seed=1, method=method, n_boot=20,
+                                       target_mix=[(0.005, 1.0)])
+        assert all(np.array_equal(a, b) for a, b in zip((hits, cond, half), again))

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import math
-import warnings
 
 import numpy as np
 import pandas as pd
@@ -134,31 +133,60 @@ def _truth(c, g):
     return 1.8 + 2.0 * x ** -(0.25 + g * np.log10(x))
 
 
-def test_calibrated_interval_covers_misspecified_truth_over_200_ladders():
-    # 200 seeded ladders: 10 budgets half a decade apart (1e17..3e21), the curved truth above
-    # with g ~ U(-0.03, 0.03), run noise 0.5% (log). The power law is refitted leave-future-out
-    # (5 folds), calibrated, and the full-ladder forecast at r ~ 10^U(1, 2) beyond the largest
-    # budget gets a 90% interval; it should cover the true loss 85-95% of the time.
-    n_sim, nb, noise = 200, 10, 0.005
+def _calibrated_forecast(g, nb=10):
+    """Noise-free ladder of ``nb`` budgets half a decade apart on the curved truth: the power
+    law refitted leave-future-out, its calibration model, and the full-ladder fit."""
     c = 1e17 * 10 ** (0.5 * np.arange(nb))
-    hits = 0
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        for s in range(n_sim):
-            rng = np.random.default_rng([11, s])
-            g = rng.uniform(-0.03, 0.03)
-            lad = _ladder(c, _truth(c, g) * np.exp(rng.normal(0, noise, nb)), f"sim{s}")
-            e = leave_future_out(lad, "power")
-            model = CalibrationModel.fit(e)
-            # Full-ladder forecast by the same fast path, warm-started from the last cut.
-            full = delphi.fit(lad, "power", warm_start=e.folds[-1]["params"], identify=False)
-            r = 10 ** rng.uniform(1, 2)
-            target = c[-1] * r
-            lo, hi = model.interval(float(full.predict({"flops": np.array([target])})[0]), r, 0.9)
-            hits += lo <= _truth(target, g) <= hi
-    coverage = hits / n_sim
-    print(f"\ncalibrated 90% interval coverage over {n_sim} misspecified ladders: {coverage:.1%}")
-    assert 0.85 <= coverage <= 0.95
+    lad = _ladder(c, _truth(c, g), f"curved{g:+.2f}")
+    e = leave_future_out(lad, "power")
+    model = CalibrationModel.fit(e)
+    # Full-ladder forecast by the same fast path, warm-started from the last cut.
+    full = delphi.fit(lad, "power", warm_start=e.folds[-1]["params"], identify=False)
+    return c, model, full
+
+
+@pytest.mark.parametrize("g", [-0.02, -0.01, 0.01, 0.02, 0.03])
+def test_calibrated_interval_covers_a_curved_truth_the_delta_interval_misses(g):
+    """The calibrated 90% interval covers the known true loss 10x and 100x beyond a ladder
+    whose truth a power law misfits, where the uncalibrated delta-method interval of the same
+    forecast misses it at 100x. Noise-free ladders, so the answer is known without a seed:
+    the leave-future-out errors are the misfit alone. At 100x the forecast misses the truth
+    by 0.8-3.2% and the calibrated half-width is 3-7x that miss; the delta interval sees
+    only the residuals (half-width 0.5-2.0% for |g| <= 0.02, 1.3-2.2x short of the miss; at
+    g = 0.03 its 3.1% nearly reaches the 3.2% miss, so its miss is not asserted there).
+
+    Coverage over many noisy ladders (93.5% of 200 with g ~ U(-0.03, 0.03), 0.5% noise, the
+    85-95% band the former test asserted) is measured by benchmarks/bench_coverage.py
+    (RESULTS.md, "Issue 20"). It is lower for g < -0.02, where the full ladder's error
+    outgrows the leave-future-out errors at the same ratio: noise-free, g = -0.03 misses by
+    13.6% at 100x against a 5.2% half-width, which is why that case is not here."""
+    from delphi.uncertainty import delta_interval
+    c, model, full = _calibrated_forecast(g)
+    assert model.n_folds == 5 and model.k > 0       # the misfit grows with the ratio
+    for r in (10.0, 100.0):
+        target = {"flops": np.array([c[-1] * r])}
+        truth = float(_truth(target["flops"], g)[0])
+        pred = float(full.predict(target)[0])
+        lo, hi = model.interval(pred, r, 0.9)
+        assert lo <= truth <= hi, (r, pred, truth, lo, hi)
+        if r == 100.0 and abs(g) <= 0.02:
+            delta = delta_interval(full, target, level=0.9)
+            assert not delta.lower <= truth <= delta.upper, (truth, delta.lower, delta.upper)
+
+
+def test_calibrated_interval_of_an_exact_law_stays_at_the_floor():
+    """The same pipeline on a noise-free ladder the power law fits exactly (g = 0): every
+    leave-future-out error is ~0, so sigma(r) is the floor at every ratio (no width from
+    nowhere), and the interval still covers the exact forecast."""
+    c, model, full = _calibrated_forecast(0.0)
+    assert model.sigma_0 == pytest.approx(SIGMA_FLOOR) and model.k == pytest.approx(0, abs=1e-9)
+    target = np.array([c[-1] * 100.0])
+    pred = float(full.predict({"flops": target})[0])
+    assert pred == pytest.approx(float(_truth(target, 0.0)[0]), rel=1e-6)
+    lo, hi = model.interval(pred, 100.0, 0.9)
+    half = norm.ppf(0.95) * model.small_sample_factor(0.9) * SIGMA_FLOOR
+    assert math.log(hi / pred) == pytest.approx(half, rel=1e-6)
+    assert lo <= float(_truth(target, 0.0)[0]) <= hi
 
 
 # ----------------------------------------------------------------------------- real ladder
@@ -260,9 +288,7 @@ def test_lfo_first_fold_matches_an_independent_fit():
     y = (1.8 + 2.0 * (c / 1e17) ** -0.3) * np.exp(rng.normal(0, 0.004, 8))
     lad = _ladder(c, y)
     e = leave_future_out(lad, "power")
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        f = delphi.fit(_ladder(c[:5], y[:5]), "power", identify=False)
+    f = delphi.fit(_ladder(c[:5], y[:5]), "power", identify=False)
     pred = f.predict({"flops": c[5:]})
     first = e.cut == c[4]
     np.testing.assert_allclose(e.predicted[first], pred, rtol=1e-6)
@@ -313,13 +339,11 @@ def test_calibration_backtest_uses_only_what_each_fold_saw(monkeypatch):
         return real(cls, errors)
 
     monkeypatch.setattr(cal.CalibrationModel, "fit", classmethod(spy))
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        full = cal.calibration_backtest(_ladder(c, y), "power")
-        # The same ladder without the bent runs: the folds both share must get the same
-        # calibrated intervals -- and would not if a fold's model read the 4% misses of runs
-        # above its own cut.
-        short = cal.calibration_backtest(_ladder(c[:10], y[:10]), "power")
+    full = cal.calibration_backtest(_ladder(c, y), "power")
+    # The same ladder without the bent runs: the folds both share must get the same
+    # calibrated intervals -- and would not if a fold's model read the 4% misses of runs
+    # above its own cut.
+    short = cal.calibration_backtest(_ladder(c[:10], y[:10]), "power")
     cuts = [f["cut"] for f in full.errors.folds]
     calibrated = [k for i, k in enumerate(cuts) if i >= MIN_FOLDS]
     assert sorted(set(full.cut)) == pytest.approx(calibrated)

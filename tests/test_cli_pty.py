@@ -99,16 +99,17 @@ def test_progress_bar_is_drawn_on_a_terminal_and_quiet_turns_it_off(columns):
 
 @pytest.mark.shared_data
 def test_cli_bootstrap_in_a_terminal(data_dir):
-    # A bootstrap large enough to show the bar (400 refits of Chinchilla Approach 3 on
-    # Epoch's 240 points), run as a user would in a terminal.
+    # A bootstrap (100 refits of Chinchilla Approach 3 on Epoch's 240 points), run as a user
+    # would in a terminal: the bar is drawn, the result printed; --quiet draws no bar.
     argv = delphi_command() + ["predict", "epoch-chinchilla", "--law", "chinchilla",
                                "--target-params", "7e10", "--target-tokens", "1.4e12",
-                               "--n-boot", "400", "--interval", "bootstrap"]
+                               "--n-boot", "100", "--interval", "bootstrap"]
     env = {"DELPHI_PROGRESS_DELAY": "0"}   # draw the bar even if the bootstrap is quick
     code, out = run_in_pty(argv, env=env)
     assert code == 0, out
     assert "Traceback" not in out, out
     assert "prediction" in out and "(bootstrap; run noise" in out
+    assert BAR.search(out.replace("\r\n", "\n")), out
     code, quiet = run_in_pty(argv[:2] + ["--quiet"] + argv[2:], env=env)
     assert code == 0, quiet
     assert "Traceback" not in quiet, quiet

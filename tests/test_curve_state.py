@@ -17,18 +17,14 @@ from delphi.curves import DECAY_SHARE_MIN, complete, complete_many, decay_seen
 from delphi.laws import ANNEALING
 from delphi.schedules import LoggedSchedule, Schedule, features, find_restarts, warmup_end
 
+from bundled import load
+
 TRUE = {"L0": 2.3, "A": 0.6, "C": 0.25, "alpha": 0.5}
 
 
 def annealing_curve(sched: Schedule, steps) -> np.ndarray:
     f = features(sched, np.asarray(steps))
     return ANNEALING.predict(TRUE, {"S1": f["S1"], "S2": f["S2"]})
-
-
-def quiet(fn, *args, **kwargs):
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        return fn(*args, **kwargs)
 
 
 # --------------------------------------------------------------------- resumed runs
@@ -102,9 +98,10 @@ def test_resumed_sibling_is_left_out_with_a_note():
     steps = np.arange(500, 10001, 500)
     good = pd.DataFrame({"run": "s", "step": steps, "loss": annealing_curve(sched, steps),
                          "flops": 1e15 * steps, "peak_lr": 2e-3, "total_steps": 10000})
-    ladder = quiet(Ladder, pd.concat([frame.assign(params=1e8), good.assign(params=1e8)]),
-                   schedule="cosine:warmup=100,final=0.1")
-    c = quiet(complete, ladder, "s", siblings=True)
+    with pytest.warns(LadderWarning, match="run 'r' was resumed"):
+        ladder = Ladder(pd.concat([frame.assign(params=1e8), good.assign(params=1e8)]),
+                        schedule="cosine:warmup=100,final=0.1")
+    c = complete(ladder, "s", siblings=True)
     assert any("left out, resumed" in n and "r" in n for n in c.notes)
     assert set(lbl.split("@")[0] for lbl in c.fit.labels) == {"s"}
 
@@ -147,7 +144,7 @@ def test_complete_leaves_out_warmup_checkpoints_by_default(logged):
     truth = annealing_curve(Schedule.parse("cosine:warmup=200,final=0.1", peak_lr=2e-3,
                                            total_steps=4000), [4000])[0]
     assert c.loss == pytest.approx(truth, rel=1e-3)
-    kept = quiet(complete, ladder, "w", upto_fraction=0.6, keep_warmup=True)
+    kept = complete(ladder, "w", upto_fraction=0.6, keep_warmup=True)
     assert kept.n_warmup_excluded == 0 and kept.n_checkpoints == 48
     assert not any("warm-up" in n for n in kept.notes)
 
@@ -204,7 +201,7 @@ def test_olmo_190m_completion_at_step_3000_is_warned_and_later_ones_hold(data_di
     # 0.1 x peak: (1 - 0.712) / 0.9 = 32% of the decay seen. The annealing law misses by
     # about 3% (sign depending on the checkpoints), so delphi must say why; from 80% of the
     # run (81% of the decay seen) the same completion is within 1%.
-    ladder = quiet(delphi.load_ladder, "olmo-ladder")
+    ladder = load("olmo-ladder")          # expecting its FLOP-convention warning
     with pytest.warns(FitWarning, match="not identified"):
         c = complete(ladder, "190M-1xC", upto_step=3000)
     assert c.n_warmup_excluded == 1                      # step 200, LR still rising
@@ -222,10 +219,8 @@ def test_cli_complete_warmup_flag_json_and_resumed_run(tmp_path, capsys):
     (tmp_path / "lin.toml").write_text('name = "lin"\ndescription = "x"\n'
                                        'schedule = "linear:final=0.1"\n'
                                        '[source]\nreader = "csv"\npath = "lin.csv"\n')
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        code = main(["complete", str(tmp_path / "lin.toml"), "--run", "lin", "--upto-step",
-                     "600", "--json"])
+    code = main(["complete", str(tmp_path / "lin.toml"), "--run", "lin", "--upto-step", "600",
+                 "--json"])
     out = json.loads(capsys.readouterr().out)
     assert code == 0 and out["fitted_upto_step"] == 600
     assert out["decay_share"] == pytest.approx(0.3) and "not identified" in out["warnings"][0]
@@ -246,9 +241,7 @@ def test_cli_complete_warmup_flag_json_and_resumed_run(tmp_path, capsys):
     (tmp_path / "r.toml").write_text('name = "r"\ndescription = "x"\n'
                                      'schedule = "cosine:warmup=100,final=0.1"\n'
                                      '[source]\nreader = "csv"\npath = "r.csv"\n')
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        code = main(["complete", str(tmp_path / "r.toml"), "--run", "r"])
+    code = main(["complete", str(tmp_path / "r.toml"), "--run", "r"])
     err = capsys.readouterr().err
     assert code == 1 and "run 'r' was resumed" in err and "(row 6)" in err
 
@@ -258,7 +251,8 @@ def test_kept_warmup_checkpoints_do_not_count_as_decay_seen():
     # keep_warmup the share seen must still come from the post-warm-up ones: up to step 600
     # of the cosine to 0.1 over 200..4000, h = 0.1 + 0.45 (1 + cos(pi 400/3800)) = 0.9755,
     # (1 - 0.9755) / 0.9 = 2.7% of the decay seen.
-    c = quiet(complete, warm_ladder(), "w", upto_step=600, keep_warmup=True)
+    with pytest.warns(FitWarning, match="run 'w': the LR-decay response is not identified"):
+        c = complete(warm_ladder(), "w", upto_step=600, keep_warmup=True)
     h = 0.1 + 0.45 * (1 + np.cos(np.pi * 400 / 3800))
     assert c.decay_share == pytest.approx((1 - h) / 0.9, rel=1e-6)
     assert c.warnings and "not identified" in c.warnings[0]
@@ -383,7 +377,7 @@ def test_a_restarted_counter_logging_steps_again_is_a_resumed_run_not_duplicates
     dup = counter_frame()
     dup.loc[1, "step"] = 100
     with pytest.raises(LadderError, match=r"duplicate rows for step = 100 \(rows 0, 1\)"):
-        quiet(Ladder, dup)
+        Ladder(dup)
 
 
 def test_a_restarted_counter_run_marked_final_is_not_judged_by_its_step():
@@ -421,7 +415,7 @@ def test_complete_on_a_single_checkpoint_says_so_not_that_lr_is_missing(tmp_path
             "main,127500,8.02e12,0.002140,0.002140,2.256,1.0,true,9.624e22\n")
     path = tmp_path / "one.csv"
     path.write_text(text)
-    ladder = quiet(delphi.load_ladder, path)
+    ladder = delphi.load_ladder(path)
     with pytest.raises(LadderError, match=r"run 'main' has a single checkpoint \(row 1, step "
                                           r"127500\)"):
         complete(ladder, "main")

@@ -5,6 +5,7 @@ RuntimeWarning may reach the user)."""
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import hashlib
 import json
@@ -21,7 +22,10 @@ import pytest
 
 import delphi
 from delphi import LadderError, TargetError, load_ladder, predict
+from delphi.cli import main
 from delphi.readers import read_csv, read_jsonl, read_marin
+
+from bundled import expect_warnings
 
 # The documented magnitude limits (delphi.ladder._MAGNITUDE), written out independently.
 LIMITS = {"params": (1.0, 1e30), "tokens": (1.0, 1e30), "flops": (1.0, 1e40),
@@ -117,7 +121,7 @@ def test_a_boolean_is_dropped_by_drop_invalid_and_listed(tmp_path):
     rows[4]["loss"] = True
     path = tmp_path / "t.jsonl"
     path.write_text(_jsonl(rows))
-    with pytest.warns(delphi.LadderWarning):
+    with pytest.warns(delphi.LadderWarning, match=r"--drop-invalid\) dropped 1 row\(s\)"):
         ladder = load_ladder(path, drop_invalid=True)
     assert sorted(ladder.runs) == sorted(r["run"] for r in rows if r["run"] != "r4")
     assert any(e.run == "r4" and "not a number: True" in e.reason for e in ladder.exclusions)
@@ -335,13 +339,23 @@ def test_extremes_are_an_error_naming_row_and_column(strict, column, value):
     assert not re.search(r"\d{20}", message)
 
 
-@pytest.mark.parametrize("column, value", [("params", 1.0), ("tokens", 1e30),
-                                           ("flops", 1e40), ("loss", 1e-30)])
-def test_values_at_the_limits_are_accepted(strict, column, value):
+# The LadderWarnings of a value far from the others: r4's flops against its 6·N·D, and the
+# FLOP convention across the rungs.
+STRAY_R4 = (r"flops of 1 run\(s\) stray more than 25% from the ladder's median flops/\(6·N·D\): "
+            r"r4 \(")
+K_RISES = r"the FLOP convention k = C/\(6·N·D\) rises by"
+
+
+@pytest.mark.parametrize("column, value, warned", [("params", 1.0, (STRAY_R4,)),
+                                                   ("tokens", 1e30, (STRAY_R4,)),
+                                                   ("flops", 1e40, (STRAY_R4, K_RISES)),
+                                                   ("loss", 1e-30, ())])
+def test_values_at_the_limits_are_accepted(strict, column, value, warned):
     frame = pd.DataFrame(_rows())
     frame.loc[4, column] = value
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", delphi.DelphiWarning)
+    # Accepted, and a count that far from the others' C = 6ND is said (a loss is not).
+    with (expect_warnings(delphi.LadderWarning, *warned) if warned
+          else contextlib.nullcontext()):
         ladder = delphi.Ladder(frame)
     assert len(ladder) == 12
 
@@ -349,8 +363,7 @@ def test_values_at_the_limits_are_accepted(strict, column, value):
 def test_a_far_off_flops_value_is_warned_in_four_digits(strict):
     frame = pd.DataFrame(_rows())
     frame.loc[4, "flops"] = 1e30
-    with warnings.catch_warnings(record=True):
-        warnings.simplefilter("always", delphi.DelphiWarning)
+    with expect_warnings(delphi.LadderWarning, STRAY_R4, K_RISES):
         ladder = delphi.Ladder(frame)
     # r4: N = 3e7, D = 6e8; every other run has k = C/(6ND) = 1, so the median is 1.
     k = 1e30 / (6 * 3e7 * 6e8)
@@ -363,8 +376,10 @@ def test_a_loss_far_below_the_trend_fits_without_numpy_warnings(strict):
     # A loss of 1e-3 on one rung made the batched refinement overflow (a RuntimeWarning).
     frame = pd.DataFrame(_rows())
     frame.loc[4, "loss"] = 1e-3
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", delphi.DelphiWarning)
+    # Without r4, the floor is not pinned, and 1e22 FLOPs is far beyond the ladder.
+    with expect_warnings(delphi.FitWarning, r"^not identified by the ladder: .* for E in \[",
+                         r"^the target is [0-9.e+]+x the largest fitted run's compute: more "
+                         r"than four orders of magnitude"):
         fc = predict(delphi.Ladder(frame), {"flops": 1e22}, "power", interval="none")
     assert np.isfinite(fc.loss)
     excluded = {e.run: e.reason for e in fc.fit.exclusions}
@@ -387,8 +402,9 @@ def test_an_lr_decayed_to_zero_fits_the_checkpoint_law_without_numpy_warnings(st
                              "tokens": d, "loss": loss, "lr": peak * h, "peak_lr": peak,
                              "final": frac == 1.0})
     assert any(r["lr"] == 0 for r in rows)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", delphi.DelphiWarning)
+    # Three D/N per size over one decade of N: the data exponent beta is not pinned.
+    with pytest.warns(delphi.FitWarning, match=r"^not identified by the ladder: .* for beta "
+                                               r"in \["):
         fc = predict(delphi.Ladder(pd.DataFrame(rows)), {"params": 1e9, "tokens": 2e10},
                      "chinchilla-ckpt", interval="delta")
     assert np.isfinite(fc.loss)
@@ -419,12 +435,25 @@ def test_extreme_targets_are_refused(strict, target, text):
 
 # ---------------------------------------------------------------- the command line
 def _cli(*argv: str) -> subprocess.CompletedProcess:
-    # -W error::RuntimeWarning: a numpy warning would end in a traceback here.
+    """``delphi ARGV`` as a real process. -W error::RuntimeWarning: a numpy warning would end
+    in a traceback here."""
     return subprocess.run([sys.executable, "-W", "error::RuntimeWarning", "-m", "delphi.cli",
                            *argv], capture_output=True, text=True, timeout=300)
 
 
-def test_cli_bad_inputs_end_in_one_line_errors(tmp_path):
+def _cli_here(capsys, *argv: str) -> tuple[int, str, str]:
+    """``delphi ARGV`` in this process (quicker than :func:`_cli`): exit code, stdout, stderr.
+    A numpy RuntimeWarning is an error here too, and an exception other than delphi's (which
+    the real process would print as a traceback) propagates and fails the test."""
+    capsys.readouterr()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_cli_bad_inputs_end_in_one_line_errors(tmp_path, capsys):
     rows = _rows()
     (tmp_path / "null.jsonl").write_text(_jsonl(rows[:2]) + "null\n" + _jsonl(rows[2:]))
     tiny = [dict(r) for r in rows]
@@ -440,26 +469,34 @@ def test_cli_bad_inputs_end_in_one_line_errors(tmp_path):
     if hasattr(os, "mkfifo"):
         os.mkfifo(tmp_path / "fifo.csv")
         cases.append(("fifo.csv", "fifo.csv is a named pipe (FIFO), not a regular file"))
+    # Two cases as real processes (the exit status and stderr the shell sees); the others in
+    # this process, where the same exit code and stderr are checked.
+    real = {("predict", "tiny.csv"), ("fit", "fifo.csv" if hasattr(os, "mkfifo") else "dir.csv")}
     for name, fragment in cases:
         for argv in (("predict", str(tmp_path / name), "--target-flops", "1e22"),
                      ("fit", str(tmp_path / name))):
-            done = _cli(*argv)
-            assert done.returncode == 1, (argv, done.stderr)
-            lines = done.stderr.strip().splitlines()
-            assert len(lines) == 1 and lines[0].startswith("delphi: error: "), done.stderr
+            if (argv[0], name) in real:
+                done = _cli(*argv)
+                code, err = done.returncode, done.stderr
+            else:
+                code, _, err = _cli_here(capsys, *argv)
+            assert code == 1, (argv, err)
+            lines = err.strip().splitlines()
+            assert len(lines) == 1 and lines[0].startswith("delphi: error: "), err
             assert fragment in lines[0], (fragment, lines[0])
-            assert "Traceback" not in done.stderr and "RuntimeWarning" not in done.stderr
+            assert "Traceback" not in err and "RuntimeWarning" not in err
 
 
-def test_cli_reads_gzip_and_na_ids_and_refuses_extreme_targets(tmp_path):
+def test_cli_reads_gzip_and_na_ids_and_refuses_extreme_targets(tmp_path, capsys):
     rows = _rows()
     rows[0]["run"] = "NA"
     with gzip.open(tmp_path / "runs.csv.gz", "wt") as fh:
         fh.write(_csv(rows))
-    done = _cli("fit", str(tmp_path / "runs.csv.gz"), "--law", "power", "--json")
-    assert done.returncode == 0, done.stderr
-    assert json.loads(done.stdout)["fit"]["n_runs"] == 12
-    assert "RuntimeWarning" not in done.stderr
+    code, out, err = _cli_here(capsys, "fit", str(tmp_path / "runs.csv.gz"), "--law", "power",
+                               "--json")
+    assert code == 0, err
+    assert json.loads(out)["fit"]["n_runs"] == 12
+    assert "RuntimeWarning" not in err
     done = _cli("predict", str(tmp_path / "runs.csv.gz"), "--target-flops", "1e308")
     assert done.returncode == 1
     assert done.stderr.strip() == ("delphi: error: target flops 1e+308 is outside 1..1e+40: "
@@ -669,7 +706,10 @@ def test_a_template_mapping_every_row_to_one_id_is_an_error(tmp_path):
     (tmp_path / "u.csv").write_text("flops,loss,lr\n1e18,3.5,0.001\n3e18,3.3,0.001\n"
                                     "1e19,3.1,0.002\n")
     m = _manifest(tmp_path, "u.csv", 'run_id = "{lr:g}"\n')
-    with pytest.warns(delphi.LadderWarning, match=r"maps rows 0, 1 to the same id '0.001'"):
+    # Rows 0 and 1 become one run, read (without steps) as its checkpoints in order of flops.
+    with expect_warnings(delphi.LadderWarning, r"maps rows 0, 1 to the same id '0.001'",
+                         r"1 run\(s\) have several rows and the table has no step or tokens "
+                         r"column.*run '0.001': rows 0 before row 1"):
         load_ladder(m)
 
 
@@ -700,14 +740,16 @@ def test_an_empty_file_is_called_empty(tmp_path):
         load_ladder(tmp_path / "e.csv")
 
 
-def test_cli_review_inputs(tmp_path):
+def test_cli_review_inputs(tmp_path, capsys):
     (tmp_path / "creds.csv").write_text(SECRET)
-    out = _cli("predict", str(tmp_path / "creds.csv"), "--target-flops", "1e22", "--json")
-    assert out.returncode == 1 and "AKIA" not in out.stdout + out.stderr
-    assert json.loads(out.stdout)["error"]["type"] == "LadderError"
+    code, out, err = _cli_here(capsys, "predict", str(tmp_path / "creds.csv"), "--target-flops",
+                               "1e22", "--json")
+    assert code == 1 and "AKIA" not in out + err
+    assert json.loads(out)["error"]["type"] == "LadderError"
     (tmp_path / "h.jsonl").write_text('{"run": "c", "flops": 1' + "0" * 400 + ', "loss": 3}\n')
-    out = _cli("predict", str(tmp_path / "h.jsonl"), "--target-flops", "1e22", "--json")
-    err = json.loads(out.stdout)["error"]
+    code, out, _ = _cli_here(capsys, "predict", str(tmp_path / "h.jsonl"), "--target-flops",
+                             "1e22", "--json")
+    err = json.loads(out)["error"]
     assert err["type"] == "LadderError" and "line 1: column 'flops'" in err["message"]
     out = _cli("predict", str(tmp_path / "creds.csv"), "--metric", "run", "--target-flops", "1e22")
     assert "'run' is the run id column" in out.stderr and "Traceback" not in out.stderr

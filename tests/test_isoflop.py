@@ -11,11 +11,13 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from delphi.errors import FitError, LadderError
+from delphi.errors import FitError, FitWarning, LadderError, LadderWarning
 from delphi.analyses.isoflop import (BudgetOptimum, EnvelopeResult, IsoflopResult, PowerLaw,
                             envelope_analysis, fit_power_law, group_budgets, isoflop_analysis,
                             isoflop_table)
 from delphi.ladder import Ladder
+
+from bundled import expect_warnings
 
 
 # ------------------------------------------------------------------------------- synthetic data
@@ -80,7 +82,11 @@ def test_runs_that_do_not_cluster_raise_naming_runs():
 def test_repeated_sizes_keep_the_best_loss_and_say_so():
     t = isoflop_grid(BUDGETS[:3], **SYMMETRIC)
     extra = t.iloc[[3]].assign(run="lr-sweep-worse", loss=t.iloc[3]["loss"] + 0.1)
-    res = isoflop_table(pd.concat([t, extra]), bootstrap="none")
+    with pytest.warns(LadderWarning, match=r"^budget C=1e\+18: duplicate model size: runs "
+                                           r"'C1e\+18-N[0-9.e+]+' and 'lr-sweep-worse' both have "
+                                           r"N = .*; kept 'C1e\+18-N[0-9.e+]+' \(lowest loss\), "
+                                           r"'lr-sweep-worse' not used"):
+        res = isoflop_table(pd.concat([t, extra]), bootstrap="none")
     assert any("lr-sweep-worse" in w for w in res.warnings)
     assert "lr-sweep-worse" not in res.budgets[0].runs
 
@@ -313,7 +319,11 @@ def test_parabola_on_porian_wide_grid_is_flagged(porian_points):
     # Porian et al.'s grids span up to 2.5 decades in N around the optimum: a parabola over
     # all of them is biased (a = 0.78 instead of 0.706 on step 2), and the analysis flags the
     # off-centre, asymmetric budgets that cause it.
-    res = isoflop_table(porian_table(porian_points, "rw", PORIAN_STEPS[1][1]), n_boot=20)
+    with expect_warnings(FitWarning,
+                         r"^budget C=[^:]+: the sizes reach .* beyond the \+-8x a parabola",
+                         r"^5 of 9 budgets sample sizes beyond 8x of their vertex",
+                         r"^the sampling centre drifts against the vertices"):
+        res = isoflop_table(porian_table(porian_points, "rw", PORIAN_STEPS[1][1]), n_boot=20)
     assert res.params_law.exponent > 0.74
     assert sum("asymmetric" in b.flags for b in res.budgets) >= 4
     windowed = isoflop_table(porian_table(porian_points, "rw", PORIAN_STEPS[1][1]), window=5,

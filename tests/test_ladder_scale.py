@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 import delphi
-from delphi.errors import LadderError
+from delphi.errors import LadderError, LadderWarning
 from delphi.fitting.api import _compute_frontier, _dominated
 from delphi.ladder import Ladder
 from delphi.laws import get_law
@@ -86,7 +86,11 @@ def test_table_keeps_runs_contiguous_ordered_by_run_compute_then_run_id():
                       "step": [1, 1, 3, 1, 1, 2],
                       "flops": [1e18, 4e18, 8e18, 2e18, 4e18, 5e18],
                       "loss": [3.0, 2.8, 2.5, 2.9, 2.8, 2.6]})
-    table = Ladder(t).table
+    # big's steps in file order (1, 3, 2) go back once: read as a resumed run, and said so.
+    with pytest.warns(LadderWarning, match=r"run 'big' was resumed: its step goes back 1 "
+                                           r"time\(s\) in file order \(step 3 \(row 2\) -> 2 "
+                                           r"\(row 5\)"):
+        table = Ladder(t).table
     assert table["run"].tolist() == ["small", "x", "y", "big", "big", "big"]
     assert table["step"].tolist() == [1, 1, 1, 1, 2, 3]
     assert table["flops"].tolist() == [2e18, 4e18, 4e18, 1e18, 5e18, 8e18]

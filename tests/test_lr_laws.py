@@ -13,9 +13,12 @@ import pytest
 import delphi
 from delphi.cli import main
 from delphi.curves import complete
+from delphi.errors import FitWarning
 from delphi.fitting import fit_arrays
 from delphi.laws import ANNEALING, CHINCHILLA_CKPT, CHINCHILLA_LR, MULTIPOWER
 from delphi.schedules import Schedule, features
+
+from bundled import load
 
 NOISE = 0.002
 
@@ -161,17 +164,35 @@ def mean_abs_rel_error(actual, predicted):
     return float(np.mean(np.abs((actual - predicted) / predicted)))
 
 
-def test_misfitting_lr_sweeps_peak_lr_law(data_dir):
-    # Issue 3: fitted on final losses of models <= 200M, the peak-LR mis-tuning law predicts
-    # every 300M and 400M final loss across all their peak LRs within 1.5% mean |rel. error|;
-    # the LR-blind chinchilla fit cannot tell a mis-tuned run and does worse.
-    ladder = delphi.load_ladder("misfitting2025-final")
+@pytest.fixture(scope="module")
+def misfitting_final(data_dir):
+    """The (Mis)Fitting final-loss ladder, loaded once for this module; tests only read it."""
+    return delphi.load_ladder("misfitting2025-final")
+
+
+def test_misfitting_lr_sweeps_peak_lr_law(misfitting_final):
+    """Issue 3: fitted on final losses of models <= 200M, the peak-LR mis-tuning law predicts
+    every 300M and 400M final loss across all their peak LRs within 1.5% mean |rel. error|;
+    the LR-blind chinchilla fit cannot tell a mis-tuned run and does worse.
+
+    delphi.fit of chinchilla-lr on every <= 200M run excludes the nine 100-step runs as
+    off-trend, one 5-D global search each (ten searches); here they are left out of the
+    selection instead, so the law is fitted once to the same 212 points (the same optimum,
+    bit for bit, when this was written) and the fit must exclude no further run as off-trend.
+    The exclusion path on these sweeps is test_lr_forms.py's chosen-form test; the LR-blind
+    baseline below is still fitted to every <= 200M run."""
+    ladder = misfitting_final
     fin, _ = ladder.final_points()
     size = fin["run"].str.extract(r"_(\d+)m-")[0].astype(int)
-    small = fin.loc[size <= 200, "run"].tolist()
+    small_runs = fin.loc[size <= 200, "run"].tolist()
+    long_runs = [r for r in small_runs if "-T100-" not in r]
+    assert len(small_runs) - len(long_runs) == 9
     test = fin[size > 200]
-    lr_fit = delphi.fit(ladder.select(runs=small), "chinchilla-lr")
-    blind = delphi.fit(ladder.select(runs=small), "chinchilla")
+    # identify=False: the identification profile (a few more refits) is not what is tested
+    # here; it finds the floor E unidentified by these sweeps, for either law.
+    lr_fit = delphi.fit(ladder.select(runs=long_runs), "chinchilla-lr", identify=False)
+    assert not [e.run for e in lr_fit.exclusions if "trend" in e.reason]
+    blind = delphi.fit(ladder.select(runs=small_runs), "chinchilla", identify=False)
     x = {c: test[c].to_numpy(float) for c in ("params", "tokens", "peak_lr")}
     err_lr = mean_abs_rel_error(test["loss"].to_numpy(), lr_fit.predict(x))
     err_blind = mean_abs_rel_error(test["loss"].to_numpy(), blind.predict(x))
@@ -180,18 +201,28 @@ def test_misfitting_lr_sweeps_peak_lr_law(data_dir):
     assert err_lr <= 0.015
     assert err_lr < err_blind
     # The five-dimensional search reaches the same optimum whatever its seed.
-    other = delphi.fit(ladder.select(runs=small), "chinchilla-lr", seed=7)
+    other = fit_arrays(lr_fit.law, lr_fit.x, lr_fit.y, labels=lr_fit.labels, seed=7,
+                       delta=lr_fit.delta)
     assert other.objective == pytest.approx(lr_fit.objective, rel=1e-7)
 
 
-def test_olmo_checkpoint_law_predicts_1b_3b(data_dir):
+@pytest.fixture(scope="module")
+def olmo(data_dir):
+    """The OLMo ladder, loaded once for this module (its known FLOP-convention warning
+    expected); tests only read it."""
+    return load("olmo-ladder")
+
+
+def test_olmo_checkpoint_law_predicts_1b_3b(olmo):
     # Issue 3: a checkpoint-aware law on all checkpoints of the 190M-760M runs (logged LR)
     # predicts the final C4 loss of every 1B and 3B run within 1.0% mean |rel. error|.
-    ladder = delphi.load_ladder("olmo-ladder")
+    ladder = olmo
     small = [r for r in ladder.runs if r.split("-")[0] in ("190M", "370M", "760M")]
     big = [r for r in ladder.runs if r.split("-")[0] in ("1B", "3B")]
-    ckpt = delphi.fit(ladder.select(runs=small), "chinchilla-ckpt")
-    final_only = delphi.fit(ladder.select(runs=small), "chinchilla")
+    # identify=False: the identification profile (more refits) is not what is tested here;
+    # it finds the floor E unidentified by these runs, for either law.
+    ckpt = delphi.fit(ladder.select(runs=small), "chinchilla-ckpt", identify=False)
+    final_only = delphi.fit(ladder.select(runs=small), "chinchilla", identify=False)
     fin, _ = ladder.select(runs=big).final_points()
     x = {"params": fin["params"].to_numpy(float), "tokens": fin["tokens"].to_numpy(float),
          "h": (fin["lr"] / fin["peak_lr"]).to_numpy(float)}
@@ -206,16 +237,19 @@ def test_olmo_checkpoint_law_predicts_1b_3b(data_dir):
 
 def test_misfitting_completion_at_80_percent_beats_lr_blind_baseline(data_dir):
     # Issue 3: every (Mis)Fitting run stopped at 80% is completed; the median error is
-    # reported (benchmarks/curve_completion.py prints the full figures). Here, on every 4th
-    # run: the schedule-aware law must beat the LR-blind power law in D, whose extrapolation
-    # cannot see the cosine decay still to come.
+    # reported (benchmarks/curve_completion.py prints the full figures). Here, on every 8th
+    # run (18 of the 137 with 8+ checkpoints): the schedule-aware law must beat the LR-blind
+    # power law in D, whose extrapolation cannot see the cosine decay still to come, by 2x,
+    # with a median under 0.6%. Measured 0.43% vs 1.24% (ratio 0.35); every 4th run gave
+    # 0.41% vs 1.29%, and the other offsets of every 8th run 0.14-0.38% (ratios 0.23-0.37),
+    # so the subset does not decide the outcome.
     import sys
     sys.path.insert(0, str(__import__("pathlib").Path(__file__).parents[1] / "benchmarks"))
     from curve_completion import baseline
 
-    ladder = delphi.load_ladder("misfitting2025")
+    ladder = load("misfitting2025")    # expecting its clipped-fraction warning
     counts = ladder.table.groupby("run").size()
-    runs = [r for r in counts.index if counts[r] >= 8][::4]
+    runs = [r for r in counts.index if counts[r] >= 8][::8]
     ours, base = [], []
     for run in runs:
         c = complete(ladder, run, "annealing", upto_fraction=0.8)
@@ -224,22 +258,31 @@ def test_misfitting_completion_at_80_percent_beats_lr_blind_baseline(data_dir):
         base.append(abs((c.actual - b) / b))
     print(f"\n80% completion on {len(ours)} runs: annealing median {np.median(ours):.2%}, "
           f"LR-blind median {np.median(base):.2%}")
-    assert len(ours) >= 30
+    assert len(ours) >= 15
     assert np.median(ours) < 0.5 * np.median(base)
     assert np.median(ours) < 0.006
 
 
 # --------------------------------------------------------------------- CLI
-def test_predict_checkpoint_law_states_the_assumed_schedule(data_dir, capsys):
+def test_predict_checkpoint_law_states_the_assumed_schedule(olmo, tmp_path, capsys):
+    """`delphi predict --law chinchilla-ckpt` on the OLMo ladder says which schedule it
+    assumed for the target, and a WSD schedule to zero predicts a lower loss. The CLI reads
+    the module's loaded ladder as a Parquet file (in tmp_path, not the repo; the columns the
+    law reads): the same runs and checkpoints, without re-parsing the 30 W&B histories per
+    call (the same forecasts as `delphi predict olmo-ladder`, checked when this was written;
+    the OLMo reader is tested by the reader tests)."""
     import json
-    code = main(["predict", "olmo-ladder", "--law", "chinchilla-ckpt", "--target-params", "7e9",
+    path = tmp_path / "olmo.parquet"
+    olmo.table[["run", "step", "loss", "tokens", "lr", "peak_lr", "batch_size", "flops",
+                "final", "params"]].to_parquet(path)
+    code = main(["predict", str(path), "--law", "chinchilla-ckpt", "--target-params", "7e9",
                  "--target-tokens", "1.4e11", "--interval", "none", "--json"])
     d = json.loads(capsys.readouterr().out)
     assert code == 0 and d["law"] == "chinchilla-ckpt"
     assert any("ends like the ladder's finished runs (final LR ratio h = 0.1" in n
                for n in d["notes"])
     # A WSD schedule decaying to zero ends at h = 0: no un-annealed gap, a lower loss.
-    code = main(["predict", "olmo-ladder", "--law", "chinchilla-ckpt", "--target-params", "7e9",
+    code = main(["predict", str(path), "--law", "chinchilla-ckpt", "--target-params", "7e9",
                  "--target-tokens", "1.4e11", "--interval", "none", "--json",
                  "--target-schedule", "wsd:warmup=100,decay=0.2,final=0"])
     w = json.loads(capsys.readouterr().out)
@@ -247,17 +290,35 @@ def test_predict_checkpoint_law_states_the_assumed_schedule(data_dir, capsys):
     assert w["prediction"]["loss"] < d["prediction"]["loss"]
 
 
-def test_predict_at_a_mistuned_peak_lr_costs_loss(data_dir, capsys):
+def test_predict_at_a_mistuned_peak_lr_costs_loss(misfitting_final, tmp_path, capsys):
+    """`delphi predict --law chinchilla-lr` on the (Mis)Fitting sweeps: without a target peak
+    LR it assumes the fitted optimum (and says so); at 0.02 the loss is higher by exactly the
+    law's mis-tuning term K (ln(0.02 / eta*))^2, eta* from the parameters it reports. The
+    final points are written to a CSV without the nine 100-step runs, which delphi.fit would
+    exclude as off-trend one global search at a time (ten 5-D searches a fit; that path on
+    these sweeps is test_lr_forms.py's chosen-form test); the CSV is in tmp_path, not the
+    repo."""
     import json
-    args = ["predict", "misfitting2025-final", "--law", "chinchilla-lr", "--target-params",
-            "4e8", "--target-tokens", "8e9", "--interval", "none", "--json"]
+    fin, _ = misfitting_final.final_points()
+    keep = fin[~fin["run"].str.contains("-T100-")]
+    assert len(fin) - len(keep) == 9
+    keep[["run", "params", "tokens", "flops", "loss", "peak_lr"]].to_csv(
+        tmp_path / "sweeps.csv", index=False)
+    args = ["predict", str(tmp_path / "sweeps.csv"), "--law", "chinchilla-lr",
+            "--target-params", "4e8", "--target-tokens", "8e9", "--interval", "none", "--json"]
     assert main(args) == 0
     best = json.loads(capsys.readouterr().out)
+    assert not any("excluded" in n for n in best["notes"]), best["notes"]
     assert any("assumed the fitted optimum" in n for n in best["notes"])
     assert main(args + ["--target-peak-lr", "0.02"]) == 0
     off = json.loads(capsys.readouterr().out)
     assert off["target"]["peak_lr"] == 0.02
-    assert off["prediction"]["loss"] > best["prediction"]["loss"]
+    p = best["params"]
+    assert off["params"] == p            # the same fit; only the target differs
+    u = np.log(0.02 / float(CHINCHILLA_LR.optimal_lr(p, 4e8, 8e9)))
+    assert abs(u) > 1                    # 0.02 is far from the optimum (about 0.0013)
+    assert off["prediction"]["loss"] - best["prediction"]["loss"] == pytest.approx(
+        p["K"] * u ** 2, rel=1e-6)
 
 
 def test_hparams_cli_recommends_a_peak_lr(data_dir, capsys):
@@ -355,7 +416,13 @@ def test_complete_many_reports_errors_and_matches_complete(tmp_path):
     one = complete(ladder, "d2048", "annealing")
     assert out[0][1].loss == one.loss
     assert isinstance(out[1][1], str) and "unknown run" in out[1][1]
-    assert delphi.complete_many(ladder, law="annealing", upto_fraction=0.5)[0][1].loss == \
-        complete(ladder, "d2048", "annealing", upto_fraction=0.5).loss
+    # At half the run the cosine decay has barely begun: both paths warn that its response
+    # is not identified by the checkpoints, and still agree.
+    decay = r"run 'd2048': the LR-decay response is not identified"
+    with pytest.warns(FitWarning, match=decay):
+        half_many = delphi.complete_many(ladder, law="annealing", upto_fraction=0.5)
+    with pytest.warns(FitWarning, match=decay):
+        half_one = complete(ladder, "d2048", "annealing", upto_fraction=0.5)
+    assert half_many[0][1].loss == half_one.loss
     with pytest.raises(delphi.LawError):
         delphi.complete_many(ladder, ["d2048"], "no-such-law")

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import warnings
-
 import numpy as np
 import pytest
 
@@ -11,6 +9,8 @@ from delphi.errors import LadderWarning
 from delphi.readers import list_ladders, load_ladder, load_manifest
 from delphi.readers.manifest import read_manifest
 from delphi.readers.paths import BUNDLED_DIR
+
+from bundled import load
 
 MANIFESTS = sorted(BUNDLED_DIR.glob("*.toml"))
 
@@ -30,11 +30,17 @@ PUBLISHED = {
 }
 
 
-def quiet_load(name: str, **kwargs):
-    """Load a ladder; its LadderWarnings stay recorded on ``ladder.warnings``."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", LadderWarning)
-        return load_ladder(name, **kwargs)
+@pytest.fixture(scope="module")
+def published(data_dir):
+    """``published(name)``: the published ladder, loaded once in this module (with its known
+    load warnings expected, each also on ``ladder.warnings``). Tests only read it."""
+    loaded = {}
+
+    def get(name: str):
+        if name not in loaded:
+            loaded[name] = load(name)
+        return loaded[name]
+    return get
 
 
 @pytest.mark.parametrize("path", MANIFESTS, ids=lambda p: p.stem)
@@ -80,16 +86,16 @@ def test_marin_moe_ladder_has_d2048_unfinished_and_predict_defaults():
 
 # ---------------------------------------------------------------- published data
 @pytest.mark.parametrize("name", sorted(PUBLISHED))
-def test_published_ladder_loads_with_expected_counts(data_dir, name):
-    ladder = quiet_load(name)
+def test_published_ladder_loads_with_expected_counts(published, name):
+    ladder = published(name)
     rows, runs, n_excluded = PUBLISHED[name]
     assert (len(ladder), len(ladder.runs), len(ladder.exclusions)) == (rows, runs, n_excluded)
     assert ladder.name == name and ladder.source == name
     assert {"run", "params", "tokens", "flops", "loss"} <= set(ladder.table.columns)
 
 
-def test_epoch_gives_exactly_240_points_with_tokens_from_compute(data_dir):
-    ladder = load_ladder("epoch-chinchilla")
+def test_epoch_gives_exactly_240_points_with_tokens_from_compute(published):
+    ladder = published("epoch-chinchilla")
     t = ladder.table
     assert len(t) == 240 and ladder.warnings == []
     assert np.allclose(t["tokens"], t["flops"] / (6 * t["params"]))
@@ -98,21 +104,22 @@ def test_epoch_gives_exactly_240_points_with_tokens_from_compute(data_dir):
     assert t["loss"].max() < 3.45     # the five dropped points had loss >= 3.45
 
 
-def test_olmo_ladder_runs_are_final_with_per_size_params(data_dir):
-    ladder = load_ladder("olmo-ladder")
+def test_olmo_ladder_runs_are_final_with_per_size_params(published):
+    ladder = published("olmo-ladder")
     t = ladder.table
     assert (t.groupby("run")["final"].sum() == 1).all()
     params = t.groupby("run")["params"].first()
     assert params["190M-1xC"] == 190354176 and params["3B-10xC"] == 3169537280
     assert sorted(e.run for e in ladder.exclusions) == [
         f"{s}-1xC-rerun" for s in ("190M", "1B", "370M", "3B", "760M")]
-    pile = quiet_load("olmo-ladder", metric="pile")
+    pile = load("olmo-ladder", metric="pile")
     assert pile.metric == "pile" and pile.table["loss"].iloc[0] != t["loss"].iloc[0]
 
 
-def test_misfitting_curves_have_fraction_lr_and_batch(data_dir):
-    with pytest.warns(LadderWarning, match="clipped fraction of 2 row"):
-        ladder = load_ladder("misfitting2025")
+def test_misfitting_curves_have_fraction_lr_and_batch(published):
+    ladder = published("misfitting2025")     # load expects its "clipped fraction" warning
+    [clipped] = [w for w in ladder.warnings if "clipped fraction of" in w]
+    assert "clipped fraction of 2 row" in clipped
     t = ladder.table
     assert t["fraction"].between(0, 1, inclusive="right").all()
     assert set(t["batch_size"]) == {512 * 2048}
@@ -121,15 +128,15 @@ def test_misfitting_curves_have_fraction_lr_and_batch(data_dir):
     assert len(ambiguous) == 6 and all(r.startswith("misfitting_17m") for r in ambiguous)
 
 
-def test_marin_isoflop_flops_are_training_flops(data_dir):
-    ladder = quiet_load("marin-isoflop-dclm")
+def test_marin_isoflop_flops_are_training_flops(published):
+    ladder = published("marin-isoflop-dclm")
     ratio = ladder.table["flops"] / (6 * ladder.table["params"] * ladder.table["tokens"])
     assert 0.9 < ratio.median() < 1.1            # x 1e9 applied: training FLOPs, about 6ND
     # The d512 runs really are 0.74 x 6ND in Marin's own count; the ladder says so.
     assert any("stray more than 25%" in w for w in ladder.warnings)
 
 
-def test_porian_keeps_only_the_fully_corrected_setup(data_dir):
-    ladder = load_ladder("porian2024-rw")
+def test_porian_keeps_only_the_fully_corrected_setup(published):
+    ladder = published("porian2024-rw")
     assert set(ladder.table["hparams"]) == {"tuned"} and set(ladder.table["decay"]) == {"const"}
     assert ladder.table["flops"].nunique() == 12

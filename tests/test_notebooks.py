@@ -57,11 +57,19 @@ def executed(request, tmp_path_factory):
     return run
 
 
+def _per_notebook():
+    """One parameter per notebook, each in its own pytest-xdist group: the tests of a
+    notebook run on the worker that executed it (``executed`` caches per process), so
+    each notebook is executed once per session, not once per worker."""
+    return [pytest.param(p, id=p.name, marks=pytest.mark.xdist_group(f"notebook-{p.stem}"))
+            for p in NOTEBOOKS]
+
+
 def _code_cells(nb):
     return [c for c in nb.cells if c.cell_type == "code"]
 
 
-@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+@pytest.mark.parametrize("path", _per_notebook())
 def test_notebook_runs(path, executed):
     nb, _ = executed(path)
     errors = [f"cell {i}: {o.get('ename')}: {o.get('evalue')}"
@@ -148,7 +156,7 @@ def text_outputs(cell) -> dict[str, str]:
     return out
 
 
-@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+@pytest.mark.parametrize("path", _per_notebook())
 def test_committed_outputs_are_current(path, executed):
     committed = nbformat.read(path, as_version=4)
     fresh, _ = executed(path)
@@ -183,7 +191,7 @@ def test_same_text_tolerates_only_what_varies():
     assert same_text("stationary (scaled gradient 3.4e-08, tolerance 1e-05) (7/7 starts agree)",
                      "stationary (scaled gradient 7.1e-09, tolerance 1e-05) (6/6 starts agree)")
     assert not same_text("(7/7 starts agree)", "(6/7 starts agree)")
-    assert not same_text("tolerance 1e-05", "tolerance 1e-04")
+    assert not same_text("tolerance 1e-05", "tolerance 3e-05")
     assert not same_text("rel. error +0.91%", "rel. error +0.93%")
     # Words and counts are compared exactly.
     assert not same_text("3 runs: inside", "3 runs: outside")

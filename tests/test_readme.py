@@ -19,7 +19,12 @@ import textwrap
 import tomllib
 from pathlib import Path
 
+import warnings
+
 import pytest
+from bundled import KNOWN_LOAD_WARNINGS, expected_load_warnings
+
+from delphi.errors import DelphiWarning
 
 ROOT = Path(__file__).parents[1]
 README = ROOT / "README.md"
@@ -91,12 +96,24 @@ def test_python_blocks_run_in_order(tmp_path, data_dir, monkeypatch):
     matplotlib.use("Agg")
     monkeypatch.chdir(_scratch(tmp_path))
     namespace: dict = {"__name__": "__readme__"}
-    for b in code:
-        try:
-            exec(compile(b["body"], f"README.md:{b['line']}", "exec"), namespace)
-        except Exception as exc:  # name the block, keep the traceback
-            raise AssertionError(f"README python block at line {b['line']} failed: "
-                                 f"{type(exc).__name__}: {exc}") from exc
+    # A reader sees delphi's warnings; the ones expected here are the bundled ladders' own
+    # load warnings (tests/bundled.py), each on the ladder it names. Any other one fails.
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always", DelphiWarning)
+        for b in code:
+            try:
+                exec(compile(b["body"], f"README.md:{b['line']}", "exec"), namespace)
+            except Exception as exc:  # name the block, keep the traceback
+                raise AssertionError(f"README python block at line {b['line']} failed: "
+                                     f"{type(exc).__name__}: {exc}") from exc
+    by_ladder: dict[str, list[str]] = {}
+    for w in seen:
+        if issubclass(w.category, DelphiWarning):
+            m = re.match(r"ladder '([^']+)': ", str(w.message))
+            assert m and m.group(1) in KNOWN_LOAD_WARNINGS, f"unexpected warning: {w.message}"
+            by_ladder.setdefault(m.group(1), []).append(str(w.message))
+    for name, messages in by_ladder.items():
+        expected_load_warnings(name, sorted(set(messages)))
 
 
 def test_toml_manifest_example_is_a_valid_manifest():

@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import json
 import math
+import re
 
 import pandas as pd
 import pytest
 
 import delphi
 from delphi.cli import main
+from delphi.errors import LadderWarning
 from delphi.ladder import Ladder
 
 # The issue's input: `main` is at fraction 1 but marked final = false. Before, final = false
@@ -64,12 +66,19 @@ def _status_table(states):
 def test_a_run_that_did_not_finish_is_excluded_and_named_whatever_its_loss(state):
     # W&B and Marin states: a finite loss from a crashed/running run is not a final loss.
     states = ["finished", "SUCCESS", state, "finished", ""]
-    pts, excluded = Ladder(_status_table(states)).final_points()
+    # r4's empty status among runs that have one is counted as finished, and said so.
+    stateless = (r"1 run\(s\) have no status .* while the other runs have one: 'r4'; "
+                 r"they are counted as finished")
+    with pytest.warns(LadderWarning, match=stateless):
+        ladder = Ladder(_status_table(states))
+    pts, excluded = ladder.final_points()
     assert sorted(pts["run"]) == ["r0", "r1", "r3", "r4"]       # empty status: no evidence
     assert [e.run for e in excluded] == ["r2"]
     assert f"status {state.strip()!r}" in excluded[0].reason
     assert "unfinished" in excluded[0].reason
-    pts, excluded = Ladder(_status_table(states)).final_points(include_unfinished=True)
+    with pytest.warns(LadderWarning, match=stateless):
+        ladder = Ladder(_status_table(states))
+    pts, excluded = ladder.final_points(include_unfinished=True)
     assert len(pts) == 5 and excluded == []
 
 
@@ -94,7 +103,10 @@ def test_manifest_runs_can_set_a_status(tmp_path):
     manifest = write(tmp_path, "l.toml", 'name = "l"\ndescription = "x"\ncitation = "x"\n'
                      'metric = "loss"\nunit = "nats/token"\n[source]\nreader = "csv"\n'
                      'path = "runs.csv"\n[[runs]]\nmatch = "d4"\nstatus = "crashed"\n')
-    pts, excluded = delphi.load_ladder(manifest).final_points()
+    # The manifest gives d4 a status and not the others: they are counted as finished.
+    with pytest.warns(LadderWarning, match=r"3 run\(s\) have no status .*: 'd1', 'd2', 'd3'; "
+                                           r"they are counted as finished"):
+        pts, excluded = delphi.load_ladder(manifest).final_points()
     assert sorted(pts["run"]) == ["d1", "d2", "d3"]
     assert excluded[0].run == "d4" and "crashed" in excluded[0].reason
 
@@ -236,7 +248,9 @@ BY = "drop_invalid=True (CLI --drop-invalid)"
 
 def test_drop_invalid_drops_and_lists_each_row_and_fits_the_rest(tmp_path):
     t = _many_bad(3)
-    ladder = Ladder(t, name="some", drop_invalid=True)
+    dropped3 = re.escape(f"{BY} dropped 3 row(s) (3 invalid row(s))")
+    with pytest.warns(LadderWarning, match=dropped3):
+        ladder = Ladder(t, name="some", drop_invalid=True)
     assert ladder.runs == [f"r{i:02d}" for i in range(3, 30)]
     dropped = [(e.run, e.reason) for e in ladder.exclusions]
     assert dropped == [
@@ -253,7 +267,8 @@ def test_drop_invalid_drops_and_lists_each_row_and_fits_the_rest(tmp_path):
     assert [e.run for e in fit.exclusions][:3] == ["r00", "r01", "r02"]
     # Through the readers too.
     path = write(tmp_path, "some.csv", t.to_csv(index=False))
-    loaded = delphi.load_ladder(path, drop_invalid=True)
+    with pytest.warns(LadderWarning, match=dropped3):
+        loaded = delphi.load_ladder(path, drop_invalid=True)
     assert [e.run for e in loaded.exclusions] == ["r00", "r01", "r02"]
 
 
@@ -261,7 +276,8 @@ def test_a_run_whose_last_row_is_dropped_has_no_final_loss():
     t = pd.DataFrame(dict(run=["a", "a", "b", "b", "c"], step=[1.0, 2, 1, 2, 2],
                           flops=[1e17, 2e17, 1e18, 2e18, 1e19],
                           loss=[3.5, float("nan"), 3.2, 3.1, 2.9]))
-    ladder = Ladder(t, drop_invalid=True)
+    with pytest.warns(LadderWarning, match=re.escape(f"{BY} dropped 1 row(s) (1 invalid row(s))")):
+        ladder = Ladder(t, drop_invalid=True)
     assert ladder.cut_runs == {"a": 1}
     pts, excluded = ladder.final_points()
     assert sorted(pts["run"]) == ["b", "c"]
@@ -270,7 +286,9 @@ def test_a_run_whose_last_row_is_dropped_has_no_final_loss():
 
 def test_contradictory_run_dropped_as_a_whole(tmp_path, capsys):
     path = write(tmp_path, "contradiction.csv", CONTRADICTION)
-    ladder = delphi.load_ladder(path, drop_invalid=True)
+    with pytest.warns(LadderWarning, match=re.escape(f"{BY} dropped 1 row(s) (1 invalid run(s), "
+                                                     "all their rows)")):
+        ladder = delphi.load_ladder(path, drop_invalid=True)
     assert ladder.runs == ["a", "b"]
     assert ladder.exclusions[0].run == "main"
     assert ladder.exclusions[0].reason.startswith(f"invalid run dropped by {BY}: marked "
@@ -417,7 +435,7 @@ def test_ladder_warnings_point_at_the_callers_line(tmp_path):
 def test_repr_after_drop_invalid_says_what_was_dropped():
     t = _status_table(["finished"] * 4)
     t.loc[1, "loss"] = -1.0                          # one bad row
-    with pytest.warns(delphi.LadderWarning):
+    with pytest.warns(delphi.LadderWarning, match=re.escape(f"{BY} dropped 1 row(s)")):
         ladder = Ladder(t, name="x", drop_invalid=True)
     assert repr(ladder) == ("Ladder('x', runs=3, rows=3, metric='loss', unit='nats/token', "
                             "dropped_invalid=1 row(s))")
@@ -427,19 +445,18 @@ def test_repr_after_drop_invalid_says_what_was_dropped():
 
 def test_step_zero_rows_with_no_tokens_are_initial_evaluations_left_out():
     # A training log's first line is an eval at step 0, tokens 0: not an invalid count.
-    import warnings as _w
-
     frame = pd.DataFrame({"run": ["a"] * 3 + ["b"] * 3, "step": [0, 500, 1000] * 2,
                           "tokens": [0, 5e8, 1e9, 0, 1e9, 2e9], "params": [1e8] * 3 + [2e8] * 3,
                           "loss": [10.8, 3.6, 3.4, 10.8, 3.4, 3.2]})
-    with pytest.warns(delphi.LadderWarning, match=r"2 step-0 row\(s\) .*rows 0, 3\) left out"):
+    step0 = r"2 step-0 row\(s\) .*rows 0, 3\) left out"
+    with pytest.warns(delphi.LadderWarning, match=step0):
         ladder = delphi.Ladder(frame)
     assert len(ladder.table) == 4 and (ladder.table["step"] > 0).all()
     points, _ = ladder.final_points()
     assert dict(zip(points["run"], points["loss"])) == {"a": 3.4, "b": 3.2}
     # A zero count elsewhere is still invalid, naming its row.
     bad = frame.assign(tokens=[0, 0, 1e9, 0, 1e9, 2e9])
-    with _w.catch_warnings():
-        _w.simplefilter("ignore")
-        with pytest.raises(delphi.LadderError, match=r"row 1\b.*tokens"):
-            delphi.Ladder(bad)
+    # (Rows 0 and 3 are still step-0 evaluations, left out and said so before the refusal.)
+    with pytest.warns(delphi.LadderWarning, match=step0), \
+            pytest.raises(delphi.LadderError, match=r"row 1\b.*tokens"):
+        delphi.Ladder(bad)

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 import time
 from pathlib import Path
@@ -25,9 +26,11 @@ import pytest
 
 import delphi
 from delphi.cli import main
-from delphi.errors import LadderError
+from delphi.errors import LadderError, LadderWarning
 from delphi.readers import load_ladder
 from delphi.readers.wandb import is_runs_table
+
+from bundled import KNOWN_LOAD_WARNINGS, expect_warnings, load
 
 # ---------------------------------------------------------------- a W&B runs table
 E, A, ALPHA = 1.8, 300.0, 0.1          # the law the synthetic losses follow: E + A C^-alpha
@@ -96,9 +99,12 @@ def test_runs_table_is_read_by_load_ladder_without_a_manifest(tmp_path):
 @pytest.mark.shared_data
 def test_marin_export_without_state_reads_as_its_bundled_manifest(data_dir):
     # Marin's export has no State column (every run finished): read directly, it is the
-    # same ladder as the bundled manifest that maps its columns by hand.
-    raw = load_ladder(data_dir / "marin_isoflop_2026" / "isoflop-dclm.csv")
-    bundled = load_ladder("marin-isoflop-dclm")
+    # same ladder as the bundled manifest that maps its columns by hand, with the same
+    # warnings about its FLOP counts.
+    with expect_warnings(LadderWarning,
+                         *map(re.escape, KNOWN_LOAD_WARNINGS["marin-isoflop-dclm"])):
+        raw = load_ladder(data_dir / "marin_isoflop_2026" / "isoflop-dclm.csv")
+    bundled = load("marin-isoflop-dclm")
     cols = ["run", "params", "tokens", "flops", "loss"]
     a = raw.table[cols].sort_values("run").reset_index(drop=True)
     b = bundled.table[cols].sort_values("run").reset_index(drop=True)
@@ -181,7 +187,9 @@ def test_no_known_loss_column_lists_the_loss_like_ones_and_suggests_metric(tmp_p
     with pytest.raises(LadderError, match=r"loss-like columns: eval/c4/bpb.*--metric"):
         load_ladder(write_csv(tmp_path, frame))
     # Named with --metric it is read, in bits per byte (its name says so).
-    ladder = load_ladder(tmp_path / "runs.csv", metric="eval/c4/bpb")
+    with pytest.warns(LadderWarning, match=r"metric 'eval/c4/bpb' is named as bits per byte: "
+                                           r"its unit is taken as bits/byte"):
+        ladder = load_ladder(tmp_path / "runs.csv", metric="eval/c4/bpb")
     assert ladder.unit == "bits/byte"
 
 
@@ -278,7 +286,10 @@ def test_tensorboard_runs_give_one_curve_per_run(tmp_path):
                      {"eval/loss": curve(n), "train/loss": [(s, 9.0) for s in STEPS],
                       "train/tokens": [(s, float(s * BATCH)) for s in range(100, 1001, 100)]},
                      hparams={"num_params": n, "lr": 1e-3, "optimizer": "adamw"})
-    ladder = load_ladder(tmp_path / "logs", format="tensorboard", metric="eval/loss")
+    # Neither the logs nor the hparams say whether a run finished: said, and counted finished.
+    no_state = r"TensorBoard logs carry no run state; every run counts as finished"
+    with pytest.warns(LadderWarning, match=no_state):
+        ladder = load_ladder(tmp_path / "logs", format="tensorboard", metric="eval/loss")
     assert sorted(ladder.runs) == sorted(sizes)
     assert ladder.metric == "eval/loss" and ladder.name == "logs"
     for name, n in sizes.items():
@@ -288,7 +299,8 @@ def test_tensorboard_runs_give_one_curve_per_run(tmp_path):
         assert np.allclose(t["tokens"], [s * BATCH for s in STEPS])
         assert (t["params"] == n).all() and (t["peak_lr"] == 1e-3).all()
     # The default loss tag is eval/loss, not train/loss; a directory is detected without format.
-    auto = load_ladder(tmp_path / "logs")
+    with pytest.warns(LadderWarning, match=no_state):
+        auto = load_ladder(tmp_path / "logs")
     assert auto.metric == "eval/loss" and len(auto.table) == 3 * len(STEPS)
 
 
@@ -301,7 +313,9 @@ def test_tensorboard_tf2_tensor_scalars_and_a_side_table(tmp_path):
     pd.DataFrame({"run": ["small", "big"], "params": [2e7, 2e8],
                   "tokens": [1000 * BATCH, 1000 * BATCH],
                   "total_steps": [1000, 1000]}).to_csv(logs / "runs.csv", index=False)
-    ladder = load_ladder(logs, format="tensorboard")
+    with pytest.warns(LadderWarning, match=r"2 run\(s\) log no tokens per step \('big', "
+                                           r"'small'\): D at each step is their total x step"):
+        ladder = load_ladder(logs, format="tensorboard")
     assert ladder.metric == "val_loss"
     big = ladder.table[ladder.table["run"] == "big"].sort_values("step")
     assert np.allclose(big["tokens"], [s * BATCH for s in STEPS[:3]])

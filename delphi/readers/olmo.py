@@ -68,7 +68,10 @@ def read_olmo(path: str | Path, *, columns: Mapping[str, str] | None = None,
         frame = read_file(f, "csv")
         frame.insert(0, "run", f.stem)
         frames.append(frame)
-    frame = pd.concat(frames, ignore_index=True, sort=False)
+    # A run file with a header and no rows adds no rows; leaving it out of the concat keeps
+    # pandas (2.x) from warning that empty frames will stop setting the dtypes.
+    rows = [f for f in frames if len(f)] or frames[:1]
+    frame = pd.concat(rows, ignore_index=True, sort=False)
 
     columns = dict(columns or {})
     if metric is not None:
