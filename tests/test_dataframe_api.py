@@ -4,8 +4,6 @@ table carries no LR schedule unless it logs an lr column: not tested here.)"""
 
 from __future__ import annotations
 
-import warnings
-
 import numpy as np
 import pandas as pd
 import pytest
@@ -25,18 +23,16 @@ def _frame() -> pd.DataFrame:
 def test_fit_predict_backtest_take_a_dataframe_and_agree_with_a_ladder():
     df = _frame()
     lad = delphi.load_ladder(df)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        a, b = delphi.fit(df, "power"), delphi.fit(lad, "power")
-        assert a.params == b.params and a.objective == b.objective
-        fa = delphi.predict(df, {"flops": 1e22}, "power", interval="delta")
-        fb = delphi.predict(lad, {"flops": 1e22}, "power", interval="delta")
-        assert fa.loss == fb.loss and fa.ladder_sha256 == fb.ladder_sha256
-        ba = delphi.backtest(df, "power", fit_max_flops=1e19)
-        bb = delphi.backtest(lad, "power", fit_max_flops=1e19)
-        assert [r.predicted for r in ba.rows] == [r.predicted for r in bb.rows]
-        assert len(delphi.prefix_fits(df, "power").steps) == len(
-            delphi.prefix_fits(lad, "power").steps)
+    a, b = delphi.fit(df, "power"), delphi.fit(lad, "power")
+    assert a.params == b.params and a.objective == b.objective
+    fa = delphi.predict(df, {"flops": 1e22}, "power", interval="delta")
+    fb = delphi.predict(lad, {"flops": 1e22}, "power", interval="delta")
+    assert fa.loss == fb.loss and fa.ladder_sha256 == fb.ladder_sha256
+    ba = delphi.backtest(df, "power", fit_max_flops=1e19)
+    bb = delphi.backtest(lad, "power", fit_max_flops=1e19)
+    assert [r.predicted for r in ba.rows] == [r.predicted for r in bb.rows]
+    assert len(delphi.prefix_fits(df, "power").steps) == len(
+        delphi.prefix_fits(lad, "power").steps)
 
 
 def test_anything_else_is_a_ladder_error_naming_the_type():

@@ -22,6 +22,8 @@ from delphi.forecast import predict
 from delphi.ladder import Ladder
 from delphi.robustness import OFF_TREND_MIN, find_off_trend
 
+from bundled import expect_warnings
+
 DELTA = 1e-3  # delphi's default Huber delta on log residuals
 
 # Issue 9, section 4: the first rung is another architecture (a shallow dense model).
@@ -202,6 +204,12 @@ def test_floor_range_errors():
 
 
 # ----------------------------------------------------------------------------- nested fits
+#: The steady drifts prefix_fits(_climbing_floor_ladder(), "power", {"flops": 1e22}) warns of.
+CLIMBING_DRIFTS = (r"^steady drift of E across the last 4 nested fits",
+                   r"^steady drift of alpha across the last 4 nested fits",
+                   r"^steady drift of the forecast across the last 4 nested fits")
+
+
 def _climbing_floor_ladder() -> Ladder:
     # The effective floor rises with scale: L = 0.61 + 0.01 (log10 C/1e17)^3 + 1e4 C^-0.2.
     c = np.logspace(17, 20.5, 8)
@@ -324,21 +332,19 @@ def test_floor_range_cli_note_uses_flags_and_is_not_repeated_in_a_scan(capsys):
 def test_prefix_fits_keep_each_prefix_fit_equal_to_a_full_fit(capsys):
     from delphi.fitting import fit
     ladder = _climbing_floor_ladder()
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
+    with expect_warnings(FitWarning, *CLIMBING_DRIFTS):
         result = prefix_fits(ladder, "power", {"flops": 1e22})
-        for step in result.steps:
-            # Skipping the profiles of the nested fits must not move any fitted value.
-            full = fit(ladder, "power", fit_max_flops=step.max_flops)
-            assert step.params == full.params
+    for step in result.steps:
+        # Skipping the profiles of the nested fits must not move any fitted value.
+        full = fit(ladder, "power", fit_max_flops=step.max_flops)
+        assert step.params == full.params
     # Only the last prefix (the whole ladder) is profiled; it says so.
     assert any("identification profiles" in n for n in result.notes)
 
 
 def test_prefix_report_shows_each_prefix_fits_warnings(tmp_path, capsys):
     ladder = _climbing_floor_ladder()
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
+    with expect_warnings(FitWarning, *CLIMBING_DRIFTS):
         result = prefix_fits(ladder, "power", {"flops": 1e22})
     shown = [(s.max_flops, w) for s in result.steps for w in s.warnings]
     assert shown, "the climbing-floor ladder's prefixes carry fit warnings"

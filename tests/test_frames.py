@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import math
-import warnings
 
 import numpy as np
 import pandas as pd
@@ -17,6 +16,7 @@ import pytest
 import delphi
 from delphi.analyses.backtest import Backtest, BacktestRow, PrefixFits, PrefixStep
 from delphi.cli import main
+from delphi.errors import FitWarning
 
 Z95 = 1.959963984540054          # standard normal 97.5% quantile
 
@@ -41,9 +41,7 @@ def _power_frame() -> pd.DataFrame:
 
 @pytest.fixture(scope="module")
 def chin_fit():
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        return delphi.fit(delphi.load_ladder(_chinchilla_frame()), "chinchilla")
+    return delphi.fit(delphi.load_ladder(_chinchilla_frame()), "chinchilla")
 
 
 def _se_from_covariance(fit) -> dict[str, float]:
@@ -110,10 +108,11 @@ def test_params_table_wald_for_exponents_without_profiles():
 
 def test_params_table_marks_fixed_and_bound_parameters():
     lad = delphi.load_ladder(_chinchilla_frame())
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        fixed = delphi.fit(lad, "chinchilla", fixed={"E": 1.7})
-        # the data's alpha is about 0.31-0.34: an upper bound of 0.2 binds
+    fixed = delphi.fit(lad, "chinchilla", fixed={"E": 1.7})
+    # the data's alpha is about 0.31-0.34: an upper bound of 0.2 binds, and the profile of
+    # alpha stays flat up to it
+    with pytest.warns(FitWarning, match=r"not identified by the ladder: .* for alpha in "
+                                        r".*\(reaches the upper end of its range \[0, 0\.2\]\)"):
         bound = delphi.fit(lad, "chinchilla", bounds={"alpha": (0.0, 0.2)})
     t = fixed.params_table()
     assert t.loc["E"].to_dict() == {"value": 1.7, "stderr": 0.0, "lower": 1.7, "upper": 1.7,
@@ -153,9 +152,7 @@ def test_to_dict_parameters_block_matches_the_table(chin_fit):
 
 
 def test_backtest_to_frame_rows_are_the_dataclass_rows():
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        bt = delphi.backtest(delphi.load_ladder(_power_frame()), "power", fit_max_flops=1e19)
+    bt = delphi.backtest(delphi.load_ladder(_power_frame()), "power", fit_max_flops=1e19)
     frame = bt.to_frame()
     fields = ["run", "flops", "params", "tokens", "actual", "predicted", "lower", "upper",
               "rel_error", "inside", "fold"]
@@ -196,9 +193,7 @@ def test_prefix_fits_to_frame_hand_made():
 
 
 def test_prefix_fits_to_frame_follows_the_steps():
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        pf = delphi.prefix_fits(delphi.load_ladder(_power_frame()), "power")
+    pf = delphi.prefix_fits(delphi.load_ladder(_power_frame()), "power")
     frame = pf.to_frame()
     assert len(frame) == len(pf.steps) >= 2
     assert list(frame["max_flops"]) == sorted(frame["max_flops"])
@@ -209,11 +204,9 @@ def test_prefix_fits_to_frame_follows_the_steps():
 
 def test_forecast_to_frame():
     df = _power_frame()
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        fc = delphi.predict(delphi.load_ladder(df), {"flops": 1e22, "name": "big"}, "power",
-                            interval="delta")
-        bare = delphi.predict(delphi.load_ladder(df), {"flops": 1e22}, "power", interval=None)
+    fc = delphi.predict(delphi.load_ladder(df), {"flops": 1e22, "name": "big"}, "power",
+                        interval="delta")
+    bare = delphi.predict(delphi.load_ladder(df), {"flops": 1e22}, "power", interval=None)
     frame = fc.to_frame()
     assert frame.shape[0] == 1
     row = frame.iloc[0]

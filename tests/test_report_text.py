@@ -3,8 +3,6 @@ new-run line, no contradictory interval notes, one convergence wording."""
 
 from __future__ import annotations
 
-import warnings
-
 import numpy as np
 import pandas as pd
 
@@ -48,9 +46,7 @@ def _ladder(n):
 
 
 def test_run_noise_is_named_on_the_new_run_line_only():
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        f = delphi.predict(_ladder(8), {"flops": 1e22}, "power", interval="delta")
+    f = delphi.predict(_ladder(8), {"flops": 1e22}, "power", interval="delta")
     lines = f.report().splitlines()
     new = next(x for x in lines if "interval for one new run" in x)
     mean = next(x for x in lines if "interval for the expected loss" in x)
@@ -61,9 +57,7 @@ def test_run_noise_is_named_on_the_new_run_line_only():
 def test_no_interval_is_not_preceded_by_a_method_note():
     # 4 runs, 3 free parameters: 1 dof, no noise estimate. auto would pick the delta method
     # ("too few runs ... delta-method interval") and then fail: only the failure is said.
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        f = delphi.predict(_ladder(4), {"flops": 1e22}, "power")
+    f = delphi.predict(_ladder(4), {"flops": 1e22}, "power")
     assert f.interval is None
     assert any(n.startswith("no interval:") for n in f.notes)
     assert not any("delta-method interval" in n for n in f.notes)
@@ -78,8 +72,6 @@ def test_convergence_line_does_not_mix_success_and_failure():
     bad = convergence_message(False, 0.3, "ABNORMAL_TERMINATION_IN_LNSRCH")
     assert bad.startswith("NOT stationary") and bad.endswith(
         "L-BFGS-B: line search could not improve further")
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        fit = delphi.fit(_ladder(8), "power")
+    fit = delphi.fit(_ladder(8), "power")
     line = next(x for x in fit.report().splitlines() if x.startswith("converged"))
     assert fit.converged and line.startswith("converged  yes: stationary")
