@@ -1,7 +1,8 @@
 """Every notebook in notebooks/ runs top to bottom (executed with nbclient, offline), is
 committed with its outputs, and those outputs are current.
 
-Each notebook is executed once per test session (the module-scoped ``executed`` fixture);
+Each notebook is executed once per test session (the session-scoped ``executed`` fixture;
+pytest-xdist runs a file's tests on one worker, ``--dist loadfile``);
 the tests then check (a) every code cell of the committed file has outputs, (b) the
 committed text outputs (``text/plain`` results and stdout/stderr streams) match the fresh
 execution's once the things that legitimately vary are normalised: temporary paths, the
@@ -36,7 +37,9 @@ def test_there_are_notebooks():
             "backtest_compare_register.ipynb"} <= names
 
 
-@pytest.fixture(scope="module")
+# Session scope: a worker that interleaved modules would tear a module-scoped cache down
+# between a notebook's tests and execute it again.
+@pytest.fixture(scope="session")
 def executed(request, tmp_path_factory):
     """``executed(path)`` -> (fresh notebook, seconds); each notebook runs once per session."""
     cache: dict[Path, tuple[nbformat.NotebookNode, float]] = {}
@@ -57,19 +60,11 @@ def executed(request, tmp_path_factory):
     return run
 
 
-def _per_notebook():
-    """One parameter per notebook, each in its own pytest-xdist group: the tests of a
-    notebook run on the worker that executed it (``executed`` caches per process), so
-    each notebook is executed once per session, not once per worker."""
-    return [pytest.param(p, id=p.name, marks=pytest.mark.xdist_group(f"notebook-{p.stem}"))
-            for p in NOTEBOOKS]
-
-
 def _code_cells(nb):
     return [c for c in nb.cells if c.cell_type == "code"]
 
 
-@pytest.mark.parametrize("path", _per_notebook())
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
 def test_notebook_runs(path, executed):
     nb, _ = executed(path)
     errors = [f"cell {i}: {o.get('ename')}: {o.get('evalue')}"
@@ -156,7 +151,7 @@ def text_outputs(cell) -> dict[str, str]:
     return out
 
 
-@pytest.mark.parametrize("path", _per_notebook())
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
 def test_committed_outputs_are_current(path, executed):
     committed = nbformat.read(path, as_version=4)
     fresh, _ = executed(path)
