@@ -134,7 +134,7 @@ def serial_boot():
 
 
 @pytest.fixture(scope="module")
-def dclm():
+def dclm(data_dir):
     """Marin's DCLM isoFLOP ladder (its known load warnings expected) and its serial
     leave-one-budget-out backtest with the default guard; tests only read them."""
     ladder = load("marin-isoflop-dclm")

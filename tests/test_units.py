@@ -70,7 +70,7 @@ def test_other_metric_names_keep_nats_per_token(tmp_path, metric):
     assert ladder.unit == "nats/token" and not ladder.warnings
 
 
-def test_a_manifests_unit_cannot_be_contradicted():
+def test_a_manifests_unit_cannot_be_contradicted(data_dir):
     assert delphi.load_ladder("epoch-chinchilla", unit="nats/token").unit == "nats/token"
     with pytest.raises(LadderError, match="contradicts manifest 'epoch-chinchilla'"):
         delphi.load_ladder("epoch-chinchilla", unit="bits/byte")
