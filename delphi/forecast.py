@@ -20,7 +20,7 @@ from .uncertainty import DEFAULT_LEVEL, Interval
 if TYPE_CHECKING:
     from .robustness import FloorScan, OffTrend
 
-__all__ = ["Target", "Forecast", "predict", "default_law"]
+__all__ = ["Target", "Forecast", "predict", "default_law", "one_token_count"]
 
 
 def _check_positive(name: str, value: float | None) -> float | None:
@@ -100,9 +100,10 @@ class Target:
             object.__setattr__(self, "flops_source",
                                "6 N_active D" if self.active_params else "6ND")
             object.__setattr__(self, "flops_k", 1.0)
-        if self.flops is None and (self.params is None or self.tokens is None):
+        if self.flops is None and self.params is None:
             raise TargetError("a target needs --target-flops, or both --target-params and "
-                              "--target-tokens")
+                              "--target-tokens (--target-params alone for a law in N, e.g. on "
+                              "a ladder whose runs share one token count)")
 
     def finallr_ratio(self) -> float:
         """h = lr / peak_lr at the last step of :attr:`schedule`.
@@ -370,25 +371,54 @@ def _ratio_span(ladder: Ladder) -> tuple[float, float] | None:
     return float(ratio.min()), float(ratio.max())
 
 
+#: Token counts within this ratio of each other are one D (a fixed-data size sweep).
+_ONE_D = 1.01
+
+
+def one_token_count(ladder: Ladder) -> float | None:
+    """The one token count D [tokens] every finished run of ``ladder`` was trained on (all
+    within 1% of each other), when the runs differ in N: a fixed-data size sweep, whose
+    design measures the loss in N alone. None otherwise (no N and D, one model size, or D
+    varied)."""
+    if not ladder.has("params", "tokens"):
+        return None
+    try:
+        points, _ = ladder.final_points()
+    except LadderError:
+        return None
+    d = points["tokens"].to_numpy(float)
+    if not len(d) or points["params"].nunique() < 2 or d.max() > _ONE_D * d.min():
+        return None
+    return float(np.median(d))
+
+
 def default_law(ladder: Ladder, target: Target | None = None) -> str:
     """The law :func:`predict` (and ``delphi fit``, ``backtest``, ``register``) fits when
-    none is named.
+    none is named, from the ladder's design:
 
-    ``chinchilla`` (L = E + A/N^alpha + B/D^beta; Hoffmann et al. 2022, Eq. 2) when the target
-    and the ladder give N and D and the ladder's tokens per parameter D/N span at least 2x;
-    else ``power`` in C (L = E + A/C^alpha): with D/N (nearly) one value, N and D move
-    together and the ladder cannot tell their terms apart, so the split would be arbitrary.
-    A target given by N and D is then converted to C with the ladder's FLOP convention.
+    * every run trained on one token count D while N varies (a fixed-data size sweep) and a
+      target given by N (or no target): ``power-n``, L(N) = E + A/N^alpha (Kaplan et al. 2020,
+      Eq. 1.1 with a floor), because such a ladder cannot measure D's effect;
+    * ``chinchilla`` (L = E + A/N^alpha + B/D^beta; Hoffmann et al. 2022, Eq. 2) when the
+      target and the ladder give N and D and the ladder's tokens per parameter D/N span at
+      least 2x;
+    * else ``power`` in C (L = E + A/C^alpha): with D/N (nearly) one value, N and D move
+      together and the ladder cannot tell their terms apart, so the split would be arbitrary.
+      A target given by N and D is then converted to C with the ladder's FLOP convention.
 
-    ``target=None`` (a fit or backtest with no target): the same rule from the ladder alone,
-    i.e. ``chinchilla`` when the ladder has N and D whose D/N spans at least 2x, else ``power``.
+    ``target=None`` (a fit or backtest with no target): the same rule from the ladder alone.
     """
+    one_d = one_token_count(ladder) is not None
     if target is None:
         if ladder.has("params", "tokens"):
+            if one_d:
+                return "power-n"
             span = _ratio_span(ladder)
             if span is None or span[1] >= _SPLIT_SPAN * span[0]:
                 return "chinchilla"
         return "power"
+    if one_d and target.params is not None:
+        return "power-n"
     if target.params is not None and target.tokens is not None and ladder.has("params", "tokens"):
         span = _ratio_span(ladder)
         if span is None or span[1] >= _SPLIT_SPAN * span[0]:
@@ -737,6 +767,17 @@ def predict(ladder: Ladder, target: Target | Mapping[str, float], law: str | Law
                      f"forecast would be {alt:.4f} ({alt / loss - 1:+.2%})")
     design = _design_notes(target, law, result, ladder)      # warned there already
     warns.extend(design)
+    if law.inputs == ("params",):
+        d = one_token_count(ladder)
+        if d is not None:
+            notes.append(f"law {law.name!r} in N alone: every run was trained on D = {d:.3g} "
+                         f"tokens, so the ladder does not measure D's effect (E holds the "
+                         f"loss of infinite N at that D)")
+            if target.tokens is not None and not d / _ONE_D <= target.tokens <= d * _ONE_D:
+                warns.append(f"the target's D = {target.tokens:.3g} tokens differs from the "
+                             f"ladder's one token count {d:.3g}: law {law.name!r} predicts the "
+                             f"loss at the ladder's D, not the target's (the ladder cannot "
+                             f"measure D's effect)")
     if ("flops" in law.inputs and target.params is not None and target.tokens is not None):
         span = _ratio_span(ladder)
         if span is not None and span[1] < _SPLIT_SPAN * span[0]:

@@ -145,16 +145,20 @@ def parse_candidates(laws: str | Sequence[str], floors: str | Sequence | None = 
 def default_candidates(ladder: Ladder, fixed: Mapping[str, float] | None = None,
                        delta: float = DEFAULT_DELTA) -> list[Candidate]:
     """The recipes :func:`compare` and ``law="auto"`` try when none are named: ``power``
-    (a ladder with compute); ``chinchilla`` and ``overtrain`` (with N and D whose D/N spans
-    at least 2x, so N and D can be told apart); ``chinchilla-lr`` (a peak-LR column with more
+    (a ladder with compute); ``power-n`` (every run at one token count D, N varied: a
+    fixed-data sweep, which cannot measure D); ``chinchilla`` and ``overtrain`` (with N and D
+    whose D/N spans at least 2x, so N and D can be told apart, and D not one value); ``chinchilla-lr`` (a peak-LR column with more
     than one value at some model size: LR sweeps). Each with the given ``fixed`` values
     (e.g. a manifest's pinned floor) and ``delta``."""
-    from .forecast import _SPLIT_SPAN, _ratio_span
+    from .forecast import _SPLIT_SPAN, _ratio_span, one_token_count
     names = []
     if ladder.has("flops") or ladder.has("params", "tokens"):
         names.append("power")
+    one_d = one_token_count(ladder) is not None
+    if one_d:
+        names.append("power-n")     # one D: N alone; chinchilla's B, beta are not identified
     span = _ratio_span(ladder)
-    if span is not None and span[1] >= _SPLIT_SPAN * span[0]:
+    if not one_d and span is not None and span[1] >= _SPLIT_SPAN * span[0]:
         names += ["chinchilla", "overtrain"]
         if ladder.has("peak_lr"):
             t = ladder.table.dropna(subset=["peak_lr"])

@@ -192,14 +192,20 @@ def test_fixed_floor_at_or_above_an_observed_loss(tmp_path, capsys):
 
 
 def test_design_that_cannot_identify_a_parameter(tmp_path, capsys):
+    # Every run at one D: chinchilla cannot identify B and beta (an error naming them); the
+    # default law is power-n (issue 21), which warns that the target's D is not the ladder's.
     n = np.logspace(8, 10, 6)
     f = pd.DataFrame({"run": [f"r{i}" for i in range(6)], "params": n, "tokens": 2e10,
                       "loss": 1.8 + 400 / n ** 0.34 + 0.05})
     code, out, err = run_cli(capsys, "predict", write(tmp_path, f), "--target-params", "1e11",
-                             "--target-tokens", "2e12")
+                             "--target-tokens", "2e12", "--law", "chinchilla")
     assert_one_line_error(code, out, err, "cannot identify B, beta", "same tokens")
     with pytest.raises(IdentifiabilityError, match="B, beta"):
-        predict(load_ladder(write(tmp_path, f)), {"params": 1e11, "tokens": 2e12})
+        predict(load_ladder(write(tmp_path, f)), {"params": 1e11, "tokens": 2e12}, "chinchilla")
+    code, out, err = run_cli(capsys, "predict", write(tmp_path, f), "--target-params", "1e11",
+                             "--target-tokens", "2e12")
+    assert code == 0 and "law        power-n" in out
+    assert "the target's D = 2e+12 tokens differs from the ladder's one token count 2e+10" in out
 
 
 def test_diverged_run_is_reported_not_fitted(tmp_path, capsys):

@@ -245,7 +245,9 @@ def load_from_args(args, source: str | None = None):
 def add_fit_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("ladder", help=LADDER_HELP)
     p.add_argument("--law", metavar="LAW", help="law to fit: {LAWS} (default: "
-                   "power when only C is known, chinchilla when the target gives N and D); "
+                   "from the ladder's design: power-n when every run has one token count D, "
+                   "power when only C is known or D/N is one value, chinchilla when the "
+                   "target gives N and D and the ladder varies both); "
                    "predict and register also take auto (the candidate with the best "
                    "leave-future-out backtest, see `delphi compare`); "
                    "curve laws ({CURVE_LAWS}) are for `delphi complete`")

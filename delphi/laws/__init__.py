@@ -9,14 +9,14 @@ from .curves import ANNEALING, MULTIPOWER
 from .hparams import DEEPSEEK_BATCH, DEEPSEEK_LR, STEPLAW_BATCH, STEPLAW_LR
 from .lr import CHINCHILLA_CKPT, CHINCHILLA_LR, LR_FORMS
 from .overtrain import OVERTRAIN
-from .power import POWER
+from .power import POWER, POWER_N
 from .task import TASK_LAWS, onestep_law, sigmoid_law
 
-__all__ = ["Law", "Param", "LAWS", "CHECKPOINT_LAWS", "CURVE_LAWS", "HPARAM_LAWS", "get_law", "POWER", "CHINCHILLA",
+__all__ = ["Law", "Param", "LAWS", "CHECKPOINT_LAWS", "CURVE_LAWS", "HPARAM_LAWS", "get_law", "POWER", "POWER_N", "CHINCHILLA",
            "CHINCHILLA_LR", "OVERTRAIN", "TASK_LAWS", "sigmoid_law", "onestep_law"]
 
 #: Every loss law by its CLI/API name.
-LAWS: dict[str, Law] = {law.name: law for law in (POWER, CHINCHILLA, CHINCHILLA_LR,
+LAWS: dict[str, Law] = {law.name: law for law in (POWER, POWER_N, CHINCHILLA, CHINCHILLA_LR,
                                                   CHINCHILLA_CKPT, OVERTRAIN, *LR_FORMS)}
 #: Laws fitted to every checkpoint of a run rather than to its final loss.
 CHECKPOINT_LAWS = frozenset({CHINCHILLA_CKPT.name})

@@ -1,4 +1,4 @@
-"""Compute-only power law with an irreducible loss."""
+"""Saturating power laws in one input: compute C (``power``) or parameters N (``power-n``)."""
 
 from __future__ import annotations
 
@@ -7,19 +7,21 @@ import numpy as np
 
 from .base import Inputs, Law, Param
 
-__all__ = ["PowerLaw", "POWER"]
+__all__ = ["PowerLaw", "POWER", "POWER_N"]
 
 
 class PowerLaw(Law):
-    """L(C) = E + A·C^(-alpha), C in training FLOPs, L in the ladder's loss unit.
+    """L(X) = E + A·X^(-alpha) in the law's one input X, L in the ladder's loss unit.
 
-    The saturating power law in compute (Kaplan et al. 2020, Eq. 1.3, with the irreducible
-    term of Henighan et al. 2020); Marin's MoE forecast fits it with E fixed at 1.5.
+    ``power``: X = C, training FLOPs (Kaplan et al. 2020, Eq. 1.3, with the irreducible term
+    of Henighan et al. 2020); Marin's MoE forecast fits it with E fixed at 1.5.
+    ``power-n``: X = N, parameters, for a ladder trained on one token count D (Kaplan et al.
+    2020, Eq. 1.1, L(N) = (N_c/N)^alpha_N, with a floor E that then holds D's term too).
     """
 
     def log_basis(self, theta: np.ndarray, x: Inputs) -> tuple[np.ndarray, np.ndarray]:
         (alpha,) = theta
-        log_c = np.log(x["flops"])
+        log_c = np.log(x[self.inputs[0]])
         n = log_c.shape[0]
         logphi = np.stack([np.zeros(n), -alpha * log_c], axis=1)
         dlogphi = np.zeros((n, 2, 1))
@@ -27,7 +29,7 @@ class PowerLaw(Law):
         return logphi, dlogphi
 
     def log_basis_grid(self, thetas: np.ndarray, x: Inputs) -> np.ndarray:
-        log_c = np.log(x["flops"])
+        log_c = np.log(x[self.inputs[0]])
         out = np.zeros((len(thetas), log_c.shape[0], 2))
         out[:, :, 1] = -thetas[:, :1] * log_c[None, :]
         return out
@@ -52,4 +54,22 @@ POWER = PowerLaw(
     signs=(1, 1),
     floor="E",
     identified_by={"flops": ("A", "alpha")},
+)
+
+
+POWER_N = PowerLaw(
+    name="power-n",
+    formula="L(N) = E + A * N^(-alpha)",
+    source="Kaplan et al. 2020 (arXiv 2001.08361) Eq. 1.1, with an irreducible term E",
+    inputs=("params",),
+    params=(
+        Param("E", linear=True, doc="loss at infinite N for the ladder's one token count D "
+                                    "(irreducible loss plus D's term) [loss unit]"),
+        Param("A", linear=True, doc="parameter-term scale [loss unit * params^alpha]"),
+        Param("alpha", linear=False, lower=0.0, upper=5.0, search=(0.0, 1.5),
+              doc="parameter exponent [dimensionless]"),
+    ),
+    signs=(1, 1),
+    floor="E",
+    identified_by={"params": ("A", "alpha")},
 )
