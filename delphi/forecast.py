@@ -767,17 +767,25 @@ def predict(ladder: Ladder, target: Target | Mapping[str, float], law: str | Law
                      f"forecast would be {alt:.4f} ({alt / loss - 1:+.2%})")
     design = _design_notes(target, law, result, ladder)      # warned there already
     warns.extend(design)
-    if law.inputs == ("params",):
-        d = one_token_count(ladder)
-        if d is not None:
-            notes.append(f"law {law.name!r} in N alone: every run was trained on D = {d:.3g} "
-                         f"tokens, so the ladder does not measure D's effect (E holds the "
-                         f"loss of infinite N at that D)")
-            if target.tokens is not None and not d / _ONE_D <= target.tokens <= d * _ONE_D:
-                warns.append(f"the target's D = {target.tokens:.3g} tokens differs from the "
-                             f"ladder's one token count {d:.3g}: law {law.name!r} predicts the "
-                             f"loss at the ladder's D, not the target's (the ladder cannot "
-                             f"measure D's effect)")
+    d = one_token_count(ladder)
+    if d is not None and law.inputs in (("params",), ("flops",)):
+        # A fixed-data sweep: a law in N (or in C, which is N times 6D here) cannot tell what
+        # another D would do.
+        notes.append(f"law {law.name!r} in {'N' if law.inputs == ('params',) else 'C'} alone: "
+                     f"every run was trained on D = {d:.3g} tokens, so the ladder does not "
+                     f"measure D's effect (E holds the loss of infinite N at that D)")
+        if target.tokens is not None and not d / _ONE_D <= target.tokens <= d * _ONE_D:
+            reads = ("the loss at the ladder's D, not the target's" if law.inputs == ("params",)
+                     else "the target's extra or missing tokens as compute")
+            warns.append(f"the target's D = {target.tokens:.3g} tokens differs from the "
+                         f"ladder's one token count {d:.3g}: law {law.name!r} predicts {reads} "
+                         f"(the ladder cannot measure D's effect)")
+    elif law.inputs == ("params",) and ladder.has("tokens"):
+        points, _ = ladder.final_points()
+        lo, hi = float(points["tokens"].min()), float(points["tokens"].max())
+        warns.append(f"law {law.name!r} reads N alone but the ladder's runs were trained on "
+                     f"D = {lo:.3g}..{hi:.3g} tokens: D's effect is taken as noise (a law of N "
+                     f"and D, e.g. chinchilla, measures it)")
     if ("flops" in law.inputs and target.params is not None and target.tokens is not None):
         span = _ratio_span(ladder)
         if span is not None and span[1] < _SPLIT_SPAN * span[0]:

@@ -561,12 +561,21 @@ def predict_selected(ladder: Ladder, target, *, ensemble: bool = False,
     if candidates is None:
         everything = default_candidates(ladder, fixed=base_fixed, delta=base_delta)
         candidates = [c for c in everything if _feeds(target, c.law)]
-        left = [c.label for c in everything if not _feeds(target, c.law)]
+        left = [c for c in everything if not _feeds(target, c.law)]
         if left:
+            # Name what each skipped law reads that the target does not give.
+            flag = {"flops": option("target.flops", "--target-flops"),
+                    "params": option("target.params", "--target-params"),
+                    "tokens": option("target.tokens", "--target-tokens")}
+            missing = sorted({col for c in left for col in get_law(c.law).inputs
+                              if col in flag and getattr(target, col, None) is None})
+            what = " or ".join(flag[m] for m in missing) or "its inputs"
+            if "flops" in missing:      # C also comes from N and D (C = 6ND)
+                what += f", or {flag['params']} with {flag['tokens']}"
             skipped_notes.append(
-                f"candidate(s) {', '.join(left)} not considered: the target gives no "
-                f"parameters and tokens (give {option('target.params', '--target-params')} and "
-                f"{option('target.tokens', '--target-tokens')} to compare them too)")
+                f"candidate(s) {', '.join(c.label for c in left)} not considered: the target "
+                f"gives no {' or '.join(missing) or 'inputs they read'} (give {what} to compare "
+                f"them too)")
         if not candidates:
             raise TargetError("no default candidate law can be evaluated at this target: give "
                               "its parameters and tokens, or name the candidates (--laws)")

@@ -11,6 +11,7 @@ import pandas as pd
 import pytest
 
 import delphi
+from bundled import expect_warnings
 from delphi.cli.main import main
 from delphi.errors import FitWarning, TargetError
 from delphi.forecast import default_law, one_token_count
@@ -119,3 +120,36 @@ def test_cli_predicts_a_fixed_d_sweep_from_n_alone(tmp_path, capsys):
     assert doc["law"] == "power-n" and doc["target"]["params"] == 3e9
     assert doc["prediction"]["loss"] == pytest.approx(float(_truth(3e9, 2e10)[0]), rel=0.01)
     assert any(n.startswith("law 'power-n' in N alone") for n in doc["notes"])
+
+
+def test_a_law_in_c_on_a_fixed_d_sweep_says_so_too():
+    # C = 6 N D is N times a constant here: the power law in C is the same model, and a
+    # target with another D would be read as more or less compute: said, and warned.
+    lad = sweep(noise=0.003, seed=1)
+    f = delphi.predict(lad, {"flops": 6 * 3e9 * 2e10})
+    assert f.fit.law.name == "power"
+    assert any(n.startswith("law 'power' in C alone: every run was trained on D = 2e+10")
+               for n in f.notes)
+    with pytest.warns(FitWarning, match="law 'power' predicts the target's extra or missing "
+                                        "tokens as compute"):
+        delphi.predict(lad, {"params": 3e9, "tokens": 6e10}, "power")
+
+
+def test_power_n_on_a_ladder_that_varies_d_warns_that_d_is_taken_as_noise():
+    n = np.repeat(SIZES[:3], 3)
+    d = n * np.tile([10.0, 20.0, 40.0], 3)
+    lad = delphi.load_ladder(pd.DataFrame({"run": [f"g{i}" for i in range(n.size)],
+                                           "params": n, "tokens": d, "loss": _truth(n, d)}))
+    # (N alone cannot fit this grid well: the profiles of E and alpha may be flat too.)
+    with expect_warnings(FitWarning, r"law 'power-n' reads N alone but the ladder's runs "
+                                     r"were trained on D = 2e\+08\.\.4e\+09 tokens",
+                         may=(r"not identified by the ladder: .* for (E|alpha) in",)):
+        delphi.predict(lad, {"params": 3e9}, "power-n", divergence_threshold=float("inf"))
+
+
+def test_auto_names_what_the_target_lacks_for_a_skipped_candidate():
+    f = delphi.predict(sweep(noise=0.003, seed=1), {"params": 3e9}, "auto")
+    assert f.fit.law.name == "power-n"
+    [n] = [n for n in f.notes if "not considered" in n]
+    assert n.startswith("candidate(s) power not considered: the target gives no flops")
+    assert "target.params" in n and "target.tokens" in n     # C = 6ND: N with D also works
