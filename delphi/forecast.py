@@ -18,6 +18,8 @@ from .laws import Law, get_law
 from .uncertainty import DEFAULT_LEVEL, Interval
 
 if TYPE_CHECKING:
+    import pandas as pd
+
     from .robustness import FloorScan, OffTrend
 
 __all__ = ["Target", "Forecast", "predict", "default_law", "one_token_count"]
@@ -359,13 +361,20 @@ def _final_h(ladder: Ladder, fin) -> np.ndarray:
 _SPLIT_SPAN = 2.0
 
 
-def _ratio_span(ladder: Ladder) -> tuple[float, float] | None:
-    """Lowest and highest D/N over the ladder's finished runs (None without N and D)."""
+def _final_nd(ladder: Ladder) -> pd.DataFrame | None:
+    """The ladder's finished runs, one row each, when it has N and D (else None)."""
     if not ladder.has("params", "tokens"):
         return None
     try:
-        points, _ = ladder.final_points()
+        return ladder.final_points()[0]
     except LadderError:
+        return None
+
+
+def _ratio_span(ladder: Ladder) -> tuple[float, float] | None:
+    """Lowest and highest D/N over the ladder's finished runs (None without N and D)."""
+    points = _final_nd(ladder)
+    if points is None:
         return None
     ratio = points["tokens"].to_numpy(float) / points["params"].to_numpy(float)
     return float(ratio.min()), float(ratio.max())
@@ -380,11 +389,8 @@ def one_token_count(ladder: Ladder) -> float | None:
     within 1% of each other), when the runs differ in N: a fixed-data size sweep, whose
     design measures the loss in N alone. None otherwise (no N and D, one model size, or D
     varied)."""
-    if not ladder.has("params", "tokens"):
-        return None
-    try:
-        points, _ = ladder.final_points()
-    except LadderError:
+    points = _final_nd(ladder)
+    if points is None:
         return None
     d = points["tokens"].to_numpy(float)
     if not len(d) or points["params"].nunique() < 2 or d.max() > _ONE_D * d.min():
