@@ -786,8 +786,7 @@ def predict(ladder: Ladder, target: Target | Mapping[str, float], law: str | Law
             warns.append(f"the target's D = {target.tokens:.3g} tokens differs from the "
                          f"ladder's one token count {d:.3g}: law {law.name!r} predicts {reads} "
                          f"(the ladder cannot measure D's effect)")
-    elif law.inputs == ("params",) and ladder.has("tokens"):
-        points, _ = ladder.final_points()
+    elif law.inputs == ("params",) and (points := _final_nd(ladder)) is not None:
         lo, hi = float(points["tokens"].min()), float(points["tokens"].max())
         warns.append(f"law {law.name!r} reads N alone but the ladder's runs were trained on "
                      f"D = {lo:.3g}..{hi:.3g} tokens: D's effect is taken as noise (a law of N "

@@ -147,8 +147,9 @@ def default_candidates(ladder: Ladder, fixed: Mapping[str, float] | None = None,
     """The recipes :func:`compare` and ``law="auto"`` try when none are named: ``power``
     (a ladder with compute); ``power-n`` (every run at one token count D, N varied: a
     fixed-data sweep, which cannot measure D); ``chinchilla`` and ``overtrain`` (with N and D
-    whose D/N spans at least 2x, so N and D can be told apart, and D not one value); ``chinchilla-lr`` (a peak-LR column with more
-    than one value at some model size: LR sweeps). Each with the given ``fixed`` values
+    whose D/N spans at least 2x, so N and D can be told apart, and D not one value);
+    ``chinchilla-lr`` (a peak-LR column with more than one value at some model size: LR
+    sweeps). Each with the given ``fixed`` values
     (e.g. a manifest's pinned floor) and ``delta``."""
     from .forecast import _SPLIT_SPAN, _ratio_span, one_token_count
     names = []
