@@ -588,9 +588,14 @@ class Forecast:
         if ot is not None:
             for r in ot.rungs:
                 lines.append(f"off-trend  {r.run}: {r.describe()}; kept in the fit")
+                if len(ot.rungs) > 1 and r.loss_without is not None:
+                    lines.append(f"           forecast without it alone {r.loss_without:.4f} "
+                                 f"({r.loss_without / ot.loss_with - 1:+.2%})")
             lines.append(f"           forecast {ot.loss_with:.4f} with, {ot.loss_without:.4f} "
                          f"without {'it' if len(ot.rungs) == 1 else 'them'} "
                          f"({ot.change:+.2%})")
+            if ot.unresolved_note():
+                lines.append(f"           {ot.unresolved_note()}")
         if self.floor_scan is not None:
             lines.extend(self.floor_scan.report_lines())
         if self.selection is not None:
@@ -829,8 +834,11 @@ def predict(ladder: Ladder, target: Target | Mapping[str, float], law: str | Law
                        f"interval, and there is none here ({why})")
     rungs = None
     if off_trend:
-        from .robustness import find_off_trend
-        rungs = find_off_trend(result, inputs, bounds=bounds, seed=seed)
+        from .robustness import find_off_trend, held_inputs
+        # Non-monotone pairs compare runs that share D (a law of N alone) and any swept
+        # hyperparameter (held_inputs); the deleted-residual test needs none of it.
+        rungs = find_off_trend(result, inputs, bounds=bounds, seed=seed,
+                               held=held_inputs(ladder, result))
         if rungs is not None:
             notes.append(rungs.note())
     for message in warns:
