@@ -308,7 +308,11 @@ def test_predict_at_a_mistuned_peak_lr_costs_loss(misfitting_final, tmp_path, ca
             "--target-params", "4e8", "--target-tokens", "8e9", "--interval", "none", "--json"]
     assert main(args) == 0
     best = json.loads(capsys.readouterr().out)
-    assert not any("excluded" in n for n in best["notes"]), best["notes"]
+    # No run is excluded. The sweeps' shortest runs (250-500 steps) are non-monotone in N at
+    # one D and peak LR (a larger model ends higher): named off-trend, kept in the fit.
+    assert not any("excluded" in n for n in best["notes"]
+                   if not n.startswith("off-trend rung")), best["notes"]
+    assert all("non-monotone" in r["flagged_by"] for r in best["off_trend"]["rungs"])
     assert any("assumed the fitted optimum" in n for n in best["notes"])
     assert main(args + ["--target-peak-lr", "0.02"]) == 0
     off = json.loads(capsys.readouterr().out)
