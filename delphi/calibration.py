@@ -78,7 +78,8 @@ class LFOErrors:
     actual: np.ndarray
     """Observed final loss (ladder unit)."""
     folds: list[dict] = field(default_factory=list)
-    """Per cut: ``cut`` [FLOPs], ``n_points`` fitted, ``n_predicted``, ``params``,
+    """Per cut: ``cut`` [FLOPs], ``budget`` (its :func:`cut_levels` label), ``n_budgets`` (compute
+    budgets fitted: the rungs), ``n_points`` fitted, ``n_predicted``, ``params``,
     ``converged``, ``warm_start`` and the fit's ``warnings``."""
     notes: list[str] = field(default_factory=list)
     """Cuts skipped or refitted by global search, and runs not predicted, each with why."""
@@ -242,7 +243,9 @@ def leave_future_out(ladder: Ladder, law: str | Law, *,
         cols["log_error"] += (np.log(pred) - np.log(obs)).tolist()
         cols["predicted"] += pred.tolist()
         cols["actual"] += obs.tolist()
-        folds.append({"cut": c_max, "budget": float(b), "n_points": result.n_points, "n_predicted": len(held),
+        folds.append({"cut": c_max, "budget": float(b),
+                      "n_budgets": int((levels <= b * (1 + 1e-12)).sum()),
+                      "n_points": result.n_points, "n_predicted": len(held),
                       "params": {k: float(v) for k, v in result.params.items()},
                       "converged": bool(result.converged), "warm_start": warm is not None,
                       "warnings": list(result.warnings)})
@@ -470,7 +473,11 @@ def calibrated_interval(base, centre: float, model: CalibrationModel, ratio: flo
     errors sigma(r) models are errors of single runs, run noise included. Both are centred
     on ``centre`` (the forecast), centre * exp(+-z sd).
 
-    Returns an Interval with ``method="calibrated"`` and ``calibration`` holding the model,
+    ``model`` may also be a reference-class model (:class:`delphi.reference.ReferenceModel`:
+    the errors of other ladders) or a blend of both (:class:`delphi.reference.BlendedModel`).
+
+    Returns an Interval with ``method`` the model's (``"calibrated"``, or ``"reference"`` for a
+    reference-class model) and ``calibration`` holding the model,
     r, sigma(r) (``sigma_at_target``), f and s = f sigma(r) (``small_sample_factor``,
     ``sigma_used``), the parameter and run-noise sds and the base method.
 
@@ -489,7 +496,7 @@ def calibrated_interval(base, centre: float, model: CalibrationModel, ratio: flo
             "param_sd": param, "run_sd": run, "base_method": base.method,
             "extrapolated": bool(ratio > model.max_ratio)}
     return replace(base, lower=lo, upper=hi, mean_lower=centre * math.exp(-z * sd_mean),
-                   mean_upper=centre * math.exp(z * sd_mean), method="calibrated",
+                   mean_upper=centre * math.exp(z * sd_mean), method=info["method"],
                    calibration=info)
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import math
 import warnings
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Mapping, Sequence
@@ -10,7 +11,8 @@ from typing import TYPE_CHECKING, Mapping, Sequence
 import numpy as np
 
 from . import __version__
-from .errors import FitError, FitWarning, LadderError, TargetError, option, user_stacklevel
+from .errors import (DelphiError, FitError, FitWarning, LadderError, TargetError, option,
+                     user_stacklevel)
 from .fitting import DEFAULT_DELTA, DIVERGENCE_THRESHOLD, Fit, fit
 from .ladder import (_SEQUENCE_LENGTHS, FLOPS_PER_PARAM_TOKEN, FlopsConvention, Ladder,
                      check_target_value)
@@ -569,10 +571,15 @@ class Forecast:
         lines.append(f"prediction {self.loss:.4f} {self.unit}")
         iv = self.interval
         if iv is not None:
+            cal = iv.calibration or {}
+            base = cal.get("base_method", "")
             label = {"bootstrap": "bootstrap", "ensemble": "ensemble: members' intervals "
                      "and the between-model spread", "calibrated":
-                     f"calibrated on extrapolation errors, "
-                     f"{(iv.calibration or {}).get('base_method', '')}"}.get(
+                     f"calibrated on extrapolation errors"
+                     f"{' blended with the reference class' if cal.get('reference') else ''}"
+                     f", {base}",
+                     "reference": "reference class: other ladders' extrapolation errors"
+                     + (f", {base}" if base != "none" else ", the fit has no interval")}.get(
                          iv.method, "delta method, approximate")
             pct = f"{100 * iv.level:.4g}%"
             # Run noise is in the new-run interval only: its note sits on that line.
@@ -645,7 +652,7 @@ def predict(ladder: Ladder, target: Target | Mapping[str, float], law: str | Law
             floor_points: int = 3, off_trend: bool = True,
             allow_degenerate: bool = False, ensemble: bool = False,
             candidates: Sequence | None = None, _in_floor_scan: bool = False,
-            _profiles: bool = True, _calibration=None) -> Forecast:
+            reference=None, _profiles: bool = True, _calibration=None) -> Forecast:
     """Fit ``law`` to ``ladder`` and predict the loss of ``target``, with an interval.
 
     Parameters
@@ -671,13 +678,23 @@ def predict(ladder: Ladder, target: Target | Mapping[str, float], law: str | Law
     fixed, bounds, delta, fit_max_flops, include_unfinished, divergence_threshold, seed:
         as in :func:`delphi.fitting.fit`.
     interval: ``"auto"`` (default): ``"calibrated"`` where the ladder's leave-future-out
-        refits give at least 3 folds, else the bootstrap (when the ladder has at least 2p + 2
-        points for p free parameters) or the delta method, with a note saying why.
-        ``"calibrated"``: the bootstrap or delta interval widened by the ladder's own
-        extrapolation errors at the target's ratio r = C_target / C_max_fitted
-        (:func:`delphi.calibration.calibrated_interval`; FitError when the ladder cannot
-        support it). ``"bootstrap"`` (resample runs, refit:
-        :func:`delphi.uncertainty.bootstrap`), ``"delta"`` (fast, approximate) or None.
+        refits give at least 3 folds, else ``"reference"``; either widens the bootstrap
+        interval (when the ladder has at least 2p + 2 points for p free parameters) or the
+        delta method's, with a note saying why, and a fit too small for either still gets
+        the reference interval. ``"calibrated"``: the bootstrap or delta interval widened by
+        the ladder's own extrapolation errors at the target's ratio r = C_target /
+        C_max_fitted, blended with the reference class (:func:`delphi.reference.blend`,
+        :func:`delphi.calibration.calibrated_interval`; FitError when the ladder cannot
+        support it). ``"reference"``: widened by the reference class alone, the
+        leave-future-out errors of the same law on the public ladders at r and about the
+        same number of rungs (:mod:`delphi.reference`; ``method: "reference"``).
+        ``"bootstrap"`` (resample runs, refit: :func:`delphi.uncertainty.bootstrap`),
+        ``"delta"`` (fast, approximate) or None.
+    reference: the reference class of other ladders' errors: a
+        :class:`~delphi.reference.ReferenceClass` or a path to one
+        (:meth:`~delphi.reference.ReferenceClass.to_json`); default the one shipped with
+        delphi. The forecast's own ladder, when it is one of the public ladders (by name), is
+        left out of it.
     level: interval level (default 0.9). n_boot, boot_unit: bootstrap settings
         (``boot_unit="budget"`` resamples whole compute budgets).
     n_jobs: joblib workers for the bootstrap (see :mod:`delphi.parallel`); ``workers`` is an
@@ -724,7 +741,7 @@ def predict(ladder: Ladder, target: Target | Mapping[str, float], law: str | Law
             include_unfinished=include_unfinished, divergence_threshold=divergence_threshold,
             seed=seed, interval=interval, level=level, n_boot=n_boot, boot_unit=boot_unit,
             n_jobs=n_jobs, workers=workers, floor_range=floor_range, off_trend=off_trend,
-            allow_degenerate=allow_degenerate)
+            allow_degenerate=allow_degenerate, reference=reference)
     if candidates is not None:
         auto = option("law='auto'", "--law auto")
         raise TargetError(f"candidates are for {auto} or ensemble=True")
@@ -741,7 +758,8 @@ def predict(ladder: Ladder, target: Target | Mapping[str, float], law: str | Law
                            divergence_threshold=divergence_threshold, seed=seed,
                            interval=interval, level=level, n_boot=n_boot, boot_unit=boot_unit,
                            n_jobs=n_jobs, workers=workers, off_trend=off_trend,
-                           allow_degenerate=allow_degenerate, _in_floor_scan=True)
+                           allow_degenerate=allow_degenerate, reference=reference,
+                           _in_floor_scan=True)
         return scan_floor(one, law, floor_range, floor_points, fixed)
     convention_notes: list[str] = []
     target = _in_ladder_convention(target, law, ladder, convention_notes)
@@ -806,6 +824,12 @@ def predict(ladder: Ladder, target: Target | Mapping[str, float], law: str | Law
                          f"target's N and D enter through its C")
     largest, smallest = result.extra.get("max_flops"), result.extra.get("min_flops")
     extrapolation = target.flops / largest if (largest and target.flops) else None
+    n_max = result.extra.get("max_params")
+    if extrapolation is None and law.inputs == ("params",) and target.params and n_max:
+        # A law in N on a fixed-data sweep: C = 6ND is proportional to N, so r in N is r in C.
+        extrapolation = target.params / n_max
+        notes.append(f"the target's compute is not given: its extrapolation ratio is "
+                     f"N / N_max = {extrapolation:.3g} (at one D, C grows as N)")
     if extrapolation is not None and extrapolation > 1e4:
         warns.append(f"the target is {extrapolation:.3g}x the largest fitted run's compute: "
                      f"more than four orders of magnitude of extrapolation")
@@ -824,14 +848,15 @@ def predict(ladder: Ladder, target: Target | Mapping[str, float], law: str | Law
         warns.append("THE FIT DID NOT CONVERGE: do not trust this prediction")
     band = _interval(result, inputs, interval, level, n_boot, boot_unit, seed,
                      n_jobs if n_jobs is not None else workers, notes)
-    if interval in ("auto", "calibrated") and band is not None:
-        fitted = ladder.select(max_flops=fit_max_flops) if fit_max_flops is not None else ladder
-        band = _calibrate(band, loss, extrapolation, fitted, law, result, bounds, delta, seed,
-                          notes, required=interval == "calibrated", model=_calibration)
-    elif interval == "calibrated":
+    if interval == "calibrated" and band is None:
         why = next((n for n in reversed(notes) if n.startswith("no interval")), "no interval")
         raise FitError(f"no calibrated interval: it widens a bootstrap or delta-method "
                        f"interval, and there is none here ({why})")
+    if interval in ("auto", "calibrated", "reference"):
+        fitted = ladder.select(max_flops=fit_max_flops) if fit_max_flops is not None else ladder
+        band = _calibrate(band, loss, extrapolation, fitted, law, result, bounds, delta, seed,
+                          notes, method=interval, level=level, model=_calibration,
+                          reference=reference)
     rungs = None
     if off_trend:
         from .robustness import find_off_trend, held_inputs
@@ -852,46 +877,136 @@ def predict(ladder: Ladder, target: Target | Mapping[str, float], law: str | Law
 
 
 def _calibrate(band, loss: float, ratio: float | None, ladder: Ladder, law: Law, result: Fit,
-               bounds, delta, seed, notes: list[str], required: bool, model=None):
-    """``band`` widened by the ladder's own extrapolation errors (:mod:`delphi.calibration`)
-    when its leave-future-out refits give at least 3 folds; else ``band``, with a note (or a
-    FitError when the calibrated method was asked for by name). ``model``: a calibration
-    already fitted on this ladder and law (:func:`delphi.selection.compare`'s refits)."""
+               bounds, delta, seed, notes: list[str], method: str, level: float, model=None,
+               reference=None):
+    """``band`` (None when the fit gives no interval) widened by extrapolation errors at the
+    target's ratio: the ladder's own (:mod:`delphi.calibration`, when its leave-future-out
+    refits give at least 3 folds) blended with the reference class (:mod:`delphi.reference`),
+    or the reference class alone (``method="reference"``, or ``"auto"`` when the ladder
+    cannot calibrate itself). ``method="calibrated"`` raises FitError when the ladder cannot.
+    ``model``: a calibration already fitted on this ladder and law
+    (:func:`delphi.selection.compare`'s refits). Returns the interval, or ``band`` with a note
+    saying why it was not widened."""
     from .calibration import MAX_FOLDS, calibrate, calibrated_interval
     from .errors import DelphiError
-    why = None
     if ratio is None:
         why = "the target's compute is unknown, so its extrapolation ratio is too"
-    elif model is not None:
-        pass
-    else:
+        if method == "calibrated":
+            raise FitError(f"no calibrated interval: {why}")
+        if band is not None:
+            notes.append(f"{band.method} interval, not calibrated: {why}")
+        return band
+    why = None
+    if method == "reference":
+        why = option('interval="reference"', "--interval reference") + " asked for"
+    elif band is None:
+        why = "the fit gives no interval to calibrate"
+    elif model is None:
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")   # the fold fits' warnings are the folds'
-                model, _ = calibrate(ladder, law, fixed=result.fixed or None,
-                                          bounds=bounds, delta=delta, max_folds=MAX_FOLDS,
-                                          seed=seed)
+                model, _ = calibrate(ladder, law, fixed=result.fixed or None, bounds=bounds,
+                                     delta=delta, max_folds=MAX_FOLDS, seed=seed)
         except DelphiError as exc:
             why = str(exc)
-    if why is not None:
-        if required:
-            raise FitError(f"no calibrated interval: {why}")
-        notes.append(f"{band.method} interval, not calibrated: {why}")
+    if why is not None and method == "calibrated":
+        raise FitError(f"no calibrated interval: {why}")
+    ref, ref_why = _reference_model(reference, ladder, law, result, level)
+    if why is None:                 # the ladder's own calibration, blended
+        from .reference import blend
+        used = blend(model, ref, level) if ref is not None else model
+        cal = calibrated_interval(band, loss, used, ratio)
+        info = cal.calibration
+        own_f = model.small_sample_factor(level)
+        notes.append(f"interval calibrated on the ladder's own extrapolation errors: "
+                     f"sigma(r) = {model.sigma_0:.2%} + {model.k:.2%} log10 r from "
+                     f"{model.n_errors} leave-future-out prediction(s) in {model.n_folds} "
+                     f"fold(s); at r = {ratio:.3g}, sigma(r) = {float(model.sigma(ratio)):.2%}, "
+                     f"widened {own_f:.3g}x for {model.n_folds} fold(s) (Student t) to "
+                     f"{own_f * float(model.sigma(ratio)):.2%}"
+                     + (f", blended {used.weight:.2f} : {1 - used.weight:.2f} with the reference "
+                        f"class's {float(ref.sigma(ratio)):.2%} (the reference counts as "
+                        f"{_prior_folds()} folds) to {info['sigma_used']:.2%}" if ref is not None
+                        else "")
+                     + f", combined with the {band.method} interval's parameter and run-noise "
+                       f"spread")
+        if ref is None:
+            notes.append(f"not blended with the reference class: {ref_why}")
+        if ratio > model.max_ratio:
+            notes.append(f"the target's extrapolation ratio {ratio:.3g} is beyond the largest "
+                         f"the calibration saw ({model.max_ratio:.3g}): sigma(r) is "
+                         f"extrapolated linearly in log10 r")
+        return cal
+    if ref is None:
+        if band is None:
+            for i, n in enumerate(notes):
+                if n.startswith("no interval: "):
+                    notes[i] = f"{n}; and no reference-class interval: {ref_why}"
+            return None
+        notes.append(f"{band.method} interval, not calibrated: {why}; no reference-class "
+                     f"interval either: {ref_why}")
         return band
-    cal = calibrated_interval(band, loss, model, ratio)
-    info = cal.calibration
-    notes.append(f"interval calibrated on the ladder's own extrapolation errors: "
-                 f"sigma(r) = {model.sigma_0:.2%} + {model.k:.2%} log10 r from "
-                 f"{model.n_errors} leave-future-out prediction(s) in {model.n_folds} fold(s); at "
-                 f"r = {ratio:.3g}, sigma(r) = {info['sigma_at_target']:.2%}, widened "
-                 f"{info['small_sample_factor']:.3g}x for {model.n_folds} fold(s) (Student t) "
-                 f"to {info['sigma_used']:.2%}, combined with the {band.method} interval's "
-                 f"parameter and run-noise spread")
-    if ratio > model.max_ratio:
-        notes.append(f"the target's extrapolation ratio {ratio:.3g} is beyond the largest the "
-                     f"calibration saw ({model.max_ratio:.3g}): sigma(r) is extrapolated "
-                     f"linearly in log10 r")
+    base = band if band is not None else _point_interval(loss, level)
+    cal = calibrated_interval(base, loss, ref, ratio)
+    half = float(ref.q_0 + ref.q_1 * math.log10(max(ratio, 1.0)))
+    if band is None:
+        for i, n in enumerate(notes):      # the fit's interval is missing, not the forecast's
+            if n.startswith("no interval: "):
+                notes[i] = "no interval from the fit alone: " + n[len("no interval: "):]
+    elif method != "reference":
+        notes.append(f"not calibrated on the ladder's own errors: {why}")
+    notes.append(f"interval from the reference class (method 'reference'): {ref.describe()}; "
+                 f"at r = {ratio:.3g} that is +-{half:.2%}"
+                 + (f", combined with the {band.method} interval's parameter and run-noise "
+                    f"spread" if band is not None else " (the fit gives no interval of its own)"))
+    notes.extend(f"reference class: {n}" for n in ref.notes)
+    if ratio > ref.max_ratio:
+        notes.append(f"the target's extrapolation ratio {ratio:.3g} is beyond the largest in "
+                     f"the reference class ({ref.max_ratio:.3g}): its error line is "
+                     f"extrapolated linearly in log10 r")
     return cal
+
+
+def _prior_folds() -> int:
+    from .reference import PRIOR_FOLDS
+    return PRIOR_FOLDS
+
+
+def _point_interval(loss: float, level: float):
+    """A zero-width interval at ``loss``: the base a reference interval widens when the fit
+    has no interval of its own (no parameter or run-noise spread to add)."""
+    from .uncertainty import Interval
+    return Interval(lower=loss, upper=loss, mean_lower=loss, mean_upper=loss, level=level,
+                    method="none", noise=0.0,
+                    noise_source="none: the reference errors include run-to-run noise")
+
+
+def _n_rungs(ladder: Ladder, law: Law, result: Fit) -> int | None:
+    """Compute budgets (rungs) among the runs ``result`` fitted, as leave-future-out counts
+    them (None when the ladder has no compute)."""
+    from .calibration import _lfo_points
+    try:
+        _, pts, _, b_pts, _, _ = _lfo_points(ladder, law)
+    except DelphiError:
+        return None
+    fitted = {lbl.split("@")[0] for lbl in result.labels}
+    sel = pts["run"].astype(str).isin(fitted).to_numpy()
+    return int(len(np.unique(b_pts[sel]))) if sel.any() else None
+
+
+def _reference_model(reference, ladder: Ladder, law: Law, result: Fit, level: float):
+    """(reference model, None) for this forecast, or (None, why not)."""
+    from .reference import ReferenceClass, load_reference
+    # A reference class the caller names must load (its error is theirs to see); a failure
+    # of the shipped one, or a law it cannot model, leaves the interval unwidened, noted.
+    ref = reference if isinstance(reference, ReferenceClass) else (
+        load_reference(reference) if reference is not None else None)
+    try:
+        ref = ref if ref is not None else load_reference()
+        exclude = (ladder.name,) if ladder.name in ref.ladders else ()
+        return ref.model(law.name, _n_rungs(ladder, law, result), level, exclude=exclude), None
+    except DelphiError as exc:
+        return None, str(exc)
 
 
 def _interval(result: Fit, inputs, method, level, n_boot, unit, seed, n_jobs, notes):
@@ -900,10 +1015,10 @@ def _interval(result: Fit, inputs, method, level, n_boot, unit, seed, n_jobs, no
     if method is None or method == "none":
         return None
     start = len(notes)    # the notes of this interval's making, dropped if it fails
-    if method not in ("auto", "bootstrap", "delta", "calibrated"):
-        raise FitError(f"unknown interval method {method!r}; use auto, calibrated, bootstrap, "
-                       f"delta or none")
-    if method == "calibrated":
+    if method not in ("auto", "bootstrap", "delta", "calibrated", "reference"):
+        raise FitError(f"unknown interval method {method!r}; use auto, calibrated, reference, "
+                       f"bootstrap, delta or none")
+    if method in ("calibrated", "reference"):
         method = "auto"      # the base interval the calibration widens
     # Bad settings are errors, not a silently missing interval.
     if not (isinstance(level, (int, float)) and 0 < level < 1):

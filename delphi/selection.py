@@ -206,6 +206,12 @@ class CandidateScore:
     """Mean |log error| with each fold weighted by :func:`fold_weights` (later folds, fitted
     on more budgets, count more): what candidates are ranked by (``mean_abs_error`` when
     None)."""
+    reference_error: float | None = None
+    """Mean |log error| of this candidate's law in the reference class of public ladders at
+    this ladder's number of rungs (each ladder weighing the same; :func:`reference_scores`),
+    when the ladder has too few cuts to rank by its own backtest; None otherwise."""
+    reference_mse: float | None = None
+    """Mean squared log error there (the ensemble weight is 1 / it under the reference rule)."""
     backtest: object = field(default=None, repr=False, compare=False)
     """Its :class:`~delphi.calibration.CalibrationBacktest` (``backtest.errors``: every
     leave-future-out prediction, with ``budget`` to match pairs across candidates)."""
@@ -226,7 +232,8 @@ class CandidateScore:
                 "mse": self.mse, "coverage_before": self.coverage_before,
                 "coverage_after": self.coverage_after, "n_calibrated": self.n_calibrated,
                 "aic": self.aic, "bic": self.bic, "n_points": self.n_points,
-                "params": self.params, "warnings": list(self.warnings), "error": self.error}
+                "params": self.params, "warnings": list(self.warnings), "error": self.error,
+                "reference_error": self.reference_error}
 
 
 @dataclass(frozen=True)
@@ -240,10 +247,20 @@ class Comparison:
     """The cuts [FLOPs] every candidate was refitted at."""
     level: float
     notes: list[str] = field(default_factory=list)
+    rule: str = "backtest"
+    """``"backtest"``: ranked by the ladder's own leave-future-out errors. ``"reference"``:
+    the ladder has fewer than 3 cuts to rank on, so candidates are ranked by how their laws
+    extrapolated on the public ladders at this many rungs (:func:`reference_scores`)."""
+    reference: dict | None = None
+    """Under the reference rule: the rungs, rung window and ladders the errors come from."""
 
     @property
     def ranked(self) -> list[CandidateScore]:
-        """The scored candidates, best first."""
+        """The ranked candidates, best first (under the reference rule, those with a
+        reference error, by it)."""
+        if self.rule == "reference":
+            return sorted((s for s in self.scores if s.reference_error is not None),
+                          key=lambda s: s.reference_error)
         return [s for s in self.scores if s.scored]
 
     @property
@@ -264,7 +281,8 @@ class Comparison:
         ranked = self.ranked
         if not ranked:
             return {}
-        inv = np.array([1.0 / max(s.mse, 1e-12) for s in ranked])
+        mse = [s.reference_mse if self.rule == "reference" else s.mse for s in ranked]
+        inv = np.array([1.0 / max(m, 1e-12) for m in mse])
         w = inv / inv.sum()
         keep = w >= _MIN_WEIGHT
         w = np.where(keep, w, 0.0)
@@ -273,6 +291,8 @@ class Comparison:
 
     def to_dict(self) -> dict:
         return {"ladder": self.ladder, "design": "leave-future-out", "level": self.level,
+                "rule": self.rule, "reference": self.reference,
+                "n_cuts": len(self.cuts),
                 "cuts": self.cuts, "candidates": [s.to_dict() for s in self.scores],
                 "best": self.best.candidate.label if self.ranked else None,
                 "weights": self.weights(), "notes": self.notes}
@@ -292,7 +312,9 @@ class Comparison:
             return "-" if v is None else f"{v:.0%}"
         for s in self.scores:
             if not s.scored:
-                lines.append(f"{s.candidate.label[:26]:<26} not scored: {s.error}")
+                ref = (f"; reference class {s.reference_error:.2%}"
+                       if s.reference_error is not None else "")
+                lines.append(f"{s.candidate.label[:26]:<26} not scored: {s.error}{ref}")
                 continue
             aic = "-" if s.aic is None else f"{s.aic:9.1f}"
             bic = "-" if s.bic is None else f"{s.bic:9.1f}"
@@ -311,7 +333,21 @@ class Comparison:
             for x in s.warnings:
                 if x not in shared:
                     lines.append(f"warning    [{s.candidate.label}] {x}")
-        if self.ranked:
+        if self.rule == "reference" and self.ranked:
+            b, ref = self.best, self.reference or {}
+            few = (f"{len(self.cuts)} cut(s) are too few to rank on (fewer than 3)"
+                   if len(self.cuts) < 3 else
+                   f"only {sum(s.scored for s in self.scores)} candidate could be cut at the "
+                   f"{len(self.cuts)} cut(s)")
+            lines.append(f"reference  {few}: ranked by the reference class, the mean |error| of each "
+                         f"law on {len(ref.get('ladders', []))} public ladders "
+                         f"({', '.join(ref.get('ladders', []))}) in folds fitted on "
+                         f"{ref.get('window', '?')} rungs (this ladder has "
+                         f"{ref.get('n_rungs', '?')}): " + ", ".join(
+                             f"{s.candidate.label} {s.reference_error:.2%}"
+                             for s in self.ranked))
+            lines.append(f"best       {b.candidate.label} (lowest reference-class error)")
+        elif self.ranked:
             b = self.best
             lines.append(f"best       {b.candidate.label} (lowest score, {b.rank_key:.2%}: "
                          f"mean leave-future-out |error|, each fold weighing {RECENCY:g}x the "
@@ -350,7 +386,8 @@ def _even(items: list, k: int | None) -> list:
 
 def compare(ladder: Ladder, candidates: Sequence[Candidate | str] | None = None, *,
             bounds: Mapping[str, Sequence[float]] | None = None, max_folds: int | None = 12,
-            min_budgets: int = 3, level: float = 0.9, seed: int = 0) -> Comparison:
+            min_budgets: int = 3, level: float = 0.9, seed: int = 0,
+            reference=None) -> Comparison:
     """Backtest each candidate recipe on ``ladder`` the same way and rank them.
 
     Every candidate is refitted leave-future-out at the same cuts (the budgets every
@@ -368,6 +405,9 @@ def compare(ladder: Ladder, candidates: Sequence[Candidate | str] | None = None,
     bounds: parameter bounds for every fit.
     max_folds, min_budgets: as in :func:`delphi.calibration.leave_future_out`.
     level: interval level for the coverage (default 0.9).
+    reference: the reference class (as in :func:`delphi.predict`; default the shipped one).
+        When the candidates share fewer than 3 cuts, they are ranked by it instead
+        (:func:`reference_scores`; ``Comparison.rule == "reference"``), and the report says so.
 
     Returns
     -------
@@ -375,8 +415,8 @@ def compare(ladder: Ladder, candidates: Sequence[Candidate | str] | None = None,
 
     Raises
     ------
-    LadderError: no candidate can be cut on this ladder (too few compute budgets), or no
-        candidates.
+    LadderError: no candidate can be cut on this ladder (too few compute budgets) and the
+        reference class cannot rank them, or no candidates.
     """
     from .calibration import MIN_FOLDS, calibration_backtest, cut_levels
     from .fitting import fit
@@ -414,11 +454,8 @@ def compare(ladder: Ladder, candidates: Sequence[Candidate | str] | None = None,
             failed[c.label] = (f"too few compute budgets for a leave-future-out cut (needs "
                                f"{min_budgets} budgets and {need} points (free parameters + 2) "
                                f"at or below a cut, and a budget above it)")
-    if not levels:
-        raise LadderError(f"no candidate can be backtested leave-future-out on ladder "
-                          f"{ladder.name!r}: " + "; ".join(f"{c}: {w}"
-                                                          for c, w in failed.items()))
-    common = sorted(set.intersection(*(set(v) for v in levels.values())))
+    common = sorted(set.intersection(*(set(v) for v in levels.values()))) if levels else []
+    dropped: dict[str, tuple[int, int]] = {}
     while len(common) < MIN_FOLDS and len(levels) > 1:
         # A candidate that needs more budgets before its first cut (more free parameters,
         # or a law of C that fits one point per budget) would leave too few shared cuts to
@@ -427,18 +464,21 @@ def compare(ladder: Ladder, candidates: Sequence[Candidate | str] | None = None,
         others = sorted(set.intersection(*(set(v) for k, v in levels.items() if k != worst)))
         if len(others) <= len(common):
             break
-        failed[worst] = (f"it can be cut at {len(levels[worst])} budget(s), and "
-                         f"with the others that leaves {len(common)} shared cut(s) (fewer than "
-                         f"{MIN_FOLDS}); the others share {len(others)}")
+        dropped[worst] = (len(levels[worst]), len(common))
         del levels[worst]
         common = others
-    if not common:
-        raise LadderError(f"the candidates share no leave-future-out cut on ladder "
-                          f"{ladder.name!r}; compare them one at a time or name fewer")
     cuts = _even(common, max_folds)
+    for label, (own, shared) in dropped.items():
+        # stated with the count the header gives, so the reasons cannot disagree with it
+        failed[label] = (f"it can be cut at {own} budget(s): ranking it would leave "
+                         f"{shared} cut(s) shared by every candidate (fewer than {MIN_FOLDS}), "
+                         f"where the others are ranked on the {len(cuts)} cut(s) above")
     results: dict[str, tuple] = {}
+    if not cuts:
+        for label in levels:
+            failed.setdefault(label, "the candidates share no leave-future-out cut")
     for c in cands:
-        if c.label not in levels:
+        if c.label not in levels or not cuts:
             continue
         try:
             with warnings.catch_warnings():
@@ -498,8 +538,87 @@ def compare(ladder: Ladder, candidates: Sequence[Candidate | str] | None = None,
     if len(n_points) > 1:
         notes.append("AIC/BIC compare only candidates fitted to the same points; here they "
                      "fit different numbers of points (a law of C fits the compute frontier)")
+    rule, ref_info = "backtest", None
+    if len(cuts) < MIN_FOLDS or (len(cands) > 1 and len(scored) < 2):
+        # Too few cuts for the ladder's own backtest to rank the candidates on (or only one
+        # of them could be cut there): rank by how each law extrapolated on the public
+        # ladders at this many rungs.
+        try:
+            by_law, ref_info = reference_scores(ladder, [c.law for c in cands], reference)
+        except DelphiError as exc:
+            notes.append(f"the reference class cannot rank the candidates either: {exc}")
+            by_law = {}
+        if by_law:
+            rule = "reference"
+            notes = [n for n in notes if not n.startswith("the ranking rests on")]
+            scores = [replace(s, reference_error=by_law[s.candidate.law][0],
+                              reference_mse=by_law[s.candidate.law][1])
+                      if s.candidate.law in by_law else s for s in scores]
+            missing = [c.label for c in cands if c.law not in by_law]
+            if missing:
+                notes.append(f"candidate(s) {', '.join(missing)} have no errors in the "
+                             f"reference class on the ladders the others share: not ranked")
+            if scored:
+                notes.append(f"the backtest columns are shown, not ranked on: "
+                             + (f"{len(cuts)} cut(s), fewer than {MIN_FOLDS}"
+                                if len(cuts) < MIN_FOLDS else
+                                f"only {scored[0].candidate.label} could be cut at them"))
+    if not scored and rule == "backtest":
+        if not levels:
+            raise LadderError(f"no candidate can be backtested leave-future-out on ladder "
+                              f"{ladder.name!r}, and the reference class cannot rank them: "
+                              + "; ".join(f"{c}: {w}" for c, w in failed.items()))
     return Comparison(ladder=ladder.name, scores=scores, cuts=[float(c) for c in cuts],
-                      level=level, notes=notes)
+                      level=level, notes=notes, rule=rule, reference=ref_info)
+
+
+def reference_scores(ladder: Ladder, laws: Sequence[str], reference=None,
+                     ) -> tuple[dict[str, tuple[float, float]], dict]:
+    """How each of ``laws`` extrapolated on the public ladders, at about this ladder's number
+    of rungs: ``({law: (mean |log error|, mean squared log error)}, info)``.
+
+    From the reference class (:mod:`delphi.reference`; ``reference`` as in
+    :func:`delphi.predict`), with this ladder left out when it is one of them: the folds
+    fitted on n +- j rungs (n this ladder's compute budgets), j widened from 0 until at least
+    2 public ladders have errors of every law (``power-n`` read as ``power``, its form); on
+    those common ladders, each ladder's mean error, averaged with every ladder weighing the
+    same. ``info``: ``n_rungs``, ``window`` and ``ladders``. A law with no errors on them is
+    left out of the dict; an empty dict when no window has 2 common ladders.
+
+    Raises DelphiError when the reference class cannot be read.
+    """
+    from .analyses.backtest import _budgets
+    from .reference import FAMILY, ReferenceClass, load_reference
+    ref = reference if isinstance(reference, ReferenceClass) else load_reference(reference)
+    finals, _ = ladder.final_points()
+    n = int(_budgets(finals.dropna(subset=["flops"])).nunique()) if "flops" in finals else 0
+    rows = ref.rows[ref.rows["ladder"] != ladder.name]
+    names = {law: FAMILY.get(law, law) if FAMILY.get(law, law) in set(rows["law"]) else law
+             for law in dict.fromkeys(laws)}
+    rows = rows[rows["law"].isin(set(names.values()))]
+    if not len(rows):
+        return {}, {"n_rungs": n, "window": None, "ladders": []}
+    nb = rows["n_budgets"].to_numpy(int)
+    want = set(names.values())
+    for j in range(0, int(max(nb.max(), n)) + 1):
+        lo, hi = max(n - j, 1), n + j
+        sub = rows[(nb >= lo) & (nb <= hi)]
+        per = sub.groupby("ladder")["law"].agg(lambda x: set(x))
+        common = sorted(k for k, v in per.items() if want <= v)
+        if len(common) >= 2:
+            break
+    else:
+        return {}, {"n_rungs": n, "window": None, "ladders": []}
+    sub = sub[sub["ladder"].isin(common)]
+    lo, hi = int(sub["n_budgets"].min()), int(sub["n_budgets"].max())
+    out = {}
+    for law, name in names.items():
+        mine = sub[sub["law"] == name]
+        e = mine.groupby("ladder")["log_error"]
+        out[law] = (float(e.apply(lambda x: np.abs(x).mean()).mean()),
+                    float(e.apply(lambda x: (x ** 2).mean()).mean()))
+    return out, {"n_rungs": n, "window": f"{lo}" if lo == hi else f"{lo}-{hi}",
+                 "ladders": common}
 
 
 def _model_of(score: "CandidateScore | None"):
@@ -600,7 +719,8 @@ def predict_selected(ladder: Ladder, target, *, ensemble: bool = False,
         try:
             comparison = compare(fitted, candidates, bounds=settings.get("bounds"),
                                  max_folds=max_folds, level=settings.get("level", 0.9),
-                                 seed=settings.get("seed", 0))
+                                 seed=settings.get("seed", 0),
+                                 reference=settings.get("reference"))
         except LadderError as exc:
             raise LadderError(f"{exc}; name a law instead ({option('law=...', '--law')})") \
                 from None
@@ -618,16 +738,31 @@ def predict_selected(ladder: Ladder, target, *, ensemble: bool = False,
     if not ensemble:
         chosen = one(best.candidate)
         extra_warn: list[str] = []
-        sel = {"rule": "auto", "chosen": best.candidate.label, "runner_up": None,
+        sel = {"rule": "auto", "chosen_by": comparison.rule,
+               "chosen": best.candidate.label, "runner_up": None,
                "runner_up_loss": None, "spread": None, "candidates": [], "comparison": table}
-        notes = [f"law chosen by leave-future-out backtest: {best.candidate.label} (score "
-                 f"{best.rank_key:.2%}, mean |error| {best.mean_abs_error:.2%} on "
-                 f"{best.n_scored} prediction(s))"]
+        if comparison.rule == "reference":
+            ref = comparison.reference or {}
+            notes = [f"law chosen by the reference class: {best.candidate.label} (mean |error| "
+                     f"{best.reference_error:.2%} on {len(ref.get('ladders', []))} public "
+                     f"ladders in folds fitted on {ref.get('window')} rungs; this ladder's "
+                     f"{len(comparison.cuts)} leave-future-out cut(s) cannot rank the "
+                     f"candidates)"]
+        else:
+            notes = [f"law chosen by leave-future-out backtest: {best.candidate.label} (score "
+                     f"{best.rank_key:.2%}, mean |error| {best.mean_abs_error:.2%} on "
+                     f"{best.n_scored} prediction(s))"]
+
+        def key(sc):
+            return sc.reference_error if comparison.rule == "reference" else sc.rank_key
+
+        def err(sc):
+            return sc.reference_error if comparison.rule == "reference" else sc.mean_abs_error
         if len(comparison.ranked) > 1:
             ru = comparison.ranked[1]
-            if ru.rank_key <= best.rank_key * (1 + _TIE):
+            if key(ru) <= key(best) * (1 + _TIE):
                 notes.append(f"near tie: {best.candidate.label} and {ru.candidate.label} score "
-                             f"{best.rank_key:.3%} and {ru.rank_key:.3%} (within "
+                             f"{key(best):.3%} and {key(ru):.3%} (within "
                              f"{_TIE:.0%}); the choice between them is weak evidence "
                              f"({option('ensemble=True', '--ensemble')} averages them)")
             with warnings.catch_warnings():
@@ -637,7 +772,7 @@ def predict_selected(ladder: Ladder, target, *, ensemble: bool = False,
                     sel.update(runner_up=ru.candidate.label, runner_up_loss=other.loss,
                                spread=other.loss / chosen.loss - 1)
                     notes.append(f"runner-up {ru.candidate.label} (mean |error| "
-                                 f"{ru.mean_abs_error:.2%}) forecasts {other.loss:.4f} "
+                                 f"{err(ru):.2%}) forecasts {other.loss:.4f} "
                                  f"({other.loss / chosen.loss - 1:+.2%})")
                     iv = chosen.interval
                     if iv is not None and not iv.lower <= other.loss <= iv.upper:
@@ -653,6 +788,7 @@ def predict_selected(ladder: Ladder, target, *, ensemble: bool = False,
                                  f"{exc}")
         sel["candidates"] = [{**s.candidate.to_dict(), "weight": 1.0 if s is best else 0.0,
                               "mean_abs_error": s.mean_abs_error, "score": s.score,
+                              "reference_error": s.reference_error,
                               "loss": chosen.loss if s is best else (
                                   sel["runner_up_loss"] if s.candidate.label == sel["runner_up"]
                                   else None)}
@@ -676,13 +812,31 @@ def predict_selected(ladder: Ladder, target, *, ensemble: bool = False,
         raise FitError("no ensemble member could forecast the target: " + "; ".join(skipped))
     total = sum(w for _, w, _ in members)
     members = [(c, w / total, f) for c, w, f in members]
+    if len(members) == 1:
+        # One member is one law's forecast: say so rather than call it an ensemble.
+        c, _, f = members[0]
+        others = skipped + [f"{sc.candidate.label} not ranked: {sc.error}"
+                            for sc in comparison.scores if sc.candidate.label not in weights]
+        one_notes = [f"no ensemble: only {c.label} could be weighted and forecast the target, "
+                     f"so the forecast is that law's alone"
+                     + (f" (the others: {'; '.join(others)})" if others else "")] + skipped_notes
+        sel = {"rule": "ensemble", "chosen_by": comparison.rule, "chosen": c.label,
+               "members": 1, "weighting": ENSEMBLE_RULE, "between_model_sd": 0.0,
+               "runner_up": None, "runner_up_loss": None, "spread": None,
+               "candidates": [{**c.to_dict(), "weight": 1.0, "loss": f.loss,
+                               "mean_abs_error": by_label[c.label].mean_abs_error,
+                               "score": by_label[c.label].score,
+                               "reference_error": by_label[c.label].reference_error}],
+               "comparison": table}
+        return replace(f, notes=tuple(one_notes) + f.notes, selection=sel)
     log_l = sum(w * math.log(f.loss) for _, w, f in members)
     loss = math.exp(log_l)
     spread2 = sum(w * (math.log(f.loss) - log_l) ** 2 for _, w, f in members)
     top = max(members, key=lambda m: m[1])[2]
     band = None
-    notes = [f"ensemble of {len(members)} candidate(s) weighted by inverse leave-future-out "
-             f"MSE (Bates & Granger 1969): " + ", ".join(f"{c.label} {w:.2f} -> {f.loss:.4f}"
+    notes = [f"ensemble of {len(members)} candidates weighted by inverse "
+             + ("reference-class" if comparison.rule == "reference" else "leave-future-out")
+             + " MSE (Bates & Granger 1969): " + ", ".join(f"{c.label} {w:.2f} -> {f.loss:.4f}"
                                                          for c, w, f in members)]
     if len(members) > 1:
         notes.append(f"the interval mixes the members' intervals (weighted) and the spread "
@@ -711,12 +865,14 @@ def predict_selected(ladder: Ladder, target, *, ensemble: bool = False,
                                      "between_model_sd": math.sqrt(spread2)})
     elif settings.get("interval") not in (None, "none"):
         notes.append("no ensemble interval: a member has none (see its notes)")
-    sel = {"rule": "ensemble", "chosen": "ensemble", "weighting": ENSEMBLE_RULE,
+    sel = {"rule": "ensemble", "chosen_by": comparison.rule, "chosen": "ensemble",
+           "members": len(members), "weighting": ENSEMBLE_RULE,
            "between_model_sd": math.sqrt(spread2), "runner_up": None, "runner_up_loss": None,
            "spread": None,
            "candidates": [{**c.to_dict(), "weight": w, "loss": f.loss,
                            "mean_abs_error": by_label[c.label].mean_abs_error,
-                           "score": by_label[c.label].score}
+                           "score": by_label[c.label].score,
+                           "reference_error": by_label[c.label].reference_error}
                           for c, w, f in members],
            "comparison": table}
     warns = tuple(dict.fromkeys(x for _, _, f in members for x in f.warnings))

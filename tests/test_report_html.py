@@ -152,7 +152,9 @@ def test_ladder_page_renders_in_chromium_with_the_forecast(dense, dense_forecast
     for value in (fc.loss, fc.interval.lower, fc.interval.upper, fc.interval.mean_lower,
                   fc.interval.mean_upper):
         assert f"{value:.4f}" in text, value
-    assert "delta method" in text                      # the interval's method is named
+    # the interval's method is named: 2 own folds, so the reference class widens the delta one
+    assert fc.interval.method == "reference"
+    assert "reference class: the extrapolation errors of public ladders, delta" in text
     assert "90% interval, one new run" in text
     # The rendered page has its three figures, inline.
     assert dom.count("<svg") == 3

@@ -371,11 +371,18 @@ def test_predict_default_interval_is_calibrated_on_a_long_ladder():
     cal = iv.calibration
     assert cal["base_method"] == "bootstrap" and cal["n_folds"] >= 3
     assert cal["ratio"] == pytest.approx(100.0)
-    # sigma(r) at r = 100, widened by t(0.95, folds - 1) / z (Student t over the folds)
-    fac = stats.t.ppf(0.95, cal["n_folds"] - 1) / Z90
-    assert cal["small_sample_factor"] == pytest.approx(fac, rel=1e-9)
+    # the own sigma(r) at r = 100, widened by t(0.95, folds - 1) / z (Student t over the
+    # folds), blended with the reference class's with weight n / (n + 3)
+    n = cal["n_folds"]
+    fac = stats.t.ppf(0.95, n - 1) / Z90
+    assert cal["own_small_sample_factor"] == pytest.approx(fac, rel=1e-9)
+    own = cal["own_sigma_0"] + cal["own_k"] * 2.0
+    ref = cal["reference"]
+    w = n / (n + 3)
+    assert cal["blend_weight"] == pytest.approx(w)
+    assert cal["sigma_used"] == pytest.approx(
+        w * fac * own + (1 - w) * (ref["q_0"] + ref["q_1"] * 2.0) / Z90, rel=1e-9)
     assert cal["sigma_at_target"] == pytest.approx(cal["sigma_0"] + cal["k"] * 2.0)
-    assert cal["sigma_used"] == pytest.approx(cal["sigma_at_target"] * fac)
     # param and run sds come from the bootstrap interval made with the same seed.
     param = _log_sd(boot.interval.mean_lower, boot.interval.mean_upper)
     run = boot.interval.noise
@@ -398,10 +405,12 @@ def test_too_few_budgets_fall_back_with_a_note_and_calibrated_is_an_error():
     target = {"flops": 1e23}
     f = delphi.predict(lad, target, "power")
     dlt = delphi.predict(lad, target, "power", interval="delta")
-    assert f.interval.method == "delta"          # 6 points < 2p + 2 = 8: no bootstrap either
-    assert f.interval.calibration is None
+    # 6 points < 2p + 2 = 8: no bootstrap either; the delta interval widened by the
+    # reference class, since the ladder cannot calibrate itself
+    assert f.interval.method == "reference"
+    assert f.interval.calibration["base_method"] == "delta"
     assert any("not calibrated" in n and "at least 3 folds" in n for n in f.notes)
-    assert (f.lower, f.upper, f.loss) == (dlt.lower, dlt.upper, dlt.loss)
+    assert f.loss == dlt.loss and f.lower < dlt.lower and f.upper > dlt.upper
     with pytest.raises(FitError, match="no calibrated interval"):
         delphi.predict(lad, target, "power", interval="calibrated")
 
@@ -413,8 +422,8 @@ def test_marin_moe_hero_forecast_is_unchanged(data_dir):
                        fixed=m.fixed)
     assert m.fixed == {"E": 1.5} and m.target_flops == 2.61e24
     assert f.loss == pytest.approx(2.0414, abs=5e-5)
-    # 3 finished rungs: no leave-future-out folds, so the interval is not calibrated (said).
-    assert f.interval is None or f.interval.method != "calibrated"
+    # 3 finished rungs: no leave-future-out folds, so the interval is the reference class's
+    assert f.interval.method == "reference"
 
 
 # ----------------------------------------------------------------------------- CLI
@@ -486,7 +495,12 @@ def test_calibrated_by_name_without_any_base_interval_is_an_error():
     lad = _power_ladder(3)
     with pytest.raises(FitError, match="no calibrated interval"):
         delphi.predict(lad, {"flops": 1e21}, "power", interval="calibrated")
-    assert delphi.predict(lad, {"flops": 1e21}, "power").interval is None   # auto: a note
+    # auto: the fit has none, so the reference class's alone, said
+    auto = delphi.predict(lad, {"flops": 1e21}, "power")
+    assert auto.interval.method == "reference"
+    assert auto.interval.calibration["base_method"] == "none"
+    assert any(n.startswith("no interval from the fit alone") for n in auto.notes)
+    assert delphi.predict(lad, {"flops": 1e21}, "power", interval="delta").interval is None
 
 
 def test_candidate_delta_outside_the_engines_range_is_refused_up_front():

@@ -142,7 +142,13 @@ def test_zero_dof_gives_no_interval_and_says_why(tmp_path, capsys):
     c = np.logspace(18, 20, 3)
     pd.DataFrame({"run": list("abc"), "flops": c, "loss": 1.8 + 150 * c ** -0.12}).to_csv(
         tmp_path / "three.csv", index=False)
-    code = main(["predict", str(tmp_path / "three.csv"), "--target-flops", "1e22", "--json"])
+    code = main(["predict", str(tmp_path / "three.csv"), "--target-flops", "1e22",
+                 "--interval", "delta", "--json"])
     d = json.loads(capsys.readouterr().out)
     assert code == 0 and d["prediction"]["lower"] is None
     assert any("no interval" in n for n in d["notes"])
+    # by default the reference class gives one, and says the fit has none of its own
+    code = main(["predict", str(tmp_path / "three.csv"), "--target-flops", "1e22", "--json"])
+    d = json.loads(capsys.readouterr().out)
+    assert code == 0 and d["prediction"]["method"] == "reference"
+    assert any(n.startswith("no interval from the fit alone") for n in d["notes"])

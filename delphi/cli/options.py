@@ -300,10 +300,12 @@ def add_target_lr_options(p: argparse.ArgumentParser) -> None:
 
 def add_interval_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--interval", default="auto",
-                   choices=["auto", "calibrated", "bootstrap", "delta", "none"],
+                   choices=["auto", "calibrated", "reference", "bootstrap", "delta", "none"],
                    help="interval method (default auto: calibrated on the ladder's own "
-                        "leave-future-out extrapolation errors when it has 3+ folds, else "
-                        "bootstrap when it has enough runs, else the approximate delta method)")
+                        "leave-future-out extrapolation errors when it has 3+ folds, blended "
+                        "with the reference class of public ladders; else the reference class "
+                        "alone; either widens the bootstrap interval when there are enough "
+                        "runs, else the approximate delta method's)")
     add_level_option(p)
     p.add_argument("--n-boot", type=count(20), default=200, metavar="N",
                    help="bootstrap draws (default 200; at least 20)")

@@ -394,6 +394,8 @@ def fit(ladder: Ladder, law: str | Law, *, fixed: Mapping[str, float] | None = N
              "unit": ladder.unit, "sha256": ladder.fingerprint(pts),
              "max_flops": float(pts["flops"].max()) if "flops" in pts else None,
              "min_flops": float(pts["flops"].min()) if "flops" in pts else None,
+             "max_params": (float(pts["params"].max()) if "params" in pts
+                            and pts["params"].notna().all() else None),
              "notes": notes}
     ladder_warnings = tuple(ladder.warnings)
     result = replace(result, exclusions=tuple(excluded), extra=extra,

@@ -1,0 +1,95 @@
+"""Issue 21, item 3: law selection that works on small ladders. With too few leave-future-out
+cuts to rank the candidates on, ``compare`` and ``auto`` rank them by the reference class;
+an "ensemble" of one candidate is not called one; the cut counts agree."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import delphi
+from delphi.laws import CHINCHILLA
+from delphi.reference import ReferenceClass
+from delphi.selection import compare, reference_scores
+from test_reference import TRUTH, synthetic_class
+
+
+def grid(rungs: int = 4) -> delphi.Ladder:
+    """``rungs`` sizes 2x apart at 10 and 80 tokens per parameter (D/N spans 8x, so the
+    candidates are power, chinchilla and overtrain), losses from TRUTH with 0.3% noise."""
+    n = np.repeat(2e7 * 2.0 ** np.arange(rungs), 2)
+    d = n * np.tile([10.0, 80.0], rungs)
+    rng = np.random.default_rng(0)
+    loss = CHINCHILLA.predict(TRUTH, {"params": n, "tokens": d}) * np.exp(
+        rng.normal(0, 0.003, n.size))
+    return delphi.Ladder(pd.DataFrame({"run": [f"r{i}" for i in range(n.size)], "params": n,
+                                       "tokens": d, "loss": loss}), name="grid")
+
+
+def reference(power: float, chinchilla: float, overtrain: float = 0.03) -> ReferenceClass:
+    """Four public ladders whose errors of each law have the given spread per decade of r."""
+    frames = [synthetic_class({f"p{i}": (law, 5, s) for i in range(4)}, seed=k).rows
+              for k, (law, s) in enumerate((("power", power), ("chinchilla", chinchilla),
+                                            ("overtrain", overtrain)))]
+    return ReferenceClass(rows=pd.concat(frames, ignore_index=True))
+
+
+def test_too_few_cuts_rank_by_the_reference_class():
+    lad = grid()
+    for good, bad, want in (("power", "chinchilla", "power"), ("chinchilla", "power",
+                                                                 "chinchilla")):
+        ref = reference(**{good: 0.002, bad: 0.03})
+        c = compare(lad, reference=ref)
+        assert c.rule == "reference" and c.best.candidate.law == want
+        scores, info = reference_scores(lad, ["power", "chinchilla", "overtrain"], ref)
+        assert c.best.reference_error == pytest.approx(min(v[0] for v in scores.values()))
+        assert info["ladders"] == ["p0", "p1", "p2", "p3"] and info["n_rungs"] == 8   # 8 budgets
+        text = c.report()
+        assert "ranked by the reference class" in text and f"best       {want} (lowest " \
+            "reference-class error)" in text
+        d = json.loads(json.dumps(c.to_dict()))
+        assert d["rule"] == "reference" and d["best"] == want
+        assert d["reference"]["ladders"] == info["ladders"]
+
+
+def test_auto_on_a_small_ladder_says_it_chose_by_the_reference_class():
+    lad = grid()
+    ref = reference(power=0.03, chinchilla=0.002)
+    target = {"params": 1e9, "tokens": 2e10}
+    f = delphi.predict(lad, target, "auto", reference=ref, interval="delta", off_trend=False)
+    assert f.fit.law.name == "chinchilla"
+    assert f.selection["chosen_by"] == "reference"
+    assert any(n.startswith("law chosen by the reference class: chinchilla") for n in f.notes)
+    assert not any(n.startswith("law chosen by leave-future-out") for n in f.notes)
+
+
+def test_an_ensemble_of_one_is_not_called_an_ensemble():
+    # A target given by C alone: only power can read it, so only power is weighted.
+    lad = grid()
+    ref = reference(power=0.002, chinchilla=0.03)
+    f = delphi.predict(lad, {"flops": 1e21}, ensemble=True, reference=ref, interval="delta",
+                       off_trend=False)
+    assert f.selection["members"] == 1 and f.selection["chosen"] == "power"
+    assert any(n.startswith("no ensemble: only power could be weighted") for n in f.notes)
+    assert not any(n.startswith("ensemble of") for n in f.notes)
+    assert f.interval is None or f.interval.method != "ensemble"
+    plain = delphi.predict(lad, {"flops": 1e21}, "power", interval="delta", off_trend=False)
+    assert f.loss == plain.loss
+
+
+def test_the_header_and_every_reason_state_one_count_of_cuts(data_dir):
+    # marin-delphi-dense: 7 rungs; chinchilla cannot be cut, overtrain once, power twice.
+    from bundled import load
+    c = compare(load("marin-delphi-dense"))
+    header = c.report().splitlines()[0]
+    n = int(re.search(r"at (\d+) cut\(s\)", header).group(1))
+    assert n == len(c.cuts)
+    for s in c.scores:
+        if s.error and "ranked on the" in s.error:
+            assert f"ranked on the {n} cut(s) above" in s.error, s.error
+    assert c.rule == "reference"           # 2 cuts: too few to rank on
+    assert any("shown, not ranked on: 2 cut(s)" in x for x in c.notes)
