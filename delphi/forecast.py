@@ -583,9 +583,10 @@ class Forecast:
                          iv.method, "delta method, approximate")
             pct = f"{100 * iv.level:.4g}%"
             # Run noise is in the new-run interval only: its note sits on that line.
+            noise = ("run noise is in the reference errors" if base == "none" else
+                     f"run noise {iv.noise:.2%} from {iv.noise_source}")
             lines.append(f"           {pct} interval for one new run  "
-                         f"[{iv.lower:.4f}, {iv.upper:.4f}]  ({label}; run noise "
-                         f"{iv.noise:.2%} from {iv.noise_source})")
+                         f"[{iv.lower:.4f}, {iv.upper:.4f}]  ({label}; {noise})")
             lines.append(f"           {pct} interval for the expected loss "
                          f"[{iv.mean_lower:.4f}, {iv.mean_upper:.4f}]  (without run noise)")
             if self.fit.fixed:
