@@ -583,8 +583,8 @@ class Forecast:
                          iv.method, "delta method, approximate")
             pct = f"{100 * iv.level:.4g}%"
             # Run noise is in the new-run interval only: its note sits on that line.
-            noise = ("run noise is in the reference errors" if base == "none" else
-                     f"run noise {iv.noise:.2%} from {iv.noise_source}")
+            noise = ("run noise is in the reference errors" if base == "none" and not iv.noise
+                     else f"run noise {iv.noise:.2%} from {iv.noise_source}")
             lines.append(f"           {pct} interval for one new run  "
                          f"[{iv.lower:.4f}, {iv.upper:.4f}]  ({label}; {noise})")
             lines.append(f"           {pct} interval for the expected loss "
@@ -947,7 +947,15 @@ def _calibrate(band, loss: float, ratio: float | None, ladder: Ladder, law: Law,
         notes.append(f"{band.method} interval, not calibrated: {why}; no reference-class "
                      f"interval either: {ref_why}")
         return band
-    base = band if band is not None else _point_interval(loss, level)
+    if band is None:
+        # No interval of the fit's own: its residual scale (from 1 or 2 dof, too rough to
+        # rest an interval on) still enters as run noise, since it can only widen the
+        # reference interval, never narrow it.
+        from .fitting.diagnostics import residual_scale
+        rough = residual_scale(result) if result.dof >= 1 else 0.0
+        base = _point_interval(loss, level, run_sd=rough, dof=result.dof)
+    else:
+        base = band
     cal = calibrated_interval(base, loss, ref, ratio)
     half = float(ref.q_0 + ref.q_1 * math.log10(max(ratio, 1.0)))
     if band is None:
@@ -973,13 +981,16 @@ def _prior_folds() -> int:
     return PRIOR_FOLDS
 
 
-def _point_interval(loss: float, level: float):
-    """A zero-width interval at ``loss``: the base a reference interval widens when the fit
-    has no interval of its own (no parameter or run-noise spread to add)."""
+def _point_interval(loss: float, level: float, run_sd: float = 0.0, dof: int = 0):
+    """A zero-width interval at ``loss`` with run noise ``run_sd`` [sd of log loss]: the base
+    a reference interval widens when the fit has no interval of its own (no parameter
+    spread to add; ``run_sd`` the fit's rough residual scale from ``dof`` dof, or 0)."""
     from .uncertainty import Interval
+    source = (f"the fit's residual scale from {dof} dof (rough; it can only widen the "
+              f"reference interval)" if run_sd > 0 else
+              "none: the reference errors include run-to-run noise")
     return Interval(lower=loss, upper=loss, mean_lower=loss, mean_upper=loss, level=level,
-                    method="none", noise=0.0,
-                    noise_source="none: the reference errors include run-to-run noise")
+                    method="none", noise=float(run_sd), noise_source=source)
 
 
 def _n_rungs(ladder: Ladder, law: Law, result: Fit) -> int | None:

@@ -211,6 +211,10 @@ def test_a_five_rung_ladder_gets_a_reference_interval(small_ref):
     assert cal["ladders"] == sorted(small_ref.ladders) and cal["n_rungs"] == 5
     assert cal["ratio"] == pytest.approx(f.extrapolation) and cal["base_method"] == "none"
     assert any(n.startswith("no interval from the fit alone: 2 residual") for n in f.notes)
+    # the fit's rough residual scale (2 dof) still enters as run noise: it only widens
+    from delphi.fitting.diagnostics import residual_scale
+    assert iv.noise == pytest.approx(residual_scale(f.fit)) and iv.noise > 0
+    assert cal["run_sd"] == iv.noise and "from 2 dof" in iv.noise_source
     note = next(n for n in f.notes if n.startswith("interval from the reference class"))
     assert "sim0" in note and f"r = {f.extrapolation:.3g}" in note
     assert "the fit gives no interval of its own" in note
