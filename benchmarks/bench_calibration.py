@@ -232,7 +232,9 @@ def bench_ladder(ladder, *, candidates: Sequence | None = None, max_folds: int =
         res["cuts"] = list(comparison.cuts)
         res["not_scored"] = {s.candidate.label: s.error for s in comparison.scores
                              if not s.scored}
-        ranked = {s.candidate.label: s for s in comparison.ranked}
+        # the candidates the ladder's own backtest scored (under compare's reference rule,
+        # for ladders with too few cuts, ``ranked`` also lists candidates without a backtest)
+        ranked = {s.candidate.label: s for s in comparison.scores if s.scored}
         default_label = next((s.candidate.label for s in comparison.scores
                               if s.candidate.law == law and not s.candidate.fixed), law)
         if default_label not in ranked:

@@ -185,8 +185,8 @@ def _rule_rows(ladder, ref_out, ref_in) -> list[dict]:
             row = {"ladder": ladder.name, "law": law, "ratio": r, "log_error": e,
                    "n_budgets": fold["n_budgets"], "param": param, "run_sd": run,
                    "own_n": own.n_folds if own is not None else None,
-                   "own_s": (own.small_sample_factor(LEVEL) * own.sigma(r)
-                             if own is not None else None),
+                   "own_s": own.sigma(r) if own is not None else None,
+                   "own_t": own.small_sample_factor(LEVEL) if own is not None else None,
                    "ref_out": models["out"].sigma(r), "ref_in": models["in"].sigma(r)}
             if own is not None:
                 s = own.small_sample_factor(LEVEL) * own.sigma(r)

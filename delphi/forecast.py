@@ -919,18 +919,18 @@ def _calibrate(band, loss: float, ratio: float | None, ladder: Ladder, law: Law,
         cal = calibrated_interval(band, loss, used, ratio)
         info = cal.calibration
         own_f = model.small_sample_factor(level)
+        own_s = float(model.sigma(ratio))
+        how = (f", blended {used.weight:.2f} : {1 - used.weight:.2f} with the reference class's "
+               f"{float(ref.sigma(ratio)):.2%} (the reference counts as {_prior_folds()} folds, "
+               f"in place of a small-sample widening) to {info['sigma_used']:.2%}"
+               if ref is not None else
+               f", widened {own_f:.3g}x for {model.n_folds} fold(s) (Student t) to "
+               f"{own_f * own_s:.2%}")
         notes.append(f"interval calibrated on the ladder's own extrapolation errors: "
                      f"sigma(r) = {model.sigma_0:.2%} + {model.k:.2%} log10 r from "
                      f"{model.n_errors} leave-future-out prediction(s) in {model.n_folds} "
-                     f"fold(s); at r = {ratio:.3g}, sigma(r) = {float(model.sigma(ratio)):.2%}, "
-                     f"widened {own_f:.3g}x for {model.n_folds} fold(s) (Student t) to "
-                     f"{own_f * float(model.sigma(ratio)):.2%}"
-                     + (f", blended {used.weight:.2f} : {1 - used.weight:.2f} with the reference "
-                        f"class's {float(ref.sigma(ratio)):.2%} (the reference counts as "
-                        f"{_prior_folds()} folds) to {info['sigma_used']:.2%}" if ref is not None
-                        else "")
-                     + f", combined with the {band.method} interval's parameter and run-noise "
-                       f"spread")
+                     f"fold(s); at r = {ratio:.3g}, sigma(r) = {own_s:.2%}{how}, combined with "
+                     f"the {band.method} interval's parameter and run-noise spread")
         if ref is None:
             notes.append(f"not blended with the reference class: {ref_why}")
         if ratio > model.max_ratio:

@@ -371,17 +371,16 @@ def test_predict_default_interval_is_calibrated_on_a_long_ladder():
     cal = iv.calibration
     assert cal["base_method"] == "bootstrap" and cal["n_folds"] >= 3
     assert cal["ratio"] == pytest.approx(100.0)
-    # the own sigma(r) at r = 100, widened by t(0.95, folds - 1) / z (Student t over the
-    # folds), blended with the reference class's with weight n / (n + 3)
+    # the own sigma(r) at r = 100 blended with the reference class's with weight n / (n + 3),
+    # the shrinkage in place of the Student-t widening the own model alone gets
     n = cal["n_folds"]
-    fac = stats.t.ppf(0.95, n - 1) / Z90
-    assert cal["own_small_sample_factor"] == pytest.approx(fac, rel=1e-9)
+    assert cal["own_small_sample_factor"] == 1.0
     own = cal["own_sigma_0"] + cal["own_k"] * 2.0
     ref = cal["reference"]
     w = n / (n + 3)
     assert cal["blend_weight"] == pytest.approx(w)
     assert cal["sigma_used"] == pytest.approx(
-        w * fac * own + (1 - w) * (ref["q_0"] + ref["q_1"] * 2.0) / Z90, rel=1e-9)
+        w * own + (1 - w) * (ref["q_0"] + ref["q_1"] * 2.0) / Z90, rel=1e-9)
     assert cal["sigma_at_target"] == pytest.approx(cal["sigma_0"] + cal["k"] * 2.0)
     # param and run sds come from the bootstrap interval made with the same seed.
     param = _log_sd(boot.interval.mean_lower, boot.interval.mean_upper)
