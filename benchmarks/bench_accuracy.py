@@ -40,6 +40,19 @@ has sd 7.5 points over 16: 0.75 is 2 sd low, and fails an interval that truly co
 about half the time), at least the bootstrap's, and the mean width ratio < 1.5 (the law is
 right here: the calibration must widen, not simply inflate).
 python benchmarks/bench_accuracy.py --calibration [--draws 20 40]
+
+**Step 2's variant chosen leave one size out** (``--nested``; issue 21, item 5 and its task
+accuracy target). Step 2's floor (C fitted within [chance, 1], U = 1) was chosen among the
+variants of RESULTS.md's "Issue 13: what was tried" with the 1B/3B finals in view (in
+sample). Here the sizes are ordered 190M < 370M < 760M < 1B < 3B and, for each consecutive
+triple, both steps are fitted on the sizes below, the variant (one for all eight tasks: the
+lowest MAE pooled over the tasks) is chosen on the next size's finals and scored on the size
+after (:func:`nested_choice`); the scored finals are pooled per task and counted within 2
+points as the table's column does (:func:`within_target`). Fitting on 190M alone cannot
+identify step 1 (one N), so the triples are (190M-370M; 760M; 1B) and (190M-760M; 1B; 3B).
+Point predictions only (no intervals), step 1 as the default; the variants:
+:data:`STEP2_VARIANTS`, and the designs ``c4-loss`` and ``one-step`` as a wider candidate set.
+python benchmarks/bench_accuracy.py --nested [--tasks T ...] [--json PATH]
 """
 
 from __future__ import annotations
@@ -141,6 +154,11 @@ def bench_task(ladder, task, fit_runs: Sequence[str], heldout: Sequence[str], *,
     return {"task": task.name, "noise_sd": noise, "rows": rows, "warnings": warns}
 
 
+def within_target(mae_points: float) -> bool:
+    """The table's "within 2 points": a task's MAE over its held-out runs <= MAE_TARGET."""
+    return mae_points <= MAE_TARGET
+
+
 def summarize(result: dict) -> dict:
     """Per-task figures (points): ``mae`` per design, ``within`` (two-step MAE <= 2),
     ``n_inside``/``n``/``coverage`` of the two-step interval and ``boot_inside``/
@@ -156,7 +174,7 @@ def summarize(result: dict) -> dict:
     sizes: dict[str, list[float]] = {}
     for r in rows:
         sizes.setdefault(r["run"].split("-")[0], []).append(100 * (r["actual"] - r["two-step"]))
-    return {"task": result["task"], "mae": mae, "within": mae["two-step"] <= MAE_TARGET,
+    return {"task": result["task"], "mae": mae, "within": within_target(mae["two-step"]),
             "n_inside": int(sum(inside)), "n": len(rows),
             "coverage": float(np.mean(inside)) if rows else float("nan"),
             "boot_inside": int(sum(boot)),
@@ -409,6 +427,364 @@ def study_rows(out: dict) -> list[dict]:
     ]
 
 
+# ------------------------------------------- step 2's variant chosen leave one size out
+#: Step 2's variants (RESULTS.md, "Issue 13: what was tried"): ``lower`` / ``upper`` as in
+#: :func:`delphi.predict_accuracy` ("chance": C fixed at chance; "fit": fitted), ``floor``
+#: the lower bound of a fitted C (None: chance), ``helper`` the helper point (L = 0, Acc = 1),
+#: ``finals`` step 2 on each run's final checkpoint only, ``ls`` least squares on accuracy
+#: (refined from the log fit) instead of on log accuracy.
+STEP2_VARIANTS = {
+    "C = chance": dict(lower="chance"),
+    "C = chance, LS on accuracy": dict(lower="chance", ls=True),
+    "C = chance, finals only": dict(lower="chance", finals=True),
+    "C in [chance, 1] (default)": dict(lower="fit"),
+    "C in [chance, 1] + helper": dict(lower="fit", helper=True),
+    "C in [0, 1]": dict(lower="fit", floor=0.0),
+    "C in [0, 1] + helper": dict(lower="fit", floor=0.0, helper=True),
+    "C, U in [0, 1]": dict(lower="fit", floor=0.0, upper="fit"),
+    "reference recipe (C, U free, helper, LS on acc.)": dict(lower="fit", floor=0.0,
+                                                             upper="fit", helper=True,
+                                                             ls=True),
+}
+DEFAULT_VARIANT = "C in [chance, 1] (default)"
+#: The wider candidate set adds the designs that skip the task loss or step 2.
+OTHER_DESIGNS = ("c4-loss", "one-step")
+#: Model sizes in order (the run id's prefix).
+SIZE_ORDER = ("190M", "370M", "760M", "1B", "3B")
+NESTED_SECTION = "## Issue 21: task accuracy step 2, chosen leave one size out"
+
+
+def span(sizes: Sequence[str]) -> str:
+    """``("190M", "370M", "760M")`` -> ``"190M-760M"``; one size -> itself."""
+    return sizes[0] if len(sizes) == 1 else f"{sizes[0]}-{sizes[-1]}"
+
+
+def size_of(run: str) -> str:
+    """The model size of an OLMo ladder run id (``"1B-0.5xC"`` -> ``"1B"``)."""
+    return str(run).split("-")[0]
+
+
+def _fit_variant(task, data, column: str, spec: dict):
+    """Step 2 of one variant: ``(law, params)``."""
+    from dataclasses import replace
+
+    from scipy.optimize import least_squares
+
+    from delphi.accuracy import STEP2_DELTA, _positive, _step2_arrays
+    from delphi.fitting import fit_arrays
+    from delphi.laws import sigmoid_law
+
+    floor = spec.get("floor")
+    law = sigmoid_law(task.chance if floor is None else floor)
+    if spec.get("finals"):
+        data = replace(data, ckpt=data.final)
+    xs, ys, labels = _step2_arrays(data, column, bool(spec.get("helper")))
+    fixed, bounds = {}, {}
+    upper = spec.get("upper", 1.0)
+    if upper != "fit":
+        fixed["U"] = float(upper)
+    if spec.get("lower", "fit") == "chance":
+        fixed["C"] = task.chance
+    else:
+        bounds["C"] = (task.chance if floor is None else floor,
+                       1.0 if upper == "fit" else float(upper))
+    f = fit_arrays(law, {"task_loss": xs}, _positive(ys, "accuracy"), labels=labels,
+                   fixed=fixed, bounds=bounds, delta=STEP2_DELTA)
+    params = dict(f.params)
+    if spec.get("ls"):
+        free = [p for p in law.params if p.name not in fixed]
+        lo = [bounds.get(p.name, (p.lower, p.upper))[0] for p in free]
+        hi = [bounds.get(p.name, (p.lower, p.upper))[1] for p in free]
+        x0 = np.clip([params[p.name] for p in free], lo, hi)
+
+        def resid(v):
+            vals = {**fixed, **{p.name: float(t) for p, t in zip(free, v)}}
+            return law.predict(vals, {"task_loss": xs}) - ys
+
+        sol = least_squares(resid, x0, bounds=(lo, hi), method="trf", x_scale="jac")
+        params = {**fixed, **{p.name: float(t) for p, t in zip(free, sol.x)}}
+    return law, params
+
+
+def variant_predictions(ladder, task, fit_runs: Sequence[str], targets: Sequence[str],
+                        variants: dict | None = None, designs: Sequence[str] = OTHER_DESIGNS
+                        ) -> dict:
+    """Point predictions of every variant (and design) of the final accuracy of ``targets``,
+    both steps fitted on ``fit_runs`` (delphi's default step 1 and smoothing).
+
+    Returns ``{"actual": array, "runs": [...], "pred": {candidate: array}}`` (fractions;
+    the actual is each run's final checkpoint, as :func:`delphi.compare_accuracy` reads it).
+    """
+    from delphi.accuracy import (SKIP_FRACTION, SMOOTH, _data, _fit_onestep, _fit_step1,
+                                 _fit_step2, _k_flops, _step1_inputs, task_table)
+
+    variants = STEP2_VARIANTS if variants is None else variants
+    table = task_table(ladder, task, smooth=SMOOTH)
+    final = table.groupby("run", sort=True).tail(1).set_index("run")
+    targets = [str(r) for r in targets]
+    x = {"params": final.loc[targets, "params"].to_numpy(float),
+         "tokens": final.loc[targets, "tokens"].to_numpy(float)}
+    data = _data(ladder, task, list(fit_runs), None, smooth=SMOOTH, skip_fraction=SKIP_FRACTION)
+    k = _k_flops(ladder)
+    pred = {}
+    s1 = _fit_step1("chinchilla", data, "task_loss", k)
+    loss = s1.law.predict(s1.params, _step1_inputs(s1.law, x, k))
+    for name, spec in variants.items():
+        law, params = _fit_variant(task, data, "task_loss", spec)
+        pred[name] = law.predict(params, {"task_loss": loss})
+    if "c4-loss" in designs:
+        c1 = _fit_step1("chinchilla", data, "loss", k)
+        c2 = _fit_step2(task, data, "loss", False, 1.0, "fit")
+        pred["c4-loss"] = c2.law.predict(c2.params, {"task_loss": c1.law.predict(
+            c1.params, _step1_inputs(c1.law, x, k))})
+    if "one-step" in designs:
+        one = _fit_onestep(task, data, 1.0, "fit")
+        pred["one-step"] = one.law.predict(one.params, x)
+    return {"actual": final.loc[targets, "accuracy"].to_numpy(float), "runs": targets,
+            "pred": pred}
+
+
+def nested_folds(sizes: Sequence[str] = SIZE_ORDER) -> list[tuple[tuple[str, ...], str, str]]:
+    """Consecutive triples as (fit sizes: every size below, choice size, score size)."""
+    return [(tuple(sizes[:i]), sizes[i], sizes[i + 1]) for i in range(1, len(sizes) - 1)]
+
+
+def choose(errors: dict, order: Sequence[str] | None = None) -> str:
+    """The candidate with the lowest mean absolute error (``errors[c]``: absolute errors,
+    any shape); ties go to the first in ``order`` (default the mapping's)."""
+    order = list(errors) if order is None else list(order)
+    means = {c: float(np.mean(np.abs(errors[c]))) for c in order if c in errors}
+    return min(means, key=lambda c: (means[c], order.index(c)))
+
+
+def task_scores(rows: Sequence[dict]) -> dict:
+    """Per-task figures of scored rows (``task``, ``error`` in points, signed): ``mae`` per
+    task, ``within`` (tasks within 2 points by :func:`within_target`), ``n_tasks``,
+    ``overall`` (mean |error| over every row, points), ``n``."""
+    by: dict[str, list[float]] = {}
+    for r in rows:
+        by.setdefault(r["task"], []).append(abs(r["error"]))
+    mae = {t: float(np.mean(v)) for t, v in by.items()}
+    allv = [abs(r["error"]) for r in rows]
+    return {"mae": mae, "within": sum(within_target(m) for m in mae.values()),
+            "n_tasks": len(mae), "overall": float(np.mean(allv)) if allv else float("nan"),
+            "n": len(allv)}
+
+
+def nested_choice(preds: dict, candidates: Sequence[str], folds, *, per_task: bool = False
+                  ) -> dict:
+    """The nested rule on stored point predictions.
+
+    ``preds[(fit sizes, task)]`` is a :func:`variant_predictions` result for the runs of
+    every size (``runs``, ``actual``, ``pred``); ``folds`` (fit sizes, choice size, score
+    size) triples. Per fold the candidate with the lowest MAE over the choice size's runs
+    pooled over every task (``per_task``: over each task's own runs, chosen per task) is
+    chosen, and its errors on the score size's runs are kept.
+
+    Returns ``folds`` (fit, choose_on, score_on, chosen: {task: candidate}, choice_mae:
+    {candidate: points, pooled}), ``rows`` (task, run, size, candidate, error in points,
+    actual - predicted) and ``scores`` (:func:`task_scores` of the rows).
+    """
+    tasks = list(dict.fromkeys(t for (_, t) in preds))
+    out_folds, rows = [], []
+    for fit_sizes, at, score in folds:
+        errs: dict[str, dict[str, np.ndarray]] = {t: {} for t in tasks}
+        for t in tasks:
+            p = preds.get((tuple(fit_sizes), t))
+            if p is None:
+                break
+            mask = np.array([size_of(r) == at for r in p["runs"]])
+            for c in candidates:
+                errs[t][c] = 100 * (p["actual"][mask] - p["pred"][c][mask])
+        else:
+            pooled = {c: np.concatenate([errs[t][c] for t in tasks]) for c in candidates}
+            if per_task:
+                chosen = {t: choose(errs[t], candidates) for t in tasks}
+            else:
+                best = choose(pooled, candidates)
+                chosen = {t: best for t in tasks}
+            for t in tasks:
+                p = preds[(tuple(fit_sizes), t)]
+                for run, a, q in zip(p["runs"], p["actual"], p["pred"][chosen[t]]):
+                    if size_of(run) == score:
+                        rows.append({"task": t, "run": run, "size": score,
+                                     "candidate": chosen[t], "error": 100 * (a - q)})
+            out_folds.append({"fit": tuple(fit_sizes), "choose_on": at, "score_on": score,
+                              "chosen": chosen,
+                              "choice_mae": {c: float(np.mean(np.abs(v)))
+                                             for c, v in pooled.items()}})
+    return {"folds": out_folds, "rows": rows, "scores": task_scores(rows)}
+
+
+def fixed_rows(preds: dict, candidate: str, fit_sizes: Sequence[str],
+               sizes: Sequence[str]) -> list[dict]:
+    """Rows (as :func:`nested_choice`'s) of one candidate fitted on ``fit_sizes``, scored
+    on the runs of ``sizes``."""
+    rows = []
+    for (fs, t), p in preds.items():
+        if fs != tuple(fit_sizes):
+            continue
+        for run, a, q in zip(p["runs"], p["actual"], p["pred"][candidate]):
+            if size_of(run) in sizes:
+                rows.append({"task": t, "run": run, "size": size_of(run),
+                             "candidate": candidate, "error": 100 * (a - q)})
+    return rows
+
+
+def nested_bench(task_names: Sequence[str] | None = None, progress=None) -> dict:
+    """Every fit set's point predictions on the OLMo ladder, and the nested selections.
+
+    Fit sets: each fold's (190M..) prefix of sizes, the in-sample one (190M-760M) and
+    190M-1B (the refit of a fold's chosen variant before scoring 3B)."""
+    import delphi
+    from delphi.accuracy import load_tasks
+    from delphi.errors import DelphiError
+
+    t0 = time.perf_counter()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ladder = delphi.load_ladder(LADDER)
+    final, _ = ladder.final_points()
+    runs = sorted(final["run"].astype(str))
+    tasks = load_tasks()
+    names = list(task_names) if task_names else list(tasks)
+    folds = nested_folds()
+    fit_sets = sorted({f[0] for f in folds} | {SIZE_ORDER[:3], SIZE_ORDER[:4]}, key=len)
+    preds, refused = {}, {}
+    for fs in fit_sets:
+        fit_runs = [r for r in runs if size_of(r) in fs]
+        for name in names:
+            try:
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    preds[(fs, name)] = variant_predictions(ladder, tasks[name], fit_runs,
+                                                            runs)
+            except DelphiError as exc:
+                refused[fs] = f"{type(exc).__name__}: {exc}"
+                break
+        if progress:
+            progress(f"fit on {span(fs)}: "
+                     f"{'refused' if fs in refused else 'done'} "
+                     f"({time.perf_counter() - t0:.0f} s)")
+    usable = [f for f in folds if f[0] not in refused]
+    variants = list(STEP2_VARIANTS)
+    wide = variants + list(OTHER_DESIGNS)
+    out = {"seconds": None, "tasks": names, "folds": folds, "usable": usable,
+           "refused": {span(k): v for k, v in refused.items()},
+           "preds": preds}
+    out["nested"] = {"variants": nested_choice(preds, variants, usable),
+                     "variants, per task": nested_choice(preds, variants, usable,
+                                                         per_task=True),
+                     "variants + designs": nested_choice(preds, wide, usable)}
+    out["seconds"] = time.perf_counter() - t0
+    return out
+
+
+def nested_lines(out: dict, command: str) -> list[str]:
+    """The markdown section of :func:`nested_bench`'s results."""
+    preds, usable = out["preds"], out["usable"]
+    insample = SIZE_ORDER[:3]
+    held = ("1B", "3B")
+    variants = list(STEP2_VARIANTS)
+    wide = variants + list(OTHER_DESIGNS)
+    now = datetime.now(timezone.utc)
+    lines = [NESTED_SECTION, "",
+             f"Written by `{command}` on {now:%Y-%m-%d %H:%M} UTC ({platform.machine()}, "
+             f"{os.cpu_count()} cores, Python {platform.python_version()}; "
+             f"{out['seconds']:.0f} s; BLAS 1 thread). Ladder `{LADDER}`, "
+             f"{len(out['tasks'])} tasks, point predictions of each run's final accuracy "
+             f"(step 1: delphi's default, `chinchilla` on the 5-checkpoint-smoothed final task "
+             f"loss; step 2 per variant). Errors in points; a task is within 2 points when its "
+             f"MAE over its scored runs is <= {MAE_TARGET:g} (the Issue 13 table's rule). "
+             f"Variant chosen by the lowest MAE pooled over the tasks on the choice size "
+             f"(one variant for every task, as the default is)."]
+    for fs, why in out["refused"].items():
+        lines += ["", f"Fit on {fs} alone: refused ({why.splitlines()[0]}), so its triple "
+                      f"(choose on the next size) is not scored."]
+    lines += ["", "Folds (fit on the sizes below; choose on the next; score on the one after):",
+              "", "| fit on | choose on | chosen (variants) | its MAE there | default's MAE "
+              "there | chosen (variants + designs) | score on |", "|---|---|---|---|---|---|---|"]
+    nv, nw = out["nested"]["variants"], out["nested"]["variants + designs"]
+    for fv, fw in zip(nv["folds"], nw["folds"]):
+        cv, cw = next(iter(fv["chosen"].values())), next(iter(fw["chosen"].values()))
+        lines.append(f"| {span(fv['fit'])} | {fv['choose_on']} | {cv} | "
+                     f"{fv['choice_mae'][cv]:.2f} | {fv['choice_mae'][DEFAULT_VARIANT]:.2f} | "
+                     f"{cw} ({fw['choice_mae'][cw]:.2f}) | {fv['score_on']} |")
+    score_sizes = [f[2] for f in usable]
+
+    def oos_default(cand):
+        rows = []
+        for fs, _, sc in usable:
+            rows += fixed_rows(preds, cand, fs, (sc,))
+        return task_scores(rows)
+
+    # In sample: fitted on 190M-760M, every candidate scored on 1B and 3B (what was seen).
+    ins = {c: task_scores(fixed_rows(preds, c, insample, held)) for c in wide}
+    best_in = min(variants, key=lambda c: (ins[c]["overall"], variants.index(c)))
+    best_in_wide = min(wide, key=lambda c: (ins[c]["overall"], wide.index(c)))
+    per_size = {sc: task_scores(fixed_rows(preds, DEFAULT_VARIANT, fs, (sc,)))
+                for fs, _, sc in usable}
+
+    def fmt(s):
+        return f"{s['within']} of {s['n_tasks']} | {s['overall']:.2f} | {s['n']}"
+
+    lines += ["", "| rule | fitted on -> scored on | within 2 points | MAE (points) | "
+              "predictions |", "|---|---|---|---|---|",
+              f"| today's default, in sample (Issue 13 table) | 190M-760M -> 1B, 3B | "
+              f"{fmt(ins[DEFAULT_VARIANT])} |",
+              f"| in sample: best variant on 1B+3B (`{best_in}`) | 190M-760M -> 1B, 3B | "
+              f"{fmt(ins[best_in])} |",
+              f"| in sample: best of variants + designs (`{best_in_wide}`) | 190M-760M -> "
+              f"1B, 3B | {fmt(ins[best_in_wide])} |",
+              f"| default, on the nested folds' scored runs | fold prefixes -> "
+              f"{', '.join(score_sizes)} | {fmt(oos_default(DEFAULT_VARIANT))} |"]
+    for label, key in (("**out of sample: variant chosen leave one size out**", "variants"),
+                       ("out of sample: chosen per task", "variants, per task"),
+                       ("out of sample: chosen among variants + designs",
+                        "variants + designs")):
+        s = out["nested"][key]["scores"]
+        lines.append(f"| {label} | fold prefixes -> {', '.join(score_sizes)} | "
+                     f"**{s['within']} of {s['n_tasks']}** | **{s['overall']:.2f}** | "
+                     f"{s['n']} |" if key == "variants" else
+                     f"| {label} | fold prefixes -> {', '.join(score_sizes)} | {fmt(s)} |")
+    # Per scored size, nested against the default on the same fits.
+    lines += ["", "Per scored size (same fits): nested choice vs the default vs the default fitted "
+              "on 190M-760M (in sample for 1B, the same fit for 3B):", "",
+              "| scored size | fitted on | nested (variants): within 2 / MAE | default: within "
+              "2 / MAE | default fitted 190M-760M: within 2 / MAE |", "|---|---|---|---|---|"]
+    for fs, _, sc in usable:
+        rows = [r for r in nv["rows"] if r["size"] == sc]
+        s = task_scores(rows)
+        d = per_size[sc]
+        d760 = task_scores(fixed_rows(preds, DEFAULT_VARIANT, insample, (sc,)))
+        lines.append(f"| {sc} | {span(fs)} | {s['within']} of {s['n_tasks']} / "
+                     f"{s['overall']:.2f} | {d['within']} of {d['n_tasks']} / "
+                     f"{d['overall']:.2f} | {d760['within']} of {d760['n_tasks']} / "
+                     f"{d760['overall']:.2f} |")
+    # The chosen variant refitted with the choice size before scoring 3B.
+    last = nv["folds"][-1] if nv["folds"] else None
+    if last and tuple(SIZE_ORDER[:4]) in {k[0] for k in preds}:
+        c = next(iter(last["chosen"].values()))
+        r1 = task_scores(fixed_rows(preds, c, SIZE_ORDER[:4], ("3B",)))
+        r0 = task_scores(fixed_rows(preds, DEFAULT_VARIANT, SIZE_ORDER[:4], ("3B",)))
+        lines += ["", f"Refit before scoring (fit 190M-1B, the choice size included, score "
+                      f"3B): chosen `{c}` {r1['within']} of {r1['n_tasks']}, MAE "
+                      f"{r1['overall']:.2f}; default {r0['within']} of {r0['n_tasks']}, MAE "
+                      f"{r0['overall']:.2f}."]
+    # Per task: MAE of each variant, in sample and on the nested folds' scored runs.
+    lines += ["", "Per task, MAE (points) of each candidate: in sample (190M-760M -> 1B, 3B) / "
+                  f"nested folds' fits -> {', '.join(score_sizes)}:", "",
+              "| candidate | " + " | ".join(out["tasks"]) + " | overall | within 2 |",
+              "|---|" + "---|" * (len(out["tasks"]) + 2)]
+    for c in wide:
+        o = oos_default(c)
+        lines.append(f"| {c} | " + " | ".join(
+            f"{ins[c]['mae'][t]:.2f} / {o['mae'][t]:.2f}" for t in out["tasks"])
+            + f" | {ins[c]['overall']:.2f} / {o['overall']:.2f} | {ins[c]['within']} / "
+              f"{o['within']} |")
+    return lines
+
+
 def run(quick: bool = False) -> list[dict]:
     """Rows for ``run_all.py``: overall MAE (two-step vs one-step), tasks within 2 points,
     pooled coverage; then the calibration study (20 draws per cut; also 40 unless
@@ -443,8 +819,27 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="run the calibration study on simulated ladders instead")
     parser.add_argument("--draws", type=int, nargs="*", default=list(STUDY_DRAWS),
                         help="calibration draws per cut of the study (default: 20 40)")
+    parser.add_argument("--nested", action="store_true",
+                        help="choose step 2's variant leave one size out instead (issue 21)")
     args = parser.parse_args(argv)
     sys.path.insert(0, str(HERE))
+    if args.nested:
+        from threadpoolctl import threadpool_limits
+
+        with threadpool_limits(limits=1):
+            out = nested_bench(args.tasks,
+                               progress=lambda m: print(m, file=sys.stderr, flush=True))
+        command = "python benchmarks/bench_accuracy.py --nested" + (
+            f" --tasks {' '.join(args.tasks)}" if args.tasks else "")
+        print("\n".join(nested_lines(out, command)))
+        if args.json:
+            dump = {k: v for k, v in out.items() if k != "preds"}
+            dump["preds"] = [{"fit": list(k[0]), "task": k[1], "runs": v["runs"],
+                              "actual": v["actual"].tolist(),
+                              "pred": {c: p.tolist() for c, p in v["pred"].items()}}
+                             for k, v in out["preds"].items()]
+            Path(args.json).write_text(json.dumps(dump, indent=1, default=str))
+        return 0
     if args.calibration:
         for draws in args.draws:
             out = calibration_study(draws,
