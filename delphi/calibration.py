@@ -490,7 +490,8 @@ def calibrated_interval(base, centre: float, model: CalibrationModel, ratio: flo
     s = raw * model.small_sample_factor(level)
     lo, hi = model.interval(centre, ratio, level, param_sd=param, run_sd=run)
     z = float(norm.ppf(0.5 + level / 2))
-    sd_mean = math.sqrt(max(s * s - run * run, 0.0) + param * param)
+    # floored: a run-noise estimate above s must not collapse the expected-loss interval
+    sd_mean = math.sqrt(max(s * s - run * run, SIGMA_FLOOR ** 2) + param * param)
     info = {**model.to_dict(), "ratio": float(ratio), "sigma_at_target": raw,
             "small_sample_factor": model.small_sample_factor(level), "sigma_used": s,
             "param_sd": param, "run_sd": run, "base_method": base.method,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import math
+import os
 import warnings
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Mapping, Sequence
@@ -620,12 +621,22 @@ class Forecast:
 def _selection_lines(sel: dict) -> list[str]:
     """The candidates block of a report: one line per candidate of an auto or ensemble
     forecast (label, leave-future-out mean |error|, weight, its forecast)."""
-    head = ("law chosen by leave-future-out backtest" if sel["rule"] == "auto" else
-            "ensemble weighted by inverse leave-future-out MSE")
+    by_ref = sel.get("chosen_by") == "reference"
+    how = "the reference class" if by_ref else "leave-future-out backtest"
+    if sel["rule"] == "auto":
+        head = f"law chosen by {how}"
+    elif sel.get("members") == 1:
+        head = f"no ensemble: one candidate ({sel['chosen']}) could be weighted"
+    else:
+        head = ("ensemble weighted by inverse "
+                + ("reference-class" if by_ref else "leave-future-out") + " MSE")
     lines = [f"selection  {head}:"]
     for c in sel["candidates"]:
         err = "-" if c.get("mean_abs_error") is None else f"{c['mean_abs_error']:.2%}"
         score = "-" if c.get("score") is None else f"{c['score']:.3%}"
+        if by_ref:      # the figure the ranking used
+            ref = c.get("reference_error")
+            score = "-" if ref is None else f"{ref:.3%}"
         loss = "" if c.get("loss") is None else f"  forecast {c['loss']:.4f}"
         if sel["rule"] == "auto":
             mark = "  <- chosen" if c["label"] == sel["chosen"] else ""
@@ -635,8 +646,12 @@ def _selection_lines(sel: dict) -> list[str]:
             lines.append(f"           {c['label']:<24} score {score:>8}  mean |error| {err:>7}"
                          f"  weight {c['weight']:.2f}{loss}")
     from .selection import RECENCY
-    lines.append(f"           (score: mean leave-future-out |error|, each fold weighing "
-                 f"{RECENCY:g}x the one before; what candidates are ranked by)")
+    if by_ref:
+        lines.append("           (score: the law's mean leave-future-out |error| on the public "
+                     "ladders at about this many rungs; what candidates are ranked by)")
+    else:
+        lines.append(f"           (score: mean leave-future-out |error|, each fold weighing "
+                     f"{RECENCY:g}x the one before; what candidates are ranked by)")
     if sel.get("spread") is not None:
         lines.append(f"           runner-up {sel['runner_up']} differs by {sel['spread']:+.2%}")
     return lines
@@ -913,6 +928,8 @@ def _calibrate(band, loss: float, ratio: float | None, ladder: Ladder, law: Law,
     if why is not None and method == "calibrated":
         raise FitError(f"no calibrated interval: {why}")
     ref, ref_why = _reference_model(reference, ladder, law, result, level)
+    if method == "reference" and ref is None:
+        raise FitError(f"no reference-class interval: {ref_why}")
     if why is None:                 # the ladder's own calibration, blended
         from .reference import blend
         used = blend(model, ref, level) if ref is not None else model
@@ -957,6 +974,14 @@ def _calibrate(band, loss: float, ratio: float | None, ladder: Ladder, law: Law,
     else:
         base = band
     cal = calibrated_interval(base, loss, ref, ratio)
+    if band is None:
+        # The expected loss: the reference spread alone (the rough noise was added to widen
+        # the new-run interval, not measured, so it is not subtracted here).
+        from dataclasses import replace as _replace
+        from scipy.stats import norm
+        z = float(norm.ppf(0.5 + level / 2))
+        s = float(ref.sigma(ratio))
+        cal = _replace(cal, mean_lower=loss * math.exp(-z * s), mean_upper=loss * math.exp(z * s))
     half = float(ref.q_0 + ref.q_1 * math.log10(max(ratio, 1.0)))
     if band is None:
         for i, n in enumerate(notes):      # the fit's interval is missing, not the forecast's
@@ -969,6 +994,13 @@ def _calibrate(band, loss: float, ratio: float | None, ladder: Ladder, law: Law,
                  + (f", combined with the {band.method} interval's parameter and run-noise "
                     f"spread" if band is not None else " (the fit gives no interval of its own)"))
     notes.extend(f"reference class: {n}" for n in ref.notes)
+    if ratio < 1:
+        notes.append(f"the target is below the largest fitted run (r = {ratio:.3g}): the "
+                     f"reference class measures extrapolation upwards only, so its interval "
+                     f"here is its floor at r = 1")
+    if ref.n_errors * (1 - level) < 1:
+        notes.append(f"at level {level:g} the quantile of {ref.n_errors} reference errors is "
+                     f"about their largest: the interval is likely too narrow at this level")
     if ratio > ref.max_ratio:
         notes.append(f"the target's extrapolation ratio {ratio:.3g} is beyond the largest in "
                      f"the reference class ({ref.max_ratio:.3g}): its error line is "
@@ -1011,6 +1043,9 @@ def _reference_model(reference, ladder: Ladder, law: Law, result: Fit, level: fl
     from .reference import ReferenceClass, load_reference
     # A reference class the caller names must load (its error is theirs to see); a failure
     # of the shipped one, or a law it cannot model, leaves the interval unwidened, noted.
+    if reference is not None and not isinstance(reference, (ReferenceClass, str, os.PathLike)):
+        raise TypeError(f"reference must be a ReferenceClass or a path to one, got "
+                        f"{type(reference).__name__}")
     ref = reference if isinstance(reference, ReferenceClass) else (
         load_reference(reference) if reference is not None else None)
     try:

@@ -300,12 +300,24 @@ class ReferenceClass:
         """The reference model for ``law`` at ``n_rungs`` fitted rungs and ``level`` (see the
         module docstring), leaving out the ladders in ``exclude``.
 
-        Raises FitError when no errors remain, for a level outside (0, 1), or when the
-        quantile regression fails.
+        Raises FitError when fewer than :data:`MIN_LADDERS` ladders remain, for a level
+        outside (0, 1) or a bad ``n_rungs``, or when the quantile regression fails; LawError
+        for a law delphi does not know.
         """
         if not 0 < level < 1:
             raise FitError(f"level must be in (0, 1), got {level!r}")
+        from .laws import get_law
+        law = get_law(law).name           # LawError naming the known laws
+        if n_rungs is not None and (isinstance(n_rungs, bool) or int(n_rungs) != n_rungs
+                                    or n_rungs < 1):
+            raise FitError(f"n_rungs must be a whole number >= 1 or None, got {n_rungs!r}")
         exclude = tuple(exclude)
+        left = set(self.rows["ladder"]) - set(exclude)
+        if len(left) < MIN_LADDERS:
+            raise FitError(f"the reference class has {len(left)} ladder(s)"
+                           + (f" outside {', '.join(exclude)}" if exclude else "")
+                           + f" ({', '.join(sorted(left)) or 'none'}): a reference model needs "
+                             f"at least {MIN_LADDERS}, so that it is not one ladder's errors")
         rows, info = self.select(law, n_rungs, exclude)
         x = np.log10(np.maximum(rows["ratio"].to_numpy(float), 1.0))
         y = np.abs(rows["log_error"].to_numpy(float))
@@ -354,13 +366,18 @@ class ReferenceClass:
         if not isinstance(doc, dict) or doc.get("columns") != list(COLUMNS):
             raise DelphiError(f"{str(path)!r} is not a delphi reference-errors file (expected "
                               f"columns {list(COLUMNS)})")
-        rows = pd.DataFrame(doc.get("rows", []), columns=list(COLUMNS))
-        bad = ~np.isfinite(rows["ratio"].astype(float)) | ~np.isfinite(
-            rows["log_error"].astype(float)) | (rows["ratio"].astype(float) <= 0)
+        try:
+            rows = pd.DataFrame(doc.get("rows", []), columns=list(COLUMNS))
+            num = rows[["ratio", "log_error"]].apply(pd.to_numeric, errors="coerce")
+        except (ValueError, TypeError) as exc:
+            raise DelphiError(f"{str(path)!r}: malformed rows ({exc})") from exc
+        bad = ~np.isfinite(num["ratio"]) | ~np.isfinite(num["log_error"]) | (num["ratio"] <= 0)
         if bad.any():
             i = int(np.flatnonzero(bad.to_numpy())[0])
             raise DelphiError(f"{str(path)!r}: row {i} (ladder {rows['ladder'].iloc[i]!r}, run "
-                              f"{rows['run'].iloc[i]!r}) has a non-finite error or ratio <= 0")
+                              f"{rows['run'].iloc[i]!r}) has a missing, non-numeric or "
+                              f"non-finite error, or a ratio <= 0")
+        rows[["ratio", "log_error"]] = num
         return cls(rows=rows.astype({"n_free": int, "n_budgets": int, "n_points": int}),
                    provenance=doc.get("provenance", {}))
 
@@ -411,7 +428,8 @@ def build_reference(ladders: Sequence, laws: Callable | None = None, *,
                     progress: Callable[[str], None] | None = None) -> ReferenceClass:
     """Leave-future-out errors of each ladder's laws: a :class:`ReferenceClass`.
 
-    ``ladders``: :class:`~delphi.ladder.Ladder` objects (their ``name`` labels the rows).
+    ``ladders``: :class:`~delphi.ladder.Ladder` objects, bundled names or paths (as
+    :func:`delphi.load_ladder` reads them); their ``name`` labels the rows.
     ``laws(ladder)``: the :class:`~delphi.selection.Candidate` objects (or law names) to refit
     on it; default :func:`delphi.selection.default_candidates` (every law that applies to its
     design). Each is refitted by
@@ -424,8 +442,10 @@ def build_reference(ladders: Sequence, laws: Callable | None = None, *,
     """
     from .laws import get_law
     from .selection import Candidate, default_candidates
+    from .readers import as_ladder, load_ladder
     frames, record = [], {}
     for ladder in ladders:
+        ladder = load_ladder(ladder) if isinstance(ladder, (str, Path)) else as_ladder(ladder)
         cands = (laws or default_candidates)(ladder)
         entry = {"source": str(ladder.source), "sha256": ladder.fingerprint(), "laws": {}}
         frontier = _frontier_runs(ladder)

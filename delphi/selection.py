@@ -259,8 +259,12 @@ class Comparison:
         """The ranked candidates, best first (under the reference rule, those with a
         reference error, by it)."""
         if self.rule == "reference":
+            # The reference class scores laws, not floors or deltas: ties between recipes of
+            # one law go to the ladder's own backtest, then to the fewest fixed parameters.
             return sorted((s for s in self.scores if s.reference_error is not None),
-                          key=lambda s: s.reference_error)
+                          key=lambda s: (s.reference_error, not s.scored,
+                                         s.rank_key if s.scored else 0.0,
+                                         len(s.candidate.fixed)))
         return [s for s in self.scores if s.scored]
 
     @property
@@ -271,7 +275,7 @@ class Comparison:
         Raises FitError when none could be scored (each one's reason is given)."""
         if not self.ranked:
             why = "; ".join(f"{s.candidate.label}: {s.error}" for s in self.scores)
-            raise FitError(f"no candidate law could be backtested on ladder {self.ladder!r}: "
+            raise FitError(f"no candidate law could be ranked on ladder {self.ladder!r}: "
                            f"{why}")
         return self.ranked[0]
 
@@ -551,10 +555,34 @@ def compare(ladder: Ladder, candidates: Sequence[Candidate | str] | None = None,
         if by_law:
             rule = "reference"
             notes = [n for n in notes if not n.startswith("the ranking rests on")]
-            scores = [replace(s, reference_error=by_law[s.candidate.law][0],
-                              reference_mse=by_law[s.candidate.law][1])
-                      if s.candidate.law in by_law else s for s in scores]
-            missing = [c.label for c in cands if c.law not in by_law]
+            ranked_scores = []
+            for s in scores:
+                if s.candidate.law not in by_law:
+                    ranked_scores.append(s)
+                    continue
+                s = replace(s, reference_error=by_law[s.candidate.law][0],
+                            reference_mse=by_law[s.candidate.law][1])
+                # Ranked by other ladders' errors: it must at least fit this one as predict
+                # would (enough points, not collapsed to a constant) to be chosen.
+                s = _full_fit_or_reason(ladder, s, bounds, seed,
+                                        results[s.candidate.label][1] if s.scored else None)
+                ranked_scores.append(s)
+            scores = ranked_scores
+            labels_by_law: dict[str, list[str]] = {}
+            for s in scores:
+                if s.reference_error is not None:
+                    labels_by_law.setdefault(s.candidate.law, []).append(s.candidate.label)
+            for law_name, labels in labels_by_law.items():
+                if len(labels) > 1:
+                    notes.append(f"the reference class scores laws, not floors or Huber deltas: "
+                                 f"{', '.join(labels)} share {law_name}'s score; the tie goes to "
+                                 f"the ladder's own backtest, else to the fewest fixed parameters")
+            skipped = (ref_info or {}).get("not_ranked", {})
+            for c in cands:
+                if c.law in skipped:
+                    notes.append(f"candidate {c.label} not ranked by the reference class: "
+                                 f"{skipped[c.law]}")
+            missing = [c.label for c in cands if c.law not in by_law and c.law not in skipped]
             if missing:
                 notes.append(f"candidate(s) {', '.join(missing)} have no errors in the "
                              f"reference class on the ladders the others share: not ranked")
@@ -570,6 +598,35 @@ def compare(ladder: Ladder, candidates: Sequence[Candidate | str] | None = None,
                               + "; ".join(f"{c}: {w}" for c, w in failed.items()))
     return Comparison(ladder=ladder.name, scores=scores, cuts=[float(c) for c in cuts],
                       level=level, notes=notes, rule=rule, reference=ref_info)
+
+
+def _full_fit_or_reason(ladder: Ladder, s: "CandidateScore", bounds, seed,
+                        full=None) -> "CandidateScore":
+    """``s`` with its full fit's parameters and AIC/BIC (``full``: that fit, when compare
+    made it), or without its reference error and with the reason when the law cannot fit
+    the ladder or collapses to a constant over it (as :func:`delphi.predict` refuses)."""
+    from .fitting import fit
+    from .fitting.diagnostics import attach_identification, refuse_degenerate
+    c = s.candidate
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            if full is None:
+                full = fit(ladder, c.law, fixed=c.fixed or None, bounds=bounds, delta=c.delta,
+                           seed=seed, identify=False)
+            refuse_degenerate(attach_identification(full, profiles=False), allow=False)
+    except DelphiError as exc:
+        why = f"{s.error}; and " if s.error else ""
+        return replace(s, reference_error=None, reference_mse=None,
+                       error=f"{why}it cannot be forecast from: {exc}")
+    if s.scored:
+        return s
+    n, k = full.n_points, full.n_free
+    rss = float(np.sum(np.asarray(full.residuals, float) ** 2))
+    aic = n * math.log(rss / n) + 2 * k if n > 0 and rss > 0 else None
+    bic = n * math.log(rss / n) + k * math.log(n) if n > 0 and rss > 0 else None
+    return replace(s, params={kk: float(v) for kk, v in full.params.items()}, n_points=n,
+                   aic=aic, bic=bic, warnings=tuple(full.warnings))
 
 
 def reference_scores(ladder: Ladder, laws: Sequence[str], reference=None,
@@ -588,16 +645,28 @@ def reference_scores(ladder: Ladder, laws: Sequence[str], reference=None,
     Raises DelphiError when the reference class cannot be read.
     """
     from .analyses.backtest import _budgets
+    from .forecast import _SPLIT_SPAN, _ratio_span
     from .reference import FAMILY, ReferenceClass, load_reference
     ref = reference if isinstance(reference, ReferenceClass) else load_reference(reference)
     finals, _ = ladder.final_points()
     n = int(_budgets(finals.dropna(subset=["flops"])).nunique()) if "flops" in finals else 0
+    skipped = {}
+    span = _ratio_span(ladder)
+    if span is not None and span[1] >= _SPLIT_SPAN * span[0] and not _isoflop_grid(finals):
+        # A law of C's reference errors come from compute-optimal ladders; on a ladder that
+        # varies D/N without isoFLOP budgets its "frontier" mixes tokens per parameter.
+        for law in laws:
+            if get_law(law).inputs == ("flops",):
+                skipped[law] = (f"its reference errors come from compute-optimal ladders; this "
+                                f"ladder's D/N spans {span[0]:.3g}..{span[1]:.3g} without "
+                                f"isoFLOP budgets")
+        laws = [law for law in laws if law not in skipped]
     rows = ref.rows[ref.rows["ladder"] != ladder.name]
     names = {law: FAMILY.get(law, law) if FAMILY.get(law, law) in set(rows["law"]) else law
              for law in dict.fromkeys(laws)}
     rows = rows[rows["law"].isin(set(names.values()))]
     if not len(rows):
-        return {}, {"n_rungs": n, "window": None, "ladders": []}
+        return {}, {"n_rungs": n, "window": None, "ladders": [], "not_ranked": skipped}
     nb = rows["n_budgets"].to_numpy(int)
     want = set(names.values())
     for j in range(0, int(max(nb.max(), n)) + 1):
@@ -608,7 +677,7 @@ def reference_scores(ladder: Ladder, laws: Sequence[str], reference=None,
         if len(common) >= 2:
             break
     else:
-        return {}, {"n_rungs": n, "window": None, "ladders": []}
+        return {}, {"n_rungs": n, "window": None, "ladders": [], "not_ranked": skipped}
     sub = sub[sub["ladder"].isin(common)]
     lo, hi = int(sub["n_budgets"].min()), int(sub["n_budgets"].max())
     out = {}
@@ -618,7 +687,17 @@ def reference_scores(ladder: Ladder, laws: Sequence[str], reference=None,
         out[law] = (float(e.apply(lambda x: np.abs(x).mean()).mean()),
                     float(e.apply(lambda x: (x ** 2).mean()).mean()))
     return out, {"n_rungs": n, "window": f"{lo}" if lo == hi else f"{lo}-{hi}",
-                 "ladders": common}
+                 "ladders": common, "not_ranked": skipped}
+
+
+def _isoflop_grid(finals) -> bool:
+    """Whether most compute budgets hold 3 or more model sizes (an isoFLOP sweep)."""
+    from .analyses.backtest import _budgets
+    f = finals.dropna(subset=["flops"])
+    if "params" not in f or f["params"].isna().any() or not len(f):
+        return False
+    sizes = f.groupby(_budgets(f))["params"].nunique()
+    return bool((sizes >= 3).mean() > 0.5)
 
 
 def _model_of(score: "CandidateScore | None"):
@@ -761,10 +840,15 @@ def predict_selected(ladder: Ladder, target, *, ensemble: bool = False,
         if len(comparison.ranked) > 1:
             ru = comparison.ranked[1]
             if key(ru) <= key(best) * (1 + _TIE):
+                same = (comparison.rule == "reference"
+                        and best.candidate.law == ru.candidate.law)
                 notes.append(f"near tie: {best.candidate.label} and {ru.candidate.label} score "
                              f"{key(best):.3%} and {key(ru):.3%} (within "
                              f"{_TIE:.0%}); the choice between them is weak evidence "
-                             f"({option('ensemble=True', '--ensemble')} averages them)")
+                             + ("(the reference class scores the law, not its floor or delta: "
+                                "the tie went to the ladder's own backtest, else the fewest "
+                                "fixed parameters; " if same else "(")
+                             + f"{option('ensemble=True', '--ensemble')} averages them)")
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 try:

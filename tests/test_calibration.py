@@ -231,7 +231,8 @@ def test_calibrated_interval_adds_sigma_param_and_run_in_quadrature(param, run, 
     s = (0.01 + 0.02 * math.log10(ratio)) * stats.t.ppf(0.9, 3) / z
     sd_new = math.sqrt(s ** 2 + param ** 2 + run ** 2)
     # Expected loss: the errors sigma(r) models already hold run noise, so it is taken out.
-    sd_mean = math.sqrt(max(s ** 2 - run ** 2, 0.0) + param ** 2)
+    # run noise above s would leave nothing: floored at SIGMA_FLOOR, never zero-width
+    sd_mean = math.sqrt(max(s ** 2 - run ** 2, 1e-4 ** 2) + param ** 2)
     assert cal.method == "calibrated" and cal.level == 0.8
     assert cal.lower == pytest.approx(2.5 * math.exp(-z * sd_new), rel=1e-12)
     assert cal.upper == pytest.approx(2.5 * math.exp(z * sd_new), rel=1e-12)

@@ -144,8 +144,16 @@ def test_the_law_and_rung_filters_widen_and_say_so():
     # leaving ladders out
     assert "a" not in ref.without("a").ladders
     assert ref.model("power", 5, exclude=("a",)).excluded == ("a",)
-    with pytest.raises(FitError, match="no errors outside the ladders a, b, c, d, e"):
+    with pytest.raises(FitError, match=r"has 0 ladder\(s\) outside a, b, c, d, e"):
         ref.model("power", 5, exclude=tuple(spec))
+    # fewer than 4 ladders is one ladder's errors, not a reference class
+    with pytest.raises(FitError, match=r"has 2 ladder\(s\) outside a, b, c \(d, e\): a "
+                                       r"reference model needs at least 4"):
+        ref.model("power", 5, exclude=("a", "b", "c"))
+    with pytest.raises(delphi.LawError, match="nosuchlaw"):
+        ref.model("nosuchlaw", 5)
+    with pytest.raises(FitError, match="n_rungs must be a whole number >= 1"):
+        ref.model("power", 0)
     with pytest.raises(FitError, match="level must be in"):
         ref.model("power", 5, level=1.5)
     assert MIN_LADDERS == 4
@@ -285,3 +293,22 @@ def test_cli_json_says_reference(data_dir, capsys):
     assert main(["predict", "marin-moe-535b", "--interval", "none", "--json"]) == 0
     none = json.loads(capsys.readouterr().out)["prediction"]
     assert none["lower"] is None and none["method"] is None
+
+
+def test_reference_by_name_fails_loudly_and_intervals_are_never_zero_width(small_ref):
+    six = optimal_ladder(43, rungs=6, name="six")
+    target = {"params": 1.6e9, "tokens": 3.2e10}
+    # asked for by name, a reference class too small to model is an error, not the delta
+    tiny = small_ref.without("sim0", "sim1")
+    with pytest.raises(FitError, match=r"no reference-class interval: .*2 ladder\(s\)"):
+        delphi.predict(six, target, interval="reference", reference=tiny, off_trend=False)
+    with pytest.raises(TypeError, match="reference must be a ReferenceClass or a path"):
+        delphi.predict(six, target, reference=42, off_trend=False)
+    # below the ladder the reference spread is its floor and says so; the expected-loss
+    # interval keeps a width even when the rough run noise exceeds the reference spread
+    five = optimal_ladder(42, rungs=5, name="five")
+    with pytest.warns(delphi.FitWarning, match="extrapolated downwards"):
+        low = delphi.predict(five, {"params": 1e7, "tokens": 2e8}, reference=small_ref,
+                             off_trend=False)
+    assert low.interval.mean_upper > low.interval.mean_lower
+    assert any("measures extrapolation upwards only" in n for n in low.notes)

@@ -181,7 +181,7 @@ def test_weights_drop_members_under_one_percent_and_renormalise():
     assert set(w) == {"power", "chinchilla"}
     assert w["power"] == pytest.approx(2 / 3) and w["chinchilla"] == pytest.approx(1 / 3)
     assert Comparison(ladder="hand", scores=[], cuts=[], level=0.9).weights() == {}
-    with pytest.raises(FitError, match="no candidate law could be backtested"):
+    with pytest.raises(FitError, match="no candidate law could be ranked"):
         Comparison(ladder="hand", scores=[], cuts=[], level=0.9).best
 
 def test_compare_aic_bic_from_residuals_by_hand(comparison):

@@ -40,14 +40,17 @@ def reference(power: float, chinchilla: float, overtrain: float = 0.03) -> Refer
 
 def test_too_few_cuts_rank_by_the_reference_class():
     lad = grid()
-    for good, bad, want in (("power", "chinchilla", "power"), ("chinchilla", "power",
-                                                                 "chinchilla")):
-        ref = reference(**{good: 0.002, bad: 0.03})
+    for chin, over, want in ((0.002, 0.03, "chinchilla"), (0.03, 0.002, "overtrain")):
+        ref = reference(power=0.0001, chinchilla=chin, overtrain=over)
         c = compare(lad, reference=ref)
         assert c.rule == "reference" and c.best.candidate.law == want
         scores, info = reference_scores(lad, ["power", "chinchilla", "overtrain"], ref)
         assert c.best.reference_error == pytest.approx(min(v[0] for v in scores.values()))
         assert info["ladders"] == ["p0", "p1", "p2", "p3"] and info["n_rungs"] == 8   # 8 budgets
+        # power's reference errors come from compute-optimal ladders: this one varies D/N
+        # 8x without isoFLOP budgets, so power is not ranked by them (however small they are)
+        assert "power" not in scores and "power" in info["not_ranked"]
+        assert any("candidate power not ranked by the reference class" in n for n in c.notes)
         text = c.report()
         assert "ranked by the reference class" in text and f"best       {want} (lowest " \
             "reference-class error)" in text
@@ -56,9 +59,17 @@ def test_too_few_cuts_rank_by_the_reference_class():
         assert d["reference"]["ladders"] == info["ladders"]
 
 
+def test_a_law_of_c_is_ranked_on_a_compute_optimal_ladder():
+    # one D/N (20 tokens per parameter): power is the only candidate and is ranked
+    from test_reference import optimal_ladder
+    lad = optimal_ladder(3, rungs=6)
+    c = compare(lad, reference=reference(power=0.002, chinchilla=0.03))
+    assert [s.candidate.law for s in c.ranked] == ["power"] and c.rule == "reference"
+
+
 def test_auto_on_a_small_ladder_says_it_chose_by_the_reference_class():
     lad = grid()
-    ref = reference(power=0.03, chinchilla=0.002)
+    ref = reference(power=0.03, chinchilla=0.002, overtrain=0.03)
     target = {"params": 1e9, "tokens": 2e10}
     f = delphi.predict(lad, target, "auto", reference=ref, interval="delta", off_trend=False)
     assert f.fit.law.name == "chinchilla"
