@@ -968,8 +968,14 @@ def _calibrate(band, loss: float, ratio: float | None, ladder: Ladder, law: Law,
         # No interval of the fit's own: its residual scale (from 1 or 2 dof, too rough to
         # rest an interval on) still enters as run noise, since it can only widen the
         # reference interval, never narrow it.
+        from scipy.stats import norm, t
         from .fitting.diagnostics import residual_scale
-        rough = residual_scale(result) if result.dof >= 1 else 0.0
+        rough = 0.0
+        if result.dof >= 1:
+            # an sd estimated from nu dof enters a prediction interval through Student's t
+            # with nu dof, as the delta method's does: t_nu / z times the residual scale
+            q = 0.5 + level / 2
+            rough = residual_scale(result) * float(t.ppf(q, result.dof) / norm.ppf(q))
         base = _point_interval(loss, level, run_sd=rough, dof=result.dof)
     else:
         base = band
@@ -1018,8 +1024,8 @@ def _point_interval(loss: float, level: float, run_sd: float = 0.0, dof: int = 0
     a reference interval widens when the fit has no interval of its own (no parameter
     spread to add; ``run_sd`` the fit's rough residual scale from ``dof`` dof, or 0)."""
     from .uncertainty import Interval
-    source = (f"the fit's residual scale from {dof} dof (rough; it can only widen the "
-              f"reference interval)" if run_sd > 0 else
+    source = (f"the fit's residual scale from {dof} dof, times t/z for {dof} dof (rough; it "
+              f"can only widen the reference interval)" if run_sd > 0 else
               "none: the reference errors include run-to-run noise")
     return Interval(lower=loss, upper=loss, mean_lower=loss, mean_upper=loss, level=level,
                     method="none", noise=float(run_sd), noise_source=source)

@@ -220,8 +220,11 @@ def test_a_five_rung_ladder_gets_a_reference_interval(small_ref):
     assert cal["ratio"] == pytest.approx(f.extrapolation) and cal["base_method"] == "none"
     assert any(n.startswith("no interval from the fit alone: 2 residual") for n in f.notes)
     # the fit's rough residual scale (2 dof) still enters as run noise: it only widens
+    from scipy import stats
+
     from delphi.fitting.diagnostics import residual_scale
-    assert iv.noise == pytest.approx(residual_scale(f.fit)) and iv.noise > 0
+    t_over_z = stats.t.ppf(0.95, 2) / stats.norm.ppf(0.95)      # Student t, 2 dof
+    assert iv.noise == pytest.approx(residual_scale(f.fit) * t_over_z) and iv.noise > 0
     assert cal["run_sd"] == iv.noise and "from 2 dof" in iv.noise_source
     note = next(n for n in f.notes if n.startswith("interval from the reference class"))
     assert "sim0" in note and f"r = {f.extrapolation:.3g}" in note
