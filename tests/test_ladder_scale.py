@@ -161,6 +161,7 @@ def _dominated_reference(pts, law, threshold):
         return {}
     x = pts[cols].to_numpy(float)
     y = np.log(pts["loss"].to_numpy(float))
+    runs = pts["run"].tolist()      # read once: a pandas lookup per pair cost seconds
     out = {}
     for i in range(len(pts)):
         smaller = np.all(x <= x[i] * (1 + 1e-9), axis=1)
@@ -170,7 +171,7 @@ def _dominated_reference(pts, law, threshold):
             if y[i] - y[j] > threshold:
                 out[i] = (f"diverged or mis-tuned: loss {np.exp(y[i]):.4g} is "
                           f"{np.exp(y[i] - y[j]) - 1:.0%} above that of run "
-                          f"{pts['run'].iloc[j]!r}, which had no more {' or '.join(cols)}; "
+                          f"{runs[j]!r}, which had no more {' or '.join(cols)}; "
                           f"not fitted")
     if len(pts) - len(out) < 2:
         return {}
