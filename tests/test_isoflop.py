@@ -277,8 +277,23 @@ def porian_fit(points, dataset, setup):
                          weighted=True, n_boot=1000, seed=0)
 
 
+@pytest.fixture(scope="module")
+def porian_fits(porian_points):
+    """``porian_fits(dataset, setup)``: :func:`porian_fit` of the published points, each
+    (seeded) setup fitted once per module and shared by the tests that read it."""
+    cache: dict = {}
+
+    def get(dataset, setup):
+        key = (dataset, tuple(setup))
+        if key not in cache:
+            cache[key] = porian_fit(porian_points, dataset, setup)
+        return cache[key]
+
+    return get
+
+
 @pytest.mark.parametrize("dataset", ["rw", "owt2"])
-def test_porian2024_five_corrections(porian_points, data_dir, dataset):
+def test_porian2024_five_corrections(porian_fits, data_dir, dataset):
     # Tolerance 0.03 on each exponent: the CSV holds the points after the authors'
     # interpolation to each budget, and our noise draws are not theirs (their code seeds
     # numpy's legacy global RNG), so small differences in the bootstrap medians are expected;
@@ -289,7 +304,7 @@ def test_porian2024_five_corrections(porian_points, data_dir, dataset):
     source = {"rw": "summary_df", "owt2": "summary_df_owt2"}[dataset]
     got = []
     for (label, setup), published in zip(PORIAN_STEPS, PORIAN_PUBLISHED[dataset]):
-        res = porian_fit(porian_points, dataset, setup)
+        res = porian_fits(dataset, setup)
         a = res.params_law.exponent
         got.append(a)
         assert a == pytest.approx(published, abs=0.03), (label, a, published)
@@ -299,12 +314,12 @@ def test_porian2024_five_corrections(porian_points, data_dir, dataset):
     assert got == sorted(got, reverse=True)   # every correction lowers the exponent
 
 
-def test_porian2024_per_budget_optima(porian_points, data_dir):
+def test_porian2024_per_budget_optima(porian_fits, data_dir):
     # The fully corrected RefinedWeb setup: each budget's bootstrap-median N* agrees with the
     # authors' porian2024_compute_optimal_points.csv (n_opt) within 3% (their interpolation
     # grid step is about 1.4% of N).
     setup = PORIAN_STEPS[-1][1]
-    res = porian_fit(porian_points, "rw", setup)
+    res = porian_fits("rw", setup)
     ref = pd.read_csv(data_dir / "porian2024" / "porian2024_compute_optimal_points.csv")
     mask = ref["dataset"] == "rw"
     for col, value in zip(_SETUP_COLUMNS, setup):
