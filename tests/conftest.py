@@ -34,3 +34,13 @@ def data_dir() -> Path:
             pytest.fail(message)
         pytest.skip(message)
     return path
+
+
+@pytest.fixture(scope="session")
+def olmo_ladder(data_dir):
+    """The published OLMo ladder, its known FLOP-convention warning expected
+    (tests/bundled.py), loaded once per test process: loading parses 30 W&B histories (about
+    a second). Several modules read it; none may modify it."""
+    from bundled import load
+
+    return load("olmo-ladder")

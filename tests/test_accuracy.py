@@ -474,10 +474,10 @@ def test_cli_task_all_rows(sim_files, capsys, tmp_path):
 
 
 # ------------------------------------------------------------------ the OLMo ladder
-def test_olmo_hellaswag_1b_from_190m_760m(data_dir):
+def test_olmo_hellaswag_1b_from_190m_760m(olmo_ladder):
     """The point prediction of HellaSwag at 1B-5xC from the 15 runs of 190M-760M (the
     bootstrap and its calibration do not move it: 4 draws, neither)."""
-    ladder = load("olmo-ladder")       # expects the ladder's FLOP-convention warning
+    ladder = olmo_ladder               # conftest's; its load expected the FLOP warning
     small = [r for r in ladder.runs if r.split("-")[0] in ("190M", "370M", "760M")]
     task = load_tasks()["hellaswag"]
     fin = task_table(ladder, task).groupby("run").tail(1).set_index("run")

@@ -195,13 +195,13 @@ def test_completion_from_a_prefix_before_half_the_decay_is_warned():
     assert DECAY_SHARE_MIN == 0.5
 
 
-def test_olmo_190m_completion_at_step_3000_is_warned_and_later_ones_hold(data_dir):
+def test_olmo_190m_completion_at_step_3000_is_warned_and_later_ones_hold(olmo_ladder):
     # Issue 9: 190M-1xC completed from its checkpoints up to step 3,000 of 7,272 (warm-up
     # excluded). The logged LR there is 0.000693 of a 0.000973 peak (h = 0.712) and ends at
     # 0.1 x peak: (1 - 0.712) / 0.9 = 32% of the decay seen. The annealing law misses by
     # about 3% (sign depending on the checkpoints), so delphi must say why; from 80% of the
     # run (81% of the decay seen) the same completion is within 1%.
-    ladder = load("olmo-ladder")          # expecting its FLOP-convention warning
+    ladder = olmo_ladder                  # conftest's; its load expected the FLOP warning
     with pytest.warns(FitWarning, match="not identified"):
         c = complete(ladder, "190M-1xC", upto_step=3000)
     assert c.n_warmup_excluded == 1                      # step 200, LR still rising

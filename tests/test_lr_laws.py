@@ -207,10 +207,10 @@ def test_misfitting_lr_sweeps_peak_lr_law(misfitting_final):
 
 
 @pytest.fixture(scope="module")
-def olmo(data_dir):
-    """The OLMo ladder, loaded once for this module (its known FLOP-convention warning
-    expected); tests only read it."""
-    return load("olmo-ladder")
+def olmo(olmo_ladder):
+    """The OLMo ladder (conftest's, loaded once per test process with its known
+    FLOP-convention warning expected); tests only read it."""
+    return olmo_ladder
 
 
 def test_olmo_checkpoint_law_predicts_1b_3b(olmo):

@@ -31,14 +31,16 @@ PUBLISHED = {
 
 
 @pytest.fixture(scope="module")
-def published(data_dir):
+def published(data_dir, request):
     """``published(name)``: the published ladder, loaded once in this module (with its known
-    load warnings expected, each also on ``ladder.warnings``). Tests only read it."""
+    load warnings expected, each also on ``ladder.warnings``; the OLMo ladder is conftest's
+    ``olmo_ladder``, loaded the same way once per test process). Tests only read it."""
     loaded = {}
 
     def get(name: str):
         if name not in loaded:
-            loaded[name] = load(name)
+            loaded[name] = (request.getfixturevalue("olmo_ladder") if name == "olmo-ladder"
+                            else load(name))
         return loaded[name]
     return get
 
