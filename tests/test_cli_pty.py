@@ -99,11 +99,11 @@ def test_progress_bar_is_drawn_on_a_terminal_and_quiet_turns_it_off(columns):
 
 @pytest.mark.shared_data
 def test_cli_bootstrap_in_a_terminal(data_dir):
-    # A bootstrap (100 refits of Chinchilla Approach 3 on Epoch's 240 points), run as a user
+    # A bootstrap (40 refits of Chinchilla Approach 3 on Epoch's 240 points), run as a user
     # would in a terminal: the bar is drawn, the result printed; --quiet draws no bar.
     argv = delphi_command() + ["predict", "epoch-chinchilla", "--law", "chinchilla",
                                "--target-params", "7e10", "--target-tokens", "1.4e12",
-                               "--n-boot", "100", "--interval", "bootstrap"]
+                               "--n-boot", "40", "--interval", "bootstrap"]
     env = {"DELPHI_PROGRESS_DELAY": "0"}   # draw the bar even if the bootstrap is quick
     code, out = run_in_pty(argv, env=env)
     assert code == 0, out
