@@ -857,7 +857,8 @@ def predict(ladder: Ladder, target: Target | Mapping[str, float], law: str | Law
         scan = (f"; a floor range, {option('floor_range', '--floor LO:HI')}, shows how the "
                 f"forecast moves with {law.floor}"
                 if law.floor in result.fixed and not _in_floor_scan else "")
-        notes.append(f"{given} fixed (not fitted): the interval is conditional on "
+        what = "the interval is" if interval not in (None, "none") else "the forecast is"
+        notes.append(f"{given} fixed (not fitted): {what} conditional on "
                      f"{'this value' if len(result.fixed) == 1 else 'these values'} and leaves "
                      f"out {'its' if len(result.fixed) == 1 else 'their'} uncertainty{scan}")
     if not result.converged:
@@ -866,8 +867,10 @@ def predict(ladder: Ladder, target: Target | Mapping[str, float], law: str | Law
                      n_jobs if n_jobs is not None else workers, notes)
     if interval == "calibrated" and band is None:
         why = next((n for n in reversed(notes) if n.startswith("no interval")), "no interval")
+        ask = option('interval="reference"', "--interval reference")
         raise FitError(f"no calibrated interval: it widens a bootstrap or delta-method "
-                       f"interval, and there is none here ({why})")
+                       f"interval, and there is none here ({why}); {ask} gives the "
+                       f"reference-class interval, from the public ladders' errors")
     if interval in ("auto", "calibrated", "reference"):
         fitted = ladder.select(max_flops=fit_max_flops) if fit_max_flops is not None else ladder
         band = _calibrate(band, loss, extrapolation, fitted, law, result, bounds, delta, seed,
@@ -926,7 +929,9 @@ def _calibrate(band, loss: float, ratio: float | None, ladder: Ladder, law: Law,
         except DelphiError as exc:
             why = str(exc)
     if why is not None and method == "calibrated":
-        raise FitError(f"no calibrated interval: {why}")
+        ask = option('interval="reference"', "--interval reference")
+        raise FitError(f"no calibrated interval: {why}; {ask} gives the reference-class "
+                       f"interval, from the public ladders' errors")
     ref, ref_why = _reference_model(reference, ladder, law, result, level)
     if method == "reference" and ref is None:
         raise FitError(f"no reference-class interval: {ref_why}")
