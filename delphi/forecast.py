@@ -401,6 +401,29 @@ def one_token_count(ladder: Ladder) -> float | None:
     return float(np.median(d))
 
 
+def ladder_design_notes(ladder: Ladder, law: Law) -> tuple[list[str], list[str]]:
+    """What the ladder's design lets ``law`` measure, whatever the target: ``(notes,
+    warnings)``. A fixed-data sweep (one D, :func:`one_token_count`) read by a law in N or C
+    alone does not measure D's effect (a note); a law in N alone on runs of varied D takes
+    D's effect as noise (a warning). Shown by :func:`predict` and ``delphi fit``."""
+    law = get_law(law)
+    notes: list[str] = []
+    warns: list[str] = []
+    d = one_token_count(ladder)
+    if d is not None and law.inputs in (("params",), ("flops",)):
+        # A fixed-data sweep: a law in N (or in C, which is N times 6D here) cannot tell what
+        # another D would do.
+        notes.append(f"law {law.name!r} in {'N' if law.inputs == ('params',) else 'C'} alone: "
+                     f"every run was trained on D = {d:.3g} tokens, so the ladder does not "
+                     f"measure D's effect (E holds the loss of infinite N at that D)")
+    elif law.inputs == ("params",) and (points := _final_nd(ladder)) is not None:
+        lo, hi = float(points["tokens"].min()), float(points["tokens"].max())
+        warns.append(f"law {law.name!r} reads N alone but the ladder's runs were trained on "
+                     f"D = {lo:.3g}..{hi:.3g} tokens: D's effect is taken as noise (a law of N "
+                     f"and D, e.g. chinchilla, measures it)")
+    return notes, warns
+
+
 def default_law(ladder: Ladder, target: Target | None = None) -> str:
     """The law :func:`predict` (and ``delphi fit``, ``backtest``, ``register``) fits when
     none is named, from the ladder's design:
@@ -813,23 +836,16 @@ def predict(ladder: Ladder, target: Target | Mapping[str, float], law: str | Law
     design = _design_notes(target, law, result, ladder)      # warned there already
     warns.extend(design)
     d = one_token_count(ladder)
+    design_notes, design_warns = ladder_design_notes(ladder, law)
+    notes.extend(design_notes)
+    warns.extend(design_warns)
     if d is not None and law.inputs in (("params",), ("flops",)):
-        # A fixed-data sweep: a law in N (or in C, which is N times 6D here) cannot tell what
-        # another D would do.
-        notes.append(f"law {law.name!r} in {'N' if law.inputs == ('params',) else 'C'} alone: "
-                     f"every run was trained on D = {d:.3g} tokens, so the ladder does not "
-                     f"measure D's effect (E holds the loss of infinite N at that D)")
         if target.tokens is not None and not d / _ONE_D <= target.tokens <= d * _ONE_D:
             reads = ("the loss at the ladder's D, not the target's" if law.inputs == ("params",)
                      else "the target's extra or missing tokens as compute")
             warns.append(f"the target's D = {target.tokens:.3g} tokens differs from the "
                          f"ladder's one token count {d:.3g}: law {law.name!r} predicts {reads} "
                          f"(the ladder cannot measure D's effect)")
-    elif law.inputs == ("params",) and (points := _final_nd(ladder)) is not None:
-        lo, hi = float(points["tokens"].min()), float(points["tokens"].max())
-        warns.append(f"law {law.name!r} reads N alone but the ladder's runs were trained on "
-                     f"D = {lo:.3g}..{hi:.3g} tokens: D's effect is taken as noise (a law of N "
-                     f"and D, e.g. chinchilla, measures it)")
     if ("flops" in law.inputs and target.params is not None and target.tokens is not None):
         span = _ratio_span(ladder)
         if span is not None and span[1] < _SPLIT_SPAN * span[0]:

@@ -155,3 +155,17 @@ def test_auto_names_what_the_target_lacks_for_a_skipped_candidate():
     [n] = [n for n in f.notes if "not considered" in n]
     assert n.startswith("candidate(s) power not considered: the target gives no flops")
     assert "target.params" in n and "target.tokens" in n     # C = 6ND: N with D also works
+
+
+def test_delphi_fit_states_what_the_design_lets_the_law_measure(tmp_path, capsys):
+    # The fit alone (no target) says what predict says of the design: a fixed-D sweep's law
+    # in N does not measure D, in the text report and in --json.
+    path = tmp_path / "sweep.csv"
+    sweep(noise=0.002).table[["run", "params", "tokens", "loss"]].to_csv(path, index=False)
+    assert main(["fit", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "note       law 'power-n' in N alone: every run was trained on D = 2e+10" in out
+    assert main(["fit", str(path), "--json"]) == 0
+    design = json.loads(capsys.readouterr().out)["design"]
+    assert design["notes"] and "does not measure D's effect" in design["notes"][0]
+    assert design["warnings"] == []

@@ -143,8 +143,11 @@ def _cmd_fit(args) -> int:
     if law is None:
         law = default_law(ladder)    # predict's rule, from the ladder alone (no target)
     result = fit(ladder, law, **fit_settings(args, defaults))
+    from ..forecast import ladder_design_notes
+    design_notes, design_warns = ladder_design_notes(ladder, result.law)
     if args.json:
         out = result.to_dict()
+        out["design"] = {"notes": design_notes, "warnings": design_warns}
         conv = ladder.flops_convention
         out["ladder"] = {"name": ladder.name, "source": ladder.source,
                          "sha256": result.extra["sha256"], "metric": ladder.metric,
@@ -163,6 +166,10 @@ def _cmd_fit(args) -> int:
             print(f"flops      C = k x {conv.n_label}: median k {conv.median:.4g}, range "
                   f"{conv.low:.4g}..{conv.high:.4g} over {len(conv.k)} runs{drift}")
         print(result.report())
+        for w in design_warns:
+            print(f"warning    {w}")
+        for n in design_notes:
+            print(f"note       {n}")
     return 0
 
 
