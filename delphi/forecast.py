@@ -922,8 +922,10 @@ def _calibrate(band, loss: float, ratio: float | None, ladder: Ladder, law: Law,
     ``model``: a calibration already fitted on this ladder and law
     (:func:`delphi.selection.compare`'s refits). Returns the interval, or ``band`` with a note
     saying why it was not widened."""
+    from scipy.stats import norm, t
+
     from .calibration import MAX_FOLDS, calibrate, calibrated_interval
-    from .errors import DelphiError
+    from .reference import PRIOR_FOLDS, blend
     if ratio is None:
         why = "the target's compute is unknown, so its extrapolation ratio is too"
         if method == "calibrated":
@@ -952,14 +954,13 @@ def _calibrate(band, loss: float, ratio: float | None, ladder: Ladder, law: Law,
     if method == "reference" and ref is None:
         raise FitError(f"no reference-class interval: {ref_why}")
     if why is None:                 # the ladder's own calibration, blended
-        from .reference import blend
         used = blend(model, ref, level) if ref is not None else model
         cal = calibrated_interval(band, loss, used, ratio)
         info = cal.calibration
         own_f = model.small_sample_factor(level)
         own_s = float(model.sigma(ratio))
         how = (f", blended {used.weight:.2f} : {1 - used.weight:.2f} with the reference class's "
-               f"{float(ref.sigma(ratio)):.2%} (the reference counts as {_prior_folds()} folds, "
+               f"{float(ref.sigma(ratio)):.2%} (the reference counts as {PRIOR_FOLDS} folds, "
                f"in place of a small-sample widening) to {info['sigma_used']:.2%}"
                if ref is not None else
                f", widened {own_f:.3g}x for {model.n_folds} fold(s) (Student t) to "
@@ -985,30 +986,25 @@ def _calibrate(band, loss: float, ratio: float | None, ladder: Ladder, law: Law,
         notes.append(f"{band.method} interval, not calibrated: {why}; no reference-class "
                      f"interval either: {ref_why}")
         return band
-    if band is None:
+    if band is not None:
+        cal = calibrated_interval(band, loss, ref, ratio)
+    else:
         # No interval of the fit's own: its residual scale (from 1 or 2 dof, too rough to
         # rest an interval on) still enters as run noise, since it can only widen the
-        # reference interval, never narrow it.
-        from scipy.stats import norm, t
+        # reference interval, never narrow it. An sd estimated from nu dof enters a
+        # prediction interval through Student's t with nu dof, as the delta method's does.
+        from dataclasses import replace
         from .fitting.diagnostics import residual_scale
-        rough = 0.0
-        if result.dof >= 1:
-            # an sd estimated from nu dof enters a prediction interval through Student's t
-            # with nu dof, as the delta method's does: t_nu / z times the residual scale
-            q = 0.5 + level / 2
-            rough = residual_scale(result) * float(t.ppf(q, result.dof) / norm.ppf(q))
-        base = _point_interval(loss, level, run_sd=rough, dof=result.dof)
-    else:
-        base = band
-    cal = calibrated_interval(base, loss, ref, ratio)
-    if band is None:
+        q = 0.5 + level / 2
+        z = float(norm.ppf(q))
+        rough = (residual_scale(result) * float(t.ppf(q, result.dof)) / z
+                 if result.dof >= 1 else 0.0)
+        cal = calibrated_interval(_point_interval(loss, level, run_sd=rough, dof=result.dof),
+                                  loss, ref, ratio)
         # The expected loss: the reference spread alone (the rough noise was added to widen
         # the new-run interval, not measured, so it is not subtracted here).
-        from dataclasses import replace as _replace
-        from scipy.stats import norm
-        z = float(norm.ppf(0.5 + level / 2))
         s = float(ref.sigma(ratio))
-        cal = _replace(cal, mean_lower=loss * math.exp(-z * s), mean_upper=loss * math.exp(z * s))
+        cal = replace(cal, mean_lower=loss * math.exp(-z * s), mean_upper=loss * math.exp(z * s))
     half = float(ref.q_0 + ref.q_1 * math.log10(max(ratio, 1.0)))
     if band is None:
         for i, n in enumerate(notes):      # the fit's interval is missing, not the forecast's
@@ -1033,11 +1029,6 @@ def _calibrate(band, loss: float, ratio: float | None, ladder: Ladder, law: Law,
                      f"the reference class ({ref.max_ratio:.3g}): its error line is "
                      f"extrapolated linearly in log10 r")
     return cal
-
-
-def _prior_folds() -> int:
-    from .reference import PRIOR_FOLDS
-    return PRIOR_FOLDS
 
 
 def _point_interval(loss: float, level: float, run_sd: float = 0.0, dof: int = 0):

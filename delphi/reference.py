@@ -204,12 +204,10 @@ def blend(own: CalibrationModel, ref: ReferenceModel,
     docstring). Both are lines in log10 r, so the blend is one. ``level`` is accepted for
     symmetry with the models' intervals; the blend does not depend on it."""
     w = own.n_folds / (own.n_folds + PRIOR_FOLDS)
-    f = 1.0
-    return BlendedModel(sigma_0=w * f * own.sigma_0 + (1 - w) * ref.sigma_0,
-                        k=w * f * own.k + (1 - w) * ref.k, n_folds=own.n_folds,
+    return BlendedModel(sigma_0=w * own.sigma_0 + (1 - w) * ref.sigma_0,
+                        k=w * own.k + (1 - w) * ref.k, n_folds=own.n_folds,
                         n_errors=own.n_errors, max_ratio=max(own.max_ratio, ref.max_ratio),
-                        law=own.law, ladder=own.ladder, own=own, reference=ref, weight=w,
-                        own_factor=f)
+                        law=own.law, ladder=own.ladder, own=own, reference=ref, weight=w)
 
 
 @dataclass(frozen=True)

@@ -546,22 +546,31 @@ def find_off_trend(result: Fit, target_inputs: Mapping[str, Sequence[float]] | N
     named: list[tuple[int, OffTrendRung]] = []
     current = result
     alive = np.ones(len(y), dtype=bool)
+
+    def refit_without(i: int):
+        """The law of the alive rungs but ``i`` (warm from ``current``), the trend it
+        predicts at ``i`` and log(trend) - log(y_i); None when it cannot be fitted (e.g. the
+        others cannot identify the law: no verdict on this rung)."""
+        keep = alive.copy()
+        keep[i] = False
+        try:
+            loo = fit_arrays(result.law, _take(x, keep), y[keep], fixed=settings["fixed"],
+                             bounds=bounds, delta=result.delta, seed=seed,
+                             warm_start=dict(current.params))
+            trend = float(loo.predict(_take(x, [i]))[0])
+        except DelphiError:
+            return None
+        return loo, trend, float(np.log(trend) - np.log(y[i]))
     while (result.n_points >= result.n_free + 3 and len(named) < max_rungs
            and int(alive.sum()) - 1 >= result.n_free + 2):
         idx = np.flatnonzero(alive)
         best = None
         for j in _candidates(current):
             i = idx[j]
-            keep = alive.copy()
-            keep[i] = False
-            try:
-                loo = fit_arrays(result.law, _take(x, keep), y[keep], fixed=settings["fixed"],
-                                 bounds=bounds, delta=result.delta, seed=seed,
-                                 warm_start=dict(current.params))
-                trend = float(loo.predict(_take(x, [i]))[0])
-            except DelphiError:
-                continue  # e.g. the others cannot identify the law: no verdict on this rung
-            d = float(np.log(trend) - np.log(y[i]))
+            got = refit_without(i)
+            if got is None:
+                continue
+            loo, trend, d = got
             scale = _deleted_scale(loo, _take(x, [i]))
             score = abs(d) / scale if scale > 0 else np.inf
             if abs(d) > min_residual and score > sigmas and (best is None or score > best[0]):
@@ -571,8 +580,8 @@ def find_off_trend(result: Fit, target_inputs: Mapping[str, Sequence[float]] | N
             break
         named.append((best[1], best[2]))
         alive[best[1]] = False
-        # The next round starts from the refit without this rung (warm); the fit reported
-        # without the named rungs is searched globally once, below.
+        # The next round starts from the refit without this rung (warm), as does the fit
+        # reported without the named rungs, below.
         current = fit_arrays(result.law, _take(x, alive), y[alive], labels=list(labels[alive]),
                              warm_start=dict(best[3].params), **settings)
 
@@ -601,16 +610,10 @@ def find_off_trend(result: Fit, target_inputs: Mapping[str, Sequence[float]] | N
         top = max(counts.values())
         best = None
         for i in sorted(r for r, c in counts.items() if c == top):
-            keep = alive.copy()
-            keep[i] = False
-            try:
-                loo = fit_arrays(result.law, _take(x, keep), y[keep], fixed=settings["fixed"],
-                                 bounds=bounds, delta=result.delta, seed=seed,
-                                 warm_start=dict(current.params))
-                trend = float(loo.predict(_take(x, [i]))[0])
-            except DelphiError:
+            got = refit_without(i)
+            if got is None:
                 continue
-            d = float(np.log(trend) - np.log(y[i]))
+            loo, trend, d = got
             if best is None or abs(d) > best[0]:
                 best = (abs(d), i, trend, d, loo)
         if best is None:
