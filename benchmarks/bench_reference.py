@@ -141,6 +141,7 @@ def _rule_rows(ladder, ref_out, ref_in) -> list[dict]:
     from delphi.reference import _frontier_runs, blend
     from delphi.uncertainty import delta_interval
     from delphi.calibration import _log_sds
+    from delphi.fitting.diagnostics import residual_scale
     law = default_law(ladder)
     z = float(norm.ppf(0.5 + LEVEL / 2))
     with warnings.catch_warnings():
@@ -164,9 +165,11 @@ def _rule_rows(ladder, ref_out, ref_in) -> list[dict]:
                                                runs=errors.run[seen],
                                                n_folds=len(np.unique(errors.cut[seen])))
         models = {}
-        for tag, ref in (("out", ref_out), ("in", ref_in)):
+        sd = {"fit_sd": residual_scale(result), "fit_dof": result.dof}
+        for tag, ref, cond in (("out", ref_out, sd), ("in", ref_in, sd),
+                               ("flat", ref_out, {})):
             models[tag] = ref.model(law, fold["n_budgets"], LEVEL,
-                                    exclude=(ladder.name,) if tag == "out" else ())
+                                    exclude=() if tag == "in" else (ladder.name,), **cond)
         mine = np.flatnonzero((errors.cut == c_k) & np.isin(errors.run.astype(str),
                                                             list(frontier)))
         if not len(mine):
@@ -184,16 +187,19 @@ def _rule_rows(ladder, ref_out, ref_in) -> list[dict]:
                 param, run, half_delta = 0.0, 0.0, None
             row = {"ladder": ladder.name, "law": law, "ratio": r, "log_error": e,
                    "n_budgets": fold["n_budgets"], "param": param, "run_sd": run,
+                   "fit_rms": float(np.sqrt(np.mean(np.square(result.residuals)))),
+                   "fit_dof": int(result.dof),
                    "own_n": own.n_folds if own is not None else None,
                    "own_s": own.sigma(r) if own is not None else None,
                    "own_t": own.small_sample_factor(LEVEL) if own is not None else None,
-                   "ref_out": models["out"].sigma(r), "ref_in": models["in"].sigma(r)}
+                   "ref_out": models["out"].sigma(r), "ref_in": models["in"].sigma(r),
+                   "ref_flat": models["flat"].sigma(r)}
             if own is not None:
                 s = own.small_sample_factor(LEVEL) * own.sigma(r)
                 row["today"] = z * math.sqrt(s * s + param * param + run * run)
             else:
                 row["today"] = half_delta
-            for tag in ("out", "in"):
+            for tag in ("out", "in", "flat"):
                 ref = models[tag]
                 s_ref = ref.sigma(r)
                 row[f"reference_{tag}"] = z * math.sqrt(s_ref ** 2 + param ** 2 + run ** 2)
@@ -292,7 +298,8 @@ def evaluate(only: Sequence[str] | None, ref, verbose: bool = True) -> tuple[lis
         if verbose:
             print(f"  {name}: {len(got)} predictions, {time.perf_counter() - t0:.0f} s",
                   flush=True)
-    keys = ("today", "reference_out", "default_out", "reference_in", "default_in")
+    keys = ("today", "reference_flat", "default_flat", "reference_out", "default_out",
+            "reference_in", "default_in")
     return rows, {k: summarise(rows, k) for k in keys}
 
 
@@ -397,6 +404,10 @@ def _pc(v, d=1) -> str:
 
 def table(summary: dict) -> list[str]:
     label = {"today": "today (own calibration, else delta)",
+             "reference_flat": "reference only, not conditioned on the fit's residual scale, "
+                               "leave one ladder out",
+             "default_flat": "default, not conditioned on the fit's residual scale, leave one "
+                             "ladder out",
              "reference_out": "reference only, leave one ladder out",
              "default_out": "default (blend, else reference), leave one ladder out",
              "reference_in": "reference only, in sample",
@@ -445,7 +456,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             payload["summary"] = summary
             print()
             print("\n".join(table(summary)))
-            for k in ("today", "default_out"):
+            for k in ("today", "default_flat", "default_out"):
                 print(f"per ladder, {k}: " + ", ".join(
                     f"{n} {_pc(v, 0)}" for n, v in summary[k]["per_ladder"].items()))
             prior = choose_prior(rows)

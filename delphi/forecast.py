@@ -597,14 +597,7 @@ class Forecast:
         if iv is not None:
             cal = iv.calibration or {}
             base = cal.get("base_method", "")
-            label = {"bootstrap": "bootstrap", "ensemble": "ensemble: members' intervals "
-                     "and the between-model spread", "calibrated":
-                     f"calibrated on extrapolation errors"
-                     f"{' blended with the reference class' if cal.get('reference') else ''}"
-                     f", {base}",
-                     "reference": "reference class: other ladders' extrapolation errors"
-                     + (f", {base}" if base != "none" else ", the fit has no interval")}.get(
-                         iv.method, "delta method, approximate")
+            label = iv.label()
             pct = f"{100 * iv.level:.4g}%"
             # Run noise is in the new-run interval only: its note sits on that line.
             noise = ("run noise is in the reference errors" if base == "none" and not iv.noise
@@ -1069,7 +1062,9 @@ def _reference_model(reference, ladder: Ladder, law: Law, result: Fit, level: fl
     try:
         ref = ref if ref is not None else load_reference()
         exclude = (ladder.name,) if ladder.name in ref.ladders else ()
-        return ref.model(law.name, _n_rungs(ladder, law, result), level, exclude=exclude), None
+        from .fitting.diagnostics import residual_scale
+        return ref.model(law.name, _n_rungs(ladder, law, result), level, exclude=exclude,
+                         fit_sd=residual_scale(result), fit_dof=result.dof), None
     except DelphiError as exc:
         return None, str(exc)
 

@@ -78,6 +78,21 @@ class Interval:
     extrapolation ratio r and sigma(r), the parameter and run-noise sds, and the base method
     (:func:`delphi.calibration.calibrated_interval`); None otherwise."""
 
+    def label(self) -> str:
+        """What the interval rests on, in a few words (the text and HTML reports' label)."""
+        cal = self.calibration or {}
+        base = cal.get("base_method", "")
+        if self.method == "calibrated":
+            return (f"calibrated on extrapolation errors"
+                    f"{' blended with the reference class' if cal.get('reference') else ''}"
+                    f"{f', {base}' if base else ''}")
+        if self.method == "reference":
+            return ("reference class: other ladders' extrapolation errors"
+                    + (f", {base}" if base and base != "none" else ", the fit has no interval"))
+        return {"bootstrap": "bootstrap", "ensemble": "ensemble: members' intervals and the "
+                "between-model spread", "delta": "delta method, approximate"}.get(
+                    self.method, str(self.method))
+
     def to_dict(self) -> dict:
         out = {"lower": self.lower, "upper": self.upper, "mean_lower": self.mean_lower,
                "mean_upper": self.mean_upper, "level": self.level, "kind": self.kind,

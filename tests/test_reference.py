@@ -37,17 +37,18 @@ def optimal_ladder(seed: int, rungs: int = 8, noise: float = 0.004,
     return delphi.Ladder(frame, name=name or f"sim{seed}")
 
 
-def synthetic_class(spec: dict[str, tuple[str, int, float]], seed: int = 0) -> ReferenceClass:
+def synthetic_class(spec: dict[str, tuple], seed: int = 0) -> ReferenceClass:
     """A reference class whose errors are drawn, per ladder, as e ~ N(0, s log10 r) at rung
-    count n for law ``law``: ``spec[ladder] = (law, n, s)``."""
+    count n for law ``law``: ``spec[ladder] = (law, n, s[, fit_sd])``, each fold fit's
+    residual scale ``fit_sd`` (default 0.005) with 10 residual dof."""
     rng = np.random.default_rng(seed)
     rows = []
-    for ladder, (law, n, s) in spec.items():
+    for ladder, (law, n, s, *sd) in spec.items():
         r = 10 ** rng.uniform(0.1, 2.0, 200)
         e = rng.normal(0, s * np.log10(r))
         for i in range(len(r)):
             rows.append((ladder, law, 3, n, n, 1e18 * (i // 20), 1e18, f"{ladder}-{i}",
-                         float(r[i]), float(e[i])))
+                         float(r[i]), float(e[i]), sd[0] if sd else 0.005, 10))
     return ReferenceClass(rows=pd.DataFrame(rows, columns=list(COLUMNS)),
                           provenance={"generated_by": "test"})
 
@@ -92,7 +93,7 @@ def test_bad_reference_files_are_named(tmp_path):
         ReferenceClass.from_json(bad)
     nan = tmp_path / "nan.json.gz"
     doc = {"columns": list(COLUMNS), "rows": [["l", "power", 3, 5, 5, 1.0, 1.0, "run7",
-                                               2.0, float("nan")]]}
+                                               2.0, float("nan"), 0.01, 5]]}
     nan.write_bytes(gzip.compress(json.dumps(doc).encode()))
     with pytest.raises(DelphiError, match="row 0 .*'l'.*'run7'.*non-finite"):
         ReferenceClass.from_json(nan)
@@ -124,6 +125,49 @@ def test_the_quantile_line_covers_its_level_with_every_ladder_weighing_the_same(
     w = thin.rows["ladder"].map(1 / thin.rows["ladder"].value_counts())
     ok = np.abs(thin.rows["log_error"]) <= m2.q_0 + m2.q_1 * np.log10(thin.rows["ratio"])
     assert (w * ok).sum() / w.sum() == pytest.approx(0.9, abs=0.03)
+
+
+def test_a_noisier_fit_gets_a_wider_reference_interval():
+    # Ladders whose extrapolation errors scale with their fits' residual scale (as on the
+    # public ladders: Porian's, Gadre's and (Mis)Fitting's fits scatter 3-10x more than the
+    # isoFLOP sweeps', and miss by more). Conditioned on the fit's scale, each kind is covered
+    # near the level; one pooled line over-covers the quiet ladders and under-covers the noisy.
+    spec = {**{f"quiet{i}": ("power", 5, 0.005, 0.002) for i in range(3)},
+            **{f"noisy{i}": ("power", 5, 0.03, 0.012) for i in range(3)}}
+    ref = synthetic_class(spec, seed=3)
+    rows = ref.rows
+    x = np.log10(rows["ratio"])
+    cover = {}
+    for kind, sd in (("quiet", 0.002), ("noisy", 0.012)):
+        m = ref.model("power", 5, 0.9, fit_sd=sd, fit_dof=10)
+        assert m.fit_sd == sd and m.q_2 > 0
+        mine = rows["ladder"].str.startswith(kind)
+        half = m.sigma(rows["ratio"][mine].to_numpy()) * 1.6449
+        cover[kind] = float(np.mean(np.abs(rows["log_error"][mine]) <= half))
+        assert "residual scale" in m.describe()
+    flat = ref.model("power", 5, 0.9)
+    assert flat.fit_sd is None and flat.q_2 == 0
+    flat_half = flat.q_0 + flat.q_1 * x
+    noisy = rows["ladder"].str.startswith("noisy")
+    flat_noisy = float(np.mean(np.abs(rows["log_error"][noisy]) <= flat_half[noisy]))
+    assert 0.8 <= cover["quiet"] <= 1.0 and 0.8 <= cover["noisy"] <= 0.97
+    assert flat_noisy < cover["noisy"] - 0.05
+    # too few residual dof for a scale, or a bad one: unconditional (said) or an error
+    few = ref.model("power", 5, 0.9, fit_sd=0.012, fit_dof=1)
+    assert few.fit_sd is None and "residual scale" not in few.describe()
+    with pytest.raises(FitError, match="fit_sd must be a finite"):
+        ref.model("power", 5, 0.9, fit_sd=float("nan"), fit_dof=10)
+
+
+def test_a_version_1_file_reads_and_is_not_conditioned(tmp_path):
+    ref = synthetic_class({f"l{i}": ("power", 5, 0.01) for i in range(4)})
+    path = tmp_path / "v1.json"
+    path.write_text(json.dumps({"columns": list(COLUMNS[:10]), "rows": [
+        list(r)[:10] for r in ref.rows[list(COLUMNS)].itertuples(index=False)]}))
+    old = ReferenceClass.from_json(path)
+    assert list(old.rows.columns) == list(COLUMNS) and old.rows["fit_sd"].isna().all()
+    m = old.model("power", 5, 0.9, fit_sd=0.01, fit_dof=10)
+    assert m.fit_sd is None and any("record their folds' residual scale" in n for n in m.notes)
 
 
 def test_the_law_and_rung_filters_widen_and_say_so():
@@ -248,8 +292,11 @@ def test_a_six_rung_ladder_widens_its_delta_interval_by_the_reference(small_ref)
     plain = delphi.predict(six, target, interval="delta", off_trend=False)
     assert plain.loss == f.loss and plain.interval.method == "delta"
     assert plain.upper - plain.lower < iv.upper - iv.lower
-    # parameter and run-noise spread add in quadrature to the reference's
-    m = small_ref.model("power", 6, 0.9)
+    # parameter and run-noise spread add in quadrature to the reference's, which is read at
+    # the fit's residual scale (3 dof)
+    from delphi.fitting.diagnostics import residual_scale
+    m = small_ref.model("power", 6, 0.9, fit_sd=residual_scale(f.fit), fit_dof=f.fit.dof)
+    assert m.fit_sd is not None and iv.calibration["fit_sd"] == m.fit_sd
     z = 1.6448536269514722
     s_ref = m.sigma(f.extrapolation)
     p, r = iv.calibration["param_sd"], iv.calibration["run_sd"]

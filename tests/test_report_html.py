@@ -154,7 +154,7 @@ def test_ladder_page_renders_in_chromium_with_the_forecast(dense, dense_forecast
         assert f"{value:.4f}" in text, value
     # the interval's method is named: 2 own folds, so the reference class widens the delta one
     assert fc.interval.method == "reference"
-    assert "reference class: the extrapolation errors of public ladders, delta" in text
+    assert "reference class: other ladders' extrapolation errors, delta" in text
     assert "90% interval, one new run" in text
     # The rendered page has its three figures, inline.
     assert dom.count("<svg") == 3

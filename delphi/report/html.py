@@ -235,18 +235,9 @@ def write_html(page: str, out: str | os.PathLike) -> Path:
 
 # ----------------------------------------------------------------------------- ladder page
 def _interval_label(iv) -> str:
-    cal = iv.calibration or {}
-    base = cal.get("base_method", "")
-    if iv.method == "calibrated":
-        blended = " blended with the reference class" if cal.get("reference") else ""
-        return (f"calibrated on the ladder's extrapolation errors{blended}"
-                f"{f', {base}' if base else ''}")
-    if iv.method == "reference":
-        return ("reference class: the extrapolation errors of public ladders"
-                + (f", {base}" if base and base != "none" else ", the fit has no interval"))
-    return {"bootstrap": f"bootstrap ({iv.n_draws} draws)",
-            "ensemble": "ensemble: members' intervals and the between-model spread",
-            "delta": "delta method, approximate"}.get(iv.method, str(iv.method))
+    if iv.method == "bootstrap":
+        return f"bootstrap ({iv.n_draws} draws)"
+    return iv.label()
 
 
 def _runs_table(ladder, fit) -> tuple[str, int]:
