@@ -84,4 +84,5 @@ def __getattr__(name: str) -> Any:
 
 
 def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+    """The public names only (not this module's helpers: importlib, Any, TYPE_CHECKING...)."""
+    return sorted(__all__)

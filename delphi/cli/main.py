@@ -24,7 +24,7 @@ from . import accuracy as accuracy_cmd
 from . import analyses, forecast, output, registry, report
 from . import plot as plot_cmd
 from .options import Parser, jobs_count
-from .output import OutputError, json_error, print_error, silence_stdout, wants_json, write_stdout
+from .output import OutputError, UsageError, json_error, print_error, silence_stdout, wants_json, write_stdout
 
 __all__ = ["main", "build_parser"]
 
@@ -104,6 +104,12 @@ def _run(args, handlers: dict) -> int:
         _check_environment()
         code = handlers[args.command](args)
         failed = False
+    except UsageError as exc:
+        sys.stdout = real_stdout
+        if as_json:
+            json_error("UsageError", str(exc))
+        print_error(str(exc))
+        return 2
     except DelphiError as exc:
         sys.stdout = real_stdout
         if getattr(args, "debug", False):

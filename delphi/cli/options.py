@@ -92,6 +92,26 @@ class Parser(argparse.ArgumentParser):
             check(self, namespace)
         return namespace, extras
 
+    def parse_args(self, args=None, namespace=None):
+        """As argparse's, but an unrecognised argument is reported by the subcommand it was
+        given to (its usage line, not the top level's), with a hint when it is a target
+        option on a command that takes none."""
+        namespace, extras = self.parse_known_args(args, namespace)
+        if extras:
+            parser = self
+            while True:     # the innermost subcommand parsed (delphi registry verify ...)
+                subs = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+                chosen = getattr(namespace, subs[0].dest, None) if subs else None
+                if chosen is None or chosen not in subs[0].choices:
+                    break
+                parser = subs[0].choices[chosen]
+            hint = ""
+            if any(x.startswith("--target-") for x in extras):
+                hint = ("; `delphi predict` (and register, plot forecast) take targets; "
+                        "`delphi fit` fits the ladder only")
+            parser.error(f"unrecognized arguments: {' '.join(extras)}{hint}")
+        return namespace
+
     def _get_values(self, action, arg_strings):
         # argparse drops a lone "--" value (``--floor=--``) and hands the option an empty list
         # without calling its type; a one-value option must get a real value.
@@ -390,6 +410,12 @@ def target_from(args, defaults):
     lr = {"peak_lr": args.target_peak_lr, "schedule": args.target_schedule,
           "steps": args.target_steps, "batch_size": args.target_batch,
           "active_params": args.target_active_params}
+    if not given and (defaults is None or (defaults.target_flops is None
+                                           and defaults.target_params is None)):
+        from .output import UsageError
+        raise UsageError("no target: give --target-flops C, or --target-params N and "
+                         "--target-tokens D (--target-params alone for a law in N), or a "
+                         "manifest with a [predict] target")
     if given or defaults is None:
         return Target(flops=args.target_flops, params=args.target_params,
                       tokens=args.target_tokens, name=args.target_name, **lr)

@@ -11,7 +11,7 @@ import os
 import sys
 from typing import Sequence
 
-from ..errors import for_cli
+from ..errors import DelphiError, for_cli
 from ..parallel import is_quiet
 
 __all__ = ["note", "wants_json", "json_error", "OutputError", "write_stdout", "print_error",
@@ -54,6 +54,12 @@ def json_error(kind: str, message: str) -> None:
         print(text, flush=True)
     except OSError:  # BrokenPipeError, or a full / closed stdout
         silence_stdout()
+
+
+class UsageError(DelphiError):
+    """Bad command-line usage found after parsing (e.g. ``delphi predict LADDER`` with no target
+    and none in the ladder's manifest): one line on stderr, exit code 2 like argparse's usage
+    errors, JSON error type ``UsageError``."""
 
 
 class OutputError(Exception):

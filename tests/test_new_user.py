@@ -1,0 +1,55 @@
+"""Issue 23, "what a new user still hits": each rough edge found by trying delphi as a newcomer,
+reproduced as it was reported."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+import delphi
+from delphi.cli import main
+from test_cli import good_frame
+from test_cli import write as ladder_csv
+
+
+def run_cli(capsys, *argv):
+    with pytest.raises(SystemExit) as exc:
+        main(list(argv))
+    out, err = capsys.readouterr()
+    return exc.value.code, out, err
+
+
+def test_a_target_option_given_to_fit_gets_fits_usage_and_a_hint(capsys):
+    # Before: the top-level usage ("usage: delphi [-h] ...{predict,fit,...}") with no hint.
+    code, out, err = run_cli(capsys, "fit", "marin-moe-535b", "--target-flops", "1e22")
+    assert code == 2 and out == ""
+    assert err.startswith("usage: delphi fit ")
+    assert "delphi fit: error: unrecognized arguments: --target-flops 1e22" in err
+    assert "`delphi predict`" in err and "take targets" in err
+    # a nested command names itself too
+    code, _, err = run_cli(capsys, "registry", "verify", "--registry", "x.jsonl", "--bogus")
+    assert code == 2 and "delphi registry verify: error: unrecognized arguments: --bogus" in err
+
+
+def test_predict_without_a_target_is_a_usage_error(tmp_path, capsys):
+    # Before: exit 1, as if the ladder or fit had failed. A ladder without a manifest target
+    # and no --target-* option is bad usage: exit 2, like argparse's, and JSON says so.
+    path = ladder_csv(tmp_path, good_frame())
+    assert main(["predict", str(path)]) == 2
+    _, err = capsys.readouterr()
+    assert err.count("\n") == 1 and "no target: give --target-flops" in err
+    assert main(["predict", str(path), "--json"]) == 2
+    out, _ = capsys.readouterr()
+    assert json.loads(out)["error"]["type"] == "UsageError"
+    # a manifest target still needs no option
+    assert main(["predict", "marin-moe-535b", "--interval", "none"]) == 0
+    capsys.readouterr()
+
+
+def test_dir_of_the_package_lists_only_public_names():
+    names = dir(delphi)
+    for helper in ("Any", "TYPE_CHECKING", "importlib", "annotations", "_LAZY"):
+        assert helper not in names
+    assert {"predict", "fit", "Ladder", "DelphiError"} <= set(names)
+    assert names == sorted(delphi.__all__)
