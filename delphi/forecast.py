@@ -867,6 +867,7 @@ def predict(ladder: Ladder, target: Target | Mapping[str, float], law: str | Law
                 f"forecast moves with {law.floor}"
                 if law.floor in result.fixed and not _in_floor_scan else "")
         what = "the interval is" if interval not in (None, "none") else "the forecast is"
+        fixed_note = len(notes)
         notes.append(f"{given} fixed (not fitted): {what} conditional on "
                      f"{'this value' if len(result.fixed) == 1 else 'these values'} and leaves "
                      f"out {'its' if len(result.fixed) == 1 else 'their'} uncertainty{scan}")
@@ -885,6 +886,8 @@ def predict(ladder: Ladder, target: Target | Mapping[str, float], law: str | Law
         band = _calibrate(band, loss, extrapolation, fitted, law, result, bounds, delta, seed,
                           notes, method=interval, level=level, model=_calibration,
                           reference=reference)
+    if result.fixed and band is None and interval not in (None, "none"):
+        notes[fixed_note] = notes[fixed_note].replace("the interval is", "the forecast is", 1)
     rungs = None
     if off_trend:
         from .robustness import find_off_trend, held_inputs
@@ -1078,6 +1081,7 @@ def _interval(result: Fit, inputs, method, level, n_boot, unit, seed, n_jobs, no
     if method not in ("auto", "bootstrap", "delta", "calibrated", "reference"):
         raise FitError(f"unknown interval method {method!r}; use auto, calibrated, reference, "
                        f"bootstrap, delta or none")
+    asked = method
     if method in ("calibrated", "reference"):
         method = "auto"      # the base interval the calibration widens
     # Bad settings are errors, not a silently missing interval.
@@ -1123,6 +1127,14 @@ def _interval(result: Fit, inputs, method, level, n_boot, unit, seed, n_jobs, no
                          f"were left out")
         return bootstrap_interval(result, draws, inputs, level=level, seed=seed)
     except FitError as exc:
+        if asked in ("bootstrap", "delta"):
+            # One rule for every method named by the user: one that cannot be made is an
+            # error, as --interval calibrated is; only auto falls back.
+            auto = option('interval="auto"', "--interval auto")
+            why = str(exc).removesuffix("; no delta-method interval")
+            raise FitError(f"no {asked} interval: {why}{f'; and {exact}' if exact else ''}; "
+                           f"the default, {auto}, gives the reference-class interval, from "
+                           f"the public ladders' errors") from exc
         # "delta-method interval" then "no interval" would contradict: keep only the reason.
         del notes[start:]
         notes.append(f"no interval: {exc}" + (f"; and {exact}, so no bootstrap interval "

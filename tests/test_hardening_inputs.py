@@ -406,8 +406,14 @@ def test_an_lr_decayed_to_zero_fits_the_checkpoint_law_without_numpy_warnings(st
     with pytest.warns(delphi.FitWarning, match=r"^not identified by the ladder: .* for beta "
                                                r"in \["):
         fc = predict(delphi.Ladder(pd.DataFrame(rows)), {"params": 1e9, "tokens": 2e10},
-                     "chinchilla-ckpt", interval="delta")
+                     "chinchilla-ckpt", interval=None)
     assert np.isfinite(fc.loss)
+    # beta unpinned: no covariance, so the delta method, named, is an error saying so
+    with pytest.warns(delphi.FitWarning), pytest.raises(delphi.FitError,
+                                                        match="no delta interval: the fit has "
+                                                              "no covariance"):
+        predict(delphi.Ladder(pd.DataFrame(rows)), {"params": 1e9, "tokens": 2e10},
+                "chinchilla-ckpt", interval="delta")
 
 
 def test_a_learning_rate_beyond_the_limits(strict):

@@ -24,6 +24,10 @@ from delphi.analyses.optimal import compute_optimal
 from delphi.analyses.planning import plan_ladder
 
 from bundled import expect_warnings, load
+from delphi.reference import COLUMNS, ReferenceClass
+
+#: A reference class with no errors: auto then gives the fit's own interval or none.
+NO_REFERENCE = ReferenceClass(rows=pd.DataFrame(columns=list(COLUMNS)))
 
 CHI2_95 = 3.841458820694124   # chi-square(1) quantile at 0.95
 
@@ -155,11 +159,10 @@ def test_identical_losses_never_give_a_zero_width_interval():
     assert any("fits the ladder exactly" in n for n in fc.notes)
     # E free: E and A both describe the constant (a singular direction): no interval, and
     # the note says why, rather than a zero-width one.
-    with expect_warnings(FitWarning, *FLAT, EXTRAPOLATED):
-        fc = predict(ladder_of(df, "same"), {"flops": 1e23}, allow_degenerate=True,
-                     interval="delta")
-    assert fc.interval is None
-    assert any(n.startswith("no interval") and "singular" in n for n in fc.notes)
+    with expect_warnings(FitWarning, *FLAT), pytest.raises(
+            FitError, match="no delta interval: .*singular"):
+        predict(ladder_of(df, "same"), {"flops": 1e23}, allow_degenerate=True,
+                interval="delta")
 
 
 def test_an_exact_law_gets_the_floored_noise_not_zero():
@@ -464,10 +467,16 @@ def test_no_contradictory_interval_notes_on_an_exact_degenerate_fit():
     # interval is the delta method's.
     c = [1e18, 3e18, 1e19, 3e19, 1e20, 3e20, 1e21, 3e21]
     df = pd.DataFrame({"run": list("abcdefgh"), "flops": c, "loss": [3.0] * 8})
+    # alpha = 0: E and A are not separable, no covariance. Named, the bootstrap is an error
+    # whose one message gives both reasons; under auto with no reference class, one note.
+    with expect_warnings(FitWarning, *FLAT), pytest.raises(
+            FitError, match="no bootstrap interval: .*bootstrap resamples would all agree"):
+        predict(ladder_of(df, "flat"), {"flops": 1e23}, allow_degenerate=True,
+                interval="bootstrap")
     with expect_warnings(FitWarning, *FLAT, EXTRAPOLATED):
         fc = predict(ladder_of(df, "flat"), {"flops": 1e23}, allow_degenerate=True,
-                     interval="bootstrap")
-    assert fc.interval is None     # alpha = 0: E and A are not separable, no covariance
+                     reference=NO_REFERENCE)
+    assert fc.interval is None
     assert not [n for n in fc.notes if "so the interval is the delta method's" in n]
     [n] = [n for n in fc.notes if n.startswith("no interval")]
     assert "bootstrap resamples would all agree" in n

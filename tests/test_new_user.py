@@ -53,3 +53,25 @@ def test_dir_of_the_package_lists_only_public_names():
         assert helper not in names
     assert {"predict", "fit", "Ladder", "DelphiError"} <= set(names)
     assert names == sorted(delphi.__all__)
+
+
+def test_one_rule_for_interval_methods_that_cannot_be_made(capsys):
+    # Before: --interval delta (or bootstrap) that could not be made exited 0 with "no interval"
+    # while --interval calibrated was an error. Now every named method is an error saying why.
+    for method in ("delta", "bootstrap", "calibrated"):
+        assert main(["predict", "marin-moe-535b", "--interval", method]) == 1
+        _, err = capsys.readouterr()
+        assert err.count("\n") == 1 and f"no {method} interval" in err, err
+    # auto falls back (to the reference class here) and says the interval is conditional on
+    # the fixed floor; with no interval at all the note says the forecast is, not "interval"
+    hero = (delphi.load_ladder("marin-moe-535b"), {"flops": 2.61e24}, "power")
+    f = delphi.predict(*hero, fixed={"E": 1.5})
+    assert f.interval.method == "reference"
+    assert any("fixed (not fitted): the interval is conditional" in n for n in f.notes)
+    import pandas as pd
+    from delphi.reference import COLUMNS, ReferenceClass
+    none = ReferenceClass(rows=pd.DataFrame(columns=list(COLUMNS)))
+    f = delphi.predict(*hero, fixed={"E": 1.5}, reference=none)
+    assert f.interval is None
+    assert any("fixed (not fitted): the forecast is conditional" in n for n in f.notes)
+    assert not any("the interval is conditional" in n for n in f.notes)

@@ -70,10 +70,13 @@ def moe():
 
 @pytest.fixture(scope="module")
 def hero(moe):
-    # the fit's own (delta-method) interval only: with 1 residual dof there is none, and the
-    # plot must say why (the default adds the reference class's: tests/test_reference.py)
+    # the fit's own interval only (an empty reference class): with 1 residual dof there is
+    # none, and the plot must say why (the default adds the reference class's:
+    # tests/test_reference.py)
+    from delphi.reference import COLUMNS, ReferenceClass
+    none = ReferenceClass(rows=pd.DataFrame(columns=list(COLUMNS)))
     return delphi.predict(moe, {"flops": 2.61e24, "name": "535B-A23B hero"}, "power",
-                          fixed={"E": 1.5}, interval="delta")
+                          fixed={"E": 1.5}, reference=none)
 
 
 @pytest.fixture(scope="module")
@@ -191,7 +194,7 @@ def test_target_intervals_are_drawn_exactly(dense):
 def test_chinchilla_fit_drawn_at_6nd_and_against_n(dense, tmp_path):
     with pytest.warns(FitWarning, match=E_NOT_IDENTIFIED):
         forecast = delphi.predict(dense, {"params": 7e9, "tokens": 1.4e11}, "chinchilla",
-                                  interval="delta")
+                                  interval=None)
     fit = forecast.fit
     ax = plot_forecast(forecast)
     pts = line(ax, "fit-points")

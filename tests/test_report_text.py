@@ -57,7 +57,9 @@ def test_run_noise_is_named_on_the_new_run_line_only():
 def test_no_interval_is_not_preceded_by_a_method_note():
     # 4 runs, 3 free parameters: 1 dof, no noise estimate. auto would pick the delta method
     # ("too few runs ... delta-method interval") and then fail: only the failure is said.
-    f = delphi.predict(_ladder(4), {"flops": 1e22}, "power", interval="delta")
+    from delphi.reference import COLUMNS, ReferenceClass
+    none = ReferenceClass(rows=pd.DataFrame(columns=list(COLUMNS)))   # no reference interval
+    f = delphi.predict(_ladder(4), {"flops": 1e22}, "power", reference=none)
     assert f.interval is None
     assert any(n.startswith("no interval:") for n in f.notes)
     assert not any("delta-method interval" in n for n in f.notes)

@@ -499,7 +499,9 @@ def test_calibrated_by_name_without_any_base_interval_is_an_error():
     assert auto.interval.method == "reference"
     assert auto.interval.calibration["base_method"] == "none"
     assert any(n.startswith("no interval from the fit alone") for n in auto.notes)
-    assert delphi.predict(lad, {"flops": 1e21}, "power", interval="delta").interval is None
+    # named, the delta method is an error too (one rule for every named method, issue 23)
+    with pytest.raises(FitError, match="no delta interval: .*the default, .*auto"):
+        delphi.predict(lad, {"flops": 1e21}, "power", interval="delta")
 
 
 def test_candidate_delta_outside_the_engines_range_is_refused_up_front():

@@ -142,11 +142,14 @@ def test_zero_dof_gives_no_interval_and_says_why(tmp_path, capsys):
     c = np.logspace(18, 20, 3)
     pd.DataFrame({"run": list("abc"), "flops": c, "loss": 1.8 + 150 * c ** -0.12}).to_csv(
         tmp_path / "three.csv", index=False)
+    # named, a method that cannot be made is an error saying why (issue 23: one rule)
     code = main(["predict", str(tmp_path / "three.csv"), "--target-flops", "1e22",
                  "--interval", "delta", "--json"])
     d = json.loads(capsys.readouterr().out)
-    assert code == 0 and d["prediction"]["lower"] is None
-    assert any("no interval" in n for n in d["notes"])
+    assert code == 1 and d["error"]["type"] == "FitError"
+    assert d["error"]["message"].startswith("no delta interval: the fit has no covariance (no "
+                                            "residual degrees of freedom")
+    assert "--interval auto" in d["error"]["message"]
     # by default the reference class gives one, and says the fit has none of its own
     code = main(["predict", str(tmp_path / "three.csv"), "--target-flops", "1e22", "--json"])
     d = json.loads(capsys.readouterr().out)

@@ -325,7 +325,9 @@ def add_interval_options(p: argparse.ArgumentParser) -> None:
                         "leave-future-out extrapolation errors when it has 3+ folds, blended "
                         "with the reference class of public ladders; else the reference class "
                         "alone; either widens the bootstrap interval when there are enough "
-                        "runs, else the approximate delta method's)")
+                        "runs, else the approximate delta method's). auto always gives an "
+                        "interval it can make; a method named here that cannot be made is an "
+                        "error (exit 1) saying why; none gives none")
     add_level_option(p)
     p.add_argument("--n-boot", type=count(20), default=200, metavar="N",
                    help="bootstrap draws (default 200; at least 20)")
