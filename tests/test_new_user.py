@@ -75,3 +75,31 @@ def test_one_rule_for_interval_methods_that_cannot_be_made(capsys):
     assert f.interval is None
     assert any("fixed (not fitted): the forecast is conditional" in n for n in f.notes)
     assert not any("the interval is conditional" in n for n in f.notes)
+
+
+def test_a_dataframe_error_suggests_an_option_the_caller_can_pass():
+    # Before: fit(df) said "drop_invalid=True (CLI --drop-invalid) drops invalid rows", and
+    # fit(df, "chinchilla", drop_invalid=True) was a TypeError. Reading options are
+    # load_ladder's; the message now says to read the DataFrame with it, and that works.
+    import numpy as np
+    import pandas as pd
+    c = np.logspace(18, 20, 6)
+    df = pd.DataFrame({"run": [f"r{i}" for i in range(6)], "flops": c,
+                       "loss": 1.8 + 150 * c ** -0.12})
+    df.loc[2, "loss"] = np.nan
+    for call in (lambda: delphi.fit(df, "power"),
+                 lambda: delphi.predict(df, {"flops": 1e22}, "power", interval=None)):
+        with pytest.raises(delphi.LadderError) as info:
+            call()
+        msg = str(info.value)
+        assert "run 'r2' (row 2): column 'loss'" in msg
+        assert "delphi.load_ladder(df, drop_invalid=True), passed instead of the DataFrame" in msg
+        assert "(CLI --drop-invalid)" not in msg
+    with pytest.warns(delphi.LadderWarning, match="dropped 1 row"):
+        lad = delphi.load_ladder(df, drop_invalid=True)
+    assert delphi.fit(lad, "power").n_points == 5
+    # a DataFrame missing the loss column points to load_ladder's metric=
+    bad = df.drop(columns="loss").assign(val_loss=1.0 + 0 * c)
+    with pytest.raises(delphi.LadderError, match=r"pick the loss among val_loss with "
+                                                 r"delphi\.load_ladder\(df, metric=NAME\)"):
+        delphi.fit(bad, "power")

@@ -140,7 +140,21 @@ def as_ladder(ladder):
     if isinstance(ladder, Ladder):
         return ladder
     if isinstance(ladder, pd.DataFrame):
-        return load_ladder(ladder)
+        try:
+            return load_ladder(ladder)
+        except LadderError as exc:
+            # The reading options a message suggests are load_ladder's: say so, rather than
+            # suggest a keyword the caller (fit, predict...) does not take.
+            text = str(exc)
+            for api, flag, said in (
+                    ("drop_invalid=True", "--drop-invalid", "delphi.load_ladder(df, "
+                     "drop_invalid=True), passed instead of the DataFrame,"),
+                    ("metric=NAME", "--metric NAME", "delphi.load_ladder(df, metric=NAME), "
+                     "passed instead of the DataFrame")):
+                text = text.replace(option(api, flag), said)
+            if text == str(exc):
+                raise
+            raise LadderError(text) from exc
     hint = (f"; read it first: delphi.load_ladder({ladder!r:.60})"
             if isinstance(ladder, (str, Path)) else "")
     raise LadderError(f"expected a Ladder or a pandas DataFrame of runs, got "
