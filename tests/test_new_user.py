@@ -103,3 +103,29 @@ def test_a_dataframe_error_suggests_an_option_the_caller_can_pass():
     with pytest.raises(delphi.LadderError, match=r"pick the loss among val_loss with "
                                                  r"delphi\.load_ladder\(df, metric=NAME\)"):
         delphi.fit(bad, "power")
+
+
+@pytest.mark.shared_data
+def test_bundled_descriptions_state_the_params_range_the_fit_sees(data_dir):
+    # Before: `delphi ladders` said misfitting2025-final has "12M..400M params" (its models'
+    # names, without embeddings) while the params column fitted is 57M..522M.
+    import re
+    import warnings
+    sizes = {"M": 1e6, "B": 1e9}
+    checked = 0
+    for name, desc in delphi.list_ladders():
+        m = re.search(r"(\d+(?:\.\d+)?)([MB])\.\.(\d+(?:\.\d+)?)([MB]) params", desc)
+        if m:
+            assert "embedding" in desc, (name, desc)     # counted or not: said
+        if not m:
+            continue
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            finals, _ = delphi.load_ladder(name).final_points()
+        lo = float(m[1]) * sizes[m[2]]
+        hi = float(m[3]) * sizes[m[4]]
+        # stated to 2 significant digits: within 6% of the data's range
+        assert finals["params"].min() == pytest.approx(lo, rel=0.06), (name, desc)
+        assert finals["params"].max() == pytest.approx(hi, rel=0.06), (name, desc)
+        checked += 1
+    assert checked >= 3
