@@ -130,7 +130,8 @@ def warn_user(message: str, category: type[Warning] = DelphiWarning) -> None:
 
 # A setting named in a message is spelled both ways: the Python keyword for API users and the
 # flag for the command line, which prints only the flag (a CLI user never sees `x=True`).
-_OPTION = re.compile(r"(?<![\w.])[A-Za-z_][\w.]*(?:\(\))?(?:\['[^'\s]*'\])*(?:=[^\s(),;:]+)?"
+_OPTION = re.compile(r"(?<![\w.])[A-Za-z_][\w.]*(?:\(\))?(?:\['[^'\s]*'\])*"
+                     r"(?:=(?:\{[^{}\s]*\}|[^\s(),;:]+))?"
                      r" \(CLI (?P<flag>[^()]*--[^()]*)\)")
 
 

@@ -68,6 +68,32 @@ CANONICAL_COLUMNS: tuple[str, ...] = (
 )
 #: Column names that hold a loss-like metric: losses, bits per byte, perplexities,
 #: cross-entropies, negative log-likelihoods.
+#: Source column names that usually hold N, D or C (lower case): the missing-column error
+#: suggests mapping them (``columns=`` / ``--columns``).
+_ALIASES = {"params": ("n", "n_params", "num_params", "nparams", "parameters", "params_count",
+                       "parameter_count", "model_size", "num_parameters", "n_parameters"),
+            "tokens": ("d", "n_tokens", "num_tokens", "ntokens", "train_tokens", "data",
+                       "tokens_seen", "dataset_size"),
+            "flops": ("c", "compute", "flop", "total_flops", "train_flops", "num_flops")}
+
+
+def _likely_columns(columns, missing: list[str]) -> dict[str, str]:
+    """``{canonical: source column}`` for the missing N/D/C columns a table seems to have
+    under a common other name (the first match of each)."""
+    want = (["flops", "params", "tokens"] if any(m.startswith("flops") for m in missing)
+            else [])
+    have = {str(c).strip().lower(): str(c) for c in columns}
+    out = {}
+    for canon in want:
+        if canon in have:
+            continue
+        for alias in _ALIASES[canon]:
+            if alias in have and have[alias] not in out.values():
+                out[canon] = have[alias]
+                break
+    return out
+
+
 LOSS_LIKE = re.compile(r"loss|(?<![a-z])bpb(?![a-z])|bits?[\s_\-/]*per[\s_\-/]*byte|perplexity|"
                        r"(?<![a-z])ppl(?![a-z])|(?<![a-z])nll(?![a-z])|x_?ent|"
                        r"cross[\s_\-]?entropy", re.IGNORECASE)
@@ -641,6 +667,11 @@ class Ladder:
             hint = (f"; pick the loss among {', '.join(lossy[:_MAX_LISTED])} with "
                     f"{option('metric=NAME', '--metric NAME')}" if lossy and found.startswith("columns")
                     else "")
+            likely = _likely_columns(t.columns, missing)
+            if likely:
+                pairs = ",".join(f"{k}={v}" for k, v in likely.items())
+                api = "{" + ", ".join(f"'{k}': '{v}'" for k, v in likely.items()) + "}"
+                hint += (f"; map them with {option('columns=' + api.replace(' ', ''), '--columns ' + pairs)}")
             raise LadderError(
                 f"ladder {self.name!r} is missing required column(s) {', '.join(missing)}; "
                 f"{found}{hint}")

@@ -93,7 +93,7 @@ def test_a_dataframe_error_suggests_an_option_the_caller_can_pass():
             call()
         msg = str(info.value)
         assert "run 'r2' (row 2): column 'loss'" in msg
-        assert "delphi.load_ladder(df, drop_invalid=True), passed instead of the DataFrame" in msg
+        assert "delphi.load_ladder(df, drop_invalid=True) (in place of the DataFrame)" in msg
         assert "(CLI --drop-invalid)" not in msg
     with pytest.warns(delphi.LadderWarning, match="dropped 1 row"):
         lad = delphi.load_ladder(df, drop_invalid=True)
@@ -129,3 +129,38 @@ def test_bundled_descriptions_state_the_params_range_the_fit_sees(data_dir):
         assert finals["params"].max() == pytest.approx(hi, rel=0.06), (name, desc)
         checked += 1
     assert checked >= 3
+
+
+def test_columns_maps_other_names_without_a_manifest(tmp_path, capsys):
+    # Before: a CSV with N / D under other names needed a hand-written manifest.
+    import numpy as np
+    import pandas as pd
+    c = np.logspace(18, 20, 6)
+    n = (c / 120) ** 0.5
+    df = pd.DataFrame({"run": [f"r{i}" for i in range(6)], "n_params": n, "D": 20 * n,
+                       "loss": 1.8 + 150 * c ** -0.12})
+    path = tmp_path / "np.csv"
+    df.to_csv(path, index=False)
+    # the error suggests the mapping, in the spelling of the caller
+    assert main(["fit", str(path)]) == 1
+    _, err = capsys.readouterr()
+    assert "columns found: run, n_params, D, loss; map them with --columns " \
+           "params=n_params,tokens=D" in err
+    assert main(["fit", str(path), "--columns", "params=n_params,tokens=D", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["fit"]["n_runs"] == 6
+    lad = delphi.load_ladder(df, columns={"params": "n_params", "tokens": "D"})
+    assert {"params", "tokens", "flops"} <= set(lad.table.columns)
+    with pytest.raises(delphi.LadderError, match=r"map them with delphi\.load_ladder\(df, "
+                                                 r"columns=\{'params':'n_params'"):
+        delphi.fit(df, "power")
+    # bad mappings name what is wrong
+    with pytest.raises(delphi.LadderError, match="unknown canonical column.*parms"):
+        delphi.load_ladder(df, columns={"parms": "n_params"})
+    with pytest.raises(delphi.LadderError, match="column 'nope' \\(for params\\) not found"):
+        delphi.load_ladder(df, columns={"params": "nope"})
+    with pytest.raises(delphi.LadderError, match="is a manifest: it maps its columns"):
+        delphi.load_ladder("marin-moe-535b", columns={"params": "N"})
+    with pytest.raises(delphi.LadderError, match="columns must map"):
+        delphi.load_ladder(df, columns=["params"])
+    code, _, err = run_cli(capsys, "fit", str(path), "--columns", "params")
+    assert code == 2 and "expected NAME=COLUMN" in err

@@ -135,6 +135,18 @@ class Parser(argparse.ArgumentParser):
         self.exit(2, f"{usage}{self.prog}: error: {message}\n")
 
 
+def column_map(text: str) -> dict[str, str]:
+    """``params=n_params,tokens=D`` as ``{"params": "n_params", "tokens": "D"}``."""
+    out: dict[str, str] = {}
+    for part in text.split(","):
+        name, sep, column = part.partition("=")
+        if not sep or not name.strip() or not column.strip():
+            raise argparse.ArgumentTypeError(f"expected NAME=COLUMN[,NAME=COLUMN...], got "
+                                             f"{text!r}")
+        out[name.strip()] = column.strip()
+    return out
+
+
 def positive_float(text: str) -> float:
     try:
         value = float(text)
@@ -242,6 +254,10 @@ def add_ladder_options(p: argparse.ArgumentParser) -> None:
                    help="unit of the loss: nats/token (default), bits/byte (bpb) or bits/token; "
                         "a metric named like bpb / bits-per-byte defaults to bits/byte; a "
                         "manifest's unit cannot be contradicted")
+    p.add_argument("--columns", type=column_map, metavar="NAME=COLUMN,...",
+                   help="map a data file's columns to delphi's names, e.g. --columns "
+                        "params=n_params,tokens=D (names: run, params, tokens, flops, loss, "
+                        "step, ...; a manifest maps its own in [columns])")
     p.add_argument("--drop-invalid", action="store_true",
                    help="drop invalid rows (bad values, duplicate steps, contradictory run "
                         "state) instead of stopping, and list each with its reason")
@@ -259,7 +275,8 @@ def load_from_args(args, source: str | None = None):
     return load_ladder(args.ladder if source is None else source, metric=args.metric,
                        unit=args.unit, drop_invalid=args.drop_invalid,
                        allow_outside_paths=args.allow_outside_paths,
-                       format=getattr(args, "format", None))
+                       format=getattr(args, "format", None),
+                       columns=getattr(args, "columns", None))
 
 
 def add_fit_options(p: argparse.ArgumentParser) -> None:

@@ -15,7 +15,9 @@ The format-specific readers (:func:`read_csv`, :func:`read_wandb`, :func:`read_m
 
 from __future__ import annotations
 
+import re
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 
 import pandas as pd
@@ -23,7 +25,7 @@ import pandas as pd
 from ..errors import LadderError, option
 from ..ladder import Ladder
 from ..units import DEFAULT_UNIT, normalize_unit, unit_from_metric
-from ._common import SourceTable, not_a_file, sniff_content
+from ._common import SourceTable, canonicalize, not_a_file, sniff_content
 from ._pipeline import build_ladder, check_tables
 from .manifest import Manifest, read_manifest
 from .marin import read_marin
@@ -145,13 +147,8 @@ def as_ladder(ladder):
         except LadderError as exc:
             # The reading options a message suggests are load_ladder's: say so, rather than
             # suggest a keyword the caller (fit, predict...) does not take.
-            text = str(exc)
-            for api, flag, said in (
-                    ("drop_invalid=True", "--drop-invalid", "delphi.load_ladder(df, "
-                     "drop_invalid=True), passed instead of the DataFrame,"),
-                    ("metric=NAME", "--metric NAME", "delphi.load_ladder(df, metric=NAME), "
-                     "passed instead of the DataFrame")):
-                text = text.replace(option(api, flag), said)
+            text = _OPTION_LOAD.sub(lambda m: f"delphi.load_ladder(df, {m.group('api')}) (in "
+                                              f"place of the DataFrame)", str(exc))
             if text == str(exc):
                 raise
             raise LadderError(text) from exc
@@ -174,7 +171,8 @@ def _format_flag(format: str) -> str:
 _TENSORBOARD = "tensorboard"
 
 
-def _read_data_file(path: Path, metric: str | None) -> SourceTable:
+def _read_data_file(path: Path, metric: str | None,
+                    columns: Mapping[str, str] | None = None) -> SourceTable:
     """A data file's table: a W&B runs-table export (recognised from its CSV header, see
     :func:`~delphi.readers.wandb.is_runs_table`) through its reader, anything else as a tidy
     table."""
@@ -185,8 +183,11 @@ def _read_data_file(path: Path, metric: str | None) -> SourceTable:
         except Exception:       # unreadable: the tidy reader says why, with the line
             header = []
         if is_runs_table(header):
+            if columns:
+                raise LadderError(f"{str(path)!r} is a W&B runs-table export, read with its "
+                                  f"own column mapping; columns= is for tidy tables")
             return read_wandb_runs(path, metric=metric)
-    return read_table(path, metric=metric)
+    return read_table(path, metric=metric, columns=columns)
 
 
 def _load_tensorboard(source, *, metric: str | None, unit: str | None,
@@ -218,7 +219,7 @@ def _check_format(format: str | None, kind: str, path: Path, label: str) -> None
 
 
 def _load_stream(stream, *, format: str | None, metric: str | None, unit: str | None,
-                 drop_invalid: bool) -> Ladder:
+                 drop_invalid: bool, columns: Mapping[str, str] | None = None) -> Ladder:
     """A ladder read from standard input or another stream: ladder ``stdin``, source
     ``<stdin>`` (never a file name, so forecasts and registry entries are the same whatever
     pipe fed them)."""
@@ -230,7 +231,7 @@ def _load_stream(stream, *, format: str | None, metric: str | None, unit: str | 
     if fmt == _TENSORBOARD:
         raise LadderError(f"TensorBoard logs cannot come from standard input ({flag}): give "
                           f"the directory of runs")
-    table = read_stream(stream, fmt, metric=metric)
+    table = read_stream(stream, fmt, metric=metric, columns=columns)
     chosen, note = _unit_for(table.metric or metric, unit, DEFAULT_UNIT)
     if note:
         table.notes.append(note)
@@ -240,7 +241,8 @@ def _load_stream(stream, *, format: str | None, metric: str | None, unit: str | 
 
 def load_ladder(source: str | Path, *, metric: str | None = None,
                 unit: str | None = None, drop_invalid: bool = False,
-                allow_outside_paths: bool = False, format: str | None = None) -> Ladder:
+                allow_outside_paths: bool = False, format: str | None = None,
+                columns: Mapping[str, str] | None = None) -> Ladder:
     """Load a ladder from a bundled name, a manifest (``.toml``), a tidy data file or
     standard input (``"-"``).
 
@@ -279,6 +281,12 @@ def load_ladder(source: str | Path, *, metric: str | None = None,
         suffix (a check, not an override). ``"tensorboard"``: ``source`` is a directory of
         TensorBoard runs (:mod:`delphi.readers.tensorboard`, needs the ``tensorboard``
         extra); a directory holding event files is read as one without it.
+    columns:
+        ``{canonical: source column}`` for a data file, stream or DataFrame whose columns have
+        other names (CLI ``--columns params=n_params,tokens=D``): e.g. ``{"params": "N",
+        "tokens": "D"}``. Canonical names are those of :mod:`delphi.ladder` (``run``,
+        ``params``, ``tokens``, ``flops``, ``loss``, ``step``...). A manifest maps its own in
+        its ``[columns]`` table, so ``columns`` is refused with a manifest or bundled name.
 
     A CSV whose header is a W&B runs-table export (``Name``, ``State`` and summary columns
     such as ``parameter_count``, ``throughput/total_tokens``, ``eval/paloma/macro_loss``) is
@@ -312,18 +320,24 @@ def load_ladder(source: str | Path, *, metric: str | None = None,
         The manifest reads published data and ``$DELPHI_DATA_DIR`` (or ``../shared/ladders``)
         does not exist; the message says where delphi looked and how to set it.
     """
+    columns = _check_columns(columns)
     if isinstance(source, str) and source == STDIN:
         return _load_stream(sys.stdin, format=format, metric=metric, unit=unit,
-                            drop_invalid=drop_invalid)
+                            drop_invalid=drop_invalid, columns=columns)
     if hasattr(source, "read"):
         return _load_stream(source, format=format, metric=metric, unit=unit,
-                            drop_invalid=drop_invalid)
+                            drop_invalid=drop_invalid, columns=columns)
     if isinstance(source, pd.DataFrame):
         if format is not None:
             raise LadderError(f"format={format!r} is for standard input or a stream; a "
                               f"DataFrame has no format")
         chosen, note = _unit_for(metric, unit, DEFAULT_UNIT)
-        table = SourceTable(source, "<DataFrame>", notes=[note] if note else [])
+        if columns:
+            frame, renamed, _ = canonicalize(source, columns=columns, where="<DataFrame>")
+            table = SourceTable(frame, "<DataFrame>", renamed=renamed,
+                                notes=[note] if note else [])
+        else:
+            table = SourceTable(source, "<DataFrame>", notes=[note] if note else [])
         return table.to_ladder(name="dataframe", metric=metric or "loss", unit=chosen,
                                drop_invalid=drop_invalid)
     if isinstance(source, (str, Path)) and (
@@ -332,6 +346,10 @@ def load_ladder(source: str | Path, *, metric: str | None = None,
         return _load_tensorboard(source, metric=metric, unit=unit, drop_invalid=drop_invalid)
     kind, path, label = _resolve(source)
     _check_format(format, kind, path, label)
+    if kind == "manifest" and columns:
+        raise LadderError(f"{label!r} is a manifest: it maps its columns in its [columns] "
+                          f"table; {option('columns=', '--columns')} is for a data file, "
+                          f"stream or DataFrame")
     if kind == "manifest":
         manifest = read_manifest(path)
         if unit is not None and normalize_unit(unit) != manifest.unit:
@@ -349,7 +367,7 @@ def load_ladder(source: str | Path, *, metric: str | None = None,
     plain_suffix = Path(path.stem).suffix if path.suffix.lower() == ".gz" else path.suffix
     if path.is_file() and plain_suffix.lower() in FORMATS:
         check_tables([path], FORMATS[plain_suffix.lower()])
-    table = _read_data_file(path, metric)
+    table = _read_data_file(path, metric, columns)
     chosen, note = _unit_for(table.metric or metric, unit, DEFAULT_UNIT)
     if note:
         table.notes.append(note)
@@ -358,6 +376,28 @@ def load_ladder(source: str | Path, *, metric: str | None = None,
     return table.to_ladder(name=path.name[:-len(suffix)] or path.stem,
                            metric=table.metric or metric, source=label, unit=chosen,
                            drop_invalid=drop_invalid)
+
+
+#: A reading option named in a message (``option("drop_invalid=True", "--drop-invalid")``):
+#: the options of :func:`load_ladder` that a message about a DataFrame may suggest.
+_OPTION_LOAD = re.compile(r"(?P<api>(?:drop_invalid|metric|columns)=(?:\{[^{}\s]*\}|[^\s(),;:]+))"
+                          r" \(CLI [^()]*\)")
+
+
+def _check_columns(columns) -> dict[str, str] | None:
+    """``columns`` as a dict of str -> str (None when empty), or a LadderError naming what is
+    wrong; which names are canonical is checked by the reader (it lists them)."""
+    if columns is None:
+        return None
+    if not isinstance(columns, Mapping):
+        raise LadderError(f"columns must map canonical names to source columns, e.g. "
+                          f"{{'params': 'N'}}, got {type(columns).__name__}")
+    bad = [f"{k!r}: {v!r}" for k, v in columns.items()
+           if not (isinstance(k, str) and isinstance(v, str) and k and v)]
+    if bad:
+        raise LadderError(f"columns maps canonical names (str) to source columns (str); got "
+                          f"{', '.join(bad[:3])}")
+    return dict(columns) or None
 
 
 def list_ladders() -> list[tuple[str, str]]:
