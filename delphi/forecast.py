@@ -56,7 +56,8 @@ class Target:
     Raises
     ------
     TargetError
-        A value is not a positive finite number, nothing at all is given, or C, N and D are
+        A value is not a positive finite number (a bool is not one), more active than total
+        parameters, nothing at all is given, or C, N and D are
         all given and C / (6·N·D) is outside 0.3..2, the range of FLOP conventions in use
         (:func:`predict` then checks C against the ladder's own convention, within 25%).
     """
@@ -84,6 +85,14 @@ class Target:
         if self.tokens is None and self.steps is not None and self.batch_size is not None:
             object.__setattr__(self, "tokens",
                                _check_positive("tokens", self.steps * self.batch_size))
+        if (self.active_params is not None and self.params is not None
+                and self.active_params > self.params * (1 + 1e-9)):
+            # Active parameters are a subset of the total: more is a swapped pair or a typo.
+            raise TargetError(
+                f"target {option('active_params', '--target-active-params')} "
+                f"{self.active_params:.4g} exceed its total "
+                f"{option('params', '--target-params')} {self.params:.4g}: a mixture of experts "
+                f"activates part of its parameters per token (swapped?)")
         n = self.active_params or self.params
         if self.flops is not None and n is not None and self.tokens is not None:
             six_nd = FLOPS_PER_PARAM_TOKEN * n * self.tokens
