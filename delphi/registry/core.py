@@ -385,6 +385,9 @@ class Registry:
 
     def __init__(self, path: str | os.PathLike, *, lock_timeout: float = 60.0,
                  on_wait: Callable[[str], None] | None = None):
+        if not isinstance(path, (str, os.PathLike)) or "\x00" in str(path):
+            raise RegistryError(f"a registry is a path to its .jsonl file (str or os.PathLike, "
+                                f"no NUL character), got {type(path).__name__} {path!r:.60}")
         self.path = Path(path)
         self.lock_timeout = float(lock_timeout)
         self.on_wait = on_wait
