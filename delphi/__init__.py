@@ -19,7 +19,8 @@ __version__ = "0.1.0"
 # The errors are tiny and needed by every caller that catches them: imported eagerly.
 from .errors import (DataDirError, DegenerateFitError, DelphiError, DelphiWarning,  # noqa: E402
                      FitError, FitWarning, IdentifiabilityError, LadderError, LadderWarning,
-                     LawError, ManifestError, RegistryError, TargetError, UnidentifiedError)
+                     LawError, ManifestError, NotFittedError, RegistryError, TargetError,
+                     UnidentifiedError)
 
 #: Public name -> the submodule that defines it (imported on first access).
 _LAZY: dict[str, str] = {
@@ -62,8 +63,8 @@ __all__ = [
     "predict_accuracy", "AccuracyForecast", "compare_accuracy",
     "complete", "Completion", "Registry",
     "DelphiError", "LadderError", "DataDirError", "ManifestError", "LawError", "TargetError",
-    "FitError", "IdentifiabilityError", "DegenerateFitError", "UnidentifiedError",
-    "RegistryError", "DelphiWarning", "LadderWarning", "FitWarning",
+    "FitError", "NotFittedError", "IdentifiabilityError", "DegenerateFitError",
+    "UnidentifiedError", "RegistryError", "DelphiWarning", "LadderWarning", "FitWarning",
 ]
 
 

@@ -19,6 +19,7 @@ __all__ = [
     "LawError",
     "TargetError",
     "FitError",
+    "NotFittedError",
     "IdentifiabilityError",
     "DegenerateFitError",
     "UnidentifiedError",
@@ -62,6 +63,12 @@ class TargetError(DelphiError, ValueError):
 
 class FitError(DelphiError, RuntimeError):
     """The fit cannot be done or did not produce a trustworthy optimum."""
+
+
+class NotFittedError(DelphiError, ValueError, AttributeError):
+    """An estimator (:class:`~delphi.ScalingLawFitter`) was used before ``fit``. Also an
+    AttributeError and a ValueError, as scikit-learn's ``NotFittedError`` is (``hasattr()``
+    checks and scikit-learn's own handling rely on it)."""
 
 
 class IdentifiabilityError(FitError):

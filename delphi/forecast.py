@@ -12,8 +12,8 @@ from typing import TYPE_CHECKING, Mapping, Sequence
 import numpy as np
 
 from . import __version__
-from .errors import (DelphiError, FitError, FitWarning, LadderError, TargetError, option,
-                     user_stacklevel)
+from .errors import (DelphiError, FitError, FitWarning, LadderError, LawError, TargetError,
+                     option, user_stacklevel)
 from .fitting import DEFAULT_DELTA, DIVERGENCE_THRESHOLD, Fit, fit
 from .ladder import (_SEQUENCE_LENGTHS, FLOPS_PER_PARAM_TOKEN, FlopsConvention, Ladder,
                      check_target_value)
@@ -56,7 +56,8 @@ class Target:
     Raises
     ------
     TargetError
-        A value is not a positive finite number, nothing at all is given, or C, N and D are
+        A value is not a positive finite number (a bool is not one), more active than total
+        parameters, nothing at all is given, or C, N and D are
         all given and C / (6·N·D) is outside 0.3..2, the range of FLOP conventions in use
         (:func:`predict` then checks C against the ladder's own convention, within 25%).
     """
@@ -84,6 +85,14 @@ class Target:
         if self.tokens is None and self.steps is not None and self.batch_size is not None:
             object.__setattr__(self, "tokens",
                                _check_positive("tokens", self.steps * self.batch_size))
+        if (self.active_params is not None and self.params is not None
+                and self.active_params > self.params * (1 + 1e-9)):
+            # Active parameters are a subset of the total: more is a swapped pair or a typo.
+            raise TargetError(
+                f"target {option('active_params', '--target-active-params')} "
+                f"{self.active_params:.4g} exceed its total "
+                f"{option('params', '--target-params')} {self.params:.4g}: a mixture of experts "
+                f"activates part of its parameters per token (swapped?)")
         n = self.active_params or self.params
         if self.flops is not None and n is not None and self.tokens is not None:
             six_nd = FLOPS_PER_PARAM_TOKEN * n * self.tokens
@@ -163,6 +172,8 @@ _K_PLAUSIBLE = (0.3, 2.0)
 #: A target's D/N or N more than this factor beyond the fitted runs' range is outside the
 #: ladder's design.
 _DESIGN_FACTOR = 10.0
+#: Most values a floor range (``floor_range``) is scanned at: each is one forecast.
+MAX_FLOOR_POINTS = 101
 
 
 def _as_target(target) -> Target:
@@ -733,9 +744,10 @@ def predict(ladder: Ladder, target: Target | Mapping[str, float], law: str | Law
         older alias.
     floor_range: ``(low, high)`` of the law's floor E (ladder unit): instead of one pinned
         value, the forecast and its interval at ``floor_points`` (default 3: the ends and the
-        middle) values across it; the forecast returned is at the middle, with
-        :attr:`Forecast.floor_scan` (per value, and the lowest and highest forecast or interval
-        end). An interval with E fixed is conditional on E; the range shows how much it moves.
+        middle; at most :data:`MAX_FLOOR_POINTS`) values across it; the forecast returned is
+        at the middle, with :attr:`Forecast.floor_scan` (per value, and the lowest and highest
+        forecast or interval end). An interval with E fixed is conditional on E; the range
+        shows how much it moves.
     off_trend: test for off-trend rungs (default True; :func:`delphi.robustness.find_off_trend`:
         the law of the other rungs misses it by > 6 standard deviations and > 0.5%). Named rungs stay in
         the fit; :attr:`Forecast.off_trend` gives the forecast without them.
@@ -755,7 +767,9 @@ def predict(ladder: Ladder, target: Target | Mapping[str, float], law: str | Law
     DegenerateFitError: (an :class:`~delphi.errors.IdentifiabilityError`) the fitted law
         collapsed to a constant over the ladder (its losses show no trend beyond their noise)
         and ``allow_degenerate`` is False.
-    LadderError, LawError, FitError: see :func:`delphi.fitting.fit`.
+    LadderError, LawError, FitError: see :func:`delphi.fitting.fit`; also (LawError) a bad
+        ``floor_range`` or ``floor_points``, and (FitError) a bad interval setting: an unknown
+        ``interval`` or ``boot_unit``, a ``level`` outside (0, 1), ``n_boot`` or ``n_jobs``.
     """
     from .readers import as_ladder
     ladder = as_ladder(ladder)      # a DataFrame is read as load_ladder reads it
@@ -783,6 +797,11 @@ def predict(ladder: Ladder, target: Target | Mapping[str, float], law: str | Law
     if floor_range is not None:
         from .robustness import check_floor_range, scan_floor
         check_floor_range(floor_range)
+        # Each value is a whole forecast: a million of them would run for days.
+        if (isinstance(floor_points, int) and not isinstance(floor_points, bool)
+                and floor_points > MAX_FLOOR_POINTS):
+            raise LawError(f"a floor range is scanned at 2 to {MAX_FLOOR_POINTS} values "
+                           f"(floor_points), got {floor_points:,}; each value is a forecast")
 
         def one(pinned):
             return predict(ladder, target, law, fixed=pinned, bounds=bounds, delta=delta,
@@ -1093,6 +1112,11 @@ def _interval(result: Fit, inputs, method, level, n_boot, unit, seed, n_jobs, no
                        f"{n_boot!r}")
     if not (isinstance(seed, int) and seed >= 0):
         raise FitError(f"seed must be a non-negative integer, got {seed!r}")
+    if unit not in ("run", "budget"):
+        # Raised by the bootstrap too, but caught below as "no interval": a typo is an error.
+        raise FitError(f"unknown bootstrap unit {unit!r} (boot_unit); use 'run' or 'budget'")
+    from .parallel import check_n_jobs
+    check_n_jobs(n_jobs)
     enough = result.n_points >= 2 * result.n_free + 2
     if method == "auto":
         method = "bootstrap" if enough else "delta"

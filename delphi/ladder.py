@@ -38,6 +38,7 @@ from __future__ import annotations
 import datetime
 import hashlib
 import math
+import numbers
 import re
 import warnings
 from dataclasses import dataclass
@@ -374,15 +375,16 @@ def _percent(fraction: float, digits: int = 0) -> str:
 
 
 _NOT_NUMBERS = (bool, np.bool_, datetime.date, datetime.timedelta, np.datetime64,
-                np.timedelta64)
+                np.timedelta64, complex, np.complexfloating)
 
 
 def _non_numeric_cells(raw: pd.Series) -> np.ndarray | None:
     """Mask (n,) of the cells of ``raw`` that pandas would turn into numbers but that are not
-    measurements: booleans (1.0/0.0) and dates or durations (nanoseconds); ``None`` when
-    there are none."""
+    measurements: booleans (1.0/0.0), dates or durations (nanoseconds) and complex numbers
+    (their imaginary part would be dropped); ``None`` when there are none."""
     if (pd.api.types.is_bool_dtype(raw.dtype) or pd.api.types.is_datetime64_any_dtype(raw.dtype)
-            or pd.api.types.is_timedelta64_dtype(raw.dtype)):
+            or pd.api.types.is_timedelta64_dtype(raw.dtype)
+            or pd.api.types.is_complex_dtype(raw.dtype)):
         return raw.notna().to_numpy()
     if raw.dtype != object:
         return None
@@ -653,6 +655,11 @@ class Ladder:
                                   f"{len(self.exclusions)} run(s) were excluded while reading: "
                                   f"{'; '.join(parts)}{more}")
             raise LadderError(f"ladder {self.name!r} has no rows")
+        if isinstance(t.columns, pd.MultiIndex):    # t["loss"] would be a table, not a column
+            raise LadderError(f"ladder {self.name!r} has {t.columns.nlevels}-level (MultiIndex) "
+                              f"column names, e.g. {t.columns[0]!r}; give one name per column "
+                              f"(frame.columns = frame.columns.get_level_values(0), or join "
+                              f"the levels)")
         twice = sorted({str(c) for c in t.columns[t.columns.duplicated()]})
         if twice:       # t["loss"] would be a table: which column is the loss?
             raise LadderError(f"ladder {self.name!r} has several columns named "
@@ -1208,6 +1215,11 @@ class Ladder:
 
         A run's compute is its largest ``flops`` value (its last row). Dropped runs are
         recorded in :attr:`exclusions` with the reason.
+
+        Raises
+        ------
+        LadderError: an unknown run, a ``max_flops`` that is not a positive finite number, or
+            no run left.
         """
         t = self.table
         excluded = []
@@ -1219,7 +1231,8 @@ class Ladder:
                 raise LadderError(f"unknown run(s) {sorted(unknown)}; known: {self.runs}")
             keep &= t["run"].isin(wanted)
         if max_flops is not None:
-            if not (math.isfinite(max_flops) and max_flops > 0):
+            if (isinstance(max_flops, (bool, np.bool_)) or not isinstance(max_flops, numbers.Real)
+                    or not (math.isfinite(max_flops) and max_flops > 0)):
                 raise LadderError(f"{option('fit_max_flops', '--fit-max-flops')} must be a "
                                   f"positive finite number, got {max_flops!r}")
             codes, names = _run_codes(t["run"])

@@ -419,11 +419,14 @@ def compare(ladder: Ladder, candidates: Sequence[Candidate | str] | None = None,
 
     Raises
     ------
-    LadderError: no candidate can be cut on this ladder (too few compute budgets) and the
-        reference class cannot rank them, or no candidates.
+    LadderError: ``ladder`` is not a Ladder or DataFrame; no candidate can be cut on this
+        ladder (too few compute budgets) and the reference class cannot rank them, or no
+        candidates.
     """
     from .calibration import MIN_FOLDS, calibration_backtest, cut_levels
     from .fitting import fit
+    from .readers import as_ladder
+    ladder = as_ladder(ladder)      # a DataFrame is read as load_ladder reads it
     if isinstance(candidates, str):
         candidates = parse_candidates(candidates)
     if not (isinstance(level, (int, float)) and 0 < level < 1):

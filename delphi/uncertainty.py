@@ -453,9 +453,12 @@ def bootstrap(fit: Fit, *, n: int = 200, unit: str = "run", seed: int = 0,
 
     Raises
     ------
-    FitError: n < 2, an unknown unit, a bad n_jobs, or more than half of the draws failed.
+    FitError: ``fit`` is not a :class:`~delphi.fitting.Fit`, n < 2, an unknown unit, a bad
+        n_jobs, or more than half of the draws failed.
     """
     from .parallel import map_jobs
+    if not isinstance(fit, Fit):
+        raise FitError(f"bootstrap resamples a Fit (from delphi.fit), got {type(fit).__name__}")
     if not (isinstance(n, int) and 2 <= n <= MAX_DRAWS):
         raise FitError(f"bootstrap needs 2 <= n <= {MAX_DRAWS:,} draws (--n-boot), got {n!r}")
     if not (isinstance(seed, (int, np.integer)) and seed >= 0):

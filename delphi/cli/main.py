@@ -12,7 +12,9 @@ from __future__ import annotations
 import argparse
 import io
 import os
+import signal
 import sys
+import threading
 import traceback
 import warnings
 from typing import Callable, Sequence
@@ -68,6 +70,56 @@ def _check_environment() -> None:
     if value is not None and value.strip() and not value.strip().isdigit():
         raise DelphiError(f"SOURCE_DATE_EPOCH must be whole, non-negative seconds since "
                           f"1970-01-01 UTC (e.g. 1767225600), got {value!r}; unset it or fix it")
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM or SIGHUP arrived. A KeyboardInterrupt, so that everything that stops cleanly on
+    Ctrl-C does so on these too: joblib terminates its loky workers on a KeyboardInterrupt,
+    whereas the default action of SIGTERM kills delphi alone and leaves its workers running,
+    holding delphi's stdout open (issue 22)."""
+
+    def __init__(self, signum: int):
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
+
+
+#: The signals that end delphi the way Ctrl-C does (SIGHUP only where it exists).
+_STOP_SIGNALS = tuple(getattr(signal, name) for name in ("SIGTERM", "SIGHUP")
+                      if hasattr(signal, name))
+
+
+def _raise_terminated(signum, frame):
+    # A second signal while the workers are being stopped kills at once (the default action).
+    for sig in _STOP_SIGNALS:
+        signal.signal(sig, signal.SIG_DFL)
+    raise Terminated(signum)
+
+
+def _install_stop_handlers() -> dict:
+    """Make SIGTERM and SIGHUP raise :class:`Terminated` for the duration of a command; returns
+    the previous handlers. Nothing is installed off the main thread (Python allows handlers
+    only there) or for a signal that is ignored (``nohup delphi ...`` keeps ignoring SIGHUP)."""
+    previous = {}
+    if threading.current_thread() is not threading.main_thread():
+        return previous
+    for sig in _STOP_SIGNALS:
+        try:
+            handler = signal.getsignal(sig)
+            if handler is signal.SIG_IGN:
+                continue
+            signal.signal(sig, _raise_terminated)
+            previous[sig] = handler
+        except (OSError, ValueError):  # pragma: no cover - an embedding that refuses
+            pass
+    return previous
+
+
+def _restore_handlers(previous: dict) -> None:
+    for sig, handler in previous.items():
+        try:
+            signal.signal(sig, handler if handler is not None else signal.SIG_DFL)
+        except (OSError, ValueError):  # pragma: no cover
+            pass
 
 
 def build_parser() -> tuple[argparse.ArgumentParser, dict[str, Handler]]:
@@ -151,7 +203,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     :func:`delphi.errors.option`).
 
     Ctrl-C (SIGINT) stops with ``delphi: error: interrupted`` on stderr and exit code 130
-    (with ``--json``, the error type ``Interrupted``), not a traceback.
+    (with ``--json``, the error type ``Interrupted``), not a traceback. SIGTERM and SIGHUP stop
+    the same way (parallel workers stopped, one line ``delphi: error: terminated (SIGTERM)``,
+    error type ``Interrupted``), with the shell's exit code 128 + the signal's number (143 for
+    SIGTERM, 129 for SIGHUP); a second one kills at once.
 
     When the reader of stdout goes away (``delphi ... | head``) delphi stops quietly, exit
     code 0: the command did its work, the reader took what it wanted. When stdout cannot be
@@ -165,6 +220,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
 
     was_quiet = parallel._QUIET
+    previous_handlers = _install_stop_handlers()
     try:
         output.JSON_USAGE_ERRORS = wants_json(argv)
         try:
@@ -194,13 +250,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:
         silence_stdout()
         return 0
-    except KeyboardInterrupt:
-        # Ctrl-C: nothing was written to stdout (output is collected until the end); one
-        # line, the shell's exit code for SIGINT, and the JSON error a script waits for.
+    except KeyboardInterrupt as exc:
+        # Ctrl-C, SIGTERM or SIGHUP: nothing was written to stdout (output is collected until
+        # the end); one line, the shell's exit code for the signal, and the JSON error a
+        # script waits for.
+        if isinstance(exc, Terminated):
+            what, how, code = "terminated", exc.args[0], 128 + exc.signum
+        else:
+            what, how, code = "interrupted", "Ctrl-C", 130
         if wants_json(argv):
-            json_error("Interrupted", "interrupted (Ctrl-C); nothing was computed to the end")
-        print_error("interrupted")
-        return 130
+            json_error("Interrupted", f"{what} ({how}); nothing was computed to the end")
+        print_error(what if code == 130 else f"{what} ({how})")
+        return code
     except OutputError as exc:
         # A full disk or a closed stdout is not a bug: one line, no traceback. stdout is then
         # pointed at /dev/null so that Python's flush at exit does not fail again.
@@ -209,6 +270,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
     finally:
         set_quiet(was_quiet)
+        _restore_handlers(previous_handlers)
 
 
 if __name__ == "__main__":  # pragma: no cover

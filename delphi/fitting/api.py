@@ -9,7 +9,7 @@ from typing import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from ..errors import FitError, TargetError
+from ..errors import FitError, NotFittedError, TargetError
 from ..ladder import Exclusion, Ladder, _percent
 from ..laws import CHECKPOINT_LAWS, Law, get_law
 from ..law_inputs import law_points
@@ -558,8 +558,8 @@ class ScalingLawFitter:
     # ------------------------------------------------------------------ using the fit
     def _fitted(self) -> Fit:
         if not hasattr(self, "fit_"):
-            # AttributeError, as scikit-learn's NotFittedError is (hasattr() checks rely on it)
-            raise AttributeError(f"this {type(self).__name__} is not fitted yet: call "
+            # Also an AttributeError, as scikit-learn's NotFittedError is (hasattr() relies on it)
+            raise NotFittedError(f"this {type(self).__name__} is not fitted yet: call "
                                  f"fit(ladder) first")
         return self.fit_
 
@@ -574,7 +574,7 @@ class ScalingLawFitter:
 
         Raises
         ------
-        AttributeError: not fitted yet.
+        NotFittedError: not fitted yet (also an AttributeError, as in scikit-learn).
         TargetError: a missing input column (named), inputs of different lengths, an array
             given for a law of several inputs, a value that is not a positive finite number
             (column and row named), or a prediction outside the law's domain.

@@ -17,6 +17,7 @@ parameters only and solving the linear ones exactly reaches the same optimum far
 from __future__ import annotations
 
 import math
+import numbers
 from dataclasses import dataclass
 from typing import Mapping, Sequence
 
@@ -43,11 +44,32 @@ _ILL_CONDITIONED = 1e-6
 _SINGULAR = 1e-10
 
 
+def _number(value, what: str, error: type[Exception] = LawError) -> float:
+    """``value`` (a real number, numpy's included) as a float, else ``error`` naming
+    ``what``. Neither a string nor a bool is a number here (True would be read as 1)."""
+    if isinstance(value, numbers.Real) and not isinstance(value, (bool, np.bool_)):
+        try:
+            return float(value)
+        except (TypeError, ValueError, OverflowError):
+            pass
+    raise error(f"{what} must be a number, got {type(value).__name__} {value!r:.60}")
+
+
+def _mapping(value, what: str, example: str) -> Mapping:
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise LawError(f"{what} maps parameter names to values, e.g. {example}; got "
+                       f"{type(value).__name__} {value!r:.60}")
+    return value
+
+
 def _resolve(law: Law, fixed: Mapping[str, float] | None,
              bounds: Mapping[str, Sequence[float]] | None) -> tuple[dict, dict]:
-    fixed = {str(k): float(v) for k, v in (fixed or {}).items()}
+    fixed = {str(k): _number(v, f"fixed {k}")
+             for k, v in _mapping(fixed, "fixed", "{'E': 1.5}").items()}
     out_bounds: dict[str, tuple[float, float]] = {}
-    user_bounds = dict(bounds or {})
+    user_bounds = dict(_mapping(bounds, "bounds", "{'alpha': (0.0, 1.0)}"))
     for name in list(fixed) + list(user_bounds):
         law.param(name)  # raises LawError naming the law's parameters
     for name, pair in user_bounds.items():
@@ -55,8 +77,8 @@ def _resolve(law: Law, fixed: Mapping[str, float] | None,
             raise LawError(f"bounds for {name!r} must be a (lower, upper) pair, got {pair!r}")
     for p in law.params:
         lo, hi = user_bounds.get(p.name, (p.lower, p.upper))
-        lo = -math.inf if lo is None else float(lo)
-        hi = math.inf if hi is None else float(hi)
+        lo = -math.inf if lo is None else _number(lo, f"the lower bound of {p.name}")
+        hi = math.inf if hi is None else _number(hi, f"the upper bound of {p.name}")
         if not lo < hi:
             raise LawError(f"bounds for {p.name!r} must have lower < upper, got ({lo}, {hi})")
         if p.linear and lo < 0:
@@ -314,9 +336,11 @@ def fit_arrays(law: str | Law, x: Mapping[str, np.ndarray], y: np.ndarray, *,
 
     Raises
     ------
-    LawError: unknown law, parameter, or bad bounds/fixed values.
-    FitError: fewer points than free parameters; a fixed floor at or above an observed loss;
-        non-finite or non-positive data; no start gave a finite objective.
+    LawError: unknown law, parameter, or bad bounds/fixed values (a mapping of numbers is
+        needed); a warm start that is not a finite value of every free parameter.
+    FitError: a Huber delta that is not a number in range; fewer points than free
+        parameters; a fixed floor at or above an observed loss; non-finite or non-positive
+        data; no start gave a finite objective.
     IdentifiabilityError: the design cannot identify a free parameter (it is named).
     """
     # The linear algebra here is on tiny matrices: BLAS threads only contend for the cores
@@ -324,6 +348,23 @@ def fit_arrays(law: str | Law, x: Mapping[str, np.ndarray], y: np.ndarray, *,
     with one_blas_thread():
         return _fit_arrays(law, x, y, labels=labels, fixed=fixed, bounds=bounds, delta=delta,
                            seed=seed, starts=starts, init=init, warm_start=warm_start)
+
+
+def _check_warm_start(law: Law, warm_start, fixed: Mapping[str, float]) -> dict[str, float]:
+    """A warm start gives a finite value of every free parameter (those of a fit of the law)."""
+    values = {str(k): _number(v, f"warm_start {k}")
+              for k, v in _mapping(warm_start, "warm_start", "fit.params").items()}
+    for name in values:
+        law.param(name)
+    missing = [p for p in law.param_names if p not in fixed and p not in values]
+    bad = [p for p, v in values.items() if not math.isfinite(v)]
+    if missing or bad:
+        raise LawError(f"warm_start must give a finite value of every free parameter of law "
+                       f"{law.name!r} ({', '.join(p for p in law.param_names if p not in fixed)}"
+                       f"): {'missing ' + ', '.join(missing) if missing else ''}"
+                       f"{'; ' if missing and bad else ''}"
+                       f"{'not finite: ' + ', '.join(bad) if bad else ''}")
+    return values
 
 
 @dataclass
@@ -348,6 +389,7 @@ _DELTA_RANGE = (1e-8, 10.0)
 def prepare(law, x, y, *, labels=None, fixed=None, bounds=None, delta=DEFAULT_DELTA) -> Prepared:
     """Validate a fitting problem (see :func:`fit_arrays` for the arguments and errors)."""
     law = get_law(law)
+    delta = _number(delta, "Huber delta", FitError)
     if not (math.isfinite(delta) and delta > 0):
         raise FitError(f"Huber delta must be positive and finite, got {delta!r}")
     if not _DELTA_RANGE[0] <= delta <= _DELTA_RANGE[1]:
@@ -539,6 +581,7 @@ def _fit_arrays(law, x, y, *, labels, fixed, bounds, delta, seed, starts, init,
     if warm_start is None:
         results = global_search(prep, seed=seed, starts=starts)
     else:
+        warm_start = _check_warm_start(law, warm_start, fixed)
         # A refit of a law already fitted: start at that optimum and refine locally. The
         # batched BFGS (IRLS initial Hessian) gets there in a few steps where L-BFGS-B from
         # the warm start needs many; L-BFGS-B then polishes and reports as for any start.
@@ -602,9 +645,9 @@ def _fit_arrays(law, x, y, *, labels, fixed, bounds, delta, seed, starts, init,
                         f"parameters, so the fit interpolates and its objective says nothing about "
                         f"fit quality")
     r, _, _ = problem.residuals_and_jacobian(z)
-    warnings.extend(_delta_warning(r, delta, dof))
+    warnings.extend(_delta_warning(r, problem.delta, dof))
     return Fit(law=law, params=problem.values(z), fixed=fixed, bounds=all_bounds,
-               objective=float(objective), delta=float(delta), converged=bool(converged),
+               objective=float(objective), delta=problem.delta, converged=bool(converged),
                message=message, n_points=len(y), n_free=len(free), at_bound=tuple(at_bound),
                warnings=tuple(warnings), stderr=stderr, residuals=r, labels=labels,
                x={k: (v.copy() if isinstance(v, np.ndarray) else v) for k, v in xa.items()},

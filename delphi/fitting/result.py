@@ -127,7 +127,8 @@ class Fit:
         Raises
         ------
         TargetError
-            Missing, non-finite or non-positive inputs.
+            ``x`` not a mapping; missing, non-numeric, non-finite or non-positive inputs;
+            inputs of different lengths (see :meth:`delphi.laws.Law.check_inputs`).
         """
         return self.law.predict(self.params, x)
 

@@ -155,14 +155,25 @@ class Law:
         Raises
         ------
         TargetError
-            An input is missing, non-finite or not positive.
+            ``x`` is not a mapping; an input is missing, not numbers, non-finite or not
+            positive; inputs of different lengths (a scalar goes with any length).
         """
-        out = {}
+        if not isinstance(x, Mapping):
+            raise TargetError(f"law {self.name!r} takes its {what} inputs as a mapping of "
+                              f"{', '.join(self.inputs)} to values, got {type(x).__name__}")
+        out, scalars = {}, set()
         for name in self.inputs:
             if name not in x or x[name] is None:
                 raise TargetError(f"law {self.name!r} needs {name!r} for the {what} "
                                   f"(it reads {', '.join(self.inputs)})")
-            arr = np.atleast_1d(np.asarray(x[name], dtype=float))
+            try:
+                arr = np.asarray(x[name], dtype=float)
+            except (TypeError, ValueError, OverflowError):
+                raise TargetError(f"{what} {name} must be numbers, got "
+                                  f"{x[name]!r:.60}") from None
+            if arr.ndim == 0:
+                scalars.add(name)
+                arr = arr.reshape(1)
             if name in self.nonnegative:
                 bad, need = ~np.isfinite(arr) | (arr < 0), "a finite number >= 0"
             else:
@@ -170,8 +181,16 @@ class Law:
             if bad.any():
                 raise TargetError(f"{what} {name} must be {need}, got {float(arr[bad][0]):g}")
             out[name] = arr
+        sizes = {a.size for k, a in out.items() if k not in scalars}
+        if len(sizes) > 1 or any(a.ndim != 1 for a in out.values()):
+            raise TargetError(f"{what} inputs of law {self.name!r} must be one value per point, "
+                              f"all of one length (or a scalar): got "
+                              + ", ".join(f"{k} {np.shape(x[k])}" for k in out))
+        if sizes and scalars:      # a scalar stands for every point
+            n = sizes.pop()
+            out = {k: (np.full(n, a[0]) if k in scalars else a) for k, a in out.items()}
         for name, value in x.items():  # context the law reads as is (e.g. LR schedules)
-            if name.startswith("_"):
+            if isinstance(name, str) and name.startswith("_"):
                 out[name] = value
         return out
 

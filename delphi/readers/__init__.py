@@ -15,6 +15,7 @@ The format-specific readers (:func:`read_csv`, :func:`read_wandb`, :func:`read_m
 
 from __future__ import annotations
 
+import os
 import re
 import sys
 from collections.abc import Mapping
@@ -55,6 +56,34 @@ def _looks_like_path(source: str | Path) -> bool:
     if isinstance(source, Path):
         return True
     return "/" in source or "\\" in source or Path(source).suffix != ""
+
+
+def _path_source(source, what: str = "a ladder is a bundled name, a path (str or "
+                 "os.PathLike), a pandas DataFrame or an open stream") -> str | Path:
+    """``source`` as a str or Path, checked before any filesystem call: bytes and other
+    ``os.PathLike`` objects are accepted as paths; anything else, or a NUL character (no file
+    can be named so, and the OS would refuse it with a bare ValueError), is a LadderError."""
+    if isinstance(source, bytes):
+        source = os.fsdecode(source)
+    elif isinstance(source, os.PathLike) and not isinstance(source, Path):
+        source = Path(os.fsdecode(os.fspath(source)))
+    if not isinstance(source, (str, Path)):
+        rows = ("; for rows in a dict or list, pass pandas.DataFrame(...)"
+                if isinstance(source, (dict, list, tuple)) else "")
+        raise LadderError(f"{what}, got {type(source).__name__}{rows}")
+    if "\x00" in str(source):
+        raise LadderError(f"path {_clip(str(source))!r} contains a NUL character (\\x00): no "
+                          f"file can be named so")
+    return source
+
+
+def _clip(text: str, limit: int = 80) -> str:
+    return text if len(text) <= limit else text[:limit - 3] + "..."
+
+
+def _unreachable(source, exc: OSError) -> LadderError:
+    # A name the OS refuses before looking (too long, say): one line naming it, no traceback.
+    return LadderError(f"cannot look up {_clip(str(source))!r}: {exc.strerror or exc}")
 
 
 def _resolve(source: str | Path) -> tuple[str, Path, str]:
@@ -98,11 +127,17 @@ def load_manifest(source: str | Path) -> Manifest:
     Raises
     ------
     LadderError
-        Unknown name (the message lists the known ones), missing file, or not a manifest.
+        Unknown name (the message lists the known ones), missing file, or not a manifest;
+        ``source`` not a str or path, or a path the OS refuses (a NUL character, too long).
     ManifestError
         Invalid TOML or schema (the message names the key and the file).
     """
-    kind, path, _ = _resolve(source)
+    source = _path_source(source, "a manifest is a bundled ladder name or a path to a .toml "
+                                  "file (str or os.PathLike)")
+    try:
+        kind, path, _ = _resolve(source)
+    except OSError as exc:
+        raise _unreachable(source, exc) from None
     if kind != "manifest":
         raise LadderError(f"{path} is a data file, not a manifest (.toml)")
     return read_manifest(path)
@@ -311,9 +346,12 @@ def load_ladder(source: str | Path, *, metric: str | None = None,
         unknown unit (lists the accepted ones), or a unit contradicting the manifest's.
         Standard input that is a terminal (nothing piped) or empty, a ``format`` that is
         unknown, ``"toml"`` for standard input (a manifest needs its folder), or that
-        contradicts a file's suffix (names both).
+        contradicts a file's suffix (names both). A ``source`` of another type (None, a dict,
+        an array...), a path with a NUL character or one the OS refuses (too long), a
+        ``metric`` that is not a str.
     ManifestError
-        An invalid manifest (names the key and the file), or one whose ``[source] path``
+        An invalid manifest (names the key and the file; a file that is not UTF-8 or is
+        nested too deeply, or a path with a NUL character, too), or one whose ``[source] path``
         leads outside its folder and the data directory (names the manifest, the key and the
         resolved path) or whose glob is unbounded.
     DataDirError
@@ -321,6 +359,9 @@ def load_ladder(source: str | Path, *, metric: str | None = None,
         does not exist; the message says where delphi looked and how to set it.
     """
     columns = _check_columns(columns)
+    if metric is not None and not isinstance(metric, str):
+        raise LadderError(f"{option('metric', '--metric')} is a column name, got "
+                          f"{type(metric).__name__} {metric!r:.60}")
     if isinstance(source, str) and source == STDIN:
         return _load_stream(sys.stdin, format=format, metric=metric, unit=unit,
                             drop_invalid=drop_invalid, columns=columns)
@@ -340,11 +381,16 @@ def load_ladder(source: str | Path, *, metric: str | None = None,
             table = SourceTable(source, "<DataFrame>", notes=[note] if note else [])
         return table.to_ladder(name="dataframe", metric=metric or "loss", unit=chosen,
                                drop_invalid=drop_invalid)
-    if isinstance(source, (str, Path)) and (
-            format == _TENSORBOARD or (format is None and is_event_dir(source))):
+    source = _path_source(source)
+    try:
+        events = format == _TENSORBOARD or (format is None and is_event_dir(source))
+        if not events:
+            kind, path, label = _resolve(source)
+    except OSError as exc:
+        raise _unreachable(source, exc) from None
+    if events:
         # A directory of runs with event files (format="tensorboard" may be left out).
         return _load_tensorboard(source, metric=metric, unit=unit, drop_invalid=drop_invalid)
-    kind, path, label = _resolve(source)
     _check_format(format, kind, path, label)
     if kind == "manifest" and columns:
         raise LadderError(f"{label!r} is a manifest: it maps its columns in its [columns] "

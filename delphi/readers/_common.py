@@ -321,6 +321,27 @@ _FLOAT_LIMIT = 2 ** 1024
 _HUGE = object()
 
 
+# A JSON escape of a UTF-16 surrogate ("\ud800"): paired, it is one character; alone, it
+# decodes to a str that is not text (it cannot be encoded, so it fails far from the file).
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
+
+
+def _check_text(record: dict, path, lineno: int) -> None:
+    """Refuse a lone surrogate in a key or string value of one JSON Lines record."""
+    for key, value in record.items():
+        for what, text in (("key", key), ("value", value)):
+            if isinstance(text, str):
+                try:
+                    text.encode("utf-8")
+                except UnicodeEncodeError as exc:
+                    where = (f"key {text.encode('utf-8', 'backslashreplace').decode()!r}"
+                             if what == "key" else f"column {_cut(key)!r}")
+                    raise LadderError(
+                        f"{path}, line {lineno}: {where} holds an unpaired surrogate escape "
+                        f"(\\u{ord(text[exc.start]):04x}), which is not a character; fix "
+                        f"the text") from None
+
+
 def read_json_lines(path: Path, *, gz: bool = False, what: str = "a JSON object per line"
                     ) -> list[tuple[int, dict]]:
     """The JSON objects of a JSON Lines file: ``[(line number (1-based), object)]``, blank
@@ -333,8 +354,10 @@ def read_json_lines(path: Path, *, gz: bool = False, what: str = "a JSON object 
     ------
     LadderError
         Naming the line: bytes that are not UTF-8, invalid JSON, JSON nested too deeply, an
-        integer beyond float64 (names the column too), or a line that is not an object (``null``, an array, a number, a string); a file holding
-        one JSON array (a ``.json`` file named ``.jsonl``) is named as such.
+        integer beyond float64 or an unpaired surrogate escape (``"\\ud800"``: names the
+        column too), or a line that is not an object (``null``, an array, a number, a
+        string); a file holding one JSON array (a ``.json`` file named ``.jsonl``) is named
+        as such.
     """
     opener = gzip.open if gz else open_bytes
     with opener(path, "rb") as fh:
@@ -352,6 +375,7 @@ def read_json_lines(path: Path, *, gz: bool = False, what: str = "a JSON object 
     del data
     # Split on "\n" only: str.splitlines would also split inside strings (U+2028, \x1c...).
     numbered = [(i, line) for i, line in enumerate(text.split("\n"), 1) if line.strip()]
+    surrogates = _SURROGATE_ESCAPE.search(text) is not None
     del text
     array_hint = (f"{path}: the file is one JSON array (a .json file), not JSON Lines; write "
                   f"{what} (e.g. pandas' to_json(orient='records', lines=True))")
@@ -412,6 +436,10 @@ def read_json_lines(path: Path, *, gz: bool = False, what: str = "a JSON object 
             if pairs_twice:
                 raise LadderError(f"{path}, line {lineno}: key {_cut(pairs_twice[0])!r} appears "
                                   f"twice in one object (JSON keeps only the last); keep one")
+    if surrogates:
+        for (lineno, line), record in zip(numbered, records):
+            if _SURROGATE_ESCAPE.search(line):
+                _check_text(record, path, lineno)
     if huge:
         for (lineno, _), record in zip(numbered, records):
             for key, value in record.items():
@@ -458,6 +486,7 @@ def read_file(path: Path, fmt: str, text_columns: Sequence[str] = ()) -> pd.Data
             frame = pd.read_csv(_for_pandas(path), dtype=text, compression=compression,
                                 keep_default_na=False, na_values=na)
         elif fmt == "parquet":
+            _check_parquet_names(path)
             frame = pd.read_parquet(_for_pandas(path))
         elif fmt == "jsonl":
             # No dtype guessing: a string "001" stays text (numbers stay numbers).
@@ -492,13 +521,34 @@ def read_file(path: Path, fmt: str, text_columns: Sequence[str] = ()) -> pd.Data
                               f"comma)") from None
         raise LadderError(f"cannot read {path} as {fmt}: {exc}") from None
     except errors as exc:
-        raise LadderError(f"cannot read {path} as {fmt}: {exc}") from None
+        raise LadderError(f"cannot read {path} as {fmt}: {_first_line(exc)}") from None
     if "row" not in frame.columns:
         # One concat, not an insert: a frame read with many per-column dtypes (a W&B export
         # of hundreds of metrics) is fragmented, and pandas warns on every insert into it.
         frame = pd.concat([frame, pd.DataFrame({"row": np.arange(len(frame))},
                                                index=frame.index)], axis=1)
     return frame
+
+
+def _first_line(exc: BaseException) -> str:
+    # pyarrow's messages can end in a schema dump, one line per column: errors are one line.
+    lines = str(exc).strip().splitlines()
+    return lines[0] if lines else type(exc).__name__
+
+
+def _check_parquet_names(path: Path | InMemoryFile) -> None:
+    """Refuse a Parquet schema naming a column twice (pyarrow writes such files; reading
+    them fails with a schema dump). Reads the footer only."""
+    import pyarrow.parquet as pq
+
+    with path.open("rb") as fh:
+        names = pq.read_schema(fh).names
+    seen: dict[str, int] = {}
+    for i, name in enumerate(names, 1):
+        if name in seen:
+            raise LadderError(f"{path}: columns {seen[name]} and {i} of the Parquet schema are "
+                              f"both named {_cut(name)!r}; rename or drop one")
+        seen[name] = i
 
 
 def _check_header(path: Path, compression: str | None) -> None:

@@ -203,6 +203,15 @@ class SourceSpec(_Strict):
     """Rows repeating a (run, step): ``"error"`` (the Ladder refuses), or ``"drop"``: identical
     rows are collapsed and runs with conflicting repeats are left out, each reported."""
 
+    @field_validator("path")
+    @classmethod
+    def _no_nul(cls, value: str) -> str:
+        # TOML allows "\u0000"; the OS refuses it with a bare ValueError at the first lookup.
+        if "\x00" in value:
+            raise ValueError(f"{value!r} contains a NUL character (\\x00): no file can be "
+                             f"named so")
+        return value
+
     @field_validator("run_id")
     @classmethod
     def _template(cls, value: str | None) -> str | None:
@@ -629,13 +638,32 @@ def read_manifest(path: str | Path) -> Manifest:
     LadderError
         The file does not exist.
     ManifestError
-        Not valid TOML, or not a valid manifest (see :func:`parse_manifest`).
+        Not UTF-8 text (names the line and byte), not valid TOML, arrays or tables nested
+        deeper than Python's parser can follow, or not a valid manifest (see
+        :func:`parse_manifest`; a ``[source] path`` with a NUL character is named there).
     """
     path = Path(path).expanduser()
     if not path.is_file():
         raise LadderError(f"manifest not found: {path}")
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise LadderError(f"cannot read manifest {path}: {exc.strerror or exc}") from None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        # TOML is UTF-8 by definition; say where, as the data readers do.
+        line = raw.count(b"\n", 0, exc.start) + 1
+        column = exc.start - (raw.rfind(b"\n", 0, exc.start) + 1) + 1
+        raise ManifestError(f"{path}, line {line}: not UTF-8 text (byte 0x{raw[exc.start]:02x} "
+                            f"at byte {column} of the line); TOML files are UTF-8: save it "
+                            f"as UTF-8") from None
+    try:
+        data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise ManifestError(f"{path}: not valid TOML: {exc}") from None
+    except RecursionError:
+        # tomllib recurses once per nested array or inline table.
+        raise ManifestError(f"{path}: arrays or tables nested too deeply to read (a manifest "
+                            f"nests a few levels)") from None
     return parse_manifest(data, file=path.resolve())

@@ -266,7 +266,21 @@ def _unit(unit: Any, what: str) -> str:
 
 def _check_outcome_unit(pred: Entry, unit: str | None) -> None:
     """An outcome in another unit than its prediction's cannot be scored against it."""
-    if unit is None or pred.target is None or pred.target.unit is None:
+    if unit is None or pred.target is None:
+        return
+    if pred.target.unit is None:
+        # A loss registered without a unit (an external forecast) is scored as nats/token,
+        # delphi's default (Score's errors say so): an outcome in another unit would be scored
+        # against it as if it were comparable.
+        from ..errors import option
+        from ..units import DEFAULT_UNIT
+        if unit != DEFAULT_UNIT:
+            flag = option("target['unit']", "--target-unit")
+            raise RegistryError(f"prediction {pred.id!r} was registered without a unit, so it "
+                                f"is read as {DEFAULT_UNIT} (the default); an outcome in {unit} "
+                                f"cannot be scored against it: give the outcome in "
+                                f"{DEFAULT_UNIT}, or register the prediction again with its "
+                                f"unit ({flag})")
         return
     try:
         expected = _unit(pred.target.unit, "prediction unit")
@@ -371,6 +385,9 @@ class Registry:
 
     def __init__(self, path: str | os.PathLike, *, lock_timeout: float = 60.0,
                  on_wait: Callable[[str], None] | None = None):
+        if not isinstance(path, (str, os.PathLike)) or "\x00" in str(path):
+            raise RegistryError(f"a registry is a path to its .jsonl file (str or os.PathLike, "
+                                f"no NUL character), got {type(path).__name__} {path!r:.60}")
         self.path = Path(path)
         self.lock_timeout = float(lock_timeout)
         self.on_wait = on_wait
@@ -950,7 +967,8 @@ class Registry:
         unit: unit of ``actual`` (:data:`delphi.units.UNITS`, or ``"accuracy"``); default:
             the prediction's. A unit other than the prediction's is an error: losses in
             different units are not comparable (nats and bits differ by ln 2; bytes and tokens
-            by the tokenizer), and loss units do not apply to an accuracy.
+            by the tokenizer), and loss units do not apply to an accuracy. A prediction
+            registered without a unit (an external one) is in nats/token, the default.
         created_at, sign_key: as in :meth:`register`.
 
         Returns
