@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import os
 import sys
+import warnings
 from typing import Any, Callable, Iterable, Sequence
 
 __all__ = ["map_jobs", "progress", "set_quiet", "is_quiet", "check_n_jobs", "progress_delay",
@@ -121,9 +122,21 @@ def one_blas_thread():
 
 
 def _run_chunk(fn: Callable, chunk: Sequence[Any]) -> list:
-    # One task per chunk of items: the pickling of ``fn`` is paid once per chunk.
-    with one_blas_thread():
-        return [fn(item) for item in chunk]
+    # One task per chunk of items: the pickling of ``fn`` is paid once per chunk. A worker
+    # process does not have the caller's warning filters (the CLI ignores delphi's warnings,
+    # which its report prints): its warnings are recorded and re-issued by the caller.
+    with one_blas_thread(), warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        results = [fn(item) for item in chunk]
+    return [results, [(str(w.message), w.category) for w in caught]]
+
+
+def _reissue(chunks):
+    """The results of :func:`_run_chunk`'s chunks, their warnings issued here, in order."""
+    for results, caught in chunks:
+        for message, category in caught:
+            warnings.warn(message, category, stacklevel=2)
+        yield from results
 
 
 def _resolve_n_jobs(n_jobs: int | None) -> int:
@@ -187,5 +200,4 @@ def map_jobs(fn: Callable[[Any], Any], items: Sequence[Any], *, n_jobs: int | No
     chunks = [items[i:i + chunk_size] for i in range(0, len(items), chunk_size)]
     runner = Parallel(n_jobs=n_jobs, return_as="generator")
     out = runner(delayed(_run_chunk)(fn, chunk) for chunk in chunks)
-    flat = (result for chunk in out for result in chunk)
-    return list(progress(flat, len(items), desc, show=show_progress, unit=unit))
+    return list(progress(_reissue(out), len(items), desc, show=show_progress, unit=unit))

@@ -134,8 +134,18 @@ def test_complete_several_runs(tmp_path, capsys):
     assert [c["run"] for c in both] == ["a", "b"]
     assert both[0]["prediction"]["loss"] == pytest.approx(single["prediction"]["loss"],
                                                           rel=1e-9)
+    # several runs in text: a table, one row per run as it is done, then a summary (issue 23;
+    # before, every run's full report and notes, printed only at the end)
     code, out, err = run_cli(capsys, "complete", manifest, "--all-runs")
-    assert code == 0 and out.count("prediction") >= 2 and err == ""
+    lines = out.strip().splitlines()
+    assert code == 0 and err == ""
+    assert lines[0].split() == ["run", "used", "prediction", "final", "error"]
+    assert [ln.split()[0] for ln in lines[1:3]] == ["a", "b"]
+    pred_a = float(lines[1].split()[2])
+    assert pred_a == pytest.approx(both[0]["prediction"]["loss"], abs=6e-5)
+    assert lines[-1].startswith("2 of 2 run(s) completed")
+    code, out, _ = run_cli(capsys, "complete", manifest, "--all-runs", "--verbose")
+    assert code == 0 and out.count("prediction") >= 2     # the full reports
 
 
 def test_all_runs_skips_failures_with_a_note_and_quiet_hides_it(tmp_path, capsys):

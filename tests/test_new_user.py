@@ -164,3 +164,36 @@ def test_columns_maps_other_names_without_a_manifest(tmp_path, capsys):
         delphi.load_ladder(df, columns=["params"])
     code, _, err = run_cli(capsys, "fit", str(path), "--columns", "params")
     assert code == 2 and "expected NAME=COLUMN" in err
+
+
+def test_parallel_workers_warnings_reach_the_caller_and_its_filters():
+    # Before: with -j 2, `complete --all-runs` printed each worker's FitWarning to stderr
+    # (worker processes do not have the CLI's filter that ignores them). Now the workers'
+    # warnings are re-issued in the caller, under its filters.
+    import functools
+    import warnings
+
+    from delphi.errors import DelphiWarning
+    from delphi.parallel import map_jobs
+    job = functools.partial(warnings.warn, "from a worker")
+    with pytest.warns(DelphiWarning, match="from a worker") as got:
+        assert map_jobs(job, [DelphiWarning] * 4, n_jobs=2, show_progress=False) == [None] * 4
+    assert len([w for w in got if "from a worker" in str(w.message)]) == 4
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("ignore", DelphiWarning)
+        map_jobs(job, [DelphiWarning] * 4, n_jobs=2, show_progress=False)
+    assert not seen
+
+
+def test_complete_all_runs_prints_a_table_and_a_summary(capsys):
+    from test_cli_jobs import curve_ladder
+    import tempfile
+    from pathlib import Path
+    with tempfile.TemporaryDirectory() as tmp:
+        manifest = curve_ladder(Path(tmp), runs=("a",), short=("z",))
+        assert main(["complete", manifest, "--all-runs", "-j", "2"]) == 0
+    out, err = capsys.readouterr()
+    lines = out.strip().splitlines()
+    assert err == "" and len(lines) == 4
+    assert lines[2].startswith("z") and "not completed:" in lines[2]
+    assert lines[3].startswith("1 of 2 run(s) completed") and "1 not completed" in lines[3]

@@ -74,6 +74,9 @@ def add_commands(sub) -> dict:
     add_ladder_options(p)
     p.add_argument("--json", action="store_true",
                    help="print one JSON object (a list of them for several runs)")
+    p.add_argument("--verbose", action="store_true",
+                   help="several runs: each run's full report and every note, at the end, "
+                        "instead of one row per run as it is done")
 
 
     p = sub.add_parser("backtest", help="fit small runs, predict held-out larger ones",
@@ -192,6 +195,8 @@ def _cmd_complete(args) -> int:
               else result.report())
         return 0
     runs = list(ladder.runs) if args.all_runs else list(dict.fromkeys(args.run))
+    if not args.json and not args.verbose:
+        return _stream_completions(ladder, runs, args.law, settings, args)
     done, failed = _complete_runs(ladder, runs, args.law, settings, args)
     for run, reason in failed:
         note(f"run {run!r} not completed: {reason}")
@@ -208,6 +213,78 @@ def _cmd_complete(args) -> int:
     if not done:
         raise DelphiError(f"none of the {len(runs)} runs could be completed"
                           + (f" (first: {failed[0][1]})" if failed else ""))
+    return 0
+
+
+#: Runs completed per batch when streaming rows: the first rows appear within seconds, and a
+#: batch keeps -j's workers busy.
+_STREAM_BATCH = 8
+
+
+def _completion_row(run: str, result, width: int) -> str:
+    """One row of the multi-run table: run, share of the schedule fitted, prediction, final
+    loss and relative error when known; or why the run could not be completed."""
+    if isinstance(result, str):
+        reason = result.replace(f"run {run!r}: ", "", 1)
+        reason = reason.split(": ", 1)[-1] if reason.startswith(("LadderError", "FitError")) \
+            else reason
+        short = reason.split(";")[0].split(" (")[0].replace(f"run {run!r} ", "", 1)
+        return f"{run:<{width}}  not completed: {short}"
+    used = result.fitted_upto_step / result.total_steps if result.total_steps else float("nan")
+    actual = f"{result.actual:8.4f}" if result.actual is not None else f"{'-':>8}"
+    err = result.rel_error
+    err = f"{err:+8.2%}" if err is not None else f"{'-':>8}"
+    flag = "  !" if result.warnings or result.fit.warnings else ""
+    return (f"{run:<{width}}  {used:5.0%}  {result.loss:10.4f}  {actual}  {err}{flag}")
+
+
+def _stream_completions(ladder, runs: list[str], law: str, settings: dict, args) -> int:
+    """``complete`` on several runs, as a table written as the runs finish (in run order, a
+    batch at a time): one row per run, then a summary. ``--verbose`` gives the full reports."""
+    import numpy as np
+
+    from ..curves import complete_many
+    from .output import command_stdout
+    out = command_stdout()
+    width = max(len(r) for r in runs) if runs else 3
+    header = (f"{'run':<{width}}  {'used':>5}  {'prediction':>10}  {'final':>8}  "
+              f"{'error':>8}")
+
+    def emit(line: str) -> None:
+        write = out.write if out is not None else (lambda s: None)
+        write(line + "\n")
+        if out is not None:
+            out.flush()
+
+    emit(header)
+    done, errors, flagged, failed = 0, [], 0, 0
+    for i in range(0, len(runs), _STREAM_BATCH):
+        batch = runs[i:i + _STREAM_BATCH]
+        for run, result in complete_many(ladder, batch, law, **settings, **jobs_kwargs(args),
+                                         show_progress=False):
+            if isinstance(result, str) and not args.all_runs:
+                raise DelphiError(f"run {run!r} could not be completed: "
+                                  f"{result.replace(f'run {run!r}: ', '', 1)}")
+            emit(_completion_row(run, result, width))
+            if isinstance(result, str):
+                failed += 1
+                continue
+            done += 1
+            flagged += bool(result.warnings or result.fit.warnings)
+            if result.actual is not None:
+                errors.append(result.rel_error)
+    summary = f"{done} of {len(runs)} run(s) completed"
+    if errors:
+        summary += (f"; against the {len(errors)} final loss(es) known: median |error| "
+                    f"{np.median(np.abs(errors)):.2%}, mean {np.mean(np.abs(errors)):.2%}, "
+                    f"max {np.max(np.abs(errors)):.2%}")
+    if flagged:
+        summary += f"; {flagged} with warnings (!): --verbose or --run RUN shows them"
+    if failed:
+        summary += f"; {failed} not completed (reason in the row)"
+    emit(summary)
+    if not done:
+        raise DelphiError(f"none of the {len(runs)} runs could be completed")
     return 0
 
 
