@@ -905,8 +905,9 @@ def test_json_output_never_holds_a_non_finite_number(tmp_path, capsys):
                            "--json")
     sigma = 0.1 / stats.norm.ppf(0.95)
     assert code == 0 and _reject_non_finite(out)["z"] == pytest.approx((99 - 2.5) / sigma)
-    # A prediction written before losses were range-checked (hash computed here) whose score
-    # overflows: a one-line error naming it, never an infinity in a report.
+    # A prediction written by a writer that skips the range checks (hash computed here) whose
+    # score overflows: verify names it, and the report is a one-line error naming it, never an
+    # infinity.
     raw = json.loads(path.read_bytes().split(b"\n")[0])
     last_time = json.loads(path.read_bytes().split(b"\n")[-2])["created_at"]
     tiny = {**raw, "id": "tiny", "prev_hash": reg.verify().head, "created_at": last_time,
@@ -920,7 +921,9 @@ def test_json_output_never_holds_a_non_finite_number(tmp_path, capsys):
                "outcome": {"of": "tiny", "actual": 2.5, "fraction": 1.0, "source": None},
                "prev_hash": tiny_head}
     path.write_bytes(path.read_bytes() + _hashed_line(outcome) + b"\n")
-    assert Registry(path).verify().ok, Registry(path).verify()
+    report = Registry(path).verify()
+    assert not report.ok and report.line == 3 and report.id == "tiny", report
+    assert "outside the range a registry accepts" in report.problem
     code, out, err = run_cli(capsys, "registry", "report", path, "--json")
     assert code == 1 and "Infinity" not in out and "'tiny'" in (out + err)
     assert "not a finite number" in (out + err)
@@ -943,13 +946,15 @@ def test_future_timestamps_are_refused(tmp_path, capsys):
                            "--external-loss", "2.5", "--external-source", "t",
                            "--target-flops", "1e21", "--created-at", "9999-12-31T00:00:00Z")
     assert code == 1 and "in the future" in err and "5 minutes" in err
-    # A registry whose last entry is already dated in the future (written before this check,
-    # hash computed here): new entries are refused, not stamped with that date.
+    # A registry whose last entry is dated in the future (by a writer that skips this check,
+    # hash computed here): verify names it, and new entries are refused, not stamped after it.
     raw = json.loads(path.read_bytes().split(b"\n")[0])
     far = {**raw, "id": "far", "prev_hash": raw["hash"], "created_at": "9999-12-31T00:00:00Z"}
     path.write_bytes(path.read_bytes() + _hashed_line(far) + b"\n")
-    assert Registry(path).verify().ok
-    with pytest.raises(RegistryError, match="last entry .* is dated 9999-12-31.*in the future"):
+    report = Registry(path).verify()
+    assert not report.ok and report.line == 2 and "in the future" in report.problem
+    with pytest.raises(RegistryError, match=r"line 2 \(id far\) is dated 9999-12-31.*in the "
+                                            r"future.*nothing was written"):
         external(Registry(path), "next")
 
 

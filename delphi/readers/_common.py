@@ -25,6 +25,7 @@ from typing import Iterable, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
+from .._files import describe_not_a_file
 from ..errors import LadderError, LadderWarning
 from ..ladder import (CANONICAL_COLUMNS, LOSS_LIKE, Exclusion, Ladder, _non_numeric_cells,
                       columns_found, user_stacklevel)
@@ -131,24 +132,9 @@ def not_a_file(path: Path) -> LadderError:
 
     A directory, a named pipe (FIFO), a device, a socket or a broken symbolic link is named as
     such (never opened: reading a FIFO would block); only a path where nothing exists is
-    "file not found".
+    "file not found" (:func:`delphi._files.describe_not_a_file`, which the registry shares).
     """
-    try:
-        mode = path.stat().st_mode               # follows symlinks
-    except FileNotFoundError:
-        if path.is_symlink():
-            return LadderError(f"{path} is a broken symbolic link (to {os.readlink(path)}, "
-                               f"which does not exist)")
-        return LadderError(f"file not found: {path}")
-    except OSError as exc:                       # no permission on a folder, a symlink loop
-        return LadderError(f"cannot access {path}: {exc.strerror or exc}")
-    kind = ("a directory" if stat.S_ISDIR(mode) else
-            "a named pipe (FIFO)" if stat.S_ISFIFO(mode) else
-            "a character device" if stat.S_ISCHR(mode) else
-            "a block device" if stat.S_ISBLK(mode) else
-            "a socket" if stat.S_ISSOCK(mode) else "not a regular file")
-    via = f" (a symbolic link to {os.path.realpath(path)})" if path.is_symlink() else ""
-    return LadderError(f"{path}{via} is {kind}, not a regular file")
+    return LadderError(describe_not_a_file(path))
 
 
 class InMemoryFile:

@@ -3,7 +3,11 @@
 A registry is one append-only JSON Lines file. Each line is an :class:`Entry` (a prediction,
 a projection, or an outcome referencing a prediction) whose ``hash`` covers its content and
 its ``prev_hash``, the previous entry's hash, so altering, deleting or reordering entries is
-detected by :meth:`Registry.verify`. Appends are locked and fsynced; an append that fails
+detected by :meth:`Registry.verify`, which also checks that every entry is one ``register`` or
+``score`` could have written there (:mod:`delphi.registry.invariants`: a second final outcome,
+an outcome id other than ``ID/outcome-N`` or a date in the future fails it, naming the line).
+Appends are locked (one lock per file, through whichever path: symlinks, hard links, bind
+mounts) and fsynced, and never extend a file that does not verify; an append that fails
 (disk full, file-size limit) leaves the file byte-identical, and one interrupted mid-line (a
 killed writer) leaves a torn last line that :meth:`Registry.repair` removes (keeping a backup).
 
@@ -26,8 +30,8 @@ error in points (``Score.error_points``) instead of a relative error.
 """
 
 from .chain import Signer, VerifyReport
-from .core import (ACCURACY_UNIT, FUTURE_TOLERANCE, LOSS_RANGE, MAX_ID_LENGTH, PAUSE_ENV, PAUSE_SIGNAL_ENV,
-                   Registry)
+from .core import (ACCURACY_UNIT, FUTURE_TOLERANCE, LOSS_RANGE, MAX_ID_LENGTH, MAX_REGISTRY_BYTES,
+                   PAUSE_ENV, PAUSE_SIGNAL_ENV, Registry)
 from .schema import (FORMAT, GENESIS, Entry, FitRecord, ForecastRecord, IntervalRecord,
                      LadderRecord, LawRecord, OutcomeRecord, SignatureRecord, TargetRecord,
                      canonical_json, entry_hash)
@@ -38,6 +42,6 @@ __all__ = [
     "Registry", "ACCURACY_UNIT", "Entry", "Score", "Scoreboard", "VerifyReport", "TargetRecord",
     "ForecastRecord", "IntervalRecord", "LawRecord", "FitRecord", "LadderRecord",
     "OutcomeRecord", "SignatureRecord", "Signer", "FORMAT", "GENESIS", "MAX_ID_LENGTH",
-    "LOSS_RANGE", "FUTURE_TOLERANCE", "PAUSE_ENV", "PAUSE_SIGNAL_ENV", "canonical_json",
+    "LOSS_RANGE", "FUTURE_TOLERANCE", "MAX_REGISTRY_BYTES", "PAUSE_ENV", "PAUSE_SIGNAL_ENV", "canonical_json",
     "entry_hash", "SigningKey", "generate_key", "load_signing_key", "load_trusted_keys",
 ]

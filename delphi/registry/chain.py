@@ -6,12 +6,14 @@ import dataclasses
 import json
 import re
 from dataclasses import dataclass
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Mapping
 
 from pydantic import ValidationError
 
 from ..errors import RegistryError
+from .invariants import ChainRules
 from .schema import GENESIS, Entry, canonical_json, entry_hash, validation_message
 
 __all__ = ["VerifyReport", "Signer", "verify_bytes", "split_lines", "plural", "check_head",
@@ -25,9 +27,12 @@ class VerifyReport:
     """The result of checking a registry file (:meth:`Registry.verify`).
 
     ``ok`` is True when every line is a canonical, schema-valid entry whose hash matches its
-    content and whose ``prev_hash`` is the previous entry's hash, ids are unique, every outcome
-    scores an earlier prediction, and the file ends with a newline. Otherwise ``line`` (1-based)
-    and ``id`` name the *first* problem.
+    content and whose ``prev_hash`` is the previous entry's hash, every entry is one that
+    ``register`` or ``score`` could have written where it stands (unique ids, time order, no
+    date in the future, ids, numbers and units as the API writes them, outcomes named
+    ``ID/outcome-N`` that score an earlier prediction, at most one final outcome per
+    prediction: :class:`~delphi.registry.invariants.ChainRules`), and the file ends with a
+    newline. Otherwise ``line`` (1-based) and ``id`` name the *first* problem.
 
     What this proves: SHA-256 chaining detects edits, deletions and reorders *within* the file,
     but anyone with write access can recompute every hash. A rewrite or a truncation is caught
@@ -259,7 +264,8 @@ def _check_line(line: bytes, raw, prev: str) -> Entry:
 
 
 def verify_bytes(data: bytes, path: str | Path, expect_head: str | None = None,
-                 trusted_keys: Mapping[str, str] | None = None) -> VerifyReport:
+                 trusted_keys: Mapping[str, str] | None = None, *,
+                 now: datetime | None = None) -> VerifyReport:
     """Check the registry content ``data`` (the bytes of the file at ``path``).
 
     Parameters
@@ -267,6 +273,8 @@ def verify_bytes(data: bytes, path: str | Path, expect_head: str | None = None,
     expect_head: a head hash published earlier (64 hex digits, either case); the check fails
         when no entry has it (entries were removed from the end, or the history was
         rewritten).
+    now: the time entries may not be dated after (by more than
+        :data:`~delphi.registry.invariants.FUTURE_TOLERANCE`); default: this machine's clock.
 
     A file whose entries are intact but whose layout changed (CRLF line endings, trailing
     blank lines, a byte-order mark) fails with ``fix`` set: :meth:`Registry.repair` undoes it.
@@ -282,9 +290,11 @@ def verify_bytes(data: bytes, path: str | Path, expect_head: str | None = None,
     path = str(path)
     if expect_head is not None:
         expect_head = check_head(expect_head)
+    if now is None:
+        now = datetime.now(timezone.utc)
     clean, fix = normalized(data)
     if fix is not None:
-        inner = verify_bytes(clean, path, expect_head, trusted_keys)
+        inner = verify_bytes(clean, path, expect_head, trusted_keys, now=now)
         line_no, what = _layout_problem(data, clean)
         if inner.ok:
             return dataclasses.replace(
@@ -302,8 +312,8 @@ def verify_bytes(data: bytes, path: str | Path, expect_head: str | None = None,
     # Where each declared hash sits, to tell a reordering from a deletion.
     declared = {r["hash"]: i for i, r in enumerate(raws, 1)
                 if isinstance(r, dict) and isinstance(r.get("hash"), str)}
-    prev, prev_id, prev_time = GENESIS, None, None
-    kinds: dict[str, tuple[str, int]] = {}
+    prev, prev_id = GENESIS, None
+    rules = ChainRules(now)
 
     def fail(n: int, line_no: int, message: str, id: str | None, **kw) -> VerifyReport:
         return VerifyReport(path, False, n, prev if n else None, message, line_no, id, **kw,
@@ -332,19 +342,9 @@ def verify_bytes(data: bytes, path: str | Path, expect_head: str | None = None,
                        "or altered")
             return fail(i - 1, i, f"is out of the chain: its prev_hash does not match "
                         f"{before}; {why}", entry.id)
-        if entry.id in kinds:
-            return fail(i - 1, i, f"repeats the id of line {kinds[entry.id][1]}", entry.id)
-        if prev_time is not None and entry.created_at < prev_time:
-            return fail(i - 1, i, f"is dated {entry.created_at.isoformat()}, before line {i - 1} "
-                        f"({prev_time.isoformat()}): entries must be in time order", entry.id)
-        if entry.kind == "outcome":
-            ref = kinds.get(entry.outcome.of)
-            if ref is None:
-                return fail(i - 1, i, f"scores {entry.outcome.of!r}, which is not registered "
-                            f"before it", entry.id)
-            if ref[0] != "prediction":
-                return fail(i - 1, i, f"scores {entry.outcome.of!r}, a {ref[0]}, not a "
-                            f"prediction", entry.id)
+        problem = rules.problem(entry, i)
+        if problem is not None:
+            return fail(i - 1, i, problem, entry.id)
         key = None if entry.signature is None else "ed25519:" + entry.signature.key
         if trusted_keys is not None:
             if key is None:
@@ -356,13 +356,14 @@ def verify_bytes(data: bytes, path: str | Path, expect_head: str | None = None,
                 return fail(i - 1, i, f"is signed by {fingerprint(key)}, which is not one of the "
                             f"trusted keys", entry.id)
         signers.append(Signer(i, entry.id, key, (trusted_keys or {}).get(key)))
-        kinds[entry.id] = (entry.kind, i)
-        prev, prev_id, prev_time = entry.hash, entry.id, entry.created_at
+        rules.add(entry, i)
+        prev, prev_id = entry.hash, entry.id
     n = len(lines)
     if tail:
         try:
             entry = _check_line(tail, _loads(tail), prev)
-            complete = entry.prev_hash == prev and entry.id not in kinds
+            # Complete only if the API could have written it there; otherwise it is removed.
+            complete = entry.prev_hash == prev and rules.problem(entry, n + 1) is None
         except _Problem:
             entry, complete = None, False
         what = ("is a complete entry missing its final newline (an interrupted append); "

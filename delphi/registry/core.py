@@ -4,55 +4,55 @@ from __future__ import annotations
 
 import errno
 import json
-import math
 import numbers
 import os
-import re
+import stat
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable, Iterator, Mapping, Sequence
 
 from filelock import FileLock, Timeout
 from pydantic import ValidationError
 
+from .._files import describe_not_a_file, read_regular_file
+from .._files import reason as _reason
 from ..errors import RegistryError
 from .chain import (_Problem, _check_line, VerifyReport, line_problem, normalized, split_lines,
                     verify_bytes)
+from .invariants import (ACCURACY_UNIT, FUTURE_TOLERANCE, LOSS_RANGE, MAX_ID_LENGTH,
+                         ChainRules, check_forecast_values)
+from .invariants import check_accuracy as _check_accuracy
+from .invariants import check_id as _check_id
+from .invariants import check_loss as _check_loss
+from .invariants import check_number as _check_number
 from .schema import (GENESIS, CandidateRecord, Entry, ExclusionRecord, FitRecord, ForecastRecord,
                      IntervalRecord, SelectionRecord,
                      LadderRecord, LawRecord, OutcomeRecord, TargetRecord, entry_hash,
                      validation_message)
-from .scoring import ACCURACY_UNIT as _SCORING_ACCURACY_UNIT
 from .scoring import Score, Scoreboard, score_outcome, scoreboard
 from .signing import SigningKey, load_signing_key, load_trusted_keys, sign_fields
 
-__all__ = ["Registry", "MAX_ID_LENGTH", "PAUSE_ENV", "PAUSE_SIGNAL_ENV", "LOSS_RANGE",
-           "FUTURE_TOLERANCE", "LOCK_NOTE_AFTER", "ACCURACY_UNIT"]
+try:  # the lock on the registry file itself (every path to it); POSIX only
+    import fcntl
+except ImportError:  # pragma: no cover - Windows: the lock file alone
+    fcntl = None
 
-#: Longest id a user may choose (outcome ids append ``/outcome-N`` to it).
-MAX_ID_LENGTH = 64
+__all__ = ["Registry", "MAX_ID_LENGTH", "PAUSE_ENV", "PAUSE_SIGNAL_ENV", "LOSS_RANGE",
+           "FUTURE_TOLERANCE", "LOCK_NOTE_AFTER", "ACCURACY_UNIT", "MAX_REGISTRY_BYTES"]
+
+# MAX_ID_LENGTH, LOSS_RANGE, ACCURACY_UNIT and FUTURE_TOLERANCE are defined with the other
+# invariants (delphi.registry.invariants), which verify checks too.
+#: Largest registry file read [bytes]: about 100,000 entries. A larger file, like a FIFO or a
+#: device, is refused in one line instead of being read without bound.
+MAX_REGISTRY_BYTES = 512 * 2**20
 #: Test hook: when set to a fraction in [0, 1], an append writes that share of its line,
 #: fsyncs, creates the file named by :data:`PAUSE_SIGNAL_ENV` (if set) and sleeps, so a test
 #: can kill the writer mid-line. Never set it outside tests.
 PAUSE_ENV = "DELPHI_REGISTRY_TEST_PAUSE"
 PAUSE_SIGNAL_ENV = "DELPHI_REGISTRY_TEST_PAUSE_SIGNAL"
-#: Losses a registry accepts [nats/token, bits/token or bits/byte]. A cross-entropy above 100
-#: is far beyond an untrained model's (ln of a 10^6-token vocabulary is 13.8 nats/token); below
-#: 1e-4 the model would almost never be wrong. Either is a unit slip or a typo, and extremes
-#: would overflow the scores (relative error, z) into infinities.
-LOSS_RANGE = (1e-4, 100.0)
-#: The unit of a benchmark-accuracy prediction (:meth:`Registry.register_accuracy`): values
-#: are fractions in [0, 1] (``forecast.loss`` then holds the predicted accuracy), and scores
-#: give the error in points, 100 x (actual - predicted), instead of the relative error.
-ACCURACY_UNIT = _SCORING_ACCURACY_UNIT
-#: How far an explicit ``created_at`` may be ahead of this machine's clock (clock skew between
-#: machines). Further ahead, every later entry would have to be dated after it.
-FUTURE_TOLERANCE = timedelta(minutes=5)
-
-_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:/@+-]*")
 _TARGET_FIELDS = set(TargetRecord.model_fields) - {"facts"}
 # Target attributes kept as facts when C was converted to the ladder's FLOP convention (the
 # record format predates them: a new field would change every existing entry's hash).
@@ -117,49 +117,11 @@ def _now(state) -> datetime:
     return max(now, state.last_time)
 
 
-def _check_number(value: Any, what: str) -> float:
-    """``value`` as a plain number; RegistryError if it is not a finite int or float."""
-    v = _plain(value)
-    if isinstance(v, bool) or not isinstance(v, (int, float)):
-        raise RegistryError(f"{what}: must be a number (got {value!r:.60})")
-    if not math.isfinite(v):
-        raise RegistryError(f"{what}: {v} is not a finite number")
-    return v
-
-
-def _check_loss(value: Any, what: str) -> None:
-    """Refuse a loss that is not a finite number in :data:`LOSS_RANGE` (before any write)."""
-    v = _check_number(value, what)
-    lo, hi = LOSS_RANGE
-    if not lo <= v <= hi:
-        raise RegistryError(f"{what}: {v:.6g} is outside the range a registry accepts for a "
-                            f"loss, [{lo:g}, {hi:g}] (nats/token, bits/token or bits/byte); "
-                            f"check the number and its unit")
-
-
-def _check_losses(loss: Any, interval: IntervalRecord | None, curve: tuple | None) -> None:
-    _check_loss(loss, "invalid forecast: loss")
-    if interval is not None:
-        for name in ("lower", "upper", "mean_lower", "mean_upper"):
-            value = getattr(interval, name)
-            # An interval's lower end may reach 0 (a loss is positive), not below.
-            if value is not None and not 0 <= value <= LOSS_RANGE[1]:
-                raise RegistryError(f"invalid forecast: interval.{name}: {value:.6g} is outside "
-                                    f"[0, {LOSS_RANGE[1]:g}], the range of a loss")
-    for k, point in enumerate(curve or (), 1):
-        if isinstance(point, tuple) and len(point) == 2:
-            _check_loss(point[1], f"invalid forecast: curve point {k} (fraction {point[0]}) "
-                                  f"loss")
-
-
-def _check_accuracy(value: Any, what: str) -> None:
-    """Refuse an accuracy that is not a finite fraction in (0, 1] (before any write)."""
-    v = _plain(value)
-    if isinstance(v, bool) or not isinstance(v, (int, float)):
-        raise RegistryError(f"{what}: must be a number (got {value!r:.60})")
-    if not (math.isfinite(v) and 0 < v <= 1):
-        raise RegistryError(f"{what}: {v:.6g} is not an accuracy fraction in (0, 1] (unit "
-                            f"{ACCURACY_UNIT!r}: 0.612, not 61.2 points)")
+def _check_losses(loss: Any, interval: IntervalRecord | None, curve: tuple | None,
+                  accuracy: bool = False) -> None:
+    """Refuse a forecast's numbers out of range, before any write (see
+    :func:`~delphi.registry.invariants.check_forecast_values`)."""
+    check_forecast_values(loss, interval, curve, accuracy=accuracy)
 
 
 def _timestamp(value: datetime | str | None) -> datetime:
@@ -177,7 +139,12 @@ def _timestamp(value: datetime | str | None) -> datetime:
     if value.tzinfo is None:
         shown = text if isinstance(text, str) else value.isoformat()
         raise RegistryError(f"created_at {shown} has no time zone; add Z or +00:00")
-    return value.astimezone(timezone.utc)
+    try:
+        return value.astimezone(timezone.utc)
+    except (OverflowError, ValueError):
+        shown = text if isinstance(text, str) else value.isoformat()
+        raise RegistryError(f"created_at {shown} is outside the calendar once converted to UTC "
+                            f"(years 1 to 9999)") from None
 
 
 def _curve(curve: Sequence[Sequence[float]] | None) -> tuple | None:
@@ -350,6 +317,8 @@ class _State:
     ids: dict[str, int] = field(default_factory=dict)
     last_hash: str = GENESIS
     last_time: datetime | None = None
+    rules: ChainRules = field(default_factory=ChainRules)
+    """The invariants over the entries so far (what verify checks), to check the next one."""
 
     def entry(self, id: str) -> Entry:
         try:
@@ -359,12 +328,24 @@ class _State:
                                 f"run `delphi registry verify --registry PATH`") from None
 
 
+@dataclass(frozen=True)
+class _Held:
+    """The registry's lock, held: the file to write (symlinks resolved) and whether taking the
+    lock created it (a failed first append removes it again)."""
+
+    real: Path
+    created: bool = False
+
+
 class Registry:
     """A preregistration registry: one append-only, hash-chained JSON Lines file.
 
-    Appends take a file lock (``PATH.lock``, via :mod:`filelock`), write the whole line in one
-    call and fsync it; concurrent writers (threads or processes) are serialised. Nothing is ever
-    edited in place: an outcome is a new entry that references its prediction.
+    Appends take the registry's lock, write the whole line in one call and fsync it; concurrent
+    writers (threads or processes) are serialised, through whichever path they reach the file
+    (the given path, a symlink, a relative path, a hard link, a bind mount). Nothing is ever
+    edited in place: an outcome is a new entry that references its prediction. An append
+    refuses to extend a file that does not verify (:meth:`verify`): an entry after a tampered
+    one would bless it.
 
     Parameters
     ----------
@@ -373,8 +354,17 @@ class Registry:
     on_wait: called with a one-line note when the lock is still held by another writer after
         :data:`LOCK_NOTE_AFTER` seconds (the CLI prints it on stderr); None: wait silently.
 
-    The lock file ``PATH.lock`` stays beside the registry, empty: that is how :mod:`filelock`
-    works (deleting it after use would let two writers lock different files).
+    The lock is two locks, taken in this order: the lock file ``REAL.lock`` beside the real
+    file (``REAL`` is the path with every symlink resolved, so symlinks and relative paths to
+    one file share it; via :mod:`filelock`), then an exclusive ``flock`` of the registry file
+    itself (so do hard links and bind mounts, and writers on other machines of a shared file
+    system that supports it). A writer that waited for a file replaced meanwhile (renamed
+    over, e.g. by ``git checkout``) locks the file now at the path instead. The lock file stays
+    beside the registry, empty: that is how :mod:`filelock` works (deleting it after use would
+    let two writers lock different files).
+
+    Registry files must be regular files of at most :data:`MAX_REGISTRY_BYTES` bytes: a named
+    pipe, a device or a directory is refused in one line (never opened for reading).
 
     Every method raises :class:`~delphi.errors.RegistryError` on bad input or a bad file, and a
     failed append (bad input, disk full, file-size limit, read-only file system) leaves the file
@@ -397,13 +387,21 @@ class Registry:
         return f"Registry({str(self.path)!r})"
 
     # ------------------------------------------------------------------ reading
-    def _read(self) -> bytes:
+    def _read(self, path: Path | None = None) -> bytes:
+        """The file's bytes (b"" when there is none).
+
+        Raises
+        ------
+        RegistryError
+            Not a regular file (a FIFO, a device, a directory), larger than
+            :data:`MAX_REGISTRY_BYTES`, or unreadable.
+        """
         try:
-            return self.path.read_bytes()
+            return read_regular_file(self.path if path is None else path,
+                                     limit=MAX_REGISTRY_BYTES, what="registry",
+                                     error=RegistryError)
         except FileNotFoundError:
             return b""
-        except OSError as exc:
-            raise RegistryError(f"cannot read registry {self.path}: {exc}") from None
 
     def entries(self) -> list[Entry]:
         """Every complete entry, in file order (a torn last line is left out: see
@@ -412,7 +410,9 @@ class Registry:
         Raises
         ------
         RegistryError
-            A line is not a valid entry (run :meth:`verify` to locate tampering).
+            A line is not a valid entry (run :meth:`verify` to locate tampering); the file is
+            not a regular file (a FIFO, a device, a directory) or is larger than
+            :data:`MAX_REGISTRY_BYTES`.
         """
         out = []
         lines, _ = split_lines(self._read())
@@ -468,8 +468,10 @@ class Registry:
         Raises
         ------
         RegistryError
-            The file does not exist; ``expect_head`` is not 64 hexadecimal digits (either case
-            is accepted); the trusted-keys file is unreadable or malformed.
+            The file does not exist, is not a regular file (a FIFO, a device, a directory) or
+            is larger than :data:`MAX_REGISTRY_BYTES`; ``expect_head`` is not 64 hexadecimal
+            digits (either case is accepted); the trusted-keys file is unreadable, not a
+            regular file, too large or malformed.
         """
         if trusted_keys is not None and not isinstance(trusted_keys, Mapping):
             trusted_keys = load_trusted_keys(trusted_keys)
@@ -495,12 +497,41 @@ class Registry:
         return report.head
 
     # ------------------------------------------------------------------ writing
-    @contextmanager
-    def _lock(self) -> Iterator[None]:
-        if not self.path.parent.is_dir():
+    def _real_path(self) -> Path:
+        """The registry's path with every symlink resolved (absolute): the file writes go to.
+
+        Raises
+        ------
+        RegistryError
+            Its directory does not exist, or something other than a regular file is there.
+        """
+        real = Path(os.path.realpath(self.path))
+        if not real.parent.is_dir():
             raise RegistryError(f"cannot write {self.path}: directory {self.path.parent} "
                                 f"does not exist")
-        lock_path = str(self.path) + ".lock"
+        try:
+            mode = os.stat(real).st_mode
+        except FileNotFoundError:
+            return real
+        except OSError:
+            mode = None
+        if mode is None or not stat.S_ISREG(mode):
+            raise RegistryError(f"registry {describe_not_a_file(self.path)}")
+        return real
+
+    @contextmanager
+    def _lock(self) -> Iterator[_Held]:
+        """Hold the registry's lock (see the class docstring); yields what is held.
+
+        Raises
+        ------
+        RegistryError
+            The lock file cannot be created (read-only or full file system, a folder we may not
+            write), the registry is not a regular file, or the lock is not had within
+            ``lock_timeout`` seconds.
+        """
+        real = self._real_path()
+        lock_path = str(real) + ".lock"
         # Create the lock file ourselves first: on a read-only or full file system, or in a
         # directory we may not write, filelock raises a bare OSError or (older versions) retries
         # until the timeout and blames another writer.
@@ -509,6 +540,15 @@ class Registry:
         except OSError as exc:
             raise RegistryError(f"cannot write {self.path}: cannot create its lock file "
                                 f"{lock_path} ({_reason(exc)})") from None
+        start = time.monotonic()
+        noted: list[bool] = []
+
+        def note(held: str = lock_path) -> None:
+            if not noted and self.on_wait is not None:
+                self.on_wait(f"waiting for the registry lock held by another writer "
+                             f"({held}); giving up after {self.lock_timeout:g} s")
+            noted.append(True)
+
         lock = FileLock(lock_path, timeout=self.lock_timeout)
         try:
             first = min(LOCK_NOTE_AFTER, self.lock_timeout)
@@ -517,9 +557,7 @@ class Registry:
             except Timeout:
                 if self.lock_timeout <= first:
                     raise
-                if self.on_wait is not None:
-                    self.on_wait(f"waiting for the registry lock held by another writer "
-                                 f"({lock_path}); giving up after {self.lock_timeout:g} s")
+                note()
                 lock.acquire(timeout=self.lock_timeout - first)
         except Timeout:
             raise RegistryError(f"could not lock {self.path} within {self.lock_timeout:g} s "
@@ -528,19 +566,112 @@ class Registry:
             raise RegistryError(f"cannot write {self.path}: cannot lock {lock_path} "
                                 f"({_reason(exc)})") from None
         try:
-            yield
+            fd, created = self._lock_file(real, start, note)
+            try:
+                yield _Held(real, created)
+            finally:
+                if fd is not None:
+                    if created:
+                        _remove_if_empty(real, fd)
+                    os.close(fd)   # releases the flock
         finally:
             lock.release()
 
-    def _scan(self) -> _State:
+    def _lock_file(self, real: Path, start: float,
+                   note: Callable[[str], None]) -> tuple[int | None, bool]:
+        """Open (creating it if missing) and ``flock`` the registry file ``real``: every path
+        to the file, hard links and bind mounts included, takes this lock. Returns the open
+        descriptor (closing it releases the lock; None where ``flock`` is unavailable) and
+        whether the file was created here.
+
+        If the file at ``real`` was replaced or removed while we waited (renamed over), the
+        lock of the old file guards nothing: lock the file now there instead.
+
+        Raises
+        ------
+        RegistryError
+            The file cannot be opened or created, is not a regular file, or the lock is not had
+            before ``lock_timeout`` seconds have passed since ``start``.
+        """
+        if fcntl is None:  # pragma: no cover - Windows: the lock file alone
+            return None, False
+        flags = os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
+        while True:
+            created = False
+            try:
+                fd = os.open(real, os.O_RDWR | flags)
+            except FileNotFoundError:
+                try:
+                    fd = os.open(real, os.O_RDWR | os.O_CREAT | os.O_EXCL | flags, 0o644)
+                    created = True
+                except FileExistsError:
+                    continue       # another writer created it meanwhile: open theirs
+                except OSError as exc:
+                    raise RegistryError(f"cannot write {self.path}: cannot create it "
+                                        f"({_reason(exc)})") from None
+            except OSError as exc:
+                try:  # a read-only file is locked all the same: the append then says why
+                    fd = os.open(real, os.O_RDONLY | flags)
+                except OSError:
+                    raise RegistryError(f"cannot write {self.path}: cannot open it "
+                                        f"({_reason(exc)})") from None
+            try:
+                held = os.fstat(fd)
+                if not stat.S_ISREG(held.st_mode):
+                    raise RegistryError(f"registry {describe_not_a_file(self.path)}")
+                self._flock(fd, real, start, note)
+                try:
+                    now = os.stat(real)
+                except FileNotFoundError:
+                    now = None
+            except BaseException:
+                os.close(fd)
+                raise
+            if now is not None and (now.st_dev, now.st_ino) == (held.st_dev, held.st_ino):
+                return fd, created
+            os.close(fd)       # replaced or removed while we waited: lock the file there now
+
+    def _flock(self, fd: int, real: Path, start: float, note: Callable[[str], None]) -> None:
+        """``flock(fd, LOCK_EX)``, polling until ``lock_timeout`` seconds after ``start``
+        (``note`` is called once :data:`LOCK_NOTE_AFTER` seconds have passed). A file system
+        without ``flock`` is left to the lock file alone.
+
+        Raises
+        ------
+        RegistryError
+            The lock is not had in time.
+        """
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                return
+            except BlockingIOError:
+                pass
+            except OSError as exc:
+                if exc.errno in _NO_FLOCK:
+                    return
+                raise RegistryError(f"cannot write {self.path}: cannot lock it "
+                                    f"({_reason(exc)})") from None
+            waited = time.monotonic() - start
+            if waited >= self.lock_timeout:
+                raise RegistryError(f"could not lock {self.path} within {self.lock_timeout:g} s "
+                                    f"(another writer holds {real}, through another path to "
+                                    f"it: a hard link or a mount)")
+            if waited >= LOCK_NOTE_AFTER:
+                note(f"{real}, through another path to it")
+            time.sleep(min(0.02, self.lock_timeout - waited))
+
+    def _scan(self, held: _Held) -> _State:
         """The file's state for an append (call with the lock held).
 
         Raises
         ------
         RegistryError
-            A torn last line (run repair first) or an unreadable line.
+            A torn last line (run repair first), an unreadable line, or a line that does not
+            verify (altered, out of the chain, or one the API would not have written:
+            :class:`~delphi.registry.invariants.ChainRules`).
         """
-        data = self._read()
+        data = self._read(held.real)
         lines, tail = split_lines(data)
         if tail:
             raise RegistryError(
@@ -551,9 +682,10 @@ class Registry:
         cached = self._cache
         if cached is not None and data.startswith(cached.data):
             state = _State(cached.data, list(cached.lines), dict(cached.ids), cached.last_hash,
-                           cached.last_time)
+                           cached.last_time, cached.rules.copy())
         else:
             state = _State()
+        state.rules.now = datetime.now(timezone.utc)
         for i in range(len(state.lines), len(lines)):
             line = lines[i]
             try:
@@ -577,6 +709,12 @@ class Registry:
                 raise RegistryError(f"{self.path}: line {i + 1} (id {rid}) {how}; "
                                     f"nothing was written. Run `delphi registry verify "
                                     f"--registry {self.path}`")
+            problem = state.rules.problem(entry, i + 1)
+            if problem is not None:
+                raise RegistryError(f"{self.path}: line {i + 1} (id {rid}) {problem}; nothing "
+                                    f"was written. Run `delphi registry verify --registry "
+                                    f"{self.path}`")
+            state.rules.add(entry, i + 1)
             state.ids.setdefault(rid, i)
             state.lines.append(line)
             state.last_hash = rhash
@@ -584,13 +722,15 @@ class Registry:
         state.data = data
         return state
 
-    def _write(self, payload: bytes) -> None:
-        """Append ``payload`` (call with the lock held). On any error the file is truncated
-        back to its length before the call (removed if it was created) and fsynced, so a
-        failed append (disk full, file-size limit, I/O error) leaves it byte-identical."""
-        new = not self.path.exists()
+    def _write(self, held: _Held, payload: bytes) -> None:
+        """Append ``payload`` to ``held.real`` (call with the lock held). On any error the file
+        is truncated back to its length before the call (removed if it was created) and
+        fsynced, so a failed append (disk full, file-size limit, I/O error) leaves it
+        byte-identical."""
+        path = held.real
+        new = held.created or not path.exists()
         try:
-            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+            fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
         except OSError as exc:
             raise RegistryError(f"cannot open {self.path} for appending ({_reason(exc)}); "
                                 f"nothing was written") from None
@@ -618,7 +758,7 @@ class Registry:
             undo = _truncate(fd, size)
             if undo is None and new:
                 try:
-                    os.unlink(self.path)
+                    os.unlink(path)
                 except OSError:
                     pass  # an empty file: verify and appends treat it as no entries
             if undo is None:
@@ -632,7 +772,7 @@ class Registry:
             os.close(fd)
         if new:  # make the new directory entry durable too (best effort: not every file
             try:  # system can fsync a directory, and the line itself is already on disk)
-                dfd = os.open(self.path.parent, os.O_RDONLY)
+                dfd = os.open(path.parent, os.O_RDONLY)
                 try:
                     os.fsync(dfd)
                 finally:
@@ -643,8 +783,8 @@ class Registry:
     def _append(self, build: Callable[[_State], dict],
                 sign_key: SigningKey | None = None) -> Entry:
         """Lock, scan, build the entry's fields from the state, seal (and sign), write, unlock."""
-        with self._lock():
-            state = self._scan()
+        with self._lock() as held:
+            state = self._scan(held)
             fields = build(state)
             if fields.get("created_at") is None:  # stamped under the lock: in file order
                 fields["created_at"] = _now(state)
@@ -656,8 +796,15 @@ class Registry:
             if entry.id in state.ids:
                 raise RegistryError(f"id {entry.id!r} is already in {self.path} (line "
                                     f"{state.ids[entry.id] + 1}); ids are unique: choose another")
+            # What is written must verify: the same rules as verify, on the new line.
+            state.rules.now = datetime.now(timezone.utc)
+            problem = state.rules.problem(entry, len(state.lines) + 1)
+            if problem is not None:
+                raise RegistryError(f"entry {entry.id!r} would not verify: it {problem}; "
+                                    f"nothing was written")
             line = entry.line.encode("ascii")
-            self._write(line + b"\n")
+            self._write(held, line + b"\n")
+            state.rules.add(entry, len(state.lines) + 1)
             state.ids[entry.id] = len(state.lines)
             state.lines.append(line)
             state.last_hash = entry.hash
@@ -708,9 +855,11 @@ class Registry:
         ------
         RegistryError
             Bad id or kind, duplicate id, a non-finite loss or parameter, a loss outside
-            :data:`LOSS_RANGE`, a malformed curve or interval, a future ``created_at``, a bad
-            key file, a torn or unreadable registry, a lock timeout, a file that cannot be
-            written (read-only, disk full). Nothing is written.
+            :data:`LOSS_RANGE`, a malformed curve or interval, a future ``created_at`` or one
+            outside the calendar in UTC (``0001-01-01T00:00:00+01:00``), a bad key file, a
+            torn or unreadable registry or one that does not verify (:meth:`verify`), a lock
+            timeout, a file that cannot be written (read-only, disk full) or is not a regular
+            file (a FIFO, a device). Nothing is written.
         """
         if hasattr(forecast, "step2") and hasattr(forecast, "accuracy"):
             # an AccuracyForecast (delphi.predict_accuracy): unit accuracy
@@ -735,7 +884,7 @@ class Registry:
             {**t.to_dict(), "metric": forecast.metric, "unit": forecast.unit}, target_facts)
         iv = _interval(getattr(forecast, "interval", None) if interval is None else interval)
         points = _snap_curve(_curve(curve), _plain(forecast.loss))
-        _check_losses(forecast.loss, iv, points)
+        _check_losses(forecast.loss, iv, points, accuracy=target.unit == ACCURACY_UNIT)
         try:
             fc = ForecastRecord(loss=_plain(forecast.loss), interval=iv, curve=points,
                                 extrapolation=_plain(forecast.extrapolation),
@@ -922,7 +1071,9 @@ class Registry:
         Raises
         ------
         RegistryError
-            As :meth:`register`; also a missing source or an empty target. Nothing is written.
+            As :meth:`register`; also a missing source or an empty target, and for a target
+            in unit ``"accuracy"`` a forecast, interval end or curve point that is not a
+            fraction in [0, 1]. Nothing is written.
         """
         if kind not in ("prediction", "projection"):
             raise RegistryError(f"kind must be 'prediction' or 'projection', got {kind!r}")
@@ -935,7 +1086,7 @@ class Registry:
         target_rec = _target_record({"facts": base.pop("facts", None)}, base)
         iv = _interval(interval)
         points = _snap_curve(_curve(curve), _plain(loss))
-        _check_losses(loss, iv, points)
+        _check_losses(loss, iv, points, accuracy=target_rec.unit == ACCURACY_UNIT)
         try:
             fc = ForecastRecord(loss=_plain(loss), interval=iv, curve=points, external=True,
                                 source=source,
@@ -981,9 +1132,10 @@ class Registry:
             Unknown id, a projection or outcome id, a non-finite loss or one outside
             :data:`LOSS_RANGE` (for an accuracy prediction: an accuracy outside (0, 1]), a
             second final outcome, a fraction outside (0, 1], a partial outcome without a curve,
-            an unknown unit or one other than the prediction's, a future ``created_at``, a
-            score that is not a finite number, a torn registry, a file that cannot be written.
-            Nothing is written.
+            an unknown unit or one other than the prediction's, a future ``created_at`` or one
+            outside the calendar in UTC, a score that is not a finite number, a torn registry
+            or one that does not verify, a file that cannot be written or is not a regular
+            file. Nothing is written.
         """
         given_unit = None if unit is None else _unit(unit, "outcome unit")
         if not isinstance(id, str):
@@ -1022,17 +1174,14 @@ class Registry:
             else:
                 _check_loss(actual, "invalid outcome: actual")
             outcome = record(actual)
-            if outcome.fraction >= 1.0:
-                for other in (i for i in state.ids if i.startswith(f"{id}/outcome-")):
-                    if state.entry(other).outcome.fraction >= 1.0:
-                        raise RegistryError(
-                            f"{id!r} already has a final outcome ({other}, line "
-                            f"{state.ids[other] + 1}); a final "
-                            f"{'accuracy' if accuracy else 'loss'} is recorded once")
-            n = 1 + sum(1 for i in state.ids if i.startswith(f"{id}/outcome-"))
-            while f"{id}/outcome-{n}" in state.ids:
-                n += 1
-            oid = f"{id}/outcome-{n}"
+            # The file verified as far as the scan read it, so its outcomes of `id` are
+            # ID/outcome-1..N and at most one of them is final (invariants.ChainRules).
+            final = state.rules.final.get(id)
+            if outcome.fraction >= 1.0 and final is not None:
+                raise RegistryError(
+                    f"{id!r} already has a final outcome ({final[0]}, line {final[1]}); a final "
+                    f"{'accuracy' if accuracy else 'loss'} is recorded once")
+            oid = f"{id}/outcome-{state.rules.n_outcomes.get(id, 0) + 1}"
             stamp = _explicit_time(created_at) or _now(state)
             # Scored before the append: a score that cannot be computed or printed (as JSON)
             # must not leave an outcome behind.
@@ -1052,26 +1201,34 @@ class Registry:
         A torn last line is removed; a last line that is a whole valid entry missing only its
         newline is completed. Every complete entry is kept. When the entries are intact but the
         layout changed (CRLF line endings, e.g. from git autocrlf; trailing blank lines; a
-        byte-order mark) the file is rewritten in its canonical layout (written to a temporary
-        file, fsynced, then renamed over it), so that the hashes verify again.
+        byte-order mark) the file is rewritten in its canonical layout, so that the hashes
+        verify again.
+
+        The repair goes to the registry file itself, through a symlink too (the symlink stays
+        one), and is made in place under the lock, once the backup is on disk: the file keeps
+        its identity, so every other path to it (a hard link, a bind mount) still names the
+        repaired file and writers waiting on its lock append to it. (Renaming a rewritten copy
+        over it would leave those paths on the old file, and the registry would fork.) Should
+        the machine crash during the rewrite, the backup holds the original.
 
         Returns
         -------
-        The backup's path (``PATH.bak``, ``PATH.bak.2``...), or None when the file verifies
-        and nothing was done.
+        The backup's path (``REAL.bak``, ``REAL.bak.2``..., beside the real file), or None when
+        the file verifies and nothing was done.
 
         Raises
         ------
         RegistryError
-            The file is damaged elsewhere (altered, reordered or deleted entries: restore it
-            from version control), or it does not exist.
+            The file is damaged elsewhere (altered, reordered or deleted entries, or an entry
+            the API would not write: restore it from version control), it does not exist, is
+            not a regular file, or cannot be written.
         """
         if not self.path.exists():
             raise RegistryError(f"no registry at {self.path}")
         if verify_bytes(self._read(), self.path).ok:
             return None  # nothing to do: no lock needed (the file may be read-only)
-        with self._lock():
-            data = self._read()
+        with self._lock() as held:
+            data = self._read(held.real)
             report = verify_bytes(data, self.path)
             if report.ok:
                 return None
@@ -1080,15 +1237,15 @@ class Registry:
                                     f"interrupted append at the end, CRLF line endings and "
                                     f"trailing blank lines; restore the file from version "
                                     f"control")
-            backup = self._backup_path()
+            backup = self._backup_path(held.real)
             self._write_backup(backup, data)
             if report.fix is not None:
-                self._rewrite(normalized(data)[0], backup)
+                self._rewrite(held.real, data, normalized(data)[0], backup)
                 self._cache = None
                 return backup
             _, tail = split_lines(data)
             try:
-                fd = os.open(self.path, os.O_WRONLY | os.O_APPEND)
+                fd = os.open(held.real, os.O_WRONLY | os.O_APPEND)
             except OSError as exc:
                 raise RegistryError(f"cannot repair {self.path} ({_reason(exc)}); nothing was "
                                     f"changed (backup {backup})") from None
@@ -1110,32 +1267,42 @@ class Registry:
             self._cache = None
         return backup
 
-    def _rewrite(self, data: bytes, backup: Path) -> None:
-        """Replace the file by ``data`` atomically (temporary file, fsync, rename), keeping its
-        mode (call with the lock held).
+    def _rewrite(self, real: Path, old: bytes, data: bytes, backup: Path) -> None:
+        """Rewrite the file ``real`` (holding ``old``) as ``data``, no longer than ``old``, in
+        place: written from its start, cut to its new length, fsynced (call with the lock
+        held, once the backup is on disk). On an error the old bytes are written back.
 
         Raises
         ------
         RegistryError
-            The temporary file cannot be written or renamed (the file is unchanged).
+            The file cannot be written (it is unchanged, or, if restoring it failed too, the
+            message says to restore it from the backup).
         """
-        tmp = self.path.with_name(f".{self.path.name}.repair.{os.getpid()}")
         try:
-            mode = os.stat(self.path).st_mode & 0o7777
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
-            try:
-                _write_all(fd, memoryview(data))
-                os.fsync(fd)
-            finally:
-                os.close(fd)
-            os.replace(tmp, self.path)
+            fd = os.open(real, os.O_WRONLY)
         except OSError as exc:
-            try:
-                os.unlink(tmp)
-            except OSError:
-                pass
             raise RegistryError(f"cannot repair {self.path} ({_reason(exc)}); the file is "
                                 f"unchanged (backup {backup})") from None
+        try:
+            try:
+                os.lseek(fd, 0, os.SEEK_SET)
+                _write_all(fd, memoryview(data))
+                os.ftruncate(fd, len(data))
+                os.fsync(fd)
+            except OSError as exc:
+                try:
+                    os.lseek(fd, 0, os.SEEK_SET)
+                    _write_all(fd, memoryview(old))
+                    os.ftruncate(fd, len(old))
+                    os.fsync(fd)
+                except OSError as undo:
+                    raise RegistryError(
+                        f"cannot repair {self.path} ({_reason(exc)}), and restoring it failed "
+                        f"too ({_reason(undo)}): copy the backup {backup} back over it") from None
+                raise RegistryError(f"cannot repair {self.path} ({_reason(exc)}); the file is "
+                                    f"unchanged (backup {backup})") from None
+        finally:
+            os.close(fd)
 
     def _write_backup(self, backup: Path, data: bytes) -> None:
         """Write ``data`` to a new file ``backup`` and fsync it; on failure remove it.
@@ -1164,30 +1331,33 @@ class Registry:
                                 f"left") from None
         os.close(fd)
 
-    def _backup_path(self) -> Path:
-        candidate = self.path.with_name(self.path.name + ".bak")
+    @staticmethod
+    def _backup_path(real: Path) -> Path:
+        """``REAL.bak`` beside the real file, or ``REAL.bak.2``... if taken."""
+        candidate = real.with_name(real.name + ".bak")
         n = 1
         while candidate.exists():
             n += 1
-            candidate = self.path.with_name(f"{self.path.name}.bak.{n}")
+            candidate = real.with_name(f"{real.name}.bak.{n}")
         return candidate
 
 
 #: Seconds of waiting for a held lock before :class:`Registry` calls its ``on_wait``.
 LOCK_NOTE_AFTER = 2.0
+# flock errors of a file system that has no flock (some network and FUSE file systems): the
+# lock file alone serialises writers there.
+_NO_FLOCK = {errno.ENOLCK, errno.EOPNOTSUPP, errno.ENOSYS, errno.EINVAL}
 
 
-def _check_id(id: Any) -> None:
-    if not isinstance(id, str):
-        raise RegistryError(f"id must be a string, got {id!r}")
-    if not _ID.fullmatch(id):
-        raise RegistryError(f"id {id!r}: use letters, digits and ._:/@+- only, starting with "
-                            f"a letter or digit (no spaces)")
-    if len(id) > MAX_ID_LENGTH:
-        raise RegistryError(f"id {id[:20]!r}... is {len(id)} characters; at most "
-                            f"{MAX_ID_LENGTH}")
-    if "/outcome-" in id:
-        raise RegistryError(f"id {id!r}: '/outcome-' is reserved for outcome entries")
+def _remove_if_empty(real: Path, fd: int) -> None:
+    """Remove the file ``real`` that taking the lock created, if it is still empty and still
+    the one locked (a failed first append leaves no file). Best effort."""
+    try:
+        held, now = os.fstat(fd), os.stat(real)
+        if held.st_size == 0 and (now.st_dev, now.st_ino) == (held.st_dev, held.st_ino):
+            os.unlink(real)
+    except OSError:
+        pass
 
 
 def _write_all(fd: int, view: memoryview) -> None:
@@ -1224,12 +1394,6 @@ def _seal(fields: dict, prev_hash: str, sign_key: SigningKey | None = None) -> E
         raise RegistryError(f"internal error: entry {entry.id!r} does not round-trip; "
                             f"nothing was written")
     return back
-
-
-def _reason(exc: OSError) -> str:
-    """An OSError as one short phrase: 'No space left on device [ENOSPC]'."""
-    name = errno.errorcode.get(exc.errno or 0)
-    return f"{exc.strerror or exc}" + (f" [{name}]" if name else "")
 
 
 def _truncate(fd: int, size: int) -> OSError | None:

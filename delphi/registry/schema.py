@@ -298,7 +298,11 @@ class Entry(_Strict):
     @field_validator("created_at")
     @classmethod
     def _utc(cls, value: datetime) -> datetime:
-        return value.astimezone(timezone.utc)
+        try:
+            return value.astimezone(timezone.utc)
+        except OverflowError:  # 0001-01-01T00:00:00+01:00 is before year 1 in UTC
+            raise ValueError("outside the calendar once converted to UTC (years 1 to "
+                             "9999)") from None
 
     @model_validator(mode="after")
     def _fields_for_kind(self) -> "Entry":

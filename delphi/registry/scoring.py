@@ -10,10 +10,10 @@ import numpy as np
 
 from ..errors import RegistryError
 from .chain import plural
+# The unit of a benchmark-accuracy prediction (also delphi.registry.core.ACCURACY_UNIT).
+from .invariants import ACCURACY_UNIT
 from .schema import Entry, ForecastRecord, IntervalRecord
 
-#: The unit of a benchmark-accuracy prediction (also :data:`delphi.registry.core.ACCURACY_UNIT`).
-ACCURACY_UNIT = "accuracy"
 
 __all__ = ["Score", "Scoreboard", "predicted_at", "score_outcome", "scoreboard"]
 
@@ -215,8 +215,9 @@ def score_outcome(prediction: Entry, *, outcome_id: str, actual: float, fraction
 class Scoreboard:
     """Every scored outcome, and summary statistics over final outcomes.
 
-    A prediction's final score is its latest outcome at fraction 1.0 (a later outcome corrects
-    an earlier one; both stay in the file). Partial outcomes are listed but not summarised.
+    A prediction's final score is its outcome at fraction 1.0 (``score`` writes one per
+    prediction and ``verify`` refuses a file with a second; should one be read anyway, the
+    latest counts). Partial outcomes are listed but not summarised.
     """
 
     scores: tuple[Score, ...]

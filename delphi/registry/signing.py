@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
 
+from .._files import read_regular_file
 from ..errors import RegistryError
 from .schema import SignatureRecord, canonical_json
 
@@ -156,7 +157,8 @@ def load_signing_key(path: str | os.PathLike) -> SigningKey:
     Raises
     ------
     RegistryError
-        The file is missing, unreadable, larger than a key file can be, a public key (the
+        The file is missing, unreadable, not a regular file (a FIFO, a device), larger than a
+        key file can be, a public key (the
         message names the private key file to pass instead), readable by group or others
         (POSIX; checked only once the file is known to hold a private key), an encrypted
         private key, or not an Ed25519 private key. The file's content is never echoed.
@@ -164,13 +166,10 @@ def load_signing_key(path: str | os.PathLike) -> SigningKey:
     ed25519, serialization, _ = _crypto()
     path = Path(path)
     try:
+        # A regular file of at most _MAX_KEY_BYTES (a FIFO or a device is never read).
+        data = read_regular_file(path, limit=_MAX_KEY_BYTES, what="signing key",
+                                 error=RegistryError)
         st = os.stat(path)
-        if not stat.S_ISREG(st.st_mode):
-            raise RegistryError(f"signing key {path} is not a regular file")
-        if st.st_size > _MAX_KEY_BYTES:
-            raise RegistryError(f"signing key {path} is {st.st_size} bytes, too large for a "
-                                f"key file; make one with `delphi registry keygen`")
-        data = path.read_bytes()[:_MAX_KEY_BYTES]
     except OSError as exc:
         raise RegistryError(f"cannot read signing key {path}: {exc.strerror or exc}") from None
     if _is_public_key(data):
@@ -203,6 +202,8 @@ def load_signing_key(path: str | os.PathLike) -> SigningKey:
 
 #: A PEM private key is a few hundred bytes (RSA 4096: about 3.3 kB); anything larger is not one.
 _MAX_KEY_BYTES = 64 * 1024
+#: Largest trusted-keys file read [bytes]: some 10,000 keys of about 60 bytes each.
+MAX_TRUSTED_KEYS_BYTES = 1024 * 1024
 
 _ENCRYPTED = ("signing key {path} is an encrypted private key; encrypted private keys are not "
               "supported (delphi never asks for a passphrase): keep an unencrypted key with mode "
@@ -241,12 +242,16 @@ def load_trusted_keys(path: str | os.PathLike) -> dict[str, str]:
     Raises
     ------
     RegistryError
-        The file cannot be read, a line is not ``ed25519:<base64 of 32 bytes> [name]`` (named
-        by line number), the same key appears twice, or the file lists no key.
+        The file cannot be read, is not a regular file (a FIFO, a device) or is larger than
+        :data:`MAX_TRUSTED_KEYS_BYTES`, is not UTF-8, a line is not ``ed25519:<base64 of 32
+        bytes> [name]`` (named by line number), the same key appears twice, or the file lists
+        no key.
     """
     path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8")
+        data = read_regular_file(path, limit=MAX_TRUSTED_KEYS_BYTES, what="trusted keys",
+                                 error=RegistryError)
+        text = data.decode("utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise RegistryError(f"cannot read trusted keys {path}: "
                             f"{getattr(exc, 'strerror', None) or exc}") from None
