@@ -473,6 +473,10 @@ class Registry:
             digits (either case is accepted); the trusted-keys file is unreadable, not a
             regular file, too large or malformed.
         """
+        if trusted_keys is not None and not isinstance(trusted_keys, (Mapping, str,
+                                                                      os.PathLike)):
+            raise RegistryError(f"trusted_keys is a trusted-keys file (a path) or a mapping "
+                                f"{{public key text: name}}, got {type(trusted_keys).__name__}")
         if trusted_keys is not None and not isinstance(trusted_keys, Mapping):
             trusted_keys = load_trusted_keys(trusted_keys)
         if not self.path.exists():
