@@ -89,9 +89,9 @@ class Target:
                 and self.active_params > self.params * (1 + 1e-9)):
             # Active parameters are a subset of the total: more is a swapped pair or a typo.
             raise TargetError(
-                f"target {option('active_params', '--target-active-params')} "
-                f"{self.active_params:.4g} exceed its total "
-                f"{option('params', '--target-params')} {self.params:.4g}: a mixture of experts "
+                f"the target's {option('active_params', '--target-active-params')} "
+                f"{self.active_params:.4g} exceeds its {option('params', '--target-params')} "
+                f"{self.params:.4g}, the total: a mixture of experts "
                 f"activates part of its parameters per token (swapped?)")
         n = self.active_params or self.params
         if self.flops is not None and n is not None and self.tokens is not None:

@@ -67,9 +67,9 @@ def test_an_moe_target_with_more_active_than_total_parameters_is_refused(capsys)
                  "none"])
     err = capsys.readouterr().err
     assert code == 1
-    assert err == ("delphi: error: target --target-active-params 1e+10 exceed its total "
-                   "--target-params 1e+09: a mixture of experts activates part of its "
-                   "parameters per token (swapped?)\n")
+    assert err == ("delphi: error: the target's --target-active-params 1e+10 exceeds its "
+                   "--target-params 1e+09, the total: a mixture of experts activates part of "
+                   "its parameters per token (swapped?)\n")
 
 
 def test_an_external_prediction_without_a_unit_is_scored_in_nats(tmp_path, capsys):

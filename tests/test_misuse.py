@@ -256,7 +256,7 @@ def test_the_messages_say_what_is_wrong(ns):
     assert "params (2,), tokens (1,)" in str(error(
         lambda n: n.F.predict({"params": [1e9, 2e9], "tokens": [1e10]})))
     e = error(_predict({"params": 1e9, "active_params": 1e10, "tokens": 1e12}))
-    assert "active_params (CLI --target-active-params) 1e+10 exceed its total" in str(e)
+    assert "active_params (CLI --target-active-params) 1e+10 exceeds its params" in str(e)
     e = error(lambda n: delphi.ScalingLawFitter("power").predict([1e22]))
     # scikit-learn's convention: hasattr() and `except AttributeError` still work
     assert isinstance(e, NotFittedError) and isinstance(e, AttributeError)
