@@ -23,6 +23,8 @@ import sys
 import warnings
 from typing import Any, Callable, Iterable, Sequence
 
+from .errors import user_stacklevel
+
 __all__ = ["map_jobs", "progress", "set_quiet", "is_quiet", "check_n_jobs", "progress_delay",
            "one_blas_thread"]
 
@@ -135,7 +137,7 @@ def _reissue(chunks):
     """The results of :func:`_run_chunk`'s chunks, their warnings issued here, in order."""
     for results, caught in chunks:
         for message, category in caught:
-            warnings.warn(message, category, stacklevel=2)
+            warnings.warn(message, category, stacklevel=user_stacklevel())
         yield from results
 
 

@@ -13,6 +13,7 @@ from .options import (add_fit_options, add_interval_options, add_selection_optio
                       jobs_kwargs, load_with_defaults, positive_float, selection_settings,
                       target_from)
 from .output import note
+from ..text import plural
 
 __all__ = ["add_commands"]
 
@@ -161,7 +162,7 @@ def _print(args, path, report) -> int:
               f"{p['unit']}{iv}")
     else:
         state = "verified" if s["verified"] else "DOES NOT VERIFY"
-        counts = (f"{s['n_predictions']} predictions, {s['n_scored']} scored"
+        counts = (f"{plural(s['n_predictions'], 'prediction')}, {s['n_scored']} scored"
                   if s.get("readable", True) else "not readable as entries, nothing scored")
         print(f"wrote {path}: registry {s['registry']}, {counts}; chain {state}, head "
               f"{s['head'] or '(none verified)'}")

@@ -15,6 +15,7 @@ from pydantic import ValidationError
 from ..errors import RegistryError
 from .invariants import ChainRules
 from .schema import GENESIS, Entry, canonical_json, entry_hash, validation_message
+from ..text import plural
 
 __all__ = ["VerifyReport", "Signer", "verify_bytes", "split_lines", "plural", "check_head",
            "line_problem", "normalized"]
@@ -117,11 +118,6 @@ class Signer:
     def to_dict(self) -> dict:
         return {"line": self.line, "id": self.id, "key": self.key,
                 "fingerprint": self.fingerprint, "name": self.name}
-
-
-def plural(n: int, one: str, many: str | None = None) -> str:
-    """``"1 entry"``, ``"2 entries"``: ``n`` and the noun in the right number."""
-    return f"{n} {one if n == 1 else (many or one + 's')}"
 
 
 def split_lines(data: bytes) -> tuple[list[bytes], bytes]:

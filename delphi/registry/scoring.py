@@ -9,7 +9,7 @@ from statistics import NormalDist
 import numpy as np
 
 from ..errors import RegistryError
-from .chain import plural
+from ..text import plural
 # The unit of a benchmark-accuracy prediction (also delphi.registry.core.ACCURACY_UNIT).
 from .invariants import ACCURACY_UNIT
 from .schema import Entry, ForecastRecord, IntervalRecord

@@ -23,6 +23,7 @@ from typing import Any, Iterable, Mapping, Sequence
 
 from .. import __version__
 from ..errors import DelphiError, DelphiWarning, RegistryError
+from ..text import plural
 
 __all__ = ["Report", "ladder_page", "ladder_report", "registry_page", "registry_report",
            "write_html", "generated_time"]
@@ -564,7 +565,7 @@ def ladder_page(ladder, target, law=None, *, generated_at=None, backtest: bool =
     parts.append(
         f"<p>Law <b>{_e(fit.law.name)}</b>: <code>{_e(fit.law.formula)}</code>. "
         f"{fit.n_points} points from {runs} runs, {fit.n_free} free parameters "
-        f"({fit.dof} residual degrees of freedom). Objective {fit.objective:.6g} (summed "
+        f"({plural(fit.dof, 'residual degree of freedom', 'residual degrees of freedom')}). Objective {fit.objective:.6g} (summed "
         f"Huber, delta = {fit.delta:g}, on log residuals). "
         f'<span class="{"good" if fit.converged else "bad"}">{conv}</span>: '
         f"{_e(fit.message)} ({fit.n_agree}/{fit.n_starts} starts agree).</p>")
