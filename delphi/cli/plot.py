@@ -157,7 +157,7 @@ def accuracy_fraction(text: str) -> float:
 #: -q/--debug/-j default to SUPPRESS on subcommands and are not checked.
 _ACCURACY_DESTS = frozenset({
     "kind", "ladder", "output", "figure_format", "dpi", "x", "warnings", "json",
-    "metric", "format", "unit", "drop_invalid", "allow_outside_paths",
+    "metric", "format", "unit", "drop_invalid", "allow_outside_paths", "columns",
     "target_params", "target_tokens", "level", "n_boot", "seed",
     "task", "tasks", "fit_max_params", "runs", "step1_law", "lower", "actual", "calibrate",
     "huber_delta"})
