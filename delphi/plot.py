@@ -7,12 +7,17 @@ style, backend) is changed. Artists carry a ``gid`` naming what they are (``"fit
 ``"law-curve"``, ``"target-interval"``...) so a figure can be checked or restyled afterwards::
 
     import delphi
-    from delphi.plot import plot_forecast
+    from delphi.plot import caption, plot_forecast
 
     ladder = delphi.load_ladder("marin-moe-535b")
     forecast = delphi.predict(ladder, {"flops": 2.61e24}, "power", fixed={"E": 1.5})
     ax = plot_forecast(forecast, ladder=ladder)      # ladder: draw the excluded d2048 rung too
     ax.figure.savefig("forecast.png", dpi=150)
+    print(caption(forecast))                         # the text under it, warnings in full
+
+Figures are made to go into a paper as they are: legends are compact and sit in a free corner
+of the axes (else under them), and warnings are not drawn unless asked for
+(``warnings=True``); :func:`caption` gives them in full.
 
 Units: compute C in FLOPs, model size N in parameters, D in tokens, loss in the ladder's unit
 (nats/token unless the ladder says otherwise). Wrong object types raise ``TypeError``;
@@ -33,7 +38,7 @@ import numpy as np
 from .analyses.backtest import Backtest
 from .curves import Completion
 from .law_inputs import ANNEALING_MOMENTUM, run_schedule
-from .errors import LadderError, LawError, TargetError, option
+from .errors import _OPTION, LadderError, LawError, TargetError, option
 from .fitting import Fit
 from .forecast import Forecast, Target
 from .analyses.isoflop import EnvelopeResult, IsoflopResult
@@ -46,7 +51,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from matplotlib.axes import Axes
 
 __all__ = ["plot_fit", "plot_forecast", "plot_residuals", "plot_backtest", "plot_isoflop",
-           "plot_isoflop_frontier", "plot_completion", "plot_accuracy", "KINDS"]
+           "plot_isoflop_frontier", "plot_completion", "plot_accuracy", "caption", "KINDS"]
 
 #: What ``delphi plot KIND`` draws, by KIND.
 KINDS = {"forecast": "plot_forecast", "fit": "plot_fit", "residuals": "plot_residuals",
@@ -112,7 +117,7 @@ def _fmt_params(params: dict[str, float], per_line: int = 3,
 _WARNING_ORDER = ("not identified", "degenerate", "the fit did not converge", "did not converge",
                   "poorly determined", "at a bound", "no residual degrees of freedom")
 _NOTE_WIDTH = 95          # characters a line in a note box
-_NOTE_CHARS = 220         # characters of the first warning shown
+_NOTE_CHARS = 220         # a longer warning is shown up to the end of its first clause
 
 
 def _warning_rank(text: str) -> int:
@@ -123,16 +128,47 @@ def _warning_rank(text: str) -> int:
     return len(_WARNING_ORDER)
 
 
+def _protect_options(text: str) -> str:
+    """``text`` with the spaces inside each ``api (CLI --flag)`` made non-breaking, so that
+    wrapping never splits one (the command line rewrites the whole span to its flag)."""
+    return _OPTION.sub(lambda m: m.group(0).replace(" ", "\u00a0"), text)
+
+
+def _fill(text: str, width: int) -> str:
+    """``textwrap.fill`` that keeps each ``api (CLI --flag)`` on one line."""
+    return textwrap.fill(_protect_options(text), width).replace("\u00a0", " ")
+
+
+def _first_clause(text: str, limit: int = _NOTE_CHARS) -> str:
+    """``text`` when it is at most ``limit`` characters, else its words up to the end of its
+    first sentence or ``;``-clause outside brackets: whole words, never cut mid-sentence with
+    an ellipsis (the full text is in the caption and the report)."""
+    if len(text) <= limit:
+        return text
+    depth = 0
+    for i, ch in enumerate(text[:-1]):
+        if ch in "([":
+            depth += 1
+        elif ch in ")]":
+            depth = max(depth - 1, 0)
+        elif depth == 0 and text[i + 1] == " ":
+            if ch == ";":
+                return text[:i]
+            if ch == "." and i > 0 and text[i - 1] not in " ." and \
+                    not text[:i + 1].endswith(("e.g.", "i.e.", "vs.")):
+                return text[:i + 1]
+    return text
+
+
 def _note_text(warnings_: list[str] | tuple[str, ...], what: str, where: str,
                kind: str = "warning") -> str:
-    """The text of a warning box: the count, the most important warning shortened and
-    wrapped, and where to read the others."""
+    """The text of a warning box: the count, the most important warning (whole, or its first
+    clause when long) wrapped, and where to read the others."""
     items = list(dict.fromkeys(w for w in warnings_ if w))
     first = min(items, key=_warning_rank)
     n = len(items)
     head = f"{'⚠ ' if kind == 'warning' else ''}{n} {what} {kind}{'s' if n > 1 else ''}: "
-    body = textwrap.shorten(first, _NOTE_CHARS, placeholder=" …")
-    text = textwrap.fill(head + body, _NOTE_WIDTH)
+    text = _fill(head + _first_clause(first), _NOTE_WIDTH)
     if n > 1:
         # where the others are: the report printed with the result (CLI, HTML page, print())
         text += f"\n(and {n - 1} more in the {where})"
@@ -140,14 +176,18 @@ def _note_text(warnings_: list[str] | tuple[str, ...], what: str, where: str,
 
 
 def _note_box(ax: "Axes", warnings_, what: str = "fit", where: str = "fit's report",
-              kind: str = "warning"):
-    """A short, wrapped warning box under ``ax`` (below its x label, off the data):
-    ``gid="warnings-note"``. None when there is nothing to say."""
+              kind: str = "warning", under=None):
+    """A wrapped warning box under ``ax`` (below its x label, off the data), or under the
+    legend ``under`` when that sits below the axes: ``gid="warnings-note"``. None when there
+    is nothing to say."""
     if not warnings_:
         return None
-    return ax.annotate(_note_text(warnings_, what, where, kind), xy=(0, 0),
-                       xycoords="axes fraction",
-                       xytext=(0, -44), textcoords="offset points", ha="left", va="top",
+    if under is not None:
+        where_xy = {"xy": (0, 0), "xycoords": under, "xytext": (0, -6)}
+    else:
+        where_xy = {"xy": (0, 0), "xycoords": "axes fraction", "xytext": (0, -44)}
+    return ax.annotate(_note_text(warnings_, what, where, kind), **where_xy,
+                       textcoords="offset points", ha="left", va="top",
                        fontsize="x-small", gid="warnings-note", annotation_clip=False,
                        bbox={"boxstyle": "round,pad=0.4", "fc": "#fff6e5", "ec": "#d08a00",
                              "lw": 0.8})
@@ -155,10 +195,20 @@ def _note_box(ax: "Axes", warnings_, what: str = "fit", where: str = "fit's repo
 
 def _short_reason(reason: str) -> str:
     """The kind of an exclusion reason: its words before the first ``:``, ``;`` or ``(``
-    (``"unfinished (fraction = 0.8); ..."`` -> ``"unfinished"``), numbers dropped."""
-    head = re.split(r"[:;(]", reason, maxsplit=1)[0]
+    (``"unfinished (fraction = 0.8); ..."`` -> ``"unfinished"``), numbers dropped. A setting
+    named in both spellings (``drop_invalid=True (CLI --drop-invalid)``) is kept whole."""
+    spans: list[str] = []
+
+    def hold(m: re.Match) -> str:
+        spans.append(m.group(0))
+        return f"\x00{chr(65 + len(spans) - 1)}\x00"      # no digits, no : ; (
+
+    head = re.split(r"[:;(]", _OPTION.sub(hold, reason), maxsplit=1)[0]
     head = re.sub(r"\s+", " ", re.sub(r"[-+]?\d[\d.e+-]*", "", head)).strip(" ,.")
-    return textwrap.shorten(head or reason, 40, placeholder="…")
+    head = textwrap.shorten(head, 40, placeholder="…") if head else ""
+    for i, span in enumerate(spans):
+        head = head.replace(f"\x00{chr(65 + i)}\x00", span)
+    return head or textwrap.shorten(reason, 40, placeholder="…")
 
 
 def _check_type(obj: Any, cls: type | tuple[type, ...], what: str, hint: str = "") -> None:
@@ -191,13 +241,119 @@ def _counted(what: str, names: list[str], limit: int = _MAX_LISTED) -> str:
     return f"{what} ({len(names)})" + (f": {', '.join(names)}" if len(names) <= limit else "")
 
 
-def _legend(ax: "Axes", extra: list | None = None, **kwargs) -> None:
-    handles, labels = ax.get_legend_handles_labels()
+#: Where a legend goes, in order: the first free corner inside the axes, else below them.
+_CORNERS = ("upper right", "upper left", "lower left", "lower right")
+_LEGEND_STYLE = {"fontsize": "x-small", "framealpha": 0.9, "borderaxespad": 0.5,
+                 "handlelength": 2.4, "labelspacing": 0.35}
+_LEGEND_PAD = 4.0         # pixels kept between a legend and the data
+
+
+def _obstacles(ax: "Axes") -> tuple[np.ndarray, list]:
+    """What a legend inside ``ax`` must not cover, in axes fractions: every marker and curve
+    vertex (lines densified to a point every 1% of the axes, interval bars likewise, scatter
+    offsets) and the bounding boxes of the texts drawn on the axes. Lines and spans in axes
+    coordinates (a zero line, a band) are left out: a legend may sit over them.
+
+    Axes fractions do not change when a layout engine later moves or resizes the axes, so no
+    draw is needed to settle the layout first (a draw costs as much as the figure)."""
+    from matplotlib.collections import LineCollection, PathCollection
+
+    ax.get_xlim(), ax.get_ylim()                 # autoscale now: transData reads the limits
+    to_axes = ax.transAxes.inverted()
+
+    def dense(xy: np.ndarray, joined: bool) -> np.ndarray:
+        xy = to_axes.transform(xy)
+        xy = xy[np.all(np.isfinite(xy), axis=1)]
+        if not joined or len(xy) < 2:
+            return xy
+        steps = np.minimum(np.maximum(np.ceil(np.hypot(*np.diff(xy, axis=0).T) / 0.01), 1),
+                           200).astype(int)
+        parts = [np.linspace(p, q, k, endpoint=False) for p, q, k in zip(xy[:-1], xy[1:], steps)]
+        return np.vstack(parts + [xy[-1:]])
+
+    points = [np.empty((0, 2))]
+    for line in ax.get_lines():
+        if line.get_transform() is not ax.transData or not line.get_visible():
+            continue
+        xy = line.get_transform().transform(np.asarray(line.get_xydata(), float))
+        points.append(dense(xy, line.get_linestyle() not in ("None", "none", " ", "")))
+    for coll in ax.collections:
+        if isinstance(coll, LineCollection):
+            for seg in coll.get_segments():
+                points.append(dense(coll.get_transform().transform(np.asarray(seg, float)),
+                                    True))
+        elif isinstance(coll, PathCollection):
+            offsets = np.asarray(coll.get_offsets(), float)
+            if offsets.size:
+                points.append(dense(coll.get_offset_transform().transform(offsets), False))
+    boxes = [t.get_window_extent().transformed(to_axes) for t in ax.texts
+             if t.get_visible() and t.get_text()]
+    return np.vstack(points), boxes
+
+
+def _covers(bbox, points: np.ndarray, boxes: list, pad: tuple[float, float]) -> bool:
+    """Whether ``bbox`` (axes fractions, padded by ``pad``) covers any of the points or
+    boxes."""
+    x0, y0, x1, y1 = bbox.x0 - pad[0], bbox.y0 - pad[1], bbox.x1 + pad[0], bbox.y1 + pad[1]
+    if len(points) and np.any((points[:, 0] >= x0) & (points[:, 0] <= x1) &
+                              (points[:, 1] >= y0) & (points[:, 1] <= y1)):
+        return True
+    return any(b.x0 < x1 and b.x1 > x0 and b.y0 < y1 and b.y1 > y0 for b in boxes)
+
+
+def _legend(ax: "Axes", extra: list | None = None, *, title: str | None = None,
+            below: "Axes | None" = None, handles: list | None = None,
+            labels: list | None = None):
+    """A compact legend (x-small font, at most two columns) in the first corner of ``ax``
+    where it covers no data and no text, else centred under ``below`` (default ``ax``),
+    under its tick labels and x label. Returns the Legend (gid ``"legend"``, or
+    ``"legend-below"`` when under the axes), or None without entries.
+
+    ``handles``/``labels`` replace the axes' own entries; ``extra`` adds (handle, label)
+    pairs. A tuple handle draws its artists on top of each other (a bar over a band, a star
+    over its interval), as they are drawn on the axes.
+    """
+    from matplotlib.legend_handler import HandlerTuple
+    from matplotlib.transforms import ScaledTranslation
+
+    if handles is None:
+        handles, labels = ax.get_legend_handles_labels()
+    handles, labels = list(handles), list(labels)
     for handle, label in extra or ():
         handles.append(handle)
         labels.append(label)
-    if handles:
-        ax.legend(handles, labels, fontsize="small", **kwargs)
+    if not handles:
+        return None
+    style = dict(_LEGEND_STYLE, title=title, title_fontsize="x-small",
+                 handler_map={tuple: HandlerTuple(ndivide=1)})
+    points, boxes = _obstacles(ax)
+    box = ax.get_window_extent()
+    pad = (_LEGEND_PAD / max(box.width, 1.0), _LEGEND_PAD / max(box.height, 1.0))
+    to_axes = ax.transAxes.inverted()
+    for ncols in (1, 2) if len(handles) > 3 else (1,):
+        for corner in _CORNERS:
+            legend = ax.legend(handles, labels, loc=corner, ncols=ncols, **style)
+            bb = legend.get_window_extent().transformed(to_axes)
+            if bb.width <= 0.97 and bb.height <= 0.97 and not _covers(bb, points, boxes, pad):
+                legend.set_gid("legend")
+                return legend
+            legend.remove()
+    under = below if below is not None else ax
+    fig = ax.figure
+    # Below the tick labels and x label of ``under``: an offset in points from its bottom
+    # edge, so that a layout that later resizes the axes keeps the gap.
+    gap = (under.get_window_extent().y0 - under.get_tightbbox().y0) / fig.dpi * 72 + 4
+    anchor = under.transAxes + ScaledTranslation(0, -gap / 72, fig.dpi_scale_trans)
+    legend = ax.legend(handles, labels, loc="upper center", bbox_to_anchor=(0.5, 0.0),
+                       bbox_transform=anchor, ncols=min(2, len(handles)), **style)
+    legend.set_gid("legend-below")
+    return legend
+
+
+def _legend_below(ax: "Axes"):
+    """The legend of ``ax`` when it sits below the axes (a note box then goes under it)."""
+    legend = ax.get_legend()
+    return legend if legend is not None and legend.get_gid() == "legend-below" else None
 
 
 def _is_2d(law) -> bool:
@@ -435,7 +591,7 @@ def _allocation(fit: Fit, to_target: bool) -> str:
 # ------------------------------------------------------------------------------- fits
 def plot_fit(fit: Fit, *, ax: "Axes | None" = None, x: str = "flops",
              target: Forecast | Target | None = None, ladder: Ladder | None = None,
-             residuals: "bool | Axes" = False, warnings: bool = True) -> "Axes":
+             residuals: "bool | Axes" = False, warnings: bool = False) -> "Axes":
     """Draw a fitted law: its points, its curve and (optionally) the target with its intervals.
 
     Drawn on a log x axis (``ax.get_xscale() == "log"``) against loss on a linear y axis:
@@ -445,7 +601,8 @@ def plot_fit(fit: Fit, *, ax: "Axes | None" = None, x: str = "flops",
     * the fitted law (``gid="law-curve"``) over the range of the fitted points, continued
       dashed (``gid="law-extrapolation"``) out to the excluded runs drawn and the target. Its
       legend entry gives the parameters with Greek letters (α, β) and marks the fixed ones
-      (``E = 1.5 (fixed)``). A law of N and D (``chinchilla``, ``overtrain``...) is drawn
+      (``E = 1.5 (fixed)``); one entry stands for both, ``"power law (dashed:
+      extrapolated)"``. A law of N and D (``chinchilla``, ``overtrain``...) is drawn
       along the ladder's own allocation, and the legend says which: ``"along the ladder's
       tokens/param D/N ≈ 20"`` when the fitted runs share one D/N (within 1.5x), else
       ``"along the ladder's allocation N ∝ C^0.52"`` (ln N regressed on ln C = ln 6·N·D over
@@ -463,16 +620,24 @@ def plot_fit(fit: Fit, *, ax: "Axes | None" = None, x: str = "flops",
       the new-run interval ``[lower, upper]`` as a thin capped bar (``gid="target-interval"``,
       a LineCollection whose one segment runs exactly from ``lower`` to ``upper``; caps
       ``gid="target-interval-caps"``), the expected-loss interval ``[mean_lower, mean_upper]``
-      as a thicker bar (``gid="target-expected-interval"``), and the values written next to
-      it (``gid="target-label"``: ``"2.0414 [1.98, 2.10] (90%)"``). A
-      :class:`~delphi.forecast.Target` (no forecast) is drawn at the law's prediction,
-      without intervals;
-    * with ``warnings``, the fit's warnings (and a forecast's) as a short note box under the
-      axes (``gid="warnings-note"``): their count and the most important one, shortened;
-    * with ``residuals``, a panel of log residuals under the axes (:func:`plot_residuals`).
+      as a thicker bar (``gid="target-expected-interval"``), one legend entry for both, and
+      the values written next to it (``gid="target-label"``: ``"2.0414 [1.98, 2.10] (90%)"``;
+      without an interval, the reason in a few words: ``"no interval: 1 residual degree(s)
+      of freedom and no repeated runs"``). A :class:`~delphi.forecast.Target` (no forecast)
+      is drawn at the law's prediction, without intervals;
+    * with ``warnings=True``, the fit's warnings (and a forecast's) as a note box under the
+      axes (``gid="warnings-note"``): their count and the most important one (whole, or its
+      first clause when long). Off by default: a figure for a paper carries its warnings in
+      its caption, :func:`caption` (which ``delphi plot`` prints);
+    * with ``residuals``, a panel of log residuals under the axes (:func:`plot_residuals`;
+      its Huber band is in the loss panel's legend).
 
-    The legend sits outside the axes, on the right, off the data. A new figure uses
-    constrained layout; on your own Axes save with ``bbox_inches="tight"``.
+    The title is ``"ladder, metric: law, n points"`` (plus the fixed parameters). The legend
+    is compact (x-small font, at most two columns) and sits in the first corner of the axes
+    (upper right, upper left, lower left, lower right) where it covers no point, curve, bar or
+    label, else centred under the axes (under the residual panel when there is one), below the
+    x label. A new figure uses constrained layout; on your own Axes save with
+    ``bbox_inches="tight"``.
 
     Parameters
     ----------
@@ -487,7 +652,7 @@ def plot_fit(fit: Fit, *, ax: "Axes | None" = None, x: str = "flops",
     residuals: True to add a residual panel under ``ax`` (a new figure gets two stacked
         Axes; a given ``ax`` is split), or an Axes to draw the residuals on. The residual
         Axes has ``get_gid() == "residual-axes"`` (find it in ``ax.figure.axes``).
-    warnings: False to leave the warning box out.
+    warnings: True to draw the warning box (default False: the warnings go in the caption).
 
     Returns
     -------
@@ -564,87 +729,107 @@ def plot_fit(fit: Fit, *, ax: "Axes | None" = None, x: str = "flops",
         how = ""
     inside = gx <= hi_data * (1 + 1e-9)
     inside &= gx >= lo_data * (1 - 1e-9)
-    label = f"{law.name} law{how}:\n{_fmt_params(fit.params, fixed=fit.fixed)}"
+    beyond = [side for side in (gx < lo_data * (1 - 1e-9), gx > hi_data * (1 + 1e-9))
+              if side.any()]
+    dashed = " (dashed: extrapolated)" if beyond else ""
+    first = textwrap.fill(f"{law.name} law{dashed}{how}:", 48)
     ax.plot(gx[inside], curve[inside], "-", color="C1", lw=1.8, gid="law-curve",
-            label=textwrap.fill(label.split(":\n")[0], 48) + ":\n" + label.split(":\n", 1)[1])
-    extrapolation_label = "law extrapolated beyond the data"
-    for side in (gx < lo_data * (1 - 1e-9), gx > hi_data * (1 + 1e-9)):
-        if side.any():
-            # beyond the data on one side, joined to the fitted part
-            idx = np.flatnonzero(side)
-            idx = np.union1d(idx, [max(idx.min() - 1, 0), min(idx.max() + 1, gx.size - 1)])
-            ax.plot(gx[idx], curve[idx], "--", color="C1", lw=1.5, gid="law-extrapolation",
-                    label=extrapolation_label)
-            extrapolation_label = None
+            label=first + "\n" + _fmt_params(fit.params, fixed=fit.fixed))
+    for side in beyond:
+        # beyond the data on one side, joined to the fitted part
+        idx = np.flatnonzero(side)
+        idx = np.union1d(idx, [max(idx.min() - 1, 0), min(idx.max() + 1, gx.size - 1)])
+        # one legend entry for the law: its label says what the dashes are
+        ax.plot(gx[idx], curve[idx], "--", color="C1", lw=1.5, gid="law-extrapolation",
+                label="_law extrapolated beyond the data")
 
     unit = (target.unit if isinstance(target, Forecast) else fit.extra.get("unit")) or \
         "nats/token"
+    target_entries = []
     if tpoint is not None:
-        _draw_target(ax, target, tpoint, unit)
+        target_entries = _draw_target(ax, target, tpoint, unit)
 
     ax.set_xscale("log")
     ax.set_ylabel(f"loss [{unit}]")
     ladder_name = (target.ladder_name if isinstance(target, Forecast) else
                    fit.extra.get("ladder")) or "ladder"
     metric = fit.extra.get("metric")
-    title = f"{ladder_name}: {law.name} law, {fit.n_points} points"
-    if metric and metric != "loss":
-        title += f" ({metric})"
+    # "ladder, metric: law": a metric's own parentheses are not nested in the title's
+    title = f"{ladder_name}{f', {metric}' if metric and metric != 'loss' else ''}: " \
+            f"{law.name} law, {fit.n_points} points"
     if not fit.converged:
         title += " - FIT DID NOT CONVERGE"
     if fit.fixed:
         title += "\n" + ", ".join(f"{_symbol(k)} = {v:.4g} fixed" for k, v in fit.fixed.items())
-        title += " (not fitted: forecasts and intervals are conditional on it)"
+        title += ", not fitted: forecasts and intervals are conditional on it"
     ax.set_title(title, fontsize="medium")
     if tpoint is not None:
         # room under the target for its label
         lo_y, hi_y = ax.get_ylim()
         ax.set_ylim(min(lo_y, tpoint[1] - 0.16 * (hi_y - lo_y)), hi_y)
     ax.grid(True, which="major", alpha=0.3)
-    _legend(ax, legend_extra, loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0.0)
     bottom = ax
     if rax is not None:
         _residual_panel(rax, fit, x, ladder, share=True)
         ax.tick_params(labelbottom=False)
         bottom = rax
+        # the panel's markers are the loss panel's; only its Huber band needs an entry
+        legend_extra += [(p, p.get_label()) for p in rax.patches if p.get_gid() == "huber-delta"]
     else:
         ax.set_xlabel(_X_LABELS[x])
+    handles, labels = ax.get_legend_handles_labels()
+    for h, lab in target_entries:
+        handles.append(h)
+        labels.append(lab)
+    _legend(ax, legend_extra, handles=handles, labels=labels, below=bottom)
     if warnings:
         items = list(fit.warnings) + (list(target.warnings) if isinstance(target, Forecast)
                                       else [])
         _note_box(bottom, items, "fit" if not isinstance(target, Forecast) else "forecast",
-                  "forecast's report" if isinstance(target, Forecast) else "fit's report")
+                  "forecast's report" if isinstance(target, Forecast) else "fit's report",
+                  under=_legend_below(ax))
     return ax
 
 
-def _draw_target(ax: "Axes", target, tpoint, unit: str) -> None:
-    """The target: a small hollow star under capped interval bars, and its values."""
+def _draw_target(ax: "Axes", target, tpoint, unit: str) -> list:
+    """The target: a small hollow star under capped interval bars, and its values. Returns
+    the legend entries of the intervals, one (handle, label) pair for both bars."""
     tx, tloss, iv, name = tpoint
     kind = "forecast" if isinstance(target, Forecast) else "law at target"
     # The marker is drawn first and hollow so that the bars on top stay visible.
     ax.plot([tx], [tloss], "*", ls="none", mfc="none", mec="C2", ms=11, mew=1.4, zorder=4,
-            gid="target", label=f"{name} ({kind}): {tloss:.4f} {unit}")
+            gid="target", label=f"{name} ({kind}): {tloss:.4f}")
     text = f"{tloss:.4f}"
+    entries = []
     if iv is not None:
-        ax.vlines([tx], [iv.mean_lower], [iv.mean_upper], colors="C2", lw=6, alpha=0.45,
-                  zorder=5, gid="target-expected-interval",
-                  label=f"{iv.level:.0%} interval, expected loss [{iv.mean_lower:.4f}, "
-                        f"{iv.mean_upper:.4f}]")
-        ax.vlines([tx], [iv.lower], [iv.upper], colors="k", lw=1.3, zorder=6,
-                  gid="target-interval",
-                  label=f"{iv.level:.0%} interval, one new run [{iv.lower:.4f}, "
-                        f"{iv.upper:.4f}]")
+        thick = ax.vlines([tx], [iv.mean_lower], [iv.mean_upper], colors="C2", lw=6,
+                          alpha=0.45, zorder=5, gid="target-expected-interval",
+                          label="_expected-loss interval")
+        thin = ax.vlines([tx], [iv.lower], [iv.upper], colors="k", lw=1.3, zorder=6,
+                         gid="target-interval", label="_new-run interval")
         ax.plot([tx, tx], [iv.lower, iv.upper], ls="none", marker="_", ms=12, mew=1.5,
                 color="k", zorder=6, gid="target-interval-caps")
+        # one entry for both bars: the values of the new-run one are also by the target
+        entries.append(((thin, thick), f"{iv.level:.0%} intervals: one new run [{iv.lower:.4f}, "
+                                       f"{iv.upper:.4f}],\nexpected loss [{iv.mean_lower:.4f}, "
+                                       f"{iv.mean_upper:.4f}] (thick)"))
         text += f"\n[{iv.lower:.4f}, {iv.upper:.4f}]\n({iv.level:.0%}, one new run)"
     elif isinstance(target, Forecast):
         why = [n for n in target.notes if n.startswith("no interval")]
-        text += "\n" + textwrap.fill(textwrap.shorten(why[0] if why else "no interval", 70,
-                                                       placeholder=" …"), 36)
+        text += "\n" + _fill(_no_interval_reason(why[0]) if why else "no interval", 36)
     # Below and left of the target: the law comes down to it from the upper left.
     ax.annotate(text, xy=(tx, tloss), xytext=(-8, -8), textcoords="offset points",
                 ha="right", va="top", fontsize="small", gid="target-label", zorder=7,
                 bbox={"boxstyle": "round,pad=0.2", "fc": "white", "ec": "none", "alpha": 0.7})
+    return entries
+
+
+def _no_interval_reason(note: str) -> str:
+    """The reason of a "no interval" note, whole, without its explanation:
+    ``"no interval: 1 residual degree(s) of freedom and no repeated runs: the noise..."`` ->
+    ``"no interval: 1 residual degree(s) of freedom and no repeated runs"``."""
+    parts = note.split(": ")
+    return ": ".join(parts[:2]) if len(parts) > 2 else _first_clause(note, 70)
 
 
 def _panels(ax, residuals):
@@ -684,7 +869,9 @@ def _law_inputs_of_row(fit: Fit, row) -> dict[str, np.ndarray] | None:
 
 
 def _residual_panel(ax: "Axes", fit: Fit, x: str, ladder: Ladder | None,
-                    share: bool = False) -> None:
+                    share: bool = False) -> list:
+    """Draw the residuals on ``ax``; return the legend entries of excluded runs not drawn
+    (the caller places the legend, after any labels)."""
     xp = _coordinates(fit, x)
     res = np.asarray(fit.residuals, float)
     ax.axhspan(-fit.delta, fit.delta, color="0.85", alpha=0.6, lw=0, gid="huber-delta",
@@ -706,22 +893,58 @@ def _residual_panel(ax: "Axes", fit: Fit, x: str, ladder: Ladder | None,
                   "log residual ln L_pred − ln L_obs")
     ax.grid(True, which="major", alpha=0.3)
     ax.set_gid("residual-axes")
-    _legend(ax, extra, loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0.0)
+    return extra
+
+
+def _label_extremes(ax: "Axes", xs, ys, names, k: int, gid: str = "residual-label") -> list:
+    """Name the ``k`` points farthest from zero (in ``|y|``), largest first, each label at
+    the first of a few offsets around its point (away from zero first) where it stays inside
+    the axes and overlaps no label already placed; a label with no such place is left out
+    rather than drawn over another. Returns the labels drawn (``gid``)."""
+    xs, ys = np.asarray(xs, float), np.asarray(ys, float)
+    if k <= 0 or not len(ys):
+        return []
+    ax.get_xlim(), ax.get_ylim()               # autoscale now: the labels' places read it
+    box = ax.get_window_extent()
+    placed, texts = [], []
+    for i in np.argsort(-np.abs(ys), kind="stable")[:k]:
+        away = 7 if ys[i] >= 0 else -7
+        # at the point's own height first (unambiguous), then diagonally away from zero
+        for dx, dy in ((9, 0), (-9, 0), (6, away), (-6, away), (6, -away), (-6, -away)):
+            t = ax.annotate(str(names[i]), (xs[i], ys[i]), xytext=(dx, dy),
+                            textcoords="offset points", fontsize="x-small", color="0.25",
+                            ha="left" if dx > 0 else "right",
+                            va="center" if dy == 0 else ("bottom" if dy > 0 else "top"),
+                            gid=gid)
+            bb = t.get_window_extent()
+            inside = bb.x0 >= box.x0 and bb.x1 <= box.x1 and bb.y0 >= box.y0 and \
+                bb.y1 <= box.y1
+            if inside and not any(bb.overlaps(b) for b in placed):
+                placed.append(bb)
+                texts.append(t)
+                break
+            t.remove()
+    return texts
 
 
 def plot_residuals(fit: Fit, *, ax: "Axes | None" = None, x: str = "flops",
-                   ladder: Ladder | None = None, warnings: bool = True) -> "Axes":
+                   ladder: Ladder | None = None, warnings: bool = False,
+                   labels: int = 3) -> "Axes":
     """Draw a fit's log residuals ln L_pred − ln L_obs against C (or N, D), log x axis.
 
     * the fitted points' residuals, ``fit.residuals`` (``gid="residual-points"``) at the same
       x as :func:`plot_fit`;
+    * the ``labels`` largest |residuals| named by their point (``gid="residual-label"``),
+      each placed where it overlaps no other label (a label with no free place is left out);
     * excluded runs (``gid="excluded-residuals"``, one marker and legend entry per kind of
       reason) at ln of the law's prediction at their end row minus ln their loss, when
       ``ladder`` holds them and gives every input the law reads;
     * a zero line (``gid="zero-line"``) and the band ±Huber delta (``gid="huber-delta"``):
       residuals outside it are in the linear (outlier-robust) part of the loss;
-    * with ``warnings``, the fit's warnings in a note box under the axes.
+    * with ``warnings=True``, the fit's warnings in a note box under the axes (off by
+      default: :func:`caption` gives them in full, for the text under the figure).
 
+    The legend sits in a free corner of the axes, else under them (as in :func:`plot_fit`).
     The Axes gets ``gid="residual-axes"``. Raises as :func:`plot_fit`.
     """
     _check_type(fit, Fit, "fit")
@@ -734,23 +957,26 @@ def plot_residuals(fit: Fit, *, ax: "Axes | None" = None, x: str = "flops",
         raise LawError(f"x={x!r} needs a law of N and D; {fit.law.name!r} reads "
                        f"{', '.join(fit.law.inputs)} (use x='flops')")
     ax = _axes(ax)
-    _residual_panel(ax, fit, x, ladder)
+    extra = _residual_panel(ax, fit, x, ladder)
     name = fit.extra.get("ladder") or "ladder"
     ax.set_title(f"{name}: residuals of the {fit.law.name} law, {fit.n_points} points "
                  f"(Huber δ = {fit.delta:g})", fontsize="medium")
+    _label_extremes(ax, _coordinates(fit, x), fit.residuals, fit.labels, labels)
+    _legend(ax, extra)
     if warnings:
-        _note_box(ax, list(fit.warnings))
+        _note_box(ax, list(fit.warnings), under=_legend_below(ax))
     return ax
 
 
 def plot_forecast(forecast: Forecast, *, ax: "Axes | None" = None, x: str = "flops",
                   ladder: Ladder | None = None, residuals: "bool | Axes" = False,
-                  warnings: bool = True) -> "Axes":
+                  warnings: bool = False) -> "Axes":
     """Draw a forecast: ``plot_fit(forecast.fit, target=forecast)``.
 
     The ladder's fitted points, the law out to the target, the target with its new-run
     interval (thin capped bar) and expected-loss interval (thick bar) and their values,
-    loss in ``forecast.unit``; the fit's and the forecast's warnings in a note box. Pass
+    loss in ``forecast.unit``; with ``warnings=True``, the fit's and the forecast's warnings
+    in a note box (default: none on the figure; :func:`caption` has them in full). Pass
     ``ladder`` to draw excluded runs (e.g. a crashed rung) where they are, ``residuals=True``
     for a residual panel. See :func:`plot_fit` for what is drawn and the errors raised.
 
@@ -765,7 +991,7 @@ def plot_forecast(forecast: Forecast, *, ax: "Axes | None" = None, x: str = "flo
 
 # ------------------------------------------------------------------------------- backtests
 def plot_backtest(backtest: Backtest, *, ax: "Axes | None" = None,
-                  notes: bool = True) -> "Axes":
+                  notes: bool = False) -> "Axes":
     """Draw a backtest: the relative error of each held-out run's prediction against its C.
 
     * one marker per held-out run (``gid="rel-errors"``, in row order) at
@@ -776,10 +1002,13 @@ def plot_backtest(backtest: Backtest, *, ax: "Axes | None" = None,
       (upper - predicted) / predicted): a marker inside its bar is a loss inside its interval;
     * a zero line (``gid="zero-line"``);
     * the design and summary (mean and max |rel. error|, coverage) in the title;
-    * with ``notes``, the backtest's notes (e.g. why a fold has no interval) in a note box
-      under the axes (``gid="warnings-note"``).
+    * with ``notes=True``, the backtest's notes (e.g. why a fold has no interval) in a note
+      box under the axes (``gid="warnings-note"``); off by default, as the other figures'
+      warnings: :func:`caption` gives them in full.
 
-    The y axis shows the fractions as percentages; the x axis is logarithmic.
+    The y axis shows the fractions as percentages, symmetric about zero (a few errors of one
+    sign would otherwise sit on the frame); the x axis is logarithmic. The legend sits in a
+    free corner, else under the axes.
 
     Raises
     ------
@@ -828,10 +1057,13 @@ def plot_backtest(backtest: Backtest, *, ax: "Axes | None" = None,
         line += f", coverage {s['coverage']:.0%} of {s['level']:.0%} intervals"
     ax.set_title(f"backtest {backtest.law}: {backtest.design}\n{line}", fontsize="medium")
     ax.grid(True, which="major", alpha=0.3)
+    lim = max(abs(v) for v in ax.get_ylim())     # the autoscaled limits, centred on zero
+    ax.set_ylim(-lim, lim)
     _legend(ax)
     if notes:
         # why runs have no interval bar, and the like: the backtest's notes
-        _note_box(ax, list(backtest.notes), "backtest", "backtest's report", kind="note")
+        _note_box(ax, list(backtest.notes), "backtest", "backtest's report", kind="note",
+                  under=_legend_below(ax))
     return ax
 
 
@@ -863,7 +1095,7 @@ def _budget_curve(method: str, window: int | None, params: np.ndarray, loss: np.
 
 def plot_isoflop(result: IsoflopResult, ladder: Ladder | None = None, *,
                  ax: "Axes | None" = None, frontier_ax: "Axes | None" = None,
-                 warnings: bool = True) -> "Axes":
+                 warnings: bool = False) -> "Axes":
     """Draw an isoFLOP analysis (Hoffmann et al. 2022, Approach 2): loss against N per budget.
 
     One colour per compute budget (viridis, from the smallest budget to the largest):
@@ -877,11 +1109,12 @@ def plot_isoflop(result: IsoflopResult, ladder: Ladder | None = None, *,
       horizontal bar drawn over the star (``gid="vertex-interval"``, one segment from exactly
       the interval's lower to its upper end) with caps (``gid="vertex-interval-caps"``).
       Budgets without a vertex (no minimum) have no star;
-    * with ``warnings``, the analysis' warnings in a note box under the axes
-      (``gid="warnings-note"``).
+    * with ``warnings=True``, the analysis' warnings in a note box under the axes
+      (``gid="warnings-note"``; off by default: :func:`caption` gives them in full).
 
     The x axis is logarithmic; the title gives the fitted exponent of N* ∝ C^a. The legend
-    sits outside the axes, on the right (off the curves).
+    (one entry per budget, ``C = 3e+18`` under the title ``compute budget [FLOPs]``, and one
+    for the vertex with its interval) sits in a free corner of the axes, else under them.
 
     Parameters
     ----------
@@ -891,7 +1124,7 @@ def plot_isoflop(result: IsoflopResult, ladder: Ladder | None = None, *,
     ax: Axes for the loss curves; default a new figure's.
     frontier_ax: a second Axes on which to draw N*(C) (:func:`plot_isoflop_frontier`), e.g.
         ``fig, (a, b) = plt.subplots(1, 2); plot_isoflop(res, ladder, ax=a, frontier_ax=b)``.
-    warnings: False to leave the warning box out.
+    warnings: True to draw the warning box (default False).
 
     Returns
     -------
@@ -919,7 +1152,7 @@ def plot_isoflop(result: IsoflopResult, ladder: Ladder | None = None, *,
         finals, _ = ladder.final_points()
         finals = finals.set_index("run")
     for b, color in zip(result.budgets, colors):
-        label = f"C = {b.flops:.3g} FLOPs" + ("" if b.used else " (not used)")
+        label = f"C = {b.flops:.3g}" + ("" if b.used else " (not used)")
         if finals is not None:
             missing = [r for r in b.runs if r not in finals.index]
             if missing:
@@ -959,13 +1192,14 @@ def plot_isoflop(result: IsoflopResult, ladder: Ladder | None = None, *,
     star = Line2D([], [], ls="none", marker="*", ms=11, mec="k", mfc="0.6")
     extra = [(star, "vertex N*, L*")]
     if any(b.params_interval is not None for b in result.budgets):
+        # one entry: the star with its bar
         bar = Line2D([], [], color="k", lw=1.3, marker="|", ms=8, mew=1.3)
-        extra.append((bar, f"{result.budgets[0].level:.0%} bootstrap interval of N*"))
-    # outside the axes, on the right: the budgets' curves fill the axes
-    _legend(ax, extra, loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0.0,
-            title="compute budget")
+        extra = [((star, bar), f"vertex N*, L*, {result.budgets[0].level:.0%} "
+                               f"bootstrap interval of N*")]
+    _legend(ax, extra, title="compute budget [FLOPs]")
     if warnings:
-        _note_box(ax, list(result.warnings), "isoFLOP", "isoFLOP report")
+        _note_box(ax, list(result.warnings), "isoFLOP", "isoFLOP report",
+                  under=_legend_below(ax))
     if frontier_ax is not None:
         plot_isoflop_frontier(result, ax=frontier_ax)
     return ax
@@ -1052,7 +1286,7 @@ def _fitted_steps(completion: Completion) -> set[int]:
 
 def plot_completion(completion: Completion, ladder: Ladder, *,
                     ax: "Axes | None" = None, full_range: bool = False,
-                    warnings: bool = True) -> "Axes":
+                    warnings: bool = False) -> "Axes":
     """Draw a curve completion: the run's checkpoints, the fitted trajectory, the final loss.
 
     Against the training step (linear x axis), loss in ``ladder.unit``:
@@ -1071,7 +1305,10 @@ def plot_completion(completion: Completion, ladder: Ladder, *,
       prediction and the actual loss (8% margins), so the extrapolated part is not flattened
       by the early steep descent; earlier checkpoints above it are counted in a note
       (``gid="clipped-note"``). ``full_range=True`` keeps matplotlib's range over everything;
-    * with ``warnings``, the completion's warnings in a note box under the axes.
+    * with ``warnings=True``, the completion's warnings in a note box under the axes (off
+      by default: :func:`caption` gives them in full).
+
+    The legend sits in a free corner of the axes, else under them.
 
     Parameters
     ----------
@@ -1080,7 +1317,7 @@ def plot_completion(completion: Completion, ladder: Ladder, *,
     ax: Axes to draw on; default a new figure's.
     full_range: True to show every checkpoint (the default range starts at half the
         fitted steps).
-    warnings: False to leave the warning box out.
+    warnings: True to draw the warning box (default False).
 
     Raises
     ------
@@ -1169,10 +1406,125 @@ def plot_completion(completion: Completion, ladder: Ladder, *,
                  f"fitted up to step {completion.fitted_upto_step} of {total} "
                  f"({completion.schedule})", fontsize="medium")
     ax.grid(True, alpha=0.3)
-    _legend(ax, loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0.0)
+    _legend(ax)
     if warnings:
-        _note_box(ax, list(completion.warnings), "completion", "completion's report")
+        _note_box(ax, list(completion.warnings), "completion", "completion's report",
+                  under=_legend_below(ax))
     return ax
+
+
+# ------------------------------------------------------------------------------- captions
+def _sentence(text: str) -> str:
+    text = text.strip()
+    return text if text.endswith((".", "!", "?")) else text + "."
+
+
+def _warnings_text(items, what: str = "Warnings") -> str:
+    items = list(dict.fromkeys(str(w) for w in items if w))
+    if not items:
+        return ""
+    if len(items) == 1:
+        return f" {what[:-1] if what.endswith('s') else what}: {_sentence(items[0])}"
+    return f" {what} ({len(items)}): " + " ".join(f"({i}) {_sentence(w)}"
+                                                  for i, w in enumerate(items, 1))
+
+
+def _fit_sentence(fit: Fit) -> str:
+    name = fit.extra.get("ladder") or "the ladder"
+    metric = fit.extra.get("metric")
+    what = f"{fit.law.name} law fitted to {fit.n_points} points of {name}"
+    if metric and metric != "loss":
+        what += f", {metric}"          # not in parentheses: a metric may have its own
+    if fit.fixed:
+        what += "; " + ", ".join(f"{k} = {v:g}" for k, v in fit.fixed.items()) + \
+            " fixed (not fitted)"
+    excluded = _run_exclusions(fit)
+    if excluded:
+        # by kind of reason, as in the legend: "unfinished (1): d2048", "curation (5)"
+        groups = _by_reason([_short_reason(e.reason) for e in excluded])
+        what += "; excluded: " + "; ".join(_counted(r, [excluded[i].run for i in idx])
+                                           for r, idx in groups.items())
+    return _sentence(what[0].upper() + what[1:])
+
+
+def _fold_warnings(backtest: Backtest) -> list[str]:
+    """A backtest's fold warnings, each once, prefixed with its folds (``[every fold]``)."""
+    seen: dict[str, list[str]] = {}
+    for f in backtest.fits:
+        for w in f.get("warnings", ()):
+            seen.setdefault(w, []).append(f["fold"])
+    return [f"[{'every fold' if len(v) == len(backtest.fits) else ', '.join(v)}] {w}"
+            for w, v in seen.items()]
+
+
+def caption(obj: Any) -> str:
+    """A caption for the figure of ``obj``, one paragraph of plain text: what the figure
+    shows (law, points, fixed values, excluded runs; the target and its interval; a
+    backtest's summary...) and then, in full, every warning the figure's note box would
+    summarise (a backtest's notes). The figures leave their warnings off by default
+    (``warnings=False``) so that a figure can go into a paper as it is, with this text
+    under it; ``delphi plot`` prints it after writing the file (settings named by their
+    flags there).
+
+    ``obj``: a :class:`~delphi.forecast.Forecast`, :class:`~delphi.fitting.Fit`,
+    :class:`~delphi.analyses.backtest.Backtest`, isoFLOP result (Approach 1 or 2),
+    :class:`~delphi.curves.Completion` or :class:`~delphi.accuracy.AccuracyForecast`.
+
+    Raises
+    ------
+    TypeError: ``obj`` is none of these.
+    """
+    if isinstance(obj, Forecast):
+        fit, t = obj.fit, obj.target
+        where = ", ".join(f"{k} = {v:.3g}" for k, v in (("C", t.flops), ("N", t.params),
+                                                       ("D", t.tokens)) if v is not None)
+        text = _fit_sentence(fit) + f" Forecast for {t.name or 'the target'} ({where}): " \
+            f"{obj.loss:.4f} {obj.unit}"
+        iv = obj.interval
+        if iv is not None:
+            text += (f", {iv.level:.0%} interval for one new run [{iv.lower:.4f}, "
+                     f"{iv.upper:.4f}], for the expected loss [{iv.mean_lower:.4f}, "
+                     f"{iv.mean_upper:.4f}] ({iv.label()}).")
+        else:
+            why = [n for n in obj.notes if n.startswith("no interval")]
+            text += f"; {_sentence(why[0]) if why else 'no interval.'}"
+        return text + _warnings_text(list(fit.warnings) + list(obj.warnings))
+    if isinstance(obj, Fit):
+        _check_loss_law(obj)
+        return _fit_sentence(obj) + _warnings_text(obj.warnings)
+    if isinstance(obj, Backtest):
+        s = obj.summary
+        text = f"Backtest of the {obj.law} law: {obj.design}; {s['n']} held-out run(s)"
+        if s["n"]:
+            text += (f", mean |rel. error| {s['mean_abs_rel_error']:.2%}, max "
+                     f"{s['max_abs_rel_error']:.2%}")
+        if s["coverage"] is not None:
+            text += f", coverage {s['coverage']:.0%} of {s['level']:.0%} intervals"
+        return _sentence(text) + _warnings_text(_fold_warnings(obj)) + \
+            _warnings_text(obj.notes, "Notes")
+    if isinstance(obj, (IsoflopResult, EnvelopeResult)):
+        law = obj.params_law
+        text = (f"IsoFLOP analysis (Approach {obj.approach}) of {obj.ladder or 'the ladder'}"
+                + (f": {obj.settings.get('method', 'parabola')} per budget over "
+                   f"{len(obj.budgets)} budgets" if isinstance(obj, IsoflopResult) else "")
+                + (f"; {law.formula}" if law is not None else "; no power law across budgets"))
+        return _sentence(text) + _warnings_text(obj.warnings)
+    if isinstance(obj, Completion):
+        text = (f"{obj.run}: {obj.fit.law.name} law fitted to {obj.n_checkpoints} checkpoints "
+                f"up to step {obj.fitted_upto_step} of {obj.total_steps} ({obj.schedule}); "
+                f"predicted final loss {obj.loss:.4f}")
+        if obj.actual is not None:
+            text += f", actual {obj.actual:.4f} ({obj.rel_error:+.2%})"
+        return _sentence(text) + _warnings_text(obj.warnings)
+    if isinstance(obj, _accuracy_forecast_type()):
+        text = (f"{obj.task.name} accuracy at N = {float(obj.target['params']):.3g}, "
+                f"D = {float(obj.target['tokens']):.3g}: {100 * obj.accuracy:.1f} points, "
+                f"{obj.level:.0%} interval for one new run [{100 * obj.lower:.1f}, "
+                f"{100 * obj.upper:.1f}] (two steps: task loss from N and D, accuracy from "
+                f"task loss)")
+        return _sentence(text) + _warnings_text(obj.warnings)
+    raise TypeError(f"caption: expected a delphi Forecast, Fit, Backtest, isoFLOP result, "
+                    f"Completion or AccuracyForecast, got {type(obj).__name__}")
 
 
 # ------------------------------------------------------------------------------- accuracy
@@ -1183,7 +1535,7 @@ def _accuracy_forecast_type():
 
 
 def plot_accuracy(forecast, *, axes=None, x: str = "params", actual: float | None = None,
-                  actual_task_loss: float | None = None, warnings: bool = True):
+                  actual_task_loss: float | None = None, warnings: bool = False):
     """The chained accuracy prediction of one task, in three panels.
 
     1. **step 1**: the fitted runs' final task loss against N (``x="params"``) or C = 6ND
@@ -1208,7 +1560,8 @@ def plot_accuracy(forecast, *, axes=None, x: str = "params", actual: float | Non
     actual: the target's observed final accuracy as a fraction in (0, 1] (0.612, not 61.2
         points), drawn on panels 2 and 3.
     actual_task_loss: the target's observed task loss, drawn on panels 1 and 2.
-    warnings: write the forecast's warnings under the figure.
+    warnings: True to write the forecast's warnings under the figure (default False:
+        :func:`caption` gives them in full).
 
     Accuracy is drawn in points (percent); the task loss in the task's unit (bits per byte).
     Artists carry gids: ``step1-points``, ``step1-curve``, ``step1-target``, ``step2-points``,

@@ -487,6 +487,32 @@ def note_text(ax) -> str:
     return found[0].get_text()
 
 
+def display_points(artists) -> np.ndarray:
+    """Every data point of the given Line2Ds, in display pixels."""
+    return np.vstack([a.get_transform().transform(np.asarray(a.get_xydata(), float))
+                      for a in artists])
+
+
+def assert_legend_off_the_data(ax, artists) -> str:
+    """Issue 23: the legend is compact (x-small, at most two columns) and sits inside the axes
+    covering none of ``artists``' points, or under the axes; never beside them. Returns
+    ``"inside"`` or ``"below"``."""
+    legend = ax.get_legend()
+    assert legend is not None
+    ax.figure.canvas.draw()
+    box, bb = ax.get_window_extent(), legend.get_window_extent()
+    assert all(t.get_fontsize() < 8 for t in legend.get_texts())      # x-small
+    assert len({round(t.get_window_extent().x0) for t in legend.get_texts()}) <= 2
+    if bb.x0 >= box.x0 and bb.x1 <= box.x1 and bb.y0 >= box.y0 and bb.y1 <= box.y1:
+        pts = display_points(artists)
+        covered = ((pts[:, 0] >= bb.x0) & (pts[:, 0] <= bb.x1) & (pts[:, 1] >= bb.y0)
+                   & (pts[:, 1] <= bb.y1))
+        assert not covered.any(), "the legend covers data"
+        return "inside"
+    assert bb.y1 <= box.y0 and bb.x0 >= ax.figure.bbox.x0, "the legend is beside the axes"
+    return "below"
+
+
 def residual_axes(ax):
     (rax,) = [a for a in ax.figure.axes if a.get_gid() == "residual-axes"]
     return rax
@@ -503,16 +529,17 @@ def test_legend_marks_fixed_parameters_with_greek_letters(hero):
     assert "E = 1.5 fixed" in ax.get_title()
 
 
-def test_fit_warnings_are_a_short_box_on_the_figure(dense_chinchilla):
+def test_fit_warnings_are_a_short_box_on_the_figure_when_asked(dense_chinchilla):
     fit = dense_chinchilla                       # E not identified on this ladder
     assert len(fit.warnings) >= 3
-    ax = plot_fit(fit)
+    ax = plot_fit(fit, warnings=True)
     text = note_text(ax)
     assert text.startswith(f"⚠ {len(fit.warnings)} fit warnings: not identified")
     assert f"and {len(fit.warnings) - 1} more in the fit's report" in text
     assert len(text) < 400 and max(len(line) for line in text.splitlines()) <= 95
-    assert not [t for t in plot_fit(fit, warnings=False).texts
-                if t.get_gid() == "warnings-note"]
+    # issue 23: the warning is whole, not cut with "…"
+    assert "…" not in text and "arbitrary within that range" in text.replace("\n", " ")
+    assert not [t for t in plot_fit(fit).texts if t.get_gid() == "warnings-note"]
 
 
 def test_forecast_without_warnings_has_no_box_and_says_why_no_interval(hero):
@@ -644,8 +671,7 @@ def test_isoflop_legend_off_the_data_and_vertex_intervals_on_top(iso):
     ladder, result = iso
     ax = plot_isoflop(result, ladder)
     ax.figure.canvas.draw()
-    legend = ax.get_legend().get_window_extent()
-    assert legend.x0 >= ax.get_window_extent().x1          # right of the axes
+    assert_legend_off_the_data(ax, lines(ax, "budget-points") + lines(ax, "vertex"))
     bars = [c for c in ax.collections if c.get_gid() == "vertex-interval"]
     stars = lines(ax, "vertex")
     assert len(bars) == len(stars) == len(result.budgets)
@@ -696,8 +722,9 @@ def test_completion_range_shows_the_extrapolated_part(rung):
 def test_backtest_notes_say_why_there_are_no_intervals(dense):
     bt = delphi.backtest(dense, "power", fit_max_flops=3e19)
     assert all(r.lower is None for r in bt.rows)
-    ax = plot_backtest(bt)
+    ax = plot_backtest(bt, notes=True)
     assert "no interval: 1 residual degree(s) of freedom" in note_text(ax).replace("\n", " ")
+    assert not [t for t in plot_backtest(bt).texts if t.get_gid() == "warnings-note"]
 
 
 # ----------------------------------------------------------------------------- delphi plot
@@ -717,13 +744,17 @@ def test_cli_plot_forecast_json_and_formats(capsys, tmp_path):
     code, out, err = run_cli(capsys, "plot", "forecast", "marin-moe-535b", "-o", str(png),
                              "--json")
     assert code == 0, err
-    assert json.loads(out) == {"path": str(png.resolve()), "kind": "forecast", "format": "png"}
+    doc = json.loads(out)
+    assert doc.pop("caption").startswith("Power law fitted to 3 points of marin-moe-535b")
+    assert doc == {"path": str(png.resolve()), "kind": "forecast", "format": "png"}
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     svg = tmp_path / "dense.svg"
     code, out, err = run_cli(capsys, "plot", "fit", "marin-delphi-dense", "--law", "power",
                              "--residuals", "-o", str(svg))
     assert code == 0, err
-    assert out.strip() == f"wrote the fit figure to {svg}"
+    wrote, caption = out.strip().splitlines()
+    assert wrote == f"wrote the fit figure to {svg}"
+    assert caption.startswith("caption: Power law fitted to 7 points of marin-delphi-dense")
     text = svg.read_text()
     assert text.lstrip().startswith("<?xml") and "<svg" in text
     pdf = tmp_path / "bt.pdf"
@@ -833,3 +864,154 @@ def test_cli_plot_pdf_to_standard_output(capsysbinary):
     assert code == 0, err
     assert out[:5] == b"%PDF-" and out.rstrip().endswith(b"%%EOF")
     assert b"wrote the fit figure (pdf) to standard output" in err
+
+
+# ----------------------------------------------------------------------------- issue 23: papers
+
+def test_forecast_legend_is_compact_and_inside_off_the_data(hero, moe):
+    ax = plot_forecast(hero, ladder=moe)
+    drawn = [line(ax, g) for g in ("fit-points", "excluded-points", "law-curve",
+                                    "law-extrapolation", "target")]
+    assert assert_legend_off_the_data(ax, drawn) == "inside"
+    texts = legend_texts(ax)
+    # merged entries: the law with its extrapolation (one entry, solid and dashed)
+    assert len(texts) == 4
+    assert texts[2].startswith("power law (dashed: extrapolated):")
+    assert not any(t.startswith("law extrapolated") for t in texts)
+    # with a residual panel, the loss panel's legend also carries the Huber band
+    ax = plot_forecast(hero, ladder=moe, residuals=True)
+    assert residual_axes(ax).get_legend() is None
+    assert any(t.startswith("±Huber δ") for t in legend_texts(ax))
+
+
+def test_both_target_intervals_are_one_legend_entry(dense):
+    forecast = delphi.predict(dense, {"flops": 1e23}, "power", interval="delta")
+    iv = forecast.interval
+    ax = plot_forecast(forecast)
+    (entry,) = [t for t in legend_texts(ax) if "interval" in t]
+    assert entry == (f"90% intervals: one new run [{iv.lower:.4f}, {iv.upper:.4f}],\n"
+                     f"expected loss [{iv.mean_lower:.4f}, {iv.mean_upper:.4f}] (thick)")
+    assert_legend_off_the_data(ax, [line(ax, "fit-points"), line(ax, "law-curve"),
+                                    line(ax, "target")])
+
+
+def test_legend_goes_under_the_axes_when_no_corner_is_free():
+    from delphi.plot import _legend, _legend_below, _note_box
+
+    fig, ax = plt.subplots(figsize=(5, 3), layout="constrained")
+    u, v = np.meshgrid(np.linspace(0, 1, 25), np.linspace(0, 1, 25))
+    (pts,) = ax.plot(u.ravel(), v.ravel(), "o", ms=2, label="a grid over the whole axes")
+    ax.plot([0, 1], [1, 0], "-", label="a line")
+    ax.set_xlabel("x")
+    legend = _legend(ax)
+    assert legend is _legend_below(ax) and legend.get_gid() == "legend-below"
+    assert assert_legend_off_the_data(ax, [pts]) == "below"
+    # under the x label, not over it; a note box goes under the legend
+    fig.canvas.draw()
+    assert legend.get_window_extent().y1 <= ax.xaxis.label.get_window_extent().y0
+    note = _note_box(ax, ["a warning"], under=legend)
+    fig.canvas.draw()
+    assert note.get_window_extent().y1 <= legend.get_window_extent().y0
+
+
+def test_title_does_not_nest_the_metrics_parentheses(hero):
+    title = plot_forecast(hero).get_title()
+    assert title.splitlines()[0] == ("marin-moe-535b, Paloma macro loss (dropless): power law, "
+                                     "3 points")
+    assert "((" not in title and "))" not in title
+
+
+def test_no_interval_reason_is_whole_not_cut(hero):
+    (label,) = [t for t in plot_forecast(hero).texts if t.get_gid() == "target-label"]
+    text = label.get_text()
+    assert "…" not in text and "..." not in text
+    assert text.replace("\n", " ") == (f"{hero.loss:.4f} no interval: 1 residual degree(s) "
+                                       f"of freedom and no repeated runs")
+
+
+def test_warnings_are_off_the_figures_by_default_and_in_the_caption(dense_chinchilla,
+                                                                     half_completion, rung,
+                                                                     iso):
+    from delphi.plot import caption
+
+    fit = dense_chinchilla
+    figures = [plot_fit(fit), plot_residuals(fit), plot_completion(half_completion, rung),
+               plot_isoflop(iso[1], iso[0])]
+    for ax in figures:
+        assert not [t for t in ax.texts if t.get_gid() == "warnings-note"]
+    text = caption(fit)
+    assert text.startswith("Chinchilla law fitted to 7 points of marin-delphi-dense")
+    for w in fit.warnings:                    # in full, none shortened
+        assert w in text
+    assert f"Warnings ({len(fit.warnings)}): (1) " in text
+    assert half_completion.warnings[0] in caption(half_completion)
+    assert plot_fit(fit, warnings=True).texts          # asked for: drawn
+    with pytest.raises(TypeError, match="caption"):
+        caption("fit")
+
+
+def synthetic_close_residuals() -> delphi.Ladder:
+    """12 runs within one decade of compute whose losses alternate 2% above and below a
+    power law: large residuals side by side, where labels at one offset would collide."""
+    c = np.geomspace(1e19, 1e20, 12)
+    sign = np.where(np.arange(12) % 2 == 0, 1.0, -1.0)
+    loss = (1.8 + 60 * c ** -0.1) * (1 + 0.02 * sign * np.linspace(0.5, 1.0, 12))
+    return delphi.Ladder(pd.DataFrame({"run": [f"run-{i:02d}" for i in range(12)],
+                                       "flops": c, "loss": loss}), name="close")
+
+
+def assert_labels_apart(ax, fit, k=3) -> None:
+    labels = [t for t in ax.texts if t.get_gid() == "residual-label"]
+    assert 1 <= len(labels) <= k
+    ax.figure.canvas.draw()
+    boxes = [t.get_window_extent() for t in labels]
+    assert not any(a.overlaps(b) for i, a in enumerate(boxes) for b in boxes[i + 1:])
+    # the largest residual is named, and only the largest few are
+    order = np.argsort(-np.abs(fit.residuals))
+    names = [t.get_text() for t in labels]
+    assert names[0] == fit.labels[order[0]]
+    assert set(names) <= {fit.labels[i] for i in order[:k]}
+
+
+def test_residual_labels_name_the_largest_and_do_not_collide():
+    from delphi.report.figures import residual_figure
+
+    fit = delphi.fit(synthetic_close_residuals(), "power", fixed={"E": 1.8})
+    assert_labels_apart(plot_residuals(fit), fit)
+    fig = residual_figure(fit)                 # the HTML report's residual figure
+    assert_labels_apart(fig.axes[0], fit)
+
+
+def test_cli_figure_names_settings_by_their_flags(tmp_path, capsys, monkeypatch):
+    """A figure and caption made by `delphi plot` say --drop-invalid, not drop_invalid=True;
+    the warning box is drawn with --warnings only (--no-warnings is still accepted)."""
+    import delphi.plot as P
+    from matplotlib.text import Text
+
+    csv = tmp_path / "bad.csv"
+    csv.write_text("run,flops,loss\na,1e18,3.2\nb,3e18,3.05\nc,1e19,2.93\nd,3e19,2.83\n"
+                   "e,1e20,2.75\nf,3e20,-1\n")
+    drawn = []
+    real = P.plot_fit
+
+    def spy(*args, **kwargs):
+        drawn.append(real(*args, **kwargs))
+        return drawn[-1]
+
+    monkeypatch.setattr(P, "plot_fit", spy)
+    base = ["plot", "fit", str(csv), "--law", "power", "--drop-invalid", "-o",
+            str(tmp_path / "f.png")]
+    code, out, err = run_cli(capsys, *base, "--warnings")
+    assert code == 0, err
+    texts = [t.get_text() for t in drawn[-1].figure.findobj(Text)]
+    assert not any("drop_invalid" in t for t in texts)
+    assert any("--drop-invalid" in t for t in texts if "⚠" in t)        # the warning box
+    assert any(t.startswith("excluded, not drawn: invalid row dropped by --drop-invalid")
+               for t in legend_texts(drawn[-1]))
+    caption_line = out.splitlines()[1]
+    assert caption_line.startswith("caption: Power law fitted to 5 points of bad")
+    assert "--drop-invalid dropped 1 row(s)" in caption_line and "drop_invalid" not in out
+    for flags in ([], ["--no-warnings"]):
+        code, _, err = run_cli(capsys, *base, *flags)
+        assert code == 0, err
+        assert not [t for t in drawn[-1].texts if t.get_gid() == "warnings-note"]

@@ -176,8 +176,10 @@ def test_cli_actual_in_points_or_outside_0_1_is_a_usage_error(cli_files, tmp_pat
 
 #: The options `plot accuracy` reads; every other option of `delphi plot` is a loss figure's.
 ACCURACY_OPTIONS = {
-    "--output", "--figure-format", "--dpi", "--x", "--no-warnings", "--json", "--metric",
-    "--format", "--unit", "--drop-invalid", "--allow-outside-paths", "--columns", "--target-params",
+    "--output", "--figure-format", "--dpi", "--x", "--warnings", "--no-warnings", "--json",
+    "--metric",
+    "--format", "--unit", "--drop-invalid", "--allow-outside-paths", "--columns",
+    "--target-params",
     "--target-tokens", "--level", "--n-boot", "--seed", "--task", "--tasks",
     "--fit-max-params", "--runs", "--step1-law", "--lower", "--actual", "--no-calibration",
     "--huber-delta", "--help", "--quiet", "--debug", "--jobs"}

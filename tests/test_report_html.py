@@ -187,8 +187,9 @@ def test_ladder_page_is_self_contained(marin):
     assert not re.search(r"""\b(src|href)\s*=\s*["']?\s*(https?:|//|file:)""", page, re.I)
     assert not re.search(r"<(script|img|link|iframe|object)\b", page, re.I)
     assert "@import" not in page and "url(http" not in page
-    # Figures are inline SVG (forecast, residuals, backtest), their ids unique on the page.
-    assert page.count("<svg ") == 3
+    # Figures are inline SVG (forecast, residuals; the backtest has no result, so no
+    # figure: its folds fit 2 points for 2 free parameters), their ids unique on the page.
+    assert page.count("<svg ") == 2
     ids = re.findall(r'\bid="([^"]+)"', page)
     assert len(ids) == len(set(ids))
     assert "<?xml" not in page and "<!DOCTYPE svg" not in page
@@ -231,15 +232,54 @@ def test_ladder_page_residuals_are_the_laws(marin):
         assert float(rows[run]) == pytest.approx(expected, rel=2e-3, abs=1e-8), run
 
 
-def test_ladder_page_backtest_says_its_design(marin):
+def test_ladder_page_backtest_without_dof_is_no_result(marin):
+    """Issue 23: a backtest whose folds fit 2 points for the law's 2 free parameters passes
+    through them exactly: no error, mean or figure is shown as its result, one line says
+    why, and the summary has no numbers."""
     _, report = marin
     text = text_of(report.html)
-    # Second-largest finished compute of the CSV: d1024 at 1.73e20; d1536 is held out.
-    assert "delphi.backtest" in text and "fit on runs <= 1.73e+20 FLOPs" in text
-    bt = report.objects["backtest"]
+    section = text[text.index("Backtest"):text.index("Runs (")]
+    # Second-largest finished compute of the CSV: d1024 at 1.73e20; d1536 is held out. With
+    # E fixed the power law has 2 free parameters; leaving one of the 3 budgets out fits 2.
+    assert section.strip() == (
+        "Backtest No backtest result: every fold fits 2 points for the law's 2 free "
+        "parameters (0 residual degrees of freedom), so it passes through them exactly and "
+        "tests nothing (tried: fit on runs <= 1.73e+20 FLOPs, predict 1 larger run(s); leave "
+        "one budget out (3 budgets)); a result needs at least 3 finished runs per fold.")
+    assert "f-backtest-" not in report.html
+    bt = report.objects["backtest"]                 # the backtest made, for inspection
     assert [r.run for r in bt.rows] == ["d1536"]
-    # Two points for two free parameters in the fold: said on the page.
-    assert "no residual degrees of freedom" in text
+    s = report.summary["backtest"]
+    assert s["design"].startswith("fit on runs <= 1.73e+20 FLOPs") and s["result"] is False
+    assert s["mean_abs_rel_error"] is None and s["n"] == 0
+    assert s["no_result"].startswith("every fold fits 2 points")
+
+
+def test_ladder_page_backtest_of_a_larger_ladder(dense):
+    """On the dense ladder (7 runs) the power law's cut fold fits 6 points, 3 residual dof:
+    a result, its one held-out run's error (not a "mean" of one)."""
+    _, report = dense
+    text = text_of(report.html)
+    bt = report.objects["backtest"]
+    assert [r.run for r in bt.rows] == ["dense-3e20"]
+    assert report.summary["backtest"]["result"] is True
+    r = bt.rows[0]
+    assert (f"One held-out run: rel. error {r.rel_error:+.2%}, "
+            f"{'inside' if r.inside else 'outside'} its 90% interval.") in text
+    assert "Mean |rel. error|" not in text and 'id="f-backtest-' in report.html
+
+
+def test_ladder_page_backtest_falls_back_to_leave_one_budget_out(dense_ladder):
+    # chinchilla has 5 free parameters: the cut fold fits 5 of the 7 runs (0 residual dof),
+    # so each budget is left out in turn (6 runs, 1 residual dof per fold)
+    with pytest.warns(FitWarning, match="not identified by the ladder"):
+        report = ladder_page(dense_ladder, None, "chinchilla", generated_at=WHEN)
+    s = report.summary["backtest"]
+    assert s["result"] is True and s["design"] == "leave one budget out (7 budgets)"
+    assert s["n"] == 7
+    text = text_of(report.html)
+    assert f"Mean |rel. error| {s['mean_abs_rel_error']:.2%}, max " \
+           f"{s['max_abs_rel_error']:.2%} over 7 held-out runs." in text
 
 
 def test_ladder_page_escapes_text(tmp_path):
@@ -319,9 +359,11 @@ def test_registry_page_content(registry, dense_forecast):
     page, s = report.html, report.summary
     assert s["verified"] is True and s["head"] == Registry(registry).head()
     assert (s["n_predictions"], s["n_scored"], s["unscored"]) == (3, 2, ["later-1e23"])
-    assert not re.search(r"""\b(src|href)\s*=\s*["']?\s*(https?:|//)""", page, re.I)
-    # The source URL is text, escaped; the author's angle brackets too.
-    assert "https://example.org/issue/1" in page and "A &lt;tester&gt;" in page
+    # Nothing loaded from elsewhere; the source URL is a link (issue 23); the author's angle
+    # brackets are escaped.
+    assert not re.search(r"""\bsrc\s*=""", page, re.I)
+    assert '<a href="https://example.org/issue/1" rel="nofollow noopener noreferrer">' in page
+    assert "A &lt;tester&gt;" in page
     # The forecast curve figure: the curve, the partial and the final outcome.
     for gid in ("forecast-curve", "partial-outcomes", "final-outcomes", "forecast-interval"):
         assert f'id="f-curve0-{gid}"' in page
@@ -469,3 +511,39 @@ def test_ladder_page_without_a_target_is_the_fit_alone(capsys, tmp_path, dense_l
     code, out, err = run_cli(capsys, "report", "epoch-chinchilla", "--html", str(out_dir),
                              "--target-peak-lr", "1e-3")
     assert code == 1 and "a target needs --target-flops" in err
+
+
+def test_registry_page_links_urls_and_folds_long_sources(tmp_path):
+    """Issue 23: a long source is one line in its cell that opens to the whole text, its
+    http(s) URLs are links (the address escaped), and no other scheme is linked."""
+    path = tmp_path / "reg.jsonl"
+    reg = Registry(path)
+    long = ("https://github.com/org/repo/issues/4697 (2026-04-17: 'predicting final paloma "
+            "macro loss of 2.25', from the isoFLOP analysis in "
+            "https://github.com/org/repo/issues/4447, which records it as 2.252)")
+    reg.register_external(id="long", target={"flops": 1e23}, loss=2.252, source=long,
+                          created_at="2026-11-01T00:00:00Z")
+    odd = ('javascript:alert(1) data:text/html,x file:///etc/passwd '
+           'https://e.org/q?a=1&b=2"onmouseover="x <https://e.org/p>.')
+    reg.register_external(id="odd", target={"flops": 1e22}, loss=2.4, source=odd,
+                          created_at="2026-11-02T00:00:00Z")
+    reg.score("long", 2.234, source=long, created_at="2026-11-03T00:00:00Z")
+    page = registry_report(path, generated_at=WHEN)
+    hrefs = re.findall(r'<a href="([^"]*)"', page)
+    assert hrefs and all(h.startswith(("https://", "http://")) for h in hrefs)
+    assert set(hrefs) == {"https://github.com/org/repo/issues/4697",
+                          "https://github.com/org/repo/issues/4447",
+                          "https://e.org/q?a=1&amp;b=2", "https://e.org/p"}
+    assert "onmouseover=" not in page.replace("&quot;onmouseover=&quot;", "")
+    # one line in the cell, the whole text when opened
+    score = page[page.index('<table class="score">'):page.index("</table>")]
+    cell = ('<details class="src"><summary>source: github.com/.../issues/4697</summary><div>'
+            '<a href="https://github.com/org/repo/issues/4697" rel="nofollow noopener '
+            'noreferrer">https://github.com/org/repo/issues/4697</a> (2026-04-17: &#x27;'
+            'predicting final paloma macro loss of 2.25&#x27;, from the isoFLOP analysis in '
+            '<a href="https://github.com/org/repo/issues/4447" rel="nofollow noopener '
+            'noreferrer">https://github.com/org/repo/issues/4447</a>, which records it as '
+            '2.252)</div></details>')
+    assert score.count(cell) == 2                  # the prediction's and the outcome's
+    assert long not in text_of(score.replace(cell, ""))
+    assert "details.src[open] > div { min-width: 16em; max-width: 30em;" in page

@@ -13,7 +13,7 @@ import math
 import warnings
 from pathlib import Path
 
-from ..errors import DelphiError, LadderError, LawError
+from ..errors import DelphiError, LadderError, LawError, for_cli
 from .accuracy import add_fit_options as add_accuracy_fit_options
 from .output import command_stdout, note
 from .options import (HelpFormatter, add_fit_options, add_interval_options,
@@ -67,8 +67,10 @@ def add_commands(sub) -> dict:
         "plot", help="draw a figure (forecast, fit, residuals, backtest, isoflop, frontier, "
                      "completion, accuracy) to a PNG, SVG or PDF file",
         description="Draw one of delphi.plot's figures for a ladder and write it to FILE;\n"
-                    "the format comes from FILE's suffix (.png, .svg, .pdf). Warnings are\n"
-                    "drawn on the figure. KIND is one of:\n" +
+                    "the format comes from FILE's suffix (.png, .svg, .pdf), and print its\n"
+                    "caption: what the figure shows and, in full, every warning (a figure for\n"
+                    "a paper carries its warnings in its caption; --warnings draws them on the\n"
+                    "figure too). KIND is one of:\n" +
                     "\n".join(f"  {k:<11} {v}" for k, v in KINDS.items()),
         epilog=EXAMPLES, formatter_class=_Formatter)
     p.add_argument("kind", choices=list(KINDS), metavar="KIND",
@@ -87,8 +89,11 @@ def add_commands(sub) -> dict:
                         "(default: flops)")
     p.add_argument("--residuals", action="store_true",
                    help="forecast, fit: add a panel of log residuals under the loss")
-    p.add_argument("--no-warnings", action="store_true",
-                   help="leave the warning box off the figure")
+    p.add_argument("--warnings", dest="warnings", action="store_true", default=False,
+                   help="also draw the warnings in a box under the figure (default: only in "
+                        "the caption printed)")
+    p.add_argument("--no-warnings", dest="warnings", action="store_false", default=False,
+                   help="no warning box (the default; kept for scripts of earlier releases)")
     targets = p.add_argument_group("target (forecast; fit draws it when given)")
     add_target_options(targets)
     intervals = p.add_argument_group("intervals (forecast; backtest takes delta, bootstrap or "
@@ -151,7 +156,7 @@ def accuracy_fraction(text: str) -> float:
 #: belongs to the loss figures; given to ``plot accuracy`` it is refused, not ignored. The global
 #: -q/--debug/-j default to SUPPRESS on subcommands and are not checked.
 _ACCURACY_DESTS = frozenset({
-    "kind", "ladder", "output", "figure_format", "dpi", "x", "no_warnings", "json",
+    "kind", "ladder", "output", "figure_format", "dpi", "x", "warnings", "json",
     "metric", "format", "unit", "drop_invalid", "allow_outside_paths", "columns",
     "target_params", "target_tokens", "level", "n_boot", "seed",
     "task", "tasks", "fit_max_params", "runs", "step1_law", "lower", "actual", "calibrate",
@@ -213,16 +218,19 @@ def _cmd_plot(args) -> int:
 
     from .. import plot as P
 
-    show = not args.no_warnings
+    show = args.warnings
     kind = args.kind
     if kind == "completion":
-        ax = _completion(args, P, show)
+        ax, drawn = _completion(args, P, show)
     elif kind in ("isoflop", "frontier"):
-        ax = _isoflop(args, P, show, plt)
+        ax, drawn = _isoflop(args, P, show, plt)
     elif kind == "accuracy":
-        ax = _accuracy(args, P, show)[0]
+        axes, drawn = _accuracy(args, P, show)
+        ax = axes[0]
     else:
-        ax = _fit_kinds(args, P, show)
+        ax, drawn = _fit_kinds(args, P, show)
+    caption = for_cli(P.caption(drawn))
+    _cli_spelling(ax.figure)
     path = args.output
     to_stdout = str(path) == "-"
     fmt = (args.figure_format or "png") if to_stdout else FORMATS[path.suffix.lower()]
@@ -252,12 +260,25 @@ def _cmd_plot(args) -> int:
         plt.close(ax.figure)
     if to_stdout:
         note(f"wrote the {kind} figure ({fmt}) to standard output")
+        note(f"caption: {caption}")
     elif args.json:
-        print(json.dumps({"path": str(path.resolve()), "kind": kind, "format": fmt},
-                         indent=2))
+        print(json.dumps({"path": str(path.resolve()), "kind": kind, "format": fmt,
+                          "caption": caption}, indent=2))
     else:
         print(f"wrote the {kind} figure to {path}")
+        print(f"caption: {caption}")
     return 0
+
+
+def _cli_spelling(fig) -> None:
+    """Every text of ``fig`` as the command line prints it: a setting named
+    ``drop_invalid=True (CLI --drop-invalid)`` by the library reads ``--drop-invalid``."""
+    from matplotlib.text import Text
+
+    for text in fig.findobj(Text):
+        value = text.get_text()
+        if "(CLI " in value:
+            text.set_text(for_cli(value))
 
 
 def _law(args, defaults, ladder, target=None) -> str:
@@ -286,7 +307,7 @@ def _fit_kinds(args, P, show: bool):
         forecast = predict(ladder, target, law, **settings, **interval_settings(args),
                            **jobs_kwargs(args))
         return P.plot_forecast(forecast, ladder=ladder, x=args.x, residuals=args.residuals,
-                               warnings=show)
+                               warnings=show), forecast
     if args.kind == "backtest":
         from ..analyses.backtest import backtest
 
@@ -301,15 +322,15 @@ def _fit_kinds(args, P, show: bool):
                           include_unfinished=settings["include_unfinished"],
                           interval=interval, level=args.level, n_boot=args.n_boot,
                           **jobs_kwargs(args))
-        return P.plot_backtest(result)
+        return P.plot_backtest(result, notes=show), result
     from ..fitting import fit
 
     target = target_from(args, defaults) if _given_target(args) else None
     result = fit(ladder, _law(args, defaults, ladder, target), **settings)
     if args.kind == "residuals":
-        return P.plot_residuals(result, x=args.x, ladder=ladder, warnings=show)
+        return P.plot_residuals(result, x=args.x, ladder=ladder, warnings=show), result
     return P.plot_fit(result, x=args.x, target=target, ladder=ladder,
-                      residuals=args.residuals, warnings=show)
+                      residuals=args.residuals, warnings=show), result
 
 
 def _isoflop(args, P, show: bool, plt):
@@ -319,10 +340,10 @@ def _isoflop(args, P, show: bool, plt):
     result = isoflop_analysis(ladder, method=args.method, window=args.window,
                               n_boot=args.n_boot, level=args.level, seed=args.seed)
     if args.kind == "frontier":
-        return P.plot_isoflop_frontier(result, quantity=args.quantity)
+        return P.plot_isoflop_frontier(result, quantity=args.quantity), result
     fig, (ax, fax) = plt.subplots(1, 2, figsize=(16, 5.2), layout="constrained",
                                   gridspec_kw={"width_ratios": [1.6, 1]})
-    return P.plot_isoflop(result, ladder, ax=ax, frontier_ax=fax, warnings=show)
+    return P.plot_isoflop(result, ladder, ax=ax, frontier_ax=fax, warnings=show), result
 
 
 def _accuracy(args, P, show: bool):
@@ -350,7 +371,7 @@ def _accuracy(args, P, show: bool):
                                 lower=args.lower, calibrate=args.calibrate,
                                 step1_delta=args.huber_delta)
     # --x tokens was refused at parsing (_check_accuracy)
-    return P.plot_accuracy(forecast, x=args.x, actual=args.actual, warnings=show)
+    return P.plot_accuracy(forecast, x=args.x, actual=args.actual, warnings=show), forecast
 
 
 def _completion(args, P, show: bool):
@@ -366,4 +387,5 @@ def _completion(args, P, show: bool):
                       upto_fraction=args.upto_fraction,
                       upto_step=None if args.upto_step is None else int(args.upto_step),
                       siblings=args.siblings, keep_warmup=args.keep_warmup)
-    return P.plot_completion(result, ladder, full_range=args.full_range, warnings=show)
+    return P.plot_completion(result, ladder, full_range=args.full_range,
+                             warnings=show), result

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Sequence
 import numpy as np
 
 from ..ladder import FLOPS_PER_PARAM_TOKEN
+from ..plot import _label_extremes
 
 if TYPE_CHECKING:  # pragma: no cover
     from matplotlib.figure import Figure
@@ -32,6 +33,8 @@ __all__ = ["new_figure", "to_svg", "residual_figure", "curve_figure", "point_com
 
 #: Figure size [inches] of the report's figures (rendered at most the page's width).
 FIGSIZE = (8.0, 4.8)
+#: Residuals named on the residual figure (the largest |r|; the page's table has them all).
+LABELLED = 3
 
 # Fixed salt: matplotlib derives SVG ids from it, so the same figure gives the same bytes.
 _RC = {"svg.hashsalt": "delphi-report", "svg.fonttype": "none", "font.size": 10}
@@ -52,7 +55,8 @@ def to_svg(fig: "Figure", prefix: str, title: str = "") -> str:
     ----------
     fig: the figure.
     prefix: prepended to every element id (``"f1-"``...) and to the references to them
-        (``url(#...)``, ``href="#..."``), unique per figure on a page.
+        (``url(#...)``, ``href="#..."``), unique per figure on a page. Artists that share a
+        gid get ``-2``, ``-3``... after the first, so ids stay unique.
     title: accessible name of the figure (``role="img"`` and ``aria-label``); escaped here.
 
     Returns
@@ -76,7 +80,16 @@ def to_svg(fig: "Figure", prefix: str, title: str = "") -> str:
     text = text[text.index("<svg"):]                                  # no prolog or DOCTYPE
     text = re.sub(r"\s*<metadata>.*?</metadata>", "", text, count=1, flags=re.S)
     ids = set(_ID.findall(text))
-    text = _ID.sub(lambda m: f'id="{prefix}{m.group(1)}"', text)
+    seen: dict[str, int] = {}
+
+    def unique(m: re.Match) -> str:
+        # several artists may share a gid ("residual-label"): ids on a page must not
+        name = m.group(1)
+        seen[name] = seen.get(name, 0) + 1
+        return f'id="{prefix}{name}"' if seen[name] == 1 else \
+            f'id="{prefix}{name}-{seen[name]}"'
+
+    text = _ID.sub(unique, text)
 
     def ref(m: re.Match) -> str:
         name = m.group(2)
@@ -104,7 +117,8 @@ def residual_figure(fit: "Fit") -> "Figure":
 
     One marker per point (``gid="residuals"``) at C [FLOPs] on a log axis (by point index when
     the law reads no compute), a zero line, and the residual scale in the title (rms and max
-    |r|). A point above zero is one the law predicts too high.
+    |r|). A point above zero is one the law predicts too high. The ``LABELLED`` largest
+    |residuals| are named (``gid="residual-label"``), each where it overlaps no other label.
     """
     from matplotlib.ticker import PercentFormatter
 
@@ -119,10 +133,6 @@ def residual_figure(fit: "Fit") -> "Figure":
         ax.set_xscale("log")
     ax.axhline(0.0, color="k", lw=0.8)
     ax.plot(xs, r, "o", color="C0", ms=6, gid="residuals", label=f"fitted points ({len(r)})")
-    if len(r) <= 12:  # few points: name them
-        for xi, ri, name in zip(xs, r, fit.labels):
-            ax.annotate(str(name), (xi, ri), textcoords="offset points", xytext=(4, 4),
-                        fontsize="small")
     # Log residuals are relative errors for small values: show them as percentages.
     ax.yaxis.set_major_formatter(PercentFormatter(xmax=1.0, decimals=None))
     ax.set_xlabel(label)
@@ -134,6 +144,9 @@ def residual_figure(fit: "Fit") -> "Figure":
     lim = max(top, 1e-6) * 1.3
     ax.set_ylim(-lim, lim)
     ax.grid(True, alpha=0.3)
+    # Name only the few largest residuals, where no two labels collide; the table under the
+    # figure names every point.
+    _label_extremes(ax, xs, r, fit.labels, LABELLED)
     return fig
 
 

@@ -1,9 +1,12 @@
 """Assembly of the HTML report pages: one self-contained static page per ladder or registry.
 
 A page is a single HTML5 document: CSS in a ``<style>`` element, figures as inline ``<svg>``
-(:mod:`delphi.report.figures`), no script, no external asset (no ``src``/``href`` to another
-file or site), so it can be opened from disk, attached to an issue or served as is. Every piece
-of text that comes from data (run names, reasons, registry notes, sources) is escaped with
+(:mod:`delphi.report.figures`), no script, no external asset (nothing is loaded from another
+file or site: no ``src``, stylesheet or font), so it can be opened from disk, attached to an
+issue or served as is. The ladder page has no link out; the registry page links the http(s)
+URLs in its entries' sources and notes (``<a href>``, only the http and https schemes) and
+shows a long source as one line that opens to the whole text. Every piece of text that comes
+from data (run names, reasons, registry notes, sources) is escaped with
 :func:`html.escape`. The page states delphi's version, what it was made from (the ladder's
 source and SHA-256, or the registry's path and head hash) and when: ``generated_at``, else the
 ``SOURCE_DATE_EPOCH`` environment variable (reproducible builds), else now. The same inputs,
@@ -14,12 +17,14 @@ from __future__ import annotations
 
 import math
 import os
+import re
 import warnings
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from html import escape
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
+from urllib.parse import urlsplit
 
 from .. import __version__
 from ..errors import DelphiError, DelphiWarning, RegistryError
@@ -60,9 +65,16 @@ th { background: var(--bg2); font-weight: 600; }
 .nw { white-space: nowrap; }
 td.n { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
 tr.excluded td { color: var(--muted); }
+td { max-width: 36em; overflow-wrap: break-word; }
 table.score td:nth-child(2), table.score td:last-child { min-width: 9em; }
 table.score td:first-child, table.score td:nth-child(5) { max-width: 17em;
                                                           overflow-wrap: anywhere; }
+table.score td:nth-child(2), table.score td:last-child { max-width: 16em; }
+a { color: #0969da; overflow-wrap: anywhere; }
+details.src { margin: 2px 0 0; font-size: 0.85em; }
+details.src summary { cursor: pointer; color: var(--muted); white-space: nowrap; }
+details.src[open] > div { min-width: 16em; max-width: 30em; margin-top: 2px;
+                          overflow-wrap: anywhere; }
 .wrap { overflow-x: auto; }
 figure { margin: 12px 0; }
 figure svg { max-width: 100%; height: auto; display: block; }
@@ -84,6 +96,69 @@ footer { margin-top: 40px; color: var(--muted); font-size: 0.85em; }
 def _e(value: Any) -> str:
     """Escaped text (quotes too: the value may sit in an attribute)."""
     return escape("" if value is None else str(value), quote=True)
+
+
+# An http(s) URL in free text: up to a space, a quote or an angle bracket.
+_URL = re.compile(r"""\bhttps?://[^\s<>"'`]+""", re.I)
+
+
+def _url_end(url: str) -> str:
+    """``url`` without the punctuation a sentence puts after it (a closing bracket only when
+    the URL opened none: ``(see https://x.org/a_(b))`` keeps its own)."""
+    while url and url[-1] in ".,;:!?)]}":
+        if url[-1] in ")]}" and url.count({")": "(", "]": "[", "}": "{"}[url[-1]]) >= \
+                url.count(url[-1]):
+            break
+        url = url[:-1]
+    return url
+
+
+def _linked(value: Any) -> str:
+    """Escaped text with each http(s) URL in it as a link (``<a href>``, the address escaped
+    in the attribute and in the text). Only http and https are linked: any other scheme
+    (``javascript:``, ``data:``, ``file:``) stays text, so a registry's source cannot put a
+    script or a local file behind a link."""
+    text = "" if value is None else str(value)
+    out, pos = [], 0
+    for m in _URL.finditer(text):
+        url = _url_end(m.group(0))
+        try:
+            parsed = urlsplit(url)
+        except ValueError:            # e.g. an unclosed IPv6 bracket: left as text
+            continue
+        if parsed.scheme.lower() not in ("http", "https") or not parsed.netloc:
+            continue
+        out.append(_e(text[pos:m.start()]))
+        out.append(f'<a href="{_e(url)}" rel="nofollow noopener noreferrer">{_e(url)}</a>')
+        pos = m.start() + len(url)
+    out.append(_e(text[pos:]))
+    return "".join(out)
+
+
+def _source_cell(source: Any, label: str = "source") -> str:
+    """A source in a table cell: one line (``label`` and, when the text has one, its first
+    link) that opens to the whole text, wrapped, so a long quote does not make the row ten
+    lines tall."""
+    if not source:
+        return ""
+    text = str(source)
+    first = _URL.search(text)
+    url = _url_end(first.group(0)) if first else ""
+    try:
+        parts = urlsplit(url) if url else None
+    except ValueError:
+        parts = None
+    short = label
+    if parts is not None and parts.netloc:
+        # github.com/.../issues/4447: the host and the path's last two steps
+        path = [p for p in parts.path.split("/") if p]
+        tail = "/".join(path[-2:])
+        short = f"{label}: {parts.netloc}" + (f"/{'.../' if len(path) > 2 else ''}{tail}"
+                                               if tail else "")
+    if len(text) <= 40 and not url:
+        return f"<small>{_e(label)}: {_e(text)}</small>"
+    return (f'<details class="src"><summary>{_e(short)}</summary>'
+            f'<div>{_linked(text)}</div></details>')
 
 
 def _num(value: Any, spec: str = ".4g", missing: str = "-") -> str:
@@ -326,11 +401,22 @@ def _residuals_table(fit) -> str:
                   numeric=[1, 2, 3, 4])
 
 
+def _interpolating_folds(bt, n_free: int) -> list[tuple[str, int]]:
+    """The folds of ``bt`` with no residual degree of freedom, as (fold, points fitted): a fit
+    of as many points as free parameters passes through them exactly, so its predictions
+    test the law's form no more than a ruler through two points tests a line."""
+    return [(f["fold"], int(f["n_runs"])) for f in bt.fits if f["n_runs"] - n_free <= 0]
+
+
 def _backtest_for(ladder, fit, predict_kwargs: Mapping, backtest_max_flops: float | None):
-    """A :func:`delphi.backtest` of the forecast's law: fit on the runs up to the
-    second-largest fitted compute budget (or ``backtest_max_flops``), predict the larger
-    runs; when that cannot be made, leave one budget out. Returns (Backtest, None) or
-    (None, the reason)."""
+    """A :func:`delphi.backtest` of the forecast's law with a result to show: fit on the runs
+    up to the second-largest fitted compute budget (or ``backtest_max_flops``), predict the
+    larger runs; when that cannot be made or has no result (its fold has no residual degree
+    of freedom), leave one budget out (not when the cut was given).
+
+    Returns (Backtest, None) for a backtest with a result; (the Backtest made, why it has
+    no result) when every design tried interpolates its folds; (None, the reason) when no
+    backtest could be made at all."""
     import numpy as np
 
     from ..analyses.backtest import backtest
@@ -341,7 +427,7 @@ def _backtest_for(ladder, fit, predict_kwargs: Mapping, backtest_max_flops: floa
                   level=predict_kwargs.get("level") or 0.9, seed=predict_kwargs.get("seed", 0))
     fit_max = predict_kwargs.get("fit_max_flops")
     data = ladder.select(max_flops=fit_max) if fit_max is not None else ladder
-    reasons = []
+    errors, empty, made = [], [], None
     cut = backtest_max_flops
     if cut is None:
         from .figures import point_compute
@@ -351,22 +437,38 @@ def _backtest_for(ladder, fit, predict_kwargs: Mapping, backtest_max_flops: floa
             below = np.sort(c[c < c.max() / 1.05])   # budgets within 5% are one budget
             cut = float(below[-1]) if len(below) else None
         if cut is None:
-            reasons.append("the fitted runs span one compute budget, so there is nothing "
-                           "larger to hold out")
+            errors.append("the fitted runs span one compute budget, so there is nothing "
+                          "larger to hold out")
+    designs = ([dict(fit_max_flops=cut)] if cut is not None else []) + \
+        ([dict(leave_one_budget_out=True)] if backtest_max_flops is None else [])
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DelphiWarning)   # kept on the Backtest (fits, notes)
-        if cut is not None:
+        for design in designs:
             try:
-                return backtest(data, fit.law, fit_max_flops=cut, **kwargs), None
+                bt = backtest(data, fit.law, **design, **kwargs)
             except DelphiError as exc:
-                reasons.append(f"fit on runs <= {cut:.3g} FLOPs: {exc}")
-                if backtest_max_flops is not None:
-                    return None, "; ".join(reasons)
-        try:
-            return backtest(data, fit.law, leave_one_budget_out=True, **kwargs), None
-        except DelphiError as exc:
-            reasons.append(f"leave one budget out: {exc}")
-    return None, "; ".join(reasons)
+                what = (f"fit on runs <= {cut:.3g} FLOPs" if "fit_max_flops" in design
+                        else "leave one budget out")
+                errors.append(f"{what}: {exc}")
+                continue
+            folds = _interpolating_folds(bt, fit.n_free)
+            if bt.rows and not folds:
+                return bt, None
+            made = made or bt
+            empty.append((bt, folds))
+    if made is None:
+        return None, "; ".join(errors)
+    tried = "; ".join(b.design for b, _ in empty)
+    folds = [f for _, fs in empty for f in fs]
+    if not folds:
+        return made, f"no held-out run could be scored ({tried})"
+    sizes = sorted({n for _, n in folds})
+    every = all(len(fs) == len(b.fits) for b, fs in empty)
+    return made, (f"{'every' if every else 'a'} fold fits "
+                  f"{sizes[0] if len(sizes) == 1 else f'{sizes[0]}-{sizes[-1]}'} points for "
+                  f"the law's {fit.n_free} free parameters (0 residual degrees of freedom), so "
+                  f"it passes through them exactly and tests nothing (tried: {tried}); a "
+                  f"result needs at least {fit.n_free + 1} finished runs per fold")
 
 
 def _forecast_section(parts: list[str], forecast, fit, ladder) -> tuple[int, str, Any]:
@@ -425,8 +527,8 @@ def _forecast_section(parts: list[str], forecast, fit, ladder) -> tuple[int, str
     try:
         from ..plot import plot_forecast
 
-        # wide: the legend sits right of the axes and must not squeeze them
-        fig = new_figure((11.0, 5.0))
+        # the legend sits in a free corner (or under the axes), not beside them
+        fig = new_figure((9.0, 4.8))
         plot_forecast(forecast, ax=fig.subplots(), ladder=ladder)
         figures += 1
         with_iv = ("with its new-run interval (thin bar) and expected-loss interval (thick "
@@ -450,7 +552,7 @@ def _no_target_section(parts: list[str], fit, ladder) -> int:
     try:
         from ..plot import plot_fit
 
-        fig = new_figure((11.0, 5.0))
+        fig = new_figure((9.0, 4.8))
         plot_fit(fit, ax=fig.subplots(), ladder=ladder)
         parts.append(_figure(to_svg(fig, "f-fit-", "fit figure"),
                              "The fitted points and the law over them; crosses are excluded "
@@ -508,17 +610,21 @@ def ladder_page(ladder, target, law=None, *, generated_at=None, backtest: bool =
     backtest: draw the backtest section (default True).
     backtest_max_flops: the backtest's cut [FLOPs]: fit on runs at or below it, predict the
         larger finished runs. Default: the second-largest fitted compute budget (the largest
-        budget is held out); when that backtest cannot be made (too few runs below the cut),
-        each budget is left out in turn (:func:`delphi.backtest` with
-        ``leave_one_budget_out=True``). The page says which design it used, or why there is
-        no backtest.
+        budget is held out); when that backtest cannot be made (too few runs below the cut)
+        or has no result, each budget is left out in turn (:func:`delphi.backtest` with
+        ``leave_one_budget_out=True``). A backtest whose folds have no residual degree of
+        freedom (as many points as the law's free parameters: the fit passes through them
+        exactly) has no result: the page shows no error figure or mean for it, only one line
+        saying why. The page says which design it used, or why there is no backtest (result).
     **predict_kwargs: passed to :func:`delphi.predict` (``fixed``, ``bounds``, ``delta``,
         ``fit_max_flops``, ``interval``, ``level``, ``n_boot``, ``seed``...).
 
     Returns
     -------
     Report with ``html``, ``kind="ladder"`` and ``summary`` (ladder name, source and SHA-256,
-    the prediction with its interval, the backtest design, the generated time).
+    the prediction with its interval, the backtest: its design, its summary, ``result``
+    (False, with the summary's errors None and ``no_result`` the reason, for a backtest
+    without residual degrees of freedom), the generated time).
 
     Raises
     ------
@@ -602,13 +708,24 @@ def ladder_page(ladder, target, law=None, *, generated_at=None, backtest: bool =
 
     # ---- backtest
     bt = None
+    bt_summary = None
     parts.append("<h2>Backtest</h2>")
     if backtest:
         bt, why = _backtest_for(ladder, fit, predict_kwargs, backtest_max_flops)
         if bt is None:
             parts.append(f'<p class="warning">No backtest: {_e(why)}</p>')
+        elif why is not None:
+            # Made, but its folds interpolate: no number is shown as a result.
+            parts.append(f'<p class="warning">No backtest result: {_e(why)}.</p>')
+            bt_summary = {"design": bt.design, "law": bt.law, "n": 0,
+                          "mean_abs_rel_error": None, "max_abs_rel_error": None,
+                          "mean_rel_error": None, "coverage": None, "level": bt.level,
+                          "result": False, "no_result": why}
         else:
             s = bt.summary
+            bt_summary = {"design": bt.design, "law": bt.law,
+                          **{k: (None if isinstance(v, float) and not np.isfinite(v) else v)
+                             for k, v in s.items()}, "result": True, "no_result": None}
             parts.append(f"<p>Made with <code>delphi.backtest</code> (the law {_e(bt.law)}, "
                          f"its fixed values and Huber delta): {_e(bt.design)}. Each held-out "
                          f"run is predicted by a fit that did not see it.</p>")
@@ -616,10 +733,7 @@ def ladder_page(ladder, target, law=None, *, generated_at=None, backtest: bool =
                 from ..plot import plot_backtest
 
                 fig = new_figure((8.0, 4.2))
-                ax = plot_backtest(bt, ax=fig.subplots())
-                # Zero in the middle: a few errors of one sign otherwise sit on the frame.
-                lim = max(abs(v) for v in ax.get_ylim()) * 1.15
-                ax.set_ylim(-lim, lim)
+                plot_backtest(bt, ax=fig.subplots())       # zero centred, legend inside
                 figures += 1
                 parts.append(_figure(to_svg(fig, "f-backtest-", "backtest figure"),
                                      "Relative error of each held-out run's prediction, "
@@ -635,10 +749,18 @@ def ladder_page(ladder, target, law=None, *, generated_at=None, backtest: bool =
                      _e(r.fold)] for r in bt.rows]
             parts.append(_table(["run", "C [FLOPs]", "actual", "predicted", "interval",
                                  "rel. error", "inside", "fold"], rows, numeric=[1, 2, 3, 5]))
-            parts.append(f"<p>Mean |rel. error| {_num(s['mean_abs_rel_error'], '.2%')}, max "
-                         f"{_num(s['max_abs_rel_error'], '.2%')}"
-                         + (f", coverage {s['coverage']:.0%} of {s['level']:.0%} intervals"
-                            if s["coverage"] is not None else "") + ".</p>")
+            cov = (f", coverage {s['coverage']:.0%} of {s['level']:.0%} intervals"
+                   if s["coverage"] is not None else "")
+            if s["n"] == 1:        # one run: its error, not a "mean"
+                r = bt.rows[0]
+                inside = "" if r.inside is None else (
+                    f", {'inside' if r.inside else 'outside'} its {s['level']:.0%} interval")
+                parts.append(f"<p>One held-out run: rel. error {_num(r.rel_error, '+.2%')}"
+                             f"{inside}.</p>")
+            else:
+                parts.append(f"<p>Mean |rel. error| {_num(s['mean_abs_rel_error'], '.2%')}, "
+                             f"max {_num(s['max_abs_rel_error'], '.2%')} over {s['n']} "
+                             f"held-out runs{cov}.</p>")
             seen: dict[str, list[str]] = {}
             for f in bt.fits:
                 for w in f.get("warnings", ()):
@@ -674,10 +796,7 @@ def ladder_page(ladder, target, law=None, *, generated_at=None, backtest: bool =
             "mean_lower": iv.mean_lower if iv else None,
             "mean_upper": iv.mean_upper if iv else None,
             "level": iv.level if iv else None, "method": iv.method if iv else None},
-        "backtest": None if bt is None else {"design": bt.design, "law": bt.law,
-                                             **{k: (None if isinstance(v, float) and not
-                                                    np.isfinite(v) else v)
-                                                for k, v in bt.summary.items()}},
+        "backtest": bt_summary,
         "warnings": (list(forecast.warnings) if forecast is not None else []) + list(fit.warnings),
         "figures": figures,
         "generated_at": generated,
@@ -805,7 +924,7 @@ def registry_page(registry, *, generated_at=None) -> Report:
         fc = e.forecast
         ident = _e(e.id) + (" <small>(external)</small>" if fc.external else "") + \
             (" <small>(projection)</small>" if e.kind == "projection" else "") + \
-            (f"<br><small>source: {_e(fc.source)}</small>" if fc.source else "")
+            (f"<br>{_source_cell(fc.source)}" if fc.source else "")
         acc = e.target is not None and e.target.unit == "accuracy"   # fractions -> points
         base = [ident, _target_text(e.target),
                 f"{100 * fc.loss:.2f} pts" if acc else f"{fc.loss:.4f}",
@@ -823,7 +942,7 @@ def registry_page(registry, *, generated_at=None) -> Report:
                 " <small>(superseded)</small>"
             outcome = (f"{100 * s.actual:.2f} pts" if acc else f"{s.actual:.4f}") + (
                        f" <small>{_e(at)}{latest}</small>"
-                       + (f"<br><small>{_e(s.source)}</small>" if s.source else ""))
+                       + (f"<br>{_source_cell(s.source)}" if s.source else ""))
             inside = ("-" if s.inside is None else
                       ('<span class="good">yes</span>' if s.inside
                        else '<span class="bad">no</span>'))
@@ -886,7 +1005,7 @@ def registry_page(registry, *, generated_at=None) -> Report:
                         numeric=[0]))
     notes = [(e.id, e.notes) for e in entries if e.notes]
     if notes:
-        parts.append("<h3>Notes</h3>" + "".join(f"<p><b>{_e(i)}</b>: {_e(t)}</p>"
+        parts.append("<h3>Notes</h3>" + "".join(f"<p><b>{_e(i)}</b>: {_linked(t)}</p>"
                                                  for i, t in notes))
     summary = {"registry": str(reg.path), "verified": verified.ok,
                "verify": verified.to_dict(), "head": verified.head,
