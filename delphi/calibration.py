@@ -29,7 +29,8 @@ from scipy.stats import norm
 from .analyses.backtest import _budgets, _inputs
 from .errors import DelphiError, FitError, LadderError
 from .fitting import DEFAULT_DELTA, fit
-from .fitting.api import DIVERGENCE_THRESHOLD, _compute_frontier, _dominated
+from .fitting.api import (DIVERGENCE_THRESHOLD, _compute_frontier, _screen_dominated,
+                          screen_cap)
 from .ladder import Ladder
 from .laws import Law, get_law
 from .uncertainty import DEFAULT_LEVEL
@@ -272,10 +273,16 @@ def _lfo_points(ladder: Ladder, law: Law):
     if law.inputs == ("flops",):
         pts, _, _ = _compute_frontier(finals)   # the frontier the law describes
         pts = pts.reset_index(drop=True)
-    bad = _dominated(pts, law, DIVERGENCE_THRESHOLD)
+    # Capped as in fit: one run far below the others must not take the runs above it out.
+    cap = screen_cap(len(pts))
+    bad, _, refused = _screen_dominated(pts, law, DIVERGENCE_THRESHOLD, cap)
     if bad:
         notes += [f"run {pts['run'].iloc[i]!r} not predicted: {why}" for i, why in bad.items()]
         pts = pts.drop(index=pts.index[list(bad)]).reset_index(drop=True)
+    if refused:
+        notes.append(f"{len(refused)} runs sit far above a run with no more of every input, "
+                     f"more than {cap} of {len(pts)}: all are predicted (the dominance screen "
+                     f"stops there, delphi.fitting.SCREEN_MAX_SHARE)")
     b_pts = pts["run"].map(budget_of).to_numpy(float)
     return finals, pts, budget_of, b_pts, np.unique(b_pts), notes
 

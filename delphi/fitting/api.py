@@ -3,26 +3,47 @@
 from __future__ import annotations
 
 import math
+import warnings
 from dataclasses import replace
 from typing import Mapping, Sequence
 
 import numpy as np
 import pandas as pd
 
-from ..errors import FitError, NotFittedError, TargetError
+from ..errors import DelphiError, FitError, FitWarning, NotFittedError, TargetError, user_stacklevel
 from ..ladder import Exclusion, Ladder, _percent
 from ..laws import CHECKPOINT_LAWS, Law, get_law
 from ..law_inputs import law_points
 from .engine import DEFAULT_DELTA, fit_arrays
 from .result import Fit
 
-__all__ = ["fit", "ScalingLawFitter", "DIVERGENCE_THRESHOLD", "MIN_CHECKPOINT_FRACTION"]
+__all__ = ["fit", "ScalingLawFitter", "DIVERGENCE_THRESHOLD", "MIN_CHECKPOINT_FRACTION",
+           "SCREEN_MAX_SHARE", "SCREEN_MIN_RUNS", "screen_cap"]
 
 #: A run whose final loss sits more than this far above the fitted trend (log residual,
 #: about 10%) is treated as diverged, excluded and reported.
 DIVERGENCE_THRESHOLD = 0.10
 # ... and only when it also stands out from the ladder's own scatter by this many robust sigmas.
 _DIVERGENCE_SIGMAS = 6.0
+# On a ladder of at most this many points, a run at an edge (smallest or largest C, N or D)
+# can bend a free law through itself: the trend screen then judges the edge runs too, on a
+# fit without them (see _culprit).
+_EDGE_CHECK_POINTS = 50
+
+#: Each outlier screen of :func:`fit` (runs far above one with no more of every input; runs
+#: far off the fitted trend) excludes at most this share of the points screened, and always
+#: up to ``SCREEN_MIN_RUNS``: one that would exclude more stops, excludes nothing for that
+#: reason and says so in a warning naming the runs. So many runs out of line at once is
+#: a unit, a column or a law that does not fit the ladder (or the screen's own yardstick
+#: being off), not a few diverged runs; dropping them would hide it behind a confident fit.
+SCREEN_MAX_SHARE = 0.20
+SCREEN_MIN_RUNS = 2
+
+
+def screen_cap(n: int) -> int:
+    """The most runs the outlier screens may exclude from ``n`` points:
+    ``max(SCREEN_MIN_RUNS, floor(SCREEN_MAX_SHARE * n))`` (5 of 29, 2 of 6)."""
+    return max(SCREEN_MIN_RUNS, int(SCREEN_MAX_SHARE * n))
 
 
 #: Checkpoint laws skip the first quarter of each run: warmup and the initial rapid descent,
@@ -46,13 +67,31 @@ def _most_diverged(fit: Fit, threshold: float) -> int | None:
 
 
 def _outlier_reason(fit: Fit, i: int) -> str:
-    ratio = math.expm1(min(-fit.residuals[i], 700.0))  # L_obs / L_pred - 1
+    return _trend_reason(float(fit.y[i]), -float(fit.residuals[i]))
+
+
+def _trend_reason(loss: float, log_ratio: float) -> str:
+    """The reason of a trend exclusion: ``log_ratio`` is log(observed / predicted)."""
+    ratio = math.expm1(min(log_ratio, 700.0))  # L_obs / L_pred - 1
     if ratio > 0:
-        return (f"diverged: loss {fit.y[i]:.4g} is {_percent(ratio)} above the trend of the other "
+        return (f"diverged: loss {loss:.4g} is {_percent(ratio)} above the trend of the other "
                 f"runs; not fitted")
-    return (f"far below the trend: loss {fit.y[i]:.4g} is {_percent(-ratio)} below what the other "
+    return (f"far below the trend: loss {loss:.4g} is {_percent(-ratio)} below what the other "
             f"runs predict (another unit, such as bits per byte in a nats ladder, or another "
             f"setup?); not fitted")
+
+
+def _off_trend(judge: Fit, rows: pd.DataFrame, threshold: float) -> tuple[np.ndarray, np.ndarray]:
+    """``(r, far)`` for the runs ``rows`` against the trend of ``judge`` (fitted without them):
+    their log(observed / predicted), and whether each is an outlier by :func:`_most_diverged`'s
+    rule (more than ``threshold`` off and outside the fitted runs' scatter); shape (k,)."""
+    with np.errstate(all="ignore"):
+        pred = judge.predict({c: rows[c].to_numpy(float) for c in judge.law.inputs})
+        r = np.log(rows["loss"].to_numpy(float)) - np.log(pred)
+    res = judge.residuals
+    sigma = 1.4826 * float(np.median(np.abs(res - np.median(res))))
+    far = (np.abs(r) > threshold) & (np.abs(r) > _DIVERGENCE_SIGMAS * sigma)
+    return r, far
 
 
 def _dominated(pts: pd.DataFrame, law: Law, threshold: float) -> dict[int, str]:
@@ -68,16 +107,26 @@ def _dominated(pts: pd.DataFrame, law: Law, threshold: float) -> dict[int, str]:
     the lowest-loss run (first in table order on ties) among the others having every input at
     most its own (x 1 + 1e-9). Sub-quadratic: O(n log n) for one input (sort and running
     minimum), O(n log^2 n) for two (a dominance sweep, see :func:`_lowest_below`); other
-    cases compare in blocks of rows.
+    cases compare in blocks of rows. :func:`fit` applies it through :func:`_screen_dominated`
+    (capped), and keeps no flag whose yardstick is itself off the trend.
     """
+    idx, ref = _dominance_pairs(pts, law, threshold)
+    return _dominance_reasons(pts, law, idx, ref)
+
+
+def _dominance_pairs(pts: pd.DataFrame, law: Law,
+                     threshold: float) -> tuple[np.ndarray, np.ndarray]:
+    """``(flagged, reference)``: the positions in ``pts`` :func:`_dominated` flags, increasing,
+    and for each the position of the run it is compared with; both shape (k,), int."""
+    none = np.zeros(0, dtype=np.int64)
     cols = [c for c in law.inputs if c in ("flops", "params", "tokens")]
     if not cols or len(cols) != len(law.inputs):
-        return {}
+        return none, none
     x = pts[cols].to_numpy(float)
     y = np.log(pts["loss"].to_numpy(float))
     n = len(pts)
     if n < 2:
-        return {}
+        return none, none
     if threshold >= 0 and x.shape[1] <= 2:
         # The lowest run in the region includes the run itself; when that is the run, every
         # other run there is at least as low, so it cannot be flagged for threshold >= 0.
@@ -89,15 +138,92 @@ def _dominated(pts: pd.DataFrame, law: Law, threshold: float) -> dict[int, str]:
     flagged = np.zeros(n, dtype=bool)
     flagged[has] = y[has] - y[j[has]] > threshold
     if n - int(flagged.sum()) < 2:
-        return {}
+        return none, none
     idx = np.flatnonzero(flagged)
-    runs = pts["run"].to_numpy(dtype=object)[j[idx]].tolist()
+    return idx, j[idx].astype(np.int64)
+
+
+def _dominance_reasons(pts: pd.DataFrame, law: Law, idx: np.ndarray,
+                       ref: np.ndarray) -> dict[int, str]:
+    """``{position: reason}`` for the flagged runs ``idx`` compared with the runs ``ref``."""
+    if not len(idx):
+        return {}
+    cols = [c for c in law.inputs if c in ("flops", "params", "tokens")]
+    y = np.log(pts["loss"].to_numpy(float))
+    runs = pts["run"].to_numpy(dtype=object)[ref].tolist()
     losses = np.exp(y[idx]).tolist()
-    excess = (np.exp(y[idx] - y[j[idx]]) - 1).tolist()
+    excess = (np.exp(y[idx] - y[ref]) - 1).tolist()
     inputs = " or ".join(cols)
     return {int(i): (f"diverged or mis-tuned: loss {loss:.4g} is {_percent(up)} above that of run "
                      f"{run!r}, which had no more {inputs}; not fitted")
             for i, loss, up, run in zip(idx, losses, excess, runs)}
+
+
+def _screen_dominated(pts: pd.DataFrame, law: Law, threshold: float, cap: int
+                      ) -> tuple[dict[int, str], dict[int, int], list[int]]:
+    """The dominance screen of :func:`fit`: :func:`_dominated`, capped.
+
+    Returns ``(reasons, witness, refused)``: ``{position in pts: reason}`` of the runs to
+    exclude; ``{position: position of the run it was compared with}`` for every flagged run
+    (refused ones included); and, when more than ``cap`` runs are flagged
+    (:data:`SCREEN_MAX_SHARE`), their positions (then none is excluded, ``reasons`` is empty).
+    :func:`fit` then makes sure no flag rests on a run that is itself off the trend.
+    """
+    idx, ref = _dominance_pairs(pts, law, threshold)
+    witness = {int(i): int(j) for i, j in zip(idx, ref)}
+    if len(idx) > cap:
+        return {}, witness, idx.tolist()
+    return _dominance_reasons(pts, law, idx, ref), witness, []
+
+
+def _judge_witnesses(refit, work: pd.DataFrame, fit_pts: pd.DataFrame, dom: Mapping[int, str],
+                     witness: Mapping[int, int], refused: Sequence[int], threshold: float
+                     ) -> tuple[dict[str, str], set[str]]:
+    """Check the runs the dominance flags rest on (their witnesses) against the trend of the
+    other runs. Returns ``(low, cleared)``: ``{run: reason}`` of witnesses far below that
+    trend (to exclude: the flags resting on them then go), and the flagged runs the trend
+    clears, their witness sitting further below it than they sit above it (the pair says the
+    witness is low, not that the run diverged).
+
+    The trend leaves out the witness and (when their flags stand) the flagged runs: a fit
+    keeping a low witness bends towards it where it has leverage (the smallest or largest
+    runs), or, one run against a few, settles far from the law, and would blame the others for
+    its drop. ``refit(table) -> Fit``; ``dom``: the flags standing, ``{position in work:
+    reason}``; ``witness``: ``{flagged position: witness position}``; ``refused``: positions
+    flagged beyond the cap (then the three witnesses most flags rest on are checked one by one,
+    each left out of a fit of all the others).
+    """
+    run_of = work["run"].to_numpy(dtype=object)
+    if dom:
+        names = {run_of[witness[i]] for i in dom}
+        groups = [names]
+    elif refused:
+        counts: dict[int, int] = {}
+        for i in refused:
+            counts[witness[i]] = counts.get(witness[i], 0) + 1
+        top = sorted(counts, key=lambda j: (-counts[j], j))[:3]
+        groups = [{run_of[j]} for j in top]
+    else:
+        return {}, set()
+    low: dict[str, str] = {}
+    judges: list[Fit] = []
+    for names in groups:
+        try:
+            judge = refit(fit_pts[~fit_pts["run"].isin(names)])
+        except DelphiError:             # too few runs left to judge: the flags stand
+            continue
+        judges.append(judge)
+        rows = work[work["run"].isin(names)]
+        r, far = _off_trend(judge, rows, threshold)
+        low.update({run: _trend_reason(loss, lr) for run, loss, lr, f
+                    in zip(rows["run"], rows["loss"].to_numpy(float), r, far) if f and lr < 0})
+    if low or not dom or not judges:
+        return low, set()
+    i = np.fromiter(dom.keys(), dtype=np.int64)
+    j = np.array([witness[k] for k in dom], dtype=np.int64)
+    r, _ = _off_trend(judges[0], work.iloc[np.concatenate([i, j])], threshold)
+    above, below = r[:len(i)], -r[len(i):]
+    return {}, set(run_of[i[below >= above]])      # NaN compares False: the flag stands
 
 
 def _loss_rank(y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -315,9 +441,14 @@ def fit(ladder: Ladder, law: str | Law, *, fixed: Mapping[str, float] | None = N
     fit_max_flops: fit only runs whose compute is at most this many FLOPs.
     include_unfinished: also fit the last checkpoint of runs stopped early (biased low-compute
         points: off by default, and reported when excluded).
-    divergence_threshold: runs more than this log residual (about 10%) above the trend of a
-        first robust fit, and far outside the ladder's scatter, are excluded as diverged and the
-        law refitted; ``None`` disables the check.
+    divergence_threshold: runs more than this log ratio (about 10%) above a run with no more
+        of every input, or this log residual off the trend of a robust fit (and far outside
+        the ladder's scatter), are excluded as diverged (below the trend: as another unit or
+        setup) and the law refitted; ``None`` disables both screens. The screens are robust to
+        the runs they screen: no exclusion rests on a run that is itself excluded or further
+        off the trend than the run excluded, and a screen that would exclude more than
+        :data:`SCREEN_MAX_SHARE` of the points (:func:`screen_cap`) excludes none for that
+        reason and says so (a :class:`~delphi.errors.FitWarning`, also in :attr:`Fit.warnings`).
     min_checkpoint_fraction: checkpoint laws skip checkpoints in this first share of each run.
     warm_start: parameter values of a fit of the same law to more of this ladder (a backtest
         fold's full-data fit): skip the global search and refine from there (see
@@ -354,42 +485,92 @@ def fit(ladder: Ladder, law: str | Law, *, fixed: Mapping[str, float] | None = N
             notes.append(f"included {len(partial)} unfinished run(s) at their last checkpoint "
                          f"({', '.join(partial['run'][:5])}): their losses are above what the "
                          f"finished runs would reach")
-    if law.inputs == ("flops",):
-        pts, frontier_excluded, frontier_notes = _compute_frontier(pts)
-        excluded += frontier_excluded
-        notes += frontier_notes
-
-    if divergence_threshold is not None and math.isfinite(divergence_threshold):
-        bad = _dominated(pts, law, divergence_threshold)
-        excluded += [Exclusion(pts["run"].iloc[i], why) for i, why in bad.items()]
-        pts = pts.drop(index=pts.index[list(bad)]).reset_index(drop=True)
+    screen = divergence_threshold is not None and math.isfinite(divergence_threshold)
+    # Checkpoint laws: a diverged run is caught by its own rising loss (final_points).
+    trend = screen and law.name not in CHECKPOINT_LAWS
+    pending: list[Exclusion] = []       # this pass's frontier and dominance exclusions
+    fitted: dict[tuple, Fit] = {}
 
     def run(table):
+        key = tuple(table["run"].tolist()) if law.name not in CHECKPOINT_LAWS else None
+        if key in fitted:
+            return fitted[key]
         x = {c: table[c].to_numpy(float) for c in law.inputs}
         labels = table["run"].tolist()
         if law.name in CHECKPOINT_LAWS and "step" in table.columns:
             labels = [f"{r}@{s:g}" for r, s in zip(table["run"], table["step"])]
         try:
-            return fit_arrays(law, x, table["loss"].to_numpy(float), labels=labels,
-                              fixed=fixed, bounds=bounds, delta=delta, seed=seed,
-                              warm_start=warm_start)
+            result = fit_arrays(law, x, table["loss"].to_numpy(float), labels=labels,
+                                fixed=fixed, bounds=bounds, delta=delta, seed=seed,
+                                warm_start=warm_start)
         except FitError as exc:
-            if not excluded or "cannot fit" not in str(exc):
+            so_far = excluded + pending
+            if not so_far or "cannot fit" not in str(exc):
                 raise
-            why = "; ".join(f"{e.run}: {e.reason}" for e in excluded[:4])
-            more = f" (+{len(excluded) - 4} more)" if len(excluded) > 4 else ""
-            raise type(exc)(f"{exc}; {len(excluded)} exclusion(s): {why}{more}") from None
+            why = "; ".join(f"{e.run}: {e.reason}" for e in so_far[:4])
+            more = f" (+{len(so_far) - 4} more)" if len(so_far) > 4 else ""
+            raise type(exc)(f"{exc}; {len(so_far)} exclusion(s): {why}{more}") from None
+        if key is not None:
+            fitted[key] = result
+        return result
 
-    result = run(pts)
-    # Checkpoint laws: a diverged run is caught by its own rising loss (final_points).
-    if (divergence_threshold is not None and math.isfinite(divergence_threshold)
-            and law.name not in CHECKPOINT_LAWS):
-        # One at a time, worst first: several diverged runs can drag a first fit so far that
-        # the good runs look off-trend, and removing the worst lets the fit recover.
-        while (i := _most_diverged(result, divergence_threshold)) is not None:
-            excluded.append(Exclusion(result.labels[i], _outlier_reason(result, i)))
-            pts = pts.drop(index=pts.index[i]).reset_index(drop=True)
-            result = run(pts)
+    # The screens run again until none rests on a run excluded or cleared: the compute
+    # frontier and the dominance screen compare runs with each other, so a run far below the
+    # trend must stay neither the yardstick of its budget nor that of the runs above it.
+    base = pts
+    off: dict[str, str] = {}            # run -> reason: excluded by the trend screen
+    cleared: set[str] = set()           # flagged by dominance, but its witness is to blame
+    refused_trend: list[str] = []
+    cap = n_screened = 0
+    while True:
+        work = base[~base["run"].isin(off)] if off else base
+        frontier_out: list[Exclusion] = []
+        frontier_notes: list[str] = []
+        if law.inputs == ("flops",):
+            work, frontier_out, frontier_notes = _compute_frontier(work)
+        if not n_screened:
+            n_screened = len(work)
+            cap = screen_cap(n_screened)
+        dom, witness, dom_refused = ((_screen_dominated(work, law, divergence_threshold, cap))
+                                     if screen else ({}, {}, []))
+        if cleared:
+            dom = {i: why for i, why in dom.items() if work["run"].iloc[i] not in cleared}
+        pending = frontier_out + [Exclusion(work["run"].iloc[i], why) for i, why in dom.items()]
+        fit_pts = work.drop(index=work.index[list(dom)])
+        result = run(fit_pts)
+        if not trend or refused_trend:
+            break
+        fit_pts, result, new, refused = _screen_trend(
+            result, fit_pts, run, divergence_threshold, cap - len(off))
+        if refused:                     # stop: no trend exclusion at all, said below
+            refused_trend, off = [*off, *refused], {}
+            continue
+        off.update(new)
+        leaned = {work["run"].iloc[j] for j in witness.values()}
+        if frontier_out:                # a budget's lowest run stood for its other runs
+            flops_of = dict(zip(base["run"], base["flops"].to_numpy(float)))
+            budgets = np.array([flops_of[e.run] for e in frontier_out])
+            leaned |= {r for r in new if np.any(np.abs(np.log(budgets / flops_of[r]))
+                                                <= math.log(_BUDGET_TOLERANCE))}
+        if leaned & set(new):
+            continue
+        if not witness:
+            break
+        low, clear = _judge_witnesses(run, work, fit_pts, dom, witness, dom_refused,
+                                      divergence_threshold)
+        if low and len(off) + len(low) <= cap:
+            off.update(low)             # and the flags resting on them go with them
+            continue
+        if not clear:
+            break
+        cleared |= clear
+    pts = fit_pts.reset_index(drop=True)
+    excluded += pending + [Exclusion(r, why) for r, why in off.items()]
+    notes += frontier_notes
+    screen_warnings = _screen_warnings(work, law, divergence_threshold, cap, n_screened,
+                                       dom_refused, refused_trend)
+    for message in screen_warnings:
+        warnings.warn(message, FitWarning, stacklevel=user_stacklevel())
     extra = {"ladder": ladder.name, "source": ladder.source, "metric": ladder.metric,
              "unit": ladder.unit, "sha256": ladder.fingerprint(pts),
              "max_flops": float(pts["flops"].max()) if "flops" in pts else None,
@@ -399,11 +580,96 @@ def fit(ladder: Ladder, law: str | Law, *, fixed: Mapping[str, float] | None = N
              "notes": notes}
     ladder_warnings = tuple(ladder.warnings)
     result = replace(result, exclusions=tuple(excluded), extra=extra,
-                     warnings=ladder_warnings + result.warnings)
+                     warnings=ladder_warnings + result.warnings + tuple(screen_warnings))
     if identify and warm_start is None:
         from .diagnostics import attach_identification
         result = attach_identification(result)
     return result
+
+
+def _screen_trend(result: Fit, pts: pd.DataFrame, refit, threshold: float, budget: int
+                  ) -> tuple[pd.DataFrame, Fit, dict[str, str], list[str]]:
+    """The trend screen of :func:`fit`: exclude the runs far off the fitted trend, worst first.
+
+    ``result`` is ``refit(pts)``; at most ``budget`` runs are excluded (which one at each step:
+    :func:`_culprit`). Returns ``(pts, result, excluded, refused)``: the points kept and their fit,
+    ``{run: reason}`` in the order excluded, and, when more than ``budget`` runs would go, the
+    ones it had found (then nothing is excluded and ``pts``, ``result`` are those given).
+    """
+    start_pts, start_result = pts, result
+    out: dict[str, str] = {}
+    # One at a time, worst first: several diverged runs can drag a first fit so far that
+    # the good runs look off-trend, and removing the worst lets the fit recover.
+    while (i := _most_diverged(result, threshold)) is not None:
+        k, why = _culprit(result, pts, i, refit, threshold)
+        if len(out) >= budget:
+            return start_pts, start_result, {}, [*out, result.labels[k]]
+        out[result.labels[k]] = why
+        pts = pts.drop(index=pts.index[k])
+        result = refit(pts)
+    if out:
+        # Each exclusion must hold against the final trend, fitted without it (and without
+        # the others): one decided on a fit that a later-excluded run had dragged is undone.
+        gone = start_pts[start_pts["run"].isin(out)]
+        r, far = _off_trend(result, gone, threshold)
+        back = set(gone["run"][np.isfinite(r) & ~far])     # no verdict (NaN): it stays out
+        if back:
+            out = {r: why for r, why in out.items() if r not in back}
+            pts = start_pts[~start_pts["run"].isin(out)]
+            result = refit(pts)
+    return pts, result, out, []
+
+
+def _culprit(result: Fit, pts: pd.DataFrame, i: int, refit, threshold: float
+             ) -> tuple[int, str]:
+    """``(position, reason)`` of the run to exclude when ``result``'s worst point ``i`` is an
+    outlier: ``i``, or on a small ladder (up to :data:`_EDGE_CHECK_POINTS` points) a run at an
+    edge (the smallest or largest compute, N or D) that the trend of the other runs misses by
+    more. A free law bends towards an off run with leverage, passes through it and blames its
+    neighbour; so ``i`` and the edge runs are all left out of one fit (``refit(table)``), and
+    the one it misses most is the culprit."""
+    cols = [c for c in ("flops", "params", "tokens") if c in result.x]
+    edges = {int(f(np.asarray(result.x[c], float))) for c in cols for f in (np.argmin, np.argmax)}
+    if result.n_points <= _EDGE_CHECK_POINTS and edges - {i}:
+        suspects = sorted(edges | {i})
+        try:
+            judge = refit(pts.drop(index=pts.index[suspects]))
+        except DelphiError:             # too few runs left to judge: the fit's own verdict
+            judge = None
+        if judge is not None:
+            r, far = _off_trend(judge, pts.iloc[suspects], threshold)
+            k = int(np.argmax(np.where(np.isfinite(r), np.abs(r), -np.inf)))
+            if suspects[k] != i and far[k]:
+                return suspects[k], _trend_reason(float(pts["loss"].iloc[suspects[k]]), r[k])
+    return i, _outlier_reason(result, i)
+
+
+def _listed(names: Sequence[str], at_most: int = 5) -> str:
+    shown = ", ".join(map(str, names[:at_most]))
+    return shown + (f", ... (+{len(names) - at_most} more)" if len(names) > at_most else "")
+
+
+def _screen_warnings(work: pd.DataFrame, law: Law, threshold: float | None, cap: int,
+                     n: int, dom_refused: list[int], trend_refused: list[str]) -> list[str]:
+    """The warnings of a stopped screen: what it would have excluded, and why it did not."""
+    if not dom_refused and not trend_refused:
+        return []
+    rule = (f"more than the outlier screens exclude (at most {cap} of the {n} runs: "
+            f"{SCREEN_MAX_SHARE:.0%}, or {SCREEN_MIN_RUNS} on a smaller ladder), so none is "
+            f"excluded for it: so many runs out of line point at a unit, a column or a law that "
+            f"does not fit the ladder rather than at diverged runs; check them, and leave out by "
+            f"hand the runs that did diverge")
+    out = []
+    if dom_refused:
+        names = work["run"].iloc[dom_refused].tolist()
+        inputs = " or ".join(c for c in law.inputs if c in ("flops", "params", "tokens"))
+        out.append(f"the outlier screens stop: {len(names)} runs would be excluded as diverged "
+                   f"or mis-tuned, each more than {_percent(math.expm1(threshold), 1)} above a run "
+                   f"with no more {inputs} ({_listed(names)}); that is {rule}")
+    if trend_refused:
+        out.append(f"the outlier screens stop: more than {cap} runs would be excluded as "
+                   f"diverged or far off the trend ({_listed(trend_refused)}); that is {rule}")
+    return out
 
 
 class ScalingLawFitter:

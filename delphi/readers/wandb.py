@@ -14,6 +14,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Mapping
 
+import pandas as pd
+
 from ..errors import LadderError
 from ..ladder import LOSS_LIKE, Exclusion, columns_found
 from ._common import (ColumnDefault, SourceTable, canonicalize, concat_files, drop_missing_metric,
@@ -148,8 +150,10 @@ def read_wandb_runs(path: str | Path, *, metric: str | None = None,
     (and ``preempted``...) runs are kept and marked unfinished, so final-loss laws leave them
     out, naming them, and checkpoint laws use their last loss. A run without the loss value is
     excluded with its state. A table without ``State`` (an export trimmed to its metrics)
-    has every run count as finished. Runs sharing a ``Name`` (a rerun under the same name) get
-    ``#2``, ``#3``... in file order, with a note.
+    has every run count as finished. A row equal to an earlier one in every column (overlapping
+    exports read together) is excluded as a copy; runs sharing a ``Name`` otherwise (a rerun
+    under the same name) get ``#2``, ``#3``... in file order, with a note naming the rows, and
+    are fitted as separate runs, each screened on its own by :func:`delphi.fit`.
 
     Returns
     -------
@@ -227,6 +231,22 @@ def _runs_table_states(table: SourceTable, state_col: str) -> None:
                       f"no {metric} value ({said}, row {row})")
             table.exclusions.append(Exclusion(str(run), reason))
     t = t[~(stopped | no_loss)].reset_index(drop=True)
+    # A row equal to an earlier one in every value (two overlapping exports read together) is
+    # one run listed twice, not a rerun: fitting both would count it twice.
+    cells = t.drop(columns=[c for c in ("row", "source_file") if c in t.columns]).astype(str)
+    copy = cells.duplicated().to_numpy()
+    if copy.any():
+        # Equal rows hash equal (missing cells included, unlike ==): the first row of each.
+        digest = pd.util.hash_pandas_object(cells, index=False).tolist()
+        first: dict[int, int] = {}
+        for pos, h in enumerate(digest):
+            first.setdefault(h, pos)
+        for pos in copy.nonzero()[0]:
+            original = int(t["row"].iat[first[digest[pos]]])
+            table.exclusions.append(Exclusion(str(t["run"].iat[pos]),
+                                              f"row {int(t['row'].iat[pos])} repeats row "
+                                              f"{original} exactly; the copy dropped"))
+        t = t[~copy].reset_index(drop=True)
     names = t["run"].astype("string")
     counts = names.groupby(names).cumcount().to_numpy() + 1
     repeated = names.duplicated(keep=False).to_numpy()
@@ -234,7 +254,12 @@ def _runs_table_states(table: SourceTable, state_col: str) -> None:
         t["run"] = [f"{n} #{k}" if r and k > 1 else n
                     for n, k, r in zip(names.tolist(), counts.tolist(), repeated.tolist())]
         dup = sorted(set(names[repeated].tolist()))
+        rows = t["row"].groupby(names).agg(lambda r: ", ".join(str(int(v)) for v in r))
+        named = ", ".join(f"{n!r} (rows {rows[n]})" for n in dup[:10])
+        more = f" and {len(dup) - 10} more" if len(dup) > 10 else ""
+        # Each is then screened on its own: a rerun far off (another unit or setup) is
+        # excluded as such, and is never the yardstick that excludes the other runs.
         table.notes.append(f"{len(dup)} run name(s) appear more than once in the W&B runs "
-                           f"table ({', '.join(map(repr, dup[:10]))}); later rows are named "
-                           f"'<name> #2', '#3'... in file order and fitted as separate runs")
+                           f"table ({named}{more}); later rows are named '<name> #2', '#3'... "
+                           f"in file order and fitted as separate runs")
     table.frame = t
