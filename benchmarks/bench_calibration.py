@@ -98,10 +98,10 @@ def load(name: str):
 def run_budgets(ladder) -> dict[str, float]:
     """Each finished run's compute budget label [FLOPs] (runs within 5% of compute share one,
     labelled by the smallest), exactly as leave-future-out cuts group them."""
-    from delphi.analyses.backtest import _budgets
+    from delphi.law_inputs import budget_labels
     finals, _ = ladder.final_points()
     finals = finals.reset_index(drop=True)
-    return dict(zip(finals["run"].astype(str), _budgets(finals).astype(float)))
+    return dict(zip(finals["run"].astype(str), budget_labels(finals).astype(float)))
 
 
 # ------------------------------------------------------------------- nested selection

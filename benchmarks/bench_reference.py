@@ -137,7 +137,7 @@ def _rule_rows(ladder, ref_out, ref_in) -> list[dict]:
     from delphi.calibration import MIN_FOLDS, CalibrationModel, LFOErrors, leave_future_out
     from delphi.errors import DelphiError
     from delphi.forecast import default_law
-    from delphi.analyses.backtest import _inputs
+    from delphi.law_inputs import rows_inputs
     from delphi.reference import _frontier_runs, blend
     from delphi.uncertainty import delta_interval
     from delphi.calibration import _log_sds
@@ -175,7 +175,7 @@ def _rule_rows(ladder, ref_out, ref_in) -> list[dict]:
         if not len(mine):
             continue
         held = finals.loc[[str(r) for r in errors.run[mine]]].reset_index()
-        x = _inputs(result.law, ladder, held)
+        x = rows_inputs(result.law, ladder, held)
         for j, i in enumerate(mine):
             xi = {k: v[j:j + 1] for k, v in x.items()}
             e, r = float(errors.log_error[i]), float(errors.ratio[i])
@@ -308,14 +308,14 @@ def truncations(only: Sequence[str] | None, ref, verbose: bool = True) -> list[d
     :data:`TRUNCATIONS`), at the frontier run of each of the next :data:`NEXT_BUDGETS`
     budgets, with the reference class rebuilt without the ladder."""
     import delphi
-    from delphi.analyses.backtest import _budgets
+    from delphi.law_inputs import budget_labels
     from delphi.errors import DelphiError
     out = []
     for name in _names(only):
         ladder = _quiet_load(name)
         finals, _ = ladder.final_points()
         finals = finals.dropna(subset=["flops"]).reset_index(drop=True)
-        labels = _budgets(finals).astype(float)
+        labels = budget_labels(finals).astype(float)
         levels = np.unique(labels)
         for k in TRUNCATIONS:
             if len(levels) <= k:

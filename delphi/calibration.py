@@ -26,7 +26,7 @@ import numpy as np
 from scipy.optimize import linprog
 from scipy.stats import norm
 
-from .analyses.backtest import _budgets, _inputs
+from .law_inputs import budget_labels, rows_inputs
 from .errors import DelphiError, FitError, LadderError
 from .fitting import DEFAULT_DELTA, fit
 from .fitting.api import (DIVERGENCE_THRESHOLD, _compute_frontier, _screen_dominated,
@@ -229,7 +229,7 @@ def leave_future_out(ladder: Ladder, law: str | Law, *,
         fitted = set(result.labels)
         c_max = float(finals.loc[finals["run"].isin(fitted), "flops"].max())
         held = pts[b_pts > b]
-        x = _inputs(law, ladder, held)
+        x = rows_inputs(law, ladder, held)
         pred = np.asarray(result.predict(x), float)
         obs = held["loss"].to_numpy(float)
         if not np.all(np.isfinite(pred) & (pred > 0)):
@@ -268,7 +268,7 @@ def _lfo_points(ladder: Ladder, law: Law):
         raise LadderError(f"leave-future-out needs each run's compute (flops, or params and "
                           f"tokens); ladder {ladder.name!r} lacks it")
     finals = finals.reset_index(drop=True)
-    budget_of = dict(zip(finals["run"], _budgets(finals).astype(float)))
+    budget_of = dict(zip(finals["run"], budget_labels(finals).astype(float)))
     pts, notes = finals, []
     if law.inputs == ("flops",):
         pts, _, _ = _compute_frontier(finals)   # the frontier the law describes
@@ -641,7 +641,7 @@ def calibration_backtest(ladder: Ladder, law: str | Law, *,
                         actual=errors.actual[seen])
         model = CalibrationModel.fit(sub)
         held = finals.loc[[str(r) for r in errors.run[mine]]].reset_index()
-        x = _inputs(law, ladder, held)
+        x = rows_inputs(law, ladder, held)
         for j, i in enumerate(mine):
             xi = {k: v[j:j + 1] for k, v in x.items()}
             try:

@@ -6,7 +6,7 @@ import copy
 import math
 import os
 import warnings
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Mapping, Sequence
 
 import numpy as np
@@ -18,6 +18,11 @@ from .fitting import DEFAULT_DELTA, DIVERGENCE_THRESHOLD, Fit, fit
 from .ladder import (_SEQUENCE_LENGTHS, FLOPS_PER_PARAM_TOKEN, FlopsConvention, Ladder,
                      check_target_value)
 from .laws import Law, get_law
+from .candidates import ENSEMBLE_RULE, RECENCY, Candidate, default_candidates
+from .selection import MIN_WEIGHT, TIE, Comparison, compare
+from .target import DESIGN_FACTOR, K_PLAUSIBLE, MAX_FLOOR_POINTS, Target, as_target
+from .design import (ONE_D, SPLIT_SPAN, default_law, final_nd, ladder_design_notes,
+                     one_token_count, ratio_span)
 from .uncertainty import DEFAULT_LEVEL, Interval
 
 if TYPE_CHECKING:
@@ -26,171 +31,6 @@ if TYPE_CHECKING:
     from .robustness import FloorScan, OffTrend
 
 __all__ = ["Target", "Forecast", "predict", "default_law", "one_token_count"]
-
-
-def _check_positive(name: str, value: float | None) -> float | None:
-    if value is None:
-        return None
-    return check_target_value(name, value)
-
-
-@dataclass(frozen=True)
-class Target:
-    """The run to predict.
-
-    Attributes
-    ----------
-    flops: C, training FLOPs. When only N and D are given: 6·N·D here, and
-        :func:`predict` converts it to the ladder's FLOP convention, C = k·6·N·D with the
-        ladder's median k = C/(6·N·D) (see :attr:`flops_source`, :attr:`flops_k`).
-    params: N, parameters (count).
-    tokens: D, training tokens.
-    name: a label, e.g. ``"marin-535b-a23b hero run"``.
-    peak_lr: the target's peak learning rate (read by ``chinchilla-lr``).
-    schedule: its LR schedule shape, e.g. ``"cosine:warmup=50,final=0.1"`` (read by
-        ``chinchilla-ckpt`` through the LR ratio at the end of the run).
-    steps, batch_size: run length [steps] and batch [tokens]; D = steps x batch when
-        ``tokens`` is not given.
-    active_params: parameters active per token (MoE); C = 6 x active x D, as in the ladder.
-
-    Raises
-    ------
-    TargetError
-        A value is not a positive finite number (a bool is not one), more active than total
-        parameters, nothing at all is given, or C, N and D are
-        all given and C / (6·N·D) is outside 0.3..2, the range of FLOP conventions in use
-        (:func:`predict` then checks C against the ladder's own convention, within 25%).
-    """
-
-    flops: float | None = None
-    params: float | None = None
-    tokens: float | None = None
-    name: str | None = None
-    peak_lr: float | None = None
-    schedule: str | None = None
-    steps: int | None = None
-    batch_size: float | None = None
-    active_params: float | None = None
-    flops_source: str = field(default="", compare=False, repr=False)
-    """How :attr:`flops` was obtained: ``"given"``, ``"6ND"`` (total N) or ``"6 N_active D"``
-    (set on construction); :func:`predict` appends ``" x ladder k"`` when it converts them
-    to the ladder's FLOP convention."""
-    flops_k: float | None = field(default=None, compare=False, repr=False)
-    """The k of C = k·6·N·D used for :attr:`flops` (None when C was given, 1 for 6·N·D)."""
-
-    def __post_init__(self) -> None:
-        for key in ("flops", "params", "tokens", "peak_lr", "steps", "batch_size",
-                    "active_params"):
-            object.__setattr__(self, key, _check_positive(key, getattr(self, key)))
-        if self.tokens is None and self.steps is not None and self.batch_size is not None:
-            object.__setattr__(self, "tokens",
-                               _check_positive("tokens", self.steps * self.batch_size))
-        if (self.active_params is not None and self.params is not None
-                and self.active_params > self.params * (1 + 1e-9)):
-            # Active parameters are a subset of the total: more is a swapped pair or a typo.
-            raise TargetError(
-                f"the target's {option('active_params', '--target-active-params')} "
-                f"{self.active_params:.4g} exceeds its {option('params', '--target-params')} "
-                f"{self.params:.4g}, the total: a mixture of experts "
-                f"activates part of its parameters per token (swapped?)")
-        n = self.active_params or self.params
-        if self.flops is not None and n is not None and self.tokens is not None:
-            six_nd = FLOPS_PER_PARAM_TOKEN * n * self.tokens
-            # Ladders count C as k·6·N·D with k from ~1/3 (forward only) to ~2 (attention
-            # included); predict() checks C against the ladder's own k.
-            if not _K_PLAUSIBLE[0] <= self.flops / six_nd <= _K_PLAUSIBLE[1]:
-                what = "active params" if self.active_params else "params"
-                raise TargetError(
-                    f"target flops {self.flops:.4g} disagree with 6 x {what} x tokens = "
-                    f"{six_nd:.4g} (ratio {self.flops / six_nd:.3g}, outside the FLOP "
-                    f"conventions in use, {_K_PLAUSIBLE[0]:g}..{_K_PLAUSIBLE[1]:g}); give flops "
-                    f"or N and D (for MoE, --target-active-params)")
-        if self.schedule is not None:
-            self.finallr_ratio()  # fail early on a malformed schedule
-        if self.flops is not None:
-            object.__setattr__(self, "flops_source", "given")
-        elif n is not None and self.tokens is not None:
-            object.__setattr__(self, "flops", FLOPS_PER_PARAM_TOKEN * n * self.tokens)
-            object.__setattr__(self, "flops_source",
-                               "6 N_active D" if self.active_params else "6ND")
-            object.__setattr__(self, "flops_k", 1.0)
-        if self.flops is None and self.params is None:
-            raise TargetError("a target needs --target-flops, or both --target-params and "
-                              "--target-tokens (--target-params alone for a law in N, e.g. on "
-                              "a ladder whose runs share one token count)")
-
-    def finallr_ratio(self) -> float:
-        """h = lr / peak_lr at the last step of :attr:`schedule`.
-
-        Raises
-        ------
-        TargetError
-            No schedule, or a malformed one.
-        """
-        from .errors import DelphiError
-        from .schedules import Schedule
-
-        if self.schedule is None:
-            raise TargetError("the target has no schedule")
-        steps = int(self.steps) if self.steps else 10_000
-        try:
-            sched = Schedule.parse(self.schedule, peak_lr=1.0, total_steps=steps)
-        except DelphiError as exc:
-            raise TargetError(f"target schedule {self.schedule!r}: {exc}") from None
-        return float(sched.lr_at([steps])[0])
-
-    def inputs(self, law: Law, skip: tuple[str, ...] = ()) -> dict[str, list[float]]:
-        """The law's inputs at this target (except ``skip``), shape (1,) each.
-
-        Raises
-        ------
-        TargetError
-            The law reads a quantity the target does not give.
-        """
-        out = {}
-        for col in law.inputs:
-            if col in skip:
-                continue
-            value = getattr(self, col, None)
-            if value is None:
-                flags = " and ".join(f"--target-{c.replace('_', '-')}" for c in law.inputs
-                                     if c not in skip)
-                raise TargetError(f"law {law.name!r} needs the target's {col}; give {flags}")
-            out[col] = [value]
-        return out
-
-    def to_dict(self) -> dict:
-        return {"name": self.name, "flops": self.flops, "params": self.params, "tokens": self.tokens,
-                "active_params": self.active_params, "peak_lr": self.peak_lr,
-                "schedule": self.schedule, "steps": self.steps, "batch_size": self.batch_size,
-                "flops_source": self.flops_source or None, "flops_k": self.flops_k}
-
-
-#: C / (6·N·D) of FLOP conventions in use: forward-only counts are near 1/3, counts with
-#: attention up to about 2 (the same range the ladder check uses).
-_K_PLAUSIBLE = (0.3, 2.0)
-#: A target's D/N or N more than this factor beyond the fitted runs' range is outside the
-#: ladder's design.
-_DESIGN_FACTOR = 10.0
-#: Most values a floor range (``floor_range``) is scanned at: each is one forecast.
-MAX_FLOOR_POINTS = 101
-
-
-def _as_target(target) -> Target:
-    """A :class:`Target` from a Target, a dict of its fields, or a bare number (C in FLOPs)."""
-    if isinstance(target, Target):
-        return target
-    if isinstance(target, (int, float)) and not isinstance(target, bool):
-        return Target(flops=float(target))
-    if isinstance(target, dict):
-        fields = set(Target.__dataclass_fields__)
-        unknown = sorted(set(target) - fields)
-        if unknown:
-            raise TargetError(f"unknown target field(s) {', '.join(map(repr, unknown))}; "
-                              f"known: {', '.join(sorted(fields))}")
-        return Target(**target)
-    raise TargetError(f"a target is a Target, a dict such as {{'flops': 1e23}} or a number of "
-                      f"FLOPs, got {type(target).__name__}")
 
 
 def _base_inputs(target: Target, law: Law) -> dict[str, list[float]]:
@@ -242,7 +82,7 @@ def _in_ladder_convention(target: Target, law: Law, ladder: Ladder,
     n = target.active_params or target.params
     if n is None or target.tokens is None:
         if conv is not None and conv.source == "given" and reads_c and abs(conv.median - 1) > 0.1:
-            if _K_PLAUSIBLE[0] <= conv.median <= _K_PLAUSIBLE[1]:
+            if K_PLAUSIBLE[0] <= conv.median <= K_PLAUSIBLE[1]:
                 notes.append(f"the ladder counts compute as C = {conv.median:.3g} x "
                              f"{conv.n_label} (median over {len(conv.k)} runs): the target's C "
                              f"must be counted the same way")
@@ -251,7 +91,7 @@ def _in_ladder_convention(target: Target, law: Law, ladder: Ladder,
                 # off (see the ladder's warning), not the way its C is counted.
                 notes.append(f"the ladder's C/({conv.n_label}) is {conv.median:.3g} (median over "
                              f"{len(conv.k)} runs), outside every FLOP convention in use "
-                             f"({_K_PLAUSIBLE[0]:g}..{_K_PLAUSIBLE[1]:g}): its N x D accounting "
+                             f"({K_PLAUSIBLE[0]:g}..{K_PLAUSIBLE[1]:g}): its N x D accounting "
                              f"is suspect, not its C; law {law.name!r} reads C, so the target's "
                              f"C is used as given")
         return target
@@ -319,7 +159,7 @@ def _design_notes(target: Target, law: Law, result: Fit, ladder: Ladder) -> list
     tpp, lo, hi = target.tokens / target.params, float(np.min(d_fit / n_fit)), float(
         np.max(d_fit / n_fit))
     span = f"{lo:.3g}..{hi:.3g}" if hi > lo * 1.001 else f"{lo:.3g}"
-    if tpp * _DESIGN_FACTOR < lo or tpp > hi * _DESIGN_FACTOR:
+    if tpp * DESIGN_FACTOR < lo or tpp > hi * DESIGN_FACTOR:
         factor = lo / tpp if tpp < lo else tpp / hi
         side = "below" if tpp < lo else "above"
         near = [L for L in _SEQUENCE_LENGTHS if abs(factor / L - 1) < 0.2]
@@ -330,7 +170,7 @@ def _design_notes(target: Target, law: Law, result: Fit, ladder: Ladder) -> list
                    f"{tpp:.3g} is {_times(factor)}x {side} the fitted runs' range ({span}){hint}")
     if "params" in law.inputs:
         n, n_lo, n_hi = target.params, float(np.min(n_fit)), float(np.max(n_fit))
-        if n > n_hi * _DESIGN_FACTOR or n * _DESIGN_FACTOR < n_lo:
+        if n > n_hi * DESIGN_FACTOR or n * DESIGN_FACTOR < n_lo:
             factor, side = (n / n_hi, "above the largest") if n > n_hi else (n_lo / n,
                                                                                "below the smallest")
             out.append(f"outside the ladder's design: the target's N = {n:.3g} is "
@@ -341,7 +181,7 @@ def _design_notes(target: Target, law: Law, result: Fit, ladder: Ladder) -> list
     return out
 
 
-def _target_inputs(target: Target, law: Law, result: Fit, ladder: Ladder):
+def target_inputs(target: Target, law: Law, result: Fit, ladder: Ladder):
     """All inputs of ``law`` at the target, filling LR quantities the target does not give."""
     inputs = _base_inputs(target, law)
     notes: list[str] = []
@@ -368,105 +208,6 @@ def _target_inputs(target: Target, law: Law, result: Fit, ladder: Ladder):
 def _final_h(ladder: Ladder, fin) -> np.ndarray:
     from .law_inputs import lr_ratio
     return lr_ratio(ladder, fin.reset_index(drop=True))
-
-
-#: A ladder whose finished runs' tokens per parameter D/N span less than this factor does not
-#: separate N from D: the Chinchilla law's A, alpha and B, beta trade off along its one ray.
-_SPLIT_SPAN = 2.0
-
-
-def _final_nd(ladder: Ladder) -> pd.DataFrame | None:
-    """The ladder's finished runs, one row each, when it has N and D (else None)."""
-    if not ladder.has("params", "tokens"):
-        return None
-    try:
-        return ladder.final_points()[0]
-    except LadderError:
-        return None
-
-
-def _ratio_span(ladder: Ladder) -> tuple[float, float] | None:
-    """Lowest and highest D/N over the ladder's finished runs (None without N and D)."""
-    points = _final_nd(ladder)
-    if points is None:
-        return None
-    ratio = points["tokens"].to_numpy(float) / points["params"].to_numpy(float)
-    return float(ratio.min()), float(ratio.max())
-
-
-#: Token counts within this ratio of each other are one D (a fixed-data size sweep).
-_ONE_D = 1.01
-
-
-def one_token_count(ladder: Ladder) -> float | None:
-    """The one token count D [tokens] every finished run of ``ladder`` was trained on (all
-    within 1% of each other), when the runs differ in N: a fixed-data size sweep, whose
-    design measures the loss in N alone. None otherwise (no N and D, one model size, or D
-    varied)."""
-    points = _final_nd(ladder)
-    if points is None:
-        return None
-    d = points["tokens"].to_numpy(float)
-    if not len(d) or points["params"].nunique() < 2 or d.max() > _ONE_D * d.min():
-        return None
-    return float(np.median(d))
-
-
-def ladder_design_notes(ladder: Ladder, law: Law) -> tuple[list[str], list[str]]:
-    """What the ladder's design lets ``law`` measure, whatever the target: ``(notes,
-    warnings)``. A fixed-data sweep (one D, :func:`one_token_count`) read by a law in N or C
-    alone does not measure D's effect (a note); a law in N alone on runs of varied D takes
-    D's effect as noise (a warning). Shown by :func:`predict` and ``delphi fit``."""
-    law = get_law(law)
-    notes: list[str] = []
-    warns: list[str] = []
-    d = one_token_count(ladder)
-    if d is not None and law.inputs in (("params",), ("flops",)):
-        # A fixed-data sweep: a law in N (or in C, which is N times 6D here) cannot tell what
-        # another D would do.
-        notes.append(f"law {law.name!r} in {'N' if law.inputs == ('params',) else 'C'} alone: "
-                     f"every run was trained on D = {d:.3g} tokens, so the ladder does not "
-                     f"measure D's effect (E holds the loss of infinite N at that D)")
-    elif law.inputs == ("params",) and (points := _final_nd(ladder)) is not None:
-        lo, hi = float(points["tokens"].min()), float(points["tokens"].max())
-        warns.append(f"law {law.name!r} reads N alone but the ladder's runs were trained on "
-                     f"D = {lo:.3g}..{hi:.3g} tokens: D's effect is taken as noise (a law of N "
-                     f"and D, e.g. chinchilla, measures it)")
-    return notes, warns
-
-
-def default_law(ladder: Ladder, target: Target | None = None) -> str:
-    """The law :func:`predict` (and ``delphi fit``, ``backtest``, ``register``) fits when
-    none is named, from the ladder's design:
-
-    * every run trained on one token count D while N varies (a fixed-data size sweep) and a
-      target given by N (or no target): ``power-n``, L(N) = E + A/N^alpha (Kaplan et al. 2020,
-      Eq. 1.1 with a floor), because such a ladder cannot measure D's effect;
-    * ``chinchilla`` (L = E + A/N^alpha + B/D^beta; Hoffmann et al. 2022, Eq. 2) when the
-      target and the ladder give N and D and the ladder's tokens per parameter D/N span at
-      least 2x;
-    * else ``power`` in C (L = E + A/C^alpha): with D/N (nearly) one value, N and D move
-      together and the ladder cannot tell their terms apart, so the split would be arbitrary.
-      A target given by N and D is then converted to C with the ladder's FLOP convention.
-
-    ``target=None`` (a fit or backtest with no target): the same rule from the ladder alone.
-    """
-    one_d = one_token_count(ladder) is not None
-    if target is None:
-        if ladder.has("params", "tokens"):
-            if one_d:
-                return "power-n"
-            span = _ratio_span(ladder)
-            if span is None or span[1] >= _SPLIT_SPAN * span[0]:
-                return "chinchilla"
-        return "power"
-    if one_d and target.params is not None:
-        return "power-n"
-    if target.params is not None and target.tokens is not None and ladder.has("params", "tokens"):
-        span = _ratio_span(ladder)
-        if span is None or span[1] >= _SPLIT_SPAN * span[0]:
-            return "chinchilla"
-    return "power"
 
 
 @dataclass(frozen=True)
@@ -672,7 +413,6 @@ def _selection_lines(sel: dict) -> list[str]:
         else:
             lines.append(f"           {c['label']:<24} score {score:>8}  mean |error| {err:>7}"
                          f"  weight {c['weight']:.2f}{loss}")
-    from .selection import RECENCY
     if by_ref:
         lines.append("           (score: the law's mean leave-future-out |error| on the public "
                      "ladders at about this many rungs; what candidates are ranked by)")
@@ -714,7 +454,7 @@ def predict(ladder: Ladder, target: Target | Mapping[str, float], law: str | Law
         their forecasts.
     ensemble: average the candidates' forecasts, weighted by their leave-future-out errors,
         with the interval widened by the between-model spread
-        (:func:`delphi.selection.predict_selected`); ``law`` must then be None or "auto".
+        (:func:`predict_selected`); ``law`` must then be None or "auto".
     candidates: the recipes ``auto``/``ensemble`` choose among (:class:`~delphi.selection.
         Candidate` objects or law names); default :func:`delphi.selection.default_candidates`
         with ``fixed`` and ``delta``.
@@ -773,14 +513,13 @@ def predict(ladder: Ladder, target: Target | Mapping[str, float], law: str | Law
     """
     from .readers import as_ladder
     ladder = as_ladder(ladder)      # a DataFrame is read as load_ladder reads it
-    target = _as_target(target)
+    target = as_target(target)
     if ensemble or (isinstance(law, str) and law == "auto"):
         if ensemble and law not in (None, "auto"):
             auto = option("law='auto'", "--law auto")
             raise TargetError(f"an ensemble averages candidate laws: give {auto} or no law, "
                               f"not {getattr(law, 'name', law)!r} (name the candidates with "
                               f"{option('candidates=[...]', '--laws')})")
-        from .selection import predict_selected
         return predict_selected(
             ladder, target, ensemble=ensemble, candidates=candidates, fixed=fixed,
             bounds=bounds, delta=delta, fit_max_flops=fit_max_flops,
@@ -823,7 +562,7 @@ def predict(ladder: Ladder, target: Target | Mapping[str, float], law: str | Law
         result = attach_identification(result, profiles=False)
     from .fitting.diagnostics import refuse_degenerate
     degenerate_note = refuse_degenerate(result, allow=allow_degenerate)  # raises unless allowed
-    inputs, notes = _target_inputs(target, law, result, ladder)
+    inputs, notes = target_inputs(target, law, result, ladder)
     notes = convention_notes + notes
     loss = float(result.predict(inputs)[0])
     warns: list[str] = []
@@ -852,15 +591,15 @@ def predict(ladder: Ladder, target: Target | Mapping[str, float], law: str | Law
     notes.extend(design_notes)
     warns.extend(design_warns)
     if d is not None and law.inputs in (("params",), ("flops",)):
-        if target.tokens is not None and not d / _ONE_D <= target.tokens <= d * _ONE_D:
+        if target.tokens is not None and not d / ONE_D <= target.tokens <= d * ONE_D:
             reads = ("the loss at the ladder's D, not the target's" if law.inputs == ("params",)
                      else "the target's extra or missing tokens as compute")
             warns.append(f"the target's D = {target.tokens:.3g} tokens differs from the "
                          f"ladder's one token count {d:.3g}: law {law.name!r} predicts {reads} "
                          f"(the ladder cannot measure D's effect)")
     if ("flops" in law.inputs and target.params is not None and target.tokens is not None):
-        span = _ratio_span(ladder)
-        if span is not None and span[1] < _SPLIT_SPAN * span[0]:
+        span = ratio_span(ladder)
+        if span is not None and span[1] < SPLIT_SPAN * span[0]:
             ratios = (f"are {span[0]:.3g} for every run" if span[1] <= 1.001 * span[0] else
                       f"span only {span[0]:.3g}..{span[1]:.3g}")
             notes.append(f"law {law.name!r} in C, not chinchilla in N and D: the ladder's tokens "
@@ -1164,3 +903,268 @@ def _interval(result: Fit, inputs, method, level, n_boot, unit, seed, n_jobs, no
         notes.append(f"no interval: {exc}" + (f"; and {exact}, so no bootstrap interval "
                                                f"either" if exact else ""))
         return None
+
+
+# ---------------------------------------------------------- law="auto" and ensembles
+def calibration_of(score: "CandidateScore | None"):
+    """The calibration model of a compared candidate's leave-future-out errors (None when it
+    has fewer than 3 folds: :func:`delphi.predict` then calibrates, or falls back, itself)."""
+    from .calibration import CalibrationModel
+    if score is None or score.backtest is None:
+        return None
+    try:
+        return CalibrationModel.fit(score.backtest.errors)
+    except DelphiError:
+        return None
+
+
+def _feeds(target, law: str) -> bool:
+    """Whether ``target`` gives every input of ``law`` (its peak LR and final LR ratio are
+    filled in by :func:`delphi.predict` when missing)."""
+    return all(getattr(target, c, None) is not None for c in get_law(law).inputs
+               if c not in ("peak_lr", "h"))
+
+
+def predict_selected(ladder: Ladder, target, *, ensemble: bool = False,
+                     candidates: Sequence[Candidate | str] | None = None,
+                     comparison: Comparison | None = None, max_folds: int | None = 12,
+                     **settings):
+    """:func:`delphi.predict` with ``law="auto"`` or ``ensemble=True`` (called from it).
+
+    ``auto``: the forecast of the best candidate of :func:`compare`, with
+    :attr:`Forecast.selection` giving the choice, the runner-up, their forecasts and the
+    spread between them. ``ensemble``: the members' log forecasts averaged with
+    :meth:`Comparison.weights`; the new-run interval is centred on it with the mixture sd,
+    sqrt(sum w_i sd_i^2 + sum w_i (ln L_i - ln L)^2), sd_i each member's log half-width / z.
+    Each member's (and the chosen law's) calibrated interval uses the calibration model of
+    its leave-future-out errors in the comparison (the same cuts for every candidate), not a
+    second leave-future-out pass.
+
+    Raises
+    ------
+    FitError: no candidate could be backtested, or (ensemble) none could predict the target.
+    TargetError, LadderError: as :func:`delphi.predict`.
+    """
+    from scipy.stats import norm
+
+    from .calibration import log_sd
+    from .uncertainty import Interval
+    if settings.get("floor_range") is not None:
+        auto = option("law='auto'", "--law auto")
+        raise TargetError(f"a floor range ({option('floor_range=...', '--floor LO:HI')}) scans "
+                          f"one law; it does not combine with {auto} or "
+                          f"{option('ensemble=True', '--ensemble')} "
+                          f"(pin floors as candidates instead, "
+                          f"{option('candidates=[...]', '--floors free,1.5')})")
+    settings.pop("floor_range", None)
+    base_fixed = dict(settings.pop("fixed", None) or {})
+    base_delta = settings.pop("delta", DEFAULT_DELTA)
+    from .target import as_target
+    target = as_target(target)
+    skipped_notes: list[str] = []
+    if candidates is None:
+        everything = default_candidates(ladder, fixed=base_fixed, delta=base_delta)
+        candidates = [c for c in everything if _feeds(target, c.law)]
+        left = [c for c in everything if not _feeds(target, c.law)]
+        if left:
+            # Name what each skipped law reads that the target does not give.
+            flag = {"flops": option("target.flops", "--target-flops"),
+                    "params": option("target.params", "--target-params"),
+                    "tokens": option("target.tokens", "--target-tokens")}
+            missing = sorted({col for c in left for col in get_law(c.law).inputs
+                              if col in flag and getattr(target, col, None) is None})
+            what = " or ".join(flag[m] for m in missing) or "its inputs"
+            if "flops" in missing:      # C also comes from N and D (C = 6ND)
+                what += f", or {flag['params']} with {flag['tokens']}"
+            skipped_notes.append(
+                f"candidate(s) {', '.join(c.label for c in left)} not considered: the target "
+                f"gives no {' or '.join(missing) or 'inputs they read'} (give {what} to compare "
+                f"them too)")
+        if not candidates:
+            raise TargetError("no default candidate law can be evaluated at this target: give "
+                              "its parameters and tokens, or name the candidates (--laws)")
+        if base_fixed:
+            pinned = ", ".join(f"{k} = {v:g}" for k, v in base_fixed.items())
+            floors = option("candidates=[...]", f"--floors free,{base_fixed.get('E', 'VALUE')}")
+            skipped_notes.append(f"every candidate keeps {pinned} fixed (the manifest's or "
+                                 f"the command's); {floors} compares a free floor too")
+    else:
+        candidates = [Candidate(law=c, fixed={k: v for k, v in base_fixed.items()
+                                              if k in get_law(c).param_names},
+                                delta=base_delta)
+                      if isinstance(c, str) else c for c in candidates]
+        for c in candidates:
+            if not _feeds(target, c.law):
+                get_law(c.law)
+                target.inputs(get_law(c.law), skip=("peak_lr", "h"))   # TargetError naming it
+    if comparison is None:
+        fitted = (ladder.select(max_flops=settings["fit_max_flops"])
+                  if settings.get("fit_max_flops") is not None else ladder)
+        try:
+            comparison = compare(fitted, candidates, bounds=settings.get("bounds"),
+                                 max_folds=max_folds, level=settings.get("level", 0.9),
+                                 seed=settings.get("seed", 0),
+                                 reference=settings.get("reference"))
+        except LadderError as exc:
+            raise LadderError(f"{exc}; name a law instead ({option('law=...', '--law')})") \
+                from None
+    best = comparison.best
+    by_label = {s.candidate.label: s for s in comparison.ranked}
+    skipped_notes += [f"candidate {s.candidate.label} not ranked: {s.error}"
+                      for s in comparison.scores if not s.scored]
+
+    def one(c: Candidate, **over):
+        # The comparison's refits already calibrate this candidate: no second pass.
+        return predict(ladder, target, c.law, fixed=dict(c.fixed) or None, delta=c.delta,
+                       _calibration=calibration_of(by_label.get(c.label)), **{**settings, **over})
+
+    table = comparison.to_dict()
+    if not ensemble:
+        chosen = one(best.candidate)
+        extra_warn: list[str] = []
+        sel = {"rule": "auto", "chosen_by": comparison.rule,
+               "chosen": best.candidate.label, "runner_up": None,
+               "runner_up_loss": None, "spread": None, "candidates": [], "comparison": table}
+        if comparison.rule == "reference":
+            ref = comparison.reference or {}
+            notes = [f"law chosen by the reference class: {best.candidate.label} (mean |error| "
+                     f"{best.reference_error:.2%} on {len(ref.get('ladders', []))} public "
+                     f"ladders in folds fitted on {ref.get('window')} rungs; this ladder's "
+                     f"{len(comparison.cuts)} leave-future-out cut(s) cannot rank the "
+                     f"candidates)"]
+        else:
+            notes = [f"law chosen by leave-future-out backtest: {best.candidate.label} (score "
+                     f"{best.rank_key:.2%}, mean |error| {best.mean_abs_error:.2%} on "
+                     f"{best.n_scored} prediction(s))"]
+
+        def key(sc):
+            return sc.reference_error if comparison.rule == "reference" else sc.rank_key
+
+        def err(sc):
+            return sc.reference_error if comparison.rule == "reference" else sc.mean_abs_error
+        if len(comparison.ranked) > 1:
+            ru = comparison.ranked[1]
+            if key(ru) <= key(best) * (1 + TIE):
+                same = (comparison.rule == "reference"
+                        and best.candidate.law == ru.candidate.law)
+                notes.append(f"near tie: {best.candidate.label} and {ru.candidate.label} score "
+                             f"{key(best):.3%} and {key(ru):.3%} (within "
+                             f"{TIE:.0%}); the choice between them is weak evidence "
+                             + ("(the reference class scores the law, not its floor or delta: "
+                                "the tie went to the ladder's own backtest, else the fewest "
+                                "fixed parameters; " if same else "(")
+                             + f"{option('ensemble=True', '--ensemble')} averages them)")
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                try:
+                    other = one(ru.candidate, interval=None, off_trend=False)
+                    sel.update(runner_up=ru.candidate.label, runner_up_loss=other.loss,
+                               spread=other.loss / chosen.loss - 1)
+                    notes.append(f"runner-up {ru.candidate.label} (mean |error| "
+                                 f"{err(ru):.2%}) forecasts {other.loss:.4f} "
+                                 f"({other.loss / chosen.loss - 1:+.2%})")
+                    iv = chosen.interval
+                    if iv is not None and not iv.lower <= other.loss <= iv.upper:
+                        extra_warn.append(
+                            f"the runner-up law {ru.candidate.label} forecasts {other.loss:.4f}, "
+                            f"outside the chosen law's interval [{iv.lower:.4f}, "
+                            f"{iv.upper:.4f}]: the choice of law matters more than the interval "
+                            f"says ({option('ensemble=True', '--ensemble')} widens it by the "
+                            f"spread between laws)")
+                except DelphiError as exc:
+                    sel.update(runner_up=ru.candidate.label)
+                    notes.append(f"runner-up {ru.candidate.label} cannot forecast the target: "
+                                 f"{exc}")
+        sel["candidates"] = [{**s.candidate.to_dict(), "weight": 1.0 if s is best else 0.0,
+                              "mean_abs_error": s.mean_abs_error, "score": s.score,
+                              "reference_error": s.reference_error,
+                              "loss": chosen.loss if s is best else (
+                                  sel["runner_up_loss"] if s.candidate.label == sel["runner_up"]
+                                  else None)}
+                             for s in comparison.ranked]
+        for w in extra_warn:
+            warnings.warn(w, FitWarning, stacklevel=user_stacklevel())
+        return replace(chosen, notes=tuple(notes + skipped_notes) + chosen.notes,
+                       warnings=chosen.warnings + tuple(extra_warn), selection=sel)
+
+    weights = comparison.weights()
+    members, skipped = [], []
+    for label, w in weights.items():
+        c = by_label[label].candidate
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                members.append((c, w, one(c)))
+        except DelphiError as exc:
+            skipped.append(f"{label}: {exc}")
+    if not members:
+        raise FitError("no ensemble member could forecast the target: " + "; ".join(skipped))
+    total = sum(w for _, w, _ in members)
+    members = [(c, w / total, f) for c, w, f in members]
+    if len(members) == 1:
+        # One member is one law's forecast: say so rather than call it an ensemble.
+        c, _, f = members[0]
+        others = skipped + [f"{sc.candidate.label} not ranked: {sc.error}"
+                            for sc in comparison.scores if sc.candidate.label not in weights]
+        one_notes = [f"no ensemble: only {c.label} could be weighted and forecast the target, "
+                     f"so the forecast is that law's alone"
+                     + (f" (the others: {'; '.join(others)})" if others else "")] + skipped_notes
+        sel = {"rule": "ensemble", "chosen_by": comparison.rule, "chosen": c.label,
+               "members": 1, "weighting": ENSEMBLE_RULE, "between_model_sd": 0.0,
+               "runner_up": None, "runner_up_loss": None, "spread": None,
+               "candidates": [{**c.to_dict(), "weight": 1.0, "loss": f.loss,
+                               "mean_abs_error": by_label[c.label].mean_abs_error,
+                               "score": by_label[c.label].score,
+                               "reference_error": by_label[c.label].reference_error}],
+               "comparison": table}
+        return replace(f, notes=tuple(one_notes) + f.notes, selection=sel)
+    log_l = sum(w * math.log(f.loss) for _, w, f in members)
+    loss = math.exp(log_l)
+    spread2 = sum(w * (math.log(f.loss) - log_l) ** 2 for _, w, f in members)
+    top = max(members, key=lambda m: m[1])[2]
+    band = None
+    notes = [f"ensemble of {len(members)} candidates weighted by inverse "
+             + ("reference-class" if comparison.rule == "reference" else "leave-future-out")
+             + " MSE (Bates & Granger 1969): " + ", ".join(f"{c.label} {w:.2f} -> {f.loss:.4f}"
+                                                         for c, w, f in members)]
+    if len(members) > 1:
+        notes.append(f"the interval mixes the members' intervals (weighted) and the spread "
+                     f"between their forecasts (sd {math.sqrt(spread2):.2%} of log loss)")
+    low = [lab for lab in by_label if lab not in weights]
+    if low:
+        notes.append(f"candidate(s) {', '.join(low)} left out of the ensemble: weight below "
+                     f"{MIN_WEIGHT:.0%}")
+    notes += [f"ensemble member left out: {s}" for s in skipped] + skipped_notes
+    notes.append(f"the fit shown is the largest-weight member's "
+                 f"({max(members, key=lambda m: m[1])[0].label}); the forecast is the "
+                 f"ensemble's, not that law's")
+    if all(f.interval is not None for _, _, f in members):
+        lvl = members[0][2].interval.level
+        z = float(norm.ppf(0.5 + lvl / 2))
+        sd_new = math.sqrt(sum(w * log_sd(f.interval) ** 2 for _, w, f in members) + spread2)
+        sd_mean = math.sqrt(sum(w * log_sd(f.interval, False) ** 2 for _, w, f in members)
+                            + spread2)
+        t = top.interval
+        band = Interval(lower=loss * math.exp(-z * sd_new), upper=loss * math.exp(z * sd_new),
+                        mean_lower=loss * math.exp(-z * sd_mean),
+                        mean_upper=loss * math.exp(z * sd_mean), level=lvl, method="ensemble",
+                        noise=t.noise, noise_source=t.noise_source,
+                        calibration={"members": {c.label: f.interval.method
+                                                 for c, _, f in members},
+                                     "between_model_sd": math.sqrt(spread2)})
+    elif settings.get("interval") not in (None, "none"):
+        notes.append("no ensemble interval: a member has none (see its notes)")
+    sel = {"rule": "ensemble", "chosen_by": comparison.rule, "chosen": "ensemble",
+           "members": len(members), "weighting": ENSEMBLE_RULE,
+           "between_model_sd": math.sqrt(spread2), "runner_up": None, "runner_up_loss": None,
+           "spread": None,
+           "candidates": [{**c.to_dict(), "weight": w, "loss": f.loss,
+                           "mean_abs_error": by_label[c.label].mean_abs_error,
+                           "score": by_label[c.label].score,
+                           "reference_error": by_label[c.label].reference_error}
+                          for c, w, f in members],
+           "comparison": table}
+    warns = tuple(dict.fromkeys(x for _, _, f in members for x in f.warnings))
+    # The off-trend block compares one law's forecasts: the largest member's, in its notes.
+    return replace(top, loss=loss, interval=band, notes=tuple(notes) + top.notes,
+                   warnings=warns, selection=sel, off_trend=None)

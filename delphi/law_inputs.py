@@ -16,7 +16,7 @@ from .ladder import Exclusion, Ladder, columns_found
 from .laws import CHECKPOINT_LAWS, Law
 from .schedules import LoggedSchedule, Schedule, features
 
-__all__ = ["ANNEALING_MOMENTUM", "planned_steps", "run_schedule", "curve_inputs", "lr_ratio",
+__all__ = ["ANNEALING_MOMENTUM", "budget_labels", "rows_inputs", "planned_steps", "run_schedule", "curve_inputs", "lr_ratio",
            "run_fraction", "law_points"]
 
 #: Momentum lambda of the annealing area S2 (Tissue et al. 2024 use 0.999).
@@ -143,6 +143,32 @@ def lr_ratio(ladder: Ladder, rows: pd.DataFrame) -> np.ndarray:
         return h
     raise LadderError(f"ladder {ladder.name!r} gives no learning rate per checkpoint: a "
                       f"checkpoint law needs lr and peak_lr columns or a schedule shape")
+
+
+def budget_labels(table: pd.DataFrame, tolerance: float = 1.05) -> pd.Series:
+    """Each row's compute budget, as a label (``"1e+19"``): rows are taken in order of
+    ``flops`` [FLOPs] and a new budget starts where C exceeds the current budget's first C by
+    more than ``tolerance`` (runs of one isoFLOP budget differ by rounding). Shape (n,),
+    aligned with ``table``'s index."""
+    order = table["flops"].sort_values(kind="mergesort")
+    ids, start, label = {}, None, None
+    for idx, c in order.items():
+        if start is None or c > start * tolerance:
+            start, label = c, f"{c:.3g}"
+        ids[idx] = label
+    return pd.Series(ids).reindex(table.index)
+
+
+def rows_inputs(law: Law, ladder: Ladder, rows: pd.DataFrame) -> dict[str, np.ndarray]:
+    """``law``'s inputs at ``rows`` (rows of ``ladder``'s table): each input column as an
+    array of shape (n,), and h (lr / peak_lr at the row) from the ladder's schedules."""
+    x = {}
+    for c in law.inputs:
+        if c == "h":
+            x[c] = lr_ratio(ladder, rows.reset_index(drop=True))
+        else:
+            x[c] = rows[c].to_numpy(float)
+    return x
 
 
 def run_fraction(rows: pd.DataFrame) -> np.ndarray:

@@ -499,7 +499,7 @@ def build_reference(ladders: Sequence, laws: Callable | None = None, *,
     law that cannot be cut, or is not kept, is recorded in the provenance with why.
     """
     from .laws import get_law
-    from .selection import Candidate, default_candidates
+    from .candidates import Candidate, default_candidates
     from .readers import as_ladder, load_ladder
     frames, record = [], {}
     for ladder in ladders:

@@ -58,7 +58,7 @@ NONMONOTONE_MIN = 0.005
 _MONOTONE_INPUTS = ("flops", "params", "tokens")
 _SYMBOL = {"flops": "C", "params": "N", "tokens": "D"}
 # "All else equal": N, D (or a held input) within 1% of each other are one value, as one
-# token count is for a fixed-data sweep (delphi.forecast._ONE_D). Budgets are larger only
+# token count is for a fixed-data sweep (delphi.design.ONE_D). Budgets are larger only
 # beyond the 5% that makes one compute budget (delphi.fitting.api._BUDGET_TOLERANCE).
 _SAME_INPUT = 1.01
 _LARGER = {"flops": _BUDGET_TOLERANCE, "params": _SAME_INPUT, "tokens": _SAME_INPUT}

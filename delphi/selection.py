@@ -31,147 +31,18 @@ from .fitting import DEFAULT_DELTA
 from .ladder import Ladder
 from .laws import get_law
 from .records import positive_number
+from .candidates import (ENSEMBLE_RULE, RECENCY, Candidate, default_candidates,
+                         parse_candidates)
 
 __all__ = ["Candidate", "CandidateScore", "Comparison", "compare", "default_candidates",
            "parse_candidates", "fold_weights", "ENSEMBLE_RULE", "RECENCY"]
 
-#: Each leave-future-out fold's errors weigh this many times those of the fold before it when
-#: candidates are ranked and weighted: a later fold was fitted on more budgets, like the
-#: full-ladder forecast, and tells more about it than an early fold fitted on the first few.
-#: Chosen among 1 (uniform), 1.4, 2, 4 and 16 on the public ladders' nested backtest
-#: (benchmarks/RESULTS.md, issue 11): 4 gave the lowest pooled error of the honest auto.
-RECENCY = 4.0
-#: How :func:`delphi.predict` weights an ensemble's members (recorded with the forecast).
-ENSEMBLE_RULE = (f"inverse-MSE weights of the leave-future-out log errors on common (cut, run) "
-                 f"pairs, each fold weighing {RECENCY:g}x the one before (Bates & Granger "
-                 f"1969); mixture variance for the interval")
 #: Fewer scored predictions than this make the ranking weak evidence (said in a note).
 _FEW = 10
 #: Scores within this share of the best are a near tie (said in a note).
-_TIE = 0.05
+TIE = 0.05
 #: A member weighing less than this is left out of an ensemble (and the rest renormalised).
-_MIN_WEIGHT = 0.01
-
-
-@dataclass(frozen=True)
-class Candidate:
-    """One recipe: a law, the parameters it fixes (e.g. a pinned floor ``{"E": 1.5}``), and
-    its Huber delta (on log residuals)."""
-
-    law: str
-    fixed: Mapping[str, float] = field(default_factory=dict)
-    delta: float = DEFAULT_DELTA
-
-    def __post_init__(self) -> None:
-        if not isinstance(self.law, str):
-            raise LawError(f"a candidate's law is a law name, got {self.law!r}")
-        get_law(self.law)                 # LawError naming the known laws
-        from .fitting.engine import _DELTA_RANGE
-        d = self.delta
-        if isinstance(d, bool) or not isinstance(d, (int, float)) or not (
-                math.isfinite(d) and _DELTA_RANGE[0] <= d <= _DELTA_RANGE[1]):
-            raise LawError(f"candidate {self.law!r}: Huber delta (on log residuals) must be "
-                           f"in {_DELTA_RANGE[0]:g}..{_DELTA_RANGE[1]:g}, got {d!r}")
-
-    @property
-    def label(self) -> str:
-        """``chinchilla``, ``power E=1.5``, ``chinchilla delta=0.01``..."""
-        parts = [self.law] + [f"{k}={v:g}" for k, v in sorted(self.fixed.items())]
-        if self.delta != DEFAULT_DELTA:
-            parts.append(f"delta={self.delta:g}")
-        return " ".join(parts)
-
-    def to_dict(self) -> dict:
-        return {"label": self.label, "law": self.law,
-                "fixed": {k: float(v) for k, v in self.fixed.items()},
-                "huber_delta": float(self.delta)}
-
-
-def parse_candidates(laws: str | Sequence[str], floors: str | Sequence | None = None,
-                     deltas: str | Sequence | None = None,
-                     fixed: Mapping[str, float] | None = None) -> list[Candidate]:
-    """Candidates from lists: every law x floor x delta.
-
-    Parameters
-    ----------
-    laws: law names, a list or comma-separated (``"power,chinchilla"``).
-    floors: ``"free"`` or values of the floor E [loss unit], a list or comma-separated
-        (``"free,1.5"``); default free (or ``fixed``'s E when it has one).
-    deltas: Huber deltas, a list or comma-separated; default :data:`DEFAULT_DELTA`.
-    fixed: other parameters every candidate fixes.
-
-    Raises
-    ------
-    LawError: an unknown law, a floor or delta that is not a positive number (the item is
-        named), or an empty list.
-    """
-    def items(v):
-        if v is None:
-            return []
-        out = v.split(",") if isinstance(v, str) else list(v)
-        return [x.strip() if isinstance(x, str) else x for x in out]
-
-    names = items(laws)
-    if not names or any(n == "" for n in names):
-        raise LawError(f"candidate laws: an empty list or an empty item in {laws!r} (give "
-                       f"names separated by commas, e.g. --laws power,chinchilla)")
-    for n in names:
-        get_law(n)          # LawError naming the law and the known ones
-    base = dict(fixed or {})
-    floor_list: list = items(floors) or ([base.pop("E")] if "E" in base else ["free"])
-    base.pop("E", None)
-    delta_list = items(deltas) or [DEFAULT_DELTA]
-
-    def number(x, what):
-        return positive_number(x, f"candidate {what} must be a positive finite number",
-                               LawError)
-
-    out = []
-    for n in names:
-        law = get_law(n)
-        for f in floor_list:
-            fx = dict(base)
-            if not (isinstance(f, str) and f.lower() == "free"):
-                if law.floor is None:
-                    raise LawError(f"law {n!r} has no floor to pin (floor {f!r})")
-                fx[law.floor] = number(f, "floor")
-            for d in delta_list:
-                c = Candidate(law=law.name, fixed=fx, delta=number(d, "Huber delta"))
-                if c not in out:
-                    out.append(c)
-    return out
-
-
-def default_candidates(ladder: Ladder, fixed: Mapping[str, float] | None = None,
-                       delta: float = DEFAULT_DELTA) -> list[Candidate]:
-    """The recipes :func:`compare` and ``law="auto"`` try when none are named: ``power``
-    (a ladder with compute); ``power-n`` (every run at one token count D, N varied: a
-    fixed-data sweep, which cannot measure D); ``chinchilla`` and ``overtrain`` (with N and D
-    whose D/N spans at least 2x, so N and D can be told apart, and D not one value);
-    ``chinchilla-lr`` (a peak-LR column with more than one value at some model size: LR
-    sweeps). Each with the given ``fixed`` values
-    (e.g. a manifest's pinned floor) and ``delta``."""
-    from .forecast import _SPLIT_SPAN, _ratio_span, one_token_count
-    names = []
-    if ladder.has("flops") or ladder.has("params", "tokens"):
-        names.append("power")
-    one_d = one_token_count(ladder) is not None
-    if one_d:
-        names.append("power-n")     # one D: N alone; chinchilla's B, beta are not identified
-    span = _ratio_span(ladder)
-    if not one_d and span is not None and span[1] >= _SPLIT_SPAN * span[0]:
-        names += ["chinchilla", "overtrain"]
-        if ladder.has("peak_lr"):
-            t = ladder.table.dropna(subset=["peak_lr"])
-            if len(t) and (t.groupby("params")["peak_lr"].nunique() > 1).any():
-                names.append("chinchilla-lr")
-    out = []
-    for n in names:
-        law = get_law(n)
-        fx = {k: v for k, v in (fixed or {}).items() if k in law.param_names}
-        out.append(Candidate(law=n, fixed=fx, delta=delta))
-    return out
-
+MIN_WEIGHT = 0.01
 
 @dataclass(frozen=True)
 class CandidateScore:
@@ -288,7 +159,7 @@ class Comparison:
         mse = [s.reference_mse if self.rule == "reference" else s.mse for s in ranked]
         inv = np.array([1.0 / max(m, 1e-12) for m in mse])
         w = inv / inv.sum()
-        keep = w >= _MIN_WEIGHT
+        keep = w >= MIN_WEIGHT
         w = np.where(keep, w, 0.0)
         w = w / w.sum()
         return {s.candidate.label: float(x) for s, x in zip(ranked, w) if x > 0}
@@ -647,15 +518,15 @@ def reference_scores(ladder: Ladder, laws: Sequence[str], reference=None,
 
     Raises DelphiError when the reference class cannot be read.
     """
-    from .analyses.backtest import _budgets
-    from .forecast import _SPLIT_SPAN, _ratio_span
+    from .law_inputs import budget_labels
+    from .design import SPLIT_SPAN, ratio_span
     from .reference import FAMILY, ReferenceClass, load_reference
     ref = reference if isinstance(reference, ReferenceClass) else load_reference(reference)
     finals, _ = ladder.final_points()
-    n = int(_budgets(finals.dropna(subset=["flops"])).nunique()) if "flops" in finals else 0
+    n = int(budget_labels(finals.dropna(subset=["flops"])).nunique()) if "flops" in finals else 0
     skipped = {}
-    span = _ratio_span(ladder)
-    if span is not None and span[1] >= _SPLIT_SPAN * span[0] and not _isoflop_grid(finals):
+    span = ratio_span(ladder)
+    if span is not None and span[1] >= SPLIT_SPAN * span[0] and not _isoflop_grid(finals):
         # A law of C's reference errors come from compute-optimal ladders; on a ladder that
         # varies D/N without isoFLOP budgets its "frontier" mixes tokens per parameter.
         for law in laws:
@@ -695,274 +566,9 @@ def reference_scores(ladder: Ladder, laws: Sequence[str], reference=None,
 
 def _isoflop_grid(finals) -> bool:
     """Whether most compute budgets hold 3 or more model sizes (an isoFLOP sweep)."""
-    from .analyses.backtest import _budgets
+    from .law_inputs import budget_labels
     f = finals.dropna(subset=["flops"])
     if "params" not in f or f["params"].isna().any() or not len(f):
         return False
-    sizes = f.groupby(_budgets(f))["params"].nunique()
+    sizes = f.groupby(budget_labels(f))["params"].nunique()
     return bool((sizes >= 3).mean() > 0.5)
-
-
-def _model_of(score: "CandidateScore | None"):
-    """The calibration model of a compared candidate's leave-future-out errors (None when it
-    has fewer than 3 folds: :func:`delphi.predict` then calibrates, or falls back, itself)."""
-    from .calibration import CalibrationModel
-    if score is None or score.backtest is None:
-        return None
-    try:
-        return CalibrationModel.fit(score.backtest.errors)
-    except DelphiError:
-        return None
-
-
-def _feeds(target, law: str) -> bool:
-    """Whether ``target`` gives every input of ``law`` (its peak LR and final LR ratio are
-    filled in by :func:`delphi.predict` when missing)."""
-    return all(getattr(target, c, None) is not None for c in get_law(law).inputs
-               if c not in ("peak_lr", "h"))
-
-
-def predict_selected(ladder: Ladder, target, *, ensemble: bool = False,
-                     candidates: Sequence[Candidate | str] | None = None,
-                     comparison: Comparison | None = None, max_folds: int | None = 12,
-                     **settings):
-    """:func:`delphi.predict` with ``law="auto"`` or ``ensemble=True`` (called from it).
-
-    ``auto``: the forecast of the best candidate of :func:`compare`, with
-    :attr:`Forecast.selection` giving the choice, the runner-up, their forecasts and the
-    spread between them. ``ensemble``: the members' log forecasts averaged with
-    :meth:`Comparison.weights`; the new-run interval is centred on it with the mixture sd,
-    sqrt(sum w_i sd_i^2 + sum w_i (ln L_i - ln L)^2), sd_i each member's log half-width / z.
-    Each member's (and the chosen law's) calibrated interval uses the calibration model of
-    its leave-future-out errors in the comparison (the same cuts for every candidate), not a
-    second leave-future-out pass.
-
-    Raises
-    ------
-    FitError: no candidate could be backtested, or (ensemble) none could predict the target.
-    TargetError, LadderError: as :func:`delphi.predict`.
-    """
-    from scipy.stats import norm
-
-    from .calibration import log_sd
-    from .forecast import predict
-    from .uncertainty import Interval
-    if settings.get("floor_range") is not None:
-        auto = option("law='auto'", "--law auto")
-        raise TargetError(f"a floor range ({option('floor_range=...', '--floor LO:HI')}) scans "
-                          f"one law; it does not combine with {auto} or "
-                          f"{option('ensemble=True', '--ensemble')} "
-                          f"(pin floors as candidates instead, "
-                          f"{option('candidates=[...]', '--floors free,1.5')})")
-    settings.pop("floor_range", None)
-    base_fixed = dict(settings.pop("fixed", None) or {})
-    base_delta = settings.pop("delta", DEFAULT_DELTA)
-    from .forecast import _as_target
-    target = _as_target(target)
-    skipped_notes: list[str] = []
-    if candidates is None:
-        everything = default_candidates(ladder, fixed=base_fixed, delta=base_delta)
-        candidates = [c for c in everything if _feeds(target, c.law)]
-        left = [c for c in everything if not _feeds(target, c.law)]
-        if left:
-            # Name what each skipped law reads that the target does not give.
-            flag = {"flops": option("target.flops", "--target-flops"),
-                    "params": option("target.params", "--target-params"),
-                    "tokens": option("target.tokens", "--target-tokens")}
-            missing = sorted({col for c in left for col in get_law(c.law).inputs
-                              if col in flag and getattr(target, col, None) is None})
-            what = " or ".join(flag[m] for m in missing) or "its inputs"
-            if "flops" in missing:      # C also comes from N and D (C = 6ND)
-                what += f", or {flag['params']} with {flag['tokens']}"
-            skipped_notes.append(
-                f"candidate(s) {', '.join(c.label for c in left)} not considered: the target "
-                f"gives no {' or '.join(missing) or 'inputs they read'} (give {what} to compare "
-                f"them too)")
-        if not candidates:
-            raise TargetError("no default candidate law can be evaluated at this target: give "
-                              "its parameters and tokens, or name the candidates (--laws)")
-        if base_fixed:
-            pinned = ", ".join(f"{k} = {v:g}" for k, v in base_fixed.items())
-            floors = option("candidates=[...]", f"--floors free,{base_fixed.get('E', 'VALUE')}")
-            skipped_notes.append(f"every candidate keeps {pinned} fixed (the manifest's or "
-                                 f"the command's); {floors} compares a free floor too")
-    else:
-        candidates = [Candidate(law=c, fixed={k: v for k, v in base_fixed.items()
-                                              if k in get_law(c).param_names},
-                                delta=base_delta)
-                      if isinstance(c, str) else c for c in candidates]
-        for c in candidates:
-            if not _feeds(target, c.law):
-                get_law(c.law)
-                target.inputs(get_law(c.law), skip=("peak_lr", "h"))   # TargetError naming it
-    if comparison is None:
-        fitted = (ladder.select(max_flops=settings["fit_max_flops"])
-                  if settings.get("fit_max_flops") is not None else ladder)
-        try:
-            comparison = compare(fitted, candidates, bounds=settings.get("bounds"),
-                                 max_folds=max_folds, level=settings.get("level", 0.9),
-                                 seed=settings.get("seed", 0),
-                                 reference=settings.get("reference"))
-        except LadderError as exc:
-            raise LadderError(f"{exc}; name a law instead ({option('law=...', '--law')})") \
-                from None
-    best = comparison.best
-    by_label = {s.candidate.label: s for s in comparison.ranked}
-    skipped_notes += [f"candidate {s.candidate.label} not ranked: {s.error}"
-                      for s in comparison.scores if not s.scored]
-
-    def one(c: Candidate, **over):
-        # The comparison's refits already calibrate this candidate: no second pass.
-        return predict(ladder, target, c.law, fixed=dict(c.fixed) or None, delta=c.delta,
-                       _calibration=_model_of(by_label.get(c.label)), **{**settings, **over})
-
-    table = comparison.to_dict()
-    if not ensemble:
-        chosen = one(best.candidate)
-        extra_warn: list[str] = []
-        sel = {"rule": "auto", "chosen_by": comparison.rule,
-               "chosen": best.candidate.label, "runner_up": None,
-               "runner_up_loss": None, "spread": None, "candidates": [], "comparison": table}
-        if comparison.rule == "reference":
-            ref = comparison.reference or {}
-            notes = [f"law chosen by the reference class: {best.candidate.label} (mean |error| "
-                     f"{best.reference_error:.2%} on {len(ref.get('ladders', []))} public "
-                     f"ladders in folds fitted on {ref.get('window')} rungs; this ladder's "
-                     f"{len(comparison.cuts)} leave-future-out cut(s) cannot rank the "
-                     f"candidates)"]
-        else:
-            notes = [f"law chosen by leave-future-out backtest: {best.candidate.label} (score "
-                     f"{best.rank_key:.2%}, mean |error| {best.mean_abs_error:.2%} on "
-                     f"{best.n_scored} prediction(s))"]
-
-        def key(sc):
-            return sc.reference_error if comparison.rule == "reference" else sc.rank_key
-
-        def err(sc):
-            return sc.reference_error if comparison.rule == "reference" else sc.mean_abs_error
-        if len(comparison.ranked) > 1:
-            ru = comparison.ranked[1]
-            if key(ru) <= key(best) * (1 + _TIE):
-                same = (comparison.rule == "reference"
-                        and best.candidate.law == ru.candidate.law)
-                notes.append(f"near tie: {best.candidate.label} and {ru.candidate.label} score "
-                             f"{key(best):.3%} and {key(ru):.3%} (within "
-                             f"{_TIE:.0%}); the choice between them is weak evidence "
-                             + ("(the reference class scores the law, not its floor or delta: "
-                                "the tie went to the ladder's own backtest, else the fewest "
-                                "fixed parameters; " if same else "(")
-                             + f"{option('ensemble=True', '--ensemble')} averages them)")
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                try:
-                    other = one(ru.candidate, interval=None, off_trend=False)
-                    sel.update(runner_up=ru.candidate.label, runner_up_loss=other.loss,
-                               spread=other.loss / chosen.loss - 1)
-                    notes.append(f"runner-up {ru.candidate.label} (mean |error| "
-                                 f"{err(ru):.2%}) forecasts {other.loss:.4f} "
-                                 f"({other.loss / chosen.loss - 1:+.2%})")
-                    iv = chosen.interval
-                    if iv is not None and not iv.lower <= other.loss <= iv.upper:
-                        extra_warn.append(
-                            f"the runner-up law {ru.candidate.label} forecasts {other.loss:.4f}, "
-                            f"outside the chosen law's interval [{iv.lower:.4f}, "
-                            f"{iv.upper:.4f}]: the choice of law matters more than the interval "
-                            f"says ({option('ensemble=True', '--ensemble')} widens it by the "
-                            f"spread between laws)")
-                except DelphiError as exc:
-                    sel.update(runner_up=ru.candidate.label)
-                    notes.append(f"runner-up {ru.candidate.label} cannot forecast the target: "
-                                 f"{exc}")
-        sel["candidates"] = [{**s.candidate.to_dict(), "weight": 1.0 if s is best else 0.0,
-                              "mean_abs_error": s.mean_abs_error, "score": s.score,
-                              "reference_error": s.reference_error,
-                              "loss": chosen.loss if s is best else (
-                                  sel["runner_up_loss"] if s.candidate.label == sel["runner_up"]
-                                  else None)}
-                             for s in comparison.ranked]
-        for w in extra_warn:
-            warnings.warn(w, FitWarning, stacklevel=user_stacklevel())
-        return replace(chosen, notes=tuple(notes + skipped_notes) + chosen.notes,
-                       warnings=chosen.warnings + tuple(extra_warn), selection=sel)
-
-    weights = comparison.weights()
-    members, skipped = [], []
-    for label, w in weights.items():
-        c = by_label[label].candidate
-        try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                members.append((c, w, one(c)))
-        except DelphiError as exc:
-            skipped.append(f"{label}: {exc}")
-    if not members:
-        raise FitError("no ensemble member could forecast the target: " + "; ".join(skipped))
-    total = sum(w for _, w, _ in members)
-    members = [(c, w / total, f) for c, w, f in members]
-    if len(members) == 1:
-        # One member is one law's forecast: say so rather than call it an ensemble.
-        c, _, f = members[0]
-        others = skipped + [f"{sc.candidate.label} not ranked: {sc.error}"
-                            for sc in comparison.scores if sc.candidate.label not in weights]
-        one_notes = [f"no ensemble: only {c.label} could be weighted and forecast the target, "
-                     f"so the forecast is that law's alone"
-                     + (f" (the others: {'; '.join(others)})" if others else "")] + skipped_notes
-        sel = {"rule": "ensemble", "chosen_by": comparison.rule, "chosen": c.label,
-               "members": 1, "weighting": ENSEMBLE_RULE, "between_model_sd": 0.0,
-               "runner_up": None, "runner_up_loss": None, "spread": None,
-               "candidates": [{**c.to_dict(), "weight": 1.0, "loss": f.loss,
-                               "mean_abs_error": by_label[c.label].mean_abs_error,
-                               "score": by_label[c.label].score,
-                               "reference_error": by_label[c.label].reference_error}],
-               "comparison": table}
-        return replace(f, notes=tuple(one_notes) + f.notes, selection=sel)
-    log_l = sum(w * math.log(f.loss) for _, w, f in members)
-    loss = math.exp(log_l)
-    spread2 = sum(w * (math.log(f.loss) - log_l) ** 2 for _, w, f in members)
-    top = max(members, key=lambda m: m[1])[2]
-    band = None
-    notes = [f"ensemble of {len(members)} candidates weighted by inverse "
-             + ("reference-class" if comparison.rule == "reference" else "leave-future-out")
-             + " MSE (Bates & Granger 1969): " + ", ".join(f"{c.label} {w:.2f} -> {f.loss:.4f}"
-                                                         for c, w, f in members)]
-    if len(members) > 1:
-        notes.append(f"the interval mixes the members' intervals (weighted) and the spread "
-                     f"between their forecasts (sd {math.sqrt(spread2):.2%} of log loss)")
-    low = [lab for lab in by_label if lab not in weights]
-    if low:
-        notes.append(f"candidate(s) {', '.join(low)} left out of the ensemble: weight below "
-                     f"{_MIN_WEIGHT:.0%}")
-    notes += [f"ensemble member left out: {s}" for s in skipped] + skipped_notes
-    notes.append(f"the fit shown is the largest-weight member's "
-                 f"({max(members, key=lambda m: m[1])[0].label}); the forecast is the "
-                 f"ensemble's, not that law's")
-    if all(f.interval is not None for _, _, f in members):
-        lvl = members[0][2].interval.level
-        z = float(norm.ppf(0.5 + lvl / 2))
-        sd_new = math.sqrt(sum(w * log_sd(f.interval) ** 2 for _, w, f in members) + spread2)
-        sd_mean = math.sqrt(sum(w * log_sd(f.interval, False) ** 2 for _, w, f in members)
-                            + spread2)
-        t = top.interval
-        band = Interval(lower=loss * math.exp(-z * sd_new), upper=loss * math.exp(z * sd_new),
-                        mean_lower=loss * math.exp(-z * sd_mean),
-                        mean_upper=loss * math.exp(z * sd_mean), level=lvl, method="ensemble",
-                        noise=t.noise, noise_source=t.noise_source,
-                        calibration={"members": {c.label: f.interval.method
-                                                 for c, _, f in members},
-                                     "between_model_sd": math.sqrt(spread2)})
-    elif settings.get("interval") not in (None, "none"):
-        notes.append("no ensemble interval: a member has none (see its notes)")
-    sel = {"rule": "ensemble", "chosen_by": comparison.rule, "chosen": "ensemble",
-           "members": len(members), "weighting": ENSEMBLE_RULE,
-           "between_model_sd": math.sqrt(spread2), "runner_up": None, "runner_up_loss": None,
-           "spread": None,
-           "candidates": [{**c.to_dict(), "weight": w, "loss": f.loss,
-                           "mean_abs_error": by_label[c.label].mean_abs_error,
-                           "score": by_label[c.label].score,
-                           "reference_error": by_label[c.label].reference_error}
-                          for c, w, f in members],
-           "comparison": table}
-    warns = tuple(dict.fromkeys(x for _, _, f in members for x in f.warnings))
-    # The off-trend block compares one law's forecasts: the largest member's, in its notes.
-    return replace(top, loss=loss, interval=band, notes=tuple(notes) + top.notes,
-                   warnings=warns, selection=sel, off_trend=None)

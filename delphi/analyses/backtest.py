@@ -18,7 +18,7 @@ import pandas as pd
 from ..errors import DelphiError, FitError, FitWarning, LadderError, option, user_stacklevel
 from ..fitting import DEFAULT_DELTA, Fit, fit
 from ..fitting.api import _compute_frontier
-from ..law_inputs import lr_ratio
+from ..law_inputs import budget_labels, lr_ratio, rows_inputs
 from ..ladder import Ladder
 from ..laws import Law, get_law
 from ..uncertainty import (_WORSE_RTOL, CHECK_EVERY, DEFAULT_LEVEL, bootstrap,
@@ -136,26 +136,6 @@ class Backtest:
         return self.report()
 
 
-def _budgets(table: pd.DataFrame, tolerance: float = 1.05) -> pd.Series:
-    order = table["flops"].sort_values(kind="mergesort")
-    ids, start, label = {}, None, None
-    for idx, c in order.items():
-        if start is None or c > start * tolerance:
-            start, label = c, f"{c:.3g}"
-        ids[idx] = label
-    return pd.Series(ids).reindex(table.index)
-
-
-def _inputs(law: Law, ladder: Ladder, rows: pd.DataFrame) -> dict[str, np.ndarray]:
-    x = {}
-    for c in law.inputs:
-        if c == "h":
-            x[c] = lr_ratio(ladder, rows.reset_index(drop=True))
-        else:
-            x[c] = rows[c].to_numpy(float)
-    return x
-
-
 def _fold_fit(job) -> tuple[Fit, int, object, str]:
     """Fit one fold, and bootstrap it when asked: (fit, guard code, draws or None, note).
 
@@ -245,7 +225,7 @@ def backtest(ladder: Ladder, law: str | Law, *, fit_max_flops: float | None = No
                   ladder.select(max_flops=fit_max_flops), held)]
         design = f"fit on runs <= {fit_max_flops:.3g} FLOPs, predict {len(held)} larger run(s)"
     else:
-        budgets = _budgets(finals)
+        budgets = budget_labels(finals)
         if budgets.nunique() < 3:
             raise LadderError(f"leave-one-budget-out needs at least 3 compute budgets, ladder "
                               f"{ladder.name!r} has {budgets.nunique()}")
@@ -296,7 +276,7 @@ def backtest(ladder: Ladder, law: str | Law, *, fit_max_flops: float | None = No
         fits.append({"fold": name, "n_runs": result.n_points, "params": result.params,
                      "converged": result.converged, "warnings": list(result.warnings),
                      "warm_start": warm is not None and code != 1})
-        x = _inputs(law, ladder, held)
+        x = rows_inputs(law, ladder, held)
         pred = result.predict(x)
         if draws is not None:
             notes.extend(f"[{name}] {w}" for w in draws.warnings)
@@ -469,7 +449,7 @@ class PrefixFits:
 
 def _prefix_job(job):
     """Fit one prefix and forecast the target: a PrefixStep, or the error message."""
-    from ..forecast import _target_inputs, predict
+    from ..forecast import predict, target_inputs
     from ..robustness import log_prediction_se
     ladder, law, target, settings, max_flops, profiles = job
     try:
@@ -482,7 +462,7 @@ def _prefix_job(job):
     result = fc.fit
     se = None
     try:
-        inputs, _ = _target_inputs(fc.target, result.law, result, ladder)
+        inputs, _ = target_inputs(fc.target, result.law, result, ladder)
         log_se = log_prediction_se(result, inputs)
         se = fc.loss * log_se if log_se is not None else None
     except DelphiError:
@@ -560,7 +540,7 @@ def prefix_fits(ladder: Ladder, law: str | Law, target=None, *,
     LadderError: no compute column, or fewer than 3 prefixes can be formed.
     LawError, TargetError: a bad law, setting or target.
     """
-    from ..forecast import Target, _as_target
+    from ..target import Target, as_target
     from ..parallel import map_jobs
     from ..readers import as_ladder
 
@@ -581,12 +561,12 @@ def prefix_fits(ladder: Ladder, law: str | Law, target=None, *,
         target = Target(name=f"{top['run']} (the ladder's largest run)", **fields)
         label = f"the ladder's largest run {top['run']!r}"
     else:
-        target = _as_target(target)
+        target = as_target(target)
         label = target.name or ", ".join(f"{k} = {v:.4g}" for k, v in (
             ("C", target.flops), ("N", target.params), ("D", target.tokens)) if v is not None)
     n_free = len([p for p in law.param_names if p not in (fixed or {})])
     need = max(min_runs if min_runs is not None else n_free + 2, 1)
-    budgets = _budgets(finals)
+    budgets = budget_labels(finals)
     ends = finals.groupby(budgets)["flops"].max().sort_values()
     counts = np.cumsum(finals.groupby(budgets).size().reindex(ends.index).to_numpy())
     cuts = [float(c) for c, k in zip(ends.to_numpy(), counts) if k >= need]

@@ -383,7 +383,7 @@ class Prepared:
 
 
 #: Huber deltas that mean something on log residuals (see :func:`prepare`).
-_DELTA_RANGE = (1e-8, 10.0)
+DELTA_RANGE = (1e-8, 10.0)
 
 
 def prepare(law, x, y, *, labels=None, fixed=None, bounds=None, delta=DEFAULT_DELTA) -> Prepared:
@@ -392,11 +392,11 @@ def prepare(law, x, y, *, labels=None, fixed=None, bounds=None, delta=DEFAULT_DE
     delta = _number(delta, "Huber delta", FitError)
     if not (math.isfinite(delta) and delta > 0):
         raise FitError(f"Huber delta must be positive and finite, got {delta!r}")
-    if not _DELTA_RANGE[0] <= delta <= _DELTA_RANGE[1]:
+    if not DELTA_RANGE[0] <= delta <= DELTA_RANGE[1]:
         # Below ~1e-8 the Huber kink sits under float64 rounding of a log loss; above 10 every
         # residual is quadratic already (plain least squares).
-        raise FitError(f"Huber delta (on log residuals) must be in {_DELTA_RANGE[0]:g}.."
-                       f"{_DELTA_RANGE[1]:g}, got {delta:.4g}")
+        raise FitError(f"Huber delta (on log residuals) must be in {DELTA_RANGE[0]:g}.."
+                       f"{DELTA_RANGE[1]:g}, got {delta:.4g}")
     y = np.asarray(y, dtype=float)
     if y.ndim != 1 or y.size == 0:
         raise FitError("y must be a non-empty 1-D array of losses")

@@ -147,7 +147,7 @@ def read_stream(stream: IO | None, fmt: str = "csv", *,
     if fmt not in STREAM_FORMATS:
         raise LadderError(f"unknown format {fmt!r} for {label}; choose one of "
                           f"{', '.join(STREAM_FORMATS)}")
-    from ._pipeline import check_tables     # imports this module: imported here
+    from .checks import check_tables
 
     buffer = stream_bytes(stream, fmt, label=label)
     check_tables([buffer], fmt)             # as load_ladder checks a file: no content quoted

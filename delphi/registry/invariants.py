@@ -17,7 +17,8 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from ..errors import RegistryError
-from .schema import Entry, IntervalRecord
+from .schema import ACCURACY_UNIT, Entry, IntervalRecord
+from .scoring import score_outcome
 
 __all__ = ["MAX_ID_LENGTH", "LOSS_RANGE", "FUTURE_TOLERANCE", "ACCURACY_UNIT", "ChainRules",
            "check_id", "check_number", "check_loss", "check_accuracy", "check_forecast_values",
@@ -30,8 +31,6 @@ MAX_ID_LENGTH = 64
 #: 1e-4 the model would almost never be wrong. Either is a unit slip or a typo, and extremes
 #: would overflow the scores (relative error, z) into infinities.
 LOSS_RANGE = (1e-4, 100.0)
-#: The unit of a benchmark-accuracy prediction: values are fractions in (0, 1].
-ACCURACY_UNIT = "accuracy"
 #: How far an entry's ``created_at`` may be ahead of the clock (clock skew between machines).
 #: Further ahead, every later entry would have to be dated after it.
 FUTURE_TOLERANCE = timedelta(minutes=5)
@@ -242,8 +241,6 @@ class ChainRules:
         return None
 
     def _outcome_problem(self, entry: Entry) -> str | None:
-        from .scoring import score_outcome
-
         o = entry.outcome
         pred = self.forecasts.get(o.of)
         if pred is None:

@@ -31,8 +31,11 @@ from ..errors import RegistryError
 __all__ = [
     "FORMAT", "GENESIS", "KINDS", "Entry", "TargetRecord", "IntervalRecord", "ForecastRecord",
     "LawRecord", "FitRecord", "ExclusionRecord", "LadderRecord", "OutcomeRecord",
-    "SignatureRecord", "canonical_json", "entry_hash", "validation_message",
+    "SignatureRecord", "canonical_json", "entry_hash", "validation_message", "ACCURACY_UNIT",
 ]
+
+#: The unit of a benchmark-accuracy prediction: values are fractions in (0, 1].
+ACCURACY_UNIT = "accuracy"
 
 #: Format tag stored in every entry; bump it when the schema changes incompatibly.
 FORMAT = "delphi.registry/1"

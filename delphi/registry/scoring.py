@@ -10,9 +10,7 @@ import numpy as np
 
 from ..errors import RegistryError
 from ..text import plural
-# The unit of a benchmark-accuracy prediction (also delphi.registry.core.ACCURACY_UNIT).
-from .invariants import ACCURACY_UNIT
-from .schema import Entry, ForecastRecord, IntervalRecord
+from .schema import ACCURACY_UNIT, Entry, ForecastRecord, IntervalRecord
 
 
 __all__ = ["Score", "Scoreboard", "predicted_at", "score_outcome", "scoreboard"]
