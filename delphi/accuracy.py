@@ -131,7 +131,7 @@ from .errors import DelphiError, FitError, LadderError, ManifestError, TargetErr
 from .fitting import DEFAULT_DELTA, Fit, fit_arrays
 from .fitting.engine import prepare, safe_start
 from .fitting.refit import refine_batch, refine_one, weighted_objective
-from .uncertainty import _design_failure
+from .uncertainty import design_failure
 from .laws import get_law, onestep_law, sigmoid_law
 from .readers.paths import BUNDLED_DIR
 
@@ -603,7 +603,7 @@ def _refits(fit: Fit, weights: np.ndarray, checked: np.ndarray | None = None,
     Returns (params per draw, None for a draw with too few distinct points; draws checked;
     checked draws whose warm start was worse than the global search by > 1e-9 relative).
     """
-    from .uncertainty import _WORSE_RTOL, _resample_optimum
+    from .uncertainty import WORSE_RTOL, resample_optimum
 
     bounds = {k: v for k, v in fit.bounds.items() if k not in fit.fixed}
     prep = prepare(fit.law, fit.x, fit.y, labels=fit.labels, fixed=fit.fixed, bounds=bounds,
@@ -614,7 +614,7 @@ def _refits(fit: Fit, weights: np.ndarray, checked: np.ndarray | None = None,
     checked = np.zeros(len(weights), bool) if checked is None else checked
     # A resample that cannot identify the law (e.g. one model size left) fails, as in
     # delphi.uncertainty.bootstrap.
-    ok = np.array([not _design_failure(prep, w) for w in weights])
+    ok = np.array([not design_failure(prep, w) for w in weights])
     if not ok.any():
         return out, 0, 0
     batch = refine_batch(problem, z0, weights[ok], prep.ibounds, max_iter=_BATCH_ITER)
@@ -635,12 +635,12 @@ def _refits(fit: Fit, weights: np.ndarray, checked: np.ndarray | None = None,
         if checked[b]:
             n_checked += 1
             try:
-                zg = _resample_optimum(prep, weights[b], seed)
+                zg = resample_optimum(prep, weights[b], seed)
                 obj_g = float(weighted_objective(problem, zg, weights[b])[0])
             except DelphiError:   # the global search found nothing to compare with
                 zg, obj_g = None, math.inf
             if zg is not None and np.isfinite(obj_g) and (
-                    not np.isfinite(obj) or obj > obj_g * (1 + _WORSE_RTOL)):
+                    not np.isfinite(obj) or obj > obj_g * (1 + WORSE_RTOL)):
                 n_worse += 1
                 z, obj = zg, obj_g
         if np.all(np.isfinite(z)) and np.isfinite(obj):

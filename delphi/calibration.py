@@ -29,7 +29,7 @@ from scipy.stats import norm
 from .law_inputs import budget_labels, rows_inputs
 from .errors import DelphiError, FitError, LadderError
 from .fitting import DEFAULT_DELTA, fit
-from .fitting.api import (DIVERGENCE_THRESHOLD, _compute_frontier, _screen_dominated,
+from .fitting.api import (DIVERGENCE_THRESHOLD, compute_frontier, screen_dominated,
                           screen_cap)
 from .ladder import Ladder
 from .laws import Law, get_law
@@ -184,7 +184,7 @@ def leave_future_out(ladder: Ladder, law: str | Law, *,
     """
     law = get_law(law)
     fixed = dict(fixed or {})
-    finals, pts, budget_of, b_pts, levels, notes = _lfo_points(ladder, law)
+    finals, pts, budget_of, b_pts, levels, notes = lfo_points(ladder, law)
     n_free = sum(p.name not in fixed for p in law.params)
     need = n_free + 2
     allowed = _cuts_of(b_pts, levels, need, min_budgets)
@@ -260,7 +260,7 @@ def leave_future_out(ladder: Ladder, law: str | Law, *,
                      **arrays)
 
 
-def _lfo_points(ladder: Ladder, law: Law):
+def lfo_points(ladder: Ladder, law: Law):
     """The finished runs, the points ``law`` predicts (the compute frontier for a law of C;
     runs dominated by another are left out, noted), each point's budget, and the budgets."""
     finals, _ = ladder.final_points()
@@ -271,11 +271,11 @@ def _lfo_points(ladder: Ladder, law: Law):
     budget_of = dict(zip(finals["run"], budget_labels(finals).astype(float)))
     pts, notes = finals, []
     if law.inputs == ("flops",):
-        pts, _, _ = _compute_frontier(finals)   # the frontier the law describes
+        pts, _, _ = compute_frontier(finals)   # the frontier the law describes
         pts = pts.reset_index(drop=True)
     # Capped as in fit: one run far below the others must not take the runs above it out.
     cap = screen_cap(len(pts))
-    bad, _, refused = _screen_dominated(pts, law, DIVERGENCE_THRESHOLD, cap)
+    bad, _, refused = screen_dominated(pts, law, DIVERGENCE_THRESHOLD, cap)
     if bad:
         notes += [f"run {pts['run'].iloc[i]!r} not predicted: {why}" for i, why in bad.items()]
         pts = pts.drop(index=pts.index[list(bad)]).reset_index(drop=True)
@@ -298,7 +298,7 @@ def cut_levels(ladder: Ladder, law: str | Law, *, fixed: Mapping[str, float] | N
     increasing order (each with at least ``min_budgets`` budgets and free parameters + 2
     points at or below it, and a budget above). Raises LadderError as leave_future_out."""
     law = get_law(law)
-    _, _, _, b_pts, levels, _ = _lfo_points(ladder, law)
+    _, _, _, b_pts, levels, _ = lfo_points(ladder, law)
     need = sum(p.name not in (fixed or {}) for p in law.params) + 2
     return _cuts_of(b_pts, levels, need, min_budgets)
 

@@ -16,7 +16,7 @@ import pandas as pd
 
 from .errors import DelphiError, FitError, FitWarning, LadderError, option, user_stacklevel
 from .fitting import DEFAULT_DELTA, Fit, fit_arrays
-from .ladder import Ladder, _restart_fix, _span
+from .ladder import Ladder, restart_fix, span
 from .laws import Law, get_law
 from .law_inputs import ANNEALING_MOMENTUM, curve_inputs, run_schedule
 from .schedules import Schedule, features, warmup_end
@@ -143,7 +143,7 @@ def complete(ladder: Ladder, run: str, law: str | Law = "annealing", *,
     if run in restarts:
         gone = (getattr(ladder, "superseded", None) or {}).get(run)
         raise LadderError(_restart_message(run, restarts[run])
-                          + (f"; its superseded rows: {_span(gone)}" if gone else ""))
+                          + (f"; its superseded rows: {span(gone)}" if gone else ""))
     own_rows = ladder.table[ladder.table["run"] == run]
     if len(own_rows) < 2:
         # One row is a final point, not a loss curve: no curve law can be fitted to it.
@@ -283,7 +283,7 @@ def _restart_message(run: str, restarts: list) -> str:
     return (f"run {run!r} was resumed: its step goes back {len(restarts)} time(s) in file "
             f"order ({listed}{more}). Sorted by step its segments interleave, so a curve "
             f"law would fit one curve through two runs and blame the misfit on the LR "
-            f"schedule. {_restart_fix(restarts)}")
+            f"schedule. {restart_fix(restarts)}")
 
 
 def _complete_job(item: tuple) -> tuple[str, Completion | str]:

@@ -137,7 +137,7 @@ def warn_user(message: str, category: type[Warning] = DelphiWarning) -> None:
 
 # A setting named in a message is spelled both ways: the Python keyword for API users and the
 # flag for the command line, which prints only the flag (a CLI user never sees `x=True`).
-_OPTION = re.compile(r"(?<![\w.])[A-Za-z_][\w.]*(?:\(\))?(?:\['[^'\s]*'\])*"
+OPTION = re.compile(r"(?<![\w.])[A-Za-z_][\w.]*(?:\(\))?(?:\['[^'\s]*'\])*"
                      r"(?:=(?:\{[^{}\s]*\}|[^\s(),;:]+))?"
                      r" \(CLI (?P<flag>[^()]*--[^()]*)\)")
 
@@ -161,4 +161,4 @@ def option(api: str, flag: str) -> str:
 def for_cli(text: str) -> str:
     """``text`` as the command line prints it: each ``API (CLI FLAG)`` written by
     :func:`option` becomes ``FLAG``; the rest is unchanged."""
-    return _OPTION.sub(lambda m: m.group("flag"), text) if "(CLI " in text else text
+    return OPTION.sub(lambda m: m.group("flag"), text) if "(CLI " in text else text

@@ -15,7 +15,7 @@ from . import __version__
 from .errors import (DelphiError, FitError, FitWarning, LadderError, LawError, TargetError,
                      option, user_stacklevel)
 from .fitting import DEFAULT_DELTA, DIVERGENCE_THRESHOLD, Fit, fit
-from .ladder import (_SEQUENCE_LENGTHS, FLOPS_PER_PARAM_TOKEN, FlopsConvention, Ladder,
+from .ladder import (SEQUENCE_LENGTHS, FLOPS_PER_PARAM_TOKEN, FlopsConvention, Ladder,
                      check_target_value)
 from .laws import Law, get_law
 from .candidates import ENSEMBLE_RULE, RECENCY, Candidate, default_candidates
@@ -162,7 +162,7 @@ def _design_notes(target: Target, law: Law, result: Fit, ladder: Ladder) -> list
     if tpp * DESIGN_FACTOR < lo or tpp > hi * DESIGN_FACTOR:
         factor = lo / tpp if tpp < lo else tpp / hi
         side = "below" if tpp < lo else "above"
-        near = [L for L in _SEQUENCE_LENGTHS if abs(factor / L - 1) < 0.2]
+        near = [L for L in SEQUENCE_LENGTHS if abs(factor / L - 1) < 0.2]
         hint = (f"; a factor close to a sequence length of {near[0]}: were the target's tokens "
                 f"(or batch) counted in sequences?" if near and side == "below" else
                 "; check the target's tokens and parameters")
@@ -800,9 +800,9 @@ def _point_interval(loss: float, level: float, run_sd: float = 0.0, dof: int = 0
 def _n_rungs(ladder: Ladder, law: Law, result: Fit) -> int | None:
     """Compute budgets (rungs) among the runs ``result`` fitted, as leave-future-out counts
     them (None when the ladder has no compute)."""
-    from .calibration import _lfo_points
+    from .calibration import lfo_points
     try:
-        _, pts, _, b_pts, _, _ = _lfo_points(ladder, law)
+        _, pts, _, b_pts, _, _ = lfo_points(ladder, law)
     except DelphiError:
         return None
     fitted = {lbl.split("@")[0] for lbl in result.labels}

@@ -171,7 +171,7 @@ _PER_RUN = ("params", "active_params", "peak_lr", "batch_size", "total_steps")
 #: Plausible tokens per parameter (D/N) of a training run; a ladder entirely outside it has its
 #: tokens counted in other units (sequences, steps).
 _TOKENS_PER_PARAM = (0.05, 1e4)
-_SEQUENCE_LENGTHS = (256, 512, 1024, 2048, 4096, 8192, 16384, 32768)
+SEQUENCE_LENGTHS = (256, 512, 1024, 2048, 4096, 8192, 16384, 32768)
 _FLOPS_RUN_TOLERANCE = 0.25
 _FLOPS_MEDIAN_RANGE = (0.5, 2.0)
 #: A steady change of k = C / (6·N·D) across rungs beyond this (relative, smallest to largest
@@ -368,7 +368,7 @@ def _times(ratio: float) -> str:
     return f"{ratio:.2f}x" if 0.01 <= ratio < 1e4 else f"{ratio:.4g}x"
 
 
-def _percent(fraction: float, digits: int = 0) -> str:
+def percent(fraction: float, digits: int = 0) -> str:
     """A relative change for a message: ``14%`` (``digits`` decimals); huge ones in 4
     significant digits (``1.2e+31%``), never hundreds of digits."""
     return f"{fraction:.{digits}%}" if abs(fraction) < 1e4 else f"{fraction * 100:.4g}%"
@@ -378,7 +378,7 @@ _NOT_NUMBERS = (bool, np.bool_, datetime.date, datetime.timedelta, np.datetime64
                 np.timedelta64, complex, np.complexfloating)
 
 
-def _non_numeric_cells(raw: pd.Series) -> np.ndarray | None:
+def non_numeric_cells(raw: pd.Series) -> np.ndarray | None:
     """Mask (n,) of the cells of ``raw`` that pandas would turn into numbers but that are not
     measurements: booleans (1.0/0.0), dates or durations (nanoseconds) and complex numbers
     (their imaginary part would be dropped); ``None`` when there are none."""
@@ -393,7 +393,7 @@ def _non_numeric_cells(raw: pd.Series) -> np.ndarray | None:
     return mask if mask.any() else None
 
 
-def _restart_fix(restarts) -> str:
+def restart_fix(restarts) -> str:
     """What to do about a resumed run, by kind of restart (:class:`delphi.schedules.Restart`)."""
     kinds = {r.kind for r in restarts}
     parts = []
@@ -406,7 +406,7 @@ def _restart_fix(restarts) -> str:
     return "Fix it: " + "; ".join(parts)
 
 
-def _span(values) -> str:
+def span(values) -> str:
     """Sorted distinct numbers for a message, consecutive integers as ranges: ``8..12``,
     ``400, 450, 500``; at most 8 items shown."""
     vals = sorted({float(x) for x in np.asarray(values, dtype=float).ravel()})
@@ -902,7 +902,7 @@ class Ladder:
             not_number = None
         else:
             numbers = pd.to_numeric(raw, errors="coerce")
-            odd = _non_numeric_cells(raw)
+            odd = non_numeric_cells(raw)
             if odd is not None:     # true/false, dates: not numbers (pandas reads 1.0, ns)
                 as_float = np.full(len(raw), np.nan)
                 if not odd.all():
@@ -1031,7 +1031,7 @@ class Ladder:
             labels = tuple(int(i) for i in v.index[gone])
             problems.append(Invalid(
                 f"run {r.run!r}",
-                f"resumed run: {r.describe()}; its earlier rows {_span(src[gone])} (steps "
+                f"resumed run: {r.describe()}; its earlier rows {span(src[gone])} (steps "
                 f"{steps[gone].min():g} to {steps[gone].max():g}, logged again from row "
                 f"{r.row} on) are superseded by the segment the run continued from",
                 labels, order=float(min(labels)), superseded=True,
@@ -1059,12 +1059,12 @@ class Ladder:
             if gone:      # a rollback that repeats no step: its earlier rows are superseded
                 self.superseded[run] = [int(x) for x in src[gone]]
                 more += (f"; the rows it continued past, superseded by the later segment: "
-                         f"{_span(src[gone])}")
+                         f"{span(src[gone])}")
             self._warn(f"ladder {self.name!r}: run {run!r} was resumed: its step goes back "
                        f"{len(items)} time(s) in file order ({listed}{more}); sorted by step "
                        f"its segments interleave, so it is not one loss curve: curve laws "
                        f"(delphi complete) refuse it, and its last row by step may not be its "
-                       f"last checkpoint. {_restart_fix(items)}")
+                       f"last checkpoint. {restart_fix(items)}")
 
     @staticmethod
     def _check_duplicates(t: pd.DataFrame, key: list[str], codes: np.ndarray,
@@ -1154,7 +1154,7 @@ class Ladder:
             sign = "rises" if conv.drift > 0 else "falls"
             self._warn(
                 f"ladder {self.name!r}: the FLOP convention k = C/({n_label}) {sign} by "
-                f"{_percent(abs(conv.drift))} from the smallest to the largest rung (fitted trend over "
+                f"{percent(abs(conv.drift))} from the smallest to the largest rung (fitted trend over "
                 f"{conv.flops[0]:.3g}..{conv.flops[-1]:.3g} FLOPs; median {median:.3g}, range "
                 f"{conv.low:.3g}..{conv.high:.3g}); k by rung: {conv.describe()}. A count that "
                 f"includes attention or embedding FLOPs changes relative to 6·N·D with model "
@@ -1178,7 +1178,7 @@ class Ladder:
         if side == "below" and "flops" in t.columns:
             # If C is right, C / (6 N D) is the factor missing from D: a sequence length?
             k = float(np.nanmedian(t["flops"].to_numpy(float) / (FLOPS_PER_PARAM_TOKEN * n * tokens)))
-            near = [L for L in _SEQUENCE_LENGTHS if abs(k / L - 1) < 0.2]
+            near = [L for L in SEQUENCE_LENGTHS if abs(k / L - 1) < 0.2]
             hint = (f"; C / (6·N·D) is {k:.4g}, close to a sequence length of {near[0]}: the "
                     f"column likely counts sequences" if near else
                     f"; C / (6·N·D) is {k:.4g}: the column likely counts sequences or steps")
@@ -1333,7 +1333,7 @@ class Ladder:
             else:
                 b, last = float(best[k]), float(last_loss[k])
                 excluded.append(Exclusion(
-                    names[k], f"diverged: last loss {last:.4g} is {_percent(last / b - 1, 1)} above the "
+                    names[k], f"diverged: last loss {last:.4g} is {percent(last / b - 1, 1)} above the "
                               f"run's best {b:.4g}"))
         if out.all():
             reasons = "; ".join(f"{e.run}: {e.reason}" for e in excluded[:5])

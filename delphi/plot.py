@@ -38,11 +38,11 @@ import numpy as np
 from .analyses.backtest import Backtest
 from .curves import Completion
 from .law_inputs import ANNEALING_MOMENTUM, run_schedule
-from .errors import _OPTION, LadderError, LawError, TargetError, option
+from .errors import OPTION, LadderError, LawError, TargetError, option
 from .fitting import Fit
 from .forecast import Forecast, Target
 from .analyses.isoflop import EnvelopeResult, IsoflopResult
-from .analyses.isoflop.vertices import _window
+from .analyses.isoflop.vertices import vertex_window
 from .ladder import FLOPS_PER_PARAM_TOKEN, Ladder
 from .laws import CURVE_LAWS, HPARAM_LAWS
 from .schedules import features
@@ -131,7 +131,7 @@ def _warning_rank(text: str) -> int:
 def _protect_options(text: str) -> str:
     """``text`` with the spaces inside each ``api (CLI --flag)`` made non-breaking, so that
     wrapping never splits one (the command line rewrites the whole span to its flag)."""
-    return _OPTION.sub(lambda m: m.group(0).replace(" ", "\u00a0"), text)
+    return OPTION.sub(lambda m: m.group(0).replace(" ", "\u00a0"), text)
 
 
 def _fill(text: str, width: int) -> str:
@@ -203,7 +203,7 @@ def _short_reason(reason: str) -> str:
         spans.append(m.group(0))
         return f"\x00{chr(65 + len(spans) - 1)}\x00"      # no digits, no : ; (
 
-    head = re.split(r"[:;(]", _OPTION.sub(hold, reason), maxsplit=1)[0]
+    head = re.split(r"[:;(]", OPTION.sub(hold, reason), maxsplit=1)[0]
     head = re.sub(r"\s+", " ", re.sub(r"[-+]?\d[\d.e+-]*", "", head)).strip(" ,.")
     head = textwrap.shorten(head, 40, placeholder="…") if head else ""
     for i, span in enumerate(spans):
@@ -896,7 +896,7 @@ def _residual_panel(ax: "Axes", fit: Fit, x: str, ladder: Ladder | None,
     return extra
 
 
-def _label_extremes(ax: "Axes", xs, ys, names, k: int, gid: str = "residual-label") -> list:
+def label_extremes(ax: "Axes", xs, ys, names, k: int, gid: str = "residual-label") -> list:
     """Name the ``k`` points farthest from zero (in ``|y|``), largest first, each label at
     the first of a few offsets around its point (away from zero first) where it stays inside
     the axes and overlaps no label already placed; a label with no such place is left out
@@ -961,7 +961,7 @@ def plot_residuals(fit: Fit, *, ax: "Axes | None" = None, x: str = "flops",
     name = fit.extra.get("ladder") or "ladder"
     ax.set_title(f"{name}: residuals of the {fit.law.name} law, {fit.n_points} points "
                  f"(Huber δ = {fit.delta:g})", fontsize="medium")
-    _label_extremes(ax, _coordinates(fit, x), fit.residuals, fit.labels, labels)
+    label_extremes(ax, _coordinates(fit, x), fit.residuals, fit.labels, labels)
     _legend(ax, extra)
     if warnings:
         _note_box(ax, list(fit.warnings), under=_legend_below(ax))
@@ -1082,7 +1082,7 @@ def _budget_curve(method: str, window: int | None, params: np.ndarray, loss: np.
 
     order = np.argsort(params)
     u, y = np.log(params[order]), loss[order]
-    sel = _window(u, y, window)
+    sel = vertex_window(u, y, window)
     u, y = u[sel], y[sel]
     grid = np.linspace(u[0], u[-1], 200)
     if method == "akima":

@@ -541,25 +541,25 @@ def build_reference(ladders: Sequence, laws: Callable | None = None, *,
 def _frontier_runs(ladder) -> set[str] | None:
     """The runs of the ladder's compute frontier (the lowest loss of each budget), or None
     (every run) when the ladder has no compute."""
-    from .fitting.api import _compute_frontier
+    from .fitting.api import compute_frontier
     finals, _ = ladder.final_points()
     if "flops" not in finals.columns:
         return None
     finals = finals.dropna(subset=["flops"])
-    front, _, _ = _compute_frontier(finals)
+    front, _, _ = compute_frontier(finals)
     return set(front["run"].astype(str))
 
 
 def _frontier_span(ladder) -> float | None:
     """max / min of D/N over the ladder's compute frontier (None without N and D)."""
-    from .fitting.api import _compute_frontier
+    from .fitting.api import compute_frontier
     finals, _ = ladder.final_points()
     if not {"params", "tokens", "flops"} <= set(finals.columns):
         return None
     finals = finals.dropna(subset=["params", "tokens", "flops"])
     if not len(finals):
         return None
-    front, _, _ = _compute_frontier(finals)
+    front, _, _ = compute_frontier(finals)
     ratio = (front["tokens"] / front["params"]).to_numpy(float)
     return float(ratio.max() / ratio.min())
 

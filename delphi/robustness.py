@@ -28,7 +28,7 @@ import numpy as np
 
 from .errors import DelphiError, LawError
 from .fitting import Fit, fit_arrays
-from .fitting.api import _BUDGET_TOLERANCE
+from .fitting.api import BUDGET_TOLERANCE
 from .laws import CHECKPOINT_LAWS
 
 __all__ = ["OFF_TREND_SIGMAS", "OFF_TREND_MIN", "NONMONOTONE_MIN", "NonMonotone",
@@ -61,7 +61,7 @@ _SYMBOL = {"flops": "C", "params": "N", "tokens": "D"}
 # token count is for a fixed-data sweep (delphi.design.ONE_D). Budgets are larger only
 # beyond the 5% that makes one compute budget (delphi.fitting.api._BUDGET_TOLERANCE).
 _SAME_INPUT = 1.01
-_LARGER = {"flops": _BUDGET_TOLERANCE, "params": _SAME_INPUT, "tokens": _SAME_INPUT}
+_LARGER = {"flops": BUDGET_TOLERANCE, "params": _SAME_INPUT, "tokens": _SAME_INPUT}
 # Ladders up to this size test every rung; larger ones test the rungs furthest off the full
 # fit and the two compute ends (the rungs with the most leverage), to bound the refits.
 _TEST_ALL = 12
@@ -408,7 +408,7 @@ def held_inputs(ladder, result: Fit) -> dict[str, np.ndarray] | None:
     is held. None when nothing is held, or the ladder's finished runs cannot be read.
     """
     from .errors import LadderError
-    from .fitting.api import _HPARAM_COLUMNS
+    from .fitting.api import HPARAM_COLUMNS
 
     inputs = tuple(result.law.inputs)
     if result.law.name in CHECKPOINT_LAWS or inputs == ("flops",):
@@ -429,7 +429,7 @@ def held_inputs(ladder, result: Fit) -> dict[str, np.ndarray] | None:
     held: dict[str, np.ndarray] = {}
     if inputs == ("params",) and "tokens" in pts.columns:
         held["tokens"] = column("tokens")
-    cols = [c for c in _HPARAM_COLUMNS if c in pts.columns]
+    cols = [c for c in HPARAM_COLUMNS if c in pts.columns]
     if "peak_lr" not in cols and "lr" in pts.columns:
         cols.insert(0, "lr")
     cell_inputs = [np.asarray(result.x[k], float) for k in inputs if k in _MONOTONE_INPUTS]

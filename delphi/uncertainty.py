@@ -26,7 +26,7 @@ import numpy as np
 
 from .errors import DelphiError, FitError, FitWarning, user_stacklevel
 from .fitting import Fit
-from .fitting.engine import _check_design, global_search, prepare, safe_start
+from .fitting.engine import check_design, global_search, prepare, safe_start
 from .fitting.refit import refine_batch, refine_one, weighted_objective
 from .fitting.objective import Problem
 
@@ -323,7 +323,7 @@ MAX_DRAWS = 1_000_000
 # Every CHECK_EVERY-th draw (from a seeded offset) also runs the global search, to check
 # that the warm start found the resample's optimum; a larger share worse than this warns.
 CHECK_EVERY = 25
-_WORSE_RTOL = 1e-9
+WORSE_RTOL = 1e-9
 _WORSE_WARN = 0.02
 # Draws per batch: fixed by the problem's size alone, so a draw's result never depends on
 # the number of workers.
@@ -347,7 +347,7 @@ def _draw_weights(names: np.ndarray, inverse: np.ndarray,
     return counts[inverse]
 
 
-def _design_failure(prep, w: np.ndarray) -> str:
+def design_failure(prep, w: np.ndarray) -> str:
     """Why a resample cannot be fitted ("" when it can): too few distinct points, or an
     input that no longer varies (the same checks as the full fit)."""
     keep = w > 0
@@ -355,7 +355,7 @@ def _design_failure(prep, w: np.ndarray) -> str:
         return (f"resample has {int(keep.sum())} distinct point(s) for {len(prep.free)} free "
                 f"parameters")
     try:
-        _check_design(prep.law, {k: v[keep] for k, v in prep.x.items()
+        check_design(prep.law, {k: v[keep] for k, v in prep.x.items()
                                  if isinstance(v, np.ndarray) and v.shape == w.shape},
                       prep.y[keep], [prep.labels[i] for i in np.flatnonzero(keep)], prep.free,
                       prep.fixed, prep.bounds)
@@ -364,7 +364,7 @@ def _design_failure(prep, w: np.ndarray) -> str:
     return ""
 
 
-def _resample_optimum(prep, w: np.ndarray, seed: int) -> np.ndarray:
+def resample_optimum(prep, w: np.ndarray, seed: int) -> np.ndarray:
     """Internal optimum of one resample by the global search (dense screen, then L-BFGS-B
     from its two best distinct points), the points repeated by their multiplicity."""
     idx = np.repeat(np.arange(len(w)), w.astype(int))
@@ -386,7 +386,7 @@ def _bootstrap_block(job) -> list[tuple[dict[str, float] | None, str, int]]:
     prep = prepare(law, x, y, labels=labels, fixed=fixed, bounds=bounds, delta=delta)
     problem = prep.problem
     z0 = safe_start(problem, params, prep.ibounds)
-    failures = [_design_failure(prep, w) for w in weights]
+    failures = [design_failure(prep, w) for w in weights]
     ok = np.array([not f for f in failures])
     out: list[tuple[dict[str, float] | None, str, int]] = [(None, f, -1) for f in failures]
     if not ok.any():
@@ -408,13 +408,13 @@ def _bootstrap_block(job) -> list[tuple[dict[str, float] | None, str, int]]:
         code = -1
         if checked[b]:
             try:
-                zg = _resample_optimum(prep, weights[b], seed)
+                zg = resample_optimum(prep, weights[b], seed)
                 obj_g = float(weighted_objective(problem, zg, weights[b])[0])
             except DelphiError:  # the global search found nothing: nothing to compare with
                 zg, obj_g = None, math.inf
             code = 0
             if zg is not None and np.isfinite(obj_g) and (
-                    not np.isfinite(obj) or obj > obj_g * (1 + _WORSE_RTOL)):
+                    not np.isfinite(obj) or obj > obj_g * (1 + WORSE_RTOL)):
                 code = 1
                 z, obj = zg, obj_g
         if not np.isfinite(obj):

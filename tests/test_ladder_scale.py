@@ -12,7 +12,7 @@ import pytest
 
 import delphi
 from delphi.errors import LadderError, LadderWarning
-from delphi.fitting.api import _compute_frontier, _dominated
+from delphi.fitting.api import compute_frontier, _dominated
 from delphi.ladder import Ladder
 from delphi.laws import get_law
 
@@ -201,7 +201,7 @@ def test_dominated_agrees_with_the_quadratic_reference(seed):
 def test_compute_frontier_keeps_the_lowest_loss_of_each_budget():
     pts = pd.DataFrame({"run": list("abcdef"), "flops": [1e18, 1.04e18, 1.06e18, 3e18, 3.1e18, 9e18],
                         "loss": [3.0, 2.9, 3.1, 2.8, 2.7, 2.5]})
-    best, excluded, notes = _compute_frontier(pts)
+    best, excluded, notes = compute_frontier(pts)
     assert best["run"].tolist() == ["b", "c", "e", "f"]
     assert [(e.run, e.reason) for e in excluded] == [
         ("a", "isoFLOP point: not the lowest loss of its compute budget (~1e+18 FLOPs)"),

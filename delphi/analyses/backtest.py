@@ -17,11 +17,11 @@ import pandas as pd
 
 from ..errors import DelphiError, FitError, FitWarning, LadderError, option, user_stacklevel
 from ..fitting import DEFAULT_DELTA, Fit, fit
-from ..fitting.api import _compute_frontier
+from ..fitting.api import compute_frontier
 from ..law_inputs import budget_labels, lr_ratio, rows_inputs
 from ..ladder import Ladder
 from ..laws import Law, get_law
-from ..uncertainty import (_WORSE_RTOL, CHECK_EVERY, DEFAULT_LEVEL, bootstrap,
+from ..uncertainty import (WORSE_RTOL, CHECK_EVERY, DEFAULT_LEVEL, bootstrap,
                           bootstrap_interval, delta_interval)
 
 __all__ = ["Backtest", "BacktestRow", "backtest", "PrefixFits", "PrefixStep", "prefix_fits",
@@ -151,7 +151,7 @@ def _fold_fit(job) -> tuple[Fit, int, object, str]:
         if checked:
             glob = fit(train, law, **settings)
             worse = (glob.n_points != result.n_points
-                     or result.objective > glob.objective * (1 + _WORSE_RTOL))
+                     or result.objective > glob.objective * (1 + WORSE_RTOL))
             result, code = (glob, 1) if worse else (result, 0)
     draws, note = None, ""
     if boot is not None:
@@ -213,7 +213,7 @@ def backtest(ladder: Ladder, law: str | Law, *, fit_max_flops: float | None = No
         # A law of C describes the compute-optimal frontier only: the other sizes of an
         # isoFLOP budget sit above it by design, and scoring them would report misses and
         # "outside" marks that say nothing about the law (as compare and calibrate do).
-        scored, _, _ = _compute_frontier(finals)
+        scored, _, _ = compute_frontier(finals)
     if fit_max_flops is not None:
         above = finals[finals["flops"] > fit_max_flops * (1 + 1e-9)]
         held = above[above["run"].isin(scored["run"])]

@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import DelphiError, FitError, FitWarning, NotFittedError, TargetError, user_stacklevel
-from ..ladder import Exclusion, Ladder, _percent
+from ..ladder import Exclusion, Ladder, percent
 from ..laws import CHECKPOINT_LAWS, Law, get_law
 from ..law_inputs import law_points
 from .engine import DEFAULT_DELTA, fit_arrays
@@ -74,9 +74,9 @@ def _trend_reason(loss: float, log_ratio: float) -> str:
     """The reason of a trend exclusion: ``log_ratio`` is log(observed / predicted)."""
     ratio = math.expm1(min(log_ratio, 700.0))  # L_obs / L_pred - 1
     if ratio > 0:
-        return (f"diverged: loss {loss:.4g} is {_percent(ratio)} above the trend of the other "
+        return (f"diverged: loss {loss:.4g} is {percent(ratio)} above the trend of the other "
                 f"runs; not fitted")
-    return (f"far below the trend: loss {loss:.4g} is {_percent(-ratio)} below what the other "
+    return (f"far below the trend: loss {loss:.4g} is {percent(-ratio)} below what the other "
             f"runs predict (another unit, such as bits per byte in a nats ladder, or another "
             f"setup?); not fitted")
 
@@ -107,7 +107,7 @@ def _dominated(pts: pd.DataFrame, law: Law, threshold: float) -> dict[int, str]:
     the lowest-loss run (first in table order on ties) among the others having every input at
     most its own (x 1 + 1e-9). Sub-quadratic: O(n log n) for one input (sort and running
     minimum), O(n log^2 n) for two (a dominance sweep, see :func:`_lowest_below`); other
-    cases compare in blocks of rows. :func:`fit` applies it through :func:`_screen_dominated`
+    cases compare in blocks of rows. :func:`fit` applies it through :func:`screen_dominated`
     (capped), and keeps no flag whose yardstick is itself off the trend.
     """
     idx, ref = _dominance_pairs(pts, law, threshold)
@@ -154,12 +154,12 @@ def _dominance_reasons(pts: pd.DataFrame, law: Law, idx: np.ndarray,
     losses = np.exp(y[idx]).tolist()
     excess = (np.exp(y[idx] - y[ref]) - 1).tolist()
     inputs = " or ".join(cols)
-    return {int(i): (f"diverged or mis-tuned: loss {loss:.4g} is {_percent(up)} above that of run "
+    return {int(i): (f"diverged or mis-tuned: loss {loss:.4g} is {percent(up)} above that of run "
                      f"{run!r}, which had no more {inputs}; not fitted")
             for i, loss, up, run in zip(idx, losses, excess, runs)}
 
 
-def _screen_dominated(pts: pd.DataFrame, law: Law, threshold: float, cap: int
+def screen_dominated(pts: pd.DataFrame, law: Law, threshold: float, cap: int
                       ) -> tuple[dict[int, str], dict[int, int], list[int]]:
     """The dominance screen of :func:`fit`: :func:`_dominated`, capped.
 
@@ -304,17 +304,17 @@ def _lowest_below_blocks(x: np.ndarray, y: np.ndarray, *, cells: int = 1 << 22) 
 
 
 # Runs whose compute agrees within this factor share a budget (an isoFLOP design).
-_BUDGET_TOLERANCE = 1.05
+BUDGET_TOLERANCE = 1.05
 # Hyperparameter columns that tell repeated seeds (all equal) from a sweep at one size and
 # budget; ``lr`` (the logged LR) only stands in when there is no ``peak_lr``.
-_HPARAM_COLUMNS = ("peak_lr", "learning_rate", "batch_size", "warmup", "warmup_steps",
+HPARAM_COLUMNS = ("peak_lr", "learning_rate", "batch_size", "warmup", "warmup_steps",
                    "weight_decay", "beta1", "beta2", "optimizer", "schedule")
 
 
 def _hparam_configs(rows: pd.DataFrame) -> tuple[list[str], list[tuple]]:
     """(hyperparameter columns that vary, one hashable config per row), values rounded to 6
     significant digits so float noise in a logged value does not split a config."""
-    cols = [c for c in _HPARAM_COLUMNS if c in rows.columns]
+    cols = [c for c in HPARAM_COLUMNS if c in rows.columns]
     if "peak_lr" not in cols and "lr" in rows.columns:
         cols.insert(0, "lr")
 
@@ -330,7 +330,7 @@ def _hparam_configs(rows: pd.DataFrame) -> tuple[list[str], list[tuple]]:
     return varying, [tuple(keys[c][i] for c in varying) for i in range(len(rows))]
 
 
-def _compute_frontier(pts: pd.DataFrame) -> tuple[pd.DataFrame, list[Exclusion], list[str]]:
+def compute_frontier(pts: pd.DataFrame) -> tuple[pd.DataFrame, list[Exclusion], list[str]]:
     """For a compute-only law: the lowest-loss run of each compute budget.
 
     A power law in C describes the compute-optimal frontier; the other runs of an isoFLOP
@@ -349,7 +349,7 @@ def _compute_frontier(pts: pd.DataFrame) -> tuple[pd.DataFrame, list[Exclusion],
     ids = np.empty(len(c), dtype=np.int64)
     budget, start = 0, 0
     while start < len(c):   # one step per budget: it ends at the first run > its first x 1.05
-        end = int(np.searchsorted(c, c[start] * _BUDGET_TOLERANCE, side="right"))
+        end = int(np.searchsorted(c, c[start] * BUDGET_TOLERANCE, side="right"))
         budget += 1
         ids[start:end] = budget
         start = end
@@ -362,7 +362,7 @@ def _compute_frontier(pts: pd.DataFrame) -> tuple[pd.DataFrame, list[Exclusion],
         n = order["params"].to_numpy(float)
         span = (pd.Series(n).groupby(ids).max() / pd.Series(n).groupby(ids).min()).to_numpy()
         sizes = pd.Series(ids).groupby(ids).size().to_numpy()
-        seeds = (sizes > 1) & (span <= _BUDGET_TOLERANCE)
+        seeds = (sizes > 1) & (span <= BUDGET_TOLERANCE)
         sweep_out: list[Exclusion] = []
         n_seed = n_sweep = 0
         next_id = 1
@@ -392,7 +392,7 @@ def _compute_frontier(pts: pd.DataFrame) -> tuple[pd.DataFrame, list[Exclusion],
             next_id += len(idx)
             order = order.drop(index=rows.index[~keep])
         if n_seed:
-            known = any(c in order.columns for c in _HPARAM_COLUMNS + ("lr",))
+            known = any(c in order.columns for c in HPARAM_COLUMNS + ("lr",))
             notes.append(f"{n_seed} compute budget(s) hold runs of one model size "
                          + ("with equal hyperparameters" if known else
                             "and the ladder has no hyperparameter column (peak_lr, "
@@ -401,7 +401,7 @@ def _compute_frontier(pts: pd.DataFrame) -> tuple[pd.DataFrame, list[Exclusion],
                            "are fitted")
         if n_sweep:
             notes.append(f"{n_sweep} compute budget(s) hold runs of one model size that differ "
-                         f"in {', '.join(c for c in _HPARAM_COLUMNS + ('lr',) if c in swept)} (a "
+                         f"in {', '.join(c for c in HPARAM_COLUMNS + ('lr',) if c in swept)} (a "
                          f"hyperparameter sweep, not seeds): each keeps its best-tuned run(s) "
                          f"(lowest loss), {len(sweep_out)} mis-tuned run(s) excluded")
     else:
@@ -527,11 +527,11 @@ def fit(ladder: Ladder, law: str | Law, *, fixed: Mapping[str, float] | None = N
         frontier_out: list[Exclusion] = []
         frontier_notes: list[str] = []
         if law.inputs == ("flops",):
-            work, frontier_out, frontier_notes = _compute_frontier(work)
+            work, frontier_out, frontier_notes = compute_frontier(work)
         if not n_screened:
             n_screened = len(work)
             cap = screen_cap(n_screened)
-        dom, witness, dom_refused = ((_screen_dominated(work, law, divergence_threshold, cap))
+        dom, witness, dom_refused = ((screen_dominated(work, law, divergence_threshold, cap))
                                      if screen else ({}, {}, []))
         if cleared:
             dom = {i: why for i, why in dom.items() if work["run"].iloc[i] not in cleared}
@@ -551,7 +551,7 @@ def fit(ladder: Ladder, law: str | Law, *, fixed: Mapping[str, float] | None = N
             flops_of = dict(zip(base["run"], base["flops"].to_numpy(float)))
             budgets = np.array([flops_of[e.run] for e in frontier_out])
             leaned |= {r for r in new if np.any(np.abs(np.log(budgets / flops_of[r]))
-                                                <= math.log(_BUDGET_TOLERANCE))}
+                                                <= math.log(BUDGET_TOLERANCE))}
         if leaned & set(new):
             continue
         if not witness:
@@ -664,7 +664,7 @@ def _screen_warnings(work: pd.DataFrame, law: Law, threshold: float | None, cap:
         names = work["run"].iloc[dom_refused].tolist()
         inputs = " or ".join(c for c in law.inputs if c in ("flops", "params", "tokens"))
         out.append(f"the outlier screens stop: {len(names)} runs would be excluded as diverged "
-                   f"or mis-tuned, each more than {_percent(math.expm1(threshold), 1)} above a run "
+                   f"or mis-tuned, each more than {percent(math.expm1(threshold), 1)} above a run "
                    f"with no more {inputs} ({_listed(names)}); that is {rule}")
     if trend_refused:
         out.append(f"the outlier screens stop: more than {cap} runs would be excluded as "

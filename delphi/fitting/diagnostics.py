@@ -384,7 +384,7 @@ class _Profiler:
         (IRLS curvature) still promises; otherwise L-BFGS-B finishes it (a close call, or a
         flat valley where BFGS is slow) when ``finish``, else the capped value (an upper
         bound) is returned."""
-        from .engine import _internal_bounds, _start_vector, safe_start
+        from .engine import internal_bounds, start_vector, safe_start
         from .refit import refine_batch, refine_one
         from .search import screen
 
@@ -394,7 +394,7 @@ class _Profiler:
                           free=free, fixed=fixed)
         if not free:
             return problem.objective(np.zeros(0)) - self.best, dict(fixed)
-        ibounds = _internal_bounds(problem, self.bounds)
+        ibounds = internal_bounds(problem, self.bounds)
         z0 = []
         y = np.asarray(self.fit.y, float)
         n_lin = len(problem.free_lin)
@@ -410,7 +410,7 @@ class _Profiler:
                 continue
             obj, coefs = screen(problem, z[n_lin:][None, :], y)
             if np.isfinite(obj[0]):
-                z0.append(_start_vector(problem, z[n_lin:], coefs[0], y, ibounds))
+                z0.append(start_vector(problem, z[n_lin:], coefs[0], y, ibounds))
         if not z0:
             return math.inf, None
         z0 = np.stack(z0)

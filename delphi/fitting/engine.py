@@ -111,7 +111,7 @@ def _unidentified(law: Law, names: Sequence[str], free: Sequence[str]) -> list[s
     return []
 
 
-def _check_design(law: Law, x: Mapping[str, np.ndarray], y: np.ndarray, labels: Sequence[str],
+def check_design(law: Law, x: Mapping[str, np.ndarray], y: np.ndarray, labels: Sequence[str],
                   free: Sequence[str], fixed: Mapping[str, float],
                   bounds: Mapping[str, tuple[float, float]]) -> None:
     n_free = len(free)
@@ -156,7 +156,7 @@ def _search_ranges(law: Law, problem: Problem, bounds: Mapping[str, tuple[float,
     return ranges
 
 
-def _internal_bounds(problem: Problem, bounds: Mapping[str, tuple[float, float]]):
+def internal_bounds(problem: Problem, bounds: Mapping[str, tuple[float, float]]):
     out = []
     for i in problem.free_lin:
         lo, hi = bounds[problem.lin_names[i]]
@@ -167,7 +167,7 @@ def _internal_bounds(problem: Problem, bounds: Mapping[str, tuple[float, float]]
     return out
 
 
-def _start_vector(problem: Problem, theta: np.ndarray, c: np.ndarray, y: np.ndarray,
+def start_vector(problem: Problem, theta: np.ndarray, c: np.ndarray, y: np.ndarray,
                   ibounds) -> np.ndarray:
     """Internal start from a scanned point; a zero coefficient starts tiny but positive."""
     gamma = np.empty(len(c))
@@ -202,7 +202,7 @@ def safe_start(problem: Problem, values: Mapping[str, float], ibounds) -> np.nda
     if not np.all(np.isfinite(z[k:])):
         raise FitError("a warm start needs finite values of the non-linear parameters")
     theta = z[k:]
-    return _start_vector(problem, theta, np.where(np.isfinite(z[:k]), np.exp(z[:k]), 0.0),
+    return start_vector(problem, theta, np.where(np.isfinite(z[:k]), np.exp(z[:k]), 0.0),
                          np.exp(problem.log_y), ibounds)
 
 
@@ -412,10 +412,10 @@ def prepare(law, x, y, *, labels=None, fixed=None, bounds=None, delta=DEFAULT_DE
             raise FitError(f"input {name!r} has shape {arr.shape}, losses have {y.shape}")
     fixed, all_bounds = _resolve(law, fixed, bounds)
     free = tuple(p.name for p in law.params if p.name not in fixed)
-    _check_design(law, xa, y, labels, free, fixed, all_bounds)
+    check_design(law, xa, y, labels, free, fixed, all_bounds)
     problem = Problem(law=law, x=xa, log_y=np.log(y), delta=float(delta), free=free, fixed=fixed)
     return Prepared(law=law, problem=problem, x=xa, y=y, labels=labels, fixed=fixed,
-                    bounds=all_bounds, ibounds=_internal_bounds(problem, all_bounds), free=free)
+                    bounds=all_bounds, ibounds=internal_bounds(problem, all_bounds), free=free)
 
 
 #: Above four times this many points the dense screen and the first descent of every start
@@ -506,7 +506,7 @@ def global_search(prep: Prepared, *, seed: int = 0, starts: int = _REFINE_STARTS
     if not chosen:
         raise FitError(f"law {law.name!r} cannot represent these losses anywhere in its "
                        f"search range (every candidate gives a non-positive prediction)")
-    z0 = np.stack([_start_vector(sp, thetas[i], coefs[i], sy, ibounds) for i in chosen])
+    z0 = np.stack([start_vector(sp, thetas[i], coefs[i], sy, ibounds) for i in chosen])
     results = _descend(sp, z0, ibounds)
     if not big:
         return results

@@ -27,7 +27,7 @@ import pandas as pd
 
 from .._files import describe_not_a_file
 from ..errors import LadderError, LadderWarning
-from ..ladder import (CANONICAL_COLUMNS, LOSS_LIKE, Exclusion, Ladder, _non_numeric_cells,
+from ..ladder import (CANONICAL_COLUMNS, LOSS_LIKE, Exclusion, Ladder, non_numeric_cells,
                       columns_found, user_stacklevel)
 
 __all__ = ["SourceTable", "ColumnDefault", "resolve_paths", "read_file", "read_json_lines",
@@ -219,7 +219,7 @@ def _text_columns(names, text_columns: Sequence[str]) -> dict:
 
 # Leading bytes of compressed and binary files, so a misnamed one is named for what it is
 # instead of failing as "invalid UTF-8".
-_MAGIC = ((b"\x1f\x8b", "compressed (gzip)"), (b"BZh", "compressed (bzip2)"),
+MAGIC = ((b"\x1f\x8b", "compressed (gzip)"), (b"BZh", "compressed (bzip2)"),
           (b"\xfd7zXZ\x00", "compressed (xz)"), (b"\x28\xb5\x2f\xfd", "compressed (zstd)"),
           (b"PK\x03\x04", "compressed (zip)"), (b"PAR1", "a Parquet file"))
 #: Suffix of a compressed tidy file read transparently (``runs.csv.gz``, ``runs.jsonl.gz``).
@@ -263,7 +263,7 @@ def sniff_content(path: Path, fmt: str) -> bool:
     if wide:
         raise LadderError(f"cannot read {path} as {fmt}: the file is {wide} text; save it as "
                           f"UTF-8")
-    for magic, what in _MAGIC:
+    for magic, what in MAGIC:
         if head.startswith(magic):
             if what.endswith("(gzip)"):
                 fix = f"rename it {path.name}{GZIP_SUFFIX} to have it read as is"
@@ -289,7 +289,7 @@ def _not_utf8(path: Path, gz: bool) -> LadderError:
     return LadderError(f"{path}: not UTF-8 text; save the file as UTF-8")
 
 
-def _json_kind(value) -> str:
+def json_kind(value) -> str:
     """What a parsed JSON value is, for messages: "null", "an array", "a number", ..."""
     if value is None:
         return "null"
@@ -411,7 +411,7 @@ def read_json_lines(path: Path, *, gz: bool = False, what: str = "a JSON object 
                                                            for r in record[:1]):
                 raise LadderError(array_hint)
             raise LadderError(f"{path}, line {lineno}: expected {what}, got "
-                              f"{_json_kind(record)}")
+                              f"{json_kind(record)}")
     if twice:
         for lineno, line in numbered:
             pairs_twice: list[str] = []
@@ -705,7 +705,7 @@ def has_non_numbers(series: pd.Series) -> bool:
     """Whether ``series`` holds a boolean (a bool column, or a JSON ``true`` among numbers) or
     a date or duration: pandas would read them as 1.0/0.0 or nanoseconds, but they are not
     measurements (the ladder names each such cell)."""
-    return _non_numeric_cells(series) is not None
+    return non_numeric_cells(series) is not None
 
 
 def drop_missing_metric(table: SourceTable, *, what: str = "sparse W&B history") -> None:

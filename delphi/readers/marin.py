@@ -16,7 +16,7 @@ from typing import Mapping
 import pandas as pd
 
 from ..errors import LadderError
-from ._common import (SourceTable, _json_kind, canonicalize, drop_missing_metric,
+from ._common import (SourceTable, json_kind, canonicalize, drop_missing_metric,
                       read_json_lines, resolve_paths)
 from .wandb import LEVANTER_COLUMNS
 
@@ -47,7 +47,7 @@ def _records(path: Path) -> list[dict]:
 
 
 def _kind(value) -> str:
-    return "missing" if value is None else _json_kind(value)
+    return "missing" if value is None else json_kind(value)
 
 
 def read_marin(path: str | Path, *, columns: Mapping[str, str] | None = None,

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import IO, Mapping
 
 from ..errors import LadderError
-from ._common import (_MAGIC, GZIP_SUFFIX, InMemoryFile, SourceTable, canonicalize,
+from ._common import (MAGIC, GZIP_SUFFIX, InMemoryFile, SourceTable, canonicalize,
                       concat_files, read_file, resolve_paths)
 
 __all__ = ["read_csv", "read_parquet", "read_jsonl", "read_table", "read_stream", "FORMATS",
@@ -107,7 +107,7 @@ def stream_bytes(stream: IO | None, fmt: str = "csv", *, label: str = STDIN_LABE
             raise LadderError(f"{label} is not a Parquet file (no PAR1 magic number); for a "
                               f"text table give --format csv or --format jsonl")
     else:
-        for magic, what in _MAGIC:
+        for magic, what in MAGIC:
             if data.startswith(magic):
                 fix = ("give --format parquet" if what == "a Parquet file" else
                        "decompress it before piping it (gzip is read as is)")

@@ -217,43 +217,43 @@ def _loads(line: bytes):
         return None
 
 
-class _Problem(Exception):
+class Problem(Exception):
     def __init__(self, message: str, id: str | None):
         super().__init__(message)
         self.message, self.id = message, id
 
 
-def _check_line(line: bytes, raw, prev: str) -> Entry:
-    """The entry on ``line`` if it is intact and follows ``prev``; else raises _Problem."""
+def check_line(line: bytes, raw, prev: str) -> Entry:
+    """The entry on ``line`` if it is intact and follows ``prev``; else raises Problem."""
     rid = raw.get("id") if isinstance(raw, dict) else None
     rid = rid if isinstance(rid, str) else _guess_id(line)
     if not line.strip():
-        raise _Problem("is empty", None)
+        raise Problem("is empty", None)
     if raw is None:
-        raise _Problem(line_problem(line), rid)
+        raise Problem(line_problem(line), rid)
     if not isinstance(raw, dict):
-        raise _Problem("is not a JSON object", rid)
+        raise Problem("is not a JSON object", rid)
     declared = raw.get("hash")
     try:
         actual = entry_hash(raw)
     except RegistryError:
-        raise _Problem("holds a non-finite number (NaN or infinity)", rid) from None
+        raise Problem("holds a non-finite number (NaN or infinity)", rid) from None
     if declared != actual:
-        raise _Problem("is altered: its content does not match its hash", rid)
+        raise Problem("is altered: its content does not match its hash", rid)
     try:
         entry = Entry.model_validate_json(line)
     except ValidationError as exc:
-        raise _Problem(validation_message(exc, "entry"), rid) from None
+        raise Problem(validation_message(exc, "entry"), rid) from None
     # Compare with the canonical form of what was read (not of the model's dump), so files
     # written before an optional field was added keep verifying.
     if canonical_json(raw).encode("ascii") != line:
-        raise _Problem("is not in canonical form (whitespace, key order or number format "
+        raise Problem("is not in canonical form (whitespace, key order or number format "
                        "changed)", rid)
     if entry.signature is not None:
         from .signing import fingerprint, signature_valid
 
         if not signature_valid(raw):
-            raise _Problem(f"has a signature that does not verify with the key it names "
+            raise Problem(f"has a signature that does not verify with the key it names "
                            f"({fingerprint(entry.signature.key)}): the entry was altered after "
                            f"it was signed, or the signature is forged", rid)
     return entry
@@ -317,8 +317,8 @@ def verify_bytes(data: bytes, path: str | Path, expect_head: str | None = None,
 
     for i, (line, raw) in enumerate(zip(lines, raws), 1):
         try:
-            entry = _check_line(line, raw, prev)
-        except _Problem as p:
+            entry = check_line(line, raw, prev)
+        except Problem as p:
             rid = p.id
             if rid is None and raw is None and i < len(lines) and raws[i] is None:
                 rid = _guess_id(lines[i])  # a newline inserted into an entry splits it in two
@@ -357,10 +357,10 @@ def verify_bytes(data: bytes, path: str | Path, expect_head: str | None = None,
     n = len(lines)
     if tail:
         try:
-            entry = _check_line(tail, _loads(tail), prev)
+            entry = check_line(tail, _loads(tail), prev)
             # Complete only if the API could have written it there; otherwise it is removed.
             complete = entry.prev_hash == prev and rules.problem(entry, n + 1) is None
-        except _Problem:
+        except Problem:
             entry, complete = None, False
         what = ("is a complete entry missing its final newline (an interrupted append); "
                 "repair completes it" if complete else

@@ -20,7 +20,7 @@ from pydantic import ValidationError
 from .._files import describe_not_a_file, read_regular_file
 from .._files import reason as _reason
 from ..errors import RegistryError
-from .chain import (_Problem, _check_line, VerifyReport, line_problem, normalized, split_lines,
+from .chain import (Problem, check_line, VerifyReport, line_problem, normalized, split_lines,
                     verify_bytes)
 from .invariants import (ACCURACY_UNIT, FUTURE_TOLERANCE, LOSS_RANGE, MAX_ID_LENGTH,
                          ChainRules, check_forecast_values)
@@ -702,8 +702,8 @@ class Registry:
                                     f"written. Run `delphi registry verify --registry {self.path}`") from None
             # Never extend a broken chain: an append would bless the tampered history.
             try:
-                entry = _check_line(line, raw, state.last_hash)
-            except _Problem as problem:
+                entry = check_line(line, raw, state.last_hash)
+            except Problem as problem:
                 raise RegistryError(f"{self.path}: line {i + 1} (id {rid}) {problem.message}; "
                                     f"nothing was written. Run `delphi registry verify "
                                     f"--registry {self.path}`") from None

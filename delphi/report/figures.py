@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Sequence
 import numpy as np
 
 from ..ladder import FLOPS_PER_PARAM_TOKEN
-from ..plot import _label_extremes
+from ..plot import label_extremes
 
 if TYPE_CHECKING:  # pragma: no cover
     from matplotlib.figure import Figure
@@ -146,7 +146,7 @@ def residual_figure(fit: "Fit") -> "Figure":
     ax.grid(True, alpha=0.3)
     # Name only the few largest residuals, where no two labels collide; the table under the
     # figure names every point.
-    _label_extremes(ax, xs, r, fit.labels, LABELLED)
+    label_extremes(ax, xs, r, fit.labels, LABELLED)
     return fig
 
 

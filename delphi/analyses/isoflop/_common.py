@@ -18,37 +18,37 @@ BOOTSTRAPS = ("resample", "noise", "none")
 FLAGS = ("edge", "outside", "off-centre", "asymmetric", "no-minimum", "too few sizes",
          "unstable", "wide", "tied", "duplicates")
 #: Flags that leave a budget out of the power-law fit.
-_EXCLUDING = ("outside", "no-minimum", "too few sizes")
+EXCLUDING = ("outside", "no-minimum", "too few sizes")
 
-_MIN_SIZES = {"parabola": 3, "cubic": 4, "akima": 3}
-_AKIMA_REFINE = 25                 # grid points per sampled interval (Porian et al.'s code)
-_CENTRAL = (0.25, 0.75)            # vertex position in the sampled ln N range: central half
-_ASYMMETRY = 0.5                   # fewer than half as many sizes on one side: asymmetric
-_SD_FLOOR_FACTOR = 0.33            # Porian et al.'s min_std_factor
-_MAX_LISTED = 6
-_WIDE = 8.0                        # sizes beyond 8x of the vertex: too wide for a polynomial
-_DRIFT = 2.0                       # centre/vertex ratio changing > 2x across budgets: drift
-_TIE_MIN = 3                       # this many equal losses in a budget: tied or quantised
+MIN_SIZES = {"parabola": 3, "cubic": 4, "akima": 3}
+AKIMA_REFINE = 25                 # grid points per sampled interval (Porian et al.'s code)
+CENTRAL = (0.25, 0.75)            # vertex position in the sampled ln N range: central half
+ASYMMETRY = 0.5                   # fewer than half as many sizes on one side: asymmetric
+SD_FLOOR_FACTOR = 0.33            # Porian et al.'s min_std_factor
+MAX_LISTED = 6
+WIDE = 8.0                        # sizes beyond 8x of the vertex: too wide for a polynomial
+DRIFT = 2.0                       # centre/vertex ratio changing > 2x across budgets: drift
+TIE_MIN = 3                       # this many equal losses in a budget: tied or quantised
 
 
 # ------------------------------------------------------------------------------- helpers
-_jsonable = jsonable
+as_jsonable = jsonable
 
 
-def _g(value: float, digits: int = 4) -> str:
+def fmt_g(value: float, digits: int = 4) -> str:
     return "-" if value is None or not math.isfinite(value) else f"{value:.{digits}g}"
 
 
-def _count(n: int, noun: str) -> str:
+def count_of(n: int, noun: str) -> str:
     """``"1 size"``, ``"3 sizes"``."""
     return f"{n} {noun}" + ("" if n == 1 else "s")
 
 
-def _interval_text(iv: tuple[float, float] | None, digits: int = 3) -> str:
-    return "" if iv is None else f"[{_g(iv[0], digits)}, {_g(iv[1], digits)}]"
+def interval_text(iv: tuple[float, float] | None, digits: int = 3) -> str:
+    return "" if iv is None else f"[{fmt_g(iv[0], digits)}, {fmt_g(iv[1], digits)}]"
 
 
-def _listed(kind: str, items: list[str], limit: int = 12) -> list[str]:
+def listed_names(kind: str, items: list[str], limit: int = 12) -> list[str]:
     """Report lines ``"kind       item"``, at most ``limit`` of them plus a count of the rest
     (``to_dict`` keeps them all)."""
     lines = [f"{kind:<10} {item}" for item in items[:limit]]
@@ -57,14 +57,14 @@ def _listed(kind: str, items: list[str], limit: int = 12) -> list[str]:
     return lines
 
 
-def _check_level(level: float) -> float:
+def check_level(level: float) -> float:
     level = float(level)
     if not 0 < level < 1:
         raise FitError(f"interval level must be in (0, 1), got {level}")
     return level
 
 
-def _percentiles(values: np.ndarray, level: float) -> tuple[float, float] | None:
+def percentiles(values: np.ndarray, level: float) -> tuple[float, float] | None:
     values = values[np.isfinite(values)]
     if values.size < 2:
         return None

@@ -9,9 +9,9 @@ import numpy as np
 
 from ...errors import FitError, LadderError
 from ...ladder import Exclusion, Ladder
-from ._common import _jsonable, _listed
+from ._common import as_jsonable, listed_names
 from .power_law import PowerLaw, fit_power_law
-from .approach2 import _optimal
+from .approach2 import optimal_point
 
 
 # ------------------------------------------------------------------------------- approach 1
@@ -37,7 +37,7 @@ class EnvelopePoint:
 
     def to_dict(self) -> dict:
         """JSON-ready fields."""
-        return _jsonable(dict(self.__dict__))
+        return as_jsonable(dict(self.__dict__))
 
 
 @dataclass(frozen=True)
@@ -69,11 +69,11 @@ class EnvelopeResult:
         TargetError
             ``flops`` not positive and finite.
         """
-        return _optimal(self.params_law, self.tokens_law, flops)
+        return optimal_point(self.params_law, self.tokens_law, flops)
 
     def to_dict(self) -> dict:
         """JSON-ready summary."""
-        return _jsonable({
+        return as_jsonable({
             "approach": self.approach, "ladder": self.ladder, "settings": self.settings,
             "params_law": self.params_law.to_dict(), "tokens_law": self.tokens_law.to_dict(),
             "points": [p.to_dict() for p in self.points], "warnings": list(self.warnings),
@@ -89,8 +89,8 @@ class EnvelopeResult:
                  f"{len(winners)} distinct winning runs",
                  f"params     {self.params_law.report()}",
                  f"tokens     {self.tokens_law.report()}"]
-        lines += _listed("excluded", [f"{e.run}: {e.reason}" for e in self.exclusions])
-        lines += _listed("warning", list(self.warnings))
+        lines += listed_names("excluded", [f"{e.run}: {e.reason}" for e in self.exclusions])
+        lines += listed_names("warning", list(self.warnings))
         return "\n".join(lines)
 
     def __str__(self) -> str:

@@ -14,11 +14,11 @@ import pandas as pd
 from ...errors import (FitError, FitWarning, LadderError, LadderWarning, TargetError, option,
                       user_stacklevel)
 from ...ladder import FLOPS_PER_PARAM_TOKEN, Exclusion, Ladder
-from ._common import (BOOTSTRAPS, METHODS, _ASYMMETRY, _CENTRAL, _DRIFT, _EXCLUDING, _MAX_LISTED,
-                      _MIN_SIZES, _SD_FLOOR_FACTOR, _WIDE, _check_level, _count, _g,
-                      _interval_text, _jsonable, _listed, _percentiles)
-from .budgets import Budget, _final_table, _names, group_budgets
-from .vertices import _vertices, _window
+from ._common import (BOOTSTRAPS, METHODS, ASYMMETRY, CENTRAL, DRIFT, EXCLUDING, MAX_LISTED,
+                      MIN_SIZES, SD_FLOOR_FACTOR, WIDE, check_level, count_of, fmt_g,
+                      interval_text, as_jsonable, listed_names, percentiles)
+from .budgets import Budget, final_table, budget_names, group_budgets
+from .vertices import fit_vertices, vertex_window
 from .power_law import PowerLaw, fit_power_law
 from ...uncertainty import DEFAULT_LEVEL
 
@@ -101,7 +101,7 @@ class BudgetOptimum:
 
     def to_dict(self) -> dict:
         """JSON-ready fields."""
-        return _jsonable({
+        return as_jsonable({
             "flops": self.flops, "n_sizes": self.n_sizes, "runs": list(self.runs),
             "params_range": self.params_range, "params": self.params, "tokens": self.tokens,
             "loss": self.loss, "tokens_per_param": self.tokens / self.params,
@@ -122,13 +122,13 @@ class BudgetOptimum:
         bootstrap medians of N* and D* instead of the point estimates."""
         n, d = ((self.params_median, self.tokens_median) if center == "median"
                 else (self.params, self.tokens))
-        return (f"{self.flops:>10.4g} {self.n_sizes:>3d} {_g(n):>10} "
-                f"{_interval_text(self.params_interval):>22} {_g(d):>10} "
-                f"{_g(self.loss):>7} {'yes' if self.used else 'NO':>4}  "
+        return (f"{self.flops:>10.4g} {self.n_sizes:>3d} {fmt_g(n):>10} "
+                f"{interval_text(self.params_interval):>22} {fmt_g(d):>10} "
+                f"{fmt_g(self.loss):>7} {'yes' if self.used else 'NO':>4}  "
                 f"{', '.join(self.flags)}")
 
 
-def _optimal(params_law: "PowerLaw", tokens_law: "PowerLaw", flops: float) -> dict:
+def optimal_point(params_law: "PowerLaw", tokens_law: "PowerLaw", flops: float) -> dict:
     if not (isinstance(flops, (int, float, np.number)) and math.isfinite(flops) and flops > 0):
         raise TargetError(f"target compute must be a positive number of FLOPs, got {flops!r}")
     n = float(params_law.predict(flops))
@@ -198,8 +198,8 @@ class IsoflopResult:
             raise FitError(f"N*, D* at another compute need the power laws N*(C), D*(C), fitted "
                            f"across at least 2 compute budgets with an interior optimum; ladder "
                            f"{self.ladder or ''!r} has one ({b.label}, vertex N* = "
-                           f"{_g(b.params)}, D* = {_g(b.tokens)}, L* = {_g(b.loss)})")
-        out = _optimal(self.params_law, self.tokens_law, flops)
+                           f"{fmt_g(b.params)}, D* = {fmt_g(b.tokens)}, L* = {fmt_g(b.loss)})")
+        out = optimal_point(self.params_law, self.tokens_law, flops)
         used = [b.flops for b in self.budgets if b.used]
         out["compute_check"] = FLOPS_PER_PARAM_TOKEN * out["params"] * out["tokens"] / flops
         out["extrapolation"] = float(flops) / max(used) if used else math.nan
@@ -207,7 +207,7 @@ class IsoflopResult:
 
     def to_dict(self) -> dict:
         """JSON-ready summary."""
-        return _jsonable({
+        return as_jsonable({
             "approach": self.approach, "ladder": self.ladder, "settings": self.settings,
             "params_law": self.params_law.to_dict() if self.params_law else None,
             "tokens_law": self.tokens_law.to_dict() if self.tokens_law else None,
@@ -238,14 +238,14 @@ class IsoflopResult:
         single = self._single()
         if self.params_law is None and single is not None:
             b = single
-            lines.append(f"vertex     N* = {_g(b.params)} params "
-                         f"({b.level:.0%} interval {_interval_text(b.params_interval)}), "
-                         f"D* = {_g(b.tokens)} tokens "
-                         f"({_interval_text(b.tokens_interval) or 'no interval'}), "
-                         f"L* = {_g(b.loss)}")
-        lines += _listed("note", list(self.notes))
-        lines += _listed("excluded", [f"{e.run}: {e.reason}" for e in self.exclusions])
-        lines += _listed("warning", list(self.warnings))
+            lines.append(f"vertex     N* = {fmt_g(b.params)} params "
+                         f"({b.level:.0%} interval {interval_text(b.params_interval)}), "
+                         f"D* = {fmt_g(b.tokens)} tokens "
+                         f"({interval_text(b.tokens_interval) or 'no interval'}), "
+                         f"L* = {fmt_g(b.loss)}")
+        lines += listed_names("note", list(self.notes))
+        lines += listed_names("excluded", [f"{e.run}: {e.reason}" for e in self.exclusions])
+        lines += listed_names("warning", list(self.warnings))
         return "\n".join(lines)
 
     def __str__(self) -> str:
@@ -267,7 +267,7 @@ def _budget_notes(label: str, flags: Sequence[str], position: float, n_left: int
         "asymmetric": f"the sample is asymmetric around the vertex ({n_left} sizes below, "
                       f"{n_right} above)",
         "no-minimum": f"the fitted {method} has no minimum; left out of the power-law fit",
-        "too few sizes": f"fewer than {_MIN_SIZES[method]} distinct sizes; left out of the "
+        "too few sizes": f"fewer than {MIN_SIZES[method]} distinct sizes; left out of the "
                          f"power-law fit",
         "unstable": f"only {n_valid} of {n_draws} bootstrap draws have an interior optimum",
     }
@@ -278,7 +278,7 @@ def _budget_notes(label: str, flags: Sequence[str], position: float, n_left: int
 def _tie_notes(b: Budget) -> tuple[str, ...]:
     return tuple(
         f"budget {b.label}: {len(runs)} of {b.n_rows} losses are equal ({value:.6g}: runs "
-        f"{_names(runs)}): tied or quantised losses (rounded, or read off a plot) flatten the "
+        f"{budget_names(runs)}): tied or quantised losses (rounded, or read off a plot) flatten the "
         f"curve near its minimum, so the vertex and its interval rest on fewer distinct values "
         f"than there are runs" for value, runs in b.ties)
 
@@ -305,9 +305,9 @@ def _empty_optimum(b: Budget, flags: tuple[str, ...], level: float, method: str)
 def _refit_vertex(method: str, u: np.ndarray, y: np.ndarray, keep: np.ndarray) -> float:
     """N* of the ``method`` curve fitted to the points ``keep`` only; NaN when fewer than the
     method's minimum remain or the minimum is not inside their range."""
-    if int(keep.sum()) < _MIN_SIZES[method]:
+    if int(keep.sum()) < MIN_SIZES[method]:
         return math.nan
-    us, _, inside = _vertices(method, u[keep], y[keep][:, None])
+    us, _, inside = fit_vertices(method, u[keep], y[keep][:, None])
     return math.exp(float(us[0])) if bool(inside[0]) and math.isfinite(us[0]) else math.nan
 
 
@@ -316,19 +316,19 @@ def _wide_note(label: str, method: str, width: tuple[float, float], params: floa
                level: float) -> str:
     below, above = width
     text = (f"budget {label}: the sizes reach {below:.3g}x below and {above:.3g}x above the "
-            f"vertex, beyond the +-{_WIDE:g}x a {method} describes well (the loss is not "
+            f"vertex, beyond the +-{WIDE:g}x a {method} describes well (the loss is not "
             f"polynomial in ln N that far out)")
     if math.isfinite(narrow):
-        text += (f"; refitted on the {n_within} sizes within {_WIDE:g}x, N* = {narrow:.4g}: the "
+        text += (f"; refitted on the {n_within} sizes within {WIDE:g}x, N* = {narrow:.4g}: the "
                  f"full grid's N* = {params:.4g} is off by about {params / narrow - 1:+.0%}")
         if interval is not None:
             # a shift inside the bootstrap interval cannot be told apart from noise
             inside = interval[0] <= narrow <= interval[1]
             text += (f" ({'inside' if inside else 'outside'} the {level:.0%} bootstrap interval "
-                     f"of N*, {_interval_text(interval)})")
+                     f"of N*, {interval_text(interval)})")
         text += f"; fit with window={n_within} (--window {n_within}) or method 'akima'"
     else:
-        text += (f"; too few sizes ({n_within}) within {_WIDE:g}x of it to estimate the bias "
+        text += (f"; too few sizes ({n_within}) within {WIDE:g}x of it to estimate the bias "
                  f"by a refit")
     return text
 
@@ -350,9 +350,9 @@ def _analyse_budget(b: Budget, index: int, *, method: str, window: int | None, b
     Returns the :class:`BudgetOptimum` (``used``/``weight`` provisional) and the valid N*, D*
     draws (arrays of the same length; draw k of both comes from the same resample)."""
     empty = np.empty(0)
-    if len(b) < _MIN_SIZES[method]:
+    if len(b) < MIN_SIZES[method]:
         return _empty_optimum(b, ("too few sizes",), level, method), empty, empty
-    sel = _window(np.log(b.params), b.loss, window)
+    sel = vertex_window(np.log(b.params), b.loss, window)
     un, y = np.log(b.params[sel]), b.loss[sel]          # ascending in N
     ud_raw = np.log(b.tokens[sel])
     if len(np.unique(ud_raw)) < len(ud_raw):
@@ -361,14 +361,14 @@ def _analyse_budget(b: Budget, index: int, *, method: str, window: int | None, b
         d = ud_raw[first[np.argmax(counts > 1)]]
         same = np.flatnonzero(ud_raw == d)
         sizes = ", ".join(f"{b.params[sel][i]:.4g}" for i in same)
-        raise LadderError(f"budget {b.label}: duplicate token count: runs {_names(runs[same])} "
+        raise LadderError(f"budget {b.label}: duplicate token count: runs {budget_names(runs[same])} "
                           f"all have D = {math.exp(d):.4g} but N = {sizes}; in one budget "
                           f"(C = 6ND) each size has its own D, so check the tokens column")
     d_order = np.argsort(ud_raw, kind="mergesort")     # ascending in D
     ud = ud_raw[d_order]
 
-    us_n, ls_n, in_n = _vertices(method, un, y[:, None])
-    us_d, _, in_d = _vertices(method, ud, y[d_order][:, None])
+    us_n, ls_n, in_n = fit_vertices(method, un, y[:, None])
+    us_d, _, in_d = fit_vertices(method, ud, y[d_order][:, None])
     un_star, loss_star, inside_n = float(us_n[0]), float(ls_n[0]), bool(in_n[0])
     ud_star, inside_d = float(us_d[0]), bool(in_d[0])
 
@@ -384,18 +384,18 @@ def _analyse_budget(b: Budget, index: int, *, method: str, window: int | None, b
     n_left = int(np.sum(un < un_star)) if math.isfinite(un_star) else 0
     n_right = int(np.sum(un > un_star)) if math.isfinite(un_star) else 0
     interior = math.isfinite(un_star) and "outside" not in flags
-    if interior and not _CENTRAL[0] <= position <= _CENTRAL[1]:
+    if interior and not CENTRAL[0] <= position <= CENTRAL[1]:
         flags.append("off-centre")
-    if interior and min(n_left, n_right) < _ASYMMETRY * max(n_left, n_right):
+    if interior and min(n_left, n_right) < ASYMMETRY * max(n_left, n_right):
         flags.append("asymmetric")
     # Design of the grid around the vertex: its reach (a polynomial is a local approximation
     # of a curve that is not polynomial in ln N) and its balance (see IsoflopResult.design).
     width, narrow, balanced, n_within = None, math.nan, math.nan, 0
     if interior:
         width = (math.exp(un_star - un[0]), math.exp(un[-1] - un_star))
-        near = np.abs(un - un_star) <= math.log(_WIDE)
+        near = np.abs(un - un_star) <= math.log(WIDE)
         n_within = int(near.sum())
-        if method != "akima" and max(width) > _WIDE:      # an interpolant is local already
+        if method != "akima" and max(width) > WIDE:      # an interpolant is local already
             flags.append("wide")
             narrow = _refit_vertex(method, un, y, near)
         radius = min(un_star - un[0], un[-1] - un_star)
@@ -410,8 +410,8 @@ def _analyse_budget(b: Budget, index: int, *, method: str, window: int | None, b
         if bootstrap == "noise":
             Y = y[:, None] + float(noise) * rng.standard_normal((len(y), n_draws))
             Y = np.maximum(Y, np.finfo(float).tiny)
-            vn, _, okn = _vertices(method, un, Y)
-            vd, _, okd = _vertices(method, ud, Y[d_order])
+            vn, _, okn = fit_vertices(method, un, Y)
+            vd, _, okd = fit_vertices(method, ud, Y[d_order])
         else:
             idx = rng.integers(0, len(y), size=(n_draws, len(y)))
             vn, vd = np.full(n_draws, np.nan), np.full(n_draws, np.nan)
@@ -420,11 +420,11 @@ def _analyse_budget(b: Budget, index: int, *, method: str, window: int | None, b
             for k in range(n_draws):
                 counts = np.bincount(idx[k], minlength=len(y)).astype(float)
                 pick = np.flatnonzero(counts)              # ascending in N
-                if len(pick) < _MIN_SIZES[method]:
+                if len(pick) < MIN_SIZES[method]:
                     continue
                 pick_d = d_order[np.sort(rank_d[pick])]    # the same points, ascending in D
-                a, _, o = _vertices(method, un[pick], y[pick][:, None], counts[pick])
-                c, _, q = _vertices(method, np.log(b.tokens[sel])[pick_d], y[pick_d][:, None],
+                a, _, o = fit_vertices(method, un[pick], y[pick][:, None], counts[pick])
+                c, _, q = fit_vertices(method, np.log(b.tokens[sel])[pick_d], y[pick_d][:, None],
                                     counts[pick_d])
                 vn[k], okn[k], vd[k], okd[k] = a[0], o[0], c[0], q[0]
         ok = okn & okd & np.isfinite(vn) & np.isfinite(vd)
@@ -439,11 +439,11 @@ def _analyse_budget(b: Budget, index: int, *, method: str, window: int | None, b
         sd = float(np.std(np.log(draws))) if draws.size > 1 else math.nan
         if np.ptp(draws) == 0:  # every resample gave the same vertex: no interval to report
             return float(np.median(draws)), None, sd
-        return float(np.median(draws)), _percentiles(draws, level), sd
+        return float(np.median(draws)), percentiles(draws, level), sd
 
     pm, piv, psd = summary(vn)
     tm, tiv, tsd = summary(vd)
-    used = not any(f in _EXCLUDING for f in flags)
+    used = not any(f in EXCLUDING for f in flags)
     params = math.exp(un_star) if math.isfinite(un_star) else math.nan
     notes = _budget_notes(b.label, flags, position, n_left, n_right, n_valid, n_draws, method)
     if "wide" in flags:
@@ -467,8 +467,8 @@ def _check_settings(method: str, window: int | None, bootstrap: str, n_boot: int
         raise FitError(f"unknown isoFLOP method {method!r}; known: {', '.join(METHODS)}")
     if bootstrap not in BOOTSTRAPS:
         raise FitError(f"unknown bootstrap {bootstrap!r}; known: {', '.join(BOOTSTRAPS)}")
-    if window is not None and (int(window) != window or window < _MIN_SIZES[method]):
-        raise FitError(f"window must be an integer >= {_MIN_SIZES[method]} for method "
+    if window is not None and (int(window) != window or window < MIN_SIZES[method]):
+        raise FitError(f"window must be an integer >= {MIN_SIZES[method]} for method "
                        f"{method!r}, got {window!r}")
     if int(n_boot) != n_boot or n_boot < 0:
         raise FitError(f"{option('n_boot', '--n-boot')} must be a non-negative integer, "
@@ -500,7 +500,7 @@ def isoflop_table(table: pd.DataFrame, *, method: str = "parabola", window: int 
     :func:`isoflop_analysis`.
     """
     _check_settings(method, window, bootstrap, n_boot, noise, center, weighted)
-    level = _check_level(level)
+    level = check_level(level)
     budgets = group_budgets(table, tolerance=tolerance)
     results, draws, alerts = [], [], []
     for i, b in enumerate(budgets):
@@ -524,7 +524,7 @@ def isoflop_table(table: pd.DataFrame, *, method: str = "parabola", window: int 
         r = results[0]
         if not math.isfinite(r.params):
             raise FitError(f"the ladder has one compute budget ({r.label}, "
-                           f"{_count(r.n_sizes, 'size')}) and "
+                           f"{count_of(r.n_sizes, 'size')}) and "
                            f"it has no vertex ({', '.join(r.flags)}): "
                            + "; ".join(n.split(": ", 1)[1] for n in r.notes))
         _raise(alerts)
@@ -540,9 +540,9 @@ def isoflop_table(table: pd.DataFrame, *, method: str = "parabola", window: int 
         # name the budgets left out, rather than refusing everything for want of a second.
         r = results[used[0]]
         _raise(alerts)
-        left = "; ".join(f"{o.label} ({', '.join(f for f in o.flags if f in _EXCLUDING)})"
+        left = "; ".join(f"{o.label} ({', '.join(f for f in o.flags if f in EXCLUDING)})"
                          for o in results if not o.used)
-        note = (f"one of {_count(len(results), 'compute budget')} has an interior optimum "
+        note = (f"one of {count_of(len(results), 'compute budget')} has an interior optimum "
                 f"({r.label}): its vertex is reported; the power laws N*(C), D*(C) need at "
                 f"least 2 such budgets and are omitted; left out: {left}")
         warnings_ = [n for o in results for n in o.notes]
@@ -565,9 +565,9 @@ def isoflop_table(table: pd.DataFrame, *, method: str = "parabola", window: int 
         w = []
         for i in used:
             r, b = results[i], budgets[i]
-            sel = _window(np.log(b.params), b.loss, window)
+            sel = vertex_window(np.log(b.params), b.loss, window)
             u = np.log(b.params[sel] if quantity == "params" else b.tokens[sel])
-            floor = _SD_FLOOR_FACTOR * (u.max() - u.min()) / (len(u) - 1)
+            floor = SD_FLOOR_FACTOR * (u.max() - u.min()) / (len(u) - 1)
             sd = getattr(r, f"log_{quantity}_sd")
             sd = floor if not math.isfinite(sd) else max(sd, floor)
             sd *= r.n_draws / max(r.n_valid, 1)
@@ -584,7 +584,7 @@ def isoflop_table(table: pd.DataFrame, *, method: str = "parabola", window: int 
             col = 0 if q == "params" else 1
             exps = [fit_power_law(c, np.array([draws[i][col][k] for i in used]), weights=w,
                                   quantity=q).exponent for k in range(k_max)]
-            law = replace(law, exponent_interval=_percentiles(np.array(exps), level),
+            law = replace(law, exponent_interval=percentiles(np.array(exps), level),
                            level=level, n_draws=int(n_boot), n_valid=int(k_max))
         laws[q] = law
         if q == "params" and w is not None:
@@ -634,7 +634,7 @@ def _design(results: Sequence[BudgetOptimum], method: str) -> tuple[dict, list[s
     (against -0.017 for a parabola, which moves to 0.496 next to their published 0.497).
     """
     ok = [r for r in results if r.used and math.isfinite(r.params)]
-    design: dict = {"max_width": _WIDE, "max_drift": _DRIFT}
+    design: dict = {"max_width": WIDE, "max_drift": DRIFT}
     out: list[str] = []
     if len({r.flops for r in ok}) < 2:
         return design, out
@@ -651,15 +651,15 @@ def _design(results: Sequence[BudgetOptimum], method: str) -> tuple[dict, list[s
         fine = np.isfinite(refit)
         a_all, a_narrow = exponent(c[fine], n[fine]), exponent(c[fine], refit[fine])
         design["exponent_all_sizes"], design["exponent_within_width"] = a_all, a_narrow
-        text = (f"{len(wide)} of {len(ok)} budgets sample sizes beyond {_WIDE:g}x of their "
-                f"vertex ({', '.join(design['wide'][:_MAX_LISTED])}"
-                + (" ..." if len(wide) > _MAX_LISTED else "") + ")")
+        text = (f"{len(wide)} of {len(ok)} budgets sample sizes beyond {WIDE:g}x of their "
+                f"vertex ({', '.join(design['wide'][:MAX_LISTED])}"
+                + (" ..." if len(wide) > MAX_LISTED else "") + ")")
         if math.isfinite(a_narrow) and abs(a_narrow - a_all) < 5e-5:
-            text += (f": refitting them on the sizes within {_WIDE:g}x leaves the exponent of "
+            text += (f": refitting them on the sizes within {WIDE:g}x leaves the exponent of "
                      f"N* ~ C^a at {a_all:.4f} (the bias is the same in every budget; N* is "
                      f"biased, see each budget)")
         elif math.isfinite(a_narrow):
-            text += (f": refitting them on the sizes within {_WIDE:g}x moves the exponent of "
+            text += (f": refitting them on the sizes within {WIDE:g}x moves the exponent of "
                      f"N* ~ C^a from {a_all:.4f} to {a_narrow:.4f} ({a_narrow - a_all:+.4f}; "
                      f"point vertices, unweighted, {int(fine.sum())} budgets)")
         out.append(text)
@@ -669,7 +669,7 @@ def _design(results: Sequence[BudgetOptimum], method: str) -> tuple[dict, list[s
     ratio = [float(centre_law.predict(x) / vertex_law.predict(x)) for x in (lo, hi)]
     drift = ratio[1] / ratio[0]
     design.update(centre_exponent=centre_law.exponent, vertex_exponent=vertex_law.exponent,
-                  centre_drift=drift, drift=bool(max(drift, 1 / drift) > _DRIFT))
+                  centre_drift=drift, drift=bool(max(drift, 1 / drift) > DRIFT))
     bal = np.array([r.balanced_params for r in ok])
     fine = np.isfinite(bal)
     a_ref, a_bal = exponent(c[fine], n[fine]), exponent(c[fine], bal[fine])
@@ -679,7 +679,7 @@ def _design(results: Sequence[BudgetOptimum], method: str) -> tuple[dict, list[s
                 f"geometric-mean size goes from {ratio[0]:.3g}x its vertex at C={lo:.4g} to "
                 f"{ratio[1]:.3g}x at C={hi:.4g} (centres ~ C^{centre_law.exponent:.3f}, vertices ~ "
                 f"C^{vertex_law.exponent:.3f}; a {max(drift, 1 / drift):.3g}x change, beyond "
-                f"{_DRIFT:g}x); each budget's {method} is fitted off-centre by a different "
+                f"{DRIFT:g}x); each budget's {method} is fitted off-centre by a different "
                 f"amount, which biases the exponent")
         if math.isfinite(a_bal):
             text += (f"; trimming every budget to sizes balanced around its vertex gives "
@@ -768,7 +768,7 @@ def isoflop_analysis(ladder: Ladder, *, method: str = "parabola", window: int | 
         Bad settings; a single budget with no vertex; or, with 2 or more budgets, fewer than
         2 with an interior optimum (the message lists every budget and its flags).
     """
-    points, dropped = _final_table(ladder)
+    points, dropped = final_table(ladder)
     return isoflop_table(points, method=method, window=window, tolerance=tolerance,
                          bootstrap=bootstrap, n_boot=n_boot, noise=noise, level=level,
                          seed=seed, center=center, weighted=weighted, ladder=ladder.name,

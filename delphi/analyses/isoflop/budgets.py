@@ -11,7 +11,7 @@ import pandas as pd
 
 from ...errors import LadderError
 from ...ladder import Exclusion, Ladder
-from ._common import _MAX_LISTED, _TIE_MIN
+from ._common import MAX_LISTED, TIE_MIN
 
 
 # ------------------------------------------------------------------------------- budgets
@@ -43,7 +43,7 @@ class Budget:
     """Groups of runs sharing one model size N, the kept run (lowest loss, the first listed
     on a tie) first; every run of each group is named by the duplicate warning."""
     ties: tuple[tuple[float, tuple[str, ...]], ...] = ()
-    """``(loss, runs)`` for every loss value shared by ``_TIE_MIN`` (3) or more of the
+    """``(loss, runs)`` for every loss value shared by ``TIE_MIN`` (3) or more of the
     budget's runs (counted before duplicates are dropped): tied or quantised losses."""
     n_rows: int = 0
     """Runs of the budget before duplicates were dropped."""
@@ -59,7 +59,7 @@ class Budget:
         return len(self.runs)
 
 
-def _final_table(ladder: Ladder) -> tuple[pd.DataFrame, list[Exclusion]]:
+def final_table(ladder: Ladder) -> tuple[pd.DataFrame, list[Exclusion]]:
     for col in ("params", "tokens"):
         if not ladder.has(col):
             raise LadderError(f"an isoFLOP analysis needs N and D per run, but ladder "
@@ -96,7 +96,7 @@ def group_budgets(table: pd.DataFrame | Ladder, *, tolerance: float = 0.05,
         suggests a ``budget`` column).
     """
     if isinstance(table, Ladder):
-        table, _ = _final_table(table)
+        table, _ = final_table(table)
     missing = [c for c in ("run", "params", "tokens", "flops", "loss") if c not in table.columns]
     if missing:
         raise LadderError(f"isoFLOP grouping needs column(s) {', '.join(missing)}; columns "
@@ -162,7 +162,7 @@ def group_budgets(table: pd.DataFrame | Ladder, *, tolerance: float = 0.05,
     return budgets
 
 
-def _names(runs: Sequence[str], limit: int = _MAX_LISTED) -> str:
+def budget_names(runs: Sequence[str], limit: int = MAX_LISTED) -> str:
     """``'a', 'b' and 'c'`` (at most ``limit`` names, then a count)."""
     q = [repr(str(r)) for r in runs[:limit]]
     more = len(runs) - len(q)
@@ -177,11 +177,11 @@ def _duplicate_note(label: str, d: pd.DataFrame) -> str:
     loss = d["loss"].to_numpy(float)
     tokens = d["tokens"].to_numpy(float)
     tie = loss[1] == loss[0]
-    text = (f"budget {label}: duplicate model size: runs {_names(runs)} "
+    text = (f"budget {label}: duplicate model size: runs {budget_names(runs)} "
             f"{'both' if len(runs) == 2 else 'all'} have "
             f"N = {float(d['params'].iloc[0]):.4g}; kept {runs[0]!r} ("
             + ("equal lowest loss, listed first" if tie else "lowest loss")
-            + f"), {_names(runs[1:])} not used")
+            + f"), {budget_names(runs[1:])} not used")
     spread = float(tokens.max() / tokens.min() - 1.0)
     if spread > 0.01:
         # one size in one budget should have one D (C = 6ND); a different D is a
@@ -193,11 +193,11 @@ def _duplicate_note(label: str, d: pd.DataFrame) -> str:
 
 
 def _ties(g: pd.DataFrame) -> tuple[tuple[float, tuple[str, ...]], ...]:
-    """Loss values shared by ``_TIE_MIN`` or more runs of one budget, with the runs (in
+    """Loss values shared by ``TIE_MIN`` or more runs of one budget, with the runs (in
     order of N). Exact equality: losses that differ in any printed digit are not ties."""
     g = g.sort_values("params", kind="mergesort")
     out = []
     for value, d in g.groupby("loss", sort=True):
-        if len(d) >= _TIE_MIN:
+        if len(d) >= TIE_MIN:
             out.append((float(value), tuple(d["run"].astype(str))))
     return tuple(out)

@@ -9,7 +9,7 @@ from typing import Sequence
 import numpy as np
 
 from ...errors import FitError
-from ._common import _count, _interval_text, _jsonable
+from ._common import count_of, interval_text, as_jsonable
 
 
 # ------------------------------------------------------------------------------- power laws
@@ -57,7 +57,7 @@ class PowerLaw:
 
     def to_dict(self) -> dict:
         """JSON-ready fields."""
-        return _jsonable({"quantity": self.quantity, "coefficient": self.coefficient,
+        return as_jsonable({"quantity": self.quantity, "coefficient": self.coefficient,
                           "exponent": self.exponent, "exponent_stderr": self.exponent_stderr,
                           "exponent_interval": self.exponent_interval, "level": self.level,
                           "n_draws": self.n_draws, "n_valid_draws": self.n_valid,
@@ -73,14 +73,14 @@ class PowerLaw:
         error is shown with its degrees of freedom (none with 2 budgets)."""
         if self.exponent_interval is not None and self.level is not None:
             unc = (f", {self.level:.0%} bootstrap interval of a "
-                   f"{_interval_text(self.exponent_interval, 4)} (from {self.n_valid} of "
+                   f"{interval_text(self.exponent_interval, 4)} (from {self.n_valid} of "
                    f"{self.n_draws} draws, the fewest valid in any budget)")
         elif math.isfinite(self.exponent_stderr):
             unc = (f" +- {self.exponent_stderr:.2g} (s.e. of a from the scatter of "
                    f"{self.n_points} points, {self.n_points - 2} dof; no bootstrap interval)")
         else:
             unc = " (no uncertainty: 2 points and no bootstrap interval)"
-        return (f"{self.formula}{unc}  ({_count(self.n_points, 'point')}, "
+        return (f"{self.formula}{unc}  ({count_of(self.n_points, 'point')}, "
                 f"{'weighted' if self.weighted else 'unweighted'}, R^2 {self.r2:.4f})")
 
 

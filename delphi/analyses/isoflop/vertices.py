@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._common import _AKIMA_REFINE
+from ._common import AKIMA_REFINE
 
 
 # ------------------------------------------------------------------------------- vertices
-def _window(u: np.ndarray, y: np.ndarray, window: int | None) -> slice:
+def vertex_window(u: np.ndarray, y: np.ndarray, window: int | None) -> slice:
     """The ``window`` consecutive sizes centred (by rank) on the lowest loss; all if None."""
     n = len(u)
     if window is None or window >= n:
@@ -67,7 +67,7 @@ def _akima_vertices(u: np.ndarray, Y: np.ndarray) -> tuple[np.ndarray, np.ndarra
     the grid (Porian et al.'s code drops those)."""
     from scipy.interpolate import Akima1DInterpolator  # here, not at import: start-up time
 
-    grid = np.linspace(u[0], u[-1], _AKIMA_REFINE * (len(u) - 1))
+    grid = np.linspace(u[0], u[-1], AKIMA_REFINE * (len(u) - 1))
     with np.errstate(divide="ignore", invalid="ignore"):
         z = Akima1DInterpolator(u, np.log(Y), axis=0)(grid)   # (G, B)
     j = np.argmin(np.where(np.isfinite(z), z, np.inf), axis=0)
@@ -75,7 +75,7 @@ def _akima_vertices(u: np.ndarray, Y: np.ndarray) -> tuple[np.ndarray, np.ndarra
     return grid[j], np.exp(z[j, np.arange(z.shape[1])]), inside
 
 
-def _vertices(method: str, u: np.ndarray, Y: np.ndarray,
+def fit_vertices(method: str, u: np.ndarray, Y: np.ndarray,
               w: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(u*, y*, inside) of the curve ``method`` fitted to every column of Y (n, B).
 
