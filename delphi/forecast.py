@@ -434,8 +434,8 @@ def predict(ladder: Ladder, target: Target | Mapping[str, float], law: str | Law
             workers: int | None = None, floor_range: Sequence[float] | None = None,
             floor_points: int = 3, off_trend: bool = True,
             allow_degenerate: bool = False, ensemble: bool = False,
-            candidates: Sequence | None = None, _in_floor_scan: bool = False,
-            reference=None, _profiles: bool = True, _calibration=None) -> Forecast:
+            candidates: Sequence | None = None, reference=None,
+            identify: bool = True) -> Forecast:
     """Fit ``law`` to ``ladder`` and predict the loss of ``target``, with an interval.
 
     Parameters
@@ -478,6 +478,9 @@ def predict(ladder: Ladder, target: Target | Mapping[str, float], law: str | Law
         (:meth:`~delphi.reference.ReferenceClass.to_json`); default the one shipped with
         delphi. The forecast's own ladder, when it is one of the public ladders (by name), is
         left out of it.
+    identify: profile the fit's parameters to report those the ladder does not identify
+        (as :func:`delphi.fit`'s ``identify``; the default). False skips the profiles (a
+        faster fit, as a backtest's folds use); the degeneracy check still runs.
     level: interval level (default 0.9). n_boot, boot_unit: bootstrap settings
         (``boot_unit="budget"`` resamples whole compute budgets).
     n_jobs: joblib workers for the bootstrap (see :mod:`delphi.parallel`); ``workers`` is an
@@ -511,6 +514,30 @@ def predict(ladder: Ladder, target: Target | Mapping[str, float], law: str | Law
         ``floor_range`` or ``floor_points``, and (FitError) a bad interval setting: an unknown
         ``interval`` or ``boot_unit``, a ``level`` outside (0, 1), ``n_boot`` or ``n_jobs``.
     """
+    return _predict(ladder, target, law, fixed=fixed, bounds=bounds, delta=delta,
+                    fit_max_flops=fit_max_flops, include_unfinished=include_unfinished,
+                    divergence_threshold=divergence_threshold, seed=seed, interval=interval,
+                    level=level, n_boot=n_boot, boot_unit=boot_unit, n_jobs=n_jobs,
+                    workers=workers, floor_range=floor_range, floor_points=floor_points,
+                    off_trend=off_trend, allow_degenerate=allow_degenerate, ensemble=ensemble,
+                    candidates=candidates, reference=reference, _profiles=identify)
+
+
+def _predict(ladder: Ladder, target: Target | Mapping[str, float], law: str | Law | None = None, *,
+            fixed: Mapping[str, float] | None = None,
+            bounds: Mapping[str, Sequence[float]] | None = None, delta: float = DEFAULT_DELTA,
+            fit_max_flops: float | None = None, include_unfinished: bool = False,
+            divergence_threshold: float | None = DIVERGENCE_THRESHOLD, seed: int = 0,
+            interval: str | None = "auto", level: float = DEFAULT_LEVEL, n_boot: int = 200,
+            boot_unit: str = "run", n_jobs: int | None = None,
+            workers: int | None = None, floor_range: Sequence[float] | None = None,
+            floor_points: int = 3, off_trend: bool = True,
+            allow_degenerate: bool = False, ensemble: bool = False,
+            candidates: Sequence | None = None, _in_floor_scan: bool = False,
+            reference=None, _profiles: bool = True, _calibration=None) -> Forecast:
+    """:func:`predict`, with the settings only delphi's own callers pass: ``_in_floor_scan``
+    (one forecast of a floor scan), ``_profiles`` (profile the parameters) and ``_calibration``
+    (a calibration model already fitted by :func:`compare`'s refits)."""
     from .readers import as_ladder
     ladder = as_ladder(ladder)      # a DataFrame is read as load_ladder reads it
     target = as_target(target)
@@ -543,7 +570,7 @@ def predict(ladder: Ladder, target: Target | Mapping[str, float], law: str | Law
                            f"(floor_points), got {floor_points:,}; each value is a forecast")
 
         def one(pinned):
-            return predict(ladder, target, law, fixed=pinned, bounds=bounds, delta=delta,
+            return _predict(ladder, target, law, fixed=pinned, bounds=bounds, delta=delta,
                            fit_max_flops=fit_max_flops, include_unfinished=include_unfinished,
                            divergence_threshold=divergence_threshold, seed=seed,
                            interval=interval, level=level, n_boot=n_boot, boot_unit=boot_unit,
@@ -1015,8 +1042,8 @@ def predict_selected(ladder: Ladder, target, *, ensemble: bool = False,
 
     def one(c: Candidate, **over):
         # The comparison's refits already calibrate this candidate: no second pass.
-        return predict(ladder, target, c.law, fixed=dict(c.fixed) or None, delta=c.delta,
-                       _calibration=calibration_of(by_label.get(c.label)), **{**settings, **over})
+        return _predict(ladder, target, c.law, fixed=dict(c.fixed) or None, delta=c.delta,
+                        _calibration=calibration_of(by_label.get(c.label)), **{**settings, **over})
 
     table = comparison.to_dict()
     if not ensemble:

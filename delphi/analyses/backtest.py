@@ -456,7 +456,7 @@ def _prefix_job(job):
         # The prefix report shows no profiles: skip them (half the time of each prefix);
         # the degeneracy test still runs, and the fits themselves are the same.
         fc = predict(ladder, target, law, fit_max_flops=max_flops, interval=None,
-                     off_trend=False, _profiles=profiles, **settings)
+                     off_trend=False, identify=profiles, **settings)
     except DelphiError as exc:
         return str(exc)
     result = fc.fit
