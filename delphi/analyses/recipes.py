@@ -1102,7 +1102,12 @@ def backtest_recipes(ladders: Sequence, *, law: str | None = None,
         for spec, obs in targets:
             for i in range(len(ladders)):
                 for j in range(i + 1, len(ladders)):
-                    r = _compare_pair(pp, i, j, spec, level, seed)
+                    try:
+                        r = _compare_pair(pp, i, j, spec, level, seed)
+                    except FitError as exc:
+                        notes.append(f"cut at {cut:.3g} FLOPs, {names[j]} - {names[i]} at "
+                                     f"{spec.label()} left out: {exc}")
+                        continue
                     observed = obs[j] - obs[i]
                     if envelope:
                         baseline = float(base[j]["loss"].min() - base[i]["loss"].min())
