@@ -39,10 +39,13 @@ _LAZY: dict[str, str] = {
     "leave_future_out": "calibration", "CalibrationModel": "calibration",
     "calibration_backtest": "calibration",
     "predict_accuracy": "accuracy", "AccuracyForecast": "accuracy", "compare_accuracy": "accuracy",
+    "compare_recipes": "analyses.recipes", "RecipeComparison": "analyses.recipes",
+    "backtest_recipes": "analyses.recipes",
 }
 
 if TYPE_CHECKING:  # static analysers and IDEs see the real imports
     from .analyses.backtest import Backtest, backtest, prefix_fits
+    from .analyses.recipes import RecipeComparison, backtest_recipes, compare_recipes
     from .curves import Completion, complete
     from .fitting import Fit, ScalingLawFitter, fit, fit_arrays
     from .forecast import Forecast, Target, predict
@@ -61,6 +64,7 @@ __all__ = [
     "prefix_fits", "compare", "Comparison", "Candidate", "leave_future_out",
     "CalibrationModel", "calibration_backtest",
     "predict_accuracy", "AccuracyForecast", "compare_accuracy",
+    "compare_recipes", "RecipeComparison", "backtest_recipes",
     "complete", "Completion", "Registry",
     "DelphiError", "LadderError", "DataDirError", "ManifestError", "LawError", "TargetError",
     "FitError", "NotFittedError", "IdentifiabilityError", "DegenerateFitError",

@@ -1,0 +1,1130 @@
+"""Which recipe wins at scale: compare ladders (recipes) at a target compute, with paired draws.
+
+Two forecasts with independent intervals say little about their difference: both ladders were
+fitted with the same law on (usually) the same design, so their extrapolation errors are
+correlated, and the unpaired difference of two intervals is several times too wide. This
+module fits every ladder with the same law and draws the **paired** bootstrap: each draw
+resamples the same design cells (compute budget, model size) for every recipe, with common
+random numbers (the paired bootstrap of Efron & Tibshirani 1993, Sec. 15; common random
+numbers for comparing systems: Law & Kelton, *Simulation Modeling and Analysis*, Sec. 11.2).
+From the aligned draws it gives, for each recipe B against the reference A (the first), at each
+target:
+
+* the loss difference L_B - L_A [ladder unit, nats/token by default; negative: B is better]
+  with its interval (one new run of each: run noise added independently per recipe);
+* P(B better): the share of draws whose expected-loss difference is negative;
+* the **effective compute multiplier** m: the compute A needs to reach B's predicted loss at
+  the target, divided by the target compute (m > 1: B is worth m times more compute), along
+  A's compute-optimal envelope (target by C) or at the target's tokens per parameter (target
+  by N and D: N and D scaled together, so C scales by the square of their factor);
+* the **crossover compute**, where the two curves meet in 1e15..1e27 FLOPs (the crossing
+  nearest the target), with its interval over the draws that cross.
+
+A target given by compute C compares each recipe at its own compute-optimal allocation, the
+envelope L*(C) = min_N L(N, C/(6kN)): for ``chinchilla`` (Hoffmann et al. 2022, Eq. 2) in
+closed form (their Eq. 4: N_opt = G (C/6k)^(beta/(alpha+beta)), G = (alpha A / (beta B))^
+(1/(alpha+beta)); k the ladder's FLOP convention C/(6ND)), for ``power`` in C (Kaplan et al.
+2020, Eq. 1.3 with a floor; fitted to the compute frontier) the law itself. Each recipe's own
+forecast at the target is :func:`delphi.forecast.predict`'s, with its calibrated (or
+reference-class) interval.
+
+:func:`backtest_recipes` checks such decisions on ladders that hold several recipes: fit each
+on its runs at or below a cut, predict every larger budget, and score the predicted winner and
+the difference's interval against the observed losses, next to the single-scale baseline
+(rank by the loss at the largest budget at or below the cut; Magnusson et al. 2025,
+DataDecide, find it right about 80% of the time one scale up).
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from dataclasses import dataclass, field
+from typing import Mapping, Sequence
+
+import numpy as np
+
+from .. import fitting, forecast, uncertainty
+from ..errors import (FitError, LadderError, LadderWarning, LawError, TargetError, option,
+                      warn_user)
+from ..fitting import engine, refit
+from ..fitting.objective import Problem
+from ..ladder import FLOPS_PER_PARAM_TOKEN, Ladder
+from ..parallel import check_n_jobs, map_jobs
+
+__all__ = ["RecipeComparison", "RecipeDifference", "RecipeBacktest", "compare_recipes",
+           "backtest_recipes", "PAIRINGS", "SUPPORTED_LAWS", "CROSSOVER_RANGE"]
+
+#: How draws are shared across recipes: ``run`` (the same (budget, size) cells resampled for
+#: every recipe), ``budget`` (the same compute budgets), ``none`` (independent draws: the
+#: unpaired baseline), ``auto`` (``run`` when most design cells are shared, else ``none``).
+PAIRINGS = ("auto", "run", "budget", "none")
+#: Laws with a compute-optimal envelope and a path in N and D that this module evaluates.
+SUPPORTED_LAWS = ("chinchilla", "power")
+#: Compute range searched for a crossover [FLOPs].
+CROSSOVER_RANGE = (1e15, 1e27)
+# Runs within 5% of compute share a budget; sizes within 2% are one size (as isoFLOP grids).
+_BUDGET_TOL = 1.05
+_SIZE_TOL = 1.02
+# Share of design cells all recipes must share for ``auto`` to pair them.
+_MIN_SHARED = 0.5
+# Noise draws per bootstrap draw for the new-run difference (as delphi.uncertainty's).
+_NOISE_PER_DRAW = 25
+# Every CHECK_EVERY-th draw is also fitted by the global search (the warm-start guard).
+CHECK_EVERY = 25
+_WORSE_RTOL = 1e-9
+# Grid of the crossover search: points per decade of compute.
+_GRID_PER_DECADE = 20
+# Compute ratios searched for the multiplier: e^-60..e^60 (about 1e-26..1e26).
+_LOG_SPAN = 60.0
+_BLOCK = 64
+
+
+# ----------------------------------------------------------------------------- the laws
+def _envelope(law: str, p: Mapping[str, np.ndarray], log_c: np.ndarray, k: float) -> np.ndarray:
+    """L*(C) along the compute-optimal envelope, broadcasting ``p`` (each (m, 1)) against
+    ``log_c`` = ln C [FLOPs, ladder convention] ((g,) or (m, g)). Chinchilla: Hoffmann et al.
+    2022 Eq. 4 with C/(6k) for 6ND; power: Kaplan et al. 2020 Eq. 1.3 + E."""
+    if law == "power":
+        return p["E"] + p["A"] * np.exp(-p["alpha"] * log_c)
+    a, b = p["alpha"], p["beta"]
+    s = a + b
+    log_g = (np.log(a * p["A"]) - np.log(b * p["B"])) / s
+    lc6 = log_c - math.log(FLOPS_PER_PARAM_TOKEN * k)
+    log_n = log_g + (b / s) * lc6
+    log_d = lc6 - log_n
+    return p["E"] + p["A"] * np.exp(-a * log_n) + p["B"] * np.exp(-b * log_d)
+
+
+def _allocation(p: Mapping[str, float], flops: float, k: float) -> tuple[float, float]:
+    """N_opt, D_opt of a chinchilla law at ``flops`` (ladder convention, C = k 6 N D)."""
+    a, b = p["alpha"], p["beta"]
+    log_g = (math.log(a * p["A"]) - math.log(b * p["B"])) / (a + b)
+    lc6 = math.log(flops / (FLOPS_PER_PARAM_TOKEN * k))
+    n = math.exp(log_g + b / (a + b) * lc6)
+    return n, math.exp(lc6) / n
+
+
+def _at_nd(law: str, p: Mapping[str, np.ndarray], log_n, log_d, k: float) -> np.ndarray:
+    """L(N, D) broadcasting like :func:`_envelope`; a law of C reads C = k 6 N D."""
+    if law == "power":
+        return p["E"] + p["A"] * np.exp(-p["alpha"] * (math.log(FLOPS_PER_PARAM_TOKEN * k)
+                                                       + log_n + log_d))
+    return p["E"] + p["A"] * np.exp(-p["alpha"] * log_n) + p["B"] * np.exp(-p["beta"] * log_d)
+
+
+@dataclass(frozen=True)
+class _Spec:
+    """One target: by compute (``flops``; the envelope) or by N and D."""
+
+    flops: float
+    params: float | None = None
+    tokens: float | None = None
+
+    @property
+    def by_compute(self) -> bool:
+        return self.params is None
+
+    def path(self, law: str, p, u, k: float) -> np.ndarray:
+        """Loss at compute C_target e^u: along the envelope (by compute) or N, D each scaled
+        by e^(u/2) (by N and D: the target's tokens per parameter)."""
+        if self.by_compute:
+            return _envelope(law, p, math.log(self.flops) + u, k)
+        return _at_nd(law, p, math.log(self.params) + u / 2, math.log(self.tokens) + u / 2, k)
+
+    def label(self) -> str:
+        if self.by_compute:
+            return f"C = {self.flops:.3g}"
+        return f"N = {self.params:.3g}, D = {self.tokens:.3g} (C = {self.flops:.3g})"
+
+
+# ----------------------------------------------------------------------------- results
+@dataclass(frozen=True)
+class RecipeDifference:
+    """One recipe against the reference at one target (losses in the ladders' unit)."""
+
+    recipe: str
+    """The recipe's (ladder's) name."""
+    reference: str
+    target_flops: float
+    """Target compute C [FLOPs]."""
+    target_params: float | None
+    target_tokens: float | None
+    """N, D of a target given by N and D (None for a target given by compute)."""
+    loss: float
+    """L_recipe - L_reference at the target, from the full fits (negative: recipe better)."""
+    lower: float
+    upper: float
+    """Interval of the difference for one new run of each recipe (paired draws + run noise)."""
+    mean_lower: float
+    mean_upper: float
+    """Interval of the expected-loss difference (paired draws, no run noise)."""
+    p_better: float
+    """Share of draws whose expected-loss difference is negative."""
+    multiplier: float
+    """Effective compute multiplier (inf: the reference never reaches the recipe's loss)."""
+    multiplier_lower: float | None
+    multiplier_upper: float | None
+    """Its interval; None for an end that is unbounded (draws where the reference never
+    reaches the recipe's loss)."""
+    crossover: float | None
+    """Compute where the two curves meet, nearest the target, in :data:`CROSSOVER_RANGE`
+    [FLOPs]; None when they do not meet there."""
+    crossover_lower: float | None
+    crossover_upper: float | None
+    """Its interval over the draws that cross (None without a crossover)."""
+    crossover_share: float
+    """Share of draws whose curves meet in :data:`CROSSOVER_RANGE`."""
+    recipe_forecast: "forecast.Forecast | None" = None
+    reference_forecast: "forecast.Forecast | None" = None
+    """Each recipe's own forecast at the target (:func:`delphi.forecast.predict`)."""
+
+    def to_dict(self) -> dict:
+        """The ``comparisons`` entry of ``delphi compare-recipes --json``."""
+        def fc(f):
+            if f is None:
+                return None
+            iv = f.interval
+            return {"loss": f.loss, "lower": iv.lower if iv else None,
+                    "upper": iv.upper if iv else None, "method": iv.method if iv else None,
+                    "params": f.target.params, "tokens": f.target.tokens}
+        return {"recipe": self.recipe, "target_flops": self.target_flops,
+                "target_params": self.target_params, "target_tokens": self.target_tokens,
+                "difference": {"loss": self.loss, "lower": self.lower, "upper": self.upper,
+                               "mean_lower": self.mean_lower, "mean_upper": self.mean_upper},
+                "p_better": self.p_better,
+                "compute_multiplier": {"value": _finite(self.multiplier),
+                                       "lower": self.multiplier_lower,
+                                       "upper": self.multiplier_upper},
+                "crossover": {"flops": self.crossover, "lower": self.crossover_lower,
+                              "upper": self.crossover_upper, "share": self.crossover_share},
+                "forecasts": {"recipe": fc(self.recipe_forecast),
+                              "reference": fc(self.reference_forecast)}}
+
+
+def _finite(x: float) -> float | None:
+    return float(x) if math.isfinite(x) else None
+
+
+@dataclass(frozen=True)
+class RecipeComparison:
+    """The result of :func:`compare_recipes`."""
+
+    reference: str
+    """The reference recipe (the first ladder)."""
+    recipes: tuple[str, ...]
+    """Every recipe, the reference first."""
+    law: str
+    comparisons: tuple[RecipeDifference, ...]
+    """One per (recipe other than the reference, target), targets in the order given."""
+    method: str
+    """How the draws were paired, in words (also ``pairing``)."""
+    pairing: str
+    """``run``, ``budget`` or ``none`` (the one used)."""
+    level: float
+    n_draws: int
+    """Draws used (aligned across recipes)."""
+    n_failed: int
+    """Draws left out because a recipe's refit failed (for every recipe, to stay paired)."""
+    unit: str
+    metric: str
+    fixed: dict = field(default_factory=dict)
+    """Parameters held fixed (e.g. the shared floor E)."""
+    notes: tuple[str, ...] = ()
+    warnings: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict:
+        """The JSON of ``delphi compare-recipes --json``."""
+        return {"reference": self.reference, "recipes": list(self.recipes), "law": self.law,
+                "unit": self.unit, "metric": self.metric, "level": self.level,
+                "method": self.method, "pairing": self.pairing, "n_draws": self.n_draws,
+                "n_failed": self.n_failed, "fixed": dict(self.fixed),
+                "comparisons": [c.to_dict() for c in self.comparisons],
+                "notes": list(self.notes), "warnings": list(self.warnings)}
+
+    def to_frame(self):
+        """One row per comparison: recipe, target, difference and interval, p_better,
+        multiplier and crossover with their intervals."""
+        import pandas as pd
+        rows = []
+        for c in self.comparisons:
+            rows.append({"recipe": c.recipe, "reference": c.reference,
+                         "target_flops": c.target_flops, "target_params": c.target_params,
+                         "target_tokens": c.target_tokens, "difference": c.loss,
+                         "lower": c.lower, "upper": c.upper, "p_better": c.p_better,
+                         "multiplier": c.multiplier,
+                         "multiplier_lower": c.multiplier_lower,
+                         "multiplier_upper": c.multiplier_upper, "crossover": c.crossover,
+                         "crossover_lower": c.crossover_lower,
+                         "crossover_upper": c.crossover_upper})
+        return pd.DataFrame(rows)
+
+    def report(self) -> str:
+        """The text report of ``delphi compare-recipes``."""
+        pct = f"{100 * self.level:.4g}%"
+        lines = [f"recipes    {', '.join(self.recipes)} (reference {self.reference}), law "
+                 f"{self.law}, metric {self.metric} [{self.unit}]",
+                 f"method     {self.method}; {self.n_draws} draws"
+                 + (f" ({self.n_failed} failed, left out for every recipe)" if self.n_failed
+                    else "")]
+        if self.fixed:
+            lines.append("fixed      " + ", ".join(f"{k} = {v:.4g}" for k, v in self.fixed.items()))
+        for w in self.warnings:
+            lines.append(f"warning    {w}")
+        for n in self.notes:
+            lines.append(f"note       {n}")
+        lo, hi = CROSSOVER_RANGE
+        for c in self.comparisons:
+            spec = _Spec(c.target_flops, c.target_params, c.target_tokens)
+            lines.append("")
+            lines.append(f"{c.recipe} vs {c.reference} at {spec.label()}")
+            for who, f in ((c.reference, c.reference_forecast), (c.recipe, c.recipe_forecast)):
+                if f is None:
+                    continue
+                iv = f.interval
+                at = ("" if f.target.params is None or not spec.by_compute else
+                      f" at N = {f.target.params:.3g}, D = {f.target.tokens:.3g}")
+                band = (f"  {pct} [{iv.lower:.4f}, {iv.upper:.4f}] ({iv.method})" if iv else
+                        "  (no interval)")
+                lines.append(f"  forecast    {who}: {f.loss:.4f}{band}{at}")
+            lines.append(f"  difference  {c.loss:+.4f} {self.unit}, {pct} [{c.lower:+.4f}, "
+                         f"{c.upper:+.4f}] ({'unpaired' if self.pairing == 'none' else 'paired'} draws, one "
+                         f"new run each; expected loss [{c.mean_lower:+.4f}, "
+                         f"{c.mean_upper:+.4f}])")
+            lines.append(f"  P(better)   {c.p_better:.3f} that {c.recipe} is better")
+            lines.append(f"  multiplier  {_mult(c.multiplier)}, {pct} "
+                         f"[{_mult(c.multiplier_lower)}, {_mult(c.multiplier_upper)}]"
+                         f" ({c.reference}'s compute to reach {c.recipe}'s loss / target compute)")
+            if c.crossover is None:
+                lines.append(f"  crossover   none in {lo:.0e}..{hi:.0e}"
+                             + (f" ({c.crossover_share:.0%} of draws cross)"
+                                if c.crossover_share else ""))
+            else:
+                lines.append(f"  crossover   {c.crossover:.3g} FLOPs, {pct} "
+                             f"[{_flops(c.crossover_lower)}, {_flops(c.crossover_upper)}] "
+                             f"({c.crossover_share:.0%} of draws cross in {lo:.0e}..{hi:.0e})")
+            seen = set()
+            for f in (c.reference_forecast, c.recipe_forecast):
+                for w in (f.warnings if f is not None else ()):
+                    if w not in seen:
+                        seen.add(w)
+                        lines.append(f"  warning     {f.ladder_name}: {w}")
+        return "\n".join(lines)
+
+    def __str__(self) -> str:
+        return self.report()
+
+
+def _mult(x: float | None) -> str:
+    if x is None or not math.isfinite(x):
+        return "unbounded"
+    return f"{x:.3g}x"
+
+
+def _flops(x: float | None) -> str:
+    return "-" if x is None else f"{x:.3g}"
+
+
+# ----------------------------------------------------------------------------- checks
+def _metric_kind(metric: str) -> str:
+    """What a metric measures, from its name: accuracy, perplexity or loss."""
+    m = metric.lower()
+    if "acc" in m:
+        return "accuracy"
+    if "perplex" in m or "ppl" in m.split():
+        return "perplexity"
+    return "loss"
+
+
+def _check_comparable(ladders: Sequence[Ladder]) -> list[str]:
+    """Refuse ladders in different units or kinds of metric; warnings (returned, and issued
+    as :class:`~delphi.errors.LadderWarning`) for differing eval sets (metric names), FLOP
+    conventions (median k = C/(6ND) more than 10% apart) and tokens-per-parameter designs
+    (median D/N more than 2x apart)."""
+    ref = ladders[0]
+    out = []
+    for other in ladders[1:]:
+        if other.unit != ref.unit:
+            raise LadderError(f"ladders {ref.name!r} and {other.name!r} are in different units "
+                              f"({ref.unit} and {other.unit}): their losses cannot be compared")
+        if _metric_kind(other.metric) != _metric_kind(ref.metric):
+            raise LadderError(f"ladders {ref.name!r} and {other.name!r} measure different "
+                              f"metrics ({ref.metric!r} and {other.metric!r})")
+        if other.metric.strip().lower() != ref.metric.strip().lower():
+            out.append(f"ladders {ref.name!r} and {other.name!r} are evaluated on different "
+                       f"sets ({ref.metric!r} and {other.metric!r}): the difference mixes the "
+                       f"recipes with the eval sets")
+        ka, kb = ref.flops_convention, other.flops_convention
+        if ka is not None and kb is not None and abs(kb.median / ka.median - 1) > 0.1:
+            out.append(f"ladders {ref.name!r} and {other.name!r} count FLOPs differently "
+                       f"(C/(6ND) {ka.median:.3g} and {kb.median:.3g}): a target compute means "
+                       f"different runs for each")
+        ra, rb = _median_tpp(ref), _median_tpp(other)
+        if ra and rb and max(ra / rb, rb / ra) > 2:
+            out.append(f"ladders {ref.name!r} and {other.name!r} differ in their tokens per "
+                       f"parameter (median D/N {ra:.3g} and {rb:.3g}): their designs differ, so "
+                       f"the draws pair fewer runs")
+    for message in out:
+        warn_user(message, LadderWarning)
+    return out
+
+
+def _median_tpp(ladder: Ladder) -> float | None:
+    if not ladder.has("params", "tokens"):
+        return None
+    try:
+        pts = ladder.final_points()[0]
+    except LadderError:
+        return None
+    if pts.empty:
+        return None
+    return float(np.median(pts["tokens"].to_numpy(float) / pts["params"].to_numpy(float)))
+
+
+def _choose_law(ladders: Sequence[Ladder], law) -> tuple[str, list[str]]:
+    """The one law for every ladder: the given one, else ``chinchilla`` when every ladder's
+    design supports it (:func:`delphi.forecast.default_law`), else ``power`` in C."""
+    notes = []
+    if law is not None:
+        name = getattr(law, "name", law)
+        if name not in SUPPORTED_LAWS:
+            raise LawError(f"compare-recipes evaluates the laws {', '.join(SUPPORTED_LAWS)} "
+                           f"(their compute-optimal envelope and N, D path); got {name!r}")
+        return name, notes
+    defaults = {ld.name: forecast.default_law(ld) for ld in ladders}
+    if all(v == "chinchilla" for v in defaults.values()):
+        return "chinchilla", ["law chinchilla: every ladder varies N and D (the design-aware "
+                              "default they all support)"]
+    others = [f"{k} ({v})" for k, v in defaults.items() if v != "chinchilla"]
+    notes.append(f"law power in C: not every ladder supports chinchilla ({', '.join(others)})")
+    return "power", notes
+
+
+def _specs(ladders, law, target_flops, target_params, target_tokens) -> list[_Spec]:
+    """Targets: each compute, or each (N, D) pair (C = k 6 N D with the reference's k)."""
+    flops = _as_list(target_flops, "target_flops", "--target-flops")
+    params = _as_list(target_params, "target_params", "--target-params")
+    tokens = _as_list(target_tokens, "target_tokens", "--target-tokens")
+    if flops and (params or tokens):
+        raise TargetError(f"give targets by compute ({option('target_flops', '--target-flops')}) "
+                          f"or by N and D ({option('target_params', '--target-params')} and "
+                          f"{option('target_tokens', '--target-tokens')}), not both")
+    if len(params) != len(tokens):
+        raise TargetError(f"{len(params)} target N value(s) and {len(tokens)} D value(s): give "
+                          f"one {option('target_tokens', '--target-tokens')} per "
+                          f"{option('target_params', '--target-params')}")
+    if not flops and not params:
+        raise TargetError(f"no target: give {option('target_flops', '--target-flops')} C, or "
+                          f"{option('target_params', '--target-params')} N and "
+                          f"{option('target_tokens', '--target-tokens')} D")
+    conv = ladders[0].flops_convention
+    k = conv.median if conv is not None else 1.0
+    for x in flops + params + tokens:
+        if not (math.isfinite(x) and x > 0):
+            raise TargetError(f"a target must be positive and finite, got {x!r}")
+    if flops:
+        return [_Spec(float(c)) for c in flops]
+    return [_Spec(float(k * FLOPS_PER_PARAM_TOKEN * n * d), float(n), float(d))
+            for n, d in zip(params, tokens)]
+
+
+def _as_list(value, api: str, flag: str) -> list[float]:
+    if value is None:
+        return []
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return [float(value)]
+    try:
+        return [float(v) for v in value]
+    except (TypeError, ValueError):
+        raise TargetError(f"{option(api, flag)} must be numbers, got {value!r}") from None
+
+
+# ----------------------------------------------------------------------------- paired draws
+def _group(values: np.ndarray, tol: float) -> np.ndarray:
+    """Group ids of ``values`` (> 0): sorted, a new group when a value exceeds the group's
+    first by more than ``tol`` (a factor)."""
+    order = np.argsort(values, kind="mergesort")
+    ids = np.empty(len(values), dtype=int)
+    gid, start = -1, None
+    for i in order:
+        if start is None or values[i] > start * tol:
+            gid, start = gid + 1, values[i]
+        ids[i] = gid
+    return ids
+
+
+def _cells(fits: Sequence, pairing: str) -> tuple[list[np.ndarray], int, float]:
+    """Each recipe's points as indices into the union of design cells: (budget, size) for
+    ``run`` (budget alone for a law of C), budget for ``budget``. Returns (indices per recipe,
+    number of cells, share of cells every recipe has)."""
+    comp, size, owner = [], [], []
+    for i, f in enumerate(fits):
+        x = f.x
+        if "flops" in x:
+            c = np.asarray(x["flops"], float)
+        else:
+            c = FLOPS_PER_PARAM_TOKEN * np.asarray(x["params"], float) * np.asarray(
+                x["tokens"], float)
+        comp.append(c)
+        size.append(np.asarray(x["params"], float) if "params" in x else np.ones_like(c))
+        owner.append(np.full(len(c), i))
+    c_all, n_all, who = np.concatenate(comp), np.concatenate(size), np.concatenate(owner)
+    b = _group(c_all, _BUDGET_TOL)
+    s = _group(n_all, _SIZE_TOL) if pairing == "run" else np.zeros(len(b), dtype=int)
+    keys = b * (int(s.max()) + 1) + s
+    uniq, inv = np.unique(keys, return_inverse=True)
+    shared = sum(1 for u in range(len(uniq))
+                 if len(set(who[inv == u].tolist())) == len(fits)) / len(uniq)
+    out, start = [], 0
+    for c in comp:
+        out.append(inv[start:start + len(c)])
+        start += len(c)
+    return out, len(uniq), shared
+
+
+def _weights(cells: list[np.ndarray], n_cells: int, pairing: str, n: int,
+             seed: int) -> list[np.ndarray]:
+    """Point multiplicities, one (n, n_points) array per recipe. Paired: draw b resamples the
+    union of cells once (child b of SeedSequence(seed)) and every recipe takes its cells'
+    counts. ``none``: each recipe resamples its own runs with its own seeds."""
+    out = []
+    if pairing == "none":
+        for i, idx in enumerate(cells):
+            children = np.random.SeedSequence([seed, i]).spawn(n)
+            m = len(idx)
+            w = np.empty((n, m))
+            for b, ch in enumerate(children):
+                w[b] = np.bincount(np.random.default_rng(ch).integers(0, m, m), minlength=m)
+            out.append(w)
+        return out
+    counts = np.empty((n, n_cells))
+    for b, ch in enumerate(np.random.SeedSequence(seed).spawn(n)):
+        counts[b] = np.bincount(np.random.default_rng(ch).integers(0, n_cells, n_cells),
+                                minlength=n_cells)
+    return [counts[:, idx] for idx in cells]
+
+
+def _usable(law_inputs, x, w: np.ndarray, n_free: int) -> bool:
+    """A resample can be refitted: enough distinct points, and every input still varies."""
+    keep = w > 0
+    if int(keep.sum()) < n_free + 1:
+        return False
+    return all(np.ptp(np.log(np.asarray(x[c], float)[keep])) > 0 for c in law_inputs)
+
+
+def _refit_block(job) -> list[dict | None]:
+    """Refit one recipe's block of weighted resamples from its full-data optimum: batched BFGS
+    (:func:`delphi.fitting.refit.refine_batch`), L-BFGS-B for the draws it leaves, and the
+    global search (:func:`delphi.fitting.fit_arrays`) for the draws flagged ``checked``,
+    keeping the better optimum. Returns each draw's parameters (None: not refittable)."""
+    law, x, y, fixed, bounds, delta, params, weights, checked, seed = job
+    prep = engine.prepare(law, x, y, fixed=fixed, bounds=bounds, delta=delta)
+    problem = prep.problem
+    z0 = engine.safe_start(problem, params, prep.ibounds)
+    ok = np.array([_usable(prep.law.inputs, prep.x, w, len(prep.free)) for w in weights])
+    out: list[dict | None] = [None] * len(weights)
+    if not ok.any():
+        return out
+    batch = refit.refine_batch(problem, z0, weights[ok], prep.ibounds)
+    for a, b in enumerate(np.flatnonzero(ok)):
+        z, obj = batch.z[a], float(batch.objective[a])
+        idx = np.repeat(np.arange(len(y)), weights[b].astype(int))
+        if not batch.converged[a] or not np.isfinite(obj):
+            sub = Problem(law=problem.law,
+                          x={k: (v[idx] if isinstance(v, np.ndarray) and v.shape == y.shape
+                                 else v) for k, v in problem.x.items()},
+                          log_y=problem.log_y[idx], delta=problem.delta, free=problem.free,
+                          fixed=problem.fixed)
+            z = refit.refine_one(sub, z if np.all(np.isfinite(z)) else z0, prep.ibounds)[0]
+            obj = float(refit.weighted_objective(problem, z, weights[b])[0])
+        if checked[b]:
+            try:
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    g = fitting.fit_arrays(law, {k: np.asarray(v)[idx] for k, v in x.items()},
+                                           y[idx], fixed=fixed, bounds=bounds, delta=delta,
+                                           seed=seed, starts=2)
+                zg = problem.pack(g.params)
+                obj_g = float(refit.weighted_objective(problem, zg, weights[b])[0])
+                if np.isfinite(obj_g) and (not np.isfinite(obj) or obj > obj_g * (1 + _WORSE_RTOL)):
+                    z, obj = zg, obj_g
+            except FitError:
+                pass
+        if np.isfinite(obj):
+            out[b] = problem.values(z)
+    return out
+
+
+def _draw_params(fits, weights: list[np.ndarray], seed: int, n_jobs) -> list[list[dict | None]]:
+    """Each recipe's refitted parameters per draw (None where the refit failed)."""
+    n = weights[0].shape[0]
+    checked = np.zeros(n, dtype=bool)
+    checked[int(np.random.default_rng(seed).integers(min(CHECK_EVERY, n)))::CHECK_EVERY] = True
+    jobs, owner = [], []
+    for i, (f, w) in enumerate(zip(fits, weights)):
+        bounds = {k: v for k, v in f.bounds.items() if k not in f.fixed}
+        x = {c: np.asarray(f.x[c], float) for c in f.law.inputs}
+        for s in range(0, n, _BLOCK):
+            jobs.append((f.law, x, np.asarray(f.y, float), dict(f.fixed), bounds, f.delta,
+                         dict(f.params), w[s:s + _BLOCK], checked[s:s + _BLOCK], seed))
+            owner.append(i)
+    blocks = map_jobs(_refit_block, jobs, n_jobs=n_jobs,
+                      desc=f"paired bootstrap ({len(fits)} recipes x {n} draws)", unit="block")
+    out: list[list] = [[] for _ in fits]
+    for i, block in zip(owner, blocks):
+        out[i].extend(block)
+    return out
+
+
+def _stack(draws: list[dict], names: Sequence[str]) -> dict[str, np.ndarray]:
+    return {k: np.array([d[k] for d in draws], float)[:, None] for k in names}
+
+
+def _col(params: Mapping[str, float]) -> dict[str, np.ndarray]:
+    return {k: np.array([[float(v)]]) for k, v in params.items()}
+
+
+# ----------------------------------------------------------------------------- engine
+@dataclass
+class _Paired:
+    """Fits and aligned parameter draws of every recipe (internal)."""
+
+    names: list[str]
+    ladders: list[Ladder]
+    fits: list
+    law: str
+    k: list[float]
+    draws: list[dict[str, np.ndarray]]
+    noise: list[float]
+    pairing: str
+    method: str
+    n_failed: int
+    notes: list[str]
+
+
+def _k(ladder: Ladder) -> float:
+    conv = ladder.flops_convention
+    return conv.median if conv is not None else 1.0
+
+
+def _shared_floor(ladders, law, fixed, bounds, delta, fit_max_flops, seed) -> tuple[float, list]:
+    """One floor E for every recipe: the E minimising the summed objective of all recipes
+    (each refitted with E fixed, warm-started at its free fit), by a grid over E in
+    (0, the lowest loss fitted) refined by a bounded scalar search."""
+    from scipy.optimize import minimize_scalar
+    free_fits = [fitting.fit(ld, law, fixed=fixed or None, bounds=bounds, delta=delta,
+                             fit_max_flops=fit_max_flops, seed=seed) for ld in ladders]
+    preps = []
+    for f in free_fits:
+        x = {c: np.asarray(f.x[c], float) for c in f.law.inputs}
+        preps.append((f, x))
+    top = min(float(np.min(f.y)) for f in free_fits) * 0.999
+
+    def total(e: float) -> float:
+        s = 0.0
+        for f, x in preps:
+            pinned = {**(fixed or {}), "E": float(e)}
+            bd = {k: v for k, v in (bounds or {}).items() if k != "E"}
+            prep = engine.prepare(law, x, f.y, fixed=pinned, bounds=bd or None, delta=delta)
+            z0 = engine.safe_start(prep.problem, f.params, prep.ibounds)
+            s += float(refit.refine_one(prep.problem, z0, prep.ibounds)[1])
+        return s
+
+    grid = np.linspace(0.02 * top, top, 25)
+    vals = [total(e) for e in grid]
+    i = int(np.argmin(vals))
+    lo, hi = grid[max(i - 1, 0)], grid[min(i + 1, len(grid) - 1)]
+    res = minimize_scalar(total, bounds=(lo, hi), method="bounded",
+                          options={"xatol": 1e-5 * top})
+    e = float(res.x) if res.fun <= vals[i] else float(grid[i])
+    return e, free_fits
+
+
+def _paired(ladders, names, law, *, fixed, bounds, delta, fit_max_flops, shared_floor,
+            pairing, n_boot, seed, n_jobs) -> _Paired:
+    notes: list[str] = []
+    fixed = dict(fixed or {})
+    if shared_floor:
+        if "E" in fixed:
+            raise LawError(f"{option('shared_floor=True', '--shared-floor')} fits one floor E "
+                           f"for every recipe; it cannot also be fixed "
+                           f"({option('floor', '--floor')})")
+        e, _ = _shared_floor(ladders, law, fixed, bounds, delta, fit_max_flops, seed)
+        fixed["E"] = e
+        notes.append(f"shared floor E = {e:.4g} fitted jointly on every recipe (the summed "
+                     f"objective, profiled over E); draws hold it fixed, so the intervals are "
+                     f"conditional on it")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fits = [fitting.fit(ld, law, fixed=fixed or None, bounds=bounds, delta=delta,
+                            fit_max_flops=fit_max_flops, seed=seed) for ld in ladders]
+    for nm, f in zip(names, fits):
+        if not f.converged:
+            raise FitError(f"the fit of recipe {nm!r} did not converge; no comparison")
+    cells, n_cells, shared = _cells(fits, "budget" if pairing == "budget" else "run")
+    used = pairing
+    if pairing == "auto":
+        used = "run" if shared >= _MIN_SHARED else "none"
+        if used == "none":
+            notes.append(f"the recipes share {shared:.0%} of their design cells (compute budget, "
+                         f"model size), under {_MIN_SHARED:.0%}: independent (unpaired) draws")
+    if used == "run":
+        what = "(budget, model size) cell" if "params" in fits[0].x else "compute budget"
+        method = (f"paired bootstrap: every draw resamples the same {what}s for every recipe "
+                  f"(common random numbers; {shared:.0%} of the cells shared), refitted "
+                  f"warm-started; run noise added independently per recipe")
+    elif used == "budget":
+        method = (f"paired bootstrap by compute budget: every draw resamples the same budgets "
+                  f"for every recipe ({shared:.0%} shared), refitted warm-started; run noise "
+                  f"added independently per recipe")
+    else:
+        method = ("unpaired bootstrap: each recipe resamples its own runs with its own random "
+                  "numbers; run noise added independently per recipe")
+    weights = _weights(cells, n_cells, used, n_boot, seed)
+    raw = _draw_params(fits, weights, seed, n_jobs)
+    good = [b for b in range(n_boot) if all(r[b] is not None for r in raw)]
+    n_failed = n_boot - len(good)
+    if len(good) < max(10, n_boot // 2):
+        raise FitError(f"{n_failed} of {n_boot} paired bootstrap draws could not be refitted for "
+                       f"every recipe; the ladders have too few runs to resample")
+    draws = [_stack([r[b] for b in good], f.law.param_names) for r, f in zip(raw, fits)]
+    noise = []
+    for f in fits:
+        sigma, _ = uncertainty.run_noise(f)
+        noise.append(float(sigma))
+    return _Paired(names=list(names), ladders=list(ladders), fits=fits, law=law,
+                   k=[_k(ld) for ld in ladders], draws=draws, noise=noise, pairing=used,
+                   method=method, n_failed=n_failed, notes=notes)
+
+
+def _quantiles(values: np.ndarray, level: float) -> tuple[float | None, float | None]:
+    """Central interval of ``values`` (may hold inf); an infinite end is None (unbounded)."""
+    a = (1 - level) / 2
+    v = np.sort(values[~np.isnan(values)])
+    if not len(v):
+        return None, None
+    lo, hi = np.quantile(np.where(np.isinf(v), np.sign(v) * 1e300, v), [a, 1 - a],
+                         method="inverted_cdf")
+    return (None if abs(lo) >= 1e299 else float(lo)), (None if abs(hi) >= 1e299 else float(hi))
+
+
+def _solve(spec: _Spec, law: str, p, k: float, goal: np.ndarray) -> np.ndarray:
+    """u = ln(C_A / C_target) with path loss of ``p`` equal to ``goal`` (shape (m,)), by
+    bisection in u (losses decrease along the path); +inf where ``goal`` is at or below the
+    path's floor, the end of the span where it is beyond it."""
+    m = len(goal)
+    lo, hi = np.full(m, -_LOG_SPAN), np.full(m, _LOG_SPAN)
+    at = lambda u: spec.path(law, p, u[:, None], k)[:, 0]   # noqa: E731
+    for _ in range(70):
+        mid = (lo + hi) / 2
+        above = at(mid) > goal
+        lo, hi = np.where(above, mid, lo), np.where(above, hi, mid)
+    u = (lo + hi) / 2
+    floor = np.broadcast_to(p["E"][:, 0], (m,))
+    return np.where(goal <= floor, np.inf, u)
+
+
+def _crossovers(spec: _Spec, law: str, pa, pb, ka: float, kb: float,
+                near: np.ndarray) -> np.ndarray:
+    """Compute [FLOPs] where the two curves meet in :data:`CROSSOVER_RANGE` (the crossing
+    nearest ``near``, ln C, per row), NaN where they do not; rows broadcast pa/pb (m, 1)."""
+    lo, hi = np.log(CROSSOVER_RANGE[0]), np.log(CROSSOVER_RANGE[1])
+    grid = np.linspace(lo, hi, int(_GRID_PER_DECADE * (hi - lo) / math.log(10)) + 1)
+    u = grid - math.log(spec.flops)
+    d = spec.path(law, pb, u[None, :], kb) - spec.path(law, pa, u[None, :], ka)
+    sign = np.sign(d)
+    change = sign[:, :-1] * sign[:, 1:] < 0
+    m = d.shape[0]
+    out = np.full(m, np.nan)
+    rows, cols = np.nonzero(change)
+    if not len(rows):
+        return out
+    d0, d1 = d[rows, cols], d[rows, cols + 1]
+    x = grid[cols] + (grid[cols + 1] - grid[cols]) * d0 / (d0 - d1)   # linear in ln C
+    dist = np.abs(x - np.broadcast_to(near, (m,))[rows])
+    best = np.full(m, np.inf)
+    for r, xi, di in zip(rows, x, dist):
+        if di < best[r]:
+            best[r], out[r] = di, xi
+    return np.exp(out)
+
+
+def _compare_pair(pp: _Paired, a: int, b: int, spec: _Spec, level: float, seed: int) -> dict:
+    """Difference, P(better), multiplier and crossover of recipe b against a at ``spec``."""
+    law = pp.law
+    fa, fb = pp.fits[a].params, pp.fits[b].params
+    pa, pb = _col(fa), _col(fb)
+    zero = np.zeros((1, 1))
+    la = float(spec.path(law, pa, zero, pp.k[a])[0, 0])
+    lb = float(spec.path(law, pb, zero, pp.k[b])[0, 0])
+    da, db = pp.draws[a], pp.draws[b]
+    m = len(next(iter(da.values())))
+    za = spec.path(law, da, np.zeros((m, 1)), pp.k[a])[:, 0]
+    zb = spec.path(law, db, np.zeros((m, 1)), pp.k[b])[:, 0]
+    rng = np.random.default_rng(np.random.SeedSequence([seed, a, b, 7]))
+    ea = rng.normal(0.0, pp.noise[a], size=(m, _NOISE_PER_DRAW))
+    eb = rng.normal(0.0, pp.noise[b], size=(m, _NOISE_PER_DRAW))
+    new = (zb[:, None] * np.exp(eb) - za[:, None] * np.exp(ea)).ravel()
+    diff = zb - za
+    if not (np.all(np.isfinite(new)) and np.all(np.isfinite(diff))):
+        raise FitError(f"the paired draws of {pp.names[b]!r} against {pp.names[a]!r} give a "
+                       f"non-finite loss at {spec.label()}: the fits are too uncertain there")
+    q = (1 - level) / 2
+    lo, hi = np.quantile(new, [q, 1 - q])
+    mlo, mhi = np.quantile(diff, [q, 1 - q])
+    u_point = _solve(spec, law, pa, pp.k[a], np.array([lb]))[0]
+    u_draws = _solve(spec, law, da, pp.k[a], zb)
+    mult = math.exp(u_point) if math.isfinite(u_point) else math.inf
+    m_lo, m_hi = _quantiles(np.exp(u_draws), level)
+    near = np.array([math.log(spec.flops)])
+    cross = _crossovers(spec, law, pa, pb, pp.k[a], pp.k[b], near)[0]
+    cross = None if np.isnan(cross) else float(cross)
+    centre = np.array([math.log(cross)]) if cross is not None else near
+    cd = _crossovers(spec, law, da, db, pp.k[a], pp.k[b], centre)
+    share = float(np.mean(~np.isnan(cd)))
+    c_lo = c_hi = None
+    if cross is not None:
+        c_lo, c_hi = _quantiles(cd[~np.isnan(cd)], level)
+    return {"loss": lb - la, "lower": float(lo), "upper": float(hi), "mean_lower": float(mlo),
+            "mean_upper": float(mhi), "p_better": float(np.mean(diff < 0)),
+            "multiplier": mult, "multiplier_lower": m_lo, "multiplier_upper": m_hi,
+            "crossover": cross, "crossover_lower": c_lo, "crossover_upper": c_hi,
+            "crossover_share": share, "la": la, "lb": lb}
+
+
+def _recipe_target(pp: _Paired, i: int, spec: _Spec) -> "forecast.Target":
+    """Recipe i's own target: at its compute-optimal N, D for a chinchilla law at a compute
+    target, else the target itself."""
+    if spec.by_compute:
+        if pp.law == "chinchilla":
+            n, d = _allocation(pp.fits[i].params, spec.flops, pp.k[i])
+            return forecast.Target(params=n, tokens=d,
+                                   name=f"{pp.names[i]} compute-optimal at C = {spec.flops:.3g}")
+        return forecast.Target(flops=spec.flops)
+    return forecast.Target(params=spec.params, tokens=spec.tokens)
+
+
+def _load(ladders) -> list[Ladder]:
+    from ..readers import as_ladder, load_ladder
+    out = []
+    for ld in ladders:
+        out.append(load_ladder(ld) if isinstance(ld, str) else as_ladder(ld))
+    return out
+
+
+def _check_common(ladders, names, pairing, level, n_boot, seed):
+    if len(ladders) < 2:
+        raise LadderError(f"a comparison needs at least two ladders (recipes), got {len(ladders)}")
+    if pairing not in PAIRINGS:
+        raise FitError(f"unknown pairing {pairing!r}; use {', '.join(PAIRINGS)}")
+    if not (isinstance(level, float) and 0 < level < 1):
+        raise FitError(f"interval level must be in (0, 1), got {level!r}")
+    if not (isinstance(n_boot, int) and not isinstance(n_boot, bool) and 20 <= n_boot <= 100_000):
+        raise FitError(f"a paired bootstrap needs 20 to 100,000 draws (--n-boot), got {n_boot!r}")
+    if not (isinstance(seed, int) and seed >= 0):
+        raise FitError(f"seed must be a non-negative integer, got {seed!r}")
+    if names is not None:
+        if len(names) != len(ladders):
+            raise LadderError(f"{len(names)} names for {len(ladders)} ladders")
+    names = list(names) if names is not None else [ld.name for ld in ladders]
+    if len(set(names)) < len(names):
+        dup = sorted({n for n in names if names.count(n) > 1})
+        raise LadderError(f"recipes must have distinct names; {', '.join(map(repr, dup))} "
+                          f"appears twice (give names=...)")
+    return names
+
+
+def compare_recipes(ladders: Sequence, *, target_flops=None, target_params=None,
+                    target_tokens=None, law: str | None = None,
+                    fixed: Mapping[str, float] | None = None, floor: float | None = None,
+                    shared_floor: bool = False,
+                    bounds: Mapping[str, Sequence[float]] | None = None,
+                    delta: float = fitting.DEFAULT_DELTA, fit_max_flops: float | None = None,
+                    pairing: str = "auto", level: float = uncertainty.DEFAULT_LEVEL,
+                    n_boot: int = 200, seed: int = 0, interval: str | None = "auto",
+                    n_jobs: int | None = None, names: Sequence[str] | None = None,
+                    forecasts: bool = True) -> RecipeComparison:
+    """Compare recipes (ladders) at target computes: each against the first (the reference).
+
+    Parameters
+    ----------
+    ladders: two or more ladders (names, paths, :class:`~delphi.ladder.Ladder` or DataFrames),
+        the reference first.
+    target_flops: one or more target computes C [FLOPs]: each recipe at its own
+        compute-optimal allocation (the envelope L*(C)).
+    target_params, target_tokens: or one or more (N, D) pairs: every recipe at that N and D
+        (C = k 6 N D with the reference's FLOP convention k).
+    law: ``chinchilla`` or ``power`` (default: chinchilla when every ladder's design supports
+        it, :func:`delphi.forecast.default_law`, else power in C).
+    fixed, floor: parameters held fixed for every recipe (``floor``: E).
+    shared_floor: fit one floor E for all recipes jointly (when they share an eval set and
+        tokenizer); the draws hold it fixed (the intervals are conditional on it).
+    bounds, delta, fit_max_flops: as in :func:`delphi.fitting.fit`, for every recipe.
+    pairing: ``auto`` (default: ``run`` when at least half the design cells are shared by all
+        recipes, else ``none``), ``run``, ``budget`` or ``none`` (:data:`PAIRINGS`).
+    level: interval level (0.9). n_boot: draws (aligned across recipes). seed: seed of the
+        draws (same inputs and seed, same result, whatever ``n_jobs``).
+    interval: the method of each recipe's own forecast (:func:`delphi.forecast.predict`;
+        default auto: calibrated or reference-class).
+    names: labels of the recipes (default the ladders' names).
+    forecasts: also make each recipe's own forecast at each target (default True).
+
+    Returns
+    -------
+    RecipeComparison, one :class:`RecipeDifference` per (recipe, target). Differences are
+    recipe - reference in the ladders' loss unit (negative: the recipe is better).
+
+    Raises
+    ------
+    LadderError: fewer than two ladders, ladders in different units or measuring different
+        metrics (naming both), duplicate names.
+    LawError: a law other than chinchilla or power; a shared floor with a fixed E.
+    TargetError: no target, or targets by compute and by N and D at once.
+    FitError: a fit that did not converge, bad settings, or too many draws that cannot be
+        refitted.
+    """
+    ladders = _load(ladders)
+    names = _check_common(ladders, names, pairing, level, n_boot, seed)
+    check_n_jobs(n_jobs)
+    warns = _check_comparable(ladders)
+    law_name, notes = _choose_law(ladders, law)
+    specs = _specs(ladders, law_name, target_flops, target_params, target_tokens)
+    fixed = dict(fixed or {})
+    if floor is not None:
+        if "E" in fixed:
+            raise LawError("E fixed twice (floor and fixed['E']); give one")
+        fixed["E"] = float(floor)
+    pp = _paired(ladders, names, law_name, fixed=fixed, bounds=bounds, delta=delta,
+                 fit_max_flops=fit_max_flops, shared_floor=shared_floor, pairing=pairing,
+                 n_boot=n_boot, seed=seed, n_jobs=n_jobs)
+    own = {}
+    if forecasts:
+        for i, ld in enumerate(ladders):
+            for j, spec in enumerate(specs):
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")     # kept on the forecast, reported
+                    own[i, j] = forecast.predict(
+                        ld, _recipe_target(pp, i, spec), law_name, fixed=pp.fits[i].fixed or None,
+                        bounds=bounds, delta=delta, fit_max_flops=fit_max_flops, seed=seed,
+                        interval=interval, level=level, n_jobs=n_jobs)
+    out = []
+    for b in range(1, len(ladders)):
+        for j, spec in enumerate(specs):
+            r = _compare_pair(pp, 0, b, spec, level, seed)
+            out.append(RecipeDifference(
+                recipe=names[b], reference=names[0], target_flops=spec.flops,
+                target_params=spec.params, target_tokens=spec.tokens,
+                **{k: v for k, v in r.items() if k not in ("la", "lb")},
+                recipe_forecast=own.get((b, j)), reference_forecast=own.get((0, j))))
+    if law_name == "chinchilla" and any(s.by_compute for s in specs):
+        notes.append("a target by compute puts each recipe at its own compute-optimal N and D "
+                     "(Hoffmann et al. 2022, Eq. 4); the multiplier is along the reference's "
+                     "envelope")
+    if any(not s.by_compute for s in specs):
+        notes.append("a target by N and D: the multiplier scales the reference's N and D "
+                     "together (the target's tokens per parameter)")
+    return RecipeComparison(reference=names[0], recipes=tuple(names), law=law_name,
+                            comparisons=tuple(out), method=pp.method, pairing=pp.pairing,
+                            level=level, n_draws=len(next(iter(pp.draws[0].values()))),
+                            n_failed=pp.n_failed, unit=ladders[0].unit,
+                            metric=ladders[0].metric, fixed=dict(pp.fits[0].fixed),
+                            notes=tuple(pp.notes + notes), warnings=tuple(warns))
+
+
+# ----------------------------------------------------------------------------- backtest
+@dataclass(frozen=True)
+class RecipeBacktest:
+    """The result of :func:`backtest_recipes`: one row per (cut, pair of recipes, larger
+    budget or run), and the summary."""
+
+    recipes: tuple[str, ...]
+    law: str
+    level: float
+    design: str
+    """``envelope`` (isoFLOP budgets: each budget's best run against L*(C)) or ``runs`` (the
+    runs every recipe has, matched by (budget, size), against L(N, D))."""
+    rows: tuple[dict, ...]
+    """``cut`` [FLOPs], ``a``, ``b`` (recipes), ``flops``, ``params``, ``tokens`` (None for an
+    envelope target), ``observed`` (L_b - L_a), ``predicted``, ``lower``, ``upper``,
+    ``inside``, ``p_better``, ``correct`` (the predicted winner won), ``baseline`` (L_b - L_a
+    at the largest budget at or below the cut) and ``baseline_correct``."""
+    notes: tuple[str, ...] = ()
+    warnings: tuple[str, ...] = ()
+
+    @property
+    def summary(self) -> dict:
+        """``n``, ``decision_accuracy``, ``baseline_accuracy``, ``coverage`` (share of observed
+        differences inside their interval), ``n_cuts``; accuracies leave out exact ties."""
+        rows = [r for r in self.rows if r["observed"] != 0]
+        n = len(rows)
+        if not n:
+            return {"n": 0, "decision_accuracy": None, "baseline_accuracy": None,
+                    "coverage": None, "n_cuts": 0}
+        return {"n": n, "decision_accuracy": sum(r["correct"] for r in rows) / n,
+                "baseline_accuracy": sum(r["baseline_correct"] for r in rows) / n,
+                "coverage": sum(r["inside"] for r in rows) / n,
+                "n_cuts": len({r["cut"] for r in rows})}
+
+    def to_dict(self) -> dict:
+        """The JSON of ``delphi compare-recipes --backtest --json``."""
+        return {"recipes": list(self.recipes), "law": self.law, "level": self.level,
+                "design": self.design, "summary": self.summary, "rows": list(self.rows),
+                "notes": list(self.notes), "warnings": list(self.warnings)}
+
+    def to_frame(self):
+        import pandas as pd
+        return pd.DataFrame(list(self.rows))
+
+    def report(self) -> str:
+        s = self.summary
+        lines = [f"recipes    {', '.join(self.recipes)}, law {self.law}, design {self.design}"]
+        for w in self.warnings:
+            lines.append(f"warning    {w}")
+        for n in self.notes:
+            lines.append(f"note       {n}")
+        if not s["n"]:
+            lines.append("no decisions scored")
+            return "\n".join(lines)
+        lines.append(f"decisions  {s['n']} (pairs x larger budgets x {s['n_cuts']} cuts)")
+        lines.append(f"accuracy   {s['decision_accuracy']:.1%} predicted winner won; single-scale "
+                     f"baseline {s['baseline_accuracy']:.1%} (rank by the loss at the largest "
+                     f"budget at or below the cut)")
+        lines.append(f"coverage   {s['coverage']:.1%} of observed differences inside their "
+                     f"{100 * self.level:.4g}% paired interval")
+        lines.append("")
+        lines.append(f"{'cut':>9} {'pair':<40} {'flops':>9} {'observed':>9} {'predicted':>9} "
+                     f"{'interval':>19} ok  base")
+        for r in self.rows:
+            pair = f"{r['b']} - {r['a']}"
+            lines.append(f"{r['cut']:9.3g} {pair[:40]:<40} {r['flops']:9.3g} "
+                         f"{r['observed']:+9.4f} {r['predicted']:+9.4f} "
+                         f"[{r['lower']:+8.4f},{r['upper']:+8.4f}] "
+                         f"{'y' if r['correct'] else 'n':>2}  {'y' if r['baseline_correct'] else 'n':>4}"
+                         f"{'' if r['inside'] else '  outside'}")
+        return "\n".join(lines)
+
+    def __str__(self) -> str:
+        return self.report()
+
+
+def _table(ladder: Ladder):
+    """Finished runs: run, flops (ladder convention), params, tokens, loss."""
+    pts = ladder.final_points()[0].copy()
+    if "flops" not in pts.columns or pts["flops"].isna().any():
+        pts["flops"] = _k(ladder) * FLOPS_PER_PARAM_TOKEN * pts["params"] * pts["tokens"]
+    return pts
+
+
+def backtest_recipes(ladders: Sequence, *, law: str | None = None,
+                     fixed: Mapping[str, float] | None = None, shared_floor: bool = False,
+                     pairing: str = "auto", level: float = uncertainty.DEFAULT_LEVEL,
+                     n_boot: int = 200, seed: int = 0, max_cuts: int = 4,
+                     n_jobs: int | None = None, names: Sequence[str] | None = None
+                     ) -> RecipeBacktest:
+    """Decision backtest: were comparisons of recipes right one or more scales up?
+
+    For each cut (a compute budget; up to ``max_cuts``, evenly spaced among the budgets that
+    leave every recipe at least 2p + 2 runs at or below them and 3 budgets, p the law's free
+    parameters), every recipe is fitted on its runs at or below the cut
+    (:func:`compare_recipes`' paired draws), and for every pair of recipes (a, b) and every
+    larger budget: on an isoFLOP design (3+ sizes per budget) the predicted L*_b - L*_a at
+    the budget's compute against the difference of the budgets' best runs; otherwise at
+    each (N, D) run both recipes trained, against the two runs' losses. Scored: whether the
+    predicted winner won, whether the observed difference fell inside the paired interval,
+    and the single-scale baseline (the sign of the difference at the largest budget at or
+    below the cut; Magnusson et al. 2025, DataDecide).
+
+    Raises
+    ------
+    LadderError, LawError, FitError: as :func:`compare_recipes`; also (LadderError) no cut
+        leaves enough runs and a larger budget.
+    """
+    ladders = _load(ladders)
+    names = _check_common(ladders, names, pairing, level, n_boot, seed)
+    if not (isinstance(max_cuts, int) and max_cuts >= 1):
+        raise FitError(f"max_cuts must be a positive whole number, got {max_cuts!r}")
+    warns = _check_comparable(ladders)
+    law_name, notes = _choose_law(ladders, law)
+    tables = [_table(ld) for ld in ladders]
+    c_all = np.concatenate([t["flops"].to_numpy(float) for t in tables])
+    n_all = np.concatenate([t["params"].to_numpy(float) for t in tables])
+    bud = _group(c_all, _BUDGET_TOL)
+    size = _group(n_all, _SIZE_TOL)
+    start = 0
+    for t in tables:
+        t["budget"] = bud[start:start + len(t)]
+        t["size"] = size[start:start + len(t)]
+        start += len(t)
+    per_budget = tables[0].groupby("budget")["size"].nunique()
+    envelope = bool(per_budget.median() >= 3)
+    design = "envelope" if envelope else "runs"
+    n_free = {"chinchilla": 5, "power": 3}[law_name] - len(fixed or {})
+    budgets = sorted(set.intersection(*[set(t["budget"]) for t in tables]))
+    cuts = []
+    for b in budgets[:-1]:
+        ok = all(int((t["budget"] <= b).sum()) >= 2 * n_free + 2
+                 and t.loc[t["budget"] <= b, "budget"].nunique() >= 3 for t in tables)
+        if ok:
+            cuts.append(b)
+    if not cuts:
+        raise LadderError(f"no cut leaves every recipe {2 * n_free + 2} runs in 3 budgets at or "
+                          f"below it and a larger budget to predict")
+    if len(cuts) > max_cuts:
+        cuts = [cuts[int(round(i))] for i in np.linspace(0, len(cuts) - 1, max_cuts)]
+    rows = []
+    for b in cuts:
+        cut = float(max(t.loc[t["budget"] == b, "flops"].max() for t in tables)) * (1 + 1e-9)
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                pp = _paired(ladders, names, law_name, fixed=fixed, bounds=None,
+                             delta=fitting.DEFAULT_DELTA, fit_max_flops=cut,
+                             shared_floor=shared_floor, pairing=pairing, n_boot=n_boot,
+                             seed=seed, n_jobs=n_jobs)
+        except (FitError, LawError) as exc:
+            notes.append(f"cut at {cut:.3g} FLOPs left out: {exc}")
+            continue
+        targets = []   # (spec, observed loss per recipe)
+        for big in [x for x in budgets if x > b]:
+            sel = [t[t["budget"] == big] for t in tables]
+            if envelope:
+                c = float(np.median(sel[0]["flops"]))
+                targets.append((_Spec(c), [float(s["loss"].min()) for s in sel]))
+            else:
+                common = set.intersection(*[set(s["size"]) for s in sel])
+                for sz in sorted(common):
+                    runs = [s[s["size"] == sz].iloc[0] for s in sel]
+                    r0 = runs[0]
+                    targets.append((_Spec(float(r0["flops"]), float(r0["params"]),
+                                          float(r0["tokens"])),
+                                    [float(r["loss"]) for r in runs]))
+        base = [t[t["budget"] == b] for t in tables]
+        for spec, obs in targets:
+            for i in range(len(ladders)):
+                for j in range(i + 1, len(ladders)):
+                    try:
+                        r = _compare_pair(pp, i, j, spec, level, seed)
+                    except FitError as exc:
+                        notes.append(f"cut at {cut:.3g} FLOPs, {names[j]} - {names[i]} at "
+                                     f"{spec.label()} left out: {exc}")
+                        continue
+                    observed = obs[j] - obs[i]
+                    if envelope:
+                        baseline = float(base[j]["loss"].min() - base[i]["loss"].min())
+                    else:
+                        common = sorted(set(base[i]["size"]) & set(base[j]["size"]))
+                        bi = base[i].set_index("size").loc[common, "loss"]
+                        bj = base[j].set_index("size").loc[common, "loss"]
+                        baseline = float((bj - bi).mean()) if common else float(
+                            base[j]["loss"].min() - base[i]["loss"].min())
+                    rows.append({"cut": cut, "a": names[i], "b": names[j], "flops": spec.flops,
+                                 "params": spec.params, "tokens": spec.tokens,
+                                 "observed": observed, "predicted": r["loss"],
+                                 "lower": r["lower"], "upper": r["upper"],
+                                 "inside": bool(r["lower"] <= observed <= r["upper"]),
+                                 "p_better": r["p_better"],
+                                 "correct": bool(np.sign(r["loss"]) == np.sign(observed)),
+                                 "baseline": baseline,
+                                 "baseline_correct": bool(np.sign(baseline) == np.sign(observed))})
+    return RecipeBacktest(recipes=tuple(names), law=law_name, level=level, design=design,
+                          rows=tuple(rows), notes=tuple(notes), warnings=tuple(warns))
