@@ -45,6 +45,11 @@ from delphi.errors import DelphiWarning
 
 ROOT = Path(__file__).parents[1]
 README = ROOT / "README.md"
+#: The README and the docs it links to, in reading order (the docs were the README's later
+#: sections, issue 23): their python blocks share one namespace in this order.
+DOCS = [README] + [ROOT / "docs" / f"{name}.md" for name in (
+    "usage", "fitting", "laws", "intervals", "recipes", "registry", "data", "architecture",
+    "benchmarks")]
 
 _FENCE = re.compile(r"^(?P<indent>[ \t]*)```(?P<lang>[\w-]*)[ \t]*\n(?P<body>.*?)^(?P=indent)```",
                     re.M | re.S)
@@ -56,14 +61,16 @@ ALLOWED_SKIPS = ("installs delphi and runs the test suite", "benchmarks take min
 
 
 def blocks() -> list[dict]:
-    text = README.read_text()
     out = []
-    for m in _FENCE.finditer(text):
-        before = text[:m.start()].rstrip("\n").splitlines()
-        skip = _SKIP.search(before[-1]) if before else None
-        out.append({"lang": m.group("lang"), "body": textwrap.dedent(m.group("body")),
-                    "line": text[:m.start()].count("\n") + 1,
-                    "skip": skip.group("reason") if skip else None})
+    for doc in DOCS:
+        text = doc.read_text()
+        for m in _FENCE.finditer(text):
+            before = text[:m.start()].rstrip("\n").splitlines()
+            skip = _SKIP.search(before[-1]) if before else None
+            out.append({"lang": m.group("lang"), "body": textwrap.dedent(m.group("body")),
+                        "line": text[:m.start()].count("\n") + 1,
+                        "file": str(doc.relative_to(ROOT)),
+                        "skip": skip.group("reason") if skip else None})
     return out
 
 
@@ -172,7 +179,7 @@ def test_plain_delphi_argv_is_bash_word_splitting():
 
 
 @pytest.mark.parametrize("block", [b for b in BLOCKS if b["lang"] == "bash" and not b["skip"]],
-                         ids=lambda b: f"line{b['line']}")
+                         ids=lambda b: f"{b['file']}:{b['line']}")
 def test_bash_block_runs(block, tmp_path, data_dir, monkeypatch, capsys):
     scratch = _scratch(tmp_path)
     env = _env(tmp_path)
@@ -196,7 +203,7 @@ def test_bash_block_runs(block, tmp_path, data_dir, monkeypatch, capsys):
             proc = subprocess.run(["bash", "-c", "set -euo pipefail\n" + line], cwd=scratch,
                                   env=env, capture_output=True, text=True, timeout=600)
             code, out, err = proc.returncode, proc.stdout, proc.stderr
-        assert code == 0, (f"README block at line {block['line']} failed at its line {n + 1} "
+        assert code == 0, (f"{block['file']} block at line {block['line']} failed at its line {n + 1} "
                            f"(exit {code}): {line}\n{out[-3000:]}\n{err[-3000:]}")
 
 
@@ -214,9 +221,9 @@ def test_python_blocks_run_in_order(tmp_path, data_dir, monkeypatch):
         warnings.simplefilter("always", DelphiWarning)
         for b in code:
             try:
-                exec(compile(b["body"], f"README.md:{b['line']}", "exec"), namespace)
+                exec(compile(b["body"], f"{b['file']}:{b['line']}", "exec"), namespace)
             except Exception as exc:  # name the block, keep the traceback
-                raise AssertionError(f"README python block at line {b['line']} failed: "
+                raise AssertionError(f"{b['file']} python block at line {b['line']} failed: "
                                      f"{type(exc).__name__}: {exc}") from exc
     by_ladder: dict[str, list[str]] = {}
     for w in seen:
