@@ -499,9 +499,14 @@ def predict(ladder: Ladder, target: Target | Mapping[str, float], law: str | Law
         the ladder, :attr:`Fit.degenerate`) instead of refusing; :attr:`Forecast.warnings`
         then says so, and whether the forecast only repeats the ladder's constant level.
 
+    Several targets at once: ``target`` a list of targets, or a dict whose values are
+    sequences of one length (a scalar pairs with each element, as in
+    :func:`delphi.predict_accuracy`), e.g. ``{"params": [1e9, 3e9], "tokens": [2e10, 6e10]}``.
+
     Returns
     -------
-    Forecast
+    Forecast; a list of them, one per target in order, for several targets (each as its own
+    call would give it: the same fit, seeds and intervals).
 
     Raises
     ------
@@ -514,6 +519,19 @@ def predict(ladder: Ladder, target: Target | Mapping[str, float], law: str | Law
         ``floor_range`` or ``floor_points``, and (FitError) a bad interval setting: an unknown
         ``interval`` or ``boot_unit``, a ``level`` outside (0, 1), ``n_boot`` or ``n_jobs``.
     """
+    many = _several_targets(target)
+    if many is not None:
+        from .readers import as_ladder
+        ladder = as_ladder(ladder)      # read once
+        return [predict(ladder, t, law, fixed=fixed, bounds=bounds, delta=delta,
+                        fit_max_flops=fit_max_flops, include_unfinished=include_unfinished,
+                        divergence_threshold=divergence_threshold, seed=seed,
+                        interval=interval, level=level, n_boot=n_boot, boot_unit=boot_unit,
+                        n_jobs=n_jobs, workers=workers, floor_range=floor_range,
+                        floor_points=floor_points, off_trend=off_trend,
+                        allow_degenerate=allow_degenerate, ensemble=ensemble,
+                        candidates=candidates, reference=reference, identify=identify)
+                for t in many]
     return _predict(ladder, target, law, fixed=fixed, bounds=bounds, delta=delta,
                     fit_max_flops=fit_max_flops, include_unfinished=include_unfinished,
                     divergence_threshold=divergence_threshold, seed=seed, interval=interval,
@@ -521,6 +539,30 @@ def predict(ladder: Ladder, target: Target | Mapping[str, float], law: str | Law
                     workers=workers, floor_range=floor_range, floor_points=floor_points,
                     off_trend=off_trend, allow_degenerate=allow_degenerate, ensemble=ensemble,
                     candidates=candidates, reference=reference, _profiles=identify)
+
+
+def _several_targets(target) -> list | None:
+    """The targets of a list of targets, or of a dict whose values are sequences of one
+    length (scalars repeated); None for one target. TargetError for sequences of different
+    lengths or an empty list."""
+    if isinstance(target, (list, tuple)):
+        if not target:
+            raise TargetError("an empty list of targets: give at least one")
+        return list(target)
+    if not isinstance(target, dict):
+        return None
+
+    def seq(v):
+        return isinstance(v, (list, tuple, np.ndarray)) and not isinstance(v, str)
+
+    lengths = {k: len(v) for k, v in target.items() if seq(v)}
+    if not lengths:
+        return None
+    if len(set(lengths.values())) > 1 or 0 in lengths.values():
+        raise TargetError(f"several targets need sequences of one length; got "
+                          f"{', '.join(f'{k}: {n}' for k, n in lengths.items())}")
+    n = next(iter(lengths.values()))
+    return [{k: (v[i] if k in lengths else v) for k, v in target.items()} for i in range(n)]
 
 
 def _predict(ladder: Ladder, target: Target | Mapping[str, float], law: str | Law | None = None, *,

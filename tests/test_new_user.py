@@ -197,3 +197,23 @@ def test_complete_all_runs_prints_a_table_and_a_summary(capsys):
     assert err == "" and len(lines) == 4
     assert lines[2].startswith("z") and "not completed:" in lines[2]
     assert lines[3].startswith("1 of 2 run(s) completed") and "1 not completed" in lines[3]
+
+
+def test_predict_takes_several_targets_as_predict_accuracy_does():
+    # Before: "target params must be a positive finite number, got [...]".
+    import numpy as np
+    import pandas as pd
+    c = np.logspace(18, 20, 6)
+    lad = delphi.load_ladder(pd.DataFrame({"run": [f"r{i}" for i in range(6)], "flops": c,
+                                           "loss": 1.8 + 150 * c ** -0.12}))
+    many = delphi.predict(lad, {"flops": [1e21, 1e22]}, "power", interval="delta")
+    assert isinstance(many, list) and len(many) == 2
+    for f, c_t in zip(many, (1e21, 1e22)):
+        one = delphi.predict(lad, {"flops": c_t}, "power", interval="delta")
+        assert f.loss == one.loss and (f.lower, f.upper) == (one.lower, one.upper)
+    as_list = delphi.predict(lad, [{"flops": 1e21}, 1e22], "power", interval=None)
+    assert [f.loss for f in as_list] == [f.loss for f in many]
+    with pytest.raises(delphi.TargetError, match="sequences of one length; got flops: 2"):
+        delphi.predict(lad, {"flops": [1e21, 1e22], "params": [1e9]}, "power")
+    with pytest.raises(delphi.TargetError, match="an empty list of targets"):
+        delphi.predict(lad, [], "power")
