@@ -109,9 +109,11 @@ REFUSED = [
     ("fit warm_start list", _fit(warm_start=[1.8, 2000.0, 0.2])),
     # predict: targets
     *[(f"predict(target={name})", _predict(t)) for name, t in [
-        ("None", None), ("empty dict", {}), ("list", [1e22]), ("str", "1e22"),
-        ("nan", {"flops": float("nan")}), ("neg", {"flops": -1.0}),
-        ("np array", {"flops": np.array([1e22, 1e23])}), ("list val", {"flops": [1e22, 1e23]}),
+        # (lists of targets and dicts of equal-length sequences are several targets, issue 23)
+        ("None", None), ("empty dict", {}), ("list of None", [None]), ("empty list", []),
+        ("str", "1e22"), ("nan", {"flops": float("nan")}), ("neg", {"flops": -1.0}),
+        ("lengths differ", {"flops": np.array([1e22, 1e23]), "params": [1e9]}),
+        ("list val bad", {"flops": [1e22, -1.0]}),
         ("unknown key", {"zzz": 1.0}), ("bool", {"flops": True}),          # True was 1 FLOP
         ("np.bool_", {"flops": np.bool_(True)}), ("huge int", {"flops": 10**400}),
         ("huger int", {"flops": 10**5000}), ("DataFrame", pd.DataFrame({"flops": [1e22]})),

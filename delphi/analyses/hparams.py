@@ -38,11 +38,11 @@ import pandas as pd
 from ..errors import FitError, LadderError, LawError, TargetError, option
 from ..fitting.engine import DEFAULT_DELTA, fit_arrays
 from ..fitting.result import Fit
-from ..ladder import FLOPS_PER_PARAM_TOKEN, Exclusion, Ladder
+from ..inputs.ladder import FLOPS_PER_PARAM_TOKEN, Exclusion, Ladder
 from ..laws.base import Law
 from ..laws.hparams import DEEPSEEK_BATCH, DEEPSEEK_LR, STEPLAW_BATCH, STEPLAW_LR
-from ..parallel import map_jobs
-from ..records import positive_number
+from ..core.parallel import map_jobs
+from ..core.records import positive_number
 
 __all__ = [
     "OptimaTable", "HparamFit", "ExcludedGroup", "optimal_points", "fit_hparams",

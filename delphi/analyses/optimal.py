@@ -53,9 +53,9 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from ..records import jsonable, positive_number
+from ..core.records import jsonable, positive_number
 from ..errors import FitError, FitWarning, LawError, TargetError, option, user_stacklevel
-from ..ladder import FLOPS_PER_PARAM_TOKEN, Ladder
+from ..inputs.ladder import FLOPS_PER_PARAM_TOKEN, Ladder
 
 __all__ = ["Allocation", "chinchilla_optimum", "optimal_allocation", "compute_optimal",
            "draws_to_arrays", "ladder_design", "REQUIRED_PARAMS", "SPLIT_PARAMS",
@@ -142,7 +142,7 @@ def draws_to_arrays(draws: Any) -> dict[str, np.ndarray]:
     ------
     FitError: empty draws, ragged arrays, or draws that are not numbers.
     """
-    from ..uncertainty import BootstrapDraws
+    from ..forecasting.uncertainty import BootstrapDraws
 
     if isinstance(draws, BootstrapDraws):
         draws = draws.params

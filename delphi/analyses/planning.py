@@ -54,10 +54,10 @@ from typing import Any, Callable
 import numpy as np
 import pandas as pd
 
-from ..records import jsonable, positive_number
+from ..core.records import jsonable, positive_number
 from ..errors import LadderError
-from ..ladder import FLOPS_PER_PARAM_TOKEN, check_target_value
-from ..rules import adamh_rule
+from ..inputs.ladder import FLOPS_PER_PARAM_TOKEN, check_target_value
+from ..inputs.rules import adamh_rule
 
 __all__ = ["PlannedRun", "LadderPlan", "plan_ladder", "transformer_params", "layers_for_width",
            "width_for_params", "optimum_from_allocation", "RULES", "CSV_COLUMNS", "WIDTH_STEP",

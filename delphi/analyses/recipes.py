@@ -44,13 +44,15 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
-from .. import fitting, forecast, uncertainty
+from .. import fitting
+from ..forecasting import forecast
+from ..forecasting import uncertainty
 from ..errors import (FitError, LadderError, LadderWarning, LawError, TargetError, option,
                       warn_user)
 from ..fitting import engine, refit
 from ..fitting.objective import Problem
-from ..ladder import FLOPS_PER_PARAM_TOKEN, Ladder
-from ..parallel import check_n_jobs, map_jobs
+from ..inputs.ladder import FLOPS_PER_PARAM_TOKEN, Ladder
+from ..core.parallel import check_n_jobs, map_jobs
 
 __all__ = ["RecipeComparison", "RecipeDifference", "RecipeBacktest", "compare_recipes",
            "backtest_recipes", "PAIRINGS", "SUPPORTED_LAWS", "CROSSOVER_RANGE"]
@@ -805,7 +807,7 @@ def _recipe_target(pp: _Paired, i: int, spec: _Spec) -> "forecast.Target":
 
 
 def _load(ladders) -> list[Ladder]:
-    from ..readers import as_ladder, load_ladder
+    from ..inputs.readers import as_ladder, load_ladder
     out = []
     for ld in ladders:
         out.append(load_ladder(ld) if isinstance(ld, str) else as_ladder(ld))

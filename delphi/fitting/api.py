@@ -11,9 +11,9 @@ import numpy as np
 import pandas as pd
 
 from ..errors import DelphiError, FitError, FitWarning, NotFittedError, TargetError, user_stacklevel
-from ..ladder import Exclusion, Ladder, percent
+from ..inputs.ladder import Exclusion, Ladder, percent
 from ..laws import CHECKPOINT_LAWS, Law, get_law
-from ..law_inputs import law_points
+from ..inputs.law_inputs import law_points
 from .engine import DEFAULT_DELTA, fit_arrays
 from .result import Fit
 
@@ -469,7 +469,7 @@ def fit(ladder: Ladder, law: str | Law, *, fixed: Mapping[str, float] | None = N
     LadderError: the ladder lacks a column the law reads, or has no finished run.
     LawError, FitError, IdentifiabilityError: see :func:`~delphi.fitting.fit_arrays`.
     """
-    from ..readers import as_ladder
+    from ..inputs.readers import as_ladder
     ladder = as_ladder(ladder)      # a DataFrame is read as load_ladder reads it
     law = get_law(law)
     excluded: list[Exclusion] = list(ladder.exclusions)
@@ -796,7 +796,7 @@ class ScalingLawFitter:
 
     def _final_points(self, ladder) -> tuple[pd.DataFrame, np.ndarray]:
         """A ladder's (or a DataFrame of runs') final points and losses, for ``score(X)``."""
-        from ..readers import as_ladder
+        from ..inputs.readers import as_ladder
 
         if get_law(self.law).name in CHECKPOINT_LAWS:
             raise TargetError(f"law {self.law!r} is fitted to whole training curves: score it "
@@ -818,7 +818,7 @@ class ScalingLawFitter:
             names = [f"row {i}" for i in range(len(losses))]
         frame = pd.DataFrame({"run": names, **{c: v for c, v in x.items()
                                                if not c.startswith("_")}, "loss": losses})
-        from ..readers import load_ladder
+        from ..inputs.readers import load_ladder
         return load_ladder(frame)
 
     # ------------------------------------------------------------------ using the fit

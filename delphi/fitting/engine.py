@@ -25,7 +25,7 @@ import numpy as np
 
 from ..errors import FitError, IdentifiabilityError, LawError
 from ..laws import Law, get_law
-from ..parallel import one_blas_thread
+from ..core.parallel import one_blas_thread
 from .objective import Problem
 from .result import Fit
 from .refit import refine_batch, refine_one

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Mapping
 import numpy as np
 
 from ..laws.base import Inputs, Law
-from ..ladder import Exclusion
+from ..inputs.ladder import Exclusion
 
 if TYPE_CHECKING:  # pragma: no cover
     from .diagnostics import Identification

@@ -15,7 +15,7 @@ from collections import OrderedDict
 import numpy as np
 
 from ..errors import LawError
-from ..schedules import MultiPowerGroups, multipower_groups, multipower_ld_grid
+from ..inputs.schedules import MultiPowerGroups, multipower_groups, multipower_ld_grid
 from .base import Inputs, Law, Param
 
 __all__ = ["AnnealingLaw", "MultiPowerLaw", "ANNEALING", "MULTIPOWER"]

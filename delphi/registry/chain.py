@@ -15,7 +15,7 @@ from pydantic import ValidationError
 from ..errors import RegistryError
 from .invariants import ChainRules
 from .schema import GENESIS, Entry, canonical_json, entry_hash, validation_message
-from ..text import plural
+from ..core.text import plural
 
 __all__ = ["VerifyReport", "Signer", "verify_bytes", "split_lines", "plural", "check_head",
            "line_problem", "normalized"]

@@ -17,8 +17,8 @@ from typing import Any, Callable, Iterator, Mapping, Sequence
 from filelock import FileLock, Timeout
 from pydantic import ValidationError
 
-from .._files import describe_not_a_file, read_regular_file
-from .._files import reason as _reason
+from ..core.files import describe_not_a_file, read_regular_file
+from ..core.files import reason as _reason
 from ..errors import RegistryError
 from .chain import (Problem, check_line, VerifyReport, line_problem, normalized, split_lines,
                     verify_bytes)
@@ -221,7 +221,7 @@ def _unit(unit: Any, what: str) -> str:
     """``unit`` as one of :data:`delphi.units.UNITS` or :data:`ACCURACY_UNIT`
     (RegistryError listing them if not)."""
     from ..errors import LadderError
-    from ..units import normalize_unit
+    from ..inputs.units import normalize_unit
 
     if isinstance(unit, str) and unit.strip().lower() == ACCURACY_UNIT:
         return ACCURACY_UNIT
@@ -240,7 +240,7 @@ def _check_outcome_unit(pred: Entry, unit: str | None) -> None:
         # delphi's default (Score's errors say so): an outcome in another unit would be scored
         # against it as if it were comparable.
         from ..errors import option
-        from ..units import DEFAULT_UNIT
+        from ..inputs.units import DEFAULT_UNIT
         if unit != DEFAULT_UNIT:
             flag = option("target['unit']", "--target-unit")
             raise RegistryError(f"prediction {pred.id!r} was registered without a unit, so it "

@@ -39,8 +39,8 @@ def build_marin_registry(path: str | Path) -> Registry:
     LadderError, FitError
         The bundled ``marin-moe-535b`` ladder cannot be read or fitted.
     """
-    from ..forecast import Target, predict
-    from ..readers import load_ladder, load_manifest
+    from ..forecasting.forecast import Target, predict
+    from ..inputs.readers import load_ladder, load_manifest
 
     path = Path(path)
     if path.exists():

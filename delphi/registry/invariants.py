@@ -158,7 +158,7 @@ def check_unit_as_written(unit: str | None) -> None:
         An unknown unit, or an alias of a known one.
     """
     from ..errors import LadderError
-    from ..units import normalize_unit
+    from ..inputs.units import normalize_unit
 
     if unit is None or unit == ACCURACY_UNIT:
         return

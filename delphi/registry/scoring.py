@@ -9,7 +9,7 @@ from statistics import NormalDist
 import numpy as np
 
 from ..errors import RegistryError
-from ..text import plural
+from ..core.text import plural
 from .schema import ACCURACY_UNIT, Entry, ForecastRecord, IntervalRecord
 
 

@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
 
-from .._files import read_regular_file
+from ..core.files import read_regular_file
 from ..errors import RegistryError
 from .schema import SignatureRecord, canonical_json
 

@@ -6,7 +6,7 @@ import math
 
 import numpy as np
 
-from ...records import jsonable
+from ...core.records import jsonable
 from ...errors import FitError
 
 

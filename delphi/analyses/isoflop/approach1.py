@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ...errors import FitError, LadderError
-from ...ladder import Exclusion, Ladder
+from ...inputs.ladder import Exclusion, Ladder
 from ._common import as_jsonable, listed_names
 from .power_law import PowerLaw, fit_power_law
 from .approach2 import optimal_point

@@ -13,14 +13,14 @@ import pandas as pd
 
 from ...errors import (FitError, FitWarning, LadderError, LadderWarning, TargetError, option,
                       user_stacklevel)
-from ...ladder import FLOPS_PER_PARAM_TOKEN, Exclusion, Ladder
+from ...inputs.ladder import FLOPS_PER_PARAM_TOKEN, Exclusion, Ladder
 from ._common import (BOOTSTRAPS, METHODS, ASYMMETRY, CENTRAL, DRIFT, EXCLUDING, MAX_LISTED,
                       MIN_SIZES, SD_FLOOR_FACTOR, WIDE, check_level, count_of, fmt_g,
                       interval_text, as_jsonable, listed_names, percentiles)
 from .budgets import Budget, final_table, budget_names, group_budgets
 from .vertices import fit_vertices, vertex_window
 from .power_law import PowerLaw, fit_power_law
-from ...uncertainty import DEFAULT_LEVEL
+from ...forecasting.uncertainty import DEFAULT_LEVEL
 
 
 # ------------------------------------------------------------------------------- approach 2

@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 
 from ...errors import LadderError
-from ...ladder import Exclusion, Ladder
+from ...inputs.ladder import Exclusion, Ladder
 from ._common import MAX_LISTED, TIE_MIN
 
 

@@ -1,0 +1,358 @@
+"""Loss curves under LR schedules: schedule features per checkpoint, and completing a run.
+
+``delphi complete`` fits a curve law (:mod:`delphi.laws.curves`) to the checkpoints a run has
+so far and evaluates it at the end of the run's planned schedule: an unfinished rung (such as
+Marin's d2048 MoE rung, which crashed at 80%) still yields a final-loss estimate.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from ..errors import DelphiError, FitError, FitWarning, LadderError, option, user_stacklevel
+from ..fitting import DEFAULT_DELTA, Fit, fit_arrays
+from ..inputs.ladder import Ladder, restart_fix, span
+from ..laws import Law, get_law
+from ..inputs.law_inputs import ANNEALING_MOMENTUM, curve_inputs, run_schedule
+from ..inputs.schedules import Schedule, features, warmup_end
+
+__all__ = ["run_schedule", "curve_inputs", "complete", "complete_many", "Completion",
+           "decay_seen", "ANNEALING_MOMENTUM", "DECAY_SHARE_MIN"]
+
+#: A completion is warned about when the fitted checkpoints have seen less than this share of
+#: the LR decay still to come (see :func:`decay_seen`). Measured on every OLMo ladder run and
+#: every (Mis)Fitting run cut at 30..80% of its schedule: below half of the decay seen, the
+#: median miss of the final loss was above 1% (up to several percent); from half on, below.
+DECAY_SHARE_MIN = 0.5
+
+
+@dataclass(frozen=True)
+class Completion:
+    """A run's predicted final loss from its checkpoints so far (``delphi complete``)."""
+
+    run: str
+    """Run id."""
+    loss: float
+    """Predicted loss at the end of the planned schedule [ladder's loss unit]."""
+    total_steps: int
+    """Planned length of the run [steps]."""
+    fitted_upto_step: int
+    """Last checkpoint step used in the fit."""
+    n_checkpoints: int
+    """Checkpoints fitted."""
+    schedule: str
+    """The schedule evaluated (e.g. ``cosine:warmup=50,final=0.1`` or ``logged``)."""
+    fit: Fit
+    """The curve-law fit."""
+    actual: float | None = None
+    """The run's observed final loss, when the ladder has it (for checking)."""
+    notes: tuple[str, ...] = field(default=())
+    warnings: tuple[str, ...] = field(default=())
+    """What makes the prediction unreliable (also raised as :class:`~delphi.FitWarning`):
+    e.g. a decay response not identified by the checkpoints so far."""
+    decay_share: float | None = None
+    """Share of the LR decay still to come that the fitted checkpoints have seen
+    (:func:`decay_seen`); None when the schedule does not decay further."""
+    n_warmup_excluded: int = 0
+    """Warm-up checkpoints (LR still rising) left out of the fit, over all runs fitted."""
+
+    @property
+    def rel_error(self) -> float | None:
+        """(actual - predicted) / predicted, when the actual final loss is known."""
+        return None if self.actual is None else (self.actual - self.loss) / self.loss
+
+    def to_dict(self) -> dict:
+        d = self.fit.to_dict()
+        return {"run": self.run, "law": d["law"], "params": d["params"],
+                "prediction": {"loss": self.loss, "at_step": self.total_steps},
+                "fitted_upto_step": self.fitted_upto_step, "n_checkpoints": self.n_checkpoints,
+                "schedule": self.schedule, "actual": self.actual, "rel_error": self.rel_error,
+                "warmup_excluded": self.n_warmup_excluded, "decay_share": self.decay_share,
+                "fit": d["fit"], "warnings": list(self.warnings), "notes": list(self.notes)}
+
+    def report(self) -> str:
+        lines = [f"run        {self.run}: {self.n_checkpoints} checkpoints up to step "
+                 f"{self.fitted_upto_step} of {self.total_steps} ({self.schedule})",
+                 self.fit.report()]
+        for warning in self.warnings:
+            lines.append(f"warning    {warning}")
+        for note in self.notes:
+            lines.append(f"note       {note}")
+        lines.append(f"prediction {self.loss:.4f} at step {self.total_steps}")
+        if self.actual is not None:
+            lines.append(f"actual     {self.actual:.4f} (relative error {self.rel_error:+.2%})")
+        return "\n".join(lines)
+
+    def __str__(self) -> str:
+        return self.report()
+
+
+def complete(ladder: Ladder, run: str, law: str | Law = "annealing", *,
+             upto_fraction: float | None = None, upto_step: int | None = None,
+             min_step_fraction: float = 0.0, siblings: bool = False, keep_warmup: bool = False,
+             fixed=None, bounds=None, delta: float = DEFAULT_DELTA, seed: int = 0
+             ) -> Completion:
+    """Predict a run's final loss from its checkpoints and its planned LR schedule.
+
+    Parameters
+    ----------
+    ladder: a ladder with per-checkpoint rows (``step``, ``loss``) and either a schedule shape
+        (``ladder.schedule`` with ``peak_lr``, ``total_steps``) or a logged ``lr``.
+    run: the run to complete.
+    law: a curve law: ``annealing`` (default; Tissue et al. 2024: four parameters, fast) or
+        ``multipower`` (Luo et al. 2025: seven parameters; needs long, well-sampled curves).
+    upto_fraction, upto_step: fit only checkpoints up to this share of the planned run / step
+        (to backtest a completion on a finished run); default all checkpoints.
+    min_step_fraction: drop checkpoints before this share of their own run (early transients).
+    siblings: also fit the checkpoints, up to the same step, of the ladder's other runs of the
+        same model (same ``params``) and peak LR. A curve law's parameters are meant to be
+        shared across schedules of one model and peak LR (Tissue et al. 2024; Luo et al. 2025)
+        and nothing past the cut-off step is used. Off by default: on the short (Mis)Fitting
+        runs the shared annealing law fits the siblings' early steps poorly and completions
+        got worse (median error 8% vs 1.2% at 50% of the run).
+    keep_warmup: also fit the warm-up checkpoints, taken while the LR is still rising to its
+        peak (before :func:`delphi.schedules.warmup_end`). Off by default: both laws describe
+        the loss after warm-up (their annealing terms start at the peak), and the fast early
+        drop of the first checkpoints otherwise sets the forward-area exponent. A note says
+        how many were left out.
+    fixed, bounds, delta, seed: as in :func:`delphi.fitting.fit_arrays`.
+
+    Returns
+    -------
+    Completion; ``actual`` holds the run's last checkpoint loss when it reached the planned end.
+
+    Raises
+    ------
+    LadderError: unknown run, no schedule, no steps; a resumed run (its step goes back in file
+        order, :attr:`delphi.Ladder.restarts`). FitError: too few checkpoints to fit.
+    """
+    from ..inputs.readers import as_ladder
+    ladder = as_ladder(ladder)      # a DataFrame is read as load_ladder reads it
+    law = get_law(law)
+    run = str(run)
+    if run not in set(ladder.table["run"]):
+        known = ladder.runs
+        raise LadderError(f"unknown run {run!r} in ladder {ladder.name!r}; runs: "
+                          f"{', '.join(known[:10])}{' ...' if len(known) > 10 else ''}")
+    restarts = getattr(ladder, "restarts", None) or {}
+    if run in restarts:
+        gone = (getattr(ladder, "superseded", None) or {}).get(run)
+        raise LadderError(_restart_message(run, restarts[run])
+                          + (f"; its superseded rows: {span(gone)}" if gone else ""))
+    own_rows = ladder.table[ladder.table["run"] == run]
+    if len(own_rows) < 2:
+        # One row is a final point, not a loss curve: no curve law can be fitted to it.
+        at = own_rows.iloc[0]
+        where = f"row {at['row']}" + (f", step {at['step']:g}" if "step" in own_rows.columns
+                                       and pd.notna(at["step"]) else "")
+        raise LadderError(f"run {run!r} has a single checkpoint ({where}): completing a run "
+                          f"fits a loss curve through its checkpoints, so it needs several "
+                          f"(with their steps); for one final loss per run use a final-loss "
+                          f"law (delphi predict / delphi fit)")
+    group = [run]
+    resumed = []
+    if siblings:
+        for r in _siblings(ladder, run):
+            if r != run:
+                (resumed if r in restarts else group).append(r)
+    rows, x, schedules, notes = curve_inputs(ladder, group)
+    if resumed:
+        notes.append(f"sibling run(s) left out, resumed with their step going back (not one "
+                     f"loss curve): {', '.join(resumed[:6])}{' ...' if len(resumed) > 6 else ''}")
+    sched = schedules[0]
+    total = int(sched.total_steps)
+    limit = total
+    if upto_fraction is not None:
+        if not 0 < upto_fraction <= 1:
+            raise LadderError(f"{option('upto_fraction', '--upto-fraction')} must be in "
+                              f"(0, 1], got {upto_fraction}")
+        limit = min(limit, int(math.floor(upto_fraction * total)))
+    if upto_step is not None:
+        limit = min(limit, int(upto_step))
+    steps = rows["step"].to_numpy()
+    own_total = np.array([schedules[g].total_steps for g in rows["_group"]], dtype=float)
+    use = (steps <= limit) & (steps >= min_step_fraction * own_total)
+    # Warm-up: checkpoints before the step where each run's LR reaches its peak.
+    starts = np.array([warmup_end(sc) for sc in schedules])
+    in_warmup = steps < starts[rows["_group"].to_numpy()]
+    warm = use & in_warmup
+    n_warm = 0 if keep_warmup else int(warm.sum())
+    if n_warm:
+        use &= ~warm
+        notes.append(f"{n_warm} warm-up checkpoint(s) left out (before step {starts[0]}, where "
+                     f"the LR reaches its peak); "
+                     f"{option('keep_warmup=True', '--keep-warmup')} fits them")
+    if not use.any():
+        raise FitError(f"run {run!r}: no checkpoints at or before step {limit}"
+                       + (f" after warm-up (it ends at step {starts[0]}); "
+                          f"{option('keep_warmup=True', '--keep-warmup')} fits warm-up "
+                          f"checkpoints" if n_warm else ""))
+    sub = {k: (v[use] if isinstance(v, np.ndarray) and k != "_lrs" else v) for k, v in x.items()}
+    result = fit_arrays(law, sub, rows.loc[use, "loss"].to_numpy(float),
+                        labels=[f"{run}@{int(s)}" for s in rows.loc[use, "step"]],
+                        fixed=fixed, bounds=bounds, delta=delta, seed=seed)
+    end = features(sched, np.array([total]), momentum=ANNEALING_MOMENTUM)
+    target = {"S1": end["S1"], "S2": end["S2"], "h": end["h"], "step": np.array([float(total)]),
+              "_group": np.array([0]), "_lrs": x["_lrs"]}
+    loss = float(result.predict(target)[0])
+    own = rows[rows["run"] == run]
+    last = own.iloc[-1]
+    actual = float(last["loss"]) if int(last["step"]) >= total else None
+    spec = sched.spec() if isinstance(sched, Schedule) else "logged"
+    if actual is not None and limit >= total:
+        notes.append("the run already reached its planned end; the fit includes its final loss")
+    decay_term = {"annealing": "C", "multipower": "B"}.get(law.name)
+    h_last = float(rows.loc[use & (rows["run"] == run), "h"].iloc[-1]) if (
+        use & (rows["run"] == run)).any() else 1.0
+    if decay_term in result.at_bound and float(end["h"][0]) < 0.9 * h_last:
+        notes.append(f"the LR-decay term vanished ({decay_term} = 0): the checkpoints so far show "
+                     f"no annealing response, so the loss drop from the decay still to come "
+                     f"(lr/peak {h_last:.2f} -> {float(end['h'][0]):.2f}) is missing from the "
+                     f"prediction, which is then too high")
+    # A kept warm-up checkpoint's LR is below the peak too, but says nothing about the decay.
+    seen = decay_seen(rows.loc[use & ~in_warmup, "h"].to_numpy(float), sched)
+    warns = []
+    if seen is not None and seen[0] < DECAY_SHARE_MIN:
+        share, h_seen, h_end, half = seen
+        warns.append(
+            f"the LR-decay response is not identified by these checkpoints: the LR has come "
+            f"down only to {h_seen:.2f} of its peak, {share:.0%} of the way to its final "
+            f"{h_end:.2f}, so the loss drop from the decay still to come is extrapolated from the "
+            f"start of the decay (on the OLMo and (Mis)Fitting ladders such "
+            f"completions missed the final loss by a median 1-2.5%, some by far more, in "
+            f"either direction); completing from "
+            f"step {half} on (half of the decay seen) is typically within 1%"
+            + ("; the multi-power law (--law multipower) extrapolated the decay better there "
+               "(median miss 0.4-1.5% with 20-50% of the decay seen)"
+               if law.name == "annealing" else ""))
+        for w in warns:
+            warnings.warn(f"run {run!r}: {w}", FitWarning, stacklevel=user_stacklevel())
+    used_runs = sorted(set(rows.loc[use, "run"]) - {run})
+    if used_runs:
+        notes.append(f"fitted together with {len(used_runs)} sibling run(s) of the same model and "
+                     f"peak LR, up to the same step: {', '.join(used_runs[:6])}"
+                     f"{' ...' if len(used_runs) > 6 else ''}")
+    return Completion(run=run, loss=loss, total_steps=total, fitted_upto_step=int(
+        rows.loc[use, "step"].max()), n_checkpoints=int(use.sum()), schedule=spec, fit=result,
+        actual=actual, notes=tuple(notes), warnings=tuple(warns),
+        decay_share=None if seen is None else seen[0], n_warmup_excluded=n_warm)
+
+
+def decay_seen(h_fitted, schedule) -> tuple[float, float, float, int] | None:
+    """How much of the LR decay still to come the fitted checkpoints have seen.
+
+    A curve law learns its decay response (C in the annealing law, B, C, beta, gamma in the
+    multi-power law) from checkpoints whose LR has come down from its peak; the loss drop from
+    the rest of the decay is then an extrapolation. The share seen is
+    ``(1 - h_seen) / (1 - h_end)``, with ``h = lr / peak`` (``h_seen`` the lowest among the
+    fitted checkpoints, of every run fitted; ``h_end`` at the end of the schedule).
+
+    Parameters
+    ----------
+    h_fitted: lr / peak of the fitted checkpoints after warm-up, shape (n,).
+    schedule: the completed run's schedule (:class:`Schedule` or :class:`LoggedSchedule`).
+
+    Returns
+    -------
+    (share, h_seen, h_end, half_step), share clipped to [0, 1] and ``half_step`` the first
+    step where the run's own LR has come half way down; None when the schedule does not decay
+    below the lowest LR fitted (nothing to extrapolate) or ``h_fitted`` is empty.
+    """
+    h = np.asarray(h_fitted, dtype=float)
+    if h.size == 0:
+        return None
+    lrs = schedule.lrs() / schedule.peak_lr
+    h_end = float(lrs[-1])
+    h_seen = float(min(h.min(), 1.0))
+    if h_end >= 1.0 or h_end >= h_seen * 0.999:          # no decay to come
+        return None
+    share = float(np.clip((1.0 - h_seen) / (1.0 - h_end), 0.0, 1.0))
+    after = np.arange(1, lrs.size + 1) >= warmup_end(lrs)
+    half = np.flatnonzero(after & (lrs <= 1.0 - 0.5 * (1.0 - h_end)))
+    return share, h_seen, h_end, int(half[0]) + 1 if half.size else int(lrs.size)
+
+
+def _restart_message(run: str, restarts: list) -> str:
+    listed = "; ".join(r.describe() for r in restarts[:3])
+    more = f"; and {len(restarts) - 3} more" if len(restarts) > 3 else ""
+    return (f"run {run!r} was resumed: its step goes back {len(restarts)} time(s) in file "
+            f"order ({listed}{more}). Sorted by step its segments interleave, so a curve "
+            f"law would fit one curve through two runs and blame the misfit on the LR "
+            f"schedule. {restart_fix(restarts)}")
+
+
+def _complete_job(item: tuple) -> tuple[str, Completion | str]:
+    """One run of :func:`complete_many` (module level: pickled for process/Dask workers)."""
+    ladder, run, law, options = item
+    try:
+        return run, complete(ladder, run, law, **options)
+    except DelphiError as exc:
+        return run, f"{type(exc).__name__}: {exc}"
+
+
+def complete_many(ladder: Ladder, runs=None, law: str | Law = "annealing", *,
+                  n_jobs: int | None = None, upto_fraction: float | None = None,
+                  upto_step: int | None = None, min_step_fraction: float = 0.0,
+                  siblings: bool = False, keep_warmup: bool = False, fixed=None, bounds=None,
+                  delta: float = DEFAULT_DELTA, seed: int = 0, show_progress: bool | None = None
+                  ) -> list[tuple[str, Completion | str]]:
+    """Complete many runs (:func:`complete` on each), serially or in parallel, in run order.
+
+    Each run is fitted on its own (with its siblings when ``siblings``), exactly as
+    :func:`complete` would, with the same ``seed``: the results do not depend on ``n_jobs``
+    or the joblib backend. A run that cannot be completed (too few checkpoints, no schedule,
+    an unknown run...) does not stop the others: its entry holds the error message instead.
+    Jobs run through :func:`delphi.parallel.map_jobs` (joblib; BLAS pinned to one thread per
+    job; a progress bar on a terminal for batches that take more than ~2 s). Laws:
+    ``annealing`` (Tissue et al. 2024, arXiv 2408.11029, Eq. 1) or ``multipower`` (Luo et
+    al. 2025, arXiv 2503.12811, Sec. 3).
+
+    Parameters
+    ----------
+    ladder: a ladder with per-checkpoint rows (see :func:`complete`).
+    runs: run ids to complete, shape (r,); default every run of the ladder.
+    law: a curve law name or object, as in :func:`complete`.
+    n_jobs: joblib's convention: None (the active ``joblib.parallel_config``, else serial),
+        1 serial, -1 every core; a Dask backend runs the jobs on its cluster.
+    upto_fraction, upto_step, min_step_fraction, siblings, keep_warmup, fixed, bounds, delta,
+        seed: as in :func:`complete`, the same for every run.
+    show_progress: force the progress bar on or off (default: on a terminal, unless quiet).
+
+    Returns
+    -------
+    list of (run, Completion or str), one per run in ``runs`` order: the completion, or the
+    one-line error message (``"FitError: ..."``) of a run that could not be completed.
+
+    Raises
+    ------
+    LawError: unknown law (it applies to every run). FitError: a bad ``n_jobs``.
+    """
+    from ..core.parallel import check_n_jobs, map_jobs
+    from ..inputs.readers import as_ladder
+    ladder = as_ladder(ladder)      # a DataFrame is read as load_ladder reads it
+    law = get_law(law)
+    n_jobs = check_n_jobs(n_jobs)
+    runs = list(ladder.runs) if runs is None else [str(r) for r in runs]
+    options = dict(upto_fraction=upto_fraction, upto_step=upto_step,
+                   min_step_fraction=min_step_fraction, siblings=siblings,
+                   keep_warmup=keep_warmup, fixed=fixed,
+                   bounds=bounds, delta=delta, seed=seed)
+    items = [(ladder, run, law, options) for run in runs]
+    return map_jobs(_complete_job, items, n_jobs=n_jobs, desc=f"complete ({law.name})",
+                    show_progress=show_progress, unit="run")
+
+
+def _siblings(ladder: Ladder, run: str) -> list[str]:
+    """Runs of the same model (params) and peak LR as ``run``, with steps."""
+    t = ladder.table
+    keys = [c for c in ("params", "peak_lr") if c in t.columns]
+    if not keys or "step" not in t.columns:
+        return []
+    mine = t.loc[t["run"] == run, keys].iloc[0]
+    same = (t[keys] == mine).all(axis=1)
+    return sorted(t.loc[same, "run"].unique())

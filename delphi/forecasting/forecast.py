@@ -1,0 +1,1239 @@
+"""Forecasts: fit a ladder, predict a target. The one entry the CLI, notebooks and registry share."""
+
+from __future__ import annotations
+
+import copy
+import math
+import os
+import warnings
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Mapping, Sequence
+
+import numpy as np
+
+from .. import __version__
+from ..errors import (DelphiError, FitError, FitWarning, LadderError, LawError, TargetError,
+                     option, user_stacklevel)
+from ..fitting import DEFAULT_DELTA, DIVERGENCE_THRESHOLD, Fit, fit
+from ..inputs.ladder import (SEQUENCE_LENGTHS, FLOPS_PER_PARAM_TOKEN, FlopsConvention, Ladder,
+                     check_target_value)
+from ..laws import Law, get_law
+from .candidates import ENSEMBLE_RULE, RECENCY, Candidate, default_candidates
+from .selection import MIN_WEIGHT, TIE, Comparison, compare
+from .target import DESIGN_FACTOR, K_PLAUSIBLE, MAX_FLOOR_POINTS, Target, as_target
+from .design import (ONE_D, SPLIT_SPAN, default_law, final_nd, ladder_design_notes,
+                     one_token_count, ratio_span)
+from .uncertainty import DEFAULT_LEVEL, Interval
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from .robustness import FloorScan, OffTrend
+
+__all__ = ["Target", "Forecast", "predict", "default_law", "one_token_count"]
+
+
+def _base_inputs(target: Target, law: Law) -> dict[str, list[float]]:
+    """The target's N, D, C inputs of ``law`` (LR quantities are resolved after the fit)."""
+    return target.inputs(law, skip=("peak_lr", "h"))
+
+
+def _check_moe_target(target: Target, law: Law, ladder: Ladder) -> None:
+    """An MoE ladder counts compute with active parameters (C = 6 N_active D); a target whose
+    C would come from its total N is then off by the sparsity factor, silently. Refuse it.
+
+    Raises
+    ------
+    TargetError: the ladder is MoE, the law reads C, and the target gives N and D but neither
+        its active parameters nor its FLOPs.
+    """
+    if "flops" not in law.inputs or target.flops_source != "6ND" or not ladder.has("active_params"):
+        return
+    t = ladder.table
+    active = t["active_params"].to_numpy(float)
+    total = t["params"].to_numpy(float) if "params" in t.columns else active
+    if np.all(np.isnan(active)) or np.nanmax(np.abs(active / total - 1)) < 1e-9:
+        return  # dense: active = total
+    ratio = float(np.nanmedian(total / active))
+    raise TargetError(
+        f"ladder {ladder.name!r} is a mixture of experts: its compute counts active parameters "
+        f"(C = 6 x active x tokens; its runs have {ratio:.3g}x more total than active "
+        f"parameters), but the target gives only its total parameters; give "
+        f"{option('active_params', '--target-active-params')} or "
+        f"{option('flops', '--target-flops')}")
+
+
+def _in_ladder_convention(target: Target, law: Law, ladder: Ladder,
+                          notes: list[str]) -> Target:
+    """The target with its C in the ladder's FLOP convention, C = k·6·N·D (k: the ladder's
+    median C/(6·N·D), :attr:`Ladder.flops_convention`), and a note saying so.
+
+    A law of C reads the converted C; a law of N and D reads N and D only, so C then sets
+    only the extrapolation ratio. A target given by C alone is kept (with a reminder when
+    the ladder's k is far from 1); a target giving C, N and D is checked against k.
+
+    Raises
+    ------
+    TargetError: C, N and D are all given, the law reads C, and C/(6·N·D) is more than 25%
+        away from the ladder's k.
+    """
+    conv = ladder.flops_convention
+    reads_c = "flops" in law.inputs
+    n = target.active_params or target.params
+    if n is None or target.tokens is None:
+        if conv is not None and conv.source == "given" and reads_c and abs(conv.median - 1) > 0.1:
+            if K_PLAUSIBLE[0] <= conv.median <= K_PLAUSIBLE[1]:
+                notes.append(f"the ladder counts compute as C = {conv.median:.3g} x "
+                             f"{conv.n_label} (median over {len(conv.k)} runs): the target's C "
+                             f"must be counted the same way")
+            else:
+                # No FLOP convention gives such a k: the ladder's N or D column is what is
+                # off (see the ladder's warning), not the way its C is counted.
+                notes.append(f"the ladder's C/({conv.n_label}) is {conv.median:.3g} (median over "
+                             f"{len(conv.k)} runs), outside every FLOP convention in use "
+                             f"({K_PLAUSIBLE[0]:g}..{K_PLAUSIBLE[1]:g}): its N x D accounting "
+                             f"is suspect, not its C; law {law.name!r} reads C, so the target's "
+                             f"C is used as given")
+        return target
+    k = conv.median if conv is not None else 1.0
+    label = conv.n_label if conv is not None else "6·N·D"
+    six_nd = FLOPS_PER_PARAM_TOKEN * n * target.tokens
+    if target.flops_source == "given":
+        ratio = target.flops / six_nd
+        if abs(ratio / k - 1) > 0.25:
+            what = "active params" if target.active_params else "params"
+            msg = (f"target flops {target.flops:.4g} disagree with the ladder's FLOP convention: "
+                   f"k x 6 x {what} x tokens = {k:.3g} x {six_nd:.4g} = {k * six_nd:.4g} "
+                   f"(k = the ladder's median C/({label})); the target's C is "
+                   f"{ratio:.3g} x 6·N·D")
+            if reads_c:
+                raise TargetError(f"{msg}; give only N and D (converted with the ladder's k) "
+                                  f"or a C counted like the ladder's")
+            notes.append(f"{msg}; law {law.name!r} reads N and D, so only the extrapolation "
+                         f"ratio uses C")
+        return target
+    if conv is None or conv.source != "given":
+        return target                 # the ladder's C is 6·N·D too (k = 1)
+    converted = copy.copy(target)
+    object.__setattr__(converted, "flops", k * six_nd)
+    object.__setattr__(converted, "flops_source", f"{target.flops_source} x ladder k")
+    object.__setattr__(converted, "flops_k", k)
+    if abs(k - 1) >= 0.01 or conv.drifting:
+        use = ("" if reads_c else f"; law {law.name!r} reads N and D, so C only sets the "
+               f"extrapolation ratio")
+        spread = (f"for all {len(conv.k)} runs" if conv.high - conv.low <= 1e-3 * k else
+                  f"on median over {len(conv.k)} runs, range {conv.low:.4g}..{conv.high:.4g}")
+        notes.append(f"target C = {k:.4g} x {label} = {converted.flops:.4g} FLOPs, converted "
+                     f"to the ladder's FLOP convention (its C/({label}) is {k:.4g} {spread})"
+                     f"{use}")
+    return converted
+
+
+def _times(factor: float) -> str:
+    """A factor for a message: ``2,048`` or ``12.5``."""
+    return f"{factor:,.0f}" if factor >= 100 else f"{factor:.3g}"
+
+
+def _design_notes(target: Target, law: Law, result: Fit, ladder: Ladder) -> list[str]:
+    """Warnings (for :attr:`Forecast.warnings`) for a target outside the ladder's design: its tokens per parameter D/N (any
+    law) or its N (laws of N and D) more than 10x beyond the fitted runs' range. A D/N
+    off by a factor near a sequence length says the tokens were counted in sequences.
+
+    Each is also issued as a :class:`~delphi.errors.FitWarning`.
+    """
+    if target.params is None or target.tokens is None:
+        return []
+    if {"params", "tokens"} <= set(result.x):
+        n_fit = np.asarray(result.x["params"], float)
+        d_fit = np.asarray(result.x["tokens"], float)
+    elif ladder.has("params", "tokens"):
+        t = ladder.table
+        t = t[t["run"].isin(set(result.labels))]
+        if t.empty:
+            return []
+        last = t.sort_values("tokens", kind="stable").groupby("run").tail(1)
+        n_fit, d_fit = last["params"].to_numpy(float), last["tokens"].to_numpy(float)
+    else:
+        return []
+    out = []
+    tpp, lo, hi = target.tokens / target.params, float(np.min(d_fit / n_fit)), float(
+        np.max(d_fit / n_fit))
+    span = f"{lo:.3g}..{hi:.3g}" if hi > lo * 1.001 else f"{lo:.3g}"
+    if tpp * DESIGN_FACTOR < lo or tpp > hi * DESIGN_FACTOR:
+        factor = lo / tpp if tpp < lo else tpp / hi
+        side = "below" if tpp < lo else "above"
+        near = [L for L in SEQUENCE_LENGTHS if abs(factor / L - 1) < 0.2]
+        hint = (f"; a factor close to a sequence length of {near[0]}: were the target's tokens "
+                f"(or batch) counted in sequences?" if near and side == "below" else
+                "; check the target's tokens and parameters")
+        out.append(f"outside the ladder's design: the target's tokens per parameter D/N = "
+                   f"{tpp:.3g} is {_times(factor)}x {side} the fitted runs' range ({span}){hint}")
+    if "params" in law.inputs:
+        n, n_lo, n_hi = target.params, float(np.min(n_fit)), float(np.max(n_fit))
+        if n > n_hi * DESIGN_FACTOR or n * DESIGN_FACTOR < n_lo:
+            factor, side = (n / n_hi, "above the largest") if n > n_hi else (n_lo / n,
+                                                                               "below the smallest")
+            out.append(f"outside the ladder's design: the target's N = {n:.3g} is "
+                       f"{_times(factor)}x {side} N fitted ({n_lo:.3g}..{n_hi:.3g}): law {law.name!r} is "
+                       f"extrapolated that far in model size")
+    for message in out:
+        warnings.warn(message, FitWarning, stacklevel=user_stacklevel())
+    return out
+
+
+def target_inputs(target: Target, law: Law, result: Fit, ladder: Ladder):
+    """All inputs of ``law`` at the target, filling LR quantities the target does not give."""
+    inputs = _base_inputs(target, law)
+    notes: list[str] = []
+    if "peak_lr" in law.inputs:
+        if target.peak_lr is not None:
+            inputs["peak_lr"] = [target.peak_lr]
+        else:
+            best = float(law.optimal_lr(result.params, target.params, target.tokens))
+            inputs["peak_lr"] = [best]
+            notes.append(f"target peak LR not given: assumed the fitted optimum "
+                         f"eta*(N, D) = {best:.3g}")
+    if "h" in law.inputs:
+        if target.schedule is not None:
+            inputs["h"] = [target.finallr_ratio()]
+        else:
+            fin, _ = ladder.final_points()
+            h = float(np.median(_final_h(ladder, fin)))
+            inputs["h"] = [h]
+            notes.append(f"target schedule not given: assumed it ends like the ladder's finished "
+                         f"runs (final LR ratio h = {h:.3g})")
+    return inputs, notes
+
+
+def _final_h(ladder: Ladder, fin) -> np.ndarray:
+    from ..inputs.law_inputs import lr_ratio
+    return lr_ratio(ladder, fin.reset_index(drop=True))
+
+
+@dataclass(frozen=True)
+class Forecast:
+    """A predicted loss for a target, with the fit and provenance behind it."""
+
+    target: Target
+    """What was predicted."""
+    loss: float
+    """Predicted loss at the target, in the ladder's unit (nats/token by default)."""
+    fit: Fit
+    """The fit the prediction comes from (check ``fit.converged`` and ``fit.warnings``)."""
+    ladder_name: str
+    ladder_source: str
+    ladder_sha256: str
+    """SHA-256 of the canonical data actually fitted."""
+    metric: str
+    unit: str
+    extrapolation: float | None
+    """Target compute over the largest fitted run's compute (None when unknown)."""
+    notes: tuple[str, ...] = field(default=())
+    """Assumptions and choices made on the user's behalf (informational)."""
+    warnings: tuple[str, ...] = field(default=())
+    """Reasons to distrust this forecast, separate from :attr:`notes`: a target outside the
+    ladder's design (D/N or N more than 10x beyond the fitted runs'), a degenerate fit
+    extrapolated on request, a fit that did not converge, more than four orders of magnitude
+    of extrapolation, a target below the smallest fitted compute, a target C that disagrees
+    with the ladder's FLOP convention. Each is also issued as a
+    :class:`~delphi.errors.FitWarning`; ``"warnings"`` in the JSON, ``warning`` lines in
+    :meth:`report`. The fit's own warnings are in ``fit.warnings``."""
+    interval: "Interval | None" = None
+    """New-run and expected-loss intervals (None when they cannot be estimated; see notes).
+    With parameters fixed (``fit.fixed``, e.g. the floor E) it is conditional on their values:
+    their uncertainty is not in it (``conditional_on`` in the JSON, and a note)."""
+    off_trend: "OffTrend | None" = None
+    """Rungs the other rungs' law misses by several times their scatter, kept in the fit, and
+    the forecast without them (:func:`delphi.robustness.find_off_trend`); None when none."""
+    floor_scan: "FloorScan | None" = None
+    """The forecast across a range of pinned floors (``floor_range``), else None."""
+    flops_convention: "FlopsConvention | None" = None
+    """The ladder's k = C/(6·N·D) per run, median, spread and drift (``"flops_convention"``
+    in the JSON's ladder block); None when the ladder has no N and D."""
+    selection: dict | None = None
+    """How the law was chosen with ``law="auto"`` or ``ensemble=True``
+    (:mod:`delphi.selection`): ``rule`` (auto/ensemble), ``chosen``, ``runner_up`` and its
+    forecast and ``spread``, ``candidates`` (label, law, fixed, Huber delta, weight, loss,
+    leave-future-out mean |error| and the ``score`` they are ranked by) and the full
+    ``comparison``; None for a named law."""
+
+    @property
+    def lower(self) -> float | None:
+        """Lower end of the new-run interval."""
+        return self.interval.lower if self.interval else None
+
+    @property
+    def upper(self) -> float | None:
+        """Upper end of the new-run interval."""
+        return self.interval.upper if self.interval else None
+
+    def to_frame(self):
+        """The forecast as a one-row pandas DataFrame (``pd.concat`` several to compare).
+
+        Columns: ``target`` (its name, None when unnamed), ``flops`` [FLOPs], ``params`` (N),
+        ``tokens`` (D) (None when not given), ``loss`` and ``unit`` (the ladder's, e.g.
+        ``nats/token``), ``metric``, ``lower``/``upper`` (new-run interval),
+        ``mean_lower``/``mean_upper`` (expected-loss interval), ``level``, ``method``
+        (``delta``, ``bootstrap``, ``calibrated``, ``ensemble``; when there is no interval these
+        six are NaN/None and :attr:`notes` say why), ``law`` (``ensemble`` for an ensemble),
+        ``extrapolation`` (target compute over the largest fitted run's, NaN when unknown),
+        ``ladder``, ``n_warnings`` (:attr:`warnings`) and ``n_fit_warnings``
+        (``fit.warnings``).
+        """
+        import pandas as pd
+
+        t, iv = self.target, self.interval
+        ensemble = self.selection is not None and self.selection.get("rule") == "ensemble"
+        row = {"target": t.name, "flops": t.flops, "params": t.params, "tokens": t.tokens,
+               "loss": self.loss, "unit": self.unit, "metric": self.metric,
+               "lower": iv.lower if iv else np.nan, "upper": iv.upper if iv else np.nan,
+               "mean_lower": iv.mean_lower if iv else np.nan,
+               "mean_upper": iv.mean_upper if iv else np.nan,
+               "level": iv.level if iv else np.nan, "method": iv.method if iv else None,
+               "law": "ensemble" if ensemble else self.fit.law.name,
+               "extrapolation": (self.extrapolation if self.extrapolation is not None
+                                 else np.nan),
+               "ladder": self.ladder_name, "n_warnings": len(self.warnings),
+               "n_fit_warnings": len(self.fit.warnings)}
+        return pd.DataFrame([row])
+
+    def to_dict(self) -> dict:
+        """The JSON object printed by ``delphi predict --json``."""
+        d = self.fit.to_dict()
+        ensemble = self.selection is not None and self.selection.get("rule") == "ensemble"
+        return {
+            # an ensemble's loss is no single law's: its members are in "selection"
+            "law": "ensemble" if ensemble else d["law"],
+            "params": {} if ensemble else d["params"],
+            "target": self.target.to_dict(),
+            "prediction": {"loss": self.loss, "metric": self.metric, "unit": self.unit,
+                           "extrapolation": self.extrapolation,
+                           **(self.interval.to_dict() if self.interval else
+                              {"lower": None, "upper": None, "mean_lower": None,
+                               "mean_upper": None, "level": None, "kind": None,
+                               "method": None}),
+                           # the interval leaves out the uncertainty of these fixed values
+                           "conditional_on": {k: float(v) for k, v in self.fit.fixed.items()}},
+            "off_trend": self.off_trend.to_dict() if self.off_trend else None,
+            "floor_range": self.floor_scan.to_dict() if self.floor_scan else None,
+            "fit": d["fit"],
+            "ladder": {"name": self.ladder_name, "source": self.ladder_source,
+                       "sha256": self.ladder_sha256,
+                       "flops_convention": (self.flops_convention.to_dict()
+                                            if self.flops_convention is not None else None)},
+            "warnings": list(self.warnings),
+            "notes": list(self.notes),
+            "selection": self.selection,
+            "delphi_version": __version__,
+        }
+
+    def report(self) -> str:
+        """Readable multi-line report: the fit, the target and the predicted loss."""
+        t = self.target
+        what = ", ".join(f"{k} = {v:.4g}" for k, v in
+                         (("C", t.flops), ("N", t.params), ("D", t.tokens)) if v is not None)
+        lines = [f"ladder     {self.ladder_name} ({self.ladder_source}), metric {self.metric} "
+                 f"[{self.unit}]", self.fit.report(), ""]
+        lines.append(f"target     {t.name + ': ' if t.name else ''}{what}")
+        if self.extrapolation is not None:
+            lines.append(f"           {self.extrapolation:.3g}x the largest fitted run's compute")
+        # The off-trend and floor-range notes are shown as their own blocks below.
+        shown = {x.note() for x in (self.off_trend, self.floor_scan) if x is not None}
+        for w in self.warnings:
+            lines.append(f"warning    {w}")
+        for note in self.notes:
+            if note not in shown:
+                lines.append(f"note       {note}")
+        lines.append(f"prediction {self.loss:.4f} {self.unit}")
+        iv = self.interval
+        if iv is not None:
+            cal = iv.calibration or {}
+            base = cal.get("base_method", "")
+            label = iv.label()
+            pct = f"{100 * iv.level:.4g}%"
+            # Run noise is in the new-run interval only: its note sits on that line.
+            noise = ("run noise is in the reference errors" if base == "none" and not iv.noise
+                     else f"run noise {iv.noise:.2%} from {iv.noise_source}")
+            lines.append(f"           {pct} interval for one new run  "
+                         f"[{iv.lower:.4f}, {iv.upper:.4f}]  ({label}; {noise})")
+            lines.append(f"           {pct} interval for the expected loss "
+                         f"[{iv.mean_lower:.4f}, {iv.mean_upper:.4f}]  (without run noise)")
+            if self.fit.fixed:
+                given = ", ".join(f"{k} = {v:g}" for k, v in self.fit.fixed.items())
+                lines.append(f"           conditional on {given} (fixed, not fitted)")
+        ot = self.off_trend
+        if ot is not None:
+            for r in ot.rungs:
+                lines.append(f"off-trend  {r.run}: {r.describe()}; kept in the fit")
+                if len(ot.rungs) > 1 and r.loss_without is not None:
+                    lines.append(f"           forecast without it alone {r.loss_without:.4f} "
+                                 f"({r.loss_without / ot.loss_with - 1:+.2%})")
+            lines.append(f"           forecast {ot.loss_with:.4f} with, {ot.loss_without:.4f} "
+                         f"without {'it' if len(ot.rungs) == 1 else 'them'} "
+                         f"({ot.change:+.2%})")
+            if ot.unresolved_note():
+                lines.append(f"           {ot.unresolved_note()}")
+        if self.floor_scan is not None:
+            lines.extend(self.floor_scan.report_lines())
+        if self.selection is not None:
+            lines.extend(_selection_lines(self.selection))
+        return "\n".join(lines)
+
+    def __str__(self) -> str:
+        return self.report()
+
+    def _repr_pretty_(self, p, cycle) -> None:
+        p.text(self.report())
+
+
+def _selection_lines(sel: dict) -> list[str]:
+    """The candidates block of a report: one line per candidate of an auto or ensemble
+    forecast (label, leave-future-out mean |error|, weight, its forecast)."""
+    by_ref = sel.get("chosen_by") == "reference"
+    how = "the reference class" if by_ref else "leave-future-out backtest"
+    if sel["rule"] == "auto":
+        head = f"law chosen by {how}"
+    elif sel.get("members") == 1:
+        head = f"no ensemble: one candidate ({sel['chosen']}) could be weighted"
+    else:
+        head = ("ensemble weighted by inverse "
+                + ("reference-class" if by_ref else "leave-future-out") + " MSE")
+    lines = [f"selection  {head}:"]
+    for c in sel["candidates"]:
+        err = "-" if c.get("mean_abs_error") is None else f"{c['mean_abs_error']:.2%}"
+        score = "-" if c.get("score") is None else f"{c['score']:.3%}"
+        if by_ref:      # the figure the ranking used
+            ref = c.get("reference_error")
+            score = "-" if ref is None else f"{ref:.3%}"
+        loss = "" if c.get("loss") is None else f"  forecast {c['loss']:.4f}"
+        if sel["rule"] == "auto":
+            mark = "  <- chosen" if c["label"] == sel["chosen"] else ""
+            lines.append(f"           {c['label']:<24} score {score:>8}  mean |error| {err:>7}"
+                         f"{loss}{mark}")
+        else:
+            lines.append(f"           {c['label']:<24} score {score:>8}  mean |error| {err:>7}"
+                         f"  weight {c['weight']:.2f}{loss}")
+    if by_ref:
+        lines.append("           (score: the law's mean leave-future-out |error| on the public "
+                     "ladders at about this many rungs; what candidates are ranked by)")
+    else:
+        lines.append(f"           (score: mean leave-future-out |error|, each fold weighing "
+                     f"{RECENCY:g}x the one before; what candidates are ranked by)")
+    if sel.get("spread") is not None:
+        lines.append(f"           runner-up {sel['runner_up']} differs by {sel['spread']:+.2%}")
+    return lines
+
+
+def predict(ladder: Ladder, target: Target | Mapping[str, float], law: str | Law | None = None, *,
+            fixed: Mapping[str, float] | None = None,
+            bounds: Mapping[str, Sequence[float]] | None = None, delta: float = DEFAULT_DELTA,
+            fit_max_flops: float | None = None, include_unfinished: bool = False,
+            divergence_threshold: float | None = DIVERGENCE_THRESHOLD, seed: int = 0,
+            interval: str | None = "auto", level: float = DEFAULT_LEVEL, n_boot: int = 200,
+            boot_unit: str = "run", n_jobs: int | None = None,
+            workers: int | None = None, floor_range: Sequence[float] | None = None,
+            floor_points: int = 3, off_trend: bool = True,
+            allow_degenerate: bool = False, ensemble: bool = False,
+            candidates: Sequence | None = None, reference=None,
+            identify: bool = True) -> Forecast:
+    """Fit ``law`` to ``ladder`` and predict the loss of ``target``, with an interval.
+
+    Parameters
+    ----------
+    ladder: the runs.
+    target: a :class:`Target` or a dict with ``flops`` [FLOPs] and/or ``params`` and ``tokens``.
+        A target given by N and D gets C = k·6·N·D with the ladder's FLOP convention k
+        (:attr:`Ladder.flops_convention`; a note and ``flops_source``/``flops_k`` in the
+        target's JSON say so); a D/N or (for laws of N and D) an N more than 10x beyond the
+        fitted runs' range is warned (:class:`~delphi.errors.FitWarning` and an entry of
+        :attr:`Forecast.warnings`).
+    law: law name or object; default :func:`default_law` (``power`` when only C is known).
+        ``"auto"``: the candidate recipe (law, free or pinned floor, Huber delta) with the
+        lowest leave-future-out error on this ladder (:func:`delphi.selection.compare`);
+        :attr:`Forecast.selection` reports the choice, the runner-up and the spread between
+        their forecasts.
+    ensemble: average the candidates' forecasts, weighted by their leave-future-out errors,
+        with the interval widened by the between-model spread
+        (:func:`predict_selected`); ``law`` must then be None or "auto".
+    candidates: the recipes ``auto``/``ensemble`` choose among (:class:`~delphi.selection.
+        Candidate` objects or law names); default :func:`delphi.selection.default_candidates`
+        with ``fixed`` and ``delta``.
+    fixed, bounds, delta, fit_max_flops, include_unfinished, divergence_threshold, seed:
+        as in :func:`delphi.fitting.fit`.
+    interval: ``"auto"`` (default): ``"calibrated"`` where the ladder's leave-future-out
+        refits give at least 3 folds, else ``"reference"``; either widens the bootstrap
+        interval (when the ladder has at least 2p + 2 points for p free parameters) or the
+        delta method's, with a note saying why, and a fit too small for either still gets
+        the reference interval. ``"calibrated"``: the bootstrap or delta interval widened by
+        the ladder's own extrapolation errors at the target's ratio r = C_target /
+        C_max_fitted, blended with the reference class (:func:`delphi.reference.blend`,
+        :func:`delphi.calibration.calibrated_interval`; FitError when the ladder cannot
+        support it). ``"reference"``: widened by the reference class alone, the
+        leave-future-out errors of the same law on the public ladders at r and about the
+        same number of rungs (:mod:`delphi.reference`; ``method: "reference"``).
+        ``"bootstrap"`` (resample runs, refit: :func:`delphi.uncertainty.bootstrap`),
+        ``"delta"`` (fast, approximate) or None.
+    reference: the reference class of other ladders' errors: a
+        :class:`~delphi.reference.ReferenceClass` or a path to one
+        (:meth:`~delphi.reference.ReferenceClass.to_json`); default the one shipped with
+        delphi. The forecast's own ladder, when it is one of the public ladders (by name), is
+        left out of it.
+    identify: profile the fit's parameters to report those the ladder does not identify
+        (as :func:`delphi.fit`'s ``identify``; the default). False skips the profiles (a
+        faster fit, as a backtest's folds use); the degeneracy check still runs.
+    level: interval level (default 0.9). n_boot, boot_unit: bootstrap settings
+        (``boot_unit="budget"`` resamples whole compute budgets).
+    n_jobs: joblib workers for the bootstrap (see :mod:`delphi.parallel`); ``workers`` is an
+        older alias.
+    floor_range: ``(low, high)`` of the law's floor E (ladder unit): instead of one pinned
+        value, the forecast and its interval at ``floor_points`` (default 3: the ends and the
+        middle; at most :data:`MAX_FLOOR_POINTS`) values across it; the forecast returned is
+        at the middle, with :attr:`Forecast.floor_scan` (per value, and the lowest and highest
+        forecast or interval end). An interval with E fixed is conditional on E; the range
+        shows how much it moves.
+    off_trend: test for off-trend rungs (default True; :func:`delphi.robustness.find_off_trend`:
+        the law of the other rungs misses it by > 6 standard deviations and > 0.5%). Named rungs stay in
+        the fit; :attr:`Forecast.off_trend` gives the forecast without them.
+
+    allow_degenerate: extrapolate a degenerate fit (a law that collapsed to a constant over
+        the ladder, :attr:`Fit.degenerate`) instead of refusing; :attr:`Forecast.warnings`
+        then says so, and whether the forecast only repeats the ladder's constant level.
+
+    Several targets at once: ``target`` a list of targets, or a dict whose values are
+    sequences of one length (a scalar pairs with each element, as in
+    :func:`delphi.predict_accuracy`), e.g. ``{"params": [1e9, 3e9], "tokens": [2e10, 6e10]}``.
+
+    Returns
+    -------
+    Forecast; a list of them, one per target in order, for several targets (each as its own
+    call would give it: the same fit, seeds and intervals).
+
+    Raises
+    ------
+    TargetError: invalid target, or one the law cannot be evaluated at, or (for a law of C)
+        a target whose C, N and D disagree with the ladder's FLOP convention by over 25%.
+    DegenerateFitError: (an :class:`~delphi.errors.IdentifiabilityError`) the fitted law
+        collapsed to a constant over the ladder (its losses show no trend beyond their noise)
+        and ``allow_degenerate`` is False.
+    LadderError, LawError, FitError: see :func:`delphi.fitting.fit`; also (LawError) a bad
+        ``floor_range`` or ``floor_points``, and (FitError) a bad interval setting: an unknown
+        ``interval`` or ``boot_unit``, a ``level`` outside (0, 1), ``n_boot`` or ``n_jobs``.
+    """
+    many = _several_targets(target)
+    if many is not None:
+        from ..inputs.readers import as_ladder
+        ladder = as_ladder(ladder)      # read once
+        return [predict(ladder, t, law, fixed=fixed, bounds=bounds, delta=delta,
+                        fit_max_flops=fit_max_flops, include_unfinished=include_unfinished,
+                        divergence_threshold=divergence_threshold, seed=seed,
+                        interval=interval, level=level, n_boot=n_boot, boot_unit=boot_unit,
+                        n_jobs=n_jobs, workers=workers, floor_range=floor_range,
+                        floor_points=floor_points, off_trend=off_trend,
+                        allow_degenerate=allow_degenerate, ensemble=ensemble,
+                        candidates=candidates, reference=reference, identify=identify)
+                for t in many]
+    return _predict(ladder, target, law, fixed=fixed, bounds=bounds, delta=delta,
+                    fit_max_flops=fit_max_flops, include_unfinished=include_unfinished,
+                    divergence_threshold=divergence_threshold, seed=seed, interval=interval,
+                    level=level, n_boot=n_boot, boot_unit=boot_unit, n_jobs=n_jobs,
+                    workers=workers, floor_range=floor_range, floor_points=floor_points,
+                    off_trend=off_trend, allow_degenerate=allow_degenerate, ensemble=ensemble,
+                    candidates=candidates, reference=reference, _profiles=identify)
+
+
+def _several_targets(target) -> list | None:
+    """The targets of a list of targets, or of a dict whose values are sequences of one
+    length (scalars repeated); None for one target. TargetError for sequences of different
+    lengths or an empty list."""
+    if isinstance(target, (list, tuple)):
+        if not target:
+            raise TargetError("an empty list of targets: give at least one")
+        return list(target)
+    if not isinstance(target, dict):
+        return None
+
+    def seq(v):
+        return isinstance(v, (list, tuple, np.ndarray)) and not isinstance(v, str)
+
+    lengths = {k: len(v) for k, v in target.items() if seq(v)}
+    if not lengths:
+        return None
+    if len(set(lengths.values())) > 1 or 0 in lengths.values():
+        raise TargetError(f"several targets need sequences of one length; got "
+                          f"{', '.join(f'{k}: {n}' for k, n in lengths.items())}")
+    n = next(iter(lengths.values()))
+    return [{k: (v[i] if k in lengths else v) for k, v in target.items()} for i in range(n)]
+
+
+def _predict(ladder: Ladder, target: Target | Mapping[str, float], law: str | Law | None = None, *,
+            fixed: Mapping[str, float] | None = None,
+            bounds: Mapping[str, Sequence[float]] | None = None, delta: float = DEFAULT_DELTA,
+            fit_max_flops: float | None = None, include_unfinished: bool = False,
+            divergence_threshold: float | None = DIVERGENCE_THRESHOLD, seed: int = 0,
+            interval: str | None = "auto", level: float = DEFAULT_LEVEL, n_boot: int = 200,
+            boot_unit: str = "run", n_jobs: int | None = None,
+            workers: int | None = None, floor_range: Sequence[float] | None = None,
+            floor_points: int = 3, off_trend: bool = True,
+            allow_degenerate: bool = False, ensemble: bool = False,
+            candidates: Sequence | None = None, _in_floor_scan: bool = False,
+            reference=None, _profiles: bool = True, _calibration=None) -> Forecast:
+    """:func:`predict`, with the settings only delphi's own callers pass: ``_in_floor_scan``
+    (one forecast of a floor scan), ``_profiles`` (profile the parameters) and ``_calibration``
+    (a calibration model already fitted by :func:`compare`'s refits)."""
+    from ..inputs.readers import as_ladder
+    ladder = as_ladder(ladder)      # a DataFrame is read as load_ladder reads it
+    target = as_target(target)
+    if ensemble or (isinstance(law, str) and law == "auto"):
+        if ensemble and law not in (None, "auto"):
+            auto = option("law='auto'", "--law auto")
+            raise TargetError(f"an ensemble averages candidate laws: give {auto} or no law, "
+                              f"not {getattr(law, 'name', law)!r} (name the candidates with "
+                              f"{option('candidates=[...]', '--laws')})")
+        return predict_selected(
+            ladder, target, ensemble=ensemble, candidates=candidates, fixed=fixed,
+            bounds=bounds, delta=delta, fit_max_flops=fit_max_flops,
+            include_unfinished=include_unfinished, divergence_threshold=divergence_threshold,
+            seed=seed, interval=interval, level=level, n_boot=n_boot, boot_unit=boot_unit,
+            n_jobs=n_jobs, workers=workers, floor_range=floor_range, off_trend=off_trend,
+            allow_degenerate=allow_degenerate, reference=reference)
+    if candidates is not None:
+        auto = option("law='auto'", "--law auto")
+        raise TargetError(f"candidates are for {auto} or ensemble=True")
+    law = get_law(law or default_law(ladder, target))
+    _base_inputs(target, law)  # fail on a missing input before spending time on the fit
+    _check_moe_target(target, law, ladder)
+    if floor_range is not None:
+        from .robustness import check_floor_range, scan_floor
+        check_floor_range(floor_range)
+        # Each value is a whole forecast: a million of them would run for days.
+        if (isinstance(floor_points, int) and not isinstance(floor_points, bool)
+                and floor_points > MAX_FLOOR_POINTS):
+            raise LawError(f"a floor range is scanned at 2 to {MAX_FLOOR_POINTS} values "
+                           f"(floor_points), got {floor_points:,}; each value is a forecast")
+
+        def one(pinned):
+            return _predict(ladder, target, law, fixed=pinned, bounds=bounds, delta=delta,
+                           fit_max_flops=fit_max_flops, include_unfinished=include_unfinished,
+                           divergence_threshold=divergence_threshold, seed=seed,
+                           interval=interval, level=level, n_boot=n_boot, boot_unit=boot_unit,
+                           n_jobs=n_jobs, workers=workers, off_trend=off_trend,
+                           allow_degenerate=allow_degenerate, reference=reference,
+                           _in_floor_scan=True)
+        return scan_floor(one, law, floor_range, floor_points, fixed)
+    convention_notes: list[str] = []
+    target = _in_ladder_convention(target, law, ladder, convention_notes)
+    result = fit(ladder, law, fixed=fixed, bounds=bounds, delta=delta, fit_max_flops=fit_max_flops,
+                 include_unfinished=include_unfinished,
+                 divergence_threshold=divergence_threshold, seed=seed, identify=_profiles)
+    if not _profiles:
+        # Internal (nested fits): the degeneracy test and findings without the profiles.
+        from ..fitting.diagnostics import attach_identification
+        result = attach_identification(result, profiles=False)
+    from ..fitting.diagnostics import refuse_degenerate
+    degenerate_note = refuse_degenerate(result, allow=allow_degenerate)  # raises unless allowed
+    inputs, notes = target_inputs(target, law, result, ladder)
+    notes = convention_notes + notes
+    loss = float(result.predict(inputs)[0])
+    warns: list[str] = []
+    # A C that disagrees with the ladder's convention (law of N and D) is a warning.
+    warns.extend(n for n in notes if n.startswith("target flops "))
+    notes = [n for n in notes if not n.startswith("target flops ")]
+    if degenerate_note:
+        const = result.identification.constant
+        same = abs(loss / const - 1) < 1e-3
+        warns.append(f"{degenerate_note}; the forecast {loss:.4f} "
+                     + ("only repeats the ladder's constant level" if same else
+                        f"is {loss / const - 1:+.2%} from the ladder's constant level "
+                        f"{const:.4f}, a difference the ladder does not support"))
+    conv = ladder.flops_convention
+    if conv is not None and conv.drifting and target.flops_k is not None and "flops" in inputs:
+        # k is not one number for this ladder: show what the largest rung's k would give.
+        k_top = conv.k[-1]
+        alt = float(result.predict({**inputs, "flops": [target.flops / target.flops_k * k_top]})[0])
+        notes.append(f"the ladder's C/({conv.n_label}) drifts {conv.drift:+.0%} across rungs: with "
+                     f"the largest rung's k = {k_top:.4g} instead of {target.flops_k:.4g} the "
+                     f"forecast would be {alt:.4f} ({alt / loss - 1:+.2%})")
+    design = _design_notes(target, law, result, ladder)      # warned there already
+    warns.extend(design)
+    d = one_token_count(ladder)
+    design_notes, design_warns = ladder_design_notes(ladder, law)
+    notes.extend(design_notes)
+    warns.extend(design_warns)
+    if d is not None and law.inputs in (("params",), ("flops",)):
+        if target.tokens is not None and not d / ONE_D <= target.tokens <= d * ONE_D:
+            reads = ("the loss at the ladder's D, not the target's" if law.inputs == ("params",)
+                     else "the target's extra or missing tokens as compute")
+            warns.append(f"the target's D = {target.tokens:.3g} tokens differs from the "
+                         f"ladder's one token count {d:.3g}: law {law.name!r} predicts {reads} "
+                         f"(the ladder cannot measure D's effect)")
+    if ("flops" in law.inputs and target.params is not None and target.tokens is not None):
+        span = ratio_span(ladder)
+        if span is not None and span[1] < SPLIT_SPAN * span[0]:
+            ratios = (f"are {span[0]:.3g} for every run" if span[1] <= 1.001 * span[0] else
+                      f"span only {span[0]:.3g}..{span[1]:.3g}")
+            notes.append(f"law {law.name!r} in C, not chinchilla in N and D: the ladder's tokens "
+                         f"per parameter D/N {ratios}, which does not separate N from D; the "
+                         f"target's N and D enter through its C")
+    largest, smallest = result.extra.get("max_flops"), result.extra.get("min_flops")
+    extrapolation = target.flops / largest if (largest and target.flops) else None
+    n_max = result.extra.get("max_params")
+    if extrapolation is None and law.inputs == ("params",) and target.params and n_max:
+        # A law in N on a fixed-data sweep: C = 6ND is proportional to N, so r in N is r in C.
+        extrapolation = target.params / n_max
+        notes.append(f"the target's compute is not given: its extrapolation ratio is "
+                     f"N / N_max = {extrapolation:.3g} (at one D, C grows as N)")
+    if extrapolation is not None and extrapolation > 1e4:
+        warns.append(f"the target is {extrapolation:.3g}x the largest fitted run's compute: "
+                     f"more than four orders of magnitude of extrapolation")
+    if smallest and target.flops and target.flops < smallest:
+        warns.append(f"the target's compute {target.flops:.3g} is below the smallest fitted run "
+                     f"({smallest:.3g}): the law is extrapolated downwards")
+    if result.fixed:
+        given = ", ".join(f"{k} = {v:g}" for k, v in result.fixed.items())
+        scan = (f"; a floor range, {option('floor_range', '--floor LO:HI')}, shows how the "
+                f"forecast moves with {law.floor}"
+                if law.floor in result.fixed and not _in_floor_scan else "")
+        what = "the interval is" if interval not in (None, "none") else "the forecast is"
+        fixed_note = len(notes)
+        notes.append(f"{given} fixed (not fitted): {what} conditional on "
+                     f"{'this value' if len(result.fixed) == 1 else 'these values'} and leaves "
+                     f"out {'its' if len(result.fixed) == 1 else 'their'} uncertainty{scan}")
+    if not result.converged:
+        warns.append("THE FIT DID NOT CONVERGE: do not trust this prediction")
+    band = _interval(result, inputs, interval, level, n_boot, boot_unit, seed,
+                     n_jobs if n_jobs is not None else workers, notes)
+    if interval == "calibrated" and band is None:
+        why = next((n for n in reversed(notes) if n.startswith("no interval")), "no interval")
+        ask = option('interval="reference"', "--interval reference")
+        raise FitError(f"no calibrated interval: it widens a bootstrap or delta-method "
+                       f"interval, and there is none here ({why}); {ask} gives the "
+                       f"reference-class interval, from the public ladders' errors")
+    if interval in ("auto", "calibrated", "reference"):
+        fitted = ladder.select(max_flops=fit_max_flops) if fit_max_flops is not None else ladder
+        band = _calibrate(band, loss, extrapolation, fitted, law, result, bounds, delta, seed,
+                          notes, method=interval, level=level, model=_calibration,
+                          reference=reference)
+    if result.fixed and band is None and interval not in (None, "none"):
+        notes[fixed_note] = notes[fixed_note].replace("the interval is", "the forecast is", 1)
+    rungs = None
+    if off_trend:
+        from .robustness import find_off_trend, held_inputs
+        # Non-monotone pairs compare runs that share D (a law of N alone) and any swept
+        # hyperparameter (held_inputs); the deleted-residual test needs none of it.
+        rungs = find_off_trend(result, inputs, bounds=bounds, seed=seed,
+                               held=held_inputs(ladder, result))
+        if rungs is not None:
+            notes.append(rungs.note())
+    for message in warns:
+        if message not in design:
+            warnings.warn(message, FitWarning, stacklevel=user_stacklevel())
+    return Forecast(target=target, loss=loss, fit=result, ladder_name=ladder.name,
+                    ladder_source=ladder.source, ladder_sha256=result.extra["sha256"],
+                    metric=ladder.metric, unit=ladder.unit, extrapolation=extrapolation,
+                    notes=tuple(notes), warnings=tuple(warns), interval=band, off_trend=rungs,
+                    flops_convention=ladder.flops_convention)
+
+
+def _calibrate(band, loss: float, ratio: float | None, ladder: Ladder, law: Law, result: Fit,
+               bounds, delta, seed, notes: list[str], method: str, level: float, model=None,
+               reference=None):
+    """``band`` (None when the fit gives no interval) widened by extrapolation errors at the
+    target's ratio: the ladder's own (:mod:`delphi.calibration`, when its leave-future-out
+    refits give at least 3 folds) blended with the reference class (:mod:`delphi.reference`),
+    or the reference class alone (``method="reference"``, or ``"auto"`` when the ladder
+    cannot calibrate itself). ``method="calibrated"`` raises FitError when the ladder cannot.
+    ``model``: a calibration already fitted on this ladder and law
+    (:func:`delphi.selection.compare`'s refits). Returns the interval, or ``band`` with a note
+    saying why it was not widened."""
+    from scipy.stats import norm, t
+
+    from .calibration import MAX_FOLDS, calibrate, calibrated_interval
+    from .reference import PRIOR_FOLDS, blend
+    if ratio is None:
+        why = "the target's compute is unknown, so its extrapolation ratio is too"
+        if method == "calibrated":
+            raise FitError(f"no calibrated interval: {why}")
+        if band is not None:
+            notes.append(f"{band.method} interval, not calibrated: {why}")
+        return band
+    why = None
+    if method == "reference":
+        why = option('interval="reference"', "--interval reference") + " asked for"
+    elif band is None:
+        why = "the fit gives no interval to calibrate"
+    elif model is None:
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")   # the fold fits' warnings are the folds'
+                model, _ = calibrate(ladder, law, fixed=result.fixed or None, bounds=bounds,
+                                     delta=delta, max_folds=MAX_FOLDS, seed=seed)
+        except DelphiError as exc:
+            why = str(exc)
+    if why is not None and method == "calibrated":
+        ask = option('interval="reference"', "--interval reference")
+        raise FitError(f"no calibrated interval: {why}; {ask} gives the reference-class "
+                       f"interval, from the public ladders' errors")
+    ref, ref_why = _reference_model(reference, ladder, law, result, level)
+    if method == "reference" and ref is None:
+        raise FitError(f"no reference-class interval: {ref_why}")
+    if why is None:                 # the ladder's own calibration, blended
+        used = blend(model, ref, level) if ref is not None else model
+        cal = calibrated_interval(band, loss, used, ratio)
+        info = cal.calibration
+        own_f = model.small_sample_factor(level)
+        own_s = float(model.sigma(ratio))
+        how = (f", blended {used.weight:.2f} : {1 - used.weight:.2f} with the reference class's "
+               f"{float(ref.sigma(ratio)):.2%} (the reference counts as {PRIOR_FOLDS} folds, "
+               f"in place of a small-sample widening) to {info['sigma_used']:.2%}"
+               if ref is not None else
+               f", widened {own_f:.3g}x for {model.n_folds} fold(s) (Student t) to "
+               f"{own_f * own_s:.2%}")
+        notes.append(f"interval calibrated on the ladder's own extrapolation errors: "
+                     f"sigma(r) = {model.sigma_0:.2%} + {model.k:.2%} log10 r from "
+                     f"{model.n_errors} leave-future-out prediction(s) in {model.n_folds} "
+                     f"fold(s); at r = {ratio:.3g}, sigma(r) = {own_s:.2%}{how}, combined with "
+                     f"the {band.method} interval's parameter and run-noise spread")
+        if ref is None:
+            notes.append(f"not blended with the reference class: {ref_why}")
+        if ratio > model.max_ratio:
+            notes.append(f"the target's extrapolation ratio {ratio:.3g} is beyond the largest "
+                         f"the calibration saw ({model.max_ratio:.3g}): sigma(r) is "
+                         f"extrapolated linearly in log10 r")
+        return cal
+    if ref is None:
+        if band is None:
+            for i, n in enumerate(notes):
+                if n.startswith("no interval: "):
+                    notes[i] = f"{n}; and no reference-class interval: {ref_why}"
+            return None
+        notes.append(f"{band.method} interval, not calibrated: {why}; no reference-class "
+                     f"interval either: {ref_why}")
+        return band
+    if band is not None:
+        cal = calibrated_interval(band, loss, ref, ratio)
+    else:
+        # No interval of the fit's own: its residual scale (from 1 or 2 dof, too rough to
+        # rest an interval on) still enters as run noise, since it can only widen the
+        # reference interval, never narrow it. An sd estimated from nu dof enters a
+        # prediction interval through Student's t with nu dof, as the delta method's does.
+        from dataclasses import replace
+        from ..fitting.diagnostics import residual_scale
+        q = 0.5 + level / 2
+        z = float(norm.ppf(q))
+        rough = (residual_scale(result) * float(t.ppf(q, result.dof)) / z
+                 if result.dof >= 1 else 0.0)
+        cal = calibrated_interval(_point_interval(loss, level, run_sd=rough, dof=result.dof),
+                                  loss, ref, ratio)
+        # The expected loss: the reference spread alone (the rough noise was added to widen
+        # the new-run interval, not measured, so it is not subtracted here).
+        s = float(ref.sigma(ratio))
+        cal = replace(cal, mean_lower=loss * math.exp(-z * s), mean_upper=loss * math.exp(z * s))
+    half = float(ref.q_0 + ref.q_1 * math.log10(max(ratio, 1.0)))
+    if band is None:
+        for i, n in enumerate(notes):      # the fit's interval is missing, not the forecast's
+            if n.startswith("no interval: "):
+                notes[i] = "no interval from the fit alone: " + n[len("no interval: "):]
+    elif method != "reference":
+        notes.append(f"not calibrated on the ladder's own errors: {why}")
+    notes.append(f"interval from the reference class (method 'reference'): {ref.describe()}; "
+                 f"at r = {ratio:.3g} that is +-{half:.2%}"
+                 + (f", combined with the {band.method} interval's parameter and run-noise "
+                    f"spread" if band is not None else " (the fit gives no interval of its own)"))
+    notes.extend(f"reference class: {n}" for n in ref.notes)
+    if ratio < 1:
+        notes.append(f"the target is below the largest fitted run (r = {ratio:.3g}): the "
+                     f"reference class measures extrapolation upwards only, so its interval "
+                     f"here is its floor at r = 1")
+    if ref.n_errors * (1 - level) < 1:
+        notes.append(f"at level {level:g} the quantile of {ref.n_errors} reference errors is "
+                     f"about their largest: the interval is likely too narrow at this level")
+    if ratio > ref.max_ratio:
+        notes.append(f"the target's extrapolation ratio {ratio:.3g} is beyond the largest in "
+                     f"the reference class ({ref.max_ratio:.3g}): its error line is "
+                     f"extrapolated linearly in log10 r")
+    return cal
+
+
+def _point_interval(loss: float, level: float, run_sd: float = 0.0, dof: int = 0):
+    """A zero-width interval at ``loss`` with run noise ``run_sd`` [sd of log loss]: the base
+    a reference interval widens when the fit has no interval of its own (no parameter
+    spread to add; ``run_sd`` the fit's rough residual scale from ``dof`` dof, or 0)."""
+    from .uncertainty import Interval
+    source = (f"the fit's residual scale from {dof} dof, times t/z for {dof} dof (rough; it "
+              f"can only widen the reference interval)" if run_sd > 0 else
+              "none: the reference errors include run-to-run noise")
+    return Interval(lower=loss, upper=loss, mean_lower=loss, mean_upper=loss, level=level,
+                    method="none", noise=float(run_sd), noise_source=source)
+
+
+def _n_rungs(ladder: Ladder, law: Law, result: Fit) -> int | None:
+    """Compute budgets (rungs) among the runs ``result`` fitted, as leave-future-out counts
+    them (None when the ladder has no compute)."""
+    from .calibration import lfo_points
+    try:
+        _, pts, _, b_pts, _, _ = lfo_points(ladder, law)
+    except DelphiError:
+        return None
+    fitted = {lbl.split("@")[0] for lbl in result.labels}
+    sel = pts["run"].astype(str).isin(fitted).to_numpy()
+    return int(len(np.unique(b_pts[sel]))) if sel.any() else None
+
+
+def _reference_model(reference, ladder: Ladder, law: Law, result: Fit, level: float):
+    """(reference model, None) for this forecast, or (None, why not)."""
+    from .reference import ReferenceClass, load_reference
+    # A reference class the caller names must load (its error is theirs to see); a failure
+    # of the shipped one, or a law it cannot model, leaves the interval unwidened, noted.
+    if reference is not None and not isinstance(reference, (ReferenceClass, str, os.PathLike)):
+        raise TypeError(f"reference must be a ReferenceClass or a path to one, got "
+                        f"{type(reference).__name__}")
+    ref = reference if isinstance(reference, ReferenceClass) else (
+        load_reference(reference) if reference is not None else None)
+    try:
+        ref = ref if ref is not None else load_reference()
+        exclude = (ladder.name,) if ladder.name in ref.ladders else ()
+        from ..fitting.diagnostics import residual_scale
+        return ref.model(law.name, _n_rungs(ladder, law, result), level, exclude=exclude,
+                         fit_sd=residual_scale(result), fit_dof=result.dof), None
+    except DelphiError as exc:
+        return None, str(exc)
+
+
+def _interval(result: Fit, inputs, method, level, n_boot, unit, seed, n_jobs, notes):
+    from .uncertainty import bootstrap, bootstrap_interval, delta_interval
+
+    if method is None or method == "none":
+        return None
+    start = len(notes)    # the notes of this interval's making, dropped if it fails
+    if method not in ("auto", "bootstrap", "delta", "calibrated", "reference"):
+        raise FitError(f"unknown interval method {method!r}; use auto, calibrated, reference, "
+                       f"bootstrap, delta or none")
+    asked = method
+    if method in ("calibrated", "reference"):
+        method = "auto"      # the base interval the calibration widens
+    # Bad settings are errors, not a silently missing interval.
+    if not (isinstance(level, (int, float)) and 0 < level < 1):
+        raise FitError(f"interval level must be in (0, 1), got {level!r}")
+    from .uncertainty import MAX_DRAWS
+    if not (isinstance(n_boot, int) and 20 <= n_boot <= MAX_DRAWS):
+        raise FitError(f"a bootstrap interval needs 20 to {MAX_DRAWS:,} draws (--n-boot), got "
+                       f"{n_boot!r}")
+    if not (isinstance(seed, int) and seed >= 0):
+        raise FitError(f"seed must be a non-negative integer, got {seed!r}")
+    if unit not in ("run", "budget"):
+        # Raised by the bootstrap too, but caught below as "no interval": a typo is an error.
+        raise FitError(f"unknown bootstrap unit {unit!r} (boot_unit); use 'run' or 'budget'")
+    from ..core.parallel import check_n_jobs
+    check_n_jobs(n_jobs)
+    enough = result.n_points >= 2 * result.n_free + 2
+    if method == "auto":
+        method = "bootstrap" if enough else "delta"
+        if method == "delta":
+            notes.append(f"too few runs ({result.n_points}) to bootstrap {result.n_free} free "
+                         f"parameters: delta-method interval")
+    elif method == "bootstrap" and not enough:
+        notes.append(f"bootstrap with only {result.n_points} runs for {result.n_free} free "
+                     f"parameters: resamples repeat runs, so the interval is too narrow")
+    if 3 <= result.dof < 5:
+        notes.append(f"the interval rests on {result.dof} residual degrees of freedom: its "
+                     f"noise estimate is rough")
+    from ..fitting.diagnostics import NOISE_FLOOR, residual_scale
+    exact = ""
+    if method == "bootstrap" and residual_scale(result) < NOISE_FLOOR:
+        # Every resample of an exactly fitted ladder gives the same law: a zero-width
+        # interval. The delta method at the floored noise is not.
+        method = "delta"
+        exact = (f"the law fits the ladder exactly (residual scale {residual_scale(result):.2g}"
+                 f" < {NOISE_FLOOR:g}): bootstrap resamples would all agree")
+    try:
+        if method == "delta":
+            band = delta_interval(result, inputs, level=level)
+            if exact:   # said only once the delta interval exists
+                notes.append(f"{exact}, so the interval is the delta method's with the noise "
+                             f"floored at {NOISE_FLOOR:g}")
+            return band
+        draws = bootstrap(result, n=n_boot, unit=unit, seed=seed, n_jobs=n_jobs)
+        notes.extend(draws.warnings)
+        if draws.n_failed:
+            notes.append(f"{draws.n_failed} of {n_boot} bootstrap draws failed to refit and "
+                         f"were left out")
+        return bootstrap_interval(result, draws, inputs, level=level, seed=seed)
+    except FitError as exc:
+        if asked in ("bootstrap", "delta"):
+            # One rule for every method named by the user: one that cannot be made is an
+            # error, as --interval calibrated is; only auto falls back.
+            auto = option('interval="auto"', "--interval auto")
+            why = str(exc).removesuffix("; no delta-method interval")
+            raise FitError(f"no {asked} interval: {why}{f'; and {exact}' if exact else ''}; "
+                           f"the default, {auto}, gives the reference-class interval, from "
+                           f"the public ladders' errors") from exc
+        # "delta-method interval" then "no interval" would contradict: keep only the reason.
+        del notes[start:]
+        notes.append(f"no interval: {exc}" + (f"; and {exact}, so no bootstrap interval "
+                                               f"either" if exact else ""))
+        return None
+
+
+# ---------------------------------------------------------- law="auto" and ensembles
+def calibration_of(score: "CandidateScore | None"):
+    """The calibration model of a compared candidate's leave-future-out errors (None when it
+    has fewer than 3 folds: :func:`delphi.predict` then calibrates, or falls back, itself)."""
+    from .calibration import CalibrationModel
+    if score is None or score.backtest is None:
+        return None
+    try:
+        return CalibrationModel.fit(score.backtest.errors)
+    except DelphiError:
+        return None
+
+
+def _feeds(target, law: str) -> bool:
+    """Whether ``target`` gives every input of ``law`` (its peak LR and final LR ratio are
+    filled in by :func:`delphi.predict` when missing)."""
+    return all(getattr(target, c, None) is not None for c in get_law(law).inputs
+               if c not in ("peak_lr", "h"))
+
+
+def predict_selected(ladder: Ladder, target, *, ensemble: bool = False,
+                     candidates: Sequence[Candidate | str] | None = None,
+                     comparison: Comparison | None = None, max_folds: int | None = 12,
+                     **settings):
+    """:func:`delphi.predict` with ``law="auto"`` or ``ensemble=True`` (called from it).
+
+    ``auto``: the forecast of the best candidate of :func:`compare`, with
+    :attr:`Forecast.selection` giving the choice, the runner-up, their forecasts and the
+    spread between them. ``ensemble``: the members' log forecasts averaged with
+    :meth:`Comparison.weights`; the new-run interval is centred on it with the mixture sd,
+    sqrt(sum w_i sd_i^2 + sum w_i (ln L_i - ln L)^2), sd_i each member's log half-width / z.
+    Each member's (and the chosen law's) calibrated interval uses the calibration model of
+    its leave-future-out errors in the comparison (the same cuts for every candidate), not a
+    second leave-future-out pass.
+
+    Raises
+    ------
+    FitError: no candidate could be backtested, or (ensemble) none could predict the target.
+    TargetError, LadderError: as :func:`delphi.predict`.
+    """
+    from scipy.stats import norm
+
+    from .calibration import log_sd
+    from .uncertainty import Interval
+    if settings.get("floor_range") is not None:
+        auto = option("law='auto'", "--law auto")
+        raise TargetError(f"a floor range ({option('floor_range=...', '--floor LO:HI')}) scans "
+                          f"one law; it does not combine with {auto} or "
+                          f"{option('ensemble=True', '--ensemble')} "
+                          f"(pin floors as candidates instead, "
+                          f"{option('candidates=[...]', '--floors free,1.5')})")
+    settings.pop("floor_range", None)
+    base_fixed = dict(settings.pop("fixed", None) or {})
+    base_delta = settings.pop("delta", DEFAULT_DELTA)
+    from .target import as_target
+    target = as_target(target)
+    skipped_notes: list[str] = []
+    if candidates is None:
+        everything = default_candidates(ladder, fixed=base_fixed, delta=base_delta)
+        candidates = [c for c in everything if _feeds(target, c.law)]
+        left = [c for c in everything if not _feeds(target, c.law)]
+        if left:
+            # Name what each skipped law reads that the target does not give.
+            flag = {"flops": option("target.flops", "--target-flops"),
+                    "params": option("target.params", "--target-params"),
+                    "tokens": option("target.tokens", "--target-tokens")}
+            missing = sorted({col for c in left for col in get_law(c.law).inputs
+                              if col in flag and getattr(target, col, None) is None})
+            what = " or ".join(flag[m] for m in missing) or "its inputs"
+            if "flops" in missing:      # C also comes from N and D (C = 6ND)
+                what += f", or {flag['params']} with {flag['tokens']}"
+            skipped_notes.append(
+                f"candidate(s) {', '.join(c.label for c in left)} not considered: the target "
+                f"gives no {' or '.join(missing) or 'inputs they read'} (give {what} to compare "
+                f"them too)")
+        if not candidates:
+            raise TargetError("no default candidate law can be evaluated at this target: give "
+                              "its parameters and tokens, or name the candidates (--laws)")
+        if base_fixed:
+            pinned = ", ".join(f"{k} = {v:g}" for k, v in base_fixed.items())
+            floors = option("candidates=[...]", f"--floors free,{base_fixed.get('E', 'VALUE')}")
+            skipped_notes.append(f"every candidate keeps {pinned} fixed (the manifest's or "
+                                 f"the command's); {floors} compares a free floor too")
+    else:
+        candidates = [Candidate(law=c, fixed={k: v for k, v in base_fixed.items()
+                                              if k in get_law(c).param_names},
+                                delta=base_delta)
+                      if isinstance(c, str) else c for c in candidates]
+        for c in candidates:
+            if not _feeds(target, c.law):
+                get_law(c.law)
+                target.inputs(get_law(c.law), skip=("peak_lr", "h"))   # TargetError naming it
+    if comparison is None:
+        fitted = (ladder.select(max_flops=settings["fit_max_flops"])
+                  if settings.get("fit_max_flops") is not None else ladder)
+        try:
+            comparison = compare(fitted, candidates, bounds=settings.get("bounds"),
+                                 max_folds=max_folds, level=settings.get("level", 0.9),
+                                 seed=settings.get("seed", 0),
+                                 reference=settings.get("reference"))
+        except LadderError as exc:
+            raise LadderError(f"{exc}; name a law instead ({option('law=...', '--law')})") \
+                from None
+    best = comparison.best
+    by_label = {s.candidate.label: s for s in comparison.ranked}
+    skipped_notes += [f"candidate {s.candidate.label} not ranked: {s.error}"
+                      for s in comparison.scores if not s.scored]
+
+    def one(c: Candidate, **over):
+        # The comparison's refits already calibrate this candidate: no second pass.
+        return _predict(ladder, target, c.law, fixed=dict(c.fixed) or None, delta=c.delta,
+                        _calibration=calibration_of(by_label.get(c.label)), **{**settings, **over})
+
+    table = comparison.to_dict()
+    if not ensemble:
+        chosen = one(best.candidate)
+        extra_warn: list[str] = []
+        sel = {"rule": "auto", "chosen_by": comparison.rule,
+               "chosen": best.candidate.label, "runner_up": None,
+               "runner_up_loss": None, "spread": None, "candidates": [], "comparison": table}
+        if comparison.rule == "reference":
+            ref = comparison.reference or {}
+            notes = [f"law chosen by the reference class: {best.candidate.label} (mean |error| "
+                     f"{best.reference_error:.2%} on {len(ref.get('ladders', []))} public "
+                     f"ladders in folds fitted on {ref.get('window')} rungs; this ladder's "
+                     f"{len(comparison.cuts)} leave-future-out cut(s) cannot rank the "
+                     f"candidates)"]
+        else:
+            notes = [f"law chosen by leave-future-out backtest: {best.candidate.label} (score "
+                     f"{best.rank_key:.2%}, mean |error| {best.mean_abs_error:.2%} on "
+                     f"{best.n_scored} prediction(s))"]
+
+        def key(sc):
+            return sc.reference_error if comparison.rule == "reference" else sc.rank_key
+
+        def err(sc):
+            return sc.reference_error if comparison.rule == "reference" else sc.mean_abs_error
+        if len(comparison.ranked) > 1:
+            ru = comparison.ranked[1]
+            if key(ru) <= key(best) * (1 + TIE):
+                same = (comparison.rule == "reference"
+                        and best.candidate.law == ru.candidate.law)
+                notes.append(f"near tie: {best.candidate.label} and {ru.candidate.label} score "
+                             f"{key(best):.3%} and {key(ru):.3%} (within "
+                             f"{TIE:.0%}); the choice between them is weak evidence "
+                             + ("(the reference class scores the law, not its floor or delta: "
+                                "the tie went to the ladder's own backtest, else the fewest "
+                                "fixed parameters; " if same else "(")
+                             + f"{option('ensemble=True', '--ensemble')} averages them)")
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                try:
+                    other = one(ru.candidate, interval=None, off_trend=False)
+                    sel.update(runner_up=ru.candidate.label, runner_up_loss=other.loss,
+                               spread=other.loss / chosen.loss - 1)
+                    notes.append(f"runner-up {ru.candidate.label} (mean |error| "
+                                 f"{err(ru):.2%}) forecasts {other.loss:.4f} "
+                                 f"({other.loss / chosen.loss - 1:+.2%})")
+                    iv = chosen.interval
+                    if iv is not None and not iv.lower <= other.loss <= iv.upper:
+                        extra_warn.append(
+                            f"the runner-up law {ru.candidate.label} forecasts {other.loss:.4f}, "
+                            f"outside the chosen law's interval [{iv.lower:.4f}, "
+                            f"{iv.upper:.4f}]: the choice of law matters more than the interval "
+                            f"says ({option('ensemble=True', '--ensemble')} widens it by the "
+                            f"spread between laws)")
+                except DelphiError as exc:
+                    sel.update(runner_up=ru.candidate.label)
+                    notes.append(f"runner-up {ru.candidate.label} cannot forecast the target: "
+                                 f"{exc}")
+        sel["candidates"] = [{**s.candidate.to_dict(), "weight": 1.0 if s is best else 0.0,
+                              "mean_abs_error": s.mean_abs_error, "score": s.score,
+                              "reference_error": s.reference_error,
+                              "loss": chosen.loss if s is best else (
+                                  sel["runner_up_loss"] if s.candidate.label == sel["runner_up"]
+                                  else None)}
+                             for s in comparison.ranked]
+        for w in extra_warn:
+            warnings.warn(w, FitWarning, stacklevel=user_stacklevel())
+        return replace(chosen, notes=tuple(notes + skipped_notes) + chosen.notes,
+                       warnings=chosen.warnings + tuple(extra_warn), selection=sel)
+
+    weights = comparison.weights()
+    members, skipped = [], []
+    for label, w in weights.items():
+        c = by_label[label].candidate
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                members.append((c, w, one(c)))
+        except DelphiError as exc:
+            skipped.append(f"{label}: {exc}")
+    if not members:
+        raise FitError("no ensemble member could forecast the target: " + "; ".join(skipped))
+    total = sum(w for _, w, _ in members)
+    members = [(c, w / total, f) for c, w, f in members]
+    if len(members) == 1:
+        # One member is one law's forecast: say so rather than call it an ensemble.
+        c, _, f = members[0]
+        others = skipped + [f"{sc.candidate.label} not ranked: {sc.error}"
+                            for sc in comparison.scores if sc.candidate.label not in weights]
+        one_notes = [f"no ensemble: only {c.label} could be weighted and forecast the target, "
+                     f"so the forecast is that law's alone"
+                     + (f" (the others: {'; '.join(others)})" if others else "")] + skipped_notes
+        sel = {"rule": "ensemble", "chosen_by": comparison.rule, "chosen": c.label,
+               "members": 1, "weighting": ENSEMBLE_RULE, "between_model_sd": 0.0,
+               "runner_up": None, "runner_up_loss": None, "spread": None,
+               "candidates": [{**c.to_dict(), "weight": 1.0, "loss": f.loss,
+                               "mean_abs_error": by_label[c.label].mean_abs_error,
+                               "score": by_label[c.label].score,
+                               "reference_error": by_label[c.label].reference_error}],
+               "comparison": table}
+        return replace(f, notes=tuple(one_notes) + f.notes, selection=sel)
+    log_l = sum(w * math.log(f.loss) for _, w, f in members)
+    loss = math.exp(log_l)
+    spread2 = sum(w * (math.log(f.loss) - log_l) ** 2 for _, w, f in members)
+    top = max(members, key=lambda m: m[1])[2]
+    band = None
+    notes = [f"ensemble of {len(members)} candidates weighted by inverse "
+             + ("reference-class" if comparison.rule == "reference" else "leave-future-out")
+             + " MSE (Bates & Granger 1969): " + ", ".join(f"{c.label} {w:.2f} -> {f.loss:.4f}"
+                                                         for c, w, f in members)]
+    if len(members) > 1:
+        notes.append(f"the interval mixes the members' intervals (weighted) and the spread "
+                     f"between their forecasts (sd {math.sqrt(spread2):.2%} of log loss)")
+    low = [lab for lab in by_label if lab not in weights]
+    if low:
+        notes.append(f"candidate(s) {', '.join(low)} left out of the ensemble: weight below "
+                     f"{MIN_WEIGHT:.0%}")
+    notes += [f"ensemble member left out: {s}" for s in skipped] + skipped_notes
+    notes.append(f"the fit shown is the largest-weight member's "
+                 f"({max(members, key=lambda m: m[1])[0].label}); the forecast is the "
+                 f"ensemble's, not that law's")
+    if all(f.interval is not None for _, _, f in members):
+        lvl = members[0][2].interval.level
+        z = float(norm.ppf(0.5 + lvl / 2))
+        sd_new = math.sqrt(sum(w * log_sd(f.interval) ** 2 for _, w, f in members) + spread2)
+        sd_mean = math.sqrt(sum(w * log_sd(f.interval, False) ** 2 for _, w, f in members)
+                            + spread2)
+        t = top.interval
+        band = Interval(lower=loss * math.exp(-z * sd_new), upper=loss * math.exp(z * sd_new),
+                        mean_lower=loss * math.exp(-z * sd_mean),
+                        mean_upper=loss * math.exp(z * sd_mean), level=lvl, method="ensemble",
+                        noise=t.noise, noise_source=t.noise_source,
+                        calibration={"members": {c.label: f.interval.method
+                                                 for c, _, f in members},
+                                     "between_model_sd": math.sqrt(spread2)})
+    elif settings.get("interval") not in (None, "none"):
+        notes.append("no ensemble interval: a member has none (see its notes)")
+    sel = {"rule": "ensemble", "chosen_by": comparison.rule, "chosen": "ensemble",
+           "members": len(members), "weighting": ENSEMBLE_RULE,
+           "between_model_sd": math.sqrt(spread2), "runner_up": None, "runner_up_loss": None,
+           "spread": None,
+           "candidates": [{**c.to_dict(), "weight": w, "loss": f.loss,
+                           "mean_abs_error": by_label[c.label].mean_abs_error,
+                           "score": by_label[c.label].score,
+                           "reference_error": by_label[c.label].reference_error}
+                          for c, w, f in members],
+           "comparison": table}
+    warns = tuple(dict.fromkeys(x for _, _, f in members for x in f.warnings))
+    # The off-trend block compares one law's forecasts: the largest member's, in its notes.
+    return replace(top, loss=loss, interval=band, notes=tuple(notes) + top.notes,
+                   warnings=warns, selection=sel, off_trend=None)

@@ -1,0 +1,535 @@
+"""Intervals for forecasts: parameter uncertainty (bootstrap or delta method) plus run noise.
+
+Two intervals are kept apart:
+
+* the interval of the **expected loss** at the target (``mean_lower``/``mean_upper``): only
+  the uncertainty of the fitted parameters;
+* the interval of **one new run** (``lower``/``upper``): adds run-to-run noise (seed, data
+  order), estimated from repeated runs of one configuration when the ladder has them, else
+  from the fit's residuals. A target is one run, so this is the default interval.
+
+Methods: the bootstrap (Efron & Tibshirani 1993) resamples whole runs, or whole compute
+budgets (a cluster bootstrap, for isoFLOP designs where runs of a budget share their
+hyper-parameters); Besiroglu et al. 2024 (arXiv 2404.10102, Sec. 4) bootstrap the Chinchilla
+fit this way. The delta method propagates the fit's Gauss-Newton covariance through the law's
+gradient: fast, approximate, labelled as such.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from dataclasses import dataclass, field
+from typing import Mapping, Sequence
+
+import numpy as np
+
+from ..errors import DelphiError, FitError, FitWarning, user_stacklevel
+from ..fitting import Fit
+from ..fitting.engine import check_design, global_search, prepare, safe_start
+from ..fitting.refit import refine_batch, refine_one, weighted_objective
+from ..fitting.objective import Problem
+
+__all__ = ["Interval", "BootstrapDraws", "run_noise", "bootstrap", "delta_interval",
+           "bootstrap_interval", "DEFAULT_LEVEL"]
+
+#: Default interval level.
+DEFAULT_LEVEL = 0.90
+# Fewer residual dof than this cannot estimate the run noise (with 1 dof the estimate is one
+# residual, often near 0 by chance): no interval rather than a falsely narrow one.
+_MIN_NOISE_DOF = 3
+# Noise draws per bootstrap draw when forming the new-run interval (smooths the percentiles).
+_NOISE_PER_DRAW = 25
+
+
+@dataclass(frozen=True)
+class Interval:
+    """A forecast interval, in the ladder's loss unit."""
+
+    lower: float
+    """Lower end of the new-run interval (one new run at the target)."""
+    upper: float
+    """Upper end of the new-run interval."""
+    mean_lower: float
+    """Lower end of the interval of the expected loss (parameter uncertainty only)."""
+    mean_upper: float
+    """Upper end of the expected-loss interval."""
+    level: float
+    """Central coverage, e.g. 0.9."""
+    method: str
+    """``"bootstrap"``, ``"delta"`` (approximate) or ``"calibrated"`` (either, widened by the
+    ladder's own leave-future-out extrapolation errors: :mod:`delphi.calibration`)."""
+    noise: float
+    """Run-to-run noise, standard deviation of log loss."""
+    noise_source: str
+    """Where the noise estimate came from."""
+    kind: str = "new-run"
+    """Which interval ``lower``/``upper`` are: always the new-run one."""
+    n_draws: int = 0
+    """Bootstrap draws used (0 for the delta method)."""
+    n_failed: int = 0
+    """Bootstrap draws whose refit failed (left out, reported)."""
+    n_checked: int = 0
+    """Bootstrap draws also fitted by the global search (the warm-start guard)."""
+    n_worse: int = 0
+    """Checked draws whose warm-started optimum was worse than the global one (> 1e-9 rel.)."""
+    calibration: dict | None = None
+    """For ``method="calibrated"``: the calibration model (sigma_0, k, folds), the target's
+    extrapolation ratio r and sigma(r), the parameter and run-noise sds, and the base method
+    (:func:`delphi.calibration.calibrated_interval`); None otherwise."""
+
+    def label(self) -> str:
+        """What the interval rests on, in a few words (the text and HTML reports' label)."""
+        cal = self.calibration or {}
+        base = cal.get("base_method", "")
+        if self.method == "calibrated":
+            return (f"calibrated on extrapolation errors"
+                    f"{' blended with the reference class' if cal.get('reference') else ''}"
+                    f"{f', {base}' if base else ''}")
+        if self.method == "reference":
+            return ("reference class: other ladders' extrapolation errors"
+                    + (f", {base}" if base and base != "none" else ", the fit has no interval"))
+        return {"bootstrap": "bootstrap", "ensemble": "ensemble: members' intervals and the "
+                "between-model spread", "delta": "delta method, approximate"}.get(
+                    self.method, str(self.method))
+
+    def to_dict(self) -> dict:
+        out = {"lower": self.lower, "upper": self.upper, "mean_lower": self.mean_lower,
+               "mean_upper": self.mean_upper, "level": self.level, "kind": self.kind,
+               "method": self.method, "noise": self.noise, "noise_source": self.noise_source,
+               "n_draws": self.n_draws, "n_failed": self.n_failed,
+               "guard": {"checked": self.n_checked, "worse": self.n_worse}}
+        if self.calibration is not None:
+            out["calibration"] = dict(self.calibration)
+        return out
+
+
+@dataclass(frozen=True)
+class BootstrapDraws:
+    """Refitted parameters of bootstrap resamples."""
+
+    params: list[dict[str, float]]
+    """One dict of parameter values per successful draw."""
+    n_failed: int
+    """Draws whose refit raised (e.g. a resample with too few distinct runs)."""
+    unit: str
+    """What was resampled: ``"run"`` or ``"budget"``."""
+    seed: int
+    failures: list[str] = field(default_factory=list)
+    """First few failure messages."""
+    n_checked: int = 0
+    """Draws also refitted by the global search (the warm-start guard)."""
+    n_worse: int = 0
+    """Checked draws whose warm-started optimum was worse than the global search's by more
+    than 1e-9 relative (the global optimum was kept for those)."""
+    warnings: list[str] = field(default_factory=list)
+    """Warnings about the draws (e.g. the guard found too many worse warm starts)."""
+
+    @property
+    def worse_share(self) -> float:
+        """Share of checked draws whose warm start was worse (0 when none was checked)."""
+        return self.n_worse / self.n_checked if self.n_checked else 0.0
+
+    def values(self, name: str) -> np.ndarray:
+        """Draws of one parameter, shape (n_draws,)."""
+        return np.array([p[name] for p in self.params])
+
+    def stderr(self) -> dict[str, float]:
+        """Bootstrap standard error of every parameter (ddof = 1)."""
+        return {k: float(np.std(self.values(k), ddof=1)) for k in self.params[0]} \
+            if len(self.params) > 1 else {}
+
+
+def _log_compute(fit: Fit, x: Mapping[str, np.ndarray] | None = None) -> np.ndarray | None:
+    src = fit.x if x is None else x
+    if "flops" in src:
+        return np.log(np.asarray(src["flops"], dtype=float))
+    if "params" in src and "tokens" in src:
+        return np.log(6.0 * np.asarray(src["params"], float) * np.asarray(src["tokens"], float))
+    return None
+
+
+# E[log |z|] for z ~ N(0, 1): turns a fitted mean of log|residual| into log sigma.
+_LOG_ABS_NORMAL = -0.6351814227307391
+
+
+def run_noise(fit: Fit, x: Mapping[str, Sequence[float]] | None = None) -> tuple[float, str]:
+    """Run-to-run noise of log loss at the target inputs ``x`` (or overall): (sigma, source).
+
+    The estimate of :func:`_run_noise_estimate`, floored at
+    :data:`delphi.fitting.diagnostics.NOISE_FLOOR` (1e-4, about the rounding of a loss logged
+    to 4-5 significant digits): identical losses or a law that interpolates the ladder give a
+    noise of 0, and an interval resting on it would be zero-width. The source then says so.
+
+    Raises
+    ------
+    FitError: as :func:`_run_noise_estimate`.
+    """
+    from ..fitting.diagnostics import NOISE_FLOOR
+
+    sigma, source = _run_noise_estimate(fit, x)
+    if not sigma >= NOISE_FLOOR:
+        return NOISE_FLOOR, (f"{source}; the estimate {sigma:.2g} is below the floor "
+                             f"{NOISE_FLOOR:g} and was raised to it")
+    return sigma, source
+
+
+def _run_noise_estimate(fit: Fit, x: Mapping[str, Sequence[float]] | None = None
+                        ) -> tuple[float, str]:
+    """Run-to-run noise of log loss at the target inputs ``x`` (or overall), not floored.
+
+    * Repeated runs (points with identical inputs: seeds of one configuration): the pooled
+      within-group standard deviation.
+    * Else the fit's log residuals. When the ladder has 10+ points and the size of the
+      residuals trends with compute (small runs are often noisier), a regression of
+      log|r| on log C (E[log|z|] = -0.635 for normal z) gives sigma at the target's compute
+      (held at the ladder's edge beyond it), used when its slope is significant (|t| > 2.5). Otherwise one pooled scale: the RMS
+      with n - p dof below 20 points, a robust 1.4826 x MAD above.
+
+    Raises
+    ------
+    FitError
+        Fewer than 3 residual degrees of freedom and no repeated runs: the noise cannot be
+        estimated.
+    """
+    with np.errstate(divide="ignore"):   # an input of 0 (lr decayed to 0) keys as -inf
+        keys = [tuple(np.round(np.log(fit.x[c][i]), 9) for c in fit.law.inputs)
+                for i in range(fit.n_points)]
+    groups: dict[tuple, list[float]] = {}
+    for k, y in zip(keys, np.log(fit.y)):
+        groups.setdefault(k, []).append(y)
+    reps = [np.asarray(v) for v in groups.values() if len(v) > 1]
+    dof_rep = sum(len(v) - 1 for v in reps)
+    if dof_rep >= 3:
+        ss = sum(float(np.sum((v - v.mean()) ** 2)) for v in reps)
+        return math.sqrt(ss / dof_rep), f"repeated runs ({dof_rep} dof)"
+    if fit.dof < _MIN_NOISE_DOF:
+        raise FitError(f"{fit.dof} residual degree(s) of freedom and no repeated runs: the "
+                       f"run-to-run noise cannot be estimated, and an interval resting on it "
+                       f"would be too narrow to trust (need {_MIN_NOISE_DOF} dof or repeated "
+                       f"seeds)")
+    r = fit.residuals
+    inflate = math.sqrt(fit.n_points / fit.dof)
+    log_c = _log_compute(fit)
+    target_c = _log_compute(fit, x) if x is not None else None
+    if log_c is not None and target_c is not None and fit.n_points >= 10 and np.ptp(log_c) > 0:
+        la = np.log(np.maximum(np.abs(r), 1e-12))
+        design = np.stack([np.ones_like(log_c), log_c - log_c.mean()], axis=1)
+        coef, ss, *_ = np.linalg.lstsq(design, la, rcond=None)
+        resid = la - design @ coef
+        s2 = float(resid @ resid) / (len(la) - 2)
+        se_b = math.sqrt(s2 / float(np.sum((log_c - log_c.mean()) ** 2)))
+        if se_b > 0 and abs(coef[1] / se_b) > 2.5:
+            # The trend is known only across the ladder: hold it at the ladder's edge beyond.
+            c_at = float(np.clip(target_c[0], log_c.min(), log_c.max()))
+            at = float(coef[0] + coef[1] * (c_at - log_c.mean())) - _LOG_ABS_NORMAL
+            return math.exp(at) * inflate, (f"fit residuals, trending with compute "
+                                            f"(slope {coef[1]:+.2f} per e-fold of C)")
+    rms = float(np.sqrt(np.sum(r ** 2) / fit.dof))
+    if fit.n_points < 20:  # too few points for a robust scale
+        return rms, f"fit residuals ({fit.dof} dof)"
+    mad = float(np.median(np.abs(r - np.median(r))))
+    sigma = 1.4826 * mad * inflate
+    return (sigma if sigma > 0 else rms), f"fit residuals ({fit.dof} dof, robust)"
+
+
+def _quantile(level: float, dof: int | None) -> float:
+    """Two-sided quantile: Student t when the dof are few, normal otherwise."""
+    from scipy import stats  # imported here: scipy.stats is slow to import
+    q = 0.5 + level / 2
+    return float(stats.t.ppf(q, dof)) if dof and dof < 1000 else float(stats.norm.ppf(q))
+
+
+def _check_level(level: float) -> float:
+    if not (isinstance(level, (int, float)) and 0 < level < 1):
+        raise FitError(f"interval level must be in (0, 1), got {level!r}")
+    return float(level)
+
+
+#: exp() of more than this overflows float64: interval ends beyond it do not exist.
+_LOG_FLOAT_MAX = math.log(np.finfo(float).max)
+
+
+def delta_interval(fit: Fit, x: Mapping[str, Sequence[float]], *,
+                   level: float = DEFAULT_LEVEL) -> Interval:
+    """Delta-method interval at one target point ``x`` (each input of shape (1,)).
+
+    var(log L) = g' Sigma g with g = d log L / d(theta) at the fit and Sigma its Gauss-Newton
+    covariance (:attr:`Fit.covariance`); parameters at a bound are held fixed. New-run
+    interval: log L +- q sqrt(var + sigma_run^2), q from Student t with the fit's dof.
+
+    Raises
+    ------
+    FitError: no covariance (zero residual dof) or noise estimate, or interval ends beyond
+        floating point.
+    """
+    level = _check_level(level)
+    if fit.covariance is None:
+        raise FitError("the fit has no covariance (no residual degrees of freedom, or a "
+                       "singular direction); no delta-method interval")
+    sigma, source = run_noise(fit, x)
+    free = tuple(n for n in fit.law.param_names if n not in fit.fixed)
+    xt = fit.law.check_inputs({k: np.asarray(v, dtype=float) if not k.startswith("_") else v
+                               for k, v in x.items()})
+    problem = Problem(law=fit.law, x=xt, log_y=np.zeros(1), delta=fit.delta, free=free,
+                      fixed=dict(fit.fixed))
+    r, jac, ok = problem.residuals_and_jacobian(problem.pack(fit.params))
+    if not ok:
+        raise FitError("the law predicts a non-positive loss at the target")
+    idx = [free.index(n) for n in fit.covariance_params]
+    g = jac[0, idx]
+    from ..fitting.diagnostics import floored_covariance
+    # A fit that interpolates its ladder has a covariance of ~0: use the floored noise.
+    var = float(g @ floored_covariance(fit) @ g)
+    q = _quantile(level, fit.dof)
+    centre = float(r[0])
+    half_mean = q * math.sqrt(max(var, 0.0))
+    half_new = q * math.sqrt(max(var, 0.0) + sigma ** 2)
+    if not abs(centre) + half_new < _LOG_FLOAT_MAX:
+        raise FitError(f"the delta-method interval overflows: its half-width in log loss is "
+                       f"{half_new:.3g} (run noise {sigma:.3g}); the fit is too uncertain at "
+                       f"the target for an interval")
+    return Interval(lower=math.exp(centre - half_new), upper=math.exp(centre + half_new),
+                    mean_lower=math.exp(centre - half_mean), mean_upper=math.exp(centre + half_mean),
+                    level=level, method="delta", noise=sigma, noise_source=source)
+
+
+# ----------------------------------------------------------------------------- bootstrap
+def _units(fit: Fit, unit: str) -> np.ndarray:
+    runs = np.array([lbl.split("@")[0] for lbl in fit.labels])
+    if unit == "run":
+        return runs
+    if unit == "budget":
+        if "flops" not in fit.x:
+            c = 6.0 * fit.x["params"] * fit.x["tokens"] if {"params", "tokens"} <= set(fit.x) \
+                else None
+        else:
+            c = fit.x["flops"]
+        if c is None:
+            raise FitError("a budget bootstrap needs flops (or params and tokens)")
+        order = np.argsort(c, kind="mergesort")
+        ids = np.empty(len(c), dtype=int)
+        budget, start = -1, None
+        for i in order:  # runs within 5% of compute share a budget (as in an isoFLOP design)
+            if start is None or c[i] > start * 1.05:
+                budget, start = budget + 1, c[i]
+            ids[i] = budget
+        return ids.astype(str)
+    raise FitError(f"unknown bootstrap unit {unit!r}; use 'run' or 'budget'")
+
+
+#: Most bootstrap draws one call accepts (each draw is a refit).
+MAX_DRAWS = 1_000_000
+# Every CHECK_EVERY-th draw (from a seeded offset) also runs the global search, to check
+# that the warm start found the resample's optimum; a larger share worse than this warns.
+CHECK_EVERY = 25
+WORSE_RTOL = 1e-9
+_WORSE_WARN = 0.02
+# Draws per batch: fixed by the problem's size alone, so a draw's result never depends on
+# the number of workers.
+_BATCH_ELEMENTS = 4_000_000
+
+
+def _batch_size(fit: Fit) -> int:
+    k = len(fit.law.linear_names)
+    m = max(1, len(fit.law.nonlinear_names))
+    return int(max(1, min(64, _BATCH_ELEMENTS // max(1, fit.n_points * k * m))))
+
+
+def _draw_weights(names: np.ndarray, inverse: np.ndarray,
+                  child: np.random.SeedSequence) -> np.ndarray:
+    """Point multiplicities of one resample of whole units, shape (n_points,): ``names`` are
+    the sorted unit names, ``inverse`` each point's index into them."""
+    rng = np.random.default_rng(child)
+    chosen = rng.choice(names, size=len(names), replace=True)
+    counts = np.zeros(len(names))
+    np.add.at(counts, np.searchsorted(names, chosen), 1.0)
+    return counts[inverse]
+
+
+def design_failure(prep, w: np.ndarray) -> str:
+    """Why a resample cannot be fitted ("" when it can): too few distinct points, or an
+    input that no longer varies (the same checks as the full fit)."""
+    keep = w > 0
+    if int(keep.sum()) < len(prep.free):
+        return (f"resample has {int(keep.sum())} distinct point(s) for {len(prep.free)} free "
+                f"parameters")
+    try:
+        check_design(prep.law, {k: v[keep] for k, v in prep.x.items()
+                                 if isinstance(v, np.ndarray) and v.shape == w.shape},
+                      prep.y[keep], [prep.labels[i] for i in np.flatnonzero(keep)], prep.free,
+                      prep.fixed, prep.bounds)
+    except DelphiError as exc:
+        return str(exc)
+    return ""
+
+
+def resample_optimum(prep, w: np.ndarray, seed: int) -> np.ndarray:
+    """Internal optimum of one resample by the global search (dense screen, then L-BFGS-B
+    from its two best distinct points), the points repeated by their multiplicity."""
+    idx = np.repeat(np.arange(len(w)), w.astype(int))
+    xb = {k: (v[idx] if isinstance(v, np.ndarray) and v.shape == prep.y.shape else v)
+          for k, v in prep.x.items()}
+    sub = prepare(prep.law, xb, prep.y[idx], fixed=prep.fixed,
+                  bounds={k: v for k, v in prep.bounds.items() if k not in prep.fixed},
+                  delta=prep.problem.delta)
+    return min(global_search(sub, seed=seed, starts=2), key=lambda t: t[1])[0]
+
+
+def _bootstrap_block(job) -> list[tuple[dict[str, float] | None, str, int]]:
+    """Refit one block of draws: [(params or None, failure message, check code)], where
+    check code is -1 unchecked, 0 checked and as good as the global search, 1 worse."""
+    (law, x, y, labels, fixed, bounds, delta, params, names, inverse, children, checked,
+     seed) = job
+    # Drawn here, block by block: a large n never holds every draw's weights at once.
+    weights = np.stack([_draw_weights(names, inverse, c) for c in children])
+    prep = prepare(law, x, y, labels=labels, fixed=fixed, bounds=bounds, delta=delta)
+    problem = prep.problem
+    z0 = safe_start(problem, params, prep.ibounds)
+    failures = [design_failure(prep, w) for w in weights]
+    ok = np.array([not f for f in failures])
+    out: list[tuple[dict[str, float] | None, str, int]] = [(None, f, -1) for f in failures]
+    if not ok.any():
+        return out
+    batch = refine_batch(problem, z0, weights[ok], prep.ibounds)
+    for a, b in enumerate(np.flatnonzero(ok)):
+        z, obj = batch.z[a], float(batch.objective[a])
+        if not batch.converged[a] or not np.isfinite(obj):
+            # Finish with L-BFGS-B on the resample itself.
+            idx = np.repeat(np.arange(len(y)), weights[b].astype(int))
+            sub = type(problem)(law=problem.law,
+                                x={k: (v[idx] if isinstance(v, np.ndarray) and v.shape == y.shape
+                                       else v) for k, v in problem.x.items()},
+                                log_y=problem.log_y[idx], delta=problem.delta,
+                                free=problem.free, fixed=problem.fixed)
+            start = z if np.all(np.isfinite(z)) else z0
+            z = refine_one(sub, start, prep.ibounds)[0]
+            obj = float(weighted_objective(problem, z, weights[b])[0])
+        code = -1
+        if checked[b]:
+            try:
+                zg = resample_optimum(prep, weights[b], seed)
+                obj_g = float(weighted_objective(problem, zg, weights[b])[0])
+            except DelphiError:  # the global search found nothing: nothing to compare with
+                zg, obj_g = None, math.inf
+            code = 0
+            if zg is not None and np.isfinite(obj_g) and (
+                    not np.isfinite(obj) or obj > obj_g * (1 + WORSE_RTOL)):
+                code = 1
+                z, obj = zg, obj_g
+        if not np.isfinite(obj):
+            out[b] = (None, "the refit gave no finite objective", code)
+        else:
+            out[b] = (problem.values(z), "", code)
+    return out
+
+
+def bootstrap(fit: Fit, *, n: int = 200, unit: str = "run", seed: int = 0,
+              n_jobs: int | None = None, workers: int | None = None,
+              progress: bool | None = None, check_every: int = CHECK_EVERY) -> BootstrapDraws:
+    """Refit ``fit``'s law to ``n`` resamples of its runs (or compute budgets).
+
+    Each draw resamples whole units with replacement (point multiplicities) and refits with
+    the same fixed values, bounds and Huber delta, **starting at the full-data optimum**: the
+    global search ran once, for ``fit``; draws are refined locally in batches
+    (:func:`delphi.fitting.refit.refine_batch`, L-BFGS-B for any draw the batch does not
+    finish). As a guard, every ``check_every``-th draw (from a seeded offset) is also fitted
+    with the full global search; the better optimum is kept, and the share of checked draws
+    whose warm start was worse by more than 1e-9 (relative) is reported
+    (:attr:`BootstrapDraws.n_worse`), with a warning above 2%. Draw b uses the b-th child of
+    ``numpy.random.SeedSequence(seed)`` and draws are batched by the problem's size alone, so
+    the result is bit-identical for a given seed whatever ``n_jobs`` or backend.
+
+    Parameters
+    ----------
+    fit: the fit to bootstrap (its points, law and settings are reused).
+    n: number of draws.
+    unit: ``"run"`` (default) or ``"budget"`` (cluster bootstrap over compute budgets).
+    seed: random seed.
+    n_jobs: joblib workers (see :mod:`delphi.parallel`; default serial, or the active
+        ``joblib.parallel_config``, e.g. a Dask cluster). ``workers`` is an older alias.
+    progress: show a progress bar (default: when stderr is a terminal, after 2 s).
+    check_every: guard rate (0 turns the guard off).
+
+    Raises
+    ------
+    FitError: ``fit`` is not a :class:`~delphi.fitting.Fit`, n < 2, an unknown unit, a bad
+        n_jobs, or more than half of the draws failed.
+    """
+    from ..core.parallel import map_jobs
+    if not isinstance(fit, Fit):
+        raise FitError(f"bootstrap resamples a Fit (from delphi.fit), got {type(fit).__name__}")
+    if not (isinstance(n, int) and 2 <= n <= MAX_DRAWS):
+        raise FitError(f"bootstrap needs 2 <= n <= {MAX_DRAWS:,} draws (--n-boot), got {n!r}")
+    if not (isinstance(seed, (int, np.integer)) and seed >= 0):
+        raise FitError(f"seed must be a non-negative integer, got {seed!r}")
+    if n_jobs is None and workers is not None:
+        n_jobs = workers
+    groups = _units(fit, unit)
+    names, inverse = np.unique(groups, return_inverse=True)
+    children = np.random.SeedSequence(seed).spawn(n + 1)
+    checked = np.zeros(n, dtype=bool)
+    if check_every and check_every > 0:
+        offset = int(np.random.default_rng(children[n]).integers(min(check_every, n)))
+        checked[offset::check_every] = True
+    bounds = {k: v for k, v in fit.bounds.items() if k not in fit.fixed}
+    size = _batch_size(fit)
+    jobs = [(fit.law, dict(fit.x), fit.y, fit.labels, dict(fit.fixed), bounds, fit.delta,
+             dict(fit.params), names, inverse, children[i:min(i + size, n)],
+             checked[i:i + size], seed)
+            for i in range(0, n, size)]
+    blocks = map_jobs(_bootstrap_block, jobs, n_jobs=n_jobs, desc=f"bootstrap ({n} draws)",
+                      show_progress=progress, unit="block")
+    results = [r for block in blocks for r in block]
+    params = [p for p, _, _ in results if p is not None]
+    failures = [msg for p, msg, _ in results if p is None]
+    codes = np.array([c for _, _, c in results])
+    n_checked, n_worse = int(np.sum(codes >= 0)), int(np.sum(codes == 1))
+    if len(failures) > n / 2:
+        raise FitError(f"{len(failures)} of {n} bootstrap draws failed (e.g. {failures[0]}); "
+                       f"the ladder has too few {unit}s to resample")
+    guard_warnings = []
+    if n_checked and n_worse / n_checked > _WORSE_WARN:
+        guard_warnings.append(f"warm-start guard: {n_worse} of {n_checked} checked bootstrap draws "
+                        f"found a better optimum by global search than by the warm start "
+                        f"(> {_WORSE_WARN:.0%}): the resamples' optima are far from the "
+                        f"full-data fit, so the interval may be too narrow; check the fit")
+        warnings.warn(guard_warnings[-1], FitWarning, stacklevel=user_stacklevel())
+    return BootstrapDraws(params=params, n_failed=len(failures), unit=unit, seed=seed,
+                          failures=failures[:5], n_checked=n_checked, n_worse=n_worse,
+                          warnings=guard_warnings)
+
+
+def bootstrap_interval(fit: Fit, draws: BootstrapDraws, x: Mapping[str, Sequence[float]], *,
+                       level: float = DEFAULT_LEVEL, seed: int = 0) -> Interval:
+    """Percentile intervals at one target point from bootstrap draws.
+
+    Expected loss: percentiles of the law evaluated with each draw's parameters. New run: the
+    same draws times exp(eps), eps ~ N(0, sigma_run^2) (seeded), so both parameter and run
+    noise enter.
+
+    Raises
+    ------
+    FitError: no successful draws, or no noise estimate.
+    """
+    level = _check_level(level)
+    if not draws.params:
+        raise FitError("no successful bootstrap draws")
+    sigma, source = run_noise(fit, x)
+    xt = {k: np.asarray(v, dtype=float) if not k.startswith("_") else v for k, v in x.items()}
+    preds = np.array([fit.law.predict(p, xt)[0] for p in draws.params])
+    rng = np.random.default_rng(np.random.SeedSequence(seed).spawn(1)[0])
+    eps = rng.normal(0.0, sigma, size=(len(preds), _NOISE_PER_DRAW))
+    with np.errstate(over="ignore", invalid="ignore"):
+        new = (preds[:, None] * np.exp(eps)).ravel()
+    if not (np.all(np.isfinite(preds)) and np.all(np.isfinite(new))):
+        raise FitError(f"the bootstrap interval overflows: a draw's prediction or the run noise "
+                       f"(sigma {sigma:.3g} in log loss) is beyond floating point at the target; "
+                       f"the fit is too uncertain there for an interval")
+    a = (1 - level) / 2
+    lo, hi = np.quantile(preds, [a, 1 - a])
+    nlo, nhi = np.quantile(new, [a, 1 - a])
+    return Interval(lower=float(nlo), upper=float(nhi), mean_lower=float(lo), mean_upper=float(hi),
+                    level=level, method="bootstrap", noise=sigma, noise_source=source,
+                    n_draws=len(draws.params), n_failed=draws.n_failed,
+                    n_checked=draws.n_checked, n_worse=draws.n_worse)

@@ -1,0 +1,458 @@
+"""Reading ladders: bundled names, TOML manifests, and tidy data files.
+
+``load_ladder`` is the one entry point the CLI and the API use::
+
+    load_ladder("epoch-chinchilla")          # a bundled manifest (ladders/<name>.toml)
+    load_ladder("my_ladder.toml")            # any manifest
+    load_ladder("runs.csv", metric="val")    # a tidy CSV / Parquet / JSONL file
+    load_ladder("-", format="jsonl")         # standard input (the CLI's ``-``)
+    load_ladder("wandb_export.csv")          # a W&B runs table (Name, State, summary columns)
+    load_ladder("tb_logs/", format="tensorboard", metric="eval/loss")   # TensorBoard runs
+
+The format-specific readers (:func:`read_csv`, :func:`read_wandb`, :func:`read_marin`,
+:func:`read_olmo`, ...) return a :class:`SourceTable`; ``.to_ladder()`` validates it.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+
+import pandas as pd
+
+from ...errors import LadderError, option
+from ..ladder import Ladder
+from ..units import DEFAULT_UNIT, normalize_unit, unit_from_metric
+from ._common import SourceTable, canonicalize, not_a_file, sniff_content
+from ._pipeline import build_ladder, check_tables
+from .manifest import Manifest, read_manifest
+from .marin import read_marin
+from .olmo import read_olmo
+from .paths import BUNDLED_DIR
+from .tabular import (FORMATS, STDIN_LABEL, STREAM_FORMATS, format_of, read_csv, read_jsonl,
+                      read_parquet, read_stream, read_table, supported)
+from .tensorboard import is_event_dir, read_tensorboard
+from .wandb import is_runs_table, read_wandb, read_wandb_runs
+
+__all__ = ["load_ladder", "as_ladder", "load_manifest", "list_ladders", "Manifest", "SourceTable",
+           "read_csv", "read_parquet", "read_jsonl", "read_table", "read_stream", "read_wandb",
+           "read_wandb_runs", "read_tensorboard", "is_data_source",
+           "read_marin", "read_olmo", "FORMATS", "STDIN"]
+
+#: The source that means standard input (as in ``cat runs.csv | delphi fit -``).
+STDIN = "-"
+
+_MANIFEST_SUFFIX = ".toml"
+
+
+def _bundled_names() -> list[str]:
+    return sorted(p.stem for p in BUNDLED_DIR.glob(f"*{_MANIFEST_SUFFIX}"))
+
+
+def _looks_like_path(source: str | Path) -> bool:
+    if isinstance(source, Path):
+        return True
+    return "/" in source or "\\" in source or Path(source).suffix != ""
+
+
+def _path_source(source, what: str = "a ladder is a bundled name, a path (str or "
+                 "os.PathLike), a pandas DataFrame or an open stream") -> str | Path:
+    """``source`` as a str or Path, checked before any filesystem call: bytes and other
+    ``os.PathLike`` objects are accepted as paths; anything else, or a NUL character (no file
+    can be named so, and the OS would refuse it with a bare ValueError), is a LadderError."""
+    if isinstance(source, bytes):
+        source = os.fsdecode(source)
+    elif isinstance(source, os.PathLike) and not isinstance(source, Path):
+        source = Path(os.fsdecode(os.fspath(source)))
+    if not isinstance(source, (str, Path)):
+        rows = ("; for rows in a dict or list, pass pandas.DataFrame(...)"
+                if isinstance(source, (dict, list, tuple)) else "")
+        raise LadderError(f"{what}, got {type(source).__name__}{rows}")
+    if "\x00" in str(source):
+        raise LadderError(f"path {_clip(str(source))!r} contains a NUL character (\\x00): no "
+                          f"file can be named so")
+    return source
+
+
+def _clip(text: str, limit: int = 80) -> str:
+    return text if len(text) <= limit else text[:limit - 3] + "..."
+
+
+def _unreachable(source, exc: OSError) -> LadderError:
+    # A name the OS refuses before looking (too long, say): one line naming it, no traceback.
+    return LadderError(f"cannot look up {_clip(str(source))!r}: {exc.strerror or exc}")
+
+
+def _resolve(source: str | Path) -> tuple[str, Path, str]:
+    """``(kind, path, label)``: kind is ``"manifest"`` or ``"data"``; label names the ladder's
+    source in reports (the bundled name, else the path)."""
+    if not _looks_like_path(source):
+        path = BUNDLED_DIR / f"{source}{_MANIFEST_SUFFIX}"
+        if not path.is_file():
+            known = ", ".join(_bundled_names()) or "(none)"
+            raise LadderError(f"unknown ladder {str(source)!r}; known ladders: {known}; or give a "
+                              f"path to a .toml manifest or a {'/'.join(FORMATS)} file")
+        return "manifest", path, str(source)
+    path = Path(source).expanduser()
+    is_manifest = path.suffix.lower() == _MANIFEST_SUFFIX
+    fmt, suffix = format_of(path)
+    if not is_manifest and fmt is None:
+        if path.is_dir():
+            raise LadderError(f"{path} is a directory; give a manifest (.toml) or a data file")
+        raise LadderError(f"unsupported file format {suffix or '(no suffix)'!r} for {path}; "
+                          f"supported: {_MANIFEST_SUFFIX} (manifest), {supported()}")
+    if not path.is_file():
+        # Say what is there (a directory, a FIFO, a device, a broken link), never open it.
+        raise not_a_file(path)
+    return ("manifest" if is_manifest else "data"), path, str(path)
+
+
+def is_data_source(source, format: str | None = None) -> bool:
+    """Whether ``source`` names data rather than a manifest (so it has no ``[predict]``
+    defaults): standard input (``"-"``), a tidy file by its suffix (W&B runs tables included),
+    ``format="tensorboard"``, or a directory holding TensorBoard event files."""
+    if not isinstance(source, (str, Path)):
+        return True
+    if (isinstance(source, str) and source == STDIN) or format == _TENSORBOARD:
+        return True
+    return format_of(source)[0] is not None or is_event_dir(source)
+
+
+def load_manifest(source: str | Path) -> Manifest:
+    """The manifest of a bundled ladder name or a ``.toml`` path (e.g. for ``[predict]``).
+
+    Raises
+    ------
+    LadderError
+        Unknown name (the message lists the known ones), missing file, or not a manifest;
+        ``source`` not a str or path, or a path the OS refuses (a NUL character, too long).
+    ManifestError
+        Invalid TOML or schema (the message names the key and the file).
+    """
+    source = _path_source(source, "a manifest is a bundled ladder name or a path to a .toml "
+                                  "file (str or os.PathLike)")
+    try:
+        kind, path, _ = _resolve(source)
+    except OSError as exc:
+        raise _unreachable(source, exc) from None
+    if kind != "manifest":
+        raise LadderError(f"{path} is a data file, not a manifest (.toml)")
+    return read_manifest(path)
+
+
+def _unit_for(metric: str | None, unit: str | None, default: str) -> tuple[str, str | None]:
+    """``(unit, note)``: the given unit, else the one the metric's name implies (with a note
+    saying so), else ``default``. A given unit that the metric's name contradicts (a bpb
+    column read in nats) is used, with a note."""
+    implied = unit_from_metric(metric)
+    if unit is not None:
+        given = normalize_unit(unit)
+        if implied is not None and implied != given:
+            # The explicit unit wins, but a bpb-named metric in nats is worth a second look.
+            return given, (f"metric {metric!r} is named as bits per byte ({implied}), but the "
+                           f"unit given is {given}: the given unit is used; check it")
+        return given, None
+    if implied is not None and implied != default:
+        return implied, (f"metric {metric!r} is named as bits per byte: its unit is taken as "
+                         f"{implied} (give --unit / unit= to override)")
+    return default, None
+
+
+def as_ladder(ladder):
+    """``ladder`` as a :class:`~delphi.ladder.Ladder`: a Ladder as it is, a pandas DataFrame
+    read by :func:`load_ladder` (the same columns and checks). What :func:`delphi.fit`,
+    :func:`delphi.predict`, :func:`delphi.backtest` and :func:`delphi.complete` call first.
+
+    Raises
+    ------
+    LadderError: anything else (a name or path is read with :func:`load_ladder` first), or a
+        DataFrame that is not a valid ladder (see :func:`load_ladder`).
+    """
+    import pandas as pd
+
+    from ..ladder import Ladder
+    if isinstance(ladder, Ladder):
+        return ladder
+    if isinstance(ladder, pd.DataFrame):
+        try:
+            return load_ladder(ladder)
+        except LadderError as exc:
+            # The reading options a message suggests are load_ladder's: say so, rather than
+            # suggest a keyword the caller (fit, predict...) does not take.
+            text = _OPTION_LOAD.sub(lambda m: f"delphi.load_ladder(df, {m.group('api')}) (in "
+                                              f"place of the DataFrame)", str(exc))
+            if text == str(exc):
+                raise
+            raise LadderError(text) from exc
+    hint = (f"; read it first: delphi.load_ladder({ladder!r:.60})"
+            if isinstance(ladder, (str, Path)) else "")
+    raise LadderError(f"expected a Ladder or a pandas DataFrame of runs, got "
+                      f"{type(ladder).__name__}{hint}")
+
+
+def _format_flag(format: str) -> str:
+    """``format`` named for a message in both spellings (API and CLI); an unknown value is
+    refused here, naming the known ones."""
+    if format not in STREAM_FORMATS + ("toml", _TENSORBOARD):
+        raise LadderError(f"unknown format {format!r}; choose {', '.join(STREAM_FORMATS)} "
+                          f"(or {_TENSORBOARD} for a directory of event files)")
+    return option(f"format={format!r}", f"--format {format}")
+
+
+#: ``format=`` for a directory of TensorBoard event files (:mod:`delphi.readers.tensorboard`).
+_TENSORBOARD = "tensorboard"
+
+
+def _read_data_file(path: Path, metric: str | None,
+                    columns: Mapping[str, str] | None = None) -> SourceTable:
+    """A data file's table: a W&B runs-table export (recognised from its CSV header, see
+    :func:`~delphi.readers.wandb.is_runs_table`) through its reader, anything else as a tidy
+    table."""
+    if format_of(path)[0] == "csv":
+        try:
+            gz = path.suffix.lower() == ".gz"
+            header = pd.read_csv(path, nrows=0, compression="gzip" if gz else None).columns
+        except Exception:       # unreadable: the tidy reader says why, with the line
+            header = []
+        if is_runs_table(header):
+            if columns:
+                raise LadderError(f"{str(path)!r} is a W&B runs-table export, read with its "
+                                  f"own column mapping; columns= is for tidy tables")
+            return read_wandb_runs(path, metric=metric)
+    return read_table(path, metric=metric, columns=columns)
+
+
+def _load_tensorboard(source, *, metric: str | None, unit: str | None,
+                      drop_invalid: bool) -> Ladder:
+    """A ladder of loss curves from a directory of TensorBoard runs, named after it."""
+    path = Path(source).expanduser()
+    table = read_tensorboard(path, metric=metric)
+    chosen, note = _unit_for(table.metric or metric, unit, DEFAULT_UNIT)
+    if note:
+        table.notes.append(note)
+    return table.to_ladder(name=path.resolve().name or str(path), metric=table.metric or metric,
+                           source=str(path), unit=chosen, drop_invalid=drop_invalid)
+
+
+def _check_format(format: str | None, kind: str, path: Path, label: str) -> None:
+    """Refuse a ``format`` that a named source contradicts: a file's suffix says its format."""
+    if format is None:
+        return
+    flag = _format_flag(format)
+    if kind == "manifest":
+        if format != "toml":
+            raise LadderError(f"{flag} is for a data file or standard input, but {label!r} is "
+                              f"a manifest (.toml); drop the format")
+        return
+    fmt, suffix = format_of(path)
+    if format != fmt:
+        raise LadderError(f"{flag} contradicts {path}, whose suffix {suffix} says {fmt}; drop "
+                          f"the format (a file's suffix names it) or rename the file")
+
+
+def _load_stream(stream, *, format: str | None, metric: str | None, unit: str | None,
+                 drop_invalid: bool, columns: Mapping[str, str] | None = None) -> Ladder:
+    """A ladder read from standard input or another stream: ladder ``stdin``, source
+    ``<stdin>`` (never a file name, so forecasts and registry entries are the same whatever
+    pipe fed them)."""
+    fmt = format or "csv"
+    flag = _format_flag(fmt)
+    if fmt == "toml":
+        raise LadderError(f"a manifest cannot come from standard input ({flag}): give the "
+                          f"manifest's path (its [source] path is relative to its folder)")
+    if fmt == _TENSORBOARD:
+        raise LadderError(f"TensorBoard logs cannot come from standard input ({flag}): give "
+                          f"the directory of runs")
+    table = read_stream(stream, fmt, metric=metric, columns=columns)
+    chosen, note = _unit_for(table.metric or metric, unit, DEFAULT_UNIT)
+    if note:
+        table.notes.append(note)
+    return table.to_ladder(name="stdin", metric=table.metric or metric, source=STDIN_LABEL,
+                           unit=chosen, drop_invalid=drop_invalid)
+
+
+def load_ladder(source: str | Path, *, metric: str | None = None,
+                unit: str | None = None, drop_invalid: bool = False,
+                allow_outside_paths: bool = False, format: str | None = None,
+                columns: Mapping[str, str] | None = None) -> Ladder:
+    """Load a ladder from a bundled name, a manifest (``.toml``), a tidy data file or
+    standard input (``"-"``).
+
+    Parameters
+    ----------
+    source:
+        A bundled ladder name (``ladders/<name>.toml`` in the repository, see
+        :func:`list_ladders`), a manifest path, a ``.csv``/``.parquet``/``.jsonl`` file
+        (``.csv.gz``/``.jsonl.gz`` read as is) with canonical columns (see
+        :mod:`delphi.ladder`), a pandas DataFrame with them, ``"-"`` for standard input
+        (``sys.stdin``, read whole into memory; the ladder is named ``stdin``, its source
+        ``<stdin>``), or an open stream (anything with ``read``, e.g. ``io.BytesIO``).
+    metric:
+        Source column to use as the loss instead of the default (CLI ``--metric``); for OLMo
+        ladders an eval-set name such as ``"pile"`` also works.
+    unit:
+        Unit of the loss (CLI ``--unit``): ``"nats/token"``, ``"bits/byte"`` or
+        ``"bits/token"`` (:data:`delphi.units.UNITS`). Default: a manifest's ``unit``; for a
+        data file or DataFrame, bits/byte when the metric column's name says so (``bpb``,
+        ``bits-per-byte``, ``bits_per_byte``; recorded in :attr:`Ladder.warnings`), else
+        nats/token.
+    drop_invalid:
+        Drop invalid rows instead of raising (CLI ``--drop-invalid``): each dropped row, or
+        whole run for a run-level problem (duplicate step, contradictory run state), is
+        listed in :attr:`Ladder.exclusions` with its reason, and a warning gives the count;
+        a resumed run's superseded rows (a rollback logging steps again) are dropped, not
+        the run.
+    allow_outside_paths:
+        Let a manifest's ``[source] path`` read files outside the manifest's folder and the
+        data directory (CLI ``--allow-outside-paths``). A manifest is untrusted input: by
+        default such a path, symlinks resolved, is refused (see :mod:`delphi.readers.manifest`).
+        No effect on a data file given directly.
+    format:
+        The table's format on standard input or a stream (CLI ``--format``): ``"csv"``
+        (default), ``"jsonl"`` or ``"parquet"``. With a path it must agree with the file's
+        suffix (a check, not an override). ``"tensorboard"``: ``source`` is a directory of
+        TensorBoard runs (:mod:`delphi.readers.tensorboard`, needs the ``tensorboard``
+        extra); a directory holding event files is read as one without it.
+    columns:
+        ``{canonical: source column}`` for a data file, stream or DataFrame whose columns have
+        other names (CLI ``--columns params=n_params,tokens=D``): e.g. ``{"params": "N",
+        "tokens": "D"}``. Canonical names are those of :mod:`delphi.ladder` (``run``,
+        ``params``, ``tokens``, ``flops``, ``loss``, ``step``...). A manifest maps its own in
+        its ``[columns]`` table, so ``columns`` is refused with a manifest or bundled name.
+
+    A CSV whose header is a W&B runs-table export (``Name``, ``State`` and summary columns
+    such as ``parameter_count``, ``throughput/total_tokens``, ``eval/paloma/macro_loss``) is
+    read by :func:`~delphi.readers.wandb.read_wandb_runs`: ``Name`` is the run, ``metric``
+    picks the loss column, crashed/failed/killed runs are excluded with their state and
+    running ones are unfinished.
+
+    Returns
+    -------
+    Ladder
+        With the reader's and manifest's exclusions and any warnings recorded on it.
+
+    Raises
+    ------
+    LadderError
+        Unknown name (lists the known ladders), unsupported format (names the suffix and the
+        supported ones), missing file (gives the path), a path that is not a regular file
+        (says what it is: a directory, a FIFO, a device, a broken symlink), compressed or
+        non-UTF-8 content (says so, with the line), a JSONL line that is not an object (names
+        the line), bad data (one error lists the first
+        20 invalid rows, each naming run, row and column, and gives the count), an
+        unknown unit (lists the accepted ones), or a unit contradicting the manifest's.
+        Standard input that is a terminal (nothing piped) or empty, a ``format`` that is
+        unknown, ``"toml"`` for standard input (a manifest needs its folder), or that
+        contradicts a file's suffix (names both). A ``source`` of another type (None, a dict,
+        an array...), a path with a NUL character or one the OS refuses (too long), a
+        ``metric`` that is not a str.
+    ManifestError
+        An invalid manifest (names the key and the file; a file that is not UTF-8 or is
+        nested too deeply, or a path with a NUL character, too), or one whose ``[source] path``
+        leads outside its folder and the data directory (names the manifest, the key and the
+        resolved path) or whose glob is unbounded.
+    DataDirError
+        The manifest reads published data and ``$DELPHI_DATA_DIR`` (or ``../shared/ladders``)
+        does not exist; the message says where delphi looked and how to set it.
+    """
+    columns = _check_columns(columns)
+    if metric is not None and not isinstance(metric, str):
+        raise LadderError(f"{option('metric', '--metric')} is a column name, got "
+                          f"{type(metric).__name__} {metric!r:.60}")
+    if isinstance(source, str) and source == STDIN:
+        return _load_stream(sys.stdin, format=format, metric=metric, unit=unit,
+                            drop_invalid=drop_invalid, columns=columns)
+    if hasattr(source, "read"):
+        return _load_stream(source, format=format, metric=metric, unit=unit,
+                            drop_invalid=drop_invalid, columns=columns)
+    if isinstance(source, pd.DataFrame):
+        if format is not None:
+            raise LadderError(f"format={format!r} is for standard input or a stream; a "
+                              f"DataFrame has no format")
+        chosen, note = _unit_for(metric, unit, DEFAULT_UNIT)
+        if columns:
+            frame, renamed, _ = canonicalize(source, columns=columns, where="<DataFrame>")
+            table = SourceTable(frame, "<DataFrame>", renamed=renamed,
+                                notes=[note] if note else [])
+        else:
+            table = SourceTable(source, "<DataFrame>", notes=[note] if note else [])
+        return table.to_ladder(name="dataframe", metric=metric or "loss", unit=chosen,
+                               drop_invalid=drop_invalid)
+    source = _path_source(source)
+    try:
+        events = format == _TENSORBOARD or (format is None and is_event_dir(source))
+        if not events:
+            kind, path, label = _resolve(source)
+    except OSError as exc:
+        raise _unreachable(source, exc) from None
+    if events:
+        # A directory of runs with event files (format="tensorboard" may be left out).
+        return _load_tensorboard(source, metric=metric, unit=unit, drop_invalid=drop_invalid)
+    _check_format(format, kind, path, label)
+    if kind == "manifest" and columns:
+        raise LadderError(f"{label!r} is a manifest: it maps its columns in its [columns] "
+                          f"table; {option('columns=', '--columns')} is for a data file, "
+                          f"stream or DataFrame")
+    if kind == "manifest":
+        manifest = read_manifest(path)
+        if unit is not None and normalize_unit(unit) != manifest.unit:
+            raise LadderError(f"--unit {normalize_unit(unit)} contradicts manifest {label!r}, "
+                              f"whose loss is in {manifest.unit}; edit the manifest's unit if "
+                              f"it is wrong")
+        # A manifest's unit is for its own metric; another metric (--metric) may say otherwise.
+        chosen, note = _unit_for(metric, None, manifest.unit) if metric else (manifest.unit, None)
+        return build_ladder(manifest, metric=metric, source=label, unit=chosen,
+                            notes=[note] if note else [], drop_invalid=drop_invalid,
+                            allow_outside_paths=allow_outside_paths)
+    # Never quote a non-table's first line as "columns found" (a symlink to a secret, say).
+    # Compressed or Parquet content under another name is named as such (no content shown).
+    sniff_content(path, format_of(path)[0] or "")
+    plain_suffix = Path(path.stem).suffix if path.suffix.lower() == ".gz" else path.suffix
+    if path.is_file() and plain_suffix.lower() in FORMATS:
+        check_tables([path], FORMATS[plain_suffix.lower()])
+    table = _read_data_file(path, metric, columns)
+    chosen, note = _unit_for(table.metric or metric, unit, DEFAULT_UNIT)
+    if note:
+        table.notes.append(note)
+    suffix = format_of(path)[1]       # "runs.csv.gz" is ladder "runs"
+    # The metric as the file spells it (--metric matches a header ignoring case).
+    return table.to_ladder(name=path.name[:-len(suffix)] or path.stem,
+                           metric=table.metric or metric, source=label, unit=chosen,
+                           drop_invalid=drop_invalid)
+
+
+#: A reading option named in a message (``option("drop_invalid=True", "--drop-invalid")``):
+#: the options of :func:`load_ladder` that a message about a DataFrame may suggest.
+_OPTION_LOAD = re.compile(r"(?P<api>(?:drop_invalid|metric|columns)=(?:\{[^{}\s]*\}|[^\s(),;:]+))"
+                          r" \(CLI [^()]*\)")
+
+
+def _check_columns(columns) -> dict[str, str] | None:
+    """``columns`` as a dict of str -> str (None when empty), or a LadderError naming what is
+    wrong; which names are canonical is checked by the reader (it lists them)."""
+    if columns is None:
+        return None
+    if not isinstance(columns, Mapping):
+        raise LadderError(f"columns must map canonical names to source columns, e.g. "
+                          f"{{'params': 'N'}}, got {type(columns).__name__}")
+    bad = [f"{k!r}: {v!r}" for k, v in columns.items()
+           if not (isinstance(k, str) and isinstance(v, str) and k and v)]
+    if bad:
+        raise LadderError(f"columns maps canonical names (str) to source columns (str); got "
+                          f"{', '.join(bad[:3])}")
+    return dict(columns) or None
+
+
+def list_ladders() -> list[tuple[str, str]]:
+    """``[(name, description)]`` of every bundled ladder, sorted by name.
+
+    Raises
+    ------
+    ManifestError
+        A bundled manifest is invalid.
+    """
+    return [(m.name, m.description) for m in
+            (read_manifest(BUNDLED_DIR / f"{n}{_MANIFEST_SUFFIX}") for n in _bundled_names())]

@@ -1,0 +1,366 @@
+"""``delphi predict``, ``fit``, ``backtest``, ``complete`` and ``ladders``: parsing and printing
+only; the work is in :mod:`delphi.forecast`, :mod:`delphi.fitting`, :mod:`delphi.curves` and
+:mod:`delphi.analyses.backtest`."""
+
+from __future__ import annotations
+
+import json
+
+from ... import __version__
+from ...errors import DelphiError
+from .options import (LADDER_HELP, METRIC_HELP, add_fit_options, add_interval_options,
+                      add_ladder_options, add_level_option, add_selection_options,
+                      add_target_options, count, examples, fit_settings, interval_settings,
+                      jobs_kwargs, load_from_args, load_with_defaults, positive_float,
+                      selection_settings, serial, target_from)
+from .output import note
+
+__all__ = ["add_commands"]
+
+
+def add_commands(sub) -> dict:
+    """Add ``predict``, ``fit``, ``complete``, ``backtest`` and ``ladders`` to ``sub`` (from
+    ``parser.add_subparsers()``); return ``{command: handler(args) -> exit code}``."""
+    p = sub.add_parser("predict", help="fit a law to a ladder and predict a target run",
+                       epilog=examples(
+                           "delphi predict marin-delphi-dense --target-flops 1e23",
+                           "delphi predict epoch-chinchilla --target-params 7e10 "
+                           "--target-tokens 1.4e12",
+                           "delphi predict marin-moe-535b --floor 1.4:1.8 --json"))
+    add_fit_options(p)
+    add_target_options(p)
+    add_interval_options(p)
+    add_selection_options(p)
+    p.add_argument("--allow-degenerate", action="store_true",
+                   help="extrapolate a degenerate fit (a law that collapsed to a constant over "
+                        "the ladder: flat or identical losses) instead of refusing")
+
+    p = sub.add_parser("fit", help="fit a law to a ladder and print the fit",
+                       epilog=examples(
+                           "delphi fit marin-delphi-dense",
+                           "delphi fit epoch-chinchilla --law chinchilla --json",
+                           "delphi fit marin-moe-535b --law power --fix E=1.5"))
+    add_fit_options(p)
+    serial(p)
+
+    p = sub.add_parser("complete", help="predict an unfinished run's final loss from its "
+                                        "checkpoints and planned LR schedule",
+                       epilog=examples(
+                           "delphi complete misfitting2025 --run "
+                           "misfitting_100m-lr0.002-T12000-e94 --upto-fraction 0.8",
+                           "delphi complete misfitting2025 --run "
+                           "misfitting_100m-lr0.002-T12000-e94 --upto-step 6000 --json",
+                           "delphi complete misfitting2025 --all-runs --upto-fraction 0.5 -j -1"))
+    p.add_argument("ladder", help=LADDER_HELP + "; its runs need checkpoints (step, loss)")
+    runs = p.add_mutually_exclusive_group(required=True)
+    runs.add_argument("--run", action="append", metavar="RUN",
+                      help="the run to complete (repeatable: several runs, one result each)")
+    runs.add_argument("--all-runs", action="store_true",
+                      help="complete every run of the ladder (runs that cannot be completed "
+                           "are skipped with a note)")
+    p.add_argument("--law", default="annealing", metavar="LAW",
+                   help="curve law: annealing (default; Tissue et al. 2024) or multipower "
+                        "(Luo et al. 2025; more flexible, slower, needs more checkpoints)")
+    p.add_argument("--upto-fraction", type=positive_float, metavar="F",
+                   help="fit only checkpoints up to this share of the run (backtesting)")
+    p.add_argument("--upto-step", type=positive_float, metavar="STEP",
+                   help="fit only checkpoints up to this step (backtesting)")
+    p.add_argument("--siblings", action="store_true",
+                   help="also fit the ladder's runs of the same model and peak LR, up to the "
+                        "same step")
+    p.add_argument("--keep-warmup", action="store_true",
+                   help="also fit the warm-up checkpoints (LR still rising; left out by default)")
+    p.add_argument("--metric", metavar="COLUMN", help=METRIC_HELP)
+    add_ladder_options(p)
+    p.add_argument("--json", action="store_true",
+                   help="print one JSON object (a list of them for several runs)")
+    p.add_argument("--verbose", action="store_true",
+                   help="several runs: each run's full report and every note, at the end, "
+                        "instead of one row per run as it is done")
+
+
+    p = sub.add_parser("backtest", help="fit small runs, predict held-out larger ones",
+                       epilog=examples(
+                           "delphi backtest marin-delphi-dense --law power --fit-max-flops 1e20",
+                           "delphi backtest epoch-chinchilla --law chinchilla "
+                           "--leave-one-budget-out --json",
+                           "delphi backtest marin-delphi-dense --law power --prefixes"))
+    add_fit_options(p)
+    p.add_argument("--leave-one-budget-out", action="store_true",
+                   help="drop each compute budget in turn and predict its runs (instead of "
+                        "--fit-max-flops)")
+    add_level_option(p)
+    p.add_argument("--interval", default="delta", choices=["delta", "bootstrap", "none"],
+                   help="interval per prediction (default delta: fast)")
+    p.add_argument("--n-boot", type=count(20), default=100, metavar="N",
+                   help="bootstrap draws per fit with --interval bootstrap (default 100; at "
+                        "least 20)")
+    p.add_argument("--prefixes", action="store_true",
+                   help="instead: fit growing prefixes of the ladder (by compute budget), show "
+                        "each parameter's and the forecast's path, and flag a steady drift "
+                        "(monotone over the last 4 prefixes and beyond 2 combined s.e.)")
+    p.add_argument("--target-flops", type=positive_float, metavar="C",
+                   help="with --prefixes: the target whose forecast is followed (default the "
+                        "manifest's target, else the ladder's largest run)")
+    p.add_argument("--target-params", type=positive_float, metavar="N",
+                   help="with --prefixes: target parameters")
+    p.add_argument("--target-tokens", type=positive_float, metavar="D",
+                   help="with --prefixes: target tokens")
+
+    p = sub.add_parser("ladders", help="list the bundled ladders",
+                       epilog=examples("delphi ladders", "delphi ladders --json"))
+    p.add_argument("--json", action="store_true",
+                   help="print one JSON list of {name, description}")
+    serial(p)
+    return {"predict": _cmd_predict, "fit": _cmd_fit, "complete": _cmd_complete,
+            "backtest": _cmd_backtest, "ladders": _cmd_ladders}
+
+
+def _cmd_predict(args) -> int:
+    from ...forecasting.forecast import default_law, predict
+
+    ladder, defaults = load_with_defaults(args)
+    target = target_from(args, defaults)
+    law = args.law or (defaults.law if defaults is not None else None)
+    if law is None and not args.ensemble:
+        law = default_law(ladder, target)
+    floor_range = args.floor if isinstance(args.floor, tuple) else None
+    settings = fit_settings(args, defaults)
+    chosen = selection_settings(args, ladder, settings, law)
+    if chosen and (args.law is None or args.law == "auto"):
+        law = None if args.ensemble else "auto"   # a manifest's law gives way to the choice
+    forecast = predict(ladder, target, law, **settings,
+                       **interval_settings(args), **jobs_kwargs(args), floor_range=floor_range,
+                       allow_degenerate=args.allow_degenerate, **chosen)
+    print(json.dumps(forecast.to_dict(), indent=2, allow_nan=False) if args.json
+          else forecast.report())
+    return 0
+
+
+def _cmd_fit(args) -> int:
+    from ...fitting import fit
+    from ...forecasting.forecast import default_law
+
+    ladder, defaults = load_with_defaults(args)
+    law = args.law or (defaults.law if defaults is not None else None)
+    if law is None:
+        law = default_law(ladder)    # predict's rule, from the ladder alone (no target)
+    result = fit(ladder, law, **fit_settings(args, defaults))
+    from ...forecasting.forecast import ladder_design_notes
+    design_notes, design_warns = ladder_design_notes(ladder, result.law)
+    if args.json:
+        out = result.to_dict()
+        out["design"] = {"notes": design_notes, "warnings": design_warns}
+        conv = ladder.flops_convention
+        out["ladder"] = {"name": ladder.name, "source": ladder.source,
+                         "sha256": result.extra["sha256"], "metric": ladder.metric,
+                         "unit": ladder.unit,
+                         "flops_convention": conv.to_dict() if conv is not None else None}
+        out["delphi_version"] = __version__
+        print(json.dumps(out, indent=2, allow_nan=False))
+    else:
+        print(f"ladder     {ladder.name} ({ladder.source}), metric {ladder.metric} [{ladder.unit}]")
+        conv = ladder.flops_convention
+        if conv is not None and conv.source == "given":
+            # The same block as the JSON's ladder.flops_convention, in one line.
+            drift = ("" if conv.drift is None else
+                     f", drift {conv.drift:+.1%} from the smallest to the largest rung"
+                     + (" (k is not one number for this ladder)" if conv.drifting else ""))
+            print(f"flops      C = k x {conv.n_label}: median k {conv.median:.4g}, range "
+                  f"{conv.low:.4g}..{conv.high:.4g} over {len(conv.k)} runs{drift}")
+        print(result.report())
+        for w in design_warns:
+            print(f"warning    {w}")
+        for n in design_notes:
+            print(f"note       {n}")
+    return 0
+
+
+def _cmd_complete(args) -> int:
+    ladder = load_from_args(args)
+    # A completion's report has no ladder exclusions: say which invalid rows were dropped.
+    for e in ladder.exclusions:
+        if "dropped by drop_invalid" in e.reason:
+            note(f"excluded {e.run}: {e.reason}")
+    if args.upto_fraction is not None and not 0 < args.upto_fraction <= 1:
+        raise DelphiError(f"--upto-fraction must be in (0, 1], got {args.upto_fraction:g}")
+    settings = {"upto_fraction": args.upto_fraction, "siblings": args.siblings,
+                "keep_warmup": args.keep_warmup,
+                "upto_step": None if args.upto_step is None else int(args.upto_step)}
+    if not args.all_runs and len(args.run) == 1:
+        from ...forecasting.curves import complete
+
+        result = complete(ladder, args.run[0], args.law, **settings)
+        print(json.dumps(result.to_dict(), indent=2, allow_nan=False) if args.json
+              else result.report())
+        return 0
+    runs = list(ladder.runs) if args.all_runs else list(dict.fromkeys(args.run))
+    if not args.json and not args.verbose:
+        return _stream_completions(ladder, runs, args.law, settings, args)
+    done, failed = _complete_runs(ladder, runs, args.law, settings, args)
+    for run, reason in failed:
+        note(f"run {run!r} not completed: {reason}")
+    if failed:
+        note(f"{len(done)} of {len(runs)} runs completed")
+    if args.json:
+        # Every run asked for is in the list: completed ones, and the others with their reason.
+        records = {c.run: c.to_dict() for c in done}
+        records.update({run: {"run": run, "error": reason} for run, reason in failed})
+        print(json.dumps([records[r] for r in runs if r in records], indent=2,
+                         allow_nan=False))
+    else:
+        print("\n\n".join(c.report() for c in done))
+    if not done:
+        raise DelphiError(f"none of the {len(runs)} runs could be completed"
+                          + (f" (first: {failed[0][1]})" if failed else ""))
+    return 0
+
+
+#: Runs completed per batch when streaming rows: the first rows appear within seconds, and a
+#: batch keeps -j's workers busy.
+_STREAM_BATCH = 8
+
+
+def _completion_row(run: str, result, width: int) -> str:
+    """One row of the multi-run table: run, share of the schedule fitted, prediction, final
+    loss and relative error when known; or why the run could not be completed."""
+    if isinstance(result, str):
+        reason = result.replace(f"run {run!r}: ", "", 1)
+        reason = reason.split(": ", 1)[-1] if reason.startswith(("LadderError", "FitError")) \
+            else reason
+        short = reason.split(";")[0].split(" (")[0].replace(f"run {run!r} ", "", 1)
+        return f"{run:<{width}}  not completed: {short}"
+    used = result.fitted_upto_step / result.total_steps if result.total_steps else float("nan")
+    actual = f"{result.actual:8.4f}" if result.actual is not None else f"{'-':>8}"
+    err = result.rel_error
+    err = f"{err:+8.2%}" if err is not None else f"{'-':>8}"
+    flag = "  !" if result.warnings or result.fit.warnings else ""
+    return (f"{run:<{width}}  {used:5.0%}  {result.loss:10.4f}  {actual}  {err}{flag}")
+
+
+def _stream_completions(ladder, runs: list[str], law: str, settings: dict, args) -> int:
+    """``complete`` on several runs, as a table written as the runs finish (in run order, a
+    batch at a time): one row per run, then a summary. ``--verbose`` gives the full reports."""
+    import numpy as np
+
+    from ...forecasting.curves import complete_many
+    from .output import command_stdout
+    out = command_stdout()
+    width = max(len(r) for r in runs) if runs else 3
+    header = (f"{'run':<{width}}  {'used':>5}  {'prediction':>10}  {'final':>8}  "
+              f"{'error':>8}")
+
+    def emit(line: str) -> None:
+        write = out.write if out is not None else (lambda s: None)
+        write(line + "\n")
+        if out is not None:
+            out.flush()
+
+    emit(header)
+    done, errors, flagged, failed = 0, [], 0, 0
+    for i in range(0, len(runs), _STREAM_BATCH):
+        batch = runs[i:i + _STREAM_BATCH]
+        for run, result in complete_many(ladder, batch, law, **settings, **jobs_kwargs(args),
+                                         show_progress=False):
+            if isinstance(result, str) and not args.all_runs:
+                raise DelphiError(f"run {run!r} could not be completed: "
+                                  f"{result.replace(f'run {run!r}: ', '', 1)}")
+            emit(_completion_row(run, result, width))
+            if isinstance(result, str):
+                failed += 1
+                continue
+            done += 1
+            flagged += bool(result.warnings or result.fit.warnings)
+            if result.actual is not None:
+                errors.append(result.rel_error)
+    summary = f"{done} of {len(runs)} run(s) completed"
+    if errors:
+        summary += (f"; against the {len(errors)} final loss(es) known: median |error| "
+                    f"{np.median(np.abs(errors)):.2%}, mean {np.mean(np.abs(errors)):.2%}, "
+                    f"max {np.max(np.abs(errors)):.2%}")
+    if flagged:
+        summary += f"; {flagged} with warnings (!): --verbose or --run RUN shows them"
+    if failed:
+        summary += f"; {failed} not completed (reason in the row)"
+    emit(summary)
+    if not done:
+        raise DelphiError(f"none of the {len(runs)} runs could be completed")
+    return 0
+
+
+def _complete_runs(ladder, runs: list[str], law: str, settings: dict, args):
+    """Complete several runs with :func:`delphi.curves.complete_many` (parallel through
+    ``-j``); returns (completions in run order, [(run, reason), ...]).
+
+    With ``--all-runs`` a run that cannot be completed (no schedule, too few checkpoints) is
+    skipped with a note; runs named with ``--run`` must all succeed (else a delphi error).
+    """
+    from ...forecasting.curves import complete_many
+
+    done, failed = [], []
+    for run, result in complete_many(ladder, runs, law, **settings, **jobs_kwargs(args)):
+        if isinstance(result, str):  # the run's one-line error message
+            prefix = f"run {run!r}: "
+            reason = result.replace(prefix, "", 1) if prefix in result else result
+            if not args.all_runs:
+                raise DelphiError(f"run {run!r} could not be completed: {reason}")
+            failed.append((run, reason))
+        else:
+            done.append(result)
+    return done, failed
+
+
+def _cmd_backtest(args) -> int:
+    from ...analyses.backtest import backtest
+    from ...forecasting.forecast import default_law
+
+    ladder, defaults = load_with_defaults(args)
+    law = args.law or (defaults.law if defaults is not None else None) or default_law(ladder)
+    settings = fit_settings(args, defaults)
+    if args.prefixes:
+        return _backtest_prefixes(args, ladder, law, settings, defaults)
+    result = backtest(ladder, law, fit_max_flops=args.fit_max_flops,
+                      leave_one_budget_out=args.leave_one_budget_out, fixed=settings["fixed"],
+                      bounds=settings["bounds"], delta=settings["delta"],
+                      include_unfinished=args.include_unfinished,
+                      interval=None if args.interval == "none" else args.interval,
+                      level=args.level, n_boot=args.n_boot, **jobs_kwargs(args))
+    print(json.dumps(result.to_dict(), indent=2, allow_nan=False) if args.json else result.report())
+    return 0
+
+
+def _backtest_prefixes(args, ladder, law, settings, defaults) -> int:
+    from ...analyses.backtest import prefix_fits
+    from ...forecasting.forecast import Target
+
+    if args.fit_max_flops is not None or args.leave_one_budget_out:
+        raise DelphiError("choose one backtest design: --prefixes, --fit-max-flops or "
+                          "--leave-one-budget-out")
+    given = {"flops": args.target_flops, "params": args.target_params,
+             "tokens": args.target_tokens}
+    target = None
+    if any(v is not None for v in given.values()):
+        target = Target(**given)
+    elif defaults is not None and (defaults.target_flops or defaults.target_params):
+        target = Target(flops=defaults.target_flops, params=defaults.target_params,
+                        tokens=defaults.target_tokens, name=defaults.target_name)
+    result = prefix_fits(ladder, law, target, fixed=settings["fixed"], bounds=settings["bounds"],
+                         delta=settings["delta"], include_unfinished=args.include_unfinished,
+                         **jobs_kwargs(args))
+    print(json.dumps(result.to_dict(), indent=2, allow_nan=False) if args.json else result.report())
+    return 0
+
+
+def _cmd_ladders(args) -> int:
+    from ...inputs.readers import list_ladders
+
+    rows = list_ladders()
+    if args.json:
+        print(json.dumps([{"name": n, "description": d} for n, d in rows], indent=2))
+    else:
+        width = max((len(n) for n, _ in rows), default=0)
+        for name, description in rows:
+            print(f"{name:<{width}}  {description}")
+    return 0
+
+

@@ -1,0 +1,116 @@
+"""What the ``delphi`` command writes: results on stdout, notes and errors on stderr, and the
+JSON error contract (``{"error": {"type": NAME, "message": TEXT}}``) of ``--json``.
+
+Standard library only, so that usage errors answer without importing the fitting stack.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from typing import Sequence
+
+from ...errors import DelphiError, for_cli
+from ...core.parallel import is_quiet
+
+__all__ = ["note", "wants_json", "json_error", "OutputError", "write_stdout", "print_error",
+           "silence_stdout", "command_stdout"]
+
+#: True while :func:`delphi.cli.main` parses a command line that has ``--json``: usage errors,
+#: raised inside argparse before the arguments exist, are then also reported as JSON.
+JSON_USAGE_ERRORS = False
+
+
+def note(text: str) -> None:
+    """Print an explanatory note (not a result) on stderr, unless ``--quiet``; a closed
+    stderr is ignored (notes are advice, the result still goes to stdout)."""
+    if not is_quiet():
+        try:
+            print(f"delphi: note: {for_cli(text)}", file=sys.stderr)
+        except BrokenPipeError:
+            pass
+
+
+
+def wants_json(argv: Sequence[str]) -> bool:
+    """Whether ``--json`` (or an abbreviation argparse accepts, ``--js``...) is on the command
+    line, looked at before parsing so that a usage error can be answered in JSON too."""
+    for token in argv:
+        if token == "--":
+            break
+        name = token.split("=", 1)[0]
+        if len(name) >= 4 and "--json".startswith(name):
+            return True
+    return False
+
+
+def json_error(kind: str, message: str) -> None:
+    """Print ``{"error": {"type": kind, "message": message}}`` on stdout (the JSON error
+    contract); a reader that has gone away, or a stdout that cannot be written, is ignored
+    (the error is also printed on stderr)."""
+    text = json.dumps({"error": {"type": kind, "message": for_cli(message)}}, indent=2)
+    try:
+        print(text, flush=True)
+    except OSError:  # BrokenPipeError, or a full / closed stdout
+        silence_stdout()
+
+
+class UsageError(DelphiError):
+    """Bad command-line usage found after parsing (e.g. ``delphi predict LADDER`` with no target
+    and none in the ladder's manifest): one line on stderr, exit code 2 like argparse's usage
+    errors, JSON error type ``UsageError``."""
+
+
+class OutputError(Exception):
+    """stdout cannot take the output (``> /dev/full``: no space left; ``>&-``: closed)."""
+
+
+#: The stdout in effect when the running command started (:func:`delphi.cli.main._run`
+#: collects the command's text output in a buffer meanwhile).
+_COMMAND_STDOUT = None
+
+
+def command_stdout():
+    """The real stdout of the running command, for output that must not go through the text
+    buffer (a figure written with ``-o -``); None when stdout is closed."""
+    return _COMMAND_STDOUT if _COMMAND_STDOUT is not None else sys.stdout
+
+
+def write_stdout(text: str, flush: bool = False) -> None:
+    """Write ``text`` to stdout; raises :class:`OutputError` when stdout is closed or full
+    (a BrokenPipeError, a reader that went away, is left to :func:`main`)."""
+    if sys.stdout is None:  # Python sets it to None when file descriptor 1 was closed
+        if text or flush:
+            raise OutputError("stdout is closed")
+        return
+    try:
+        if text:
+            sys.stdout.write(text)
+        if flush:
+            sys.stdout.flush()
+    except BrokenPipeError:
+        raise
+    except OSError as exc:
+        raise OutputError(exc.strerror or str(exc)) from None
+
+
+def print_error(message: str) -> None:
+    """``delphi: error: MESSAGE`` on stderr, CLI spelling of any setting it names."""
+    try:
+        print(f"delphi: error: {for_cli(message)}", file=sys.stderr, flush=True)
+    except BrokenPipeError:  # stderr is a closed pipe too: nobody to tell
+        pass
+
+
+def silence_stdout() -> None:
+    """Point stdout at /dev/null after its reader went away (``delphi ... | head``), so that
+    Python's flush at exit does not print a BrokenPipeError."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError, AttributeError):  # no real file descriptor (e.g. captured)
+        pass
+
+

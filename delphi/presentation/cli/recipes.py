@@ -1,0 +1,128 @@
+"""``delphi compare-recipes``: which recipe (ladder) wins at a target compute.
+
+:func:`add_commands` registers the subcommand and returns ``{command: handler}``. The handler
+only parses and prints: the science is in :mod:`delphi.analyses.recipes`. Standard library
+only at import.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Callable
+
+from .options import (LADDER_HELP, METRIC_HELP, add_ladder_options, add_level_option, count,
+                      examples, fixed_pair, positive_float)
+
+__all__ = ["add_commands"]
+
+Handler = Callable[[argparse.Namespace], int]
+
+
+def _add(sub) -> None:
+    p = sub.add_parser(
+        "compare-recipes",
+        help="which recipe wins at scale: compare two or more ladders at a target compute "
+             "(paired interval of the difference, P(better), effective compute multiplier, "
+             "crossover)",
+        description="Fit every ladder (recipe) with the same law and compare each with the "
+                    "first (the reference) at each target: by compute, each recipe at its "
+                    "own compute-optimal allocation (the envelope L*(C)); by N and D, both at "
+                    "that N and D. The difference's interval comes from paired bootstrap "
+                    "draws (the same design cells resampled for every recipe). --backtest "
+                    "scores such decisions on the ladders' own larger budgets.",
+        epilog=examples(
+            "delphi compare-recipes marin-isoflop-comma marin-isoflop-dclm --target-flops 1e22",
+            "delphi compare-recipes marin-isoflop-comma marin-isoflop-dclm "
+            "marin-isoflop-nemotron --target-flops 1e21 --target-flops 1e23 --json",
+            "delphi compare-recipes marin-isoflop-comma marin-isoflop-dclm "
+            "marin-isoflop-nemotron --backtest"))
+    p.add_argument("ladders", nargs="+", metavar="LADDER",
+                   help=f"two or more ladders, the reference first; each a {LADDER_HELP}")
+    p.add_argument("--target-flops", type=positive_float, action="append", default=[],
+                   metavar="C", help="target compute [FLOPs] (repeatable: one row each)")
+    p.add_argument("--target-params", type=positive_float, action="append", default=[],
+                   metavar="N", help="target parameters, with --target-tokens (repeatable)")
+    p.add_argument("--target-tokens", type=positive_float, action="append", default=[],
+                   metavar="D", help="target tokens, one per --target-params (repeatable)")
+    p.add_argument("--law", metavar="LAW", choices=("chinchilla", "power"),
+                   help="law fitted to every ladder: chinchilla or power (default: chinchilla "
+                        "when every ladder varies N and D, else power in C)")
+    p.add_argument("--floor", type=positive_float, metavar="E",
+                   help="fix the irreducible loss E of every recipe at this value")
+    p.add_argument("--shared-floor", action="store_true",
+                   help="fit one E for all recipes jointly (when they share an eval set and "
+                        "tokenizer); the intervals are then conditional on it")
+    p.add_argument("--fix", type=fixed_pair, action="append", default=[], metavar="NAME=VALUE",
+                   help="fix any parameter of every recipe (repeatable)")
+    p.add_argument("--fit-max-flops", type=positive_float, metavar="C",
+                   help="fit only runs with compute at or below C FLOPs")
+    p.add_argument("--pairing", choices=("auto", "run", "budget", "none"), default="auto",
+                   help="how draws share random numbers across recipes: run (the same (budget, "
+                        "size) cells), budget (the same budgets), none (independent, unpaired); "
+                        "auto: run when most cells are shared, else none")
+    p.add_argument("--interval", default="auto",
+                   choices=["auto", "calibrated", "reference", "bootstrap", "delta", "none"],
+                   help="interval of each recipe's own forecast, as `delphi predict` "
+                        "(default auto)")
+    add_level_option(p)
+    p.add_argument("--n-boot", type=count(20), default=200, metavar="N",
+                   help="paired bootstrap draws (default 200; at least 20)")
+    p.add_argument("--seed", type=count(0), default=0, metavar="SEED",
+                   help="random seed of the draws (>= 0)")
+    p.add_argument("--backtest", action="store_true",
+                   help="decision backtest instead of a forecast: fit at or below each cut, "
+                        "score every pair at every larger budget against the single-scale "
+                        "baseline")
+    p.add_argument("--max-cuts", type=count(1), default=4, metavar="K",
+                   help="--backtest: cuts, evenly spaced among those possible (default 4)")
+    p.add_argument("--metric", metavar="COLUMN", help=METRIC_HELP)
+    add_ladder_options(p)
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+
+
+def _cmd(args) -> int:
+    from ...analyses.recipes import backtest_recipes, compare_recipes
+    from ...errors import LawError
+    from .options import load_from_args
+    from .output import UsageError
+
+    if len(args.ladders) < 2:
+        raise UsageError("compare-recipes needs at least two ladders (the reference first)")
+    if "-" in args.ladders:
+        raise UsageError("compare-recipes reads its ladders from files or names, not standard "
+                         "input ('-')")
+    ladders = [load_from_args(args, source) for source in args.ladders]
+    fixed = dict(args.fix)
+    if args.floor is not None:
+        if "E" in fixed:
+            raise LawError("E fixed twice (--fix E=... and --floor); give one")
+        fixed["E"] = args.floor
+    jobs = {} if args.jobs is None else {"n_jobs": args.jobs}
+    if args.backtest:
+        if args.target_flops or args.target_params or args.target_tokens:
+            raise UsageError("--backtest predicts the ladders' own larger budgets; it takes no "
+                             "--target-* options")
+        result = backtest_recipes(ladders, law=args.law, fixed=fixed or None,
+                                  shared_floor=args.shared_floor, pairing=args.pairing,
+                                  level=args.level, n_boot=args.n_boot, seed=args.seed,
+                                  max_cuts=args.max_cuts, **jobs)
+    else:
+        result = compare_recipes(
+            ladders, target_flops=args.target_flops or None,
+            target_params=args.target_params or None, target_tokens=args.target_tokens or None,
+            law=args.law, fixed=fixed or None, shared_floor=args.shared_floor,
+            fit_max_flops=args.fit_max_flops, pairing=args.pairing, level=args.level,
+            n_boot=args.n_boot, seed=args.seed,
+            interval=None if args.interval == "none" else args.interval, **jobs)
+    if args.json:
+        print(json.dumps(result.to_dict(), indent=2, allow_nan=False))
+    else:
+        print(result.report())
+    return 0
+
+
+def add_commands(sub) -> dict[str, Handler]:
+    """Register ``compare-recipes``; returns ``{"compare-recipes": handler}``."""
+    _add(sub)
+    return {"compare-recipes": _cmd}

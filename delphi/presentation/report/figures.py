@@ -1,0 +1,198 @@
+"""Figures of the HTML report, as inline SVG text.
+
+The ladder page draws its forecast and backtest with :mod:`delphi.plot`
+(:func:`~delphi.plot.plot_forecast`, :func:`~delphi.plot.plot_backtest`); this module adds the
+figures only the report has (the residuals of a fit, a registered forecast curve against its
+partial outcomes) and turns any matplotlib figure into SVG markup that can sit inside an HTML
+page: no XML prolog, no metadata, element ids prefixed so that several figures on one page do
+not share ids, and the same bytes for the same figure (``svg.hashsalt`` fixed, no date).
+
+Figures are made with :class:`matplotlib.figure.Figure` directly, never through pyplot: no
+global state (backend, open figures, rcParams) is touched.
+"""
+
+from __future__ import annotations
+
+import io
+import re
+import warnings
+from typing import TYPE_CHECKING, Sequence
+
+import numpy as np
+
+from ...inputs.ladder import FLOPS_PER_PARAM_TOKEN
+from ..plot import label_extremes
+
+if TYPE_CHECKING:  # pragma: no cover
+    from matplotlib.figure import Figure
+
+    from ...fitting import Fit
+    from ...registry import Entry, Score
+
+__all__ = ["new_figure", "to_svg", "residual_figure", "curve_figure", "point_compute"]
+
+#: Figure size [inches] of the report's figures (rendered at most the page's width).
+FIGSIZE = (8.0, 4.8)
+#: Residuals named on the residual figure (the largest |r|; the page's table has them all).
+LABELLED = 3
+
+# Fixed salt: matplotlib derives SVG ids from it, so the same figure gives the same bytes.
+_RC = {"svg.hashsalt": "delphi-report", "svg.fonttype": "none", "font.size": 10}
+_ID = re.compile(r'\bid="([^"]+)"')
+
+
+def new_figure(size: tuple[float, float] = FIGSIZE) -> "Figure":
+    """A new matplotlib Figure (not registered with pyplot) of ``size`` inches."""
+    from matplotlib.figure import Figure
+
+    return Figure(figsize=size, layout="constrained")
+
+
+def to_svg(fig: "Figure", prefix: str, title: str = "") -> str:
+    """``fig`` as an ``<svg>`` element to embed in HTML.
+
+    Parameters
+    ----------
+    fig: the figure.
+    prefix: prepended to every element id (``"f1-"``...) and to the references to them
+        (``url(#...)``, ``href="#..."``), unique per figure on a page. Artists that share a
+        gid get ``-2``, ``-3``... after the first, so ids stay unique.
+    title: accessible name of the figure (``role="img"`` and ``aria-label``); escaped here.
+
+    Returns
+    -------
+    The SVG markup (text is kept as ``<text>`` elements, so a browser and a text search see
+    the labels). Deterministic: the same figure gives the same string.
+    """
+    import html
+
+    import matplotlib as mpl
+
+    buf = io.StringIO()
+    with mpl.rc_context(_RC), warnings.catch_warnings():
+        # a run named in a script the font lacks (CJK, emoji) is drawn as boxes; the page's
+        # tables spell it out, so matplotlib's "Glyph ... missing" warning is not the user's
+        warnings.filterwarnings("ignore", message=r"Glyph \d+ .*missing", category=UserWarning)
+        # tight: a legend or title placed outside the axes is kept whole
+        fig.savefig(buf, format="svg", metadata={"Date": None}, bbox_inches="tight",
+                    pad_inches=0.08)
+    text = buf.getvalue()
+    text = text[text.index("<svg"):]                                  # no prolog or DOCTYPE
+    text = re.sub(r"\s*<metadata>.*?</metadata>", "", text, count=1, flags=re.S)
+    ids = set(_ID.findall(text))
+    seen: dict[str, int] = {}
+
+    def unique(m: re.Match) -> str:
+        # several artists may share a gid ("residual-label"): ids on a page must not
+        name = m.group(1)
+        seen[name] = seen.get(name, 0) + 1
+        return f'id="{prefix}{name}"' if seen[name] == 1 else \
+            f'id="{prefix}{name}-{seen[name]}"'
+
+    text = _ID.sub(unique, text)
+
+    def ref(m: re.Match) -> str:
+        name = m.group(2)
+        return f"{m.group(1)}{prefix}{name}" if name in ids else m.group(0)
+
+    text = re.sub(r'(url\(#|href="#)([^")]+)', ref, text)
+    label = html.escape(title, quote=True)
+    return text.replace("<svg ", f'<svg role="img" aria-label="{label}" ', 1)
+
+
+def point_compute(fit: "Fit") -> np.ndarray | None:
+    """Compute C [FLOPs] of each fitted point, shape (n_points,): the law's ``flops`` input,
+    else 6·N·D from its ``params`` and ``tokens``; None when the law reads neither."""
+    x = fit.x
+    if "flops" in x:
+        return np.asarray(x["flops"], dtype=float)
+    n = x.get("active_params", x.get("params"))
+    if n is not None and "tokens" in x:
+        return FLOPS_PER_PARAM_TOKEN * np.asarray(n, float) * np.asarray(x["tokens"], float)
+    return None
+
+
+def residual_figure(fit: "Fit") -> "Figure":
+    """The fit's residuals, log(L_pred) - log(L_obs) per fitted point, against compute.
+
+    One marker per point (``gid="residuals"``) at C [FLOPs] on a log axis (by point index when
+    the law reads no compute), a zero line, and the residual scale in the title (rms and max
+    |r|). A point above zero is one the law predicts too high. The ``LABELLED`` largest
+    |residuals| are named (``gid="residual-label"``), each where it overlaps no other label.
+    """
+    from matplotlib.ticker import PercentFormatter
+
+    fig = new_figure((8.0, 3.4))
+    ax = fig.subplots()
+    r = np.asarray(fit.residuals, dtype=float)
+    c = point_compute(fit)
+    if c is None:
+        xs, label = np.arange(len(r)), "fitted point (index)"
+    else:
+        xs, label = c, "training compute C [FLOPs]"
+        ax.set_xscale("log")
+    ax.axhline(0.0, color="k", lw=0.8)
+    ax.plot(xs, r, "o", color="C0", ms=6, gid="residuals", label=f"fitted points ({len(r)})")
+    # Log residuals are relative errors for small values: show them as percentages.
+    ax.yaxis.set_major_formatter(PercentFormatter(xmax=1.0, decimals=None))
+    ax.set_xlabel(label)
+    ax.set_ylabel("log(L_pred) - log(L_obs)")
+    rms = float(np.sqrt(np.mean(r ** 2))) if len(r) else float("nan")
+    top = float(np.max(np.abs(r))) if len(r) else float("nan")
+    ax.set_title(f"residuals of {fit.law.name}: rms {rms:.3g}, max |r| {top:.3g} (log scale)",
+                 fontsize="medium")
+    lim = max(top, 1e-6) * 1.3
+    ax.set_ylim(-lim, lim)
+    ax.grid(True, alpha=0.3)
+    # Name only the few largest residuals, where no two labels collide; the table under the
+    # figure names every point.
+    label_extremes(ax, xs, r, fit.labels, LABELLED)
+    return fig
+
+
+def curve_figure(entry: "Entry", scores: Sequence["Score"]) -> "Figure":
+    """A registered forecast curve against the outcomes scored on it.
+
+    * the forecast curve, loss against fraction of training (``gid="forecast-curve"``),
+      closed at fraction 1 by the point forecast when it stops short (as the registry
+      interpolates it, :func:`delphi.registry.scoring.predicted_at`);
+    * the point forecast at fraction 1 (``gid="forecast-point"``) with its interval for the
+      final loss as a bar (``gid="forecast-interval"``) when it has one;
+    * partial outcomes (``gid="partial-outcomes"``, circles) and final outcomes
+      (``gid="final-outcomes"``, diamonds) at their fraction and observed loss.
+
+    ``entry`` must have a forecast curve (``entry.forecast.curve``).
+    """
+    fc = entry.forecast
+    fractions = [f for f, _ in fc.curve]
+    losses = [loss for _, loss in fc.curve]
+    if fractions[-1] < 1.0:
+        fractions.append(1.0)
+        losses.append(fc.loss)
+    fig = new_figure((8.0, 4.2))
+    ax = fig.subplots()
+    ax.plot(fractions, losses, "-", color="C0", lw=1.8, gid="forecast-curve",
+            label="forecast curve")
+    ax.plot([1.0], [fc.loss], "*", color="C0", ms=12, zorder=4, gid="forecast-point",
+            label=f"forecast final loss {fc.loss:.4f}")
+    iv = fc.interval
+    if iv is not None:
+        ax.vlines([1.0], [iv.lower], [iv.upper], colors="C0", lw=6, alpha=0.35,
+                  gid="forecast-interval",
+                  label=f"{iv.level:.0%} interval [{iv.lower:.4f}, {iv.upper:.4f}]")
+    partial = [s for s in scores if not s.final]
+    final = [s for s in scores if s.final]
+    if partial:
+        ax.plot([s.fraction for s in partial], [s.actual for s in partial], "o", color="C1",
+                ms=7, zorder=5, gid="partial-outcomes", label=f"partial outcomes ({len(partial)})")
+    if final:
+        ax.plot([s.fraction for s in final], [s.actual for s in final], "D", color="C3", ms=7,
+                zorder=5, gid="final-outcomes", label=f"final outcome ({len(final)})")
+    ax.set_xlim(max(0.0, fractions[0] - 0.05), 1.05)
+    ax.set_xlabel("fraction of training")
+    unit = entry.target.unit or "loss unit"
+    ax.set_ylabel(f"loss [{unit}]")
+    ax.set_title(f"{entry.id}: forecast curve and outcomes", fontsize="medium")
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize="small", loc="upper right")
+    return fig
