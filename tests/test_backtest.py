@@ -69,7 +69,7 @@ def test_leave_one_budget_out(data_dir):
 def test_backtest_needs_one_design(capsys):
     code = main(["backtest", "marin-delphi-dense"])
     err = capsys.readouterr().err
-    assert code == 1 and "choose one backtest design" in err
+    assert code == 2 and "choose one backtest design" in err   # usage, as argparse's (issue 23)
     code = main(["backtest", "marin-delphi-dense", "--fit-max-flops", "1e21"])
     assert code == 1 and "nothing to predict" in capsys.readouterr().err
 

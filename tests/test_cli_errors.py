@@ -148,7 +148,7 @@ def _every_command(tmp_path):
         (["fit", absent], "LadderError"),
         (["complete", absent, "--run", "a"], "LadderError"),
         (["hparams", absent], "LadderError"),
-        (["backtest", absent], "LadderError"),
+        (["backtest", absent, "--leave-one-budget-out"], "LadderError"),
         (["isoflop", absent], "LadderError"),
         (["optimal", absent, "--target-flops", "1e22"], "LadderError"),
         (["plan", "--target-flops", "1e22", "--from", absent], "LadderError"),

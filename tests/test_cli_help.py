@@ -295,7 +295,7 @@ class Called(DelphiError):
     ("delphi.forecast", "predict", ["predict", "marin-delphi-dense", "--target-flops", "1e22"]),
     ("delphi.forecast", "predict", ["register", "marin-delphi-dense", "--registry", "r.jsonl",
                                     "--id", "x", "--target-flops", "1e22"]),
-    ("delphi.analyses.backtest", "backtest", ["backtest", "marin-delphi-dense"]),
+    ("delphi.analyses.backtest", "backtest", ["backtest", "marin-delphi-dense", "--leave-one-budget-out"]),
     ("delphi.analyses.backtest", "prefix_fits", ["backtest", "marin-delphi-dense", "--prefixes"]),
     ("delphi.curves", "complete_many", ["complete", "misfitting2025", "--all-runs"]),
     ("delphi.analyses.hparams", "fit_hparams", ["hparams", "misfitting2025-final"]),

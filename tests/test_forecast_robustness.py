@@ -309,7 +309,7 @@ def test_cli_backtest_prefixes(tmp_path, capsys):
     assert d["design"] == "prefixes" and "E" in d["drifting"]
     assert [s["n_runs"] for s in d["steps"]] == [5, 6, 7, 8]
     assert main(["backtest", str(path), "--law", "power", "--prefixes",
-                 "--fit-max-flops", "1e19"]) == 1
+                 "--fit-max-flops", "1e19"]) == 2   # usage (issue 23)
     assert "choose one backtest design" in capsys.readouterr().err
 
 

@@ -217,3 +217,28 @@ def test_predict_takes_several_targets_as_predict_accuracy_does():
         delphi.predict(lad, {"flops": [1e21, 1e22], "params": [1e9]}, "power")
     with pytest.raises(delphi.TargetError, match="an empty list of targets"):
         delphi.predict(lad, [], "power")
+
+
+def test_a_fresh_users_findings(tmp_path, capsys):
+    """What a new user hit (issue 23's closing check): each reproduced as reported."""
+    import numpy as np
+    import pandas as pd
+    # a duplicate-rows error lists 10 rows and the count, not 200,000 row numbers
+    path = tmp_path / "dup.csv"
+    pd.DataFrame({"run": ["a"] * 5000, "flops": 1e18, "loss": 3.0}).to_csv(path, index=False)
+    assert main(["predict", str(path), "--target-flops", "1e22"]) == 1
+    err = capsys.readouterr().err
+    assert len(err) < 600 and "(rows 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, ... (5000 rows in all))" in err
+    # a negative target is a value error, not "expected one argument"
+    assert main(["predict", "marin-moe-535b", "--target-flops", "-1e22"]) == 1
+    assert "target flops must be a positive finite number, got -1e+22" in capsys.readouterr().err
+    # backtest without a design is a usage error (exit 2)
+    assert main(["backtest", "marin-delphi-dense"]) == 2
+    assert "choose one backtest design" in capsys.readouterr().err
+    # a ladder whose active parameters exceed its total is refused, as a target is
+    n = np.array([1e8, 2e8, 4e8, 8e8])
+    df = pd.DataFrame({"run": list("abcd"), "params": n, "active_params": 2 * n,
+                       "tokens": 20 * n, "loss": [3.0, 2.8, 2.6, 2.5]})
+    with pytest.raises(delphi.LadderError, match=r"run 'a' \(row 0\): column 'active_params' is "
+                                                 r"2e\+08, more than its params 1e\+08"):
+        delphi.load_ladder(df)

@@ -177,8 +177,10 @@ class ReferenceModel(CalibrationModel):
                 f"{'; ' + ', '.join(self.excluded) + ' left out' if self.excluded else ''}): "
                 f"{100 * self.level:.4g}% of |log error| within "
                 + (f"{self.q_0:.2%} + {self.q_2:.3g} x {self.fit_sd:.2%} (the fit's residual "
-                   f"scale) + {self.q_1:.2%} log10 r" if self.fit_sd is not None else
-                   f"{self.q_0:.2%} + {self.q_1:.2%} log10 r"))
+                   f"scale) + {self.q_1:.2%} log10 r" if self.fit_sd is not None and self.q_2
+                   else f"{self.q_0:.2%} + {self.q_1:.2%} log10 r"
+                   + (f" (the fit's residual scale, {self.fit_sd:.2%}, adds nothing on these "
+                      f"ladders)" if self.fit_sd is not None else "")))
 
     def report(self) -> str:
         return f"reference  {self.describe()}"

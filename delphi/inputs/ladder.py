@@ -95,6 +95,10 @@ def _likely_columns(columns, missing: list[str]) -> dict[str, str]:
     return out
 
 
+#: Row numbers a duplicate-rows problem lists before giving the count.
+_MAX_LISTED_ROWS = 10
+
+
 LOSS_LIKE = re.compile(r"loss|(?<![a-z])bpb(?![a-z])|bits?[\s_\-/]*per[\s_\-/]*byte|perplexity|"
                        r"(?<![a-z])ppl(?![a-z])|(?<![a-z])nll(?![a-z])|x_?ent|"
                        r"cross[\s_\-]?entropy", re.IGNORECASE)
@@ -702,6 +706,19 @@ class Ladder:
             values = self._check_numbers(t, col, problems)
             if values.dtype != t[col].dtype or not isinstance(t[col].dtype, np.dtype):
                 t[col] = values          # float64 columns stay as they are (no copy)
+        if {"params", "active_params"} <= set(t.columns):
+            # Active parameters are a subset of the total (as a target's are): more is a
+            # swapped pair of columns or a typo, and would put C off by their ratio.
+            n = pd.to_numeric(t["params"], errors="coerce").to_numpy(float)
+            act = pd.to_numeric(t["active_params"], errors="coerce").to_numpy(float)
+            with np.errstate(invalid="ignore"):
+                over = act > n * (1 + 1e-9)
+            for pos in np.flatnonzero(over):
+                idx = t.index[pos]
+                problems.append(Invalid(
+                    _row_label(t, idx), f"column 'active_params' is {act[pos]:.4g}, more than "
+                    f"its params {n[pos]:.4g} (a mixture of experts activates part of its "
+                    f"parameters per token; swapped?)", (int(pos),), order=pos))
         if "final" in t.columns:
             t["final"] = _coerce_bool(t["final"], "final", t, problems)
         if "status" in t.columns:
@@ -1097,9 +1114,11 @@ class Ladder:
             members = pos[b:end + 1]
             run = str(t.at[members[0], "run"])
             rows = sorted(src.loc[members].tolist())
+            shown = ", ".join(map(str, rows[:_MAX_LISTED_ROWS]))
+            if len(rows) > _MAX_LISTED_ROWS:    # a message stays short, however many rows
+                shown += f", ... ({len(rows)} rows in all)"
             problems.append(Invalid(
-                f"run {run!r}", f"duplicate rows for {key[1]} = {v[b]:g} "
-                                f"(rows {', '.join(map(str, rows))})",
+                f"run {run!r}", f"duplicate rows for {key[1]} = {v[b]:g} (rows {shown})",
                 tuple(int(i) for i in members), run=run, order=float(members.min())))
 
     def _account_flops(self, t: pd.DataFrame, codes: np.ndarray, names: np.ndarray) -> None:

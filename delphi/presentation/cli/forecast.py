@@ -310,10 +310,23 @@ def _complete_runs(ladder, runs: list[str], law: str, settings: dict, args):
     return done, failed
 
 
+def one_backtest_design(args, prefixes: bool = True) -> None:
+    """Usage error (exit 2) unless exactly one backtest design is given."""
+    given = [args.fit_max_flops is not None, bool(args.leave_one_budget_out)]
+    if prefixes:
+        given.append(bool(getattr(args, "prefixes", False)))
+    if sum(given) != 1:
+        from .output import UsageError
+        choices = "--prefixes, --fit-max-flops C or --leave-one-budget-out" if prefixes else \
+            "--fit-max-flops C or --leave-one-budget-out"
+        raise UsageError(f"choose one backtest design: {choices}")
+
+
 def _cmd_backtest(args) -> int:
     from ...analyses.backtest import backtest
     from ...forecasting.forecast import default_law
 
+    one_backtest_design(args)
     ladder, defaults = load_with_defaults(args)
     law = args.law or (defaults.law if defaults is not None else None) or default_law(ladder)
     settings = fit_settings(args, defaults)
@@ -333,9 +346,6 @@ def _backtest_prefixes(args, ladder, law, settings, defaults) -> int:
     from ...analyses.backtest import prefix_fits
     from ...forecasting.forecast import Target
 
-    if args.fit_max_flops is not None or args.leave_one_budget_out:
-        raise DelphiError("choose one backtest design: --prefixes, --fit-max-flops or "
-                          "--leave-one-budget-out")
     given = {"flops": args.target_flops, "params": args.target_params,
              "tokens": args.target_tokens}
     target = None

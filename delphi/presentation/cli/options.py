@@ -10,6 +10,7 @@ library modules are imported inside the functions that need them.
 from __future__ import annotations
 
 import argparse
+import re
 
 from ...errors import LawError
 from . import output
@@ -85,6 +86,9 @@ class Parser(argparse.ArgumentParser):
         kwargs.setdefault("formatter_class", HelpFormatter)
         super().__init__(*args, **kwargs)
         self.checks: list = []
+        # argparse takes "-1e22" for an option (its negative numbers have no exponent): then
+        # "--target-flops -1e22" says "expected one argument" instead of "must be positive"
+        self._negative_number_matcher = re.compile(r"^-(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?$")
 
     def parse_known_args(self, args=None, namespace=None):
         namespace, extras = super().parse_known_args(args, namespace)

@@ -310,6 +310,8 @@ def _fit_kinds(args, P, show: bool):
                                warnings=show), forecast
     if args.kind == "backtest":
         from ...analyses.backtest import backtest
+        from .forecast import one_backtest_design
+        one_backtest_design(args, prefixes=False)
 
         interval = {"auto": "delta", "none": None}.get(args.interval, args.interval)
         if interval == "calibrated":
