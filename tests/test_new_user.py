@@ -242,3 +242,16 @@ def test_a_fresh_users_findings(tmp_path, capsys):
     with pytest.raises(delphi.LadderError, match=r"run 'a' \(row 0\): column 'active_params' is "
                                                  r"2e\+08, more than its params 1e\+08"):
         delphi.load_ladder(df)
+
+
+def test_auto_with_one_candidate_does_not_say_it_was_chosen_by_backtest():
+    # Before: "law chosen by leave-future-out backtest: power" where power was the only law
+    # that could read a target given by C (the others were skipped).
+    from bundled import load
+    lad = load("marin-delphi-dense")         # with its known load warnings
+    f = delphi.predict(lad, {"flops": 1e23}, "auto", interval=None)
+    assert f.fit.law.name == "power"
+    assert any(n.startswith("law power: the only candidate that can be evaluated at this "
+                            "target") for n in f.notes)
+    assert not any("chosen by leave-future-out backtest" in n for n in f.notes)
+    assert "law: the only candidate" in f.report()

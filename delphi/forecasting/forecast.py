@@ -391,7 +391,9 @@ def _selection_lines(sel: dict) -> list[str]:
     forecast (label, leave-future-out mean |error|, weight, its forecast)."""
     by_ref = sel.get("chosen_by") == "reference"
     how = "the reference class" if by_ref else "leave-future-out backtest"
-    if sel["rule"] == "auto":
+    if sel["rule"] == "auto" and sel.get("chosen_by") == "only candidate":
+        head = "law: the only candidate that can be evaluated at this target"
+    elif sel["rule"] == "auto":
         head = f"law chosen by {how}"
     elif sel.get("members") == 1:
         head = f"no ensemble: one candidate ({sel['chosen']}) could be weighted"
@@ -1094,7 +1096,13 @@ def predict_selected(ladder: Ladder, target, *, ensemble: bool = False,
         sel = {"rule": "auto", "chosen_by": comparison.rule,
                "chosen": best.candidate.label, "runner_up": None,
                "runner_up_loss": None, "spread": None, "candidates": [], "comparison": table}
-        if comparison.rule == "reference":
+        if len(comparison.scores) == 1:
+            # Nothing to choose between: say why this is the law, not "chosen by backtest".
+            notes = [f"law {best.candidate.label}: the only candidate that can be evaluated at "
+                     f"this target" + ("" if skipped_notes else " (the only one for this "
+                                         "ladder's design)")]
+            sel["chosen_by"] = "only candidate"
+        elif comparison.rule == "reference":
             ref = comparison.reference or {}
             notes = [f"law chosen by the reference class: {best.candidate.label} (mean |error| "
                      f"{best.reference_error:.2%} on {len(ref.get('ladders', []))} public "
