@@ -255,3 +255,14 @@ def test_auto_with_one_candidate_does_not_say_it_was_chosen_by_backtest():
                             "target") for n in f.notes)
     assert not any("chosen by leave-future-out backtest" in n for n in f.notes)
     assert "law: the only candidate" in f.report()
+
+
+def test_json_lines_on_stdin_without_format_names_the_format():
+    # Before: "columns found: {"run":"dense-3e18", flops:3e+18, ...; pick the loss among
+    # loss:3.586} with --metric NAME".
+    import io
+    data = b'{"run":"a","flops":1e18,"loss":3.2}\n{"run":"b","flops":1e19,"loss":3.0}\n'
+    with pytest.raises(delphi.LadderError, match=r"looks like JSON Lines .* give "
+                                                 r"format='jsonl' \(CLI --format jsonl\)"):
+        delphi.load_ladder(io.BytesIO(data))
+    assert len(delphi.load_ladder(io.BytesIO(data), format="jsonl").runs) == 2

@@ -15,7 +15,7 @@ import zlib
 from pathlib import Path
 from typing import IO, Mapping
 
-from ...errors import LadderError
+from ...errors import LadderError, option
 from ._common import (MAGIC, GZIP_SUFFIX, InMemoryFile, SourceTable, canonicalize,
                       concat_files, read_file, resolve_paths)
 
@@ -150,6 +150,13 @@ def read_stream(stream: IO | None, fmt: str = "csv", *,
     from .checks import check_tables
 
     buffer = stream_bytes(stream, fmt, label=label)
+    head = buffer.data[:4096].lstrip()
+    if fmt == "csv" and head.startswith(b"{"):
+        # A stream has no suffix to tell its format: JSON Lines read as CSV would give a
+        # garbled header instead of an answer.
+        flag = option("format='jsonl'", "--format jsonl")
+        raise LadderError(f"{label} looks like JSON Lines (its first line is a JSON object), "
+                          f"not CSV: give {flag}")
     check_tables([buffer], fmt)             # as load_ladder checks a file: no content quoted
     run_source = [dict(columns or {}).get("run")] if (columns or {}).get("run") else []
     frame, renamed, loss_source = canonicalize(read_file(buffer, fmt, run_source),
