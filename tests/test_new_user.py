@@ -266,3 +266,12 @@ def test_json_lines_on_stdin_without_format_names_the_format():
                                                  r"format='jsonl' \(CLI --format jsonl\)"):
         delphi.load_ladder(io.BytesIO(data))
     assert len(delphi.load_ladder(io.BytesIO(data), format="jsonl").runs) == 2
+
+
+def test_an_existing_directory_is_named_as_one_not_as_an_unknown_ladder(tmp_path, monkeypatch):
+    # Before: `delphi predict tb` (an existing folder) said "unknown ladder 'tb'".
+    (tmp_path / "tb").mkdir()
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(delphi.LadderError, match=r"^tb is a directory \(not a bundled ladder\).*"
+                                                 r"format=tensorboard"):
+        delphi.load_ladder("tb")

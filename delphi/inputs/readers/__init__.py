@@ -91,6 +91,11 @@ def _resolve(source: str | Path) -> tuple[str, Path, str]:
     source in reports (the bundled name, else the path)."""
     if not _looks_like_path(source):
         path = BUNDLED_DIR / f"{source}{_MANIFEST_SUFFIX}"
+        if not path.is_file() and Path(source).is_dir():
+            raise LadderError(f"{source} is a directory (not a bundled ladder): give a manifest "
+                              f"(.toml) or a data file, or "
+                              f"{option('format=tensorboard', '--format tensorboard')} for a "
+                              f"directory of TensorBoard runs")
         if not path.is_file():
             known = ", ".join(_bundled_names()) or "(none)"
             raise LadderError(f"unknown ladder {str(source)!r}; known ladders: {known}; or give a "
@@ -101,7 +106,9 @@ def _resolve(source: str | Path) -> tuple[str, Path, str]:
     fmt, suffix = format_of(path)
     if not is_manifest and fmt is None:
         if path.is_dir():
-            raise LadderError(f"{path} is a directory; give a manifest (.toml) or a data file")
+            raise LadderError(f"{path} is a directory; give a manifest (.toml) or a data file, "
+                              f"or {option('format=tensorboard', '--format tensorboard')} for "
+                              f"a directory of TensorBoard runs")
         raise LadderError(f"unsupported file format {suffix or '(no suffix)'!r} for {path}; "
                           f"supported: {_MANIFEST_SUFFIX} (manifest), {supported()}")
     if not path.is_file():
