@@ -510,7 +510,7 @@ def test_ladder_page_without_a_target_is_the_fit_alone(capsys, tmp_path, dense_l
     # A target option without N, D or C is still an error, not a silently dropped option.
     code, out, err = run_cli(capsys, "report", "epoch-chinchilla", "--html", str(out_dir),
                              "--target-peak-lr", "1e-3")
-    assert code == 1 and "a target needs --target-flops" in err
+    assert code == 2 and "no target: give --target-flops" in err     # usage (issue 23)
 
 
 def test_registry_page_links_urls_and_folds_long_sources(tmp_path):
