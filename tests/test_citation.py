@@ -17,7 +17,8 @@ def test_license_file_is_the_apache_2_licence_pyproject_declares():
     text = (ROOT / "LICENSE").read_text()
     assert "Apache License" in text and "Version 2.0, January 2004" in text
     assert "END OF TERMS AND CONDITIONS" in text
-    assert 'license = {text = "Apache-2.0"}' in (ROOT / "pyproject.toml").read_text()
+    pyproject = (ROOT / "pyproject.toml").read_text()
+    assert 'license = "Apache-2.0"' in pyproject and 'license-files = ["LICENSE"]' in pyproject
     assert "license: Apache-2.0" in (ROOT / "CITATION.cff").read_text()
 
 
