@@ -22,9 +22,9 @@ are in it, and no small-sample factor is applied. Ladders differ most in how muc
 scatter about their law: a fit whose residual scale s_fit has at least :data:`MIN_SD_DOF`
 degrees of freedom reads the quantile off q(r, s) = q_0 + q_2 s_fit + q_1 log10 r instead,
 fitted on the folds' own fit scales (scored leave one ladder out on the public ladders: the
-interval score falls from 0.370 to 0.349 and the lowest ladder's coverage rises from 71% to
-73%, ``benchmarks/bench_reference.py``). As an sd of log loss, sigma(r) = q(r) / z
-with z the normal quantile of the level, so it combines in quadrature with a fit's parameter
+interval score falls from 0.373 to 0.353 at the same coverage,
+``benchmarks/bench_reference.py``). As an sd of log loss, sigma(r) = q(r) / z with z the
+normal quantile of the level, so it combines in quadrature with a fit's parameter
 uncertainty as a calibration does (:func:`delphi.calibration.calibrated_interval`).
 
 A ladder that can calibrate itself blends the two (:func:`blend`): s(r) = w sigma_own(r) +
