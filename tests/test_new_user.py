@@ -275,3 +275,14 @@ def test_an_existing_directory_is_named_as_one_not_as_an_unknown_ladder(tmp_path
     with pytest.raises(delphi.LadderError, match=r"^tb is a directory \(not a bundled ladder\).*"
                                                  r"format=tensorboard"):
         delphi.load_ladder("tb")
+
+
+def test_a_repeated_target_and_a_missing_output_folder_are_usage_errors(capsys):
+    # Before: the last --target-flops won silently; a figure into a missing folder failed
+    # only after the fit and its interval were computed.
+    code, _, err = run_cli(capsys, "predict", "marin-moe-535b", "--target-flops", "1e22",
+                           "--target-flops", "1e23")
+    assert code == 2 and "--target-flops given twice (1e+22 and 1e+23)" in err
+    code, _, err = run_cli(capsys, "plot", "forecast", "marin-moe-535b", "-o",
+                           "/nonexistent-folder/x.png")
+    assert code == 2 and "its folder '/nonexistent-folder' does not exist" in err

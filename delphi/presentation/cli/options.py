@@ -313,13 +313,27 @@ def add_fit_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="print one JSON object")
 
 
+class Once(argparse.Action):
+    """An option that may be given once: a second value is a usage error, not a silent
+    overwrite (``--target-flops 1e22 --target-flops 1e23`` forecast only 1e23)."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        if getattr(namespace, self.dest, None) is not None:
+            parser.error(f"{option_string} given twice ({getattr(namespace, self.dest):g} and "
+                         f"{values:g}); give one target per command (delphi.predict takes "
+                         f"several)")
+        setattr(namespace, self.dest, values)
+
+
 def add_target_options(p: argparse.ArgumentParser) -> None:
     """The target of ``predict`` and ``register``: ``--target-flops/-params/-tokens/-name`` and
     the learning-rate options of :func:`add_target_lr_options`."""
-    p.add_argument("--target-flops", type=positive_float, metavar="C",
+    p.add_argument("--target-flops", type=positive_float, metavar="C", action=Once,
                    help="target compute [FLOPs]")
-    p.add_argument("--target-params", type=positive_float, metavar="N", help="target parameters")
-    p.add_argument("--target-tokens", type=positive_float, metavar="D", help="target tokens")
+    p.add_argument("--target-params", type=positive_float, metavar="N", action=Once,
+                   help="target parameters")
+    p.add_argument("--target-tokens", type=positive_float, metavar="D", action=Once,
+                   help="target tokens")
     p.add_argument("--target-name", metavar="NAME", help="label for the target")
     add_target_lr_options(p)
 

@@ -58,6 +58,11 @@ def output_file(text: str) -> Path:
         raise argparse.ArgumentTypeError(
             f"cannot tell the format of {text!r} from its suffix "
             f"{path.suffix or '(none)'!r}: use {', '.join(FORMATS)}")
+    # Checked before the work (a fit, a bootstrap), not after it.
+    folder = path.parent if str(path.parent) else Path(".")
+    if not folder.is_dir():
+        raise argparse.ArgumentTypeError(f"cannot write {text!r}: its folder {str(folder)!r} "
+                                         f"does not exist")
     return path
 
 
