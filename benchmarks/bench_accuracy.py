@@ -303,21 +303,9 @@ def section(out: dict, command: str) -> list[str]:
 def write_results(lines: list[str], path: Path = HERE / "RESULTS.md") -> None:
     """Put ``lines`` below the kept-by-run_all marker of RESULTS.md, replacing an earlier
     "Issue 13" section (up to the next ``## `` heading) or appending at the end."""
-    from run_all import KEEP
+    from run_all import write_section
 
-    text = path.read_text(encoding="utf-8")
-    if KEEP not in text:
-        raise RuntimeError(f"{path} has no marker {KEEP!r}")
-    head, kept = text.split(KEEP, 1)
-    block = "\n".join(lines).rstrip() + "\n"
-    if SECTION in kept:
-        before, rest = kept.split(SECTION, 1)
-        nxt = rest.find("\n## ")
-        after = rest[nxt + 1:] if nxt >= 0 else ""
-        kept = before + block + ("\n" + after if after else "")
-    else:
-        kept = kept.rstrip() + "\n\n" + block
-    path.write_text(head + KEEP + kept, encoding="utf-8")
+    write_section(path, SECTION, lines)
 
 
 # ------------------------------------------------------------ the calibration study

@@ -286,19 +286,9 @@ def _f(x):
 
 def write_results(lines: list[str], path: Path = HERE / "RESULTS.md") -> None:
     """Put ``lines`` below the kept-by-run_all marker, replacing an earlier Issue 24 section."""
-    from run_all import KEEP
+    from run_all import write_section
 
-    text = path.read_text(encoding="utf-8")
-    head, kept = text.split(KEEP, 1)
-    block = "\n".join(lines).rstrip() + "\n"
-    if SECTION in kept:
-        before, rest = kept.split(SECTION, 1)
-        nxt = rest.find("\n## ")
-        after = rest[nxt + 1:] if nxt >= 0 else ""
-        kept = before + block + ("\n" + after if after else "")
-    else:
-        kept = kept.rstrip() + "\n\n" + block
-    path.write_text(head + KEEP + kept, encoding="utf-8")
+    write_section(path, SECTION, lines)
 
 
 def main(argv=None) -> int:

@@ -84,6 +84,25 @@ def print_rows(rows: list[dict]) -> None:
 KEEP = "<!-- kept by run_all.py: analyses written by hand below -->"
 
 
+def write_section(path: Path, section: str, lines: list[str]) -> None:
+    """Put ``lines`` below the :data:`KEEP` marker of ``path`` (RESULTS.md), replacing an
+    earlier section headed ``section`` (up to the next ``## `` heading) or appending it at
+    the end. RuntimeError when the file has no marker."""
+    text = path.read_text(encoding="utf-8")
+    if KEEP not in text:
+        raise RuntimeError(f"{path} has no marker {KEEP!r}")
+    head, kept = text.split(KEEP, 1)
+    block = "\n".join(lines).rstrip() + "\n"
+    if section in kept:
+        before, rest = kept.split(section, 1)
+        nxt = rest.find("\n## ")
+        after = rest[nxt + 1:] if nxt >= 0 else ""
+        kept = before + block + ("\n" + after if after else "")
+    else:
+        kept = kept.rstrip() + "\n\n" + block
+    path.write_text(head + KEEP + kept, encoding="utf-8")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true",

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import errno
 import json
-import numbers
 import os
 import stat
 import time
@@ -23,7 +22,7 @@ from ..errors import RegistryError
 from .chain import (Problem, check_line, VerifyReport, line_problem, normalized, split_lines,
                     verify_bytes)
 from .invariants import (ACCURACY_UNIT, FUTURE_TOLERANCE, LOSS_RANGE, MAX_ID_LENGTH,
-                         ChainRules, check_forecast_values)
+                         ChainRules, check_forecast_values, plain_number)
 from .invariants import check_accuracy as _check_accuracy
 from .invariants import check_id as _check_id
 from .invariants import check_loss as _check_loss
@@ -63,17 +62,8 @@ _SETTING_KEYS = {"fixed", "bounds", "delta", "huber_delta", "fit_max_flops", "in
 _INTERVAL_FIELDS = tuple(IntervalRecord.model_fields)
 
 
-def _plain(value: Any) -> Any:
-    """numpy scalars -> Python numbers; anything else unchanged (the schema rejects bad types)."""
-    if isinstance(value, numbers.Integral) and not isinstance(value, bool):
-        return int(value)
-    if isinstance(value, numbers.Real) and not isinstance(value, bool):
-        return float(value)
-    return value
-
-
 def _finite_or_none(value: Any) -> float | None:
-    v = _plain(value)
+    v = plain_number(value)
     return float(v) if isinstance(v, (int, float)) and abs(v) != float("inf") and v == v else None
 
 
@@ -151,7 +141,7 @@ def _curve(curve: Sequence[Sequence[float]] | None) -> tuple | None:
     if curve is None:
         return None
     try:
-        return tuple((_plain(f), _plain(loss)) for f, loss in curve)
+        return tuple((plain_number(f), plain_number(loss)) for f, loss in curve)
     except (TypeError, ValueError):
         raise RegistryError("curve must be a list of (fraction, loss) pairs") from None
 
@@ -185,7 +175,7 @@ def _interval(interval: Any) -> IntervalRecord | None:
     else:  # e.g. delphi.uncertainty.Interval: keep the fields the record knows
         data = {k: getattr(interval, k, None) for k in _INTERVAL_FIELDS}
     required = ("lower", "upper", "level")
-    data = {k: _plain(v) for k, v in data.items() if v is not None or k in required}
+    data = {k: plain_number(v) for k, v in data.items() if v is not None or k in required}
     try:
         return IntervalRecord(**data)
     except ValidationError as exc:
@@ -193,8 +183,8 @@ def _interval(interval: Any) -> IntervalRecord | None:
 
 
 def _target_record(base: Mapping[str, Any], facts: Mapping[str, Any] | None) -> TargetRecord:
-    data = {k: _plain(v) for k, v in base.items() if v is not None}
-    extra = {k: _plain(v) for k, v in (data.pop("facts", None) or {}).items()}
+    data = {k: plain_number(v) for k, v in base.items() if v is not None}
+    extra = {k: plain_number(v) for k, v in (data.pop("facts", None) or {}).items()}
     converted = str(data.get("flops_source", "")).endswith("ladder k")
     extra.update({k: v for k in _TARGET_FACTS & set(data) if (v := data.pop(k)) is not None
                   and converted})
@@ -202,9 +192,9 @@ def _target_record(base: Mapping[str, Any], facts: Mapping[str, Any] | None) -> 
         if value is None:
             continue
         if key in _TARGET_FIELDS:
-            data[key] = _plain(value)
+            data[key] = plain_number(value)
         else:
-            extra[key] = _plain(value)
+            extra[key] = plain_number(value)
     unknown = set(data) - _TARGET_FIELDS
     if unknown:
         raise RegistryError(f"target: unknown field(s) {sorted(unknown)}; known: "
@@ -278,12 +268,12 @@ def _selection(sel: Mapping[str, Any] | None) -> SelectionRecord | None:
         return None
     cands = tuple(CandidateRecord(
         label=str(c["label"]), law=str(c["law"]),
-        fixed={k: _plain(v) for k, v in c.get("fixed", {}).items()},
-        huber_delta=_plain(c.get("huber_delta")), weight=float(c["weight"]),
-        loss=_plain(c.get("loss")), mean_abs_error=_plain(c.get("mean_abs_error")))
+        fixed={k: plain_number(v) for k, v in c.get("fixed", {}).items()},
+        huber_delta=plain_number(c.get("huber_delta")), weight=float(c["weight"]),
+        loss=plain_number(c.get("loss")), mean_abs_error=plain_number(c.get("mean_abs_error")))
         for c in sel["candidates"])
     return SelectionRecord(rule=sel["rule"], chosen=str(sel["chosen"]), candidates=cands,
-                           runner_up=sel.get("runner_up"), spread=_plain(sel.get("spread")),
+                           runner_up=sel.get("runner_up"), spread=plain_number(sel.get("spread")),
                            weighting=sel.get("weighting"))
 
 
@@ -295,11 +285,11 @@ def _fit_record(fit, settings: Mapping[str, Any] | None) -> FitRecord:
                             f"{sorted(_SETTING_KEYS)}")
     bounds = {k: (_finite_or_none(lo), _finite_or_none(hi)) for k, (lo, hi) in fit.bounds.items()}
     return FitRecord(
-        fixed={k: _plain(v) for k, v in fit.fixed.items()}, bounds=bounds,
-        huber_delta=_plain(fit.delta), fit_max_flops=_plain(settings.get("fit_max_flops")),
+        fixed={k: plain_number(v) for k, v in fit.fixed.items()}, bounds=bounds,
+        huber_delta=plain_number(fit.delta), fit_max_flops=plain_number(settings.get("fit_max_flops")),
         include_unfinished=settings.get("include_unfinished"),
-        divergence_threshold=_plain(settings.get("divergence_threshold")),
-        seed=_plain(settings.get("seed")), n_boot=_plain(settings.get("n_boot")),
+        divergence_threshold=plain_number(settings.get("divergence_threshold")),
+        seed=plain_number(settings.get("seed")), n_boot=plain_number(settings.get("n_boot")),
         boot_unit=settings.get("boot_unit"), n_runs=int(fit.n_points),
         runs=tuple(str(r) for r in fit.labels),
         excluded=tuple(ExclusionRecord(run=str(e.run), reason=str(e.reason))
@@ -887,11 +877,11 @@ class Registry:
         target = _target_record(
             {**t.to_dict(), "metric": forecast.metric, "unit": forecast.unit}, target_facts)
         iv = _interval(getattr(forecast, "interval", None) if interval is None else interval)
-        points = _snap_curve(_curve(curve), _plain(forecast.loss))
+        points = _snap_curve(_curve(curve), plain_number(forecast.loss))
         _check_losses(forecast.loss, iv, points, accuracy=target.unit == ACCURACY_UNIT)
         try:
-            fc = ForecastRecord(loss=_plain(forecast.loss), interval=iv, curve=points,
-                                extrapolation=_plain(forecast.extrapolation),
+            fc = ForecastRecord(loss=plain_number(forecast.loss), interval=iv, curve=points,
+                                extrapolation=plain_number(forecast.extrapolation),
                                 # the forecast's warnings are kept too, marked as such
                                 notes=tuple(str(n) for n in forecast.notes) + tuple(
                                     f"warning: {w}" for w in getattr(forecast, "warnings", ())),
@@ -904,7 +894,7 @@ class Registry:
                 law = LawRecord(name="ensemble", formula=f"exp(sum w_i ln L_i) over {members}")
             else:
                 law = LawRecord(name=fit.law.name, formula=fit.law.formula,
-                                params={k: _plain(v) for k, v in fit.params.items()},
+                                params={k: plain_number(v) for k, v in fit.params.items()},
                                 stderr={k: _finite_or_none(v) for k, v in fit.stderr.items()})
             fit_rec = _fit_record(fit, settings)
             ladder = LadderRecord(name=str(forecast.ladder_name),
@@ -974,7 +964,7 @@ class Registry:
         _check_accuracy(forecast.accuracy, f"invalid accuracy forecast of task {task.name!r}: "
                                            f"accuracy")
         for name in ("lower", "upper", "mean_lower", "mean_upper"):
-            v = _plain(getattr(forecast, name, None))
+            v = plain_number(getattr(forecast, name, None))
             if v is not None and not (isinstance(v, float) and 0 <= v <= 1):
                 raise RegistryError(f"invalid accuracy forecast of task {task.name!r}: "
                                     f"{name} = {v!r} is not a fraction in [0, 1]")
@@ -1011,23 +1001,23 @@ class Registry:
             str(r) for r in s2.labels if not str(r).startswith("<"))))
         try:
             fc = ForecastRecord(
-                loss=_plain(forecast.accuracy), interval=iv,
+                loss=plain_number(forecast.accuracy), interval=iv,
                 notes=tuple(str(n) for n in forecast.notes) + tuple(
                     f"warning: {w}" for w in forecast.warnings))
             law = LawRecord(
                 name=f"{forecast.design}: {s1.law.name} -> {s2.law.name}",
                 formula=f"step 1: {s1.law.formula}; step 2: {s2.law.formula}",
-                params={f"step{i}.{k}": _plain(v) for i, f in ((1, s1), (2, s2))
+                params={f"step{i}.{k}": plain_number(v) for i, f in ((1, s1), (2, s2))
                         for k, v in f.params.items()},
                 stderr={f"step{i}.{k}": _finite_or_none(v) for i, f in ((1, s1), (2, s2))
                         for k, v in f.stderr.items()})
             fit_rec = FitRecord(
-                fixed={f"step{i}.{k}": _plain(v) for i, f in ((1, s1), (2, s2))
+                fixed={f"step{i}.{k}": plain_number(v) for i, f in ((1, s1), (2, s2))
                        for k, v in f.fixed.items()},
                 bounds={f"step{i}.{k}": (_finite_or_none(lo), _finite_or_none(hi))
                         for i, f in ((1, s1), (2, s2)) for k, (lo, hi) in f.bounds.items()},
-                huber_delta=_plain(s1.delta), fit_max_flops=_plain(settings.get("fit_max_flops")),
-                seed=_plain(settings.get("seed")), n_boot=_plain(settings.get("n_boot")),
+                huber_delta=plain_number(s1.delta), fit_max_flops=plain_number(settings.get("fit_max_flops")),
+                seed=plain_number(settings.get("seed")), n_boot=plain_number(settings.get("n_boot")),
                 boot_unit=settings.get("boot_unit"), n_runs=len(runs), runs=runs,
                 converged=bool(s1.converged and s2.converged),
                 message=f"step 1: {s1.message}; step 2 ({s2.n_points} checkpoints): "
@@ -1089,15 +1079,15 @@ class Registry:
         base = dict(base)
         target_rec = _target_record({"facts": base.pop("facts", None)}, base)
         iv = _interval(interval)
-        points = _snap_curve(_curve(curve), _plain(loss))
+        points = _snap_curve(_curve(curve), plain_number(loss))
         _check_losses(loss, iv, points, accuracy=target_rec.unit == ACCURACY_UNIT)
         try:
-            fc = ForecastRecord(loss=_plain(loss), interval=iv, curve=points, external=True,
+            fc = ForecastRecord(loss=plain_number(loss), interval=iv, curve=points, external=True,
                                 source=source,
                                 made_at=made_at)
             law_rec = None if law is None and not law_params else LawRecord(
                 name=law or "unspecified",
-                params={k: _plain(v) for k, v in (law_params or {}).items()})
+                params={k: plain_number(v) for k, v in (law_params or {}).items()})
         except ValidationError as exc:
             raise RegistryError(validation_message(exc, "external forecast")) from None
         fields = dict(id=id, kind=kind, created_at=_explicit_time(created_at), author=author,
@@ -1151,7 +1141,7 @@ class Registry:
 
         def record(value: Any) -> OutcomeRecord:
             try:
-                return OutcomeRecord(of=id, actual=_plain(value), fraction=_plain(fraction),
+                return OutcomeRecord(of=id, actual=plain_number(value), fraction=plain_number(fraction),
                                      source=source)
             except ValidationError as exc:
                 raise RegistryError(validation_message(exc, "outcome")) from None
@@ -1287,18 +1277,18 @@ class Registry:
         except OSError as exc:
             raise RegistryError(f"cannot repair {self.path} ({_reason(exc)}); the file is "
                                 f"unchanged (backup {backup})") from None
+        def put(content: bytes) -> None:
+            os.lseek(fd, 0, os.SEEK_SET)
+            _write_all(fd, memoryview(content))
+            os.ftruncate(fd, len(content))
+            os.fsync(fd)
+
         try:
             try:
-                os.lseek(fd, 0, os.SEEK_SET)
-                _write_all(fd, memoryview(data))
-                os.ftruncate(fd, len(data))
-                os.fsync(fd)
+                put(data)
             except OSError as exc:
                 try:
-                    os.lseek(fd, 0, os.SEEK_SET)
-                    _write_all(fd, memoryview(old))
-                    os.ftruncate(fd, len(old))
-                    os.fsync(fd)
+                    put(old)
                 except OSError as undo:
                     raise RegistryError(
                         f"cannot repair {self.path} ({_reason(exc)}), and restoring it failed "

@@ -22,7 +22,7 @@ from .scoring import score_outcome
 
 __all__ = ["MAX_ID_LENGTH", "LOSS_RANGE", "FUTURE_TOLERANCE", "ACCURACY_UNIT", "ChainRules",
            "check_id", "check_number", "check_loss", "check_accuracy", "check_forecast_values",
-           "check_unit_as_written", "future_problem"]
+           "check_unit_as_written", "future_problem", "plain_number"]
 
 #: Longest id a user may choose (outcome ids append ``/outcome-N`` to it).
 MAX_ID_LENGTH = 64
@@ -39,8 +39,9 @@ _ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:/@+-]*")
 _OUTCOME_MARK = "/outcome-"
 
 
-def _plain(value: Any) -> Any:
-    """numpy scalars -> Python numbers; anything else unchanged."""
+def plain_number(value: Any) -> Any:
+    """numpy scalars -> Python numbers; anything else unchanged (the schema rejects bad
+    types)."""
     if isinstance(value, numbers.Integral) and not isinstance(value, bool):
         return int(value)
     if isinstance(value, numbers.Real) and not isinstance(value, bool):
@@ -78,7 +79,7 @@ def check_number(value: Any, what: str) -> float:
     RegistryError
         Not a finite int or float.
     """
-    v = _plain(value)
+    v = plain_number(value)
     if isinstance(v, bool) or not isinstance(v, (int, float)):
         raise RegistryError(f"{what}: must be a number (got {value!r:.60})")
     if not math.isfinite(v):
@@ -110,7 +111,7 @@ def check_accuracy(value: Any, what: str) -> None:
     RegistryError
         Not a number, or not a fraction in (0, 1].
     """
-    v = _plain(value)
+    v = plain_number(value)
     if isinstance(v, bool) or not isinstance(v, (int, float)):
         raise RegistryError(f"{what}: must be a number (got {value!r:.60})")
     if not (math.isfinite(v) and 0 < v <= 1):

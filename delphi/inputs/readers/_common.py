@@ -26,6 +26,7 @@ import numpy as np
 import pandas as pd
 
 from ...core.files import describe_not_a_file
+from ...core.text import not_utf8
 from ...errors import LadderError, LadderWarning
 from ..ladder import (CANONICAL_COLUMNS, LOSS_LIKE, Exclusion, Ladder, non_numeric_cells,
                       columns_found, user_stacklevel)
@@ -283,9 +284,8 @@ def _not_utf8(path: Path, gz: bool) -> LadderError:
             try:
                 raw.decode("utf-8")
             except UnicodeDecodeError as exc:
-                return LadderError(f"{path}, line {lineno}: not UTF-8 text (byte "
-                                   f"0x{raw[exc.start]:02x} at byte {exc.start + 1} of the "
-                                   f"line); save the file as UTF-8")
+                return LadderError(f"{not_utf8(path, raw, exc, lineno)}; save the file as "
+                                   f"UTF-8")
     return LadderError(f"{path}: not UTF-8 text; save the file as UTF-8")
 
 
@@ -353,11 +353,7 @@ def read_json_lines(path: Path, *, gz: bool = False, what: str = "a JSON object 
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        lineno = data.count(b"\n", 0, exc.start) + 1
-        column = exc.start - (data.rfind(b"\n", 0, exc.start) + 1) + 1
-        raise LadderError(f"{path}, line {lineno}: not UTF-8 text (byte "
-                          f"0x{data[exc.start]:02x} at byte {column} of the line); save the "
-                          f"file as UTF-8") from None
+        raise LadderError(f"{not_utf8(path, data, exc)}; save the file as UTF-8") from None
     del data
     # Split on "\n" only: str.splitlines would also split inside strings (U+2028, \x1c...).
     numbered = [(i, line) for i, line in enumerate(text.split("\n"), 1) if line.strip()]

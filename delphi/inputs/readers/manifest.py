@@ -73,6 +73,7 @@ from typing import Literal, Union
 from pydantic import (BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator,
                       model_validator)
 
+from ...core.text import not_utf8
 from ...errors import LadderError, ManifestError, option
 from .paths import data_dir, default_data_dir
 
@@ -653,11 +654,8 @@ def read_manifest(path: str | Path) -> Manifest:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         # TOML is UTF-8 by definition; say where, as the data readers do.
-        line = raw.count(b"\n", 0, exc.start) + 1
-        column = exc.start - (raw.rfind(b"\n", 0, exc.start) + 1) + 1
-        raise ManifestError(f"{path}, line {line}: not UTF-8 text (byte 0x{raw[exc.start]:02x} "
-                            f"at byte {column} of the line); TOML files are UTF-8: save it "
-                            f"as UTF-8") from None
+        raise ManifestError(f"{not_utf8(path, raw, exc)}; TOML files are UTF-8: save it as "
+                            f"UTF-8") from None
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:

@@ -221,11 +221,16 @@ def _cmd_complete(args) -> int:
 _STREAM_BATCH = 8
 
 
+def _failure_reason(run: str, result: str) -> str:
+    """A failed completion's one-line message without its leading ``run 'RUN': ``."""
+    return result.replace(f"run {run!r}: ", "", 1)
+
+
 def _completion_row(run: str, result, width: int) -> str:
     """One row of the multi-run table: run, share of the schedule fitted, prediction, final
     loss and relative error when known; or why the run could not be completed."""
     if isinstance(result, str):
-        reason = result.replace(f"run {run!r}: ", "", 1)
+        reason = _failure_reason(run, result)
         reason = reason.split(": ", 1)[-1] if reason.startswith(("LadderError", "FitError")) \
             else reason
         short = reason.split(";")[0].split(" (")[0].replace(f"run {run!r} ", "", 1)
@@ -264,7 +269,7 @@ def _stream_completions(ladder, runs: list[str], law: str, settings: dict, args)
                                          show_progress=False):
             if isinstance(result, str) and not args.all_runs:
                 raise DelphiError(f"run {run!r} could not be completed: "
-                                  f"{result.replace(f'run {run!r}: ', '', 1)}")
+                                  f"{_failure_reason(run, result)}")
             emit(_completion_row(run, result, width))
             if isinstance(result, str):
                 failed += 1
@@ -300,8 +305,7 @@ def _complete_runs(ladder, runs: list[str], law: str, settings: dict, args):
     done, failed = [], []
     for run, result in complete_many(ladder, runs, law, **settings, **jobs_kwargs(args)):
         if isinstance(result, str):  # the run's one-line error message
-            prefix = f"run {run!r}: "
-            reason = result.replace(prefix, "", 1) if prefix in result else result
+            reason = _failure_reason(run, result)
             if not args.all_runs:
                 raise DelphiError(f"run {run!r} could not be completed: {reason}")
             failed.append((run, reason))
