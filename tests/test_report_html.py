@@ -310,22 +310,17 @@ def test_ladder_page_says_why_there_is_no_backtest(marin):
 def test_same_inputs_and_seed_give_the_same_bytes(dense_ladder, monkeypatch):
     ladder = dense_ladder
     kw = dict(law="power", interval="bootstrap", n_boot=40, seed=3)
-    # Seed 3's draws include one whose optimum the warm start misses: the same warning each
-    # time, part of the same bytes.
-    def warm_start_guard():
-        return pytest.warns(FitWarning, match=r"warm-start guard: 1 of 2 checked bootstrap "
-                                              r"draws found a better optimum")
-    with warm_start_guard():
-        first = ladder_report(ladder, DENSE_TARGET, generated_at=WHEN, **kw)
+    # (Seed 3's draws include a resample the law interpolates, objective ~1e-20: the guard
+    # used to count its rounding-level difference from the global search as a missed optimum
+    # and warn; its absolute slack, uncertainty.WORSE_ATOL, no longer does.)
+    first = ladder_report(ladder, DENSE_TARGET, generated_at=WHEN, **kw)
     # The same ladder loaded afresh gives the same page.
     again_ladder = load("marin-delphi-dense")
-    with warm_start_guard():
-        again = ladder_report(again_ladder, DENSE_TARGET, generated_at=WHEN, **kw)
+    again = ladder_report(again_ladder, DENSE_TARGET, generated_at=WHEN, **kw)
     assert first == again
     # SOURCE_DATE_EPOCH stands in for generated_at (86400 s: the second day of 1970).
     monkeypatch.setenv("SOURCE_DATE_EPOCH", "86400")
-    with warm_start_guard():
-        from_env = ladder_report(ladder, DENSE_TARGET, **kw)
+    from_env = ladder_report(ladder, DENSE_TARGET, **kw)
     assert "1970-01-02 00:00:00 UTC" in from_env
     assert from_env == first.replace("2026-12-01 00:00:00 UTC", "1970-01-02 00:00:00 UTC")
     other_seed = ladder_report(ladder, DENSE_TARGET, generated_at=WHEN, **{**kw, "seed": 4})

@@ -29,9 +29,9 @@ from ..core.parallel import one_blas_thread
 from .objective import Problem
 from .result import Fit
 from .refit import refine_batch, refine_one
-from .search import pick_starts, screen, theta_candidates
+from .search import local_minima, pick_starts, screen, theta_candidates
 
-__all__ = ["fit_arrays", "prepare", "Prepared", "safe_start", "DEFAULT_DELTA"]
+__all__ = ["fit_arrays", "prepare", "Prepared", "safe_start", "basin_probes", "DEFAULT_DELTA"]
 
 #: Huber delta on log residuals (Hoffmann et al. 2022; Besiroglu et al. 2024).
 DEFAULT_DELTA = 1e-3
@@ -536,6 +536,34 @@ def global_search(prep: Prepared, *, seed: int = 0, starts: int = _REFINE_STARTS
             z = results[r][0]
             out.append((z, problem.objective(z), False, "left in a worse basin (not refined)"))
     return out
+
+
+def basin_probes(prep: Prepared, *, count: int = 16, seed: int = 0) -> np.ndarray:
+    """The non-linear parameters (K, m_free) of the best point of each basin of the global
+    search's screen on the full data (:func:`delphi.fitting.search.local_minima`), best first.
+
+    A refit of a resample (a bootstrap draw) that ends above the weighted screen at one of
+    these points (:func:`delphi.fitting.search.screen_weighted`) has stopped in the wrong
+    basin, or short of its optimum: the cheap check of the warm-start guard. The screen is the
+    one :func:`global_search` runs (on the subsample for a large problem), with the same seed.
+
+    Raises
+    ------
+    FitError: no point of the search range gives a positive prediction everywhere.
+    """
+    law, problem = prep.law, prep.problem
+    big = len(prep.y) > 4 * SCREEN_ROWS
+    sp, sy = _subsample(problem, prep.y, SCREEN_ROWS) if big else (problem, prep.y)
+    ranges = _search_ranges(law, problem, prep.bounds)
+    nl_params = [law.param(problem.nl_names[i]) for i in problem.free_nl]
+    log_scale = [p.log_search and r[0] > 0 for p, r in zip(nl_params, ranges)]
+    thetas = theta_candidates(ranges, seed, log_scale=log_scale, points=law.search_points)
+    obj, _ = screen(sp, thetas, sy)
+    keep = local_minima(obj, thetas, ranges, count, log_scale=log_scale)
+    if not keep:
+        raise FitError(f"law {law.name!r} cannot represent these losses anywhere in its "
+                       f"search range (every candidate gives a non-positive prediction)")
+    return thetas[keep]
 
 
 # A ladder this small cannot afford to have rungs treated as outliers by the Huber loss.

@@ -16,7 +16,7 @@ from itertools import combinations
 import numpy as np
 from .objective import Problem
 
-__all__ = ["Candidate", "theta_candidates", "screen"]
+__all__ = ["Candidate", "theta_candidates", "screen", "screen_weighted", "local_minima"]
 
 GRID_1D = 801
 GRID_2D = 41
@@ -165,3 +165,92 @@ def pick_starts(obj: np.ndarray, thetas: np.ndarray, ranges: list[tuple[float, f
         if len(chosen) == count:
             break
     return chosen
+
+
+def local_minima(obj: np.ndarray, thetas: np.ndarray, ranges: list[tuple[float, float]],
+                 count: int, *, log_scale: list[bool] | None = None) -> list[int]:
+    """Indices of up to ``count`` scanned points that are the lowest of their neighbourhood
+    (best first): one per basin of the screen, at the scan's resolution.
+
+    A point is kept when no scanned point within ``radius`` of it (Chebyshev distance in the
+    unit cube of the search ranges, log-spaced where the search is) scores lower. The radius is
+    1.5 grid steps for a full grid (so the 8 neighbours in 2-D) and twice the mean spacing
+    G^(-1/m) of a quasi-random scan. Only the best 256 finite points are candidates.
+    """
+    m = thetas.shape[1] if thetas.ndim == 2 else 0
+    finite = np.flatnonzero(np.isfinite(obj))
+    if m == 0 or finite.size == 0:
+        return [int(finite[np.argmin(obj[finite])])] if finite.size else []
+    log_scale = log_scale or [False] * m
+    lo = np.array([math.log(r[0]) if lg else r[0] for r, lg in zip(ranges, log_scale)])
+    hi = np.array([math.log(r[1]) if lg else r[1] for r, lg in zip(ranges, log_scale)])
+    t = np.where(np.array(log_scale)[None, :], np.log(np.abs(thetas) + 1e-300), thetas)
+    unit = (t - lo) / np.maximum(hi - lo, 1e-300)
+    g = len(thetas)
+    steps = {1: GRID_1D - 1, 2: GRID_2D - 1}.get(m)
+    radius = 1.5 / steps if steps else 2.0 * g ** (-1.0 / m)
+    cand = finite[np.argsort(obj[finite], kind="stable")][:256]
+    pts = unit[finite]
+    keep: list[int] = []
+    for i in cand:
+        near = np.max(np.abs(pts - unit[i]), axis=1) <= radius
+        if not np.any(obj[finite][near] < obj[i]):
+            keep.append(int(i))
+            if len(keep) == count:
+                break
+    return keep
+
+
+def screen_weighted(problem: Problem, thetas: np.ndarray, weights: np.ndarray
+                    ) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`screen` of a few thetas (K, m_free) for many weighted copies of the problem.
+
+    ``weights`` (B, n) counts point i ``weights[b, i]`` times in problem b (a bootstrap
+    resample), so each (b, theta) pair gets its own exact NNLS coefficients. Returns
+    (objective (B, K) in the scipy convention of :func:`screen`, c_free (B, K, k_free));
+    +inf where the law cannot represent the data at that theta.
+    """
+    law = problem.law
+    k = len(problem.lin_names)
+    free_lin = problem.free_lin
+    fixed_lin = [j for j in range(k) if j not in free_lin]
+    w = np.asarray(weights, dtype=float)
+    nb, n = w.shape
+    nk, kf = len(thetas), len(free_lin)
+    y = np.exp(problem.log_y)
+    inv_y = 1.0 / y
+    d = problem.delta
+    full = np.repeat(problem.theta_fixed[None, :], nk, axis=0)
+    full[:, problem.free_nl] = thetas
+    with np.errstate(all="ignore"):
+        phi = np.exp(law.log_basis_grid(full, problem.x))
+        if np.any(problem.signs < 0):
+            phi *= problem.signs[None, None, :]
+        fixed_part = np.zeros((nk, n))
+        for j in fixed_lin:
+            fixed_part += np.exp(problem.gamma_fixed[j]) * phi[:, :, j]
+        free = phi[:, :, free_lin]
+        design = free * inv_y[None, :, None]                       # (K, n, kf)
+        target = 1.0 - fixed_part * inv_y[None, :]                 # (K, n)
+        # Weighted normal equations of every (draw, theta) pair as one matrix product each.
+        outer = (design[:, :, :, None] * design[:, :, None, :]).transpose(1, 0, 2, 3)
+        gram = (w @ outer.reshape(n, -1)).reshape(nb, nk, kf, kf)
+        rhs = (w @ (design * target[:, :, None]).transpose(1, 0, 2).reshape(n, -1)
+               ).reshape(nb, nk, kf)
+        tt = w @ (target * target).T                               # (B, K)
+        norms = np.sqrt(np.einsum("bgkk->bgk", gram))
+        norms = np.where((norms > 0) & np.isfinite(norms), norms, 1.0)
+        gram = gram / (norms[..., :, None] * norms[..., None, :])
+        rhs = rhs / norms
+        if kf:
+            c, _ = _nnls_batched(gram.reshape(-1, kf, kf), rhs.reshape(-1, kf), tt.ravel())
+            c = c.reshape(nb, nk, kf) / norms
+        else:
+            c = np.zeros((nb, nk, 0))
+        pred = np.einsum("gni,bgi->bgn", free, c) + fixed_part[None]
+        r = np.log(pred) - problem.log_y[None, None, :]
+        a = np.abs(r)
+        h = np.where(a <= d, 0.5 * r * r, d * a - 0.5 * d * d)
+        obj = np.einsum("bgn,bn->bg", h, w)
+        obj = np.where(np.all(pred > 0, axis=2) & np.isfinite(obj), obj, np.inf)
+    return obj, c

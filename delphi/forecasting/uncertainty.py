@@ -26,9 +26,10 @@ import numpy as np
 
 from ..errors import DelphiError, FitError, FitWarning, user_stacklevel
 from ..fitting import Fit
-from ..fitting.engine import check_design, global_search, prepare, safe_start
+from ..fitting.engine import basin_probes, check_design, global_search, prepare, safe_start
 from ..fitting.refit import refine_batch, refine_one, weighted_objective
 from ..fitting.objective import Problem
+from ..fitting.search import screen_weighted
 
 __all__ = ["Interval", "BootstrapDraws", "run_noise", "bootstrap", "delta_interval",
            "bootstrap_interval", "DEFAULT_LEVEL"]
@@ -70,7 +71,7 @@ class Interval:
     n_failed: int = 0
     """Bootstrap draws whose refit failed (left out, reported)."""
     n_checked: int = 0
-    """Bootstrap draws also fitted by the global search (the warm-start guard)."""
+    """Bootstrap draws checked by the warm-start guard (see :func:`bootstrap`)."""
     n_worse: int = 0
     """Checked draws whose warm-started optimum was worse than the global one (> 1e-9 rel.)."""
     calibration: dict | None = None
@@ -118,10 +119,13 @@ class BootstrapDraws:
     failures: list[str] = field(default_factory=list)
     """First few failure messages."""
     n_checked: int = 0
-    """Draws also refitted by the global search (the warm-start guard)."""
+    """Draws checked by the warm-start guard (every successful draw when it is on)."""
     n_worse: int = 0
     """Checked draws whose warm-started optimum was worse than the global search's by more
     than 1e-9 relative (the global optimum was kept for those)."""
+    n_searched: int = 0
+    """Checked draws also fitted by the global search: those the basin check flagged, and the
+    audit sample (every ``check_every``-th draw)."""
     warnings: list[str] = field(default_factory=list)
     """Warnings about the draws (e.g. the guard found too many worse warm starts)."""
 
@@ -323,7 +327,14 @@ MAX_DRAWS = 1_000_000
 # Every CHECK_EVERY-th draw (from a seeded offset) also runs the global search, to check
 # that the warm start found the resample's optimum; a larger share worse than this warns.
 CHECK_EVERY = 25
+#: The bootstrap's guard checks every draw cheaply (:func:`bootstrap`); every AUDIT_EVERY-th
+#: draw also runs the global search, an audit of that check.
+AUDIT_EVERY = 250
 WORSE_RTOL = 1e-9
+#: ... plus this much per point (scipy convention, 0.5 r^2: log residuals of ~1e-6), as the
+#: engine's agreement test: a resample the law interpolates has an objective of ~1e-20, where
+#: a relative test compares rounding errors.
+WORSE_ATOL = 1e-12
 _WORSE_WARN = 0.02
 # Draws per batch: fixed by the problem's size alone, so a draw's result never depends on
 # the number of workers.
@@ -376,11 +387,13 @@ def resample_optimum(prep, w: np.ndarray, seed: int) -> np.ndarray:
     return min(global_search(sub, seed=seed, starts=2), key=lambda t: t[1])[0]
 
 
-def _bootstrap_block(job) -> list[tuple[dict[str, float] | None, str, int]]:
-    """Refit one block of draws: [(params or None, failure message, check code)], where
-    check code is -1 unchecked, 0 checked and as good as the global search, 1 worse."""
-    (law, x, y, labels, fixed, bounds, delta, params, names, inverse, children, checked,
-     seed) = job
+def _bootstrap_block(job) -> list[tuple[dict[str, float] | None, str, int, int]]:
+    """Refit one block of draws: [(params or None, failure message, check code, searched)],
+    where check code is -1 unchecked (guard off), 0 checked and as good as the checks, 1 a
+    check found a lower optimum (kept); searched is 0 when the global search did not run, 1
+    when it ran because the cheap check failed, 2 when it ran as an audit only."""
+    (law, x, y, labels, fixed, bounds, delta, params, names, inverse, children, audited,
+     probes, seed) = job
     # Drawn here, block by block: a large n never holds every draw's weights at once.
     weights = np.stack([_draw_weights(names, inverse, c) for c in children])
     prep = prepare(law, x, y, labels=labels, fixed=fixed, bounds=bounds, delta=delta)
@@ -388,10 +401,18 @@ def _bootstrap_block(job) -> list[tuple[dict[str, float] | None, str, int]]:
     z0 = safe_start(problem, params, prep.ibounds)
     failures = [design_failure(prep, w) for w in weights]
     ok = np.array([not f for f in failures])
-    out: list[tuple[dict[str, float] | None, str, int]] = [(None, f, -1) for f in failures]
+    out: list[tuple[dict[str, float] | None, str, int, int]] = [(None, f, -1, 0)
+                                                                for f in failures]
     if not ok.any():
         return out
     batch = refine_batch(problem, z0, weights[ok], prep.ibounds)
+    # The cheap check: each draw's weighted screen at the full data's basin probes. No
+    # feasible point can score below a draw's optimum, so a probe below the warm optimum
+    # proves it is not the optimum (wrong basin, or stopped short): the global search runs.
+    probe_obj = None
+    if probes is not None:
+        probe_obj = (screen_weighted(problem, probes, weights[ok])[0].min(axis=1) if len(probes)
+                     else np.full(int(ok.sum()), np.inf))
     for a, b in enumerate(np.flatnonzero(ok)):
         z, obj = batch.z[a], float(batch.objective[a])
         if not batch.converged[a] or not np.isfinite(obj):
@@ -405,38 +426,49 @@ def _bootstrap_block(job) -> list[tuple[dict[str, float] | None, str, int]]:
             start = z if np.all(np.isfinite(z)) else z0
             z = refine_one(sub, start, prep.ibounds)[0]
             obj = float(weighted_objective(problem, z, weights[b])[0])
-        code = -1
-        if checked[b]:
-            try:
-                zg = resample_optimum(prep, weights[b], seed)
-                obj_g = float(weighted_objective(problem, zg, weights[b])[0])
-            except DelphiError:  # the global search found nothing: nothing to compare with
-                zg, obj_g = None, math.inf
+        code, searched = -1, 0
+        if probe_obj is not None:
             code = 0
-            if zg is not None and np.isfinite(obj_g) and (
-                    not np.isfinite(obj) or obj > obj_g * (1 + WORSE_RTOL)):
-                code = 1
-                z, obj = zg, obj_g
+            slack = WORSE_ATOL * float(weights[b].sum())
+            suspect = not np.isfinite(obj) or obj > probe_obj[a] * (1 + WORSE_RTOL) + slack
+            if suspect or audited[b]:
+                searched = 1 if suspect else 2
+                try:
+                    zg = resample_optimum(prep, weights[b], seed)
+                    obj_g = float(weighted_objective(problem, zg, weights[b])[0])
+                except DelphiError:  # the global search found nothing: nothing to compare with
+                    zg, obj_g = None, math.inf
+                if zg is not None and np.isfinite(obj_g) and (
+                        not np.isfinite(obj) or obj > obj_g * (1 + WORSE_RTOL) + slack):
+                    code = 1
+                    z, obj = zg, obj_g
         if not np.isfinite(obj):
-            out[b] = (None, "the refit gave no finite objective", code)
+            out[b] = (None, "the refit gave no finite objective", code, searched)
         else:
-            out[b] = (problem.values(z), "", code)
+            out[b] = (problem.values(z), "", code, searched)
     return out
 
 
 def bootstrap(fit: Fit, *, n: int = 200, unit: str = "run", seed: int = 0,
               n_jobs: int | None = None, workers: int | None = None,
-              progress: bool | None = None, check_every: int = CHECK_EVERY) -> BootstrapDraws:
+              progress: bool | None = None, check_every: int = AUDIT_EVERY) -> BootstrapDraws:
     """Refit ``fit``'s law to ``n`` resamples of its runs (or compute budgets).
 
     Each draw resamples whole units with replacement (point multiplicities) and refits with
     the same fixed values, bounds and Huber delta, **starting at the full-data optimum**: the
     global search ran once, for ``fit``; draws are refined locally in batches
     (:func:`delphi.fitting.refit.refine_batch`, L-BFGS-B for any draw the batch does not
-    finish). As a guard, every ``check_every``-th draw (from a seeded offset) is also fitted
-    with the full global search; the better optimum is kept, and the share of checked draws
-    whose warm start was worse by more than 1e-9 (relative) is reported
-    (:attr:`BootstrapDraws.n_worse`), with a warning above 2%. Draw b uses the b-th child of
+    finish). The guard checks every draw cheaply: the global search's screen is scored once
+    on the full data, the best point of each of its basins is kept
+    (:func:`delphi.fitting.engine.basin_probes`), and each draw's weighted screen at those
+    points (exact NNLS coefficients for the draw,
+    :func:`delphi.fitting.search.screen_weighted`) is compared with its warm optimum. A probe
+    scoring lower by more than 1e-9 (relative) proves the warm start stopped in the wrong
+    basin or short of the optimum: that draw is fitted by the full global search and the
+    better optimum kept. Every ``check_every``-th draw (from a seeded offset) is also fitted
+    by the global search as an audit of the cheap check. The share of checked draws whose warm
+    start was worse is reported (:attr:`BootstrapDraws.n_worse`), with a warning above 2% or
+    when an audit finds a draw the cheap check passed. Draw b uses the b-th child of
     ``numpy.random.SeedSequence(seed)`` and draws are batched by the problem's size alone, so
     the result is bit-identical for a given seed whatever ``n_jobs`` or backend.
 
@@ -449,7 +481,8 @@ def bootstrap(fit: Fit, *, n: int = 200, unit: str = "run", seed: int = 0,
     n_jobs: joblib workers (see :mod:`delphi.parallel`; default serial, or the active
         ``joblib.parallel_config``, e.g. a Dask cluster). ``workers`` is an older alias.
     progress: show a progress bar (default: when stderr is a terminal, after 2 s).
-    check_every: guard rate (0 turns the guard off).
+    check_every: audit rate of the guard: every draw gets the cheap basin check and every
+        ``check_every``-th one the global search too (0 turns the whole guard off).
 
     Raises
     ------
@@ -468,23 +501,34 @@ def bootstrap(fit: Fit, *, n: int = 200, unit: str = "run", seed: int = 0,
     groups = _units(fit, unit)
     names, inverse = np.unique(groups, return_inverse=True)
     children = np.random.SeedSequence(seed).spawn(n + 1)
-    checked = np.zeros(n, dtype=bool)
+    audited = np.zeros(n, dtype=bool)
+    probes = None
     if check_every and check_every > 0:
         offset = int(np.random.default_rng(children[n]).integers(min(check_every, n)))
-        checked[offset::check_every] = True
+        audited[offset::check_every] = True
+        prep = prepare(fit.law, dict(fit.x), fit.y, labels=fit.labels, fixed=dict(fit.fixed),
+                       bounds={k: v for k, v in fit.bounds.items() if k not in fit.fixed},
+                       delta=fit.delta)
+        try:
+            probes = basin_probes(prep, seed=seed)
+        except DelphiError:  # no basin to probe: the audit sample alone checks the draws
+            probes = np.zeros((0, prep.problem.n_free - len(prep.problem.free_lin)))
     bounds = {k: v for k, v in fit.bounds.items() if k not in fit.fixed}
     size = _batch_size(fit)
     jobs = [(fit.law, dict(fit.x), fit.y, fit.labels, dict(fit.fixed), bounds, fit.delta,
              dict(fit.params), names, inverse, children[i:min(i + size, n)],
-             checked[i:i + size], seed)
+             audited[i:i + size], probes, seed)
             for i in range(0, n, size)]
     blocks = map_jobs(_bootstrap_block, jobs, n_jobs=n_jobs, desc=f"bootstrap ({n} draws)",
                       show_progress=progress, unit="block")
     results = [r for block in blocks for r in block]
-    params = [p for p, _, _ in results if p is not None]
-    failures = [msg for p, msg, _ in results if p is None]
-    codes = np.array([c for _, _, c in results])
+    params = [p for p, _, _, _ in results if p is not None]
+    failures = [msg for p, msg, _, _ in results if p is None]
+    codes = np.array([c for _, _, c, _ in results])
+    searched = np.array([s for _, _, _, s in results], dtype=int)
     n_checked, n_worse = int(np.sum(codes >= 0)), int(np.sum(codes == 1))
+    # Audited draws the cheap check passed but the global search improved: it missed a basin.
+    missed = int(np.sum((searched == 2) & (codes == 1)))
     if len(failures) > n / 2:
         raise FitError(f"{len(failures)} of {n} bootstrap draws failed (e.g. {failures[0]}); "
                        f"the ladder has too few {unit}s to resample")
@@ -495,9 +539,15 @@ def bootstrap(fit: Fit, *, n: int = 200, unit: str = "run", seed: int = 0,
                         f"(> {_WORSE_WARN:.0%}): the resamples' optima are far from the "
                         f"full-data fit, so the interval may be too narrow; check the fit")
         warnings.warn(guard_warnings[-1], FitWarning, stacklevel=user_stacklevel())
+    if missed:
+        guard_warnings.append(f"warm-start guard: the global search improved {missed} audited "
+                              f"draw(s) that the basin check had passed: the check misses a "
+                              f"basin of this fit; use check_every=1 for a global search on "
+                              f"every draw")
+        warnings.warn(guard_warnings[-1], FitWarning, stacklevel=user_stacklevel())
     return BootstrapDraws(params=params, n_failed=len(failures), unit=unit, seed=seed,
                           failures=failures[:5], n_checked=n_checked, n_worse=n_worse,
-                          warnings=guard_warnings)
+                          n_searched=int(np.sum(searched > 0)), warnings=guard_warnings)
 
 
 def bootstrap_interval(fit: Fit, draws: BootstrapDraws, x: Mapping[str, Sequence[float]], *,
