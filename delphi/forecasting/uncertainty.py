@@ -126,6 +126,9 @@ class BootstrapDraws:
     n_searched: int = 0
     """Checked draws also fitted by the global search: those the basin check flagged, and the
     audit sample (every ``check_every``-th draw)."""
+    n_missed: int = 0
+    """Audited draws that the basin check had passed but the global search improved (the
+    cheap check missed a basin; 0 is what the guard relies on)."""
     warnings: list[str] = field(default_factory=list)
     """Warnings about the draws (e.g. the guard found too many worse warm starts)."""
 
@@ -408,7 +411,8 @@ def _bootstrap_block(job) -> list[tuple[dict[str, float] | None, str, int, int]]
     batch = refine_batch(problem, z0, weights[ok], prep.ibounds)
     # The cheap check: each draw's weighted screen at the full data's basin probes. No
     # feasible point can score below a draw's optimum, so a probe below the warm optimum
-    # proves it is not the optimum (wrong basin, or stopped short): the global search runs.
+    # proves it is not the optimum (wrong basin, or stopped short): the global search runs,
+    # as it does for a draw the batched refinement did not finish.
     probe_obj = None
     if probes is not None:
         probe_obj = (screen_weighted(problem, probes, weights[ok])[0].min(axis=1) if len(probes)
@@ -430,7 +434,10 @@ def _bootstrap_block(job) -> list[tuple[dict[str, float] | None, str, int, int]]
         if probe_obj is not None:
             code = 0
             slack = WORSE_ATOL * float(weights[b].sum())
-            suspect = not np.isfinite(obj) or obj > probe_obj[a] * (1 + WORSE_RTOL) + slack
+            # A draw the batch left unfinished (a flat valley: L-BFGS-B may stop short too)
+            # is suspect as well; on most ladders that is none of 1,000.
+            suspect = (not batch.converged[a] or not np.isfinite(obj)
+                       or obj > probe_obj[a] * (1 + WORSE_RTOL) + slack)
             if suspect or audited[b]:
                 searched = 1 if suspect else 2
                 try:
@@ -464,8 +471,8 @@ def bootstrap(fit: Fit, *, n: int = 200, unit: str = "run", seed: int = 0,
     points (exact NNLS coefficients for the draw,
     :func:`delphi.fitting.search.screen_weighted`) is compared with its warm optimum. A probe
     scoring lower by more than 1e-9 (relative) proves the warm start stopped in the wrong
-    basin or short of the optimum: that draw is fitted by the full global search and the
-    better optimum kept. Every ``check_every``-th draw (from a seeded offset) is also fitted
+    basin or short of the optimum: that draw, and any draw the batched refinement did not
+    finish, is fitted by the full global search and the better optimum kept. Every ``check_every``-th draw (from a seeded offset) is also fitted
     by the global search as an audit of the cheap check. The share of checked draws whose warm
     start was worse is reported (:attr:`BootstrapDraws.n_worse`), with a warning above 2% or
     when an audit finds a draw the cheap check passed. Draw b uses the b-th child of
@@ -547,7 +554,8 @@ def bootstrap(fit: Fit, *, n: int = 200, unit: str = "run", seed: int = 0,
         warnings.warn(guard_warnings[-1], FitWarning, stacklevel=user_stacklevel())
     return BootstrapDraws(params=params, n_failed=len(failures), unit=unit, seed=seed,
                           failures=failures[:5], n_checked=n_checked, n_worse=n_worse,
-                          n_searched=int(np.sum(searched > 0)), warnings=guard_warnings)
+                          n_searched=int(np.sum(searched > 0)), n_missed=missed,
+                          warnings=guard_warnings)
 
 
 def bootstrap_interval(fit: Fit, draws: BootstrapDraws, x: Mapping[str, Sequence[float]], *,
