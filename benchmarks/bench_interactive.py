@@ -1,0 +1,134 @@
+"""Benchmark: the everyday commands as a new user runs them, against one Epoch fit (issue 27).
+
+Each command is the ``delphi`` CLI in a fresh process with its default options (output
+discarded), run ``--repeats`` times; the figure is the best CPU time (user + system of the
+child, from ``resource.getrusage``) and the best wall time beside it. The baseline is one
+``chinchilla`` fit of Epoch's 240 points (``fit_arrays``), timed in this process in the same
+run (best of 7, CPU time). CPU time is the figure the target is judged on: on a 2-core
+machine shared with other jobs the wall time mostly measures the other jobs. A command
+starts Python and imports delphi, numpy, pandas and scipy, so part of every ratio is start-up
+(``delphi --version``'s row gives it).
+
+Targets (issue 27): default ``predict`` on every bundled ladder <= 30x; ``compare`` on the
+dense and Epoch ladders <= 60x; ``report`` <= 40x; ``accuracy --task all`` on the OLMo ladder
+<= 300x; ``complete --all-runs --upto-fraction 0.5`` on misfitting2025, serially, <= 100x.
+
+Usage: python benchmarks/bench_interactive.py [--quick] [--repeats K]
+       (--quick: one repeat and predict on three ladders only)
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from threadpoolctl import threadpool_limits
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from bench_epoch_fit import epoch_points  # noqa: E402
+
+from delphi.fitting import fit_arrays  # noqa: E402
+
+EPOCH_TARGET = ["--target-params", "7e10", "--target-tokens", "1.4e12"]
+#: Bundled ladder -> predict's target (Epoch's is the issue's; the others 1e22 FLOPs, beyond
+#: every ladder's largest rung).
+PREDICT = {name: (EPOCH_TARGET if name == "epoch-chinchilla" else ["--target-flops", "1e22"])
+           for name in ["epoch-chinchilla", "gadre2024", "marin-delphi-dense",
+                        "marin-isoflop-comma", "marin-isoflop-dclm", "marin-isoflop-nemotron",
+                        "marin-moe-535b", "misfitting2025", "misfitting2025-final",
+                        "olmo-ladder", "openathena-isoflops", "porian2024-owt2",
+                        "porian2024-rw"]}
+QUICK_PREDICT = ["epoch-chinchilla", "marin-delphi-dense", "olmo-ladder"]
+
+
+def commands(quick: bool, html: str) -> list[tuple[str, list[str], float, str]]:
+    """(label, delphi arguments, target ratio, target text)."""
+    out = [("start-up: delphi --version", ["--version"], None, "")]
+    for name, target in PREDICT.items():
+        if quick and name not in QUICK_PREDICT:
+            continue
+        out.append((f"predict {name}", ["predict", name, *target], 30, "<= 30x"))
+    out += [("compare marin-delphi-dense", ["compare", "marin-delphi-dense"], 60, "<= 60x"),
+            ("compare epoch-chinchilla", ["compare", "epoch-chinchilla"], 60, "<= 60x"),
+            ("report epoch-chinchilla", ["report", "epoch-chinchilla", *EPOCH_TARGET,
+                                         "--html", html], 40, "<= 40x"),
+            ("accuracy olmo-ladder --task all", ["accuracy", "olmo-ladder", "--task", "all",
+                                                 "--target-params", "6.9e9",
+                                                 "--target-tokens", "4e12"], 300, "<= 300x"),
+            ("complete misfitting2025 --all-runs --upto-fraction 0.5",
+             ["complete", "misfitting2025", "--all-runs", "--upto-fraction", "0.5"], 100,
+             "<= 100x")]
+    return out
+
+
+def time_command(args: list[str]) -> tuple[float, float, int, str]:
+    """(CPU seconds, wall seconds, exit code, stderr tail) of one ``delphi`` run."""
+    env = {**os.environ, "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1",
+           "MKL_NUM_THREADS": "1"}
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t0 = time.perf_counter()
+    out = subprocess.run([sys.executable, "-m", "delphi.presentation.cli", *args],
+                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env)
+    wall = time.perf_counter() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return cpu, wall, out.returncode, out.stderr.strip()[-200:]
+
+
+def epoch_fit_cpu(repeats: int = 7) -> float:
+    n, d, y = epoch_points()
+    best = float("inf")
+    with threadpool_limits(1):
+        for _ in range(repeats):
+            t0 = time.process_time()
+            fit_arrays("chinchilla", {"params": n, "tokens": d}, y)
+            best = min(best, time.process_time() - t0)
+    return best
+
+
+def run(quick: bool = False, repeats: int | None = None) -> list[dict]:
+    repeats = repeats or (1 if quick else 2)
+    base = epoch_fit_cpu()
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for label, args, target, text in commands(quick, str(Path(tmp) / "report.html")):
+            runs = [time_command(args) for _ in range(repeats)]
+            cpu, wall = min(r[0] for r in runs), min(r[1] for r in runs)
+            code, err = runs[-1][2], runs[-1][3]
+            ratio = cpu / base
+            rows.append({"benchmark": "interactive", "figure": f"delphi {label}",
+                         "value": cpu, "unit": "s", "baseline": "one Epoch chinchilla fit "
+                         "(CPU)", "baseline_value": base, "ratio": ratio, "target": text,
+                         "met": (ratio <= target and code == 0) if target else None,
+                         "note": f"wall {wall:.2f} s (best of {repeats}); exit {code}"
+                                 + (f"; {err}" if code else "")})
+    # The baseline again at the end: the load may have changed during the run.
+    rows.append({"benchmark": "interactive", "figure": "one Epoch chinchilla fit, again at the "
+                 "end", "value": epoch_fit_cpu(), "unit": "s", "baseline": "the same at the "
+                 "start", "baseline_value": base, "ratio": None, "target": "", "met": None,
+                 "note": ""})
+    return rows
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--repeats", type=int, default=None)
+    args = parser.parse_args()
+    print(f"load {os.getloadavg()}")
+    for r in run(args.quick, args.repeats):
+        ratio = f"{r['ratio']:.1f}x" if r["ratio"] is not None else "-"
+        print(f"{r['figure']:<62} {r['value']:8.3f} s  ratio {ratio:>8} "
+              f"(target {r['target'] or '-'}; met: {r['met']})  {r['note']}", flush=True)
+    print(f"load {os.getloadavg()}")
+
+
+if __name__ == "__main__":
+    main()
