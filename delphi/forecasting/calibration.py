@@ -24,7 +24,7 @@ from typing import Mapping, Sequence
 
 import numpy as np
 from scipy.optimize import linprog
-from scipy.stats import norm
+from ..core.quantiles import norm_ppf, t_ppf
 
 from ..inputs.law_inputs import budget_labels, rows_inputs
 from ..errors import DelphiError, FitError, LadderError
@@ -50,7 +50,7 @@ MAX_FOLDS = 12
 #: calibrated interval is zero-width.
 SIGMA_FLOOR = 1e-4
 #: median |Z| of a standard normal, Phi^-1(0.75): median |e| / this estimates a normal sd.
-_MEDIAN_ABS_Z = float(norm.ppf(0.75))
+_MEDIAN_ABS_Z = float(norm_ppf(0.75))
 
 
 @dataclass(frozen=True)
@@ -405,7 +405,7 @@ class CalibrationModel:
                               f"{param_sd!r}, {run_sd!r}")
         f = self.small_sample_factor(level)
         sd = np.sqrt((f * np.asarray(self.sigma(r))) ** 2 + ps ** 2 + rs ** 2)
-        z = float(norm.ppf(0.5 + level / 2))
+        z = float(norm_ppf(0.5 + level / 2))
         lo, hi = c * np.exp(-z * sd), c * np.exp(z * sd)
         if lo.ndim == 0:
             return float(lo), float(hi)
@@ -420,9 +420,8 @@ class CalibrationModel:
         prediction interval with an estimated scale does). 1.78 for 3 folds at 90%, 1.14 for
         12.
         """
-        from scipy.stats import t
-        return float(t.ppf(0.5 + level / 2, max(self.n_folds - 1, 1))
-                     / norm.ppf(0.5 + level / 2))
+        return float(t_ppf(0.5 + level / 2, max(self.n_folds - 1, 1))
+                     / norm_ppf(0.5 + level / 2))
 
     def to_dict(self) -> dict:
         return {"method": "calibrated", "model": "sigma(r) = sigma_0 + k log10 r",
@@ -457,7 +456,7 @@ def log_sd(iv, new_run: bool = True) -> float:
     """sd of log loss behind an :class:`~delphi.uncertainty.Interval`: the log half-width of
     its new-run (or, ``new_run=False``, expected-loss) interval over the normal quantile of
     its level."""
-    z = float(norm.ppf(0.5 + iv.level / 2))
+    z = float(norm_ppf(0.5 + iv.level / 2))
     lo, hi = (iv.lower, iv.upper) if new_run else (iv.mean_lower, iv.mean_upper)
     return math.log(hi / lo) / (2 * z)
 
@@ -496,7 +495,7 @@ def calibrated_interval(base, centre: float, model: CalibrationModel, ratio: flo
     raw = float(model.sigma(ratio))
     s = raw * model.small_sample_factor(level)
     lo, hi = model.interval(centre, ratio, level, param_sd=param, run_sd=run)
-    z = float(norm.ppf(0.5 + level / 2))
+    z = float(norm_ppf(0.5 + level / 2))
     # floored: a run-noise estimate above s must not collapse the expected-loss interval
     sd_mean = math.sqrt(max(s * s - run * run, SIGMA_FLOOR ** 2) + param * param)
     info = {**model.to_dict(), "ratio": float(ratio), "sigma_at_target": raw,

@@ -747,7 +747,7 @@ def _calibrate(band, loss: float, ratio: float | None, ladder: Ladder, law: Law,
     ``model``: a calibration already fitted on this ladder and law
     (:func:`delphi.selection.compare`'s refits). Returns the interval, or ``band`` with a note
     saying why it was not widened."""
-    from scipy.stats import norm, t
+    from ..core.quantiles import norm_ppf, t_ppf
 
     from .calibration import MAX_FOLDS, calibrate, calibrated_interval
     from .reference import PRIOR_FOLDS, blend
@@ -821,8 +821,8 @@ def _calibrate(band, loss: float, ratio: float | None, ladder: Ladder, law: Law,
         from dataclasses import replace
         from ..fitting.diagnostics import residual_scale
         q = 0.5 + level / 2
-        z = float(norm.ppf(q))
-        rough = (residual_scale(result) * float(t.ppf(q, result.dof)) / z
+        z = float(norm_ppf(q))
+        rough = (residual_scale(result) * float(t_ppf(q, result.dof)) / z
                  if result.dof >= 1 else 0.0)
         cal = calibrated_interval(_point_interval(loss, level, run_sd=rough, dof=result.dof),
                                   loss, ref, ratio)
@@ -1016,7 +1016,7 @@ def predict_selected(ladder: Ladder, target, *, ensemble: bool = False,
     FitError: no candidate could be backtested, or (ensemble) none could predict the target.
     TargetError, LadderError: as :func:`delphi.predict`.
     """
-    from scipy.stats import norm
+    from ..core.quantiles import norm_ppf
 
     from .calibration import log_sd
     from .uncertainty import Interval
@@ -1217,7 +1217,7 @@ def predict_selected(ladder: Ladder, target, *, ensemble: bool = False,
                  f"ensemble's, not that law's")
     if all(f.interval is not None for _, _, f in members):
         lvl = members[0][2].interval.level
-        z = float(norm.ppf(0.5 + lvl / 2))
+        z = float(norm_ppf(0.5 + lvl / 2))
         sd_new = math.sqrt(sum(w * log_sd(f.interval) ** 2 for _, w, f in members) + spread2)
         sd_mean = math.sqrt(sum(w * log_sd(f.interval, False) ** 2 for _, w, f in members)
                             + spread2)

@@ -50,7 +50,7 @@ import numpy as np
 import pandas as pd
 from scipy import sparse
 from scipy.optimize import linprog
-from scipy.stats import norm
+from ..core.quantiles import norm_ppf
 
 from .calibration import MAX_FOLDS, SIGMA_FLOOR, CalibrationModel, LFOErrors, leave_future_out
 from ..errors import DelphiError, FitError
@@ -92,7 +92,7 @@ MIN_SD_DOF = 2
 
 
 def _z(level: float) -> float:
-    return float(norm.ppf(0.5 + level / 2))
+    return float(norm_ppf(0.5 + level / 2))
 
 
 def _quantile_line(x: np.ndarray, y: np.ndarray, tau: float, w: np.ndarray,
