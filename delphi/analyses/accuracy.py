@@ -129,7 +129,7 @@ import pandas as pd
 
 from ..errors import DelphiError, FitError, LadderError, ManifestError, TargetError
 from ..fitting import DEFAULT_DELTA, Fit, fit_arrays
-from ..fitting.engine import prepare, safe_start
+from ..fitting.engine import basin_probes, prepare, safe_start
 from ..fitting.refit import refine_batch, refine_one, weighted_objective
 from ..forecasting.uncertainty import design_failure
 from ..laws import get_law, onestep_law, sigmoid_law
@@ -158,7 +158,7 @@ _Z90 = 1.6448536269514722
 _NOISE_DRAWS = 20   # new-run noise draws per bootstrap draw
 _BATCH_ITER = 1000  # batched BFGS iterations before a draw goes to L-BFGS-B
 _FALLBACK_ITER = 50  # L-BFGS-B iterations for a draw the batched refit leaves unfinished
-_CHECK_EVERY = 25   # guard: every 25th bootstrap draw is also fitted by the global search
+_CHECK_EVERY = 250  # guard: every draw basin-checked, every 250th also by the global search
 #: Bootstrap draws per leave-future-out cut of the extrapolation calibration.
 CAL_DRAWS = 40
 
@@ -595,15 +595,21 @@ def _refits(fit: Fit, weights: np.ndarray, checked: np.ndarray | None = None,
     (:func:`delphi.fitting.refit.refine_batch`, up to :data:`_BATCH_ITER` iterations: on the
     OLMo ladder the step-1 law has a flat A-alpha valley, so a few draws need ~1,000 cheap
     batched iterations); a draw still unfinished gets at most :data:`_FALLBACK_ITER`
-    L-BFGS-B iterations on its resample. Guard (as :func:`delphi.uncertainty.bootstrap`):
-    the draws marked in ``checked`` are also fitted by the global search and the better
-    optimum is kept. Each draw's arithmetic involves only its own row, so results do not
-    depend on the batch.
+    L-BFGS-B iterations on its resample. Guard (as :func:`delphi.uncertainty.bootstrap`),
+    on when ``checked`` is given: every draw gets the basin check
+    (:func:`delphi.uncertainty.basin_suspects` at the fit's
+    :func:`~delphi.fitting.engine.basin_probes`); the draws it rejects and those marked in
+    ``checked`` (the audit) are also fitted by the global search and the better optimum is
+    kept. (Unlike the loss bootstrap, a draw the batch left unfinished is not sent to the
+    global search for that alone: the step-1 valley leaves many, and the fallback finishes
+    them in their basin.) Each draw's arithmetic involves only its own row, so results do
+    not depend on the batch.
 
     Returns (params per draw, None for a draw with too few distinct points; draws checked;
     checked draws whose warm start was worse than the global search by > 1e-9 relative).
     """
-    from ..forecasting.uncertainty import WORSE_RTOL, resample_optimum
+    from ..forecasting.uncertainty import (WORSE_ATOL, WORSE_RTOL, basin_suspects,
+                                           resample_optimum)
 
     bounds = {k: v for k, v in fit.bounds.items() if k not in fit.fixed}
     prep = prepare(fit.law, fit.x, fit.y, labels=fit.labels, fixed=fit.fixed, bounds=bounds,
@@ -611,6 +617,7 @@ def _refits(fit: Fit, weights: np.ndarray, checked: np.ndarray | None = None,
     problem = prep.problem
     z0 = safe_start(problem, fit.params, prep.ibounds)
     out: list[dict | None] = [None] * len(weights)
+    guard = checked is not None
     checked = np.zeros(len(weights), bool) if checked is None else checked
     # A resample that cannot identify the law (e.g. one model size left) fails, as in
     # delphi.uncertainty.bootstrap.
@@ -618,8 +625,9 @@ def _refits(fit: Fit, weights: np.ndarray, checked: np.ndarray | None = None,
     if not ok.any():
         return out, 0, 0
     batch = refine_batch(problem, z0, weights[ok], prep.ibounds, max_iter=_BATCH_ITER)
-    n_checked = n_worse = 0
-    for a, b in enumerate(np.flatnonzero(ok)):
+    rows = np.flatnonzero(ok)
+    zs, objs = batch.z.copy(), batch.objective.copy()
+    for a, b in enumerate(rows):
         z, obj = batch.z[a], float(batch.objective[a])
         if not batch.converged[a] or not np.isfinite(obj):
             idx = np.repeat(np.arange(len(fit.y)), weights[b].astype(int))
@@ -631,16 +639,27 @@ def _refits(fit: Fit, weights: np.ndarray, checked: np.ndarray | None = None,
                                 free=problem.free, fixed=problem.fixed)
             z = refine_one(sub, z if np.all(np.isfinite(z)) else z0, prep.ibounds,
                            max_iter=_FALLBACK_ITER)[0]
-            obj = float(weighted_objective(problem, z, weights[b])[0])
-        if checked[b]:
-            n_checked += 1
+            zs[a], objs[a] = z, float(weighted_objective(problem, z, weights[b])[0])
+    suspects = np.zeros(len(rows), dtype=bool)
+    if guard:
+        try:
+            probes = basin_probes(prep, seed=seed)
+        except DelphiError:   # nothing to probe: the audit alone checks
+            probes = None
+        suspects = basin_suspects(problem, probes, weights[ok], objs)
+    n_checked = n_worse = 0
+    for a, b in enumerate(rows):
+        z, obj = zs[a], float(objs[a])
+        n_checked += int(guard)
+        if suspects[a] or checked[b]:
             try:
                 zg = resample_optimum(prep, weights[b], seed)
                 obj_g = float(weighted_objective(problem, zg, weights[b])[0])
             except DelphiError:   # the global search found nothing to compare with
                 zg, obj_g = None, math.inf
+            slack = WORSE_ATOL * float(weights[b].sum())
             if zg is not None and np.isfinite(obj_g) and (
-                    not np.isfinite(obj) or obj > obj_g * (1 + WORSE_RTOL)):
+                    not np.isfinite(obj) or obj > obj_g * (1 + WORSE_RTOL) + slack):
                 n_worse += 1
                 z, obj = zg, obj_g
         if np.all(np.isfinite(z)) and np.isfinite(obj):
@@ -688,8 +707,9 @@ class AccuracyForecast:
     calibration: the extrapolation-calibration block (sigma_0, k, folds, r and sigma(r) at
         the target, all in accuracy fractions; see :func:`_lfo_errors`), or None
         when it was off or had too few cuts (a note says why).
-    n_checked, n_worse: bootstrap refits also fitted by the global search (the guard), and
-        those whose warm start was worse.
+    n_checked, n_worse: bootstrap refits checked by the guard (the basin check, and the
+        global search where it fails or on the audit sample), and those whose warm start
+        was worse (the global optimum kept).
     """
 
     task: Task
@@ -901,8 +921,9 @@ def _chain_bootstrap(data: _Data, step1: Fit, step2: Fit, xt: dict, *, n_boot: i
         np.add.at(counts[b], rng.integers(0, R, size=R), 1.0)
     w1 = _unit_weights(step1.labels, data.runs, counts)
     w2 = _unit_weights(step2.labels, data.runs, counts)
-    checked = np.zeros(n_boot, dtype=bool)
+    checked = None   # guard off
     if check_every and check_every > 0:
+        checked = np.zeros(n_boot, dtype=bool)
         offset = int(np.random.default_rng(children[n_boot]).integers(min(check_every, n_boot)))
         checked[offset::check_every] = True
     p1, c1, bad1 = _refits(step1, w1, checked, seed)
@@ -952,7 +973,7 @@ def _lfo_errors(ladder, task: Task, data: _Data, *, step1_law: str = "chinchilla
     cut's new-run draws below the actual, (k + 1/2) / (n + 1)) and ``z`` (Phi^-1(pit): the
     error in units of the bootstrap's spread); notes on skipped cuts).
     """
-    from scipy.stats import norm
+    from ..core.quantiles import norm_ppf
 
     from ..forecasting.uncertainty import run_noise
 
@@ -1007,7 +1028,7 @@ def _lfo_errors(ladder, task: Task, data: _Data, *, step1_law: str = "chinchilla
             rows.append({"cut": float(c), "run": str(r), "params": float(n),
                          "tokens": float(d), "ratio": float(q), "predicted": float(pr),
                          "actual": float(a), "error": float(pr - a), "pit": float(u),
-                         "z": float(norm.ppf(u))})
+                         "z": float(norm_ppf(u))})
     cols = ["cut", "run", "params", "tokens", "ratio", "predicted", "actual", "error", "pit",
             "z"]
     return pd.DataFrame(rows, columns=cols), notes
@@ -1024,7 +1045,7 @@ def _calibration(ladder, task: Task, data: _Data, *, seed: int, draws: int, step
     robust standard deviation of the studentized errors: 1 when the bootstrap is
     calibrated). The new-run draws are then stretched about their median by ``scale``.
     """
-    from scipy.stats import norm
+    from ..core.quantiles import norm_ppf
 
     from ..forecasting.calibration import MIN_FOLDS
 
@@ -1039,7 +1060,7 @@ def _calibration(ladder, task: Task, data: _Data, *, seed: int, draws: int, step
                       f"interval is the bootstrap's alone" + (f"; {skipped[0]}" if skipped
                                                               else ""))
     z = errors["z"].to_numpy(float)
-    raw = float(np.median(np.abs(z)) / norm.ppf(0.75))
+    raw = float(np.median(np.abs(z)) / norm_ppf(0.75))
     scale = max(1.0, raw)
     block = {"method": "studentized leave-future-out inside the fitted runs",
              "model": "new-run draws stretched about their median by scale = max(1, median "
@@ -1136,8 +1157,8 @@ def _predict_one(ladder, task: Task, targets: Sequence[dict], *, level: float, n
         raise FitError(f"task {task.name!r}: {n_failed} of {n_boot} bootstrap draws failed; "
                        f"the ladder has too few runs to resample")
     notes.append(f"interval: bootstrap over {R} runs ({n_boot} draws, both steps refitted per "
-                 f"draw; guard: {n_checked} refits also fitted by the global search, "
-                 f"{n_worse} worse) + step-1 run noise (log sd {sigma1:.3g}) + checkpoint "
+                 f"draw; guard: {n_checked} refits checked, {n_worse} worse than the global "
+                 f"search) + step-1 run noise (log sd {sigma1:.3g}) + checkpoint "
                  f"noise (sd {100 * noise:.2f} points)")
     cal = None
     if calibrate:

@@ -32,7 +32,7 @@ from ..fitting.objective import Problem
 from ..fitting.search import screen_weighted
 
 __all__ = ["Interval", "BootstrapDraws", "run_noise", "bootstrap", "delta_interval",
-           "bootstrap_interval", "DEFAULT_LEVEL"]
+           "bootstrap_interval", "basin_suspects", "DEFAULT_LEVEL"]
 
 #: Default interval level.
 DEFAULT_LEVEL = 0.90
@@ -242,9 +242,9 @@ def _run_noise_estimate(fit: Fit, x: Mapping[str, Sequence[float]] | None = None
 
 def _quantile(level: float, dof: int | None) -> float:
     """Two-sided quantile: Student t when the dof are few, normal otherwise."""
-    from scipy import stats  # imported here: scipy.stats is slow to import
+    from ..core.quantiles import norm_ppf, t_ppf
     q = 0.5 + level / 2
-    return float(stats.t.ppf(q, dof)) if dof and dof < 1000 else float(stats.norm.ppf(q))
+    return float(t_ppf(q, dof)) if dof and dof < 1000 else float(norm_ppf(q))
 
 
 def _check_level(level: float) -> float:
@@ -390,6 +390,27 @@ def resample_optimum(prep, w: np.ndarray, seed: int) -> np.ndarray:
     return min(global_search(sub, seed=seed, starts=2), key=lambda t: t[1])[0]
 
 
+def basin_suspects(problem: Problem, probes: np.ndarray | None, weights: np.ndarray,
+                   objective: np.ndarray) -> np.ndarray:
+    """Which warm-started refits the basin check rejects, shape (B,) bool.
+
+    ``probes`` (K, m_free) are :func:`delphi.fitting.engine.basin_probes` of the full-data
+    problem, ``weights`` (B, n) the refits' point multiplicities and ``objective`` (B,) their
+    optima (scipy convention). A refit is suspect when its objective is not finite or lies
+    above its own weighted screen at a probe (exact NNLS coefficients for that resample,
+    :func:`delphi.fitting.search.screen_weighted`) by more than :data:`WORSE_RTOL` relative
+    plus :data:`WORSE_ATOL` per point: no feasible point scores below an optimum, so such a
+    refit stopped in the wrong basin or short of its optimum. All False when ``probes`` is
+    None (guard off)."""
+    objective = np.asarray(objective, dtype=float)
+    if probes is None:
+        return np.zeros(len(objective), dtype=bool)
+    best = (screen_weighted(problem, probes, weights)[0].min(axis=1) if len(probes)
+            else np.full(len(objective), np.inf))
+    slack = WORSE_ATOL * weights.sum(axis=1)
+    return ~np.isfinite(objective) | (objective > best * (1 + WORSE_RTOL) + slack)
+
+
 def _bootstrap_block(job) -> list[tuple[dict[str, float] | None, str, int, int]]:
     """Refit one block of draws: [(params or None, failure message, check code, searched)],
     where check code is -1 unchecked (guard off), 0 checked and as good as the checks, 1 a
@@ -409,15 +430,9 @@ def _bootstrap_block(job) -> list[tuple[dict[str, float] | None, str, int, int]]
     if not ok.any():
         return out
     batch = refine_batch(problem, z0, weights[ok], prep.ibounds)
-    # The cheap check: each draw's weighted screen at the full data's basin probes. No
-    # feasible point can score below a draw's optimum, so a probe below the warm optimum
-    # proves it is not the optimum (wrong basin, or stopped short): the global search runs,
-    # as it does for a draw the batched refinement did not finish.
-    probe_obj = None
-    if probes is not None:
-        probe_obj = (screen_weighted(problem, probes, weights[ok])[0].min(axis=1) if len(probes)
-                     else np.full(int(ok.sum()), np.inf))
-    for a, b in enumerate(np.flatnonzero(ok)):
+    rows = np.flatnonzero(ok)
+    zs, objs = batch.z.copy(), batch.objective.copy()
+    for a, b in enumerate(rows):
         z, obj = batch.z[a], float(batch.objective[a])
         if not batch.converged[a] or not np.isfinite(obj):
             # Finish with L-BFGS-B on the resample itself.
@@ -430,14 +445,22 @@ def _bootstrap_block(job) -> list[tuple[dict[str, float] | None, str, int, int]]
             start = z if np.all(np.isfinite(z)) else z0
             z = refine_one(sub, start, prep.ibounds)[0]
             obj = float(weighted_objective(problem, z, weights[b])[0])
+            zs[a], objs[a] = z, obj
+    # The cheap check: each draw's weighted screen at the full data's basin probes. No
+    # feasible point can score below a draw's optimum, so a probe below the warm optimum
+    # proves it is not the optimum (wrong basin, or stopped short): the global search runs,
+    # as it does for a draw the batched refinement did not finish.
+    suspects = basin_suspects(problem, probes, weights[ok], objs) if probes is not None \
+        else np.zeros(len(rows), dtype=bool)
+    for a, b in enumerate(rows):
+        z, obj = zs[a], float(objs[a])
         code, searched = -1, 0
-        if probe_obj is not None:
+        if probes is not None:
             code = 0
             slack = WORSE_ATOL * float(weights[b].sum())
             # A draw the batch left unfinished (a flat valley: L-BFGS-B may stop short too)
             # is suspect as well; on most ladders that is none of 1,000.
-            suspect = (not batch.converged[a] or not np.isfinite(obj)
-                       or obj > probe_obj[a] * (1 + WORSE_RTOL) + slack)
+            suspect = not batch.converged[a] or bool(suspects[a])
             if suspect or audited[b]:
                 searched = 1 if suspect else 2
                 try:
