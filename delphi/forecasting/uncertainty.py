@@ -200,12 +200,16 @@ def _run_noise_estimate(fit: Fit, x: Mapping[str, Sequence[float]] | None = None
         estimated.
     """
     with np.errstate(divide="ignore"):   # an input of 0 (lr decayed to 0) keys as -inf
-        keys = [tuple(np.round(np.log(fit.x[c][i]), 9) for c in fit.law.inputs)
-                for i in range(fit.n_points)]
-    groups: dict[tuple, list[float]] = {}
-    for k, y in zip(keys, np.log(fit.y)):
-        groups.setdefault(k, []).append(y)
-    reps = [np.asarray(v) for v in groups.values() if len(v) > 1]
+        keys = np.round(np.log(np.stack([np.asarray(fit.x[c], dtype=float)
+                                         for c in fit.law.inputs], axis=1)), 9) + 0.0
+    # Groups of identical inputs, in order of first appearance and each in table order (the
+    # order the sums below have always run in: the same bits). Vectorised: compare computes
+    # this for thousands of fold-and-target pairs.
+    _, first, inverse, counts = np.unique(keys, axis=0, return_index=True,
+                                          return_inverse=True, return_counts=True)
+    inverse = np.asarray(inverse).ravel()
+    log_y = np.log(fit.y)
+    reps = [log_y[inverse == g] for g in np.argsort(first, kind="stable") if counts[g] > 1]
     dof_rep = sum(len(v) - 1 for v in reps)
     if dof_rep >= 3:
         ss = sum(float(np.sum((v - v.mean()) ** 2)) for v in reps)
