@@ -36,6 +36,7 @@ BENCHMARKS = [
     ("bench_accuracy", "issue 13, item 6: task accuracy, OLMo ladder 190M-760M -> 1B/3B"),
     ("bench_coverage", "issue 20: interval coverage over simulated ladders (issues 4 and 11, "
                        "moved from the unit tests)"),
+    ("bench_interactive", "issue 27: the everyday commands against one Epoch fit"),
 ]
 
 
