@@ -646,7 +646,7 @@ def _refits(fit: Fit, weights: np.ndarray, checked: np.ndarray | None = None,
             probes = basin_probes(prep, seed=seed)
         except DelphiError:   # nothing to probe: the audit alone checks
             probes = None
-        suspects = basin_suspects(problem, probes, weights[ok], objs)
+        suspects = basin_suspects(problem, probes, weights[ok], objs, prep.ibounds)
     n_checked = n_worse = 0
     for a, b in enumerate(rows):
         z, obj = zs[a], float(objs[a])

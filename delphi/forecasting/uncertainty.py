@@ -395,22 +395,34 @@ def resample_optimum(prep, w: np.ndarray, seed: int) -> np.ndarray:
 
 
 def basin_suspects(problem: Problem, probes: np.ndarray | None, weights: np.ndarray,
-                   objective: np.ndarray) -> np.ndarray:
+                   objective: np.ndarray, ibounds) -> np.ndarray:
     """Which warm-started refits the basin check rejects, shape (B,) bool.
 
     ``probes`` (K, m_free) are :func:`delphi.fitting.engine.basin_probes` of the full-data
-    problem, ``weights`` (B, n) the refits' point multiplicities and ``objective`` (B,) their
-    optima (scipy convention). A refit is suspect when its objective is not finite or lies
-    above its own weighted screen at a probe (exact NNLS coefficients for that resample,
-    :func:`delphi.fitting.search.screen_weighted`) by more than :data:`WORSE_RTOL` relative
-    plus :data:`WORSE_ATOL` per point: no feasible point scores below an optimum, so such a
-    refit stopped in the wrong basin or short of its optimum. All False when ``probes`` is
-    None (guard off)."""
+    problem, ``weights`` (B, n) the refits' point multiplicities, ``objective`` (B,) their
+    optima (scipy convention) and ``ibounds`` the internal bounds. Each probe gets the
+    resample's exact NNLS coefficients (:func:`delphi.fitting.search.screen_weighted`),
+    clipped into their bounds so the point is feasible, and is scored by the same weighted
+    objective as the refits. A refit is suspect when its objective is not finite or lies above
+    a probe's by more than :data:`WORSE_RTOL` relative plus :data:`WORSE_ATOL` per point: no
+    feasible point scores below an optimum, so such a refit stopped in the wrong basin or short
+    of its optimum. All False when ``probes`` is None (guard off)."""
     objective = np.asarray(objective, dtype=float)
+    nb = len(objective)
     if probes is None:
-        return np.zeros(len(objective), dtype=bool)
-    best = (screen_weighted(problem, probes, weights)[0].min(axis=1) if len(probes)
-            else np.full(len(objective), np.inf))
+        return np.zeros(nb, dtype=bool)
+    best = np.full(nb, np.inf)
+    if len(probes):
+        _, c = screen_weighted(problem, probes, weights)          # (B, K, k_free)
+        nk, kf = len(probes), c.shape[2]
+        lo = np.array([b[0] if b[0] is not None else -np.inf for b in ibounds])
+        hi = np.array([b[1] if b[1] is not None else np.inf for b in ibounds])
+        with np.errstate(divide="ignore"):
+            z_lin = np.log(np.maximum(c, 1e-300)).reshape(nb * nk, kf)
+        z = np.concatenate([z_lin, np.tile(probes, (nb, 1))], axis=1)
+        z = np.clip(z, lo, hi)
+        score = weighted_objective(problem, z, np.repeat(weights, nk, axis=0))
+        best = np.where(np.isfinite(score), score, np.inf).reshape(nb, nk).min(axis=1)
     slack = WORSE_ATOL * weights.sum(axis=1)
     return ~np.isfinite(objective) | (objective > best * (1 + WORSE_RTOL) + slack)
 
@@ -454,8 +466,7 @@ def _bootstrap_block(job) -> list[tuple[dict[str, float] | None, str, int, int]]
     # feasible point can score below a draw's optimum, so a probe below the warm optimum
     # proves it is not the optimum (wrong basin, or stopped short): the global search runs,
     # as it does for a draw the batched refinement did not finish.
-    suspects = basin_suspects(problem, probes, weights[ok], objs) if probes is not None \
-        else np.zeros(len(rows), dtype=bool)
+    suspects = basin_suspects(problem, probes, weights[ok], objs, prep.ibounds)
     for a, b in enumerate(rows):
         z, obj = zs[a], float(objs[a])
         code, searched = -1, 0
