@@ -902,13 +902,15 @@ def compare_recipes(ladders: Sequence, *, target_flops=None, target_params=None,
     own = {}
     if forecasts:
         for i, ld in enumerate(ladders):
-            for j, spec in enumerate(specs):
-                with warnings.catch_warnings():
-                    warnings.simplefilter("ignore")     # kept on the forecast, reported
-                    own[i, j] = forecast.predict(
-                        ld, _recipe_target(pp, i, spec), law_name, fixed=pp.fits[i].fixed or None,
-                        bounds=bounds, delta=delta, fit_max_flops=fit_max_flops, seed=seed,
-                        interval=interval, level=level, n_jobs=n_jobs)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")     # kept on the forecast, reported
+                # one fit, bootstrap and calibration per recipe, shared by its targets
+                made = forecast.predict(
+                    ld, [_recipe_target(pp, i, spec) for spec in specs], law_name,
+                    fixed=pp.fits[i].fixed or None, bounds=bounds, delta=delta,
+                    fit_max_flops=fit_max_flops, seed=seed, interval=interval, level=level,
+                    n_jobs=n_jobs)
+            own.update({(i, j): f for j, f in enumerate(made)})
     out = []
     for b in range(1, len(ladders)):
         for j, spec in enumerate(specs):
