@@ -689,6 +689,16 @@ def point_stage(fitted: FittedLaw, target: Target | Mapping[str, float], *,
         # A C that disagrees with the ladder's convention (law of N and D) is a warning.
         found.append(Finding("target-convention",
                              "warning" if n.startswith("target flops ") else "note", n, "target"))
+    if (target.flops_source or "").startswith("6ND") and target.active_params is None \
+            and not ladder.has("params") and not ladder.has("active_params"):
+        # Nothing in the ladder says whether N counts every parameter: for a mixture of
+        # experts a total N would put C off by the sparsity factor.
+        found.append(Finding.note(
+            "target-convention", f"the target's C = 6 x N x D = {target.flops:.4g} FLOPs from "
+            f"its N and D; the ladder gives compute only, so nothing checks N's convention: "
+            f"for a mixture of experts N must be the active parameters "
+            f"({option('active_params', '--target-active-params')}), or give "
+            f"{option('flops', '--target-flops')}", "target"))
     inputs, assumed = target_inputs(target, law, result, ladder)
     found += [Finding.note("other", n, "target") for n in assumed]
     loss = float(result.predict(inputs)[0])
