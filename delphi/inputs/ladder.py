@@ -640,10 +640,11 @@ class Ladder:
 
     def _check_unit_steps(self) -> None:
         """Warn when the best loss of one compute budget jumps from the next by at least
-        :data:`UNIT_STEP` while the other steps between budgets are small: no scaling law
-        makes such a step, mixed units do (nats/token and bits/token differ by 1/ln 2 =
-        1.44x; bits/byte by more). Budgets: runs within 5% of compute, each at its last
-        row; the step named by its runs, budgets and factor."""
+        :data:`UNIT_STEP` (against the typical step) while the other steps between budgets
+        are small, with at least two budgets on either side: no scaling law makes such a
+        step, mixed units do (nats/token and bits/token differ by 1/ln 2 = 1.44x; bits/byte by
+        more). Budgets: runs within 5% of compute, each at its last row; the step named by its
+        runs, budgets and factor."""
         t = self.table
         if "flops" not in t.columns or "loss" not in t.columns or len(t) < 4:
             return
@@ -663,8 +664,10 @@ class Ladder:
         # each step against the typical one (the law's own fall between budgets)
         dev = log_step - np.median(log_step)
         big = np.flatnonzero(np.abs(dev) >= math.log(UNIT_STEP))
-        if len(big) != 1:
-            return          # none, or several: a ladder that is rough throughout
+        if len(big) != 1 or not 1 <= big[0] <= len(log_step) - 2:
+            # none, several (a ladder rough throughout), or one beside the first or last
+            # budget: a single run off the trend, which the fits' screens name
+            return
         rest = np.delete(log_step, big)
         if np.median(np.abs(rest - np.median(rest))) > 0.05:
             return
