@@ -888,12 +888,26 @@ def _fitted_compute(fit, k: float) -> np.ndarray:
         fit.x["tokens"], float)
 
 
+def _fitted_runs(ladder: Ladder, fit, k: float) -> tuple[np.ndarray, np.ndarray]:
+    """(C [FLOPs], loss) of the fitted runs: the ladder's own compute when it gives one (its
+    FLOP count, not the median convention), else k 6 N D from the fit's inputs."""
+    try:
+        pts = _table(ladder)
+        pts = pts[pts["run"].astype(str).isin({str(x) for x in fit.labels})]
+    except (LadderError, KeyError):
+        pts = None
+    if pts is not None and len(pts) == len(fit.y):
+        return pts["flops"].to_numpy(float), pts["loss"].to_numpy(float)
+    return _fitted_compute(fit, k), np.asarray(fit.y, float)
+
+
 def _curves(pp: _Paired, specs: Sequence[_Spec], level: float) -> ComparisonCurves:
     """Each recipe's L(C) with its expected-loss band and each difference with its band, on
     a log grid from the smallest fitted compute to CURVE_BEYOND x the largest target, along
     the first target's path (the envelope for targets by compute)."""
     spec = specs[0]
-    c_fit = [_fitted_compute(f, k) for f, k in zip(pp.fits, pp.k)]
+    runs = [_fitted_runs(ld, f, k) for ld, f, k in zip(pp.ladders, pp.fits, pp.k)]
+    c_fit = [c for c, _ in runs]
     lo = min(float(c.min()) for c in c_fit)
     hi = max(max(s.flops for s in specs) * CURVE_BEYOND, lo * 10)
     grid = np.geomspace(lo, hi, CURVE_POINTS)
@@ -911,7 +925,7 @@ def _curves(pp: _Paired, specs: Sequence[_Spec], level: float) -> ComparisonCurv
     recipes = []
     for i, name in enumerate(pp.names):
         ids = _group(c_fit[i], _BUDGET_TOL)
-        y = np.asarray(pp.fits[i].y, float)
+        y = runs[i][1]
         front = tuple((float(np.median(c_fit[i][ids == g])), float(y[ids == g].min()))
                       for g in np.unique(ids))
         recipes.append(RecipeCurve(name, tuple(map(float, point[i])), *band(draws[i]),
