@@ -31,7 +31,7 @@ from ...errors import DelphiError, DelphiWarning, RegistryError
 from ...core.text import plural
 
 __all__ = ["Report", "ladder_page", "ladder_report", "registry_page", "registry_report",
-           "write_html", "generated_time"]
+           "recipes_page", "write_html", "generated_time"]
 
 #: Runs listed in the ladder's table of runs (the rest are counted).
 MAX_TABLE_RUNS = 500
@@ -266,8 +266,8 @@ def _figure(svg: str, caption: str) -> str:
 class Report:
     """A rendered report page and what it shows.
 
-    ``html``: the page (one self-contained HTML document, str). ``kind``: ``"ladder"`` or
-    ``"registry"``. ``summary``: the page's headline facts, JSON-ready (``delphi report
+    ``html``: the page (one self-contained HTML document, str). ``kind``: ``"ladder"``,
+    ``"registry"`` or ``"recipes"``. ``summary``: the page's headline facts, JSON-ready (``delphi report
     --json`` prints them with the path written). ``objects``: the Python objects behind the
     page (``forecast``, ``backtest``...; not JSON).
     """
@@ -1046,3 +1046,127 @@ def _unreadable_registry_page(reg, verified, error, generated: str) -> Report:
 def registry_report(registry, *, generated_at=None) -> str:
     """The registry report page as HTML text: :func:`registry_page` ``.html``."""
     return registry_page(registry, generated_at=generated_at).html
+
+
+# ----------------------------------------------------------------------------- recipes page
+def _times(x) -> str:
+    return "unbounded" if x is None or not math.isfinite(x) else f"{x:.3g}x"
+
+
+def _own_forecast(f) -> str:
+    if f is None:
+        return "-"
+    iv = f.interval
+    text = f"{f.loss:.4f}"
+    if iv is not None:
+        text += (f' <span class="nw">[{iv.lower:.4f}, {iv.upper:.4f}]</span>'
+                 f"<br><small>{_e(_interval_label(iv))}</small>")
+    return text
+
+
+def recipes_page(comparison, *, generated_at=None) -> Report:
+    """The page of a comparison of recipes (:func:`delphi.compare_recipes`): the figure
+    (:func:`delphi.plot.plot_recipes`, inline SVG), the comparison table, the method, notes
+    and warnings, and each ladder's provenance, as a :class:`Report` (``kind="recipes"``).
+
+    Parameters
+    ----------
+    comparison: a :class:`~delphi.analyses.recipes.RecipeComparison`.
+    generated_at: as in :func:`ladder_page`. The same comparison (same ladders, settings and
+        seed) and ``generated_at`` give a byte-identical page.
+
+    The table has one row per (recipe, target): the difference recipe - reference [the
+    ladders' loss unit; negative: the recipe is better] with its interval for one new run of
+    each and for the expected loss, P(better), the effective compute multiplier and the
+    crossover compute [FLOPs] with their intervals, and each recipe's own forecast with its
+    interval (when the comparison made them).
+
+    Raises
+    ------
+    TypeError: not a RecipeComparison. DelphiError: a bad ``generated_at``.
+    """
+    from ...analyses.recipes import RecipeComparison
+    from .figures import new_figure, to_svg
+
+    if not isinstance(comparison, RecipeComparison):
+        raise TypeError(f"recipes_page needs a delphi RecipeComparison (from "
+                        f"delphi.compare_recipes), got {type(comparison).__name__}")
+    generated = generated_time(generated_at)
+    c = comparison
+    pct = f"{c.level:.0%}"
+    title = f"delphi report: {', '.join(c.recipes)}"
+    parts = [f"<h1>{_e(title)}</h1>"]
+    ladders = []
+    for ld in c.ladders:
+        sha = ld.fingerprint()
+        ladders.append({"name": ld.name, "source": ld.source, "sha256": sha})
+    prov = "<br>".join(f"Ladder <b>{_e(x['name'])}</b> from <code>{_e(x['source'])}</code>, "
+                       f"SHA-256 <code>{_e(x['sha256'])}</code>" for x in ladders)
+    parts.append(f'<p class="meta">{prov}{"<br>" if prov else ""}Metric {_e(c.metric)} '
+                 f"[{_e(c.unit)}]; reference {_e(c.reference)}.<br>delphi "
+                 f"{_e(__version__)}, generated {_e(generated)}.</p>")
+    parts.append("<h2>Comparison</h2>")
+    parts.append(f"<p>Law <b>{_e(c.law)}</b> fitted to every recipe"
+                 + (", with " + _e(", ".join(f"{k} = {v:.4g}" for k, v in c.fixed.items()))
+                    + " fixed" if c.fixed else "")
+                 + f". Method: {_e(c.method)}; {c.n_draws} draws"
+                 + (f" ({c.n_failed} left out for every recipe)" if c.n_failed else "")
+                 + ". Differences are recipe - reference: negative means the recipe is "
+                   "better.</p>")
+    cards = []
+    for d in c.comparisons:
+        where = (f"C = {d.target_flops:.3g}" if d.target_params is None else
+                 f"N = {d.target_params:.3g}, D = {d.target_tokens:.3g}")
+        cards.append(_card(f"{d.recipe} - {d.reference}, {where}", f"{d.loss:+.4f}",
+                           f"{pct} [{d.lower:+.4f}, {d.upper:+.4f}], P(better) "
+                           f"{d.p_better:.2f}"))
+    parts.append('<div class="headline">' + "".join(cards) + "</div>")
+    rows = []
+    for d in c.comparisons:
+        where = (f"C = {d.target_flops:.4g}" if d.target_params is None else
+                 f"N = {d.target_params:.4g}, D = {d.target_tokens:.4g}")
+        cross = ("none in 1e15..1e27" if d.crossover is None else
+                 f"{d.crossover:.3g} [{_num(d.crossover_lower, '.3g')}, "
+                 f"{_num(d.crossover_upper, '.3g')}]")
+        rows.append([_e(d.recipe), _e(where), f"{d.loss:+.4f}",
+                     f'<span class="nw">[{d.lower:+.4f}, {d.upper:+.4f}]</span>',
+                     f'<span class="nw">[{d.mean_lower:+.4f}, {d.mean_upper:+.4f}]</span>',
+                     f"{d.p_better:.3f}",
+                     f"{_times(d.multiplier)} [{_times(d.multiplier_lower)}, "
+                     f"{_times(d.multiplier_upper)}]", _e(cross),
+                     _own_forecast(d.reference_forecast), _own_forecast(d.recipe_forecast)])
+    parts.append(_table(["recipe", "target", f"difference [{c.unit}]",
+                         f"{pct} interval, one new run each", f"{pct} interval, expected loss",
+                         "P(better)", "compute multiplier", "crossover [FLOPs]",
+                         "reference's own forecast", "recipe's own forecast"], rows,
+                        numeric=[2, 5]))
+    figures = 0
+    try:
+        from ..plot import caption, plot_recipes
+
+        fig = new_figure((9.0, 7.0))
+        plot_recipes(c, ax=fig.subplots())
+        figures += 1
+        parts.append(_figure(to_svg(fig, "f-recipes-", "comparison figure"), caption(c)))
+    except DelphiError as exc:
+        parts.append(f'<p class="warning">No figure: {_e(exc)}</p>')
+    parts.append("<h3>Warnings</h3>" + (_list(c.warnings, item_cls="warning") if c.warnings
+                                        else "<p>None.</p>"))
+    own = list(dict.fromkeys(f"{f.ladder_name}: {w}" for d in c.comparisons
+                             for f in (d.reference_forecast, d.recipe_forecast)
+                             if f is not None for w in f.warnings))
+    if own:
+        parts.append("<h3>Warnings of the recipes' own forecasts</h3>"
+                     + _list(own, item_cls="warning"))
+    if c.notes:
+        parts.append("<h3>Notes</h3>" + _list(c.notes))
+    parts.append("<details><summary>The text report (<code>delphi compare-recipes</code>)"
+                 f"</summary><pre>{_e(c.report())}</pre></details>")
+    d = c.to_dict()
+    summary = {"reference": c.reference, "recipes": list(c.recipes), "law": c.law,
+               "unit": c.unit, "metric": c.metric, "level": c.level, "method": c.method,
+               "ladders": ladders, "comparisons": d["comparisons"],
+               "warnings": list(c.warnings), "figures": figures, "generated_at": generated,
+               "delphi_version": __version__}
+    return Report(html=_page(title, "\n".join(parts), generated), kind="recipes",
+                  summary=summary, objects={"comparison": c})
