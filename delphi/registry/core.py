@@ -1008,7 +1008,8 @@ class Registry:
         if self.path.exists():
             taken = {e.id for e in self.entries()} & set(ids)
             if taken:
-                raise RegistryError(f"id {', '.join(sorted(taken))} is already in {self.path}; "
+                raise RegistryError(f"id {', '.join(map(repr, sorted(taken)))} is already in "
+                                    f"{self.path}; "
                                     f"ids are unique: choose another ID (nothing was written)")
         settings = {"n_boot": comparison.n_draws + comparison.n_failed, **dict(settings or {})}
         built = []
