@@ -192,7 +192,6 @@ def add_commands(subparsers) -> dict[str, Handler]:
     _add_sign_key(p)
     _add_common(p)
     serial(p)
-    p.checks.append(_check_score_values)
 
     p = subparsers.add_parser(
         "registry", help="list, show, report, verify, publish the head of, repair a registry; "
@@ -394,20 +393,23 @@ def _cmd_register(args) -> int:
     return 0
 
 
-def _check_score_values(parser, ns) -> None:
+def _check_score_values(ns) -> None:
     """Usage errors (exit 2) of ``score``: --actual, or --loss-a with --loss-b."""
+    from .output import UsageError
+
     pair = (ns.loss_a is not None, ns.loss_b is not None)
     if ns.actual is not None and any(pair):
-        parser.error("give --actual LOSS (a prediction) or --loss-a LA --loss-b LB (a "
-                     "comparison of recipes), not both")
+        raise UsageError("give --actual LOSS (a prediction) or --loss-a LA --loss-b LB (a "
+                         "comparison of recipes), not both")
     if ns.actual is None and not all(pair):
-        parser.error("the following arguments are required: --actual (or --loss-a and "
-                     "--loss-b for a comparison of recipes)")
+        raise UsageError("score needs --actual LOSS (or --loss-a LA and --loss-b LB for a "
+                         "comparison of recipes)")
     if any(pair) and ns.fraction != 1.0:
-        parser.error("a comparison is scored with final losses: --fraction is for --actual")
+        raise UsageError("a comparison is scored with final losses: --fraction is for --actual")
 
 
 def _cmd_score(args) -> int:
+    _check_score_values(args)
     if args.loss_a is not None:
         result = _registry(args.registry).score_comparison(
             args.id, args.loss_a, args.loss_b, source=args.source, author=args.author,
