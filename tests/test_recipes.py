@@ -344,6 +344,9 @@ def test_a_registered_comparison_verifies_and_scores_known_losses(tmp_path, with
     board = reg.report()
     assert [x.inside for x in board.comparisons] == [True, False]
     assert [x.prediction_id for x in reg.comparison_scores("b-vs-a")] == ["b-vs-a"]
+    from delphi.report import registry_page
+    page = registry_page(reg.path, generated_at="2026-12-01T00:00:00Z")
+    assert "Comparisons of recipes (4)" in page.html and page.summary["n_comparisons_scored"] == 2
 
 
 def test_verify_refuses_a_comparison_outcome_without_the_reference_loss(tmp_path,

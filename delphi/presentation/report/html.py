@@ -966,6 +966,38 @@ def registry_page(registry, *, generated_at=None) -> Report:
                  "normal interval at its level; only final outcomes have them. A prediction's "
                  "score is its latest final outcome.</p>")
 
+    # ---- comparisons of recipes: the difference claimed, and its score once observed
+    compared = [e for e in entries if e.kind != "outcome" and e.comparison is not None]
+    if compared:
+        by_cmp = {c.prediction_id: c for c in board.comparisons}
+        crows = []
+        for e in compared:
+            c = e.comparison
+            iv = c.interval
+            where = (f"C = {c.target_flops:.4g}" if c.target_params is None else
+                     f"N = {c.target_params:.4g}, D = {c.target_tokens:.4g}")
+            row = [_e(e.id), _e(f"{c.recipe} - {c.reference}"), _e(where),
+                   f"{c.difference:+.4f}",
+                   f'<span class="nw">{iv.level:.0%} [{iv.lower:+.4f}, {iv.upper:+.4f}]</span>',
+                   f"{c.p_better:.3f}"]
+            sc = by_cmp.get(e.id)
+            if sc is None:
+                row += ["<small>awaiting both final losses</small>", "", "", ""]
+            else:
+                won = "tie" if sc.winner_right is None else ("yes" if sc.winner_right else
+                                                             '<span class="bad">no</span>')
+                row += [f"{sc.observed:+.4f}",
+                        '<span class="good">yes</span>' if sc.inside
+                        else '<span class="bad">no</span>', f"{sc.z:+.2f} / {sc.pit:.3f}", won]
+            crows.append(row)
+        parts.append(f"<h2>Comparisons of recipes ({len(compared)})</h2>")
+        parts.append(_table(["comparison", "recipe - reference", "target", "predicted",
+                             "interval (one new run each)", "P(better)", "observed", "inside",
+                             "z / PIT", "winner right"], crows, numeric=[3, 5, 6]))
+        parts.append('<p class="meta">Differences are recipe - reference in the target\'s '
+                     "unit (negative: the recipe is better); the observed difference is the "
+                     "two runs' final losses, scored against the registered interval.</p>")
+
     # ---- curves
     curves = [e for e in entries if e.kind != "outcome" and e.forecast.curve]
     parts.append(f"<h2>Forecast curves ({len(curves)})</h2>")
@@ -998,6 +1030,9 @@ def registry_page(registry, *, generated_at=None) -> Report:
                 what += f", law {e.law.name}"
             if e.ladder is not None:
                 what += f", ladder {e.ladder.name} (sha256 {e.ladder.sha256[:12]}...)"
+            if e.comparison is not None:
+                what += (f"; comparison {e.comparison.recipe} - {e.comparison.reference} = "
+                         f"{e.comparison.difference:+.4f}")
         erows.append([str(n), _e(e.id), _e(e.kind),
                        _e(e.created_at.strftime("%Y-%m-%d %H:%M UTC")), _e(e.author or ""),
                        _e(what), f"<code>{_e(e.hash[:16])}</code>"])
@@ -1014,7 +1049,8 @@ def registry_page(registry, *, generated_at=None) -> Report:
                "unscored": list(board.unscored), "n_curves": len(curves),
                "mean_abs_rel_error": board.mean_abs_rel_error,
                "mean_abs_error_points": board.mean_abs_error_points,
-               "coverage": board.coverage, "generated_at": generated,
+               "coverage": board.coverage, "n_comparisons": len(compared),
+               "n_comparisons_scored": len(board.comparisons), "generated_at": generated,
                "delphi_version": __version__}
     return Report(html=_page(title, "\n".join(parts), generated), kind="registry",
                   summary=summary, objects={"scoreboard": board, "verify": verified})
