@@ -161,13 +161,21 @@ def add_commands(subparsers) -> dict[str, Handler]:
                                   "delphi score --registry preds.jsonl --id hero-535b "
                                   "--actual 2.05",
                                   "delphi score --registry preds.jsonl --id dense-1e23 "
-                                  "--actual 2.31 --source 'wandb run' --json"))
+                                  "--actual 2.31 --source 'wandb run' --json",
+                                  "delphi score --registry preds.jsonl --id dclm-vs-comma "
+                                  "--loss-a 2.91 --loss-b 2.76"))
     p.add_argument("--registry", required=True, metavar="PATH",
                    help="registry file (JSON Lines)")
     p.add_argument("--id", required=True, metavar="ID", help="the prediction's id")
-    p.add_argument("--actual", required=True, type=float, metavar="LOSS",
+    p.add_argument("--actual", type=float, metavar="LOSS",
                    help="observed loss (for an accuracy prediction: the accuracy as a "
                         "fraction, 0.612)")
+    p.add_argument("--loss-a", type=float, metavar="LA",
+                   help="a comparison of recipes (`compare-recipes --registry`): the "
+                        "reference's (A's) observed final loss, with --loss-b; the difference "
+                        "LB - LA is scored against the registered interval")
+    p.add_argument("--loss-b", type=float, metavar="LB",
+                   help="a comparison of recipes: the recipe's (B's) observed final loss")
     p.add_argument("--fraction", type=float, default=1.0, metavar="F",
                    help="share of training done when measured, in (0, 1] (default 1: final)")
     p.add_argument("--source", metavar="TEXT",
@@ -385,7 +393,33 @@ def _cmd_register(args) -> int:
     return 0
 
 
+def _check_score_values(ns) -> None:
+    """Usage errors (exit 2) of ``score``: --actual, or --loss-a with --loss-b."""
+    from .output import UsageError
+
+    pair = (ns.loss_a is not None, ns.loss_b is not None)
+    if ns.actual is not None and any(pair):
+        raise UsageError("give --actual LOSS (a prediction) or --loss-a LA --loss-b LB (a "
+                         "comparison of recipes), not both")
+    if ns.actual is None and not all(pair):
+        raise UsageError("score needs --actual LOSS (or --loss-a LA and --loss-b LB for a "
+                         "comparison of recipes)")
+    if any(pair) and ns.fraction != 1.0:
+        raise UsageError("a comparison is scored with final losses: --fraction is for --actual")
+
+
 def _cmd_score(args) -> int:
+    _check_score_values(args)
+    if args.loss_a is not None:
+        result = _registry(args.registry).score_comparison(
+            args.id, args.loss_a, args.loss_b, source=args.source, author=args.author,
+            notes=args.notes, created_at=args.created_at, unit=args.unit,
+            sign_key=args.sign_key)
+        if args.json:
+            _print_json(result.to_dict())
+        else:
+            print(result.report())
+        return 0
     score = _registry(args.registry).score(args.id, args.actual, fraction=args.fraction,
                                           source=args.source, author=args.author,
                                           notes=args.notes, created_at=args.created_at,
@@ -471,16 +505,23 @@ def _cmd_registry(args) -> int:
         entry = reg.get(args.id)
         outcomes = reg.outcomes(args.id) if entry.kind != "outcome" else []
         scores = reg.scores(args.id) if entry.kind == "prediction" else []
+        compared = (reg.comparison_scores(args.id) if entry.kind == "prediction"
+                    and entry.comparison is not None else [])
         if args.json:
             _print_json({"entry": entry.fields(),
                          "outcomes": [o.fields() for o in outcomes],
-                         "scores": [s.to_dict() for s in scores]})
+                         "scores": [s.to_dict() for s in scores],
+                         **({"comparison_scores": [c.to_dict() for c in compared]}
+                            if entry.comparison is not None else {})})
         else:
             print(json.dumps(entry.fields(), indent=2, sort_keys=True,
                              allow_nan=False))
             for s in scores:
                 print()
                 print(s.report())
+            for c in compared:
+                print()
+                print(c.report())
             if entry.kind == "prediction" and not scores:
                 print("\nno outcome yet")
         return _warn_if_broken(reg)
