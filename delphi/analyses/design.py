@@ -750,8 +750,9 @@ def _fitted_flops(fit: Fit, k: float) -> np.ndarray:
 
 
 # ------------------------------------------------------------------------------ score
-def _prior(prior, law) -> tuple[Law, dict[str, float], float | None, str]:
-    """(law, parameter values, run noise or None, description) of a stated prior."""
+def _prior(prior, law) -> tuple[Law, dict[str, float], float | None, str, dict[str, float]]:
+    """(law, parameter values, run noise or None, description, fixed values) of a stated
+    prior (a Fit's fixed values stay fixed in the design's fits)."""
     if isinstance(prior, Fit):
         from ..forecasting.uncertainty import run_noise
         if law is not None and get_law(law).name != prior.law.name:
@@ -763,7 +764,7 @@ def _prior(prior, law) -> tuple[Law, dict[str, float], float | None, str]:
             noise = None
         vals = ", ".join(f"{k}={v:.4g}" for k, v in prior.params.items())
         return prior.law, dict(prior.params), noise, (
-            f"law {prior.law.name!r} fitted to {name or 'a ladder'} ({vals})")
+            f"law {prior.law.name!r} fitted to {name or 'a ladder'} ({vals})"), dict(prior.fixed)
     if isinstance(prior, Mapping):
         lw = get_law(law if law is not None else "chinchilla")
         missing = [p for p in lw.param_names if p not in prior]
@@ -783,7 +784,7 @@ def _prior(prior, law) -> tuple[Law, dict[str, float], float | None, str]:
             if not math.isfinite(vals[p]):
                 raise LawError(f"prior parameter {p}: {v!r} is not finite")
         text = ", ".join(f"{k}={v:.4g}" for k, v in vals.items())
-        return lw, vals, None, f"law {lw.name!r} with published parameters ({text})"
+        return lw, vals, None, f"law {lw.name!r} with published parameters ({text})", {}
     raise LawError(f"a prior is a Fit (delphi.fit of another ladder) or a mapping of a law's "
                    f"parameters, got {type(prior).__name__}")
 
@@ -839,7 +840,7 @@ def score_design(design, target, prior, *, law: str | Law | None = None,
     if method not in METHODS:
         raise FitError(f"unknown method {method!r}; use {' or '.join(METHODS)}")
     level = DEFAULT_LEVEL if level is None else level
-    lw, values, prior_noise, text = _prior(prior, law)
+    lw, values, prior_noise, text, fixed = _prior(prior, law)
     runs = read_candidates(design, what="design")
     t = as_target(target)
     notes = []
@@ -852,7 +853,7 @@ def score_design(design, target, prior, *, law: str | Law | None = None,
             notes.append(f"run noise not given: assumed {noise:.2%} (DEFAULT_NOISE)")
     if not (isinstance(noise, (int, float)) and math.isfinite(noise) and noise > 0):
         raise FitError(f"noise must be a positive sd of log loss, got {noise!r}")
-    free = tuple(p for p in lw.param_names)
+    free = tuple(p for p in lw.param_names if p not in fixed)
     if len(runs) <= len(free):
         raise LadderError(f"a design of {len(runs)} run(s) cannot fit law {lw.name!r}'s "
                           f"{len(free)} parameters")
@@ -881,9 +882,10 @@ def score_design(design, target, prior, *, law: str | Law | None = None,
     xt = inputs_of([trow])
     loss = float(lw.predict(values, xt)[0])
     problem = Problem(law=lw, x=lw.check_inputs(x, what="design"),
-                      log_y=np.zeros(len(runs)), delta=1.0, free=free, fixed={})
+                      log_y=np.zeros(len(runs)), delta=1.0, free=free, fixed=dict(fixed))
     xt_c = lw.check_inputs(xt)
-    tproblem = Problem(law=lw, x=xt_c, log_y=np.zeros(1), delta=1.0, free=free, fixed={})
+    tproblem = Problem(law=lw, x=xt_c, log_y=np.zeros(1), delta=1.0, free=free,
+                       fixed=dict(fixed))
     z_prior = problem.pack(values)
     log_mu, jac, ok = problem.residuals_and_jacobian(z_prior)
     _, g, ok_t = tproblem.residuals_and_jacobian(z_prior)
@@ -893,16 +895,24 @@ def score_design(design, target, prior, *, law: str | Law | None = None,
         var = float(g[0] @ np.linalg.pinv(jac.T @ jac, rcond=1e-13, hermitian=True) @ g[0])
         param_sd = noise * math.sqrt(max(var, 0.0))
     else:
-        from scipy.optimize import minimize
+        # Every run's loss at S noise quantiles; draw b counts one of them per run (picked at
+        # random): all draws are weighted refits of one problem, refined as a batch.
+        from scipy.stats import norm
         rng = np.random.default_rng(np.random.SeedSequence(seed).spawn(1)[0])
-        eps = rng.normal(0.0, noise, size=(n_boot, len(runs)))
+        q = norm.ppf((np.arange(_STRATA) + 0.5) / _STRATA) * noise
+        m = len(runs)
+        rep = {k_: np.repeat(v, _STRATA) for k_, v in problem.x.items()}
+        log_y = np.repeat(log_mu, _STRATA) + np.tile(q, m)
+        pick = rng.integers(_STRATA, size=(n_boot, m))
+        w = np.zeros((n_boot, m * _STRATA))
+        w[np.arange(n_boot)[:, None], np.arange(m)[None, :] * _STRATA + pick] = 1.0
+        from ..fitting.engine import prepare
+        prep = prepare(lw, rep, np.exp(log_y), fixed=fixed, delta=1.0)
+        pb = prep.problem
+        batch = refine_batch(pb, z_prior, w, prep.ibounds)
         preds = []
-        for b in range(n_boot):
-            pb = Problem(law=lw, x=problem.x, log_y=log_mu + eps[b], delta=1.0, free=free,
-                         fixed={})
-            res = minimize(pb.scaled_objective_and_grad, z_prior, jac=True, method="L-BFGS-B",
-                           options={"maxiter": 2000, "ftol": 1e-15, "gtol": 1e-10})
-            pred = float(lw.predict(pb.values(res.x), xt_c)[0])
+        for z in batch.z:
+            pred = float(lw.predict(pb.values(z), xt_c)[0]) if np.all(np.isfinite(z)) else -1
             if math.isfinite(pred) and pred > 0:
                 preds.append(math.log(pred))
         if len(preds) < n_boot / 2:

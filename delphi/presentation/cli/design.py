@@ -116,7 +116,8 @@ def add_score_options(p: argparse.ArgumentParser) -> None:
                    help="--score: run-to-run noise, sd of log loss (default: the prior fit's, "
                         "else 0.005)")
     g.add_argument("--score-method", choices=("fisher", "refit"), default="fisher",
-                   help="--score: linearised (default) or refits of simulated ladders")
+                   help="--score: fisher (linearised; default fisher) or refit (refits of "
+                        "simulated ladders)")
     g.add_argument("--seed", type=count(0), default=0, metavar="SEED",
                    help="--score --score-method refit: random seed (>= 0)")
 
