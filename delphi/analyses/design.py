@@ -563,7 +563,7 @@ class _Refits:
 def suggest_runs(ladder: Ladder, target, law: str | Law | None = None, *,
                  budget: float | None = None, n: int = 1, candidates=None,
                  method: str = "fisher", level: float | None = None, interval: str = "auto",
-                 n_boot: int = 200, n_refit: int = 64, seed: int = 0,
+                 n_boot: int = 200, n_refit: int = 64, seed: int = 0, repeats: bool = True,
                  forecast=None, **predict_kwargs) -> Suggestions:
     """Rank candidate runs by the expected reduction of the target forecast's calibrated
     (or reference) new-run interval width per FLOP (see the module docstring for the method).
@@ -588,6 +588,9 @@ def suggest_runs(ladder: Ladder, target, law: str | Law | None = None, *,
     n_boot: the forecast's bootstrap draws. n_refit: draws per candidate for ``"refit"``.
     seed: seeds the forecast's bootstrap and the refits; same inputs and seed give the same
         output.
+    repeats: whether a batch may pick a candidate again (another seed of the same run;
+        default True). False when the candidates are runs that exist once (a retrospective
+        study).
     forecast: a :class:`delphi.Forecast` of ``target`` on ``ladder`` already made (reused
         instead of predicting again).
     predict_kwargs: other keywords of :func:`delphi.predict` (``fixed``, ``bounds``,
@@ -620,6 +623,15 @@ def suggest_runs(ladder: Ladder, target, law: str | Law | None = None, *,
                        f"interval must be auto, calibrated or reference, got {interval!r}")
     level = DEFAULT_LEVEL if level is None else level
     ladder = as_ladder(ladder)
+    k = _k_convention(ladder)
+    grid = candidates is None or (isinstance(candidates, str) and candidates == "grid")
+    # A bad candidates file or a candidate beyond the budget is refused before the forecast.
+    pool = None if grid else read_candidates(candidates, k=k)
+    if budget is not None:
+        budget = positive_number(budget, "budget must be a positive number of FLOPs",
+                                 LadderError)
+        if pool is not None:
+            _check_budget(pool, budget)
     if forecast is None:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")     # the forecast's warnings are in its notes
@@ -635,7 +647,6 @@ def suggest_runs(ladder: Ladder, target, law: str | Law | None = None, *,
     fit, flaw = forecast.fit, forecast.fit.law
     terms = _Terms(iv.calibration, iv.level, forecast.loss)
     t = forecast.target
-    k = _k_convention(ladder)
     c_target = t.flops if t.flops is not None else None
     c_max = c_target / terms.ratio if c_target else None
     notes: list[str] = []
@@ -643,21 +654,12 @@ def suggest_runs(ladder: Ladder, target, law: str | Law | None = None, *,
     if budget is None:
         budget = float(fitted_c.sum())
         notes.append(f"budget not given: the fitted runs' total compute, {budget:.3g} FLOPs")
-    budget = positive_number(budget, "budget must be a positive number of FLOPs", LadderError)
-    if candidates is None or (isinstance(candidates, str) and candidates == "grid"):
+    if pool is None:
         pool = candidate_grid(fit, budget, k=k)
         if not pool:
             raise LadderError(f"no grid candidate costs at most the budget {budget:.3g} FLOPs")
     else:
-        pool = read_candidates(candidates, k=k)
-        over = [c for c in pool if c.flops > budget * (1 + 1e-9)]
-        if over:
-            c = over[0]
-            raise LadderError(f"candidate {c.name!r} (row {c.row}: N = {c.params:.4g}, "
-                              f"D = {c.tokens:.4g}) "
-                              f"costs {c.flops:.4g} FLOPs, beyond the budget of {budget:.4g}"
-                              + (f" ({len(over) - 1} more beyond it)" if len(over) > 1 else "")
-                              + "; raise --budget or drop it")
+        _check_budget(pool, budget)
     inputs = []
     for c in pool:
         cand = Target(flops=c.flops, params=c.params, tokens=c.tokens, peak_lr=c.peak_lr)
@@ -717,6 +719,8 @@ def suggest_runs(ladder: Ladder, target, law: str | Law | None = None, *,
         best = order[0]
         chosen.append(made[best])
         spent += cost[best]
+        if not repeats:
+            avail[best] = False
         fisher.add(rows[best])
         if refits is not None:
             refits.add(inputs[best])
@@ -737,6 +741,18 @@ def suggest_runs(ladder: Ladder, target, law: str | Law | None = None, *,
                        sigma_used=float(terms.sigma_used(terms.ratio)),
                        param_sd=terms.param_sd, run_sd=terms.run_sd, candidates=out,
                        n_candidates=len(pool), notes=tuple(notes), ladder=ladder.name)
+
+
+def _check_budget(pool: Sequence[CandidateRun], budget: float) -> None:
+    """LadderError naming the first candidate that costs more than ``budget``."""
+    over = [c for c in pool if c.flops > budget * (1 + 1e-9)]
+    if over:
+        c = over[0]
+        raise LadderError(f"candidate {c.name!r} (row {c.row}: N = {c.params:.4g}, "
+                          f"D = {c.tokens:.4g}) costs {c.flops:.4g} FLOPs, beyond the budget "
+                          f"of {budget:.4g}"
+                          + (f" ({len(over) - 1} more beyond it)" if len(over) > 1 else "")
+                          + "; raise --budget or drop it")
 
 
 def _fitted_flops(fit: Fit, k: float) -> np.ndarray:
