@@ -97,6 +97,9 @@ def test_top_suggestion_is_what_brute_force_refits_say(ladder, forecast):
     assert fast.best.reduces == "extrapolation"
     # The fast path's expected width for it agrees with the refits' and the brute force's.
     assert fast.best.width_after == pytest.approx(slow.best.width_after, rel=0.01)
+    by_refit = {c.run.name: c.param_sd_after for c in slow.candidates}
+    for c in fast.candidates:      # the parameter term, candidate by candidate
+        assert c.param_sd_after == pytest.approx(by_refit[c.run.name], rel=0.05), c.run.name
     assert fast.best.reduction_per_flop == pytest.approx(per_flop["up"], rel=0.25)
     # The current width is the forecast's interval, recomputed from its terms.
     assert fast.width == pytest.approx(w0, rel=1e-6)
