@@ -372,7 +372,8 @@ def candidate_grid(fit: Fit, budget: float, *, k: float = 1.0,
     run's compute (or ``floor_flops``) up to ``budget`` [FLOPs] (at most 14, the largest
     kept), and at each level 5 model sizes whose tokens per parameter D/N span the fitted
     runs' range (3x either side of their median when it spans less than 2x), N =
-    sqrt(C / (6 k r)), D = r N. A law of compute alone gets one size per level, at the fitted
+    sqrt(C / (6 k r)), D = r N; a candidate more than 2x smaller in N than the smallest
+    fitted run is left out. A law of compute alone gets one size per level, at the fitted
     runs' median D/N.
 
     Raises
@@ -412,7 +413,10 @@ def candidate_grid(fit: Fit, budget: float, *, k: float = 1.0,
             out.append(CandidateRun(params=n_i, tokens=d_i,
                                     flops=k * FLOPS_PER_PARAM_TOKEN * n_i * d_i,
                                     name=f"C{level:.2g}-r{r:.3g}"))
-    return [cand for cand in out if cand.flops <= budget * (1 + 1e-9)]
+    # around the design: no model more than 2x smaller than the smallest fitted one
+    n_min = float(np.min(x["params"])) / 2 if "params" in x else 0.0
+    return [cand for cand in out if cand.flops <= budget * (1 + 1e-9)
+            and (only_c or cand.params >= n_min)]
 
 
 # ------------------------------------------------------------------------------ the width
@@ -454,7 +458,7 @@ def _free(fit: Fit) -> tuple[tuple[str, ...], list[int]]:
 def _jacobian(fit: Fit, x: Mapping[str, Any]) -> np.ndarray:
     """d log L / dz at the fit's parameters, at inputs ``x`` (each shape (m,)): (m, p)."""
     free, idx = _free(fit)
-    xt = fit.law.check_inputs({k: np.asarray(v, float) for k, v in x.items()})
+    xt = fit.law.check_inputs(_arrays(x))
     m = len(next(iter(xt.values())))
     problem = Problem(law=fit.law, x=xt, log_y=np.zeros(m), delta=fit.delta, free=free,
                       fixed=dict(fit.fixed))
@@ -463,6 +467,11 @@ def _jacobian(fit: Fit, x: Mapping[str, Any]) -> np.ndarray:
         raise TargetError("the fitted law predicts a non-positive loss at a candidate or the "
                           "target")
     return jac[:, idx]
+
+
+def _arrays(x: Mapping[str, Any]) -> dict[str, Any]:
+    """A law's inputs as float arrays (a private ``_`` entry, e.g. a schedule, as it is)."""
+    return {k: v if k.startswith("_") else np.asarray(v, float) for k, v in x.items()}
 
 
 def _stack(inputs: Sequence[Mapping[str, Sequence[float]]]) -> dict[str, np.ndarray]:
@@ -506,7 +515,7 @@ class _Refits:
         from scipy.stats import norm
         self.fit, self.level, self.n_boot = fit, level, n_boot
         self.free, _ = _free(fit)
-        self.xt = {k: np.asarray(v, float) for k, v in xt.items()}
+        self.xt = _arrays(xt)
         self.seq = np.random.SeedSequence(seed)
         rng = np.random.default_rng(self.seq.spawn(1)[0])
         runs = np.array([lbl.split("@")[0] for lbl in fit.labels])
@@ -515,7 +524,7 @@ class _Refits:
         # stratified noise: draw b's candidate takes quantile b mod S
         self.q = norm.ppf((np.arange(_STRATA) + 0.5) / _STRATA) * run_sd
         self.stratum = np.arange(n_boot) % _STRATA
-        self.x = {k: np.asarray(v, float) for k, v in fit.x.items()}
+        self.x = _arrays(fit.x)
         self.log_y = np.log(np.asarray(fit.y, float))
         self.n_picks = 0
         self.before = self._spread(self.x, self.log_y, self.w)
@@ -539,10 +548,10 @@ class _Refits:
 
     def _with(self, inputs: Mapping[str, Any]):
         """Inputs, log losses and weights with a candidate's S noise rows added."""
-        pred = math.log(float(self.fit.law.predict(self.fit.params, {
-            k: np.asarray(v, float) for k, v in inputs.items()})[0]))
-        x = {k: np.concatenate([v, np.repeat(np.asarray(inputs[k], float).ravel()[:1],
-                                             _STRATA)]) for k, v in self.x.items()}
+        pred = math.log(float(self.fit.law.predict(self.fit.params, _arrays(inputs))[0]))
+        x = {k: (np.concatenate([v, np.repeat(np.asarray(inputs[k], float).ravel()[:1],
+                                              _STRATA)]) if not k.startswith("_") else v)
+             for k, v in self.x.items()}
         log_y = np.concatenate([self.log_y, pred + self.q])
         rng = np.random.default_rng(self.seq.spawn(2 + self.n_picks)[-1])
         v = rng.poisson(1.0, size=self.n_boot).astype(float)
@@ -645,6 +654,9 @@ def suggest_runs(ladder: Ladder, target, law: str | Law | None = None, *,
         raise FitError("the forecast has no calibrated or reference interval to narrow: "
                        + "; ".join(n_ for n_ in forecast.notes if "interval" in n_)[:400])
     fit, flaw = forecast.fit, forecast.fit.law
+    if any(str(k_).startswith("_") for k_ in fit.x):
+        raise LawError(f"suggest ranks final runs (N, D, C, peak LR); law {flaw.name!r} reads "
+                       f"whole loss curves or schedules, which a candidate does not have")
     terms = _Terms(iv.calibration, iv.level, forecast.loss)
     t = forecast.target
     c_target = t.flops if t.flops is not None else None
