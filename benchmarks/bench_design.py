@@ -290,6 +290,13 @@ def section(results, sums, tm, command, seconds, ag) -> list[str]:
               f"{ag['rank_corr']:.3f}; top pick {ag['top_fast']} (Fisher) vs {ag['top_refit']} "
               f"(refit), {ag['top10_overlap']}/10 of the top ten shared; "
               f"{ag['fast_s']:.2f} s vs {ag['refit_s']:.1f} s.", "",
+              "Reading: the width of delphi's calibrated interval at these extrapolation "
+              "ratios is mostly the extrapolation term f sigma(r), so the ranking buys a lower "
+              "r: suggest spends the FLOPs on fewer, larger runs than the usual rule (the "
+              "largest-run column). The realised width also depends on the calibration "
+              "refitted on the new ladder, which suggest holds fixed; the expected-width "
+              "column is suggest's own prediction in its last round, before those picks' "
+              "losses were revealed, next to the width realised.", "",
               "No setting here was chosen by looking at these results (the grid, n = 4 per "
               "round and the ladders' start/pool/held-out splits were fixed before the first "
               "run), so there is no in-sample/out-of-sample split to show.", "",

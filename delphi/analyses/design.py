@@ -744,6 +744,7 @@ def suggest_runs(ladder: Ladder, target, law: str | Law | None = None, *,
     if interval == "auto" and iv.method == "reference":
         notes.append("the interval is the reference class's (the ladder has too few "
                      "leave-future-out folds to calibrate itself)")
+    notes += [f"forecast: {w}" for w in forecast.warnings]
     notes.append("held fixed: the calibration model sigma(r) and the run noise; a new run "
                  "changes the extrapolation ratio r and the parameter spread")
     return Suggestions(target=t.to_dict(), loss=float(forecast.loss), unit=forecast.unit,
