@@ -614,7 +614,7 @@ def suggest_runs(ladder: Ladder, target, law: str | Law | None = None, *,
     LadderError: a bad candidates file (row and column named), a candidate from a file that
         costs more than ``budget`` (named), no candidate within the budget, a bad ``n``.
     FitError: an unknown method, an interval without a calibration (``interval="bootstrap"``
-        or ``"delta"``), a forecast without an interval.
+        or ``"delta"``), a forecast without an interval, ``n_refit`` below 8.
     TargetError, LawError: as :func:`delphi.predict`.
     """
     from ..core.records import positive_number
@@ -627,6 +627,8 @@ def suggest_runs(ladder: Ladder, target, law: str | Law | None = None, *,
         raise FitError(f"unknown method {method!r}; use {' or '.join(METHODS)}")
     if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
         raise LadderError(f"n (runs to pick) must be an integer >= 1, got {n!r}")
+    if isinstance(n_refit, bool) or not isinstance(n_refit, (int, np.integer)) or n_refit < 8:
+        raise FitError(f"n_refit (draws per candidate) must be an integer >= 8, got {n_refit!r}")
     if interval not in ("auto", "calibrated", "reference"):
         raise FitError(f"suggestions rank runs by the calibrated or reference interval; "
                        f"interval must be auto, calibrated or reference, got {interval!r}")
