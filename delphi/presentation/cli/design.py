@@ -42,8 +42,8 @@ def _add_suggest(sub) -> None:
             "--budget 3e22",
             "delphi suggest epoch-chinchilla --target-params 7e10 --target-tokens 1.4e12 "
             "--budget 3e22 --n 3 --json",
-            "delphi suggest runs.csv --target-params 1e9 --target-tokens 2e10 "
-            "--candidates next.csv"))
+            "delphi suggest examples/my_runs.csv --target-params 7e10 --target-tokens 1.4e12 "
+            "--fit-max-flops 3e20 --budget 2e21 --method refit"))
     add_fit_options(p)
     add_target_options(p)
     p.add_argument("--budget", type=positive_float, metavar="FLOPS",
