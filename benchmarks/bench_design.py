@@ -289,7 +289,7 @@ def section(results, sums, tm, command, seconds, ag) -> list[str]:
               f"{ag['param_sd_now']:.2%}); rank correlation of reduction per FLOP "
               f"{ag['rank_corr']:.3f}; top pick {ag['top_fast']} (Fisher) vs {ag['top_refit']} "
               f"(refit), {ag['top10_overlap']}/10 of the top ten shared; "
-              f"{ag['fast_s']:.2f} s vs {ag['refit_s']:.1f} s.", "",
+              f"{ag['fast_s']:.2g} s vs {ag['refit_s']:.1f} s.", "",
               "Reading: the width of delphi's calibrated interval at these extrapolation "
               "ratios is mostly the extrapolation term f sigma(r), so the ranking buys a lower "
               "r: suggest spends the FLOPs on fewer, larger runs than the usual rule (the "
