@@ -36,7 +36,7 @@ _LAZY: dict[str, str] = {
     "prefix_fits": "analyses.backtest",
     "Completion": "forecasting.curves", "complete": "forecasting.curves",
     "complete_many": "forecasting.curves",
-    "Registry": "registry",
+    "Registry": "registry", "Finding": "core.findings",
     "Interval": "forecasting.uncertainty", "bootstrap": "forecasting.uncertainty",
     "compare": "forecasting.selection", "Comparison": "forecasting.selection", "Candidate": "forecasting.selection",
     "leave_future_out": "forecasting.calibration", "CalibrationModel": "forecasting.calibration",
@@ -59,6 +59,7 @@ if TYPE_CHECKING:  # static analysers and IDEs see the real imports
     from .laws import LAWS, Law, Param, get_law
     from .inputs.readers import list_ladders, load_ladder, load_manifest
     from .registry import Registry
+    from .core.findings import Finding
     from .forecasting.calibration import CalibrationModel, calibration_backtest, leave_future_out
     from .forecasting.selection import Candidate, Comparison, compare
     from .forecasting.uncertainty import Interval, bootstrap
@@ -71,7 +72,7 @@ __all__ = [
     "CalibrationModel", "calibration_backtest",
     "predict_accuracy", "AccuracyForecast", "compare_accuracy",
     "compare_recipes", "RecipeComparison", "backtest_recipes",
-    "complete", "Completion", "Registry",
+    "complete", "Completion", "Registry", "Finding",
     "suggest_runs", "Suggestions", "score_design", "DesignScore",
     "DelphiError", "LadderError", "DataDirError", "ManifestError", "LawError", "TargetError",
     "FitError", "NotFittedError", "IdentifiabilityError", "DegenerateFitError",

@@ -53,6 +53,7 @@ from ..fitting import engine, refit
 from ..fitting.objective import Problem
 from ..inputs.ladder import FLOPS_PER_PARAM_TOKEN, Ladder
 from ..core.parallel import check_n_jobs, map_jobs
+from ..core.text import plural
 
 __all__ = ["RecipeComparison", "RecipeDifference", "RecipeBacktest", "compare_recipes",
            "backtest_recipes", "PAIRINGS", "SUPPORTED_LAWS", "CROSSOVER_RANGE"]
@@ -687,8 +688,18 @@ def _paired(ladders, names, law, *, fixed, bounds, delta, fit_max_flops, shared_
     good = [b for b in range(n_boot) if all(r[b] is not None for r in raw)]
     n_failed = n_boot - len(good)
     if len(good) < max(10, n_boot // 2):
+        # Name the recipe that starves the draws, and what would free them.
+        per = [sum(r[b] is None for b in range(n_boot)) for r in raw]
+        worst = int(np.argmax(per))
+        f = fits[worst]
+        n_free = len(f.law.param_names) - len(f.fixed)
+        floor = (f"; fix the floor ({option('floor=E', '--floor E')}) to leave "
+                 f"{n_free - 1} free" if "E" not in f.fixed else "")
         raise FitError(f"{n_failed} of {n_boot} paired bootstrap draws could not be refitted for "
-                       f"every recipe; the ladders have too few runs to resample")
+                       f"every recipe: recipe {names[worst]!r} has {plural(f.n_points, 'fitted run')} "
+                       f"for the {n_free} free parameters of law {law!r}, and a draw needs at least "
+                       f"{n_free + 1} distinct runs with every input still varying ({per[worst]} "
+                       f"of its draws fail){floor}, or add runs")
     draws = [_stack([r[b] for b in good], f.law.param_names) for r, f in zip(raw, fits)]
     noise = []
     for f in fits:
@@ -902,13 +913,15 @@ def compare_recipes(ladders: Sequence, *, target_flops=None, target_params=None,
     own = {}
     if forecasts:
         for i, ld in enumerate(ladders):
-            for j, spec in enumerate(specs):
-                with warnings.catch_warnings():
-                    warnings.simplefilter("ignore")     # kept on the forecast, reported
-                    own[i, j] = forecast.predict(
-                        ld, _recipe_target(pp, i, spec), law_name, fixed=pp.fits[i].fixed or None,
-                        bounds=bounds, delta=delta, fit_max_flops=fit_max_flops, seed=seed,
-                        interval=interval, level=level, n_jobs=n_jobs)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")     # kept on the forecast, reported
+                # one fit, bootstrap and calibration per recipe, shared by its targets
+                made = forecast.predict(
+                    ld, [_recipe_target(pp, i, spec) for spec in specs], law_name,
+                    fixed=pp.fits[i].fixed or None, bounds=bounds, delta=delta,
+                    fit_max_flops=fit_max_flops, seed=seed, interval=interval, level=level,
+                    n_jobs=n_jobs)
+            own.update({(i, j): f for j, f in enumerate(made)})
     out = []
     for b in range(1, len(ladders)):
         for j, spec in enumerate(specs):

@@ -815,7 +815,7 @@ def _draw_target(ax: "Axes", target, tpoint, unit: str) -> list:
                                        f"{iv.mean_upper:.4f}] (thick)"))
         text += f"\n[{iv.lower:.4f}, {iv.upper:.4f}]\n({iv.level:.0%}, one new run)"
     elif isinstance(target, Forecast):
-        why = [n for n in target.notes if n.startswith("no interval")]
+        why = [f.message for f in target.findings if f.code == "no-interval"]
         text += "\n" + _fill(_no_interval_reason(why[0]) if why else "no interval", 36)
     # Below and left of the target: the law comes down to it from the upper left.
     ax.annotate(text, xy=(tx, tloss), xytext=(-8, -8), textcoords="offset points",
@@ -1486,7 +1486,7 @@ def caption(obj: Any) -> str:
                      f"{iv.upper:.4f}], for the expected loss [{iv.mean_lower:.4f}, "
                      f"{iv.mean_upper:.4f}] ({iv.label()}).")
         else:
-            why = [n for n in obj.notes if n.startswith("no interval")]
+            why = [f.message for f in obj.findings if f.code == "no-interval"]
             text += f"; {_sentence(why[0]) if why else 'no interval.'}"
         return text + _warnings_text(list(fit.warnings) + list(obj.warnings))
     if isinstance(obj, Fit):

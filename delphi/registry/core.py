@@ -28,7 +28,7 @@ from .invariants import check_id as _check_id
 from .invariants import check_loss as _check_loss
 from .invariants import check_number as _check_number
 from .schema import (GENESIS, CandidateRecord, Entry, ExclusionRecord, FitRecord, ForecastRecord,
-                     IntervalRecord, SelectionRecord,
+                     FindingRecord, IntervalRecord, SelectionRecord,
                      LadderRecord, LawRecord, OutcomeRecord, TargetRecord, entry_hash,
                      validation_message)
 from .scoring import Score, Scoreboard, score_outcome, scoreboard
@@ -259,6 +259,15 @@ def _check_outcome_unit(pred: Entry, unit: str | None) -> None:
         raise RegistryError(f"the outcome is in {unit} but prediction {pred.id!r} is in "
                             f"{expected}: losses in different units cannot be scored against "
                             f"each other{how}")
+
+
+def _findings(found) -> tuple[FindingRecord, ...] | None:
+    """The registry's records of :attr:`Forecast.findings` (None for an object without them,
+    e.g. an external forecast)."""
+    if found is None:
+        return None
+    return tuple(FindingRecord(code=f.code, severity=f.severity, subject=f.subject,
+                               message=f.message) for f in found)
 
 
 def _selection(sel: Mapping[str, Any] | None) -> SelectionRecord | None:
@@ -885,6 +894,7 @@ class Registry:
                                 # the forecast's warnings are kept too, marked as such
                                 notes=tuple(str(n) for n in forecast.notes) + tuple(
                                     f"warning: {w}" for w in getattr(forecast, "warnings", ())),
+                                findings=_findings(getattr(forecast, "findings", None)),
                                 selection=_selection(getattr(forecast, "selection", None)))
             sel = getattr(forecast, "selection", None)
             if sel is not None and sel.get("rule") == "ensemble":

@@ -17,6 +17,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from ..errors import RegistryError
+from ..inputs.units import LOSS_RANGE
 from .schema import ACCURACY_UNIT, Entry, IntervalRecord
 from .scoring import score_outcome
 
@@ -26,11 +27,9 @@ __all__ = ["MAX_ID_LENGTH", "LOSS_RANGE", "FUTURE_TOLERANCE", "ACCURACY_UNIT", "
 
 #: Longest id a user may choose (outcome ids append ``/outcome-N`` to it).
 MAX_ID_LENGTH = 64
-#: Losses a registry accepts [nats/token, bits/token or bits/byte]. A cross-entropy above 100
-#: is far beyond an untrained model's (ln of a 10^6-token vocabulary is 13.8 nats/token); below
-#: 1e-4 the model would almost never be wrong. Either is a unit slip or a typo, and extremes
-#: would overflow the scores (relative error, z) into infinities.
-LOSS_RANGE = (1e-4, 100.0)
+# LOSS_RANGE, the losses a registry accepts, is the plausible range of
+# delphi.inputs.units.LOSS_RANGE (a ladder warns of losses outside it), also because extremes
+# would overflow the scores (relative error, z) into infinities.
 #: How far an entry's ``created_at`` may be ahead of the clock (clock skew between machines).
 #: Further ahead, every later entry would have to be dated after it.
 FUTURE_TOLERANCE = timedelta(minutes=5)

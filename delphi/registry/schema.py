@@ -154,6 +154,18 @@ class SelectionRecord(_Strict):
     """The ensemble's weighting rule."""
 
 
+class FindingRecord(_Strict):
+    """One finding of the forecaster, as :class:`delphi.core.findings.Finding` made it."""
+
+    code: Annotated[str, Field(max_length=64)]
+    """Its kind (:data:`delphi.core.findings.CODES`; a registry may hold codes a later delphi
+    adds, so any short string is accepted)."""
+    severity: Literal["warning", "note"]
+    subject: Text | None = None
+    """The run, parameter or ``"target"`` it concerns."""
+    message: Text
+
+
 class ForecastRecord(_Strict):
     """The forecast itself."""
 
@@ -177,6 +189,9 @@ class ForecastRecord(_Strict):
     selection: SelectionRecord | None = None
     """The candidates and weights behind a forecast made with ``--law auto`` or
     ``--ensemble``; absent otherwise."""
+    findings: tuple[FindingRecord, ...] | None = None
+    """The forecaster's findings as typed records (code, severity, subject, message), the
+    same messages as :attr:`notes`; absent in entries written before delphi recorded them."""
 
     @model_validator(mode="after")
     def _consistent(self) -> "ForecastRecord":
@@ -333,8 +348,9 @@ class Entry(_Strict):
         if data.get("signature") is None:
             data.pop("signature", None)
         fc = data.get("forecast")
-        if isinstance(fc, dict) and fc.get("selection") is None:
-            fc.pop("selection", None)     # entries written before it existed stay canonical
+        for key in ("selection", "findings"):
+            if isinstance(fc, dict) and fc.get(key) is None:
+                fc.pop(key, None)     # entries written before it existed stay canonical
         return data
 
     @property

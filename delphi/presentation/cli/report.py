@@ -90,7 +90,9 @@ def _check_page_kind(parser, ns) -> None:
 
 def _cmd_report(args) -> int:
     from ...errors import for_cli
+    from ..report.html import check_html_folder
 
+    check_html_folder(args.html)      # before the fits, not after them
     if args.registry is not None:
         return _registry_report(args)
     from ...forecasting.forecast import default_law

@@ -282,6 +282,31 @@ class Report:
         return write_html(self.html, out)
 
 
+def check_html_folder(out: str | os.PathLike) -> Path:
+    """Before any work: that ``out`` can take ``out/index.html`` -- a folder, or a path whose
+    nearest existing parent is a folder this process may write in. Returns ``out``.
+
+    Raises
+    ------
+    DelphiError: ``out`` (or a parent of it) exists and is not a folder, or the folder that
+        would hold it is not writable.
+    """
+    folder = Path(out)
+    probe = folder
+    while not probe.exists():
+        if probe.parent == probe:
+            break
+        probe = probe.parent
+    if probe.exists() and not probe.is_dir():
+        what = "exists and is not a folder" if probe == folder else f"has a parent {probe} " \
+            f"that is a file"
+        raise DelphiError(f"{folder} {what}: the report is written to FOLDER/index.html, so "
+                          f"give a folder (new or existing)")
+    if probe.exists() and not os.access(probe, os.W_OK | os.X_OK):
+        raise DelphiError(f"cannot write the report to {folder}: {probe} is not writable")
+    return folder
+
+
 def write_html(page: str, out: str | os.PathLike) -> Path:
     """Write ``page`` (an HTML document) to ``out/index.html`` and return that path.
 
