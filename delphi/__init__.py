@@ -44,11 +44,14 @@ _LAZY: dict[str, str] = {
     "predict_accuracy": "analyses.accuracy", "AccuracyForecast": "analyses.accuracy", "compare_accuracy": "analyses.accuracy",
     "compare_recipes": "analyses.recipes", "RecipeComparison": "analyses.recipes",
     "backtest_recipes": "analyses.recipes",
+    "suggest_runs": "analyses.design", "score_design": "analyses.design",
+    "Suggestions": "analyses.design", "DesignScore": "analyses.design",
 }
 
 if TYPE_CHECKING:  # static analysers and IDEs see the real imports
     from .analyses.backtest import Backtest, backtest, prefix_fits
     from .analyses.recipes import RecipeComparison, backtest_recipes, compare_recipes
+    from .analyses.design import DesignScore, Suggestions, score_design, suggest_runs
     from .forecasting.curves import Completion, complete
     from .fitting import Fit, ScalingLawFitter, fit, fit_arrays
     from .forecasting.forecast import Forecast, Target, predict
@@ -70,6 +73,7 @@ __all__ = [
     "predict_accuracy", "AccuracyForecast", "compare_accuracy",
     "compare_recipes", "RecipeComparison", "backtest_recipes",
     "complete", "Completion", "Registry", "Finding",
+    "suggest_runs", "Suggestions", "score_design", "DesignScore",
     "DelphiError", "LadderError", "DataDirError", "ManifestError", "LawError", "TargetError",
     "FitError", "NotFittedError", "IdentifiabilityError", "DegenerateFitError",
     "UnidentifiedError", "RegistryError", "DelphiWarning", "LadderWarning", "FitWarning",

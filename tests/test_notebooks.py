@@ -34,7 +34,7 @@ def test_there_are_notebooks():
     names = {p.name for p in NOTEBOOKS}
     assert {"quickstart.ipynb", "plots.ipynb", "marin_moe_forecast.ipynb",
             "chinchilla_replication.ipynb", "lr_aware.ipynb",
-            "backtest_compare_register.ipynb"} <= names
+            "backtest_compare_register.ipynb", "design.ipynb"} <= names
 
 
 # Session scope: a worker that interleaved modules would tear a module-scoped cache down
