@@ -632,11 +632,13 @@ class Ladder:
         runs = list(dict.fromkeys(rows["run"].astype(str)))
         hint = ("; a perplexity? its log is the cross-entropy" if np.nanmax(y[out]) > hi else
                 "; a loss this small is almost never wrong: another metric?")
+        low, high = float(np.nanmin(y[out])), float(np.nanmax(y[out]))
+        seen = f"{low:.4g}" if low == high else f"{low:.4g}..{high:.4g}"
         self._warn(f"ladder {self.name!r}: {plural(int(out.sum()), 'row')} of "
                    f"{plural(len(runs), 'run')} ({', '.join(map(repr, runs[:3]))}"
-                   f"{' ...' if len(runs) > 3 else ''}) have a {self.metric} outside the "
-                   f"plausible {lo:g}..{hi:g} {self.unit} ({np.nanmin(y[out]):.4g}.."
-                   f"{np.nanmax(y[out]):.4g}){hint}; a registry refuses forecasts outside it")
+                   f"{' ...' if len(runs) > 3 else ''}) {'has' if out.sum() == 1 else 'have'} "
+                   f"a {self.metric} outside the plausible {lo:g}..{hi:g} {self.unit} ({seen})"
+                   f"{hint}; a registry refuses forecasts outside it")
 
     def _check_unit_steps(self) -> None:
         """Warn when the best loss of one compute budget jumps from the next by at least
