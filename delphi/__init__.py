@@ -44,11 +44,15 @@ _LAZY: dict[str, str] = {
     "predict_accuracy": "analyses.accuracy", "AccuracyForecast": "analyses.accuracy", "compare_accuracy": "analyses.accuracy",
     "compare_recipes": "analyses.recipes", "RecipeComparison": "analyses.recipes",
     "backtest_recipes": "analyses.recipes",
+    "track": "analyses.tracking", "Tracking": "analyses.tracking",
+    "predict_curve": "forecasting.target_curve", "CurveForecast": "forecasting.target_curve",
 }
 
 if TYPE_CHECKING:  # static analysers and IDEs see the real imports
     from .analyses.backtest import Backtest, backtest, prefix_fits
     from .analyses.recipes import RecipeComparison, backtest_recipes, compare_recipes
+    from .analyses.tracking import Tracking, track
+    from .forecasting.target_curve import CurveForecast, predict_curve
     from .forecasting.curves import Completion, complete
     from .fitting import Fit, ScalingLawFitter, fit, fit_arrays
     from .forecasting.forecast import Forecast, Target, predict
@@ -68,6 +72,7 @@ __all__ = [
     "CalibrationModel", "calibration_backtest",
     "predict_accuracy", "AccuracyForecast", "compare_accuracy",
     "compare_recipes", "RecipeComparison", "backtest_recipes",
+    "track", "Tracking", "predict_curve", "CurveForecast",
     "complete", "Completion", "Registry",
     "DelphiError", "LadderError", "DataDirError", "ManifestError", "LawError", "TargetError",
     "FitError", "NotFittedError", "IdentifiabilityError", "DegenerateFitError",

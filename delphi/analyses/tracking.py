@@ -21,8 +21,8 @@ yet recorded:
      2408.11029, Eq. 1: L = L0 + A S1^-alpha - C S2) fitted to the run's checkpoints after
      warm-up under the planned schedule and evaluated at its last step: mu_R; sigma_R the
      preregistered RMS log error of such completions on the ladder's own runs at this
-     fraction (``band.completion_error``, interpolated; 1e-4 at fraction 1, where the run
-     has ended);
+     fraction (``band.completion_error``, interpolated linearly in the fraction towards 1e-4
+     at fraction 1; at the last step the revised forecast is the observed final loss);
    * revised: mu = (mu_L / sigma_L^2 + mu_R / sigma_R^2) / (1 / sigma_L^2 + 1 / sigma_R^2),
      sigma = (1 / sigma_L^2 + 1 / sigma_R^2)^-1/2, interval exp(mu +- z sigma).
 
@@ -36,7 +36,6 @@ from __future__ import annotations
 
 import math
 import time
-import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from statistics import NormalDist
@@ -46,9 +45,8 @@ import numpy as np
 import pandas as pd
 
 from ..errors import DelphiError, LadderError, RegistryError, TargetError
-from ..fitting import fit_arrays
-from ..inputs.schedules import Schedule, features, warmup_end
-from ..laws import ANNEALING
+from ..forecasting.completion_refit import WarmCompletion
+from ..inputs.schedules import Schedule, warmup_end
 
 __all__ = ["Revised", "TrackedCheckpoint", "Tracking", "RunTracker", "read_run_log", "track",
            "DEFAULT_PATIENCE", "ALARM_EXIT"]
@@ -57,10 +55,6 @@ __all__ = ["Revised", "TrackedCheckpoint", "Tracking", "RunTracker", "read_run_l
 DEFAULT_PATIENCE = 3
 #: The CLI's exit code when the alarm is raised.
 ALARM_EXIT = 3
-#: Momentum of the annealing area S2 (Tissue et al. 2024 use 0.999), as ``delphi complete``.
-_MOMENTUM = 0.999
-#: Fewest checkpoints after warm-up for a run-only completion (the law has 4 parameters).
-_MIN_FIT = 6
 
 _STEP_NAMES = ("step", "_step", "trainer/global_step", "global_step", "current_steps")
 _TOKEN_NAMES = ("tokens", "throughput/total_tokens", "total_tokens")
@@ -335,12 +329,9 @@ class RunTracker:
         err = fc.band.completion_error
         self._err_f = np.array([f for f, _ in err] + [1.0]) if err else None
         self._err_s = np.array([e for _, e in err] + [1e-4]) if err else None
-        end = features(self._lrs, np.array([self.total_steps]), momentum=_MOMENTUM)
-        self._x_end = {"S1": end["S1"], "S2": end["S2"]}
+        self._refit = WarmCompletion(self._lrs, seed=seed)
         self._steps: list[int] = []
         self._losses: list[float] = []
-        self._full_at = 0
-        self.completion_ = None
         self.checkpoints_: list[TrackedCheckpoint] = []
         self.alarm_ = False
         self.alarm_step_: int | None = None
@@ -354,36 +345,11 @@ class RunTracker:
             self._recorded[round(e.outcome.fraction, 12)] = (e.id, e.outcome.actual)
 
     # --- the run-only completion
-    def _completion(self) -> tuple[float | None, str | None]:
-        steps = np.array(self._steps, dtype=np.int64)
-        use = steps >= self.warmup
-        if use.sum() < _MIN_FIT:
-            return None, None
-        s, y = steps[use], np.array(self._losses)[use]
-        f = features(self._lrs, s, momentum=_MOMENTUM)
-        x = {"S1": f["S1"], "S2": f["S2"]}
-        prev = self.completion_
-        full = prev is None or len(s) >= 2 * self._full_at
-        try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                if full:
-                    fit = fit_arrays(ANNEALING, x, y, seed=self.seed,
-                                     init=None if prev is None else prev.params)
-                    self._full_at = len(s)
-                else:
-                    fit = fit_arrays(ANNEALING, x, y, seed=self.seed,
-                                     warm_start=prev.params)
-        except DelphiError as exc:
-            return None, f"completion fit failed at step {int(s[-1])}: {exc}"
-        self.completion_ = fit
-        value = float(fit.predict(self._x_end)[0])
-        if not math.isfinite(value) or value <= 0:
-            return None, f"completion at step {int(s[-1])} gave a non-positive final loss"
-        return value, None
+    def _completion(self) -> float | None:
+        return self._refit.predict(self._steps, self._losses)
 
-    def _revise(self, fraction: float) -> tuple[Revised, str | None]:
-        run, why = self._completion()
+    def _revise(self, fraction: float) -> Revised:
+        run = self._completion()
         mu_l, sd_l = self.mu_ladder, self.sd_ladder
         if run is None or self._err_f is None:
             mu, sd, w_l, sd_r = mu_l, sd_l, 1.0, None
@@ -396,15 +362,16 @@ class RunTracker:
             w_l = p_l / (p_l + p_r)
         return Revised(loss=math.exp(mu), lower=math.exp(mu - self.z * sd),
                        upper=math.exp(mu + self.z * sd), run_only=run, run_sd=sd_r,
-                       ladder_weight=float(w_l)), why
+                       ladder_weight=float(w_l))
 
-    def update(self, log: pd.DataFrame, *, on_checkpoint: Callable | None = None
-               ) -> list[TrackedCheckpoint]:
+    def update(self, log: pd.DataFrame, *, on_checkpoint: Callable | None = None,
+               stop_on_alarm: bool = False) -> list[TrackedCheckpoint]:
         """Process the log's checkpoints after the last one processed (``step``, ``loss``
         columns, steps increasing, as :func:`read_run_log` gives); returns the new ones.
 
         Each new checkpoint's outcome is appended (and fsynced) before the next is looked at;
-        ``on_checkpoint(checkpoint)`` is called after each.
+        ``on_checkpoint(checkpoint)`` is called after each. With ``stop_on_alarm`` the
+        checkpoint that raises the alarm is the last one processed.
         """
         from ..registry.scoring import score_outcome
 
@@ -434,7 +401,12 @@ class RunTracker:
                 score = score_outcome(self.prediction, outcome_id=known[0], actual=known[1],
                                       fraction=fraction, source=None)
                 recorded = False
-            revised, _ = self._revise(fraction)
+            if step >= self.total_steps:
+                # the run has ended: its final loss is observed, nothing is left to forecast
+                revised = Revised(loss=float(loss), lower=float(loss), upper=float(loss),
+                                  run_only=float(loss), run_sd=0.0, ladder_weight=0.0)
+            else:
+                revised = self._revise(fraction)
             if score.inside is False:
                 self._streak += 1
             else:
@@ -453,7 +425,14 @@ class RunTracker:
             out.append(cp)
             if on_checkpoint is not None:
                 on_checkpoint(cp)
+            if stop_on_alarm and self.alarm_:
+                break
         return out
+
+    @property
+    def completion_(self):
+        """The last run-only completion fit (a :class:`~delphi.Fit`), or None."""
+        return self._refit.fit_
 
     @property
     def finished(self) -> bool:
@@ -504,7 +483,7 @@ def track(registry, id: str, run_log, *, patience: int = DEFAULT_PATIENCE,
                                        batch_size=tracker.batch_size)
         if not follow:
             notes.extend(read_notes)
-        tracker.update(log, on_checkpoint=on_checkpoint)
+        tracker.update(log, on_checkpoint=on_checkpoint, stop_on_alarm=stop)
         if not follow or tracker.finished or (stop and tracker.alarm_):
             break
         if timeout is not None and time.monotonic() - started >= timeout:

@@ -210,44 +210,59 @@ def target_schedule(target: Target, ladder: Ladder | None = None) -> tuple[Sched
     return sched, steps, batch
 
 
-def completion_errors(ladder: Ladder, *, fractions=COMPLETION_FRACTIONS, law: str = "annealing",
-                      max_runs: int = 12, seed: int = 0) -> tuple[tuple[float, float], ...]:
+def completion_errors(ladder: Ladder, *, fractions=COMPLETION_FRACTIONS, max_runs: int = 12,
+                      seed: int = 0) -> tuple[tuple[float, float], ...]:
     """How far a run-only completion is off, by the share of the run it has seen, measured
     on the ladder's own finished curves.
 
     Each finished run with at least :data:`MIN_CHECKPOINTS` checkpoints (the ``max_runs``
-    largest by parameters, then tokens) is completed (:func:`delphi.complete`, ``law``) from
-    its checkpoints up to each fraction; the error is ln(actual final / completed). The
-    result per fraction is the root mean square over runs (bias included), floored at 1e-4.
+    largest by parameters, then tokens) is completed from its checkpoints up to each fraction
+    in turn, exactly as the tracker completes a run (:class:`WarmCompletion`: the
+    ``annealing`` law, Tissue et al. 2024 Eq. 1, refitted warm as the fraction grows); the
+    error is ln(actual final / completed). The result per fraction is the root mean square
+    over runs (bias included), floored at 1e-4.
 
     Returns
     -------
     ((fraction, rms log error), ...) for fractions where at least 2 runs could be completed;
     empty when none could (a ladder of final losses only).
     """
-    from .curves import complete
+    from ..inputs.law_inputs import curve_inputs
+    from .completion_refit import WarmCompletion
 
     t = ladder.table
-    if "step" not in t.columns:
+    if "step" not in t.columns or not len(t):
         return ()
-    sizes = t.groupby("run").agg(n=("step", "size"), params=("params", "max") if "params" in t
-                                 else ("step", "size"), tokens=("tokens", "max") if "tokens" in t
-                                 else ("step", "size"))
-    runs = sizes[sizes["n"] >= MIN_CHECKPOINTS].sort_values(["params", "tokens"],
-                                                            ascending=False).index[:max_runs]
-    out = []
+    agg = {"n": ("step", "size")}
+    for c in ("params", "tokens"):
+        if c in t.columns:
+            agg[c] = (c, "max")
+    sizes = t.groupby("run").agg(**agg)
+    order = [c for c in ("params", "tokens") if c in sizes.columns]
+    sizes = sizes[sizes["n"] >= MIN_CHECKPOINTS]
+    runs = (sizes.sort_values(order, ascending=False) if order else sizes).index[:max_runs]
+    restarts = getattr(ladder, "restarts", None) or {}
     errors = {f: [] for f in fractions}
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        for run in runs:
-            for f in fractions:
-                try:
-                    c = complete(ladder, run, law, upto_fraction=f, seed=seed)
-                except DelphiError:
-                    continue
-                if c.actual is None or not math.isfinite(c.loss) or c.loss <= 0:
-                    break           # not a finished run
-                errors[f].append(math.log(c.actual / c.loss))
+    for run in runs:
+        if run in restarts:
+            continue
+        try:
+            rows, _, schedules, _ = curve_inputs(ladder, [run])
+        except DelphiError:
+            continue
+        total = int(schedules[0].total_steps)
+        steps = rows["step"].to_numpy(float).astype(np.int64)
+        losses = rows["loss"].to_numpy(float)
+        if steps.max() < total or not np.all(np.diff(steps) > 0):
+            continue                     # not finished, or not one curve in step order
+        actual = float(losses[-1])
+        wc = WarmCompletion(schedules[0].lrs(), seed=seed)
+        for f in sorted(fractions):
+            keep = steps <= math.floor(f * total)
+            value = wc.predict(steps[keep], losses[keep])
+            if value is not None:
+                errors[f].append(math.log(actual / value))
+    out = []
     for f in fractions:
         e = errors[f]
         if len(e) >= 2:
@@ -256,8 +271,8 @@ def completion_errors(ladder: Ladder, *, fractions=COMPLETION_FRACTIONS, law: st
 
 
 def predict_curve(ladder, target, law: str | None = None, *, level: float = DEFAULT_LEVEL,
-                  points: int = DEFAULT_POINTS, completion: bool = True, seed: int = 0,
-                  **options) -> CurveForecast:
+                  points: int = DEFAULT_POINTS, completion: bool = True,
+                  completion_runs: int = 12, seed: int = 0, **options) -> CurveForecast:
     """Forecast the target run's whole loss curve, with a band at each fraction.
 
     Parameters
@@ -271,7 +286,8 @@ def predict_curve(ladder, target, law: str | None = None, *, level: float = DEFA
     level: nominal coverage of the band (default 0.9).
     points: curve points, evenly spaced in steps from the end of warm-up to the last step.
     completion: also measure the run-only completion error on the ladder
-        (:func:`completion_errors`, a few hundred fast fits); False skips it.
+        (:func:`completion_errors`, about 9 fits per run, most warm-started); False skips it.
+    completion_runs: the ladder's largest runs used for it (default 12).
     seed, options: passed to :func:`delphi.predict` (``interval``, ``n_boot``, ``fixed``...).
 
     Returns
@@ -333,7 +349,7 @@ def predict_curve(ladder, target, law: str | None = None, *, level: float = DEFA
                           "along the target's curve")
     errs: tuple = ()
     if completion:
-        errs = completion_errors(ladder, seed=seed)
+        errs = completion_errors(ladder, max_runs=completion_runs, seed=seed)
         if not errs:
             notes.append("no run-only completion error could be measured on the ladder (too "
                          "few finished curves): tracking's revised forecast then stays the "
