@@ -19,16 +19,15 @@ yet recorded:
      (2 z), z = Phi^-1((1 + level) / 2), from the registered final interval;
    * the run's own completion: the ``annealing`` curve law (Tissue et al. 2024, arXiv
      2408.11029, Eq. 1: L = L0 + A S1^-alpha - C S2) fitted to the run's checkpoints after
-     warm-up under the planned schedule and evaluated at its last step: mu_R; sigma_R the
-     preregistered RMS log error of such completions on the ladder's own runs at this
-     fraction (``band.completion_error``, interpolated linearly in the fraction towards 1e-4
-     at fraction 1; at the last step the revised forecast is the observed final loss);
+     warm-up under the planned schedule and evaluated at its last step
+     (:class:`~delphi.forecasting.completion_refit.WarmCompletion`: each refit warm-started
+     from the previous checkpoint's optimum): mu_R; sigma_R the preregistered RMS log error
+     of such completions on the ladder's own runs at this fraction
+     (``band.completion_error``, interpolated linearly in the fraction towards 1e-4 at
+     fraction 1; at the last step the revised forecast is the observed final loss);
    * revised: mu = (mu_L / sigma_L^2 + mu_R / sigma_R^2) / (1 / sigma_L^2 + 1 / sigma_R^2),
      sigma = (1 / sigma_L^2 + 1 / sigma_R^2)^-1/2, interval exp(mu +- z sigma).
 
-   Each refit starts from the previous checkpoint's optimum (``warm_start``); a full global
-   search is run on the first fit and whenever the number of fitted checkpoints has doubled
-   since the last one.
 4. counts consecutive checkpoints outside the band: ``patience`` in a row is the alarm.
 """
 
@@ -270,12 +269,11 @@ class RunTracker:
     patience: consecutive out-of-band checkpoints that raise the alarm (>= 1).
     sign_key: key to sign the appended outcomes with (path or loaded key).
     source: the ``source`` text of appended outcomes (default ``delphi track``).
-    seed: seed of the completion fits' search.
 
     Attributes (fitted state)
     -------------------------
     checkpoints_: every checkpoint processed, in order. alarm_, alarm_step_: the alarm.
-    completion_: the last run-only completion fit (a :class:`~delphi.Fit`) or None.
+    completion_: the last run-only completion's parameters, or None.
 
     Raises
     ------
@@ -284,7 +282,7 @@ class RunTracker:
     """
 
     def __init__(self, registry, id: str, *, patience: int = DEFAULT_PATIENCE, sign_key=None,
-                 source: str = "delphi track", seed: int = 0):
+                 source: str = "delphi track"):
         from ..registry import Registry, load_signing_key
         from ..registry.scoring import band_at
 
@@ -297,7 +295,6 @@ class RunTracker:
         self.key = (load_signing_key(sign_key) if isinstance(sign_key, (str, Path))
                     else sign_key)
         self.source = source
-        self.seed = seed
         pred = self.registry.get(self.id)
         if pred.kind != "prediction":
             raise RegistryError(f"{self.id!r} is an {pred.kind} entry, not a prediction")
@@ -329,7 +326,7 @@ class RunTracker:
         err = fc.band.completion_error
         self._err_f = np.array([f for f, _ in err] + [1.0]) if err else None
         self._err_s = np.array([e for _, e in err] + [1e-4]) if err else None
-        self._refit = WarmCompletion(self._lrs, seed=seed)
+        self._refit = WarmCompletion(self._lrs)
         self._steps: list[int] = []
         self._losses: list[float] = []
         self.checkpoints_: list[TrackedCheckpoint] = []
@@ -430,9 +427,9 @@ class RunTracker:
         return out
 
     @property
-    def completion_(self):
-        """The last run-only completion fit (a :class:`~delphi.Fit`), or None."""
-        return self._refit.fit_
+    def completion_(self) -> dict | None:
+        """The last run-only completion's parameters ``{"L0", "A", "C", "alpha"}``, or None."""
+        return self._refit.params_
 
     @property
     def finished(self) -> bool:
@@ -445,7 +442,7 @@ def track(registry, id: str, run_log, *, patience: int = DEFAULT_PATIENCE,
           stop_on_alarm: bool | None = None, sign_key=None, format: str | None = None,
           loss_column: str | None = None, step_column: str | None = None,
           run: str | None = None, on_checkpoint: Callable | None = None,
-          sleep: Callable[[float], None] = time.sleep, seed: int = 0) -> Tracking:
+          sleep: Callable[[float], None] = time.sleep) -> Tracking:
     """Track a registered prediction's run from its log: record, score and revise per
     checkpoint (see the module docstring for the rule), and raise the alarm.
 
@@ -473,7 +470,7 @@ def track(registry, id: str, run_log, *, patience: int = DEFAULT_PATIENCE,
     """
     if follow and not (isinstance(interval, (int, float)) and interval > 0):
         raise TargetError(f"interval must be a positive number of seconds, got {interval!r}")
-    tracker = RunTracker(registry, id, patience=patience, sign_key=sign_key, seed=seed)
+    tracker = RunTracker(registry, id, patience=patience, sign_key=sign_key)
     stop = follow if stop_on_alarm is None else stop_on_alarm
     notes: list[str] = []
     started = time.monotonic()

@@ -210,8 +210,8 @@ def target_schedule(target: Target, ladder: Ladder | None = None) -> tuple[Sched
     return sched, steps, batch
 
 
-def completion_errors(ladder: Ladder, *, fractions=COMPLETION_FRACTIONS, max_runs: int = 12,
-                      seed: int = 0) -> tuple[tuple[float, float], ...]:
+def completion_errors(ladder: Ladder, *, fractions=COMPLETION_FRACTIONS, max_runs: int = 12
+                      ) -> tuple[tuple[float, float], ...]:
     """How far a run-only completion is off, by the share of the run it has seen, measured
     on the ladder's own finished curves.
 
@@ -256,7 +256,7 @@ def completion_errors(ladder: Ladder, *, fractions=COMPLETION_FRACTIONS, max_run
         if steps.max() < total or not np.all(np.diff(steps) > 0):
             continue                     # not finished, or not one curve in step order
         actual = float(losses[-1])
-        wc = WarmCompletion(schedules[0].lrs(), seed=seed)
+        wc = WarmCompletion(schedules[0].lrs())
         for f in sorted(fractions):
             keep = steps <= math.floor(f * total)
             value = wc.predict(steps[keep], losses[keep])
@@ -286,7 +286,7 @@ def predict_curve(ladder, target, law: str | None = None, *, level: float = DEFA
     level: nominal coverage of the band (default 0.9).
     points: curve points, evenly spaced in steps from the end of warm-up to the last step.
     completion: also measure the run-only completion error on the ladder
-        (:func:`completion_errors`, about 9 fits per run, most warm-started); False skips it.
+        (:func:`completion_errors`, 9 fast fits per run, most warm-started); False skips it.
     completion_runs: the ladder's largest runs used for it (default 12).
     seed, options: passed to :func:`delphi.predict` (``interval``, ``n_boot``, ``fixed``...).
 
@@ -349,7 +349,7 @@ def predict_curve(ladder, target, law: str | None = None, *, level: float = DEFA
                           "along the target's curve")
     errs: tuple = ()
     if completion:
-        errs = completion_errors(ladder, max_runs=completion_runs, seed=seed)
+        errs = completion_errors(ladder, max_runs=completion_runs)
         if not errs:
             notes.append("no run-only completion error could be measured on the ladder (too "
                          "few finished curves): tracking's revised forecast then stays the "
