@@ -238,3 +238,18 @@ def test_cli_predict_curve_json(ladder_csv, capsys):
                  "--target-steps", str(TARGET_STEPS), "--target-batch", str(BATCH),
                  "--curve", "--law", "chinchilla"])
     assert code == 1 and "checkpoint law" in capsys.readouterr().err
+
+
+def test_registry_page_draws_band_and_revised_forecast(registry, registered):
+    from delphi.analyses.tracking import revised_history
+    from delphi.presentation.report import registry_page
+
+    res = track(registry, "hero", _run_log(registered[1]).iloc[:12])
+    reg = delphi.Registry(registry)
+    history = revised_history(reg.get("hero"), [(e.outcome.fraction, e.outcome.actual)
+                                                for e in reg.outcomes("hero")])
+    # recomputed from the registry alone: what track printed
+    assert [r.to_dict() for _, r in history] == [c.revised.to_dict() for c in res.checkpoints]
+    page = registry_page(registry).html
+    assert 'id="forecast-band' in page or "forecast-band" in page
+    assert "revised-forecast" in page

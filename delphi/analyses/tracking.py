@@ -47,7 +47,8 @@ from ..errors import DelphiError, LadderError, RegistryError, TargetError
 from ..forecasting.completion_refit import WarmCompletion
 from ..inputs.schedules import Schedule, warmup_end
 
-__all__ = ["Revised", "TrackedCheckpoint", "Tracking", "RunTracker", "read_run_log", "track",
+__all__ = ["Revised", "TrackedCheckpoint", "Tracking", "Reviser", "RunTracker", "revised_history",
+           "read_run_log", "track",
            "DEFAULT_PATIENCE", "ALARM_EXIT"]
 
 #: Consecutive out-of-band checkpoints that raise the alarm by default.
@@ -258,6 +259,103 @@ def read_run_log(source, *, format: str | None = None, loss_column: str | None =
     return out.reset_index(drop=True), notes
 
 
+class Reviser:
+    """The revised final-loss forecast of a registered curve prediction, checkpoint by
+    checkpoint (the rule of the module docstring); pure: writes nothing.
+
+    Parameters
+    ----------
+    prediction: the registry :class:`~delphi.registry.Entry` of the prediction (a forecast
+        curve with a band, a final interval, a target with steps and schedule).
+
+    Raises
+    ------
+    RegistryError: no curve band or no final interval. TargetError: no steps or schedule.
+    """
+
+    def __init__(self, prediction):
+        fc, tg = prediction.forecast, prediction.target
+        if fc.curve is None or fc.band is None:
+            raise RegistryError(f"prediction {prediction.id!r} has no forecast curve with a "
+                                f"band: register it with `delphi register LADDER ... --curve` "
+                                f"(the curve from the ladder, delphi predict --curve)")
+        if fc.interval is None:
+            raise RegistryError(f"prediction {prediction.id!r} has no final interval to weigh "
+                                f"it by")
+        steps = tg.steps
+        if steps is None and tg.tokens and tg.batch_size:
+            steps = tg.tokens / tg.batch_size
+        spec = fc.band.schedule or tg.schedule
+        if steps is None or spec is None:
+            raise TargetError(f"prediction {prediction.id!r}: its target has no steps or "
+                              f"schedule")
+        self.total_steps = int(round(steps))
+        self.schedule = Schedule.parse(spec, peak_lr=1.0, total_steps=self.total_steps)
+        self.start_fraction = fc.curve[0][0]
+        iv = fc.interval
+        self.z = NormalDist().inv_cdf((1.0 + iv.level) / 2.0)
+        self.mu_ladder = math.log(fc.loss)
+        self.sd_ladder = math.log(iv.upper / iv.lower) / (2.0 * self.z)
+        err = fc.band.completion_error
+        self._err_f = np.array([f for f, _ in err] + [1.0]) if err else None
+        self._err_s = np.array([e for _, e in err] + [1e-4]) if err else None
+        self._refit = WarmCompletion(self.schedule.lrs())
+        self._steps: list[int] = []
+        self._losses: list[float] = []
+
+    @property
+    def params_(self) -> dict | None:
+        """The last run-only completion's parameters ``{"L0", "A", "C", "alpha"}``, or None."""
+        return self._refit.params_
+
+    def add(self, step: int, loss: float, *, revise: bool = True) -> Revised | None:
+        """Add the checkpoint (steps increasing) and return the revised forecast after it
+        (None with ``revise=False``: a warm-up checkpoint is fitted, not scored)."""
+        self._steps.append(int(step))
+        self._losses.append(float(loss))
+        if not revise:
+            return None
+        if step >= self.total_steps:
+            # the run has ended: its final loss is observed, nothing is left to forecast
+            return Revised(loss=float(loss), lower=float(loss), upper=float(loss),
+                           run_only=float(loss), run_sd=0.0, ladder_weight=0.0)
+        fraction = step / self.total_steps
+        run = self._refit.predict(self._steps, self._losses)
+        mu_l, sd_l = self.mu_ladder, self.sd_ladder
+        if run is None or self._err_f is None:
+            mu, sd, w_l, sd_r = mu_l, sd_l, 1.0, None
+        else:
+            sd_r = float(np.interp(fraction, self._err_f, self._err_s,
+                                   left=float(self._err_s[0])))
+            p_l, p_r = 1.0 / sd_l ** 2, 1.0 / sd_r ** 2
+            mu = (p_l * mu_l + p_r * math.log(run)) / (p_l + p_r)
+            sd = (p_l + p_r) ** -0.5
+            w_l = p_l / (p_l + p_r)
+        return Revised(loss=math.exp(mu), lower=math.exp(mu - self.z * sd),
+                       upper=math.exp(mu + self.z * sd), run_only=run, run_sd=sd_r,
+                       ladder_weight=float(w_l))
+
+
+def revised_history(prediction, outcomes) -> list[tuple[float, Revised]]:
+    """The revised final forecast after each recorded outcome of ``prediction`` (what
+    ``delphi track`` printed), recomputed from the registry alone.
+
+    ``outcomes``: ``(fraction, loss)`` pairs (e.g. of the prediction's outcome entries or
+    :class:`~delphi.registry.Score` objects), any order; a repeated fraction keeps its last.
+    Returns ``[(fraction, Revised), ...]`` in fraction order for the outcomes at or after the
+    curve's start. The registry page draws it.
+    """
+    rev = Reviser(prediction)
+    points = sorted({round(float(f), 12): float(v) for f, v in outcomes}.items())
+    out = []
+    for f, loss in points:
+        step = int(round(f * rev.total_steps))
+        r = rev.add(step, loss, revise=f >= rev.start_fraction)
+        if r is not None:
+            out.append((f, r))
+    return out
+
+
 class RunTracker:
     """Stateful tracker of one registered prediction (what :func:`track` drives).
 
@@ -284,9 +382,7 @@ class RunTracker:
     def __init__(self, registry, id: str, *, patience: int = DEFAULT_PATIENCE, sign_key=None,
                  source: str = "delphi track"):
         from ..registry import Registry, load_signing_key
-        from ..registry.scoring import band_at
 
-        self._band_at = band_at
         if not isinstance(patience, int) or isinstance(patience, bool) or patience < 1:
             raise TargetError(f"patience must be an integer >= 1, got {patience!r}")
         self.registry = registry if isinstance(registry, Registry) else Registry(registry)
@@ -298,37 +394,11 @@ class RunTracker:
         pred = self.registry.get(self.id)
         if pred.kind != "prediction":
             raise RegistryError(f"{self.id!r} is an {pred.kind} entry, not a prediction")
-        fc, tg = pred.forecast, pred.target
-        if fc.curve is None or fc.band is None:
-            raise RegistryError(f"prediction {self.id!r} has no forecast curve with a band: "
-                                f"register it with `delphi register LADDER ... --curve` "
-                                f"(the curve from the ladder, delphi predict --curve)")
-        if fc.interval is None:
-            raise RegistryError(f"prediction {self.id!r} has no final interval to weigh it by")
         self.prediction = pred
-        steps = tg.steps
-        if steps is None and tg.tokens and tg.batch_size:
-            steps = tg.tokens / tg.batch_size
-        spec = fc.band.schedule or tg.schedule
-        if steps is None or spec is None:
-            raise TargetError(f"prediction {self.id!r}: its target has no steps or schedule")
-        self.total_steps = int(round(steps))
-        self.batch_size = tg.batch_size
-        self.schedule = Schedule.parse(spec, peak_lr=1.0, total_steps=self.total_steps)
-        self._lrs = self.schedule.lrs()
-        self.warmup = warmup_end(self._lrs)
-        self.start_fraction = fc.curve[0][0]
-        iv = fc.interval
-        self.z = NormalDist().inv_cdf((1.0 + iv.level) / 2.0)
-        self.level = iv.level
-        self.mu_ladder = math.log(fc.loss)
-        self.sd_ladder = math.log(iv.upper / iv.lower) / (2.0 * self.z)
-        err = fc.band.completion_error
-        self._err_f = np.array([f for f, _ in err] + [1.0]) if err else None
-        self._err_s = np.array([e for _, e in err] + [1e-4]) if err else None
-        self._refit = WarmCompletion(self._lrs)
-        self._steps: list[int] = []
-        self._losses: list[float] = []
+        self._reviser = Reviser(pred)
+        self.total_steps = self._reviser.total_steps
+        self.batch_size = pred.target.batch_size
+        self.start_fraction = self._reviser.start_fraction
         self.checkpoints_: list[TrackedCheckpoint] = []
         self.alarm_ = False
         self.alarm_step_: int | None = None
@@ -341,26 +411,6 @@ class RunTracker:
         for e in self.registry.outcomes(self.id):
             self._recorded[round(e.outcome.fraction, 12)] = (e.id, e.outcome.actual)
 
-    # --- the run-only completion
-    def _completion(self) -> float | None:
-        return self._refit.predict(self._steps, self._losses)
-
-    def _revise(self, fraction: float) -> Revised:
-        run = self._completion()
-        mu_l, sd_l = self.mu_ladder, self.sd_ladder
-        if run is None or self._err_f is None:
-            mu, sd, w_l, sd_r = mu_l, sd_l, 1.0, None
-        else:
-            sd_r = float(np.interp(fraction, self._err_f, self._err_s,
-                                   left=float(self._err_s[0])))
-            p_l, p_r = 1.0 / sd_l ** 2, 1.0 / sd_r ** 2
-            mu = (p_l * mu_l + p_r * math.log(run)) / (p_l + p_r)
-            sd = (p_l + p_r) ** -0.5
-            w_l = p_l / (p_l + p_r)
-        return Revised(loss=math.exp(mu), lower=math.exp(mu - self.z * sd),
-                       upper=math.exp(mu + self.z * sd), run_only=run, run_sd=sd_r,
-                       ladder_weight=float(w_l))
-
     def update(self, log: pd.DataFrame, *, on_checkpoint: Callable | None = None,
                stop_on_alarm: bool = False) -> list[TrackedCheckpoint]:
         """Process the log's checkpoints after the last one processed (``step``, ``loss``
@@ -372,7 +422,7 @@ class RunTracker:
         """
         from ..registry.scoring import score_outcome
 
-        last = self._steps[-1] if self._steps else 0
+        last = self._reviser._steps[-1] if self._reviser._steps else 0
         new = log[log["step"] > last]
         out = []
         for step, loss in zip(new["step"].to_numpy(), new["loss"].to_numpy(float)):
@@ -384,9 +434,8 @@ class RunTracker:
             known = self._recorded.get(key)
             if known is not None:
                 loss = known[1]
-            self._steps.append(step)
-            self._losses.append(float(loss))
             if fraction < self.start_fraction:
+                self._reviser.add(step, loss, revise=False)
                 continue            # warm-up: before the forecast curve starts
             if known is None:
                 score = self.registry.score(self.id, float(loss), fraction=fraction,
@@ -398,12 +447,7 @@ class RunTracker:
                 score = score_outcome(self.prediction, outcome_id=known[0], actual=known[1],
                                       fraction=fraction, source=None)
                 recorded = False
-            if step >= self.total_steps:
-                # the run has ended: its final loss is observed, nothing is left to forecast
-                revised = Revised(loss=float(loss), lower=float(loss), upper=float(loss),
-                                  run_only=float(loss), run_sd=0.0, ladder_weight=0.0)
-            else:
-                revised = self._revise(fraction)
+            revised = self._reviser.add(step, loss)
             if score.inside is False:
                 self._streak += 1
             else:
@@ -429,12 +473,13 @@ class RunTracker:
     @property
     def completion_(self) -> dict | None:
         """The last run-only completion's parameters ``{"L0", "A", "C", "alpha"}``, or None."""
-        return self._refit.params_
+        return self._reviser.params_
 
     @property
     def finished(self) -> bool:
         """The run reached its planned last step."""
-        return bool(self._steps) and self._steps[-1] >= self.total_steps
+        steps = self._reviser._steps
+        return bool(steps) and steps[-1] >= self.total_steps
 
 
 def track(registry, id: str, run_log, *, patience: int = DEFAULT_PATIENCE,
