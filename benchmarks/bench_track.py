@@ -67,9 +67,17 @@ def _sub(ladder: Ladder, keep, name: str) -> Ladder:
                   schedule=ladder.schedule, source=ladder.source)
 
 
-def heroes():
+def heroes(only=None):
     """(ladder name, fit ladder, [(run, target dict, log DataFrame)])."""
     out = []
+    if only != "misfitting":
+        out.append(_olmo())
+    if only != "olmo":
+        out.append(_misfitting())
+    return out
+
+
+def _olmo():
     olmo = delphi.load_ladder("olmo-ladder")
     t = olmo.table
     fit = _sub(olmo, ~t["run"].str.startswith("3B-"), "olmo-190M-1B")
@@ -81,7 +89,10 @@ def heroes():
                            "batch_size": float(r["batch_size"].iloc[0]),
                            "schedule": "cosine:warmup=1000,final=0.1"},
                      r[["step", "loss"]].reset_index(drop=True)))
-    out.append(("olmo-ladder 3B (fit 190M-1B)", fit, runs))
+    return ("olmo-ladder 3B (fit 190M-1B)", fit, runs)
+
+
+def _misfitting():
     mis = delphi.load_ladder("misfitting2025")
     t = mis.table
     top = t["params"].max()
@@ -94,8 +105,7 @@ def heroes():
                            "batch_size": float(r["batch_size"].iloc[0]),
                            "schedule": "cosine:warmup=50,final=0.1"},
                      r[["step", "loss"]].reset_index(drop=True)))
-    out.append(("misfitting2025 400M (fit 12M-300M)", fit, runs))
-    return out
+    return ("misfitting2025 400M (fit 12M-300M)", fit, runs)
 
 
 def replay_one(fit_ladder, run, target, log, n_boot, folder):
@@ -122,15 +132,15 @@ def replay_one(fit_ladder, run, target, log, n_boot, folder):
                      "ladder": abs(math.log(actual / cf.loss)),
                      "run": None if r.run_only is None else abs(math.log(actual / r.run_only)),
                      "covered": r.lower <= actual <= r.upper, "ladder_weight": r.ladder_weight}
-    return {"run": run, "n_checkpoints": len(cps), "inside": inside, "at": at,
+    return {"cf": cf, "run": run, "n_checkpoints": len(cps), "inside": inside, "at": at,
             "forecast": cf.loss, "lower": cf.lower, "upper": cf.upper, "actual": actual,
             "t_forecast": t_forecast, "t_replay": t_replay, "alarm": res.alarm,
             "alarm_step": res.alarm_step, "final_inside": cf.lower <= (actual or 0) <= cf.upper}
 
 
-def synthetic_replay(fit_ladder, target, n_boot, folder, n=2000):
-    """The 3B-10xC forecast followed at ``n`` evenly spaced steps (its curve, 0.2% noise)."""
-    cf = predict_curve(fit_ladder, target, n_boot=n_boot, seed=0)
+def synthetic_replay(cf, target, folder, n=2000):
+    """The 3B-10xC forecast ``cf`` followed at ``n`` evenly spaced steps (its curve, 0.2%
+    noise)."""
     reg = delphi.Registry(Path(folder) / "synthetic.jsonl")
     reg.register(cf, id="syn")
     steps = np.unique(np.linspace(1, target["steps"], n).round().astype(int))
@@ -263,6 +273,7 @@ def summarise(groups, syn, base, mp) -> list[str]:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--n-boot", type=int, default=200, help="bootstrap draws per forecast")
+    ap.add_argument("--only", choices=("olmo", "misfitting"), help="one ladder only")
     ap.add_argument("--write", action="store_true", help="write the RESULTS.md section")
     ap.add_argument("--skip-multipower", action="store_true")
     args = ap.parse_args(argv)
@@ -270,7 +281,7 @@ def main(argv=None) -> int:
     with threadpool_limits(limits=1), tempfile.TemporaryDirectory() as folder:
         base = epoch_fit_seconds()
         groups, syn = [], None
-        for name, fit_ladder, runs in heroes():
+        for name, fit_ladder, runs in heroes(args.only):
             results = []
             for run, target, log in runs:
                 r = replay_one(fit_ladder, run, target, log, args.n_boot, folder)
@@ -279,7 +290,7 @@ def main(argv=None) -> int:
                       f"replay {r['t_replay']:.2f}s", flush=True)
                 results.append(r)
                 if run == "3B-10xC":
-                    syn = synthetic_replay(fit_ladder, target, args.n_boot, folder)
+                    syn = synthetic_replay(r["cf"], target, folder)
                     print("synthetic", syn, flush=True)
             groups.append((name, results))
         mp = float("nan") if args.skip_multipower else multipower_seconds()
