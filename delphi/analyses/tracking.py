@@ -18,8 +18,8 @@ yet recorded:
    * the ladder's forecast: mu_L = ln(preregistered loss), sigma_L = ln(upper / lower) /
      (2 z), z = Phi^-1((1 + level) / 2), from the registered final interval;
    * the run's own completion: the ``annealing`` curve law (Tissue et al. 2024, arXiv
-     2408.11029, Eq. 1: L = L0 + A S1^-alpha - C S2) fitted to the run's checkpoints after
-     warm-up under the planned schedule and evaluated at its last step
+     2408.11029, Eq. 1: L = L0 + A S1^-alpha - C S2) fitted to the run's checkpoints from
+     the start of the forecast curve on (the ones recorded) under the planned schedule and evaluated at its last step
      (:class:`~delphi.forecasting.completion_refit.WarmCompletion`: each refit warm-started
      from the previous checkpoint's optimum): mu_R; sigma_R the preregistered RMS log error
      of such completions on the ladder's own runs at this fraction
@@ -299,7 +299,10 @@ class Reviser:
         err = fc.band.completion_error
         self._err_f = np.array([f for f, _ in err] + [1.0]) if err else None
         self._err_s = np.array([e for _, e in err] + [1e-4]) if err else None
-        self._refit = WarmCompletion(self.schedule.lrs())
+        # the run's own completion fits the checkpoints the band covers, the ones recorded
+        self._refit = WarmCompletion(
+            self.schedule.lrs(), start_step=math.ceil(self.start_fraction * self.total_steps
+                                                      - 1e-9))
         self._steps: list[int] = []
         self._losses: list[float] = []
 
@@ -310,7 +313,8 @@ class Reviser:
 
     def add(self, step: int, loss: float, *, revise: bool = True) -> Revised | None:
         """Add the checkpoint (steps increasing) and return the revised forecast after it
-        (None with ``revise=False``: a warm-up checkpoint is fitted, not scored)."""
+        (None with ``revise=False``: a checkpoint before the curve starts, neither fitted nor
+        scored)."""
         self._steps.append(int(step))
         self._losses.append(float(loss))
         if not revise:

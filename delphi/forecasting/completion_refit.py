@@ -59,6 +59,7 @@ class WarmCompletion:
     ----------
     lrs: the planned LR at every step, shape (total_steps,) (any scale: the law's
         coefficients absorb it); from ``Schedule.lrs()`` or ``LoggedSchedule.lrs()``.
+    start_step: fit only checkpoints from this step on (and after warm-up, always).
 
     Attributes
     ----------
@@ -66,10 +67,10 @@ class WarmCompletion:
     n_full_: full searches run; n_warm_: warm-started refits.
     """
 
-    def __init__(self, lrs):
+    def __init__(self, lrs, *, start_step: int = 1):
         self.lrs = np.asarray(lrs, dtype=float)
         self.total_steps = int(self.lrs.size)
-        self.warmup = warmup_end(self.lrs)
+        self.warmup = max(warmup_end(self.lrs), int(start_step))
         end = features(self.lrs, np.array([self.total_steps]), momentum=ANNEALING_MOMENTUM)
         self._end = (float(end["S1"][0]), float(end["S2"][0]))
         self._s1, self._s2 = None, None
@@ -94,7 +95,8 @@ class WarmCompletion:
     def predict(self, steps, losses) -> float | None:
         """The predicted final loss from checkpoints ``steps`` (shape (n,), increasing, in
         1..total steps) with ``losses`` (shape (n,), > 0); None when fewer than
-        :data:`MIN_CHECKPOINTS` are after warm-up or the fit predicts a non-positive loss."""
+        :data:`MIN_CHECKPOINTS` are from the start step (after warm-up) on, or the fit predicts
+        a non-positive loss."""
         steps = np.asarray(steps, dtype=np.int64)
         y = np.asarray(losses, dtype=float)
         use = (steps >= self.warmup) & (steps <= self.total_steps)

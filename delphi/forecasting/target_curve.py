@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..errors import DelphiError, FitWarning, TargetError, option
+from ..fitting.api import MIN_CHECKPOINT_FRACTION
 from ..inputs.ladder import Ladder
 from ..inputs.schedules import Schedule, warmup_end
 from ..laws import CHECKPOINT_LAWS, get_law
@@ -218,8 +219,9 @@ def completion_errors(ladder: Ladder, *, fractions=COMPLETION_FRACTIONS, max_run
     Each finished run with at least :data:`MIN_CHECKPOINTS` checkpoints (the ``max_runs``
     largest by parameters, then tokens) is completed from its checkpoints up to each fraction
     in turn, exactly as the tracker completes a run (:class:`WarmCompletion`: the
-    ``annealing`` law, Tissue et al. 2024 Eq. 1, refitted warm as the fraction grows); the
-    error is ln(actual final / completed). The result per fraction is the root mean square
+    ``annealing`` law, Tissue et al. 2024 Eq. 1, fitted to the checkpoints from 25% of the run
+    on, where a forecast curve starts, refitted warm as the fraction grows); the error is
+    ln(actual final / completed). The result per fraction is the root mean square
     over runs (bias included), floored at 1e-4.
 
     Returns
@@ -256,7 +258,8 @@ def completion_errors(ladder: Ladder, *, fractions=COMPLETION_FRACTIONS, max_run
         if steps.max() < total or not np.all(np.diff(steps) > 0):
             continue                     # not finished, or not one curve in step order
         actual = float(losses[-1])
-        wc = WarmCompletion(schedules[0].lrs())
+        wc = WarmCompletion(schedules[0].lrs(),
+                            start_step=math.ceil(MIN_CHECKPOINT_FRACTION * total))
         for f in sorted(fractions):
             keep = steps <= math.floor(f * total)
             value = wc.predict(steps[keep], losses[keep])
@@ -284,7 +287,11 @@ def predict_curve(ladder, target, law: str | None = None, *, level: float = DEFA
         e.g. ``"cosine:warmup=1000,final=0.1"``; default the ladder's schedule shape).
     law: a checkpoint law (default ``chinchilla-ckpt``, the one in :data:`CHECKPOINT_LAWS`).
     level: nominal coverage of the band (default 0.9).
-    points: curve points, evenly spaced in steps from the end of warm-up to the last step.
+    points: curve points, evenly spaced in steps from the curve's start to the last step; it
+        starts after warm-up and after the first 25% of the run
+        (:data:`delphi.fitting.api.MIN_CHECKPOINT_FRACTION`), as the checkpoint law is fitted
+        only on checkpoints past that share of each ladder run (earlier checkpoints are not
+        scored by the tracker).
     completion: also measure the run-only completion error on the ladder
         (:func:`completion_errors`, 9 fast fits per run, most warm-started); False skips it.
     completion_runs: the ladder's largest runs used for it (default 12).
@@ -320,7 +327,9 @@ def predict_curve(ladder, target, law: str | None = None, *, level: float = DEFA
         raise TargetError("a forecast curve needs the final forecast's interval (its band is "
                           "carried along the curve); the forecast has none: "
                           + "; ".join(n for n in fc.notes if "interval" in n)[:300])
-    start = max(1, warmup_end(sched.lrs()))
+    # The curve starts where the law was fitted: after warm-up, and after the first share of
+    # each run that checkpoint fits leave out (early descent; fitting.MIN_CHECKPOINT_FRACTION).
+    start = max(1, warmup_end(sched.lrs()), math.ceil(MIN_CHECKPOINT_FRACTION * steps))
     grid = np.unique(np.linspace(start, steps, points).round().astype(np.int64))
     h = sched.lr_at(grid)
     x = {}
