@@ -208,9 +208,18 @@ def read_run_log(source, *, format: str | None = None, loss_column: str | None =
         if not path.exists():
             raise LadderError(f"run log {str(source)!r}: no such file or directory")
         if path.is_dir() or format == "tensorboard":
-            from ..inputs.readers import read_tensorboard
-            frame = read_tensorboard(path, metric=loss_column).frame
-            loss_column = None if loss_column is None else "loss"
+            from ..inputs.readers.tensorboard import read_scalars
+            long = read_scalars(path)
+            runs = sorted(set(long["dir_name"]))
+            if len(runs) > 1:
+                if run is None:
+                    raise LadderError(f"TensorBoard log {str(source)!r} holds {len(runs)} runs "
+                                      f"({', '.join(runs[:8])}); give --run")
+                long = long[long["dir_name"] == str(run)]
+                run = None
+            frame = long.pivot_table(index="step", columns="tag", values="value",
+                                     aggfunc="last").reset_index()
+            frame.columns = [str(c) for c in frame.columns]
         else:
             from ..inputs.readers import read_table
             from ..inputs.readers.tabular import read_csv, read_jsonl
