@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..errors import DelphiError, FitWarning, TargetError, option
+from ..errors import DelphiError, FitWarning, TargetError, option, user_stacklevel
 from ..fitting.api import MIN_CHECKPOINT_FRACTION
 from ..inputs.ladder import Ladder
 from ..inputs.schedules import Schedule, warmup_end
@@ -363,6 +363,6 @@ def predict_curve(ladder, target, law: str | None = None, *, level: float = DEFA
             notes.append("no run-only completion error could be measured on the ladder (too "
                          "few finished curves): tracking's revised forecast then stays the "
                          "ladder's until the run ends")
-            warnings.warn(notes[-1], FitWarning, stacklevel=2)
+            warnings.warn(notes[-1], FitWarning, stacklevel=user_stacklevel())
     return CurveForecast(forecast=fc, points=pts, level=float(fc.interval.level),
                          schedule=sched.spec(), completion_error=errs, notes=tuple(notes))
