@@ -46,12 +46,16 @@ _LAZY: dict[str, str] = {
     "backtest_recipes": "analyses.recipes",
     "suggest_runs": "analyses.design", "score_design": "analyses.design",
     "Suggestions": "analyses.design", "DesignScore": "analyses.design",
+    "track": "analyses.tracking", "Tracking": "analyses.tracking",
+    "predict_curve": "forecasting.target_curve", "CurveForecast": "forecasting.target_curve",
 }
 
 if TYPE_CHECKING:  # static analysers and IDEs see the real imports
     from .analyses.backtest import Backtest, backtest, prefix_fits
     from .analyses.recipes import RecipeComparison, backtest_recipes, compare_recipes
     from .analyses.design import DesignScore, Suggestions, score_design, suggest_runs
+    from .analyses.tracking import Tracking, track
+    from .forecasting.target_curve import CurveForecast, predict_curve
     from .forecasting.curves import Completion, complete
     from .fitting import Fit, ScalingLawFitter, fit, fit_arrays
     from .forecasting.forecast import Forecast, Target, predict
@@ -74,6 +78,7 @@ __all__ = [
     "compare_recipes", "RecipeComparison", "backtest_recipes",
     "complete", "Completion", "Registry", "Finding",
     "suggest_runs", "Suggestions", "score_design", "DesignScore",
+    "track", "Tracking", "predict_curve", "CurveForecast",
     "DelphiError", "LadderError", "DataDirError", "ManifestError", "LawError", "TargetError",
     "FitError", "NotFittedError", "IdentifiabilityError", "DegenerateFitError",
     "UnidentifiedError", "RegistryError", "DelphiWarning", "LadderWarning", "FitWarning",

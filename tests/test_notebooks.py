@@ -26,7 +26,7 @@ from nbclient import NotebookClient
 NOTEBOOKS = sorted((Path(__file__).parents[1] / "notebooks").glob("*.ipynb"))
 # These read the published ladders in ../shared/ladders (the others only bundled files).
 NEEDS_DATA = {"chinchilla_replication.ipynb", "lr_aware.ipynb",
-              "backtest_compare_register.ipynb", "task_accuracy.ipynb"}
+              "backtest_compare_register.ipynb", "task_accuracy.ipynb", "track_a_run.ipynb"}
 
 
 def test_there_are_notebooks():

@@ -37,6 +37,7 @@ CODES: dict[str, str] = {
     "no-interval": "why there is no interval",
     "off-trend": "rungs the other rungs' law misses, kept in the fit",
     "floor-range": "the forecast across a range of pinned floors",
+    "curve": "how the target's predicted curve and its band were made",
     "selection": "how the law was chosen (auto) or the ensemble weighted, and what it means",
     "other": "a finding without a code of its own",
 }

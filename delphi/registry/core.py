@@ -29,7 +29,7 @@ from .invariants import check_loss as _check_loss
 from .invariants import check_number as _check_number
 from .schema import (GENESIS, CandidateRecord, ComparisonRecord, Entry, ExclusionRecord,
                      FitRecord, ForecastRecord,
-                     FindingRecord, IntervalRecord, SelectionRecord,
+                     FindingRecord, IntervalRecord, SelectionRecord, CurveBandRecord,
                      LadderRecord, LawRecord, OutcomeRecord, TargetRecord, entry_hash,
                      validation_message)
 from .scoring import ComparisonScore, Score, Scoreboard, score_comparison, score_outcome, scoreboard
@@ -160,6 +160,22 @@ def _snap_curve(curve: tuple | None, loss: Any) -> tuple | None:
             abs(l_last / loss - 1) <= 1e-3:
         return tuple(curve[:-1]) + ((1.0, float(loss)),)
     return curve
+
+
+def _band(forecast) -> "CurveBandRecord":
+    """The :class:`CurveBandRecord` of a :class:`~delphi.forecasting.target_curve.CurveForecast`."""
+    try:
+        return CurveBandRecord(
+            level=plain_number(forecast.level),
+            lower=tuple(plain_number(p.lower) for p in forecast.points),
+            upper=tuple(plain_number(p.upper) for p in forecast.points),
+            steps=tuple(int(p.step) for p in forecast.points),
+            schedule=str(forecast.schedule),
+            method="final new-run interval's relative widths carried along the curve",
+            completion_error=tuple((plain_number(f), plain_number(e))
+                                   for f, e in forecast.completion_error))
+    except ValidationError as exc:
+        raise RegistryError(validation_message(exc, "forecast curve band")) from None
 
 
 def _interval(interval: Any) -> IntervalRecord | None:
@@ -330,10 +346,16 @@ def _forecast_fields(forecast, *, id: str, kind: str, author, notes, curve, inte
     target = _target_record(
         {**t.to_dict(), "metric": forecast.metric, "unit": forecast.unit}, target_facts)
     iv = _interval(getattr(forecast, "interval", None) if interval is None else interval)
+    band = None
+    predicted = getattr(forecast, "points", None)   # a CurveForecast (predict --curve)
+    if curve is None and predicted:
+        curve = [(p.fraction, p.loss) for p in predicted]
+        band = _band(forecast)
     points = _snap_curve(_curve(curve), plain_number(forecast.loss))
     _check_losses(forecast.loss, iv, points, accuracy=target.unit == ACCURACY_UNIT)
     try:
         fc = ForecastRecord(loss=plain_number(forecast.loss), interval=iv, curve=points,
+                            band=band,
                             extrapolation=plain_number(forecast.extrapolation),
                             # the forecast's warnings are kept too, marked as such
                             notes=tuple(str(n) for n in forecast.notes) + tuple(

@@ -31,7 +31,7 @@ from ..errors import RegistryError
 __all__ = [
     "FORMAT", "GENESIS", "KINDS", "Entry", "TargetRecord", "IntervalRecord", "ForecastRecord",
     "LawRecord", "FitRecord", "ExclusionRecord", "LadderRecord", "OutcomeRecord",
-    "ComparisonRecord", "SignatureRecord", "canonical_json", "entry_hash", "validation_message", "ACCURACY_UNIT",
+    "ComparisonRecord", "SignatureRecord", "CurveBandRecord", "canonical_json", "entry_hash", "validation_message", "ACCURACY_UNIT",
 ]
 
 #: The unit of a benchmark-accuracy prediction: values are fractions in (0, 1].
@@ -166,6 +166,26 @@ class FindingRecord(_Strict):
     message: Text
 
 
+class CurveBandRecord(_Strict):
+    """The band around a forecast curve (``predict --curve``, issue 26): one ``lower`` and one
+    ``upper`` per curve point, at ``level``; partial outcomes are scored against it (z, PIT,
+    inside), as a final outcome is against the interval."""
+
+    level: Annotated[float, Field(gt=0, lt=1, allow_inf_nan=False)]
+    lower: tuple[Positive, ...]
+    upper: tuple[Positive, ...]
+    steps: tuple[Annotated[int, Field(ge=1)], ...] = ()
+    """The target's step at each curve point (empty when not given)."""
+    schedule: Text | None = None
+    """The LR schedule the curve follows (a ``Schedule`` spec)."""
+    method: Text | None = None
+    """How the band was made (e.g. the final interval's relative widths carried along)."""
+    completion_error: tuple[tuple[Fraction, Positive], ...] = ()
+    """``(fraction, RMS log error)`` of run-only completions measured on the ladder at that
+    fraction: the preregistered weight of a run's own completion when tracking revises the
+    final forecast (:mod:`delphi.analyses.tracking`)."""
+
+
 class ForecastRecord(_Strict):
     """The forecast itself."""
 
@@ -192,6 +212,8 @@ class ForecastRecord(_Strict):
     findings: tuple[FindingRecord, ...] | None = None
     """The forecaster's findings as typed records (code, severity, subject, message), the
     same messages as :attr:`notes`; absent in entries written before delphi recorded them."""
+    band: CurveBandRecord | None = None
+    """The band around :attr:`curve` (``predict --curve``); absent (not null) otherwise."""
 
     @model_validator(mode="after")
     def _consistent(self) -> "ForecastRecord":
@@ -212,6 +234,17 @@ class ForecastRecord(_Strict):
             if f_last == 1.0 and not math.isclose(l_last, self.loss, rel_tol=1e-6):
                 raise ValueError(f"the forecast curve ends at {l_last} but the forecast loss is "
                                  f"{self.loss}")
+        if self.band is not None:
+            b = self.band
+            n = len(self.curve or ())
+            if len(b.lower) != n or len(b.upper) != n or (b.steps and len(b.steps) != n):
+                raise ValueError(f"the curve band needs one lower, upper (and step) per curve "
+                                 f"point ({n}), got {len(b.lower)}, {len(b.upper)}, "
+                                 f"{len(b.steps)}")
+            for k, ((f, v), lo, hi) in enumerate(zip(self.curve, b.lower, b.upper), 1):
+                if not lo <= v <= hi:
+                    raise ValueError(f"curve point {k} (fraction {f}): loss {v} is outside its "
+                                     f"band [{lo}, {hi}]")
         return self
 
 
@@ -409,7 +442,7 @@ class Entry(_Strict):
         if data.get("signature") is None:
             data.pop("signature", None)
         fc = data.get("forecast")
-        for key in ("selection", "findings"):
+        for key in ("selection", "findings", "band"):
             if isinstance(fc, dict) and fc.get(key) is None:
                 fc.pop(key, None)     # entries written before it existed stay canonical
         if data.get("comparison") is None:

@@ -13,7 +13,7 @@ from ..core.text import plural
 from .schema import ACCURACY_UNIT, Entry, ForecastRecord, IntervalRecord
 
 
-__all__ = ["Score", "ComparisonScore", "Scoreboard", "predicted_at", "score_outcome",
+__all__ = ["Score", "ComparisonScore", "Scoreboard", "predicted_at", "band_at", "score_outcome",
            "score_comparison", "z_and_pit", "scoreboard"]
 
 
@@ -49,6 +49,32 @@ def predicted_at(forecast: ForecastRecord, fraction: float, *, id: str = "?",
     return float(np.interp(fraction, fractions, losses))
 
 
+def band_at(forecast: ForecastRecord, fraction: float) -> IntervalRecord | None:
+    """The forecast curve's band at ``fraction`` (``predict --curve``), its ends interpolated
+    linearly in the fraction as the curve is (:func:`predicted_at`); None when the forecast has
+    no band or ``fraction`` is before the curve's first point. At fraction 1 the band's last
+    point is the final interval."""
+    band = forecast.band
+    if band is None or not forecast.curve:
+        return None
+    fractions = [f for f, _ in forecast.curve]
+    if fraction < fractions[0] or fraction > 1.0:
+        return None
+    lower, upper = list(band.lower), list(band.upper)
+    if fractions[-1] < 1.0:
+        if forecast.interval is None:
+            return None
+        fractions.append(1.0)
+        lower.append(forecast.interval.lower)
+        upper.append(forecast.interval.upper)
+    lo = float(np.interp(fraction, fractions, lower))
+    hi = float(np.interp(fraction, fractions, upper))
+    if not lo < hi:
+        return None
+    return IntervalRecord(lower=lo, upper=hi, level=band.level, kind="curve band",
+                          method=band.method)
+
+
 @dataclass(frozen=True)
 class Score:
     """An observed loss scored against its prediction.
@@ -60,7 +86,8 @@ class Score:
     ``z`` and ``pit`` treat the interval as a central interval of a normal distribution at its
     level: mean = the interval's midpoint, sigma = half-width / Phi^-1((1 + level) / 2); they are
     None when the prediction has no interval or the outcome is partial (intervals are for the
-    final loss).
+    final loss), unless the forecast curve has a band (``predict --curve``): a partial outcome
+    is then scored against the band at its fraction (:func:`band_at`).
     """
 
     prediction_id: str
@@ -191,13 +218,14 @@ def score_outcome(prediction: Entry, *, outcome_id: str, actual: float, fraction
     predicted = predicted_at(fc, fraction, id=prediction.id, unit=prediction.target.unit)
     error = actual - predicted
     interval = inside = z = pit = reason = None
-    if fc.interval is None:
+    band = band_at(fc, fraction) if fraction != 1.0 else None
+    if fc.interval is None and band is None:
         reason = "the forecast has no interval, so no z-score or PIT"
-    elif fraction != 1.0:
+    elif fraction != 1.0 and band is None:
         reason = (f"the interval is for the final {'accuracy' if accuracy else 'loss'}; a "
-                  f"partial outcome has no z-score or PIT")
+                  f"partial outcome has no z-score or PIT (without a curve band)")
     else:
-        interval = fc.interval
+        interval = fc.interval if band is None else band
         inside = bool(interval.lower <= actual <= interval.upper)
         z, pit = z_and_pit(interval, actual)
     # Extreme numbers (an entry written before losses were range-checked) could overflow into

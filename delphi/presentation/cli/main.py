@@ -28,6 +28,7 @@ from . import analyses, forecast, output, registry, report
 from . import design as design_cmd
 from . import plot as plot_cmd
 from . import recipes as recipes_cmd
+from . import track as track_cmd
 from .options import Parser, jobs_count
 from .output import OutputError, UsageError, json_error, print_error, silence_stdout, wants_json, write_stdout
 
@@ -37,7 +38,7 @@ Handler = Callable[[argparse.Namespace], int]
 
 #: The command modules, in the order of ``delphi --help``; each has ``add_commands(sub)``.
 COMMAND_MODULES = (forecast, analyses, design_cmd, registry, report, plot_cmd, accuracy_cmd,
-                   recipes_cmd)
+                   recipes_cmd, track_cmd)
 
 
 def _add_global_options(parser: argparse.ArgumentParser, default) -> None:

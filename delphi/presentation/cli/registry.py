@@ -19,6 +19,7 @@ from .options import (Parser, add_fit_options, add_interval_options, add_selecti
                       add_target_options, examples, fit_settings, interval_settings,
                       jobs_kwargs, load_with_defaults, selection_settings, serial,
                       target_from)
+from . import forecast as forecast_cmd
 from .output import note
 
 if TYPE_CHECKING:
@@ -135,9 +136,12 @@ def add_commands(subparsers) -> dict[str, Handler]:
     p.add_argument("--kind", choices=("prediction", "projection"), default="prediction",
                    help="prediction: a run that will exist (default); projection: hypothetical")
     p.add_argument("--notes", metavar="TEXT", help="free text kept with the entry")
-    p.add_argument("--curve", metavar="CURVE",
+    p.add_argument("--curve", metavar="CURVE", nargs="?", const=True,
                    help="forecast curve for partial scoring: 'FRACTION:LOSS,...' or a CSV file "
-                        "with columns fraction,loss")
+                        "with columns fraction,loss; --curve alone (after LADDER) forecasts "
+                        "the target's whole curve from the ladder with a band at each fraction "
+                        "(as delphi predict --curve), which delphi track scores against")
+    forecast_cmd.add_curve_options(p, flag=False)
     p.add_argument("--created-at", metavar="ISO",
                    help="explicit UTC timestamp (only to transcribe history; default now; at "
                         "most 5 minutes in the future)")
@@ -326,7 +330,8 @@ def _cmd_register(args) -> int:
         raise RegistryError(f"id {args.id!r} is already in {reg.path}; ids are unique: "
                             f"choose another")
     common = dict(id=args.id, author=args.author, kind=args.kind, notes=args.notes,
-                  curve=_parse_curve(args.curve), created_at=args.created_at, sign_key=key)
+                  curve=None if args.curve is True else _parse_curve(args.curve),
+                  created_at=args.created_at, sign_key=key)
     forecast = None
     if args.external_loss is not None:
         fit_flags = [flag for flag, used in (
@@ -337,6 +342,9 @@ def _cmd_register(args) -> int:
         if fit_flags:
             raise RegistryError(f"{', '.join(fit_flags)} cannot be used with --external-loss "
                                 f"(an external forecast records no fit)")
+        if args.curve is True:
+            raise RegistryError("--curve alone forecasts the curve from LADDER; an external "
+                                "forecast's curve is given as --curve 'FRACTION:LOSS,...'")
         if not args.external_source:
             raise RegistryError("--external-loss needs --external-source (where the forecast "
                                 "was published)")
@@ -375,7 +383,11 @@ def _cmd_register(args) -> int:
         chosen = selection_settings(args, ladder, settings, law)
         if chosen and (args.law is None or args.law == "auto"):
             law = None if args.ensemble else "auto"   # a manifest's law gives way
-        forecast = predict(ladder, target, law, **settings, **jobs_kwargs(args), **chosen)
+        if args.curve is True:
+            forecast = forecast_cmd.curve_forecast(args, ladder, target,
+                                                   fit_settings(args, defaults), chosen)
+        else:
+            forecast = predict(ladder, target, law, **settings, **jobs_kwargs(args), **chosen)
         entry = reg.register(forecast, settings=settings, **common)
     if args.json:
         _print_json(entry.fields())
