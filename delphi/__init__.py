@@ -36,7 +36,7 @@ _LAZY: dict[str, str] = {
     "prefix_fits": "analyses.backtest",
     "Completion": "forecasting.curves", "complete": "forecasting.curves",
     "complete_many": "forecasting.curves",
-    "Registry": "registry",
+    "Registry": "registry", "Finding": "core.findings",
     "Interval": "forecasting.uncertainty", "bootstrap": "forecasting.uncertainty",
     "compare": "forecasting.selection", "Comparison": "forecasting.selection", "Candidate": "forecasting.selection",
     "leave_future_out": "forecasting.calibration", "CalibrationModel": "forecasting.calibration",
@@ -44,11 +44,18 @@ _LAZY: dict[str, str] = {
     "predict_accuracy": "analyses.accuracy", "AccuracyForecast": "analyses.accuracy", "compare_accuracy": "analyses.accuracy",
     "compare_recipes": "analyses.recipes", "RecipeComparison": "analyses.recipes",
     "backtest_recipes": "analyses.recipes",
+    "suggest_runs": "analyses.design", "score_design": "analyses.design",
+    "Suggestions": "analyses.design", "DesignScore": "analyses.design",
+    "track": "analyses.tracking", "Tracking": "analyses.tracking",
+    "predict_curve": "forecasting.target_curve", "CurveForecast": "forecasting.target_curve",
 }
 
 if TYPE_CHECKING:  # static analysers and IDEs see the real imports
     from .analyses.backtest import Backtest, backtest, prefix_fits
     from .analyses.recipes import RecipeComparison, backtest_recipes, compare_recipes
+    from .analyses.design import DesignScore, Suggestions, score_design, suggest_runs
+    from .analyses.tracking import Tracking, track
+    from .forecasting.target_curve import CurveForecast, predict_curve
     from .forecasting.curves import Completion, complete
     from .fitting import Fit, ScalingLawFitter, fit, fit_arrays
     from .forecasting.forecast import Forecast, Target, predict
@@ -56,6 +63,7 @@ if TYPE_CHECKING:  # static analysers and IDEs see the real imports
     from .laws import LAWS, Law, Param, get_law
     from .inputs.readers import list_ladders, load_ladder, load_manifest
     from .registry import Registry
+    from .core.findings import Finding
     from .forecasting.calibration import CalibrationModel, calibration_backtest, leave_future_out
     from .forecasting.selection import Candidate, Comparison, compare
     from .forecasting.uncertainty import Interval, bootstrap
@@ -68,7 +76,9 @@ __all__ = [
     "CalibrationModel", "calibration_backtest",
     "predict_accuracy", "AccuracyForecast", "compare_accuracy",
     "compare_recipes", "RecipeComparison", "backtest_recipes",
-    "complete", "Completion", "Registry",
+    "complete", "Completion", "Registry", "Finding",
+    "suggest_runs", "Suggestions", "score_design", "DesignScore",
+    "track", "Tracking", "predict_curve", "CurveForecast",
     "DelphiError", "LadderError", "DataDirError", "ManifestError", "LawError", "TargetError",
     "FitError", "NotFittedError", "IdentifiabilityError", "DegenerateFitError",
     "UnidentifiedError", "RegistryError", "DelphiWarning", "LadderWarning", "FitWarning",

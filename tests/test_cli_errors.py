@@ -346,6 +346,7 @@ def test_a_usage_error_of_a_command_with_many_options_is_two_lines(capsys):
         main(["plot", "forecast", "marin-moe-535b", "-o", "x.jpg"])
     err = capsys.readouterr().err.splitlines()
     assert exc.value.code == 2
-    assert err == ["usage: delphi plot [options] KIND LADDER (every option: delphi plot --help)",
+    assert err == ["usage: delphi plot [options] KIND LADDER [LADDER ...] (every option: "
+                   "delphi plot --help)",
                    "delphi plot: error: argument -o/--output: cannot tell the format of 'x.jpg' "
                    "from its suffix '.jpg': use .png, .svg, .pdf"]

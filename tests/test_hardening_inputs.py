@@ -344,16 +344,18 @@ def test_extremes_are_an_error_naming_row_and_column(strict, column, value):
 STRAY_R4 = (r"flops of 1 run\(s\) stray more than 25% from the ladder's median flops/\(6·N·D\): "
             r"r4 \(")
 K_RISES = r"the FLOP convention k = C/\(6·N·D\) rises by"
+LOSS_IMPLAUSIBLE = r"1 row of 1 run \('r4'\) has a loss outside the plausible 0.0001..100"
 
 
 @pytest.mark.parametrize("column, value, warned", [("params", 1.0, (STRAY_R4,)),
                                                    ("tokens", 1e30, (STRAY_R4,)),
                                                    ("flops", 1e40, (STRAY_R4, K_RISES)),
-                                                   ("loss", 1e-30, ())])
+                                                   ("loss", 1e-30, (LOSS_IMPLAUSIBLE,))])
 def test_values_at_the_limits_are_accepted(strict, column, value, warned):
     frame = pd.DataFrame(_rows())
     frame.loc[4, column] = value
-    # Accepted, and a count that far from the others' C = 6ND is said (a loss is not).
+    # Accepted, and a count that far from the others' C = 6ND is said, as is a loss outside
+    # the plausible range a registry accepts (issue 23).
     with (expect_warnings(delphi.LadderWarning, *warned) if warned
           else contextlib.nullcontext()):
         ladder = delphi.Ladder(frame)

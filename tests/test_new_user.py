@@ -286,3 +286,94 @@ def test_a_repeated_target_and_a_missing_output_folder_are_usage_errors(capsys):
     code, _, err = run_cli(capsys, "plot", "forecast", "marin-moe-535b", "-o",
                            "/nonexistent-folder/x.png")
     assert code == 2 and "its folder '/nonexistent-folder' does not exist" in err
+
+
+def test_a_total_n_target_on_a_compute_only_ladder_gets_a_note_about_moe(capsys):
+    # Before: `delphi predict marin-moe-535b --target-params 5.35e11 --target-tokens 1e13`
+    # (the 535B-A23B MoE's *total* N) converted C = 6ND silently, 23x too much compute.
+    assert main(["predict", "marin-moe-535b", "--target-params", "5.35e11", "--target-tokens",
+                 "1e13", "--interval", "none", "--json"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    found = [f for f in d["findings"] if f["code"] == "target-convention"
+             and "mixture of experts" in f["message"]]
+    assert len(found) == 1 and found[0]["subject"] == "target"
+    assert "--target-active-params" in found[0]["message"]
+    assert found[0]["message"] in d["notes"]
+    # ... and not when the target's C is given, or its active parameters
+    assert main(["predict", "marin-moe-535b", "--target-flops", "2.61e24", "--interval",
+                 "none", "--json"]) == 0
+    assert not [f for f in json.loads(capsys.readouterr().out)["findings"]
+                if "mixture of experts" in f["message"]]
+
+
+def test_a_ladder_whose_runs_are_in_two_units_is_named():
+    # Before: a ladder whose four larger runs were in bits/token (1/ln 2 = 1.44x the nats of
+    # the smaller ones) was fitted with no word of units.
+    import math
+    import warnings
+
+    import numpy as np
+    import pandas as pd
+    c = 1e18 * 10 ** (0.5 * np.arange(8))
+    y = 1.8 + 2.0 * (c / 1e18) ** -0.3
+    mixed = np.where(np.arange(8) >= 4, y / math.log(2), y)
+    with pytest.warns(delphi.LadderWarning, match="different units") as rec:
+        lad = delphi.Ladder(pd.DataFrame({"run": [f"r{i}" for i in range(8)], "flops": c,
+                                          "loss": mixed}), name="mixed")
+    msg = next(str(w.message) for w in rec if "different units" in str(w.message))
+    assert "'r3'" in msg and "'r4'" in msg and "1.32x" in msg
+    assert lad.warnings and "bits/token" in lad.warnings[-1]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", delphi.LadderWarning)     # the same law in one unit
+        delphi.Ladder(pd.DataFrame({"run": [f"r{i}" for i in range(8)], "flops": c,
+                                    "loss": y}), name="clean")
+    # every bundled ladder loads without it (no false alarm on real ladders)
+    for name, _ in delphi.list_ladders():
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            assert not [w for w in delphi.load_ladder(name).warnings if "different units" in w]
+
+
+def test_a_loss_the_registry_would_refuse_is_named_when_the_ladder_is_read(tmp_path):
+    # Before: a ladder accepted losses of 1e-30..1e30 while the registry refused any outside
+    # 1e-4..100, so a ladder of perplexities fitted and forecast, then failed to register.
+    import numpy as np
+    import pandas as pd
+    from delphi.inputs.units import LOSS_RANGE
+    from delphi.registry import LOSS_RANGE as REGISTRY_RANGE
+    assert LOSS_RANGE == REGISTRY_RANGE == (1e-4, 100.0)       # one range, in one place
+    c = 1e18 * 10 ** (0.5 * np.arange(6))
+    ppl = np.exp(1.8 + 2.0 * (c / 1e18) ** -0.3) * 20           # perplexities, 130..2,000
+    with pytest.warns(delphi.LadderWarning, match="perplexity") as rec:
+        delphi.Ladder(pd.DataFrame({"run": [f"r{i}" for i in range(6)], "flops": c,
+                                    "loss": ppl}), name="ppl")
+    msg = next(str(w.message) for w in rec if "plausible" in str(w.message))
+    assert "6 rows of 6 runs ('r0', 'r1', 'r2' ...)" in msg and "registry refuses" in msg
+
+
+def test_report_into_a_folder_it_cannot_make_fails_before_the_work(tmp_path, monkeypatch,
+                                                                    capsys):
+    # Before: `delphi report LADDER --html FILE/out` fitted, backtested and drew the page,
+    # then failed to write it.
+    import delphi.presentation.report as report_pkg
+
+    def no_work(*a, **k):
+        raise AssertionError("the page was made before the folder was checked")
+    monkeypatch.setattr(report_pkg, "ladder_page", no_work)
+    blocker = tmp_path / "a-file"
+    blocker.write_text("x")
+    assert main(["report", "marin-moe-535b", "--html", str(blocker / "out")]) == 1
+    err = capsys.readouterr().err
+    assert "that is a file" in err and "FOLDER/index.html" in err
+    assert main(["report", "marin-moe-535b", "--html", str(blocker)]) == 1
+    assert "exists and is not a folder" in capsys.readouterr().err
+
+
+def test_compare_recipes_on_a_ladder_too_small_to_resample_names_it_and_the_way_out(capsys):
+    # Before: "200 of 200 paired bootstrap draws could not be refitted for every recipe; the
+    # ladders have too few runs to resample" -- which ladder, and what to do, unsaid.
+    assert main(["compare-recipes", "marin-moe-535b", "marin-delphi-dense", "--target-flops",
+                 "1e22", "--n-boot", "20"]) == 1
+    err = capsys.readouterr().err
+    assert "recipe 'marin-moe-535b' has 3 fitted runs for the 3 free parameters" in err
+    assert "--floor E" in err and "add runs" in err

@@ -26,7 +26,7 @@ from nbclient import NotebookClient
 NOTEBOOKS = sorted((Path(__file__).parents[1] / "notebooks").glob("*.ipynb"))
 # These read the published ladders in ../shared/ladders (the others only bundled files).
 NEEDS_DATA = {"chinchilla_replication.ipynb", "lr_aware.ipynb",
-              "backtest_compare_register.ipynb", "task_accuracy.ipynb"}
+              "backtest_compare_register.ipynb", "task_accuracy.ipynb", "track_a_run.ipynb"}
 
 
 def test_there_are_notebooks():
@@ -34,7 +34,7 @@ def test_there_are_notebooks():
     names = {p.name for p in NOTEBOOKS}
     assert {"quickstart.ipynb", "plots.ipynb", "marin_moe_forecast.ipynb",
             "chinchilla_replication.ipynb", "lr_aware.ipynb",
-            "backtest_compare_register.ipynb"} <= names
+            "backtest_compare_register.ipynb", "design.ipynb"} <= names
 
 
 # Session scope: a worker that interleaved modules would tear a module-scoped cache down

@@ -48,8 +48,9 @@ README = ROOT / "README.md"
 #: The README and the docs it links to, in reading order (the docs were the README's later
 #: sections, issue 23): their python blocks share one namespace in this order.
 DOCS = [README] + [ROOT / "docs" / f"{name}.md" for name in (
-    "usage", "fitting", "laws", "intervals", "recipes", "registry", "data", "architecture",
-    "benchmarks")]
+    "usage", "fitting", "laws", "intervals", "recipes", "design", "registry", "tracking",
+    "data",
+    "architecture", "benchmarks")]
 
 _FENCE = re.compile(r"^(?P<indent>[ \t]*)```(?P<lang>[\w-]*)[ \t]*\n(?P<body>.*?)^(?P=indent)```",
                     re.M | re.S)

@@ -195,3 +195,211 @@ def test_decision_backtest_scores_every_pair_against_the_baseline():
 def test_lazy_export():
     assert delphi.compare_recipes is compare_recipes
     assert "compare_recipes" in delphi.__all__
+
+
+# ----------------------------------------------------------------------------- item 2: figure
+def _usage_error(capsys, argv) -> str:
+    """Run ``argv`` through the CLI; assert a usage error (exit 2); return its stderr."""
+    from delphi.cli.main import main
+    with pytest.raises(SystemExit) as exit_:
+        main(argv)
+    assert exit_.value.code == 2
+    return capsys.readouterr().err
+
+
+def _gids(ax, gid):
+    return [a for a in [*ax.lines, *ax.collections] if a.get_gid() == gid]
+
+
+def test_figure_draws_both_curves_the_difference_band_and_the_crossover(paired):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from delphi.plot import caption, plot_recipes
+
+    cv = paired.curves
+    c = paired.comparisons[0]
+    assert [r.recipe for r in cv.recipes] == ["A", "B"] and cv.path == "envelope"
+    # the difference curve changes sign once, inside the crossover's interval
+    d = np.asarray(cv.differences[0].difference)
+    flops = np.asarray(cv.flops)
+    (cross,) = np.flatnonzero(np.sign(d[:-1]) != np.sign(d[1:]))
+    assert c.crossover_lower <= flops[cross + 1] and flops[cross] <= c.crossover_upper
+    assert np.all(np.asarray(cv.differences[0].lower) <= d + 1e-12)
+    assert cv.flops[0] == pytest.approx(1e16) and cv.flops[-1] >= TARGET
+    ax = plot_recipes(paired)
+    try:
+        dax = next(a for a in ax.figure.axes if a.get_gid() == "difference-axes")
+        assert len(_gids(ax, "recipe-curve")) == 2 and len(_gids(ax, "recipe-band")) == 2
+        assert len(_gids(ax, "frontier-points")) == 2
+        assert len(_gids(dax, "difference-curve")) == 1
+        assert len(_gids(dax, "difference-band")) == 1 and _gids(dax, "zero-line")
+        (mark,) = _gids(dax, "crossover")
+        assert mark.get_xdata()[0] == pytest.approx(c.crossover)
+        (span,) = _gids(dax, "crossover-interval")
+        (seg,) = span.get_segments()
+        assert seg[0][0] == pytest.approx(c.crossover_lower)
+        assert [ln.get_xdata()[0] for ln in _gids(dax, "target")] == [TARGET]
+        (bar,) = _gids(dax, "target-difference")
+        assert bar.get_segments()[0][:, 1] == pytest.approx([c.lower, c.upper])
+    finally:
+        plt.close(ax.figure)
+    text = caption(paired)
+    assert "B − A at C = 1e+21" in text and "crossover at" in text and f"{c.loss:+.4f}" in text
+    d = paired.to_dict()
+    assert len(d["curves"]["recipes"][1]["loss"]) == len(d["curves"]["flops"])
+    json.dumps(d, allow_nan=False)
+
+
+def _csvs(tmp_path, ladders):
+    paths = []
+    for ld in ladders:
+        p = tmp_path / f"{ld.name}.csv"
+        cols = [c for c in ("run", "params", "tokens", "flops", "loss") if c in ld.table]
+        ld.table[cols].to_csv(p, index=False)
+        paths.append(str(p))
+    return paths
+
+
+def test_plot_recipes_cli_writes_a_png_and_other_kinds_refuse_extra_ladders(tmp_path, capsys,
+                                                                           power_pair):
+    from delphi.cli.main import main
+    a, b = _csvs(tmp_path, power_pair)
+    png = tmp_path / "r.png"
+    code = main(["plot", "recipes", a, b, "--target-flops", "1e21", "--law", "power",
+                 "--n-boot", "20", "-o", str(png), "--json"])
+    out = json.loads(capsys.readouterr().out)
+    assert code == 0 and out["kind"] == "recipes" and "crossover" in out["caption"]
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    err = _usage_error(capsys, ["plot", "fit", a, b, "--law", "power", "-o", str(png)])
+    assert "plot fit takes one ladder; got 2" in err
+    err = _usage_error(capsys, ["plot", "recipes", a, "--target-flops", "1e21", "-o", str(png)])
+    assert "two or more ladders" in err
+
+
+def test_report_page_is_deterministic_and_holds_the_comparison(tmp_path, capsys, paired):
+    from delphi.cli.main import main
+    from delphi.report import recipes_page
+
+    page = recipes_page(paired, generated_at="2026-12-01T00:00:00Z")
+    again = recipes_page(paired, generated_at="2026-12-01T00:00:00Z")
+    assert page.html == again.html and page.kind == "recipes"
+    c = paired.comparisons[0]
+    html = page.html
+    assert html.count("<svg") == 1 and "<script" not in html and "2026-12-01 00:00:00 UTC" in html
+    assert f"{c.loss:+.4f}" in html and f"[{c.lower:+.4f}, {c.upper:+.4f}]" in html
+    assert 'id="f-recipes-crossover"' in html
+    assert page.summary["comparisons"][0]["difference"]["loss"] == c.loss
+    assert page.summary["ladders"][1]["sha256"] == paired.ladders[1].fingerprint()
+    # a comparison page takes no LADDER and no registry
+    err = _usage_error(capsys, ["report", "x.csv", "--recipes", "a.csv", "b.csv", "--html",
+                                str(tmp_path)])
+    assert "--recipes makes a comparison page: LADDER belongs" in err
+
+
+# ----------------------------------------------------------------------------- item 3: registry
+@pytest.fixture(scope="module")
+def with_forecasts(power_pair):
+    return compare_recipes(power_pair, target_flops=[TARGET], law="power", n_boot=40, seed=1,
+                           interval="delta")
+
+
+def test_a_registered_comparison_verifies_and_scores_known_losses(tmp_path, with_forecasts):
+    from dataclasses import replace
+
+    from delphi.errors import RegistryError
+    from delphi.registry import Registry
+
+    reg = Registry(tmp_path / "r.jsonl")
+    (e,) = reg.register_comparison(with_forecasts, id="b-vs-a", author="me")
+    c = with_forecasts.comparisons[0]
+    rec = e.comparison
+    assert (rec.recipe, rec.reference, rec.target_flops, rec.law) == ("B", "A", TARGET, "power")
+    assert rec.difference == c.loss and rec.p_better == c.p_better
+    assert (rec.interval.lower, rec.interval.upper, rec.interval.level) == (c.lower, c.upper, 0.9)
+    assert rec.reference_ladder.sha256 == c.reference_forecast.ladder_sha256
+    assert e.ladder.sha256 == c.recipe_forecast.ladder_sha256 != rec.reference_ladder.sha256
+    assert e.delphi_version == delphi.__version__
+    reg.register_comparison(with_forecasts, id="b-vs-a-2")
+    with pytest.raises(RegistryError, match="'b-vs-a' is already in"):
+        reg.register_comparison(with_forecasts, id="b-vs-a")
+    # several (recipe, target) rows: ID-<recipe>-<k>
+    two = replace(with_forecasts, comparisons=(c, replace(c, target_flops=1e22)))
+    assert [x.id for x in reg.register_comparison(two, id="two")] == ["two-B-1", "two-B-2"]
+    mid = (c.lower + c.upper) / 2
+    s = reg.score_comparison("b-vs-a", loss_a=2.0, loss_b=2.0 + mid)
+    assert s.inside and abs(s.z) < 1e-6 and s.pit == pytest.approx(0.5)
+    assert s.observed == pytest.approx(mid) and s.winner_right is (c.loss < 0) == (mid < 0)
+    out = reg.score_comparison("b-vs-a-2", loss_a=2.0, loss_b=2.0 + c.upper + 0.05)
+    assert not out.inside and out.z > 1.645 and out.pit > 0.95
+    with pytest.raises(RegistryError, match="already has a final outcome"):
+        reg.score_comparison("b-vs-a", loss_a=2.0, loss_b=1.9)
+    with pytest.raises(RegistryError, match="loss_a"):
+        reg.score_comparison("two-B-1", loss_a=float("nan"), loss_b=1.9)
+    with pytest.raises(RegistryError, match="loss_b"):
+        reg.score_comparison("two-B-1", loss_a=2.0, loss_b=-1.0)
+    with pytest.raises(RegistryError, match="score it with both observed final losses"):
+        reg.score("two-B-1", 2.0)
+    assert reg.verify().ok
+    board = reg.report()
+    assert [x.inside for x in board.comparisons] == [True, False]
+    assert [x.prediction_id for x in reg.comparison_scores("b-vs-a")] == ["b-vs-a"]
+    from delphi.report import registry_page
+    page = registry_page(reg.path, generated_at="2026-12-01T00:00:00Z")
+    assert "Comparisons of recipes (4)" in page.html and page.summary["n_comparisons_scored"] == 2
+
+
+def test_verify_refuses_a_comparison_outcome_without_the_reference_loss(tmp_path,
+                                                                         with_forecasts):
+    from delphi.registry import Registry
+    from delphi.registry.invariants import ChainRules
+
+    reg = Registry(tmp_path / "r.jsonl")
+    (e,) = reg.register_comparison(with_forecasts, id="b-vs-a")
+    reg.score_comparison("b-vs-a", loss_a=2.0, loss_b=1.9)
+    pred, outcome = reg.entries()
+    rules = ChainRules()
+    assert rules.problem(pred, 1) is None
+    rules.add(pred, 1)
+    assert rules.problem(outcome, 2) is None
+    bare = outcome.model_copy(update={"outcome": outcome.outcome.model_copy(
+        update={"reference_actual": None})})
+    assert "without the reference's final loss" in rules.problem(bare, 2)
+
+
+def test_older_registries_still_verify_and_keep_their_bytes(tmp_path):
+    import shutil
+    from pathlib import Path
+
+    from delphi.registry import Entry, Registry
+
+    src = Path(__file__).resolve().parents[1] / "ladders" / "marin-registry.jsonl"
+    dst = tmp_path / "old.jsonl"
+    shutil.copy(src, dst)
+    assert Registry(dst).verify().ok
+    for line in dst.read_text().splitlines():
+        e = Entry.model_validate_json(line)
+        assert e.line == line and e.comparison is None
+        assert e.outcome is None or "reference_actual" not in line
+
+
+def test_cli_preregisters_and_scores_a_comparison(tmp_path, capsys, power_pair):
+    from delphi.cli.main import main
+    a, b = _csvs(tmp_path, power_pair)
+    path = str(tmp_path / "r.jsonl")
+    code = main(["compare-recipes", a, b, "--target-flops", "1e21", "--law", "power",
+                 "--n-boot", "20", "--interval", "delta", "--registry", path, "--id", "cmp",
+                 "--json"])
+    out = json.loads(capsys.readouterr().out)
+    assert code == 0 and [r["id"] for r in out["registered"]] == ["cmp"]
+    d = out["comparisons"][0]["difference"]
+    code = main(["score", "--registry", path, "--id", "cmp", "--loss-a", "2.0",
+                 "--loss-b", str(2.0 + d["upper"] + 0.1), "--json"])
+    s = json.loads(capsys.readouterr().out)
+    assert code == 0 and s["inside"] is False and s["z"] > 1.645
+    assert main(["score", "--registry", path, "--id", "cmp", "--actual", "2", "--loss-a",
+                 "2"]) == 2
+    assert "not both" in capsys.readouterr().err
+    assert main(["compare-recipes", a, b, "--target-flops", "1e21", "--registry", path,
+                 "--id", "cmp"]) == 1
+    assert "already in" in capsys.readouterr().err

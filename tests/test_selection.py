@@ -283,10 +283,10 @@ def test_ensemble_is_the_weighted_log_mean_of_separate_forecasts(chin, compariso
     w = {k: v / sum(inv.values()) for k, v in inv.items()}
     # each member's interval is calibrated on the comparison's own refits (no second
     # leave-future-out pass): the model of its leave-future-out errors there
-    from delphi.forecast import _predict, calibration_of
+    from delphi.forecasting.forecast import calibration_of, fit_stage, forecast_from_fit
     scores = {s.candidate.label: s for s in cmp.ranked}
-    members = {law: _predict(chin, TARGET, law, n_boot=50,
-                             _calibration=calibration_of(scores[law])) for law in w}
+    members = {law: forecast_from_fit(fit_stage(chin, law), TARGET, n_boot=50,
+                                      calibration=calibration_of(scores[law])) for law in w}
     assert all(m.interval.calibration["n_errors"] ==
                len(scores[k].backtest.errors) for k, m in members.items())
     log_l = sum(w[k] * math.log(members[k].loss) for k in w)

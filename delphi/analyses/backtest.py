@@ -449,26 +449,26 @@ class PrefixFits:
 
 def _prefix_job(job):
     """Fit one prefix and forecast the target: a PrefixStep, or the error message."""
-    from ..forecasting.forecast import predict, target_inputs
+    from ..forecasting.forecast import default_law, fit_stage, point_stage
     from ..forecasting.robustness import log_prediction_se
     ladder, law, target, settings, max_flops, profiles = job
     try:
         # The prefix report shows no profiles: skip them (half the time of each prefix);
         # the degeneracy test still runs, and the fits themselves are the same.
-        fc = predict(ladder, target, law, fit_max_flops=max_flops, interval=None,
-                     off_trend=False, identify=profiles, **settings)
+        fitted = fit_stage(ladder, law or default_law(ladder, target),
+                           fit_max_flops=max_flops, identify=profiles, **settings)
+        point = point_stage(fitted, target, interval_wanted=False)
     except DelphiError as exc:
         return str(exc)
-    result = fc.fit
+    result = fitted.fit
     se = None
     try:
-        inputs, _ = target_inputs(fc.target, result.law, result, ladder)
-        log_se = log_prediction_se(result, inputs)
-        se = fc.loss * log_se if log_se is not None else None
+        log_se = log_prediction_se(result, point.inputs)
+        se = point.loss * log_se if log_se is not None else None
     except DelphiError:
         pass
     return PrefixStep(max_flops=max_flops, n_runs=result.n_points, params=dict(result.params),
-                      stderr=dict(result.stderr), forecast=fc.loss, forecast_se=se,
+                      stderr=dict(result.stderr), forecast=point.loss, forecast_se=se,
                       converged=result.converged, warnings=tuple(result.warnings))
 
 

@@ -53,9 +53,11 @@ from ..fitting import engine, refit
 from ..fitting.objective import Problem
 from ..inputs.ladder import FLOPS_PER_PARAM_TOKEN, Ladder
 from ..core.parallel import check_n_jobs, map_jobs
+from ..core.text import plural
 
-__all__ = ["RecipeComparison", "RecipeDifference", "RecipeBacktest", "compare_recipes",
-           "backtest_recipes", "PAIRINGS", "SUPPORTED_LAWS", "CROSSOVER_RANGE"]
+__all__ = ["RecipeComparison", "RecipeDifference", "RecipeBacktest", "RecipeCurve",
+           "DifferenceCurve", "ComparisonCurves", "compare_recipes", "backtest_recipes",
+           "PAIRINGS", "SUPPORTED_LAWS", "CROSSOVER_RANGE", "CURVE_POINTS", "CURVE_BEYOND"]
 
 #: How draws are shared across recipes: ``run`` (the same (budget, size) cells resampled for
 #: every recipe), ``budget`` (the same compute budgets), ``none`` (independent draws: the
@@ -80,6 +82,10 @@ _GRID_PER_DECADE = 20
 # Compute ratios searched for the multiplier: e^-60..e^60 (about 1e-26..1e26).
 _LOG_SPAN = 60.0
 _BLOCK = 64
+#: Points of the figure's compute grid (log-spaced).
+CURVE_POINTS = 121
+#: The figure's grid runs to this many times the largest target's compute.
+CURVE_BEYOND = 4.0
 
 
 # ----------------------------------------------------------------------------- the laws
@@ -209,6 +215,70 @@ def _finite(x: float) -> float | None:
 
 
 @dataclass(frozen=True)
+class RecipeCurve:
+    """One recipe's curve on the figure's compute grid (losses in the ladders' unit)."""
+
+    recipe: str
+    loss: tuple[float, ...]
+    """L(C) from the recipe's full fit along the path (:attr:`ComparisonCurves.path`), one
+    value per grid point."""
+    lower: tuple[float, ...]
+    upper: tuple[float, ...]
+    """Central quantiles of the paired draws' L(C) at the comparison's level: the
+    expected-loss band (no run noise)."""
+    frontier: tuple[tuple[float, float], ...] = ()
+    """The recipe's compute frontier: (C [FLOPs], lowest fitted loss) per compute budget of
+    its fitted runs (budgets within 5% of compute are one)."""
+
+    def to_dict(self) -> dict:
+        return {"recipe": self.recipe, "loss": list(self.loss), "lower": list(self.lower),
+                "upper": list(self.upper), "frontier": [list(p) for p in self.frontier]}
+
+
+@dataclass(frozen=True)
+class DifferenceCurve:
+    """One recipe minus the reference on the figure's compute grid."""
+
+    recipe: str
+    reference: str
+    difference: tuple[float, ...]
+    """L_recipe(C) - L_reference(C) from the full fits (negative: the recipe is better)."""
+    lower: tuple[float, ...]
+    upper: tuple[float, ...]
+    """Central quantiles of the paired draws' difference (expected loss, no run noise)."""
+
+    def to_dict(self) -> dict:
+        return {"recipe": self.recipe, "reference": self.reference,
+                "difference": list(self.difference), "lower": list(self.lower),
+                "upper": list(self.upper)}
+
+
+@dataclass(frozen=True)
+class ComparisonCurves:
+    """What the figure of a comparison draws (:func:`delphi.plot.plot_recipes`), computed
+    once from the paired fits and draws."""
+
+    flops: tuple[float, ...]
+    """The compute grid C [FLOPs, the reference's FLOP convention], :data:`CURVE_POINTS`
+    log-spaced points from the smallest fitted run's compute to :data:`CURVE_BEYOND` times
+    the largest target's."""
+    path: str
+    """``envelope`` (each recipe at its own compute-optimal allocation, L*(C)) or ``nd``
+    (the first target's N and D scaled together: its tokens per parameter)."""
+    level: float
+    """Level of the bands (the comparison's)."""
+    recipes: tuple[RecipeCurve, ...]
+    """One per recipe, the reference first."""
+    differences: tuple[DifferenceCurve, ...]
+    """One per recipe other than the reference."""
+
+    def to_dict(self) -> dict:
+        return {"flops": list(self.flops), "path": self.path, "level": self.level,
+                "recipes": [r.to_dict() for r in self.recipes],
+                "differences": [d.to_dict() for d in self.differences]}
+
+
+@dataclass(frozen=True)
 class RecipeComparison:
     """The result of :func:`compare_recipes`."""
 
@@ -234,15 +304,20 @@ class RecipeComparison:
     """Parameters held fixed (e.g. the shared floor E)."""
     notes: tuple[str, ...] = ()
     warnings: tuple[str, ...] = ()
+    curves: ComparisonCurves | None = None
+    """The figure's curves and bands (:func:`delphi.plot.plot_recipes`)."""
+    ladders: tuple = field(default=(), repr=False, compare=False)
+    """The ladders compared, in order (for their provenance; not in the JSON)."""
 
     def to_dict(self) -> dict:
-        """The JSON of ``delphi compare-recipes --json``."""
+        """The JSON of ``delphi compare-recipes --json`` (``curves``: the figure's)."""
         return {"reference": self.reference, "recipes": list(self.recipes), "law": self.law,
                 "unit": self.unit, "metric": self.metric, "level": self.level,
                 "method": self.method, "pairing": self.pairing, "n_draws": self.n_draws,
                 "n_failed": self.n_failed, "fixed": dict(self.fixed),
                 "comparisons": [c.to_dict() for c in self.comparisons],
-                "notes": list(self.notes), "warnings": list(self.warnings)}
+                "notes": list(self.notes), "warnings": list(self.warnings),
+                "curves": self.curves.to_dict() if self.curves is not None else None}
 
     def to_frame(self):
         """One row per comparison: recipe, target, difference and interval, p_better,
@@ -687,8 +762,18 @@ def _paired(ladders, names, law, *, fixed, bounds, delta, fit_max_flops, shared_
     good = [b for b in range(n_boot) if all(r[b] is not None for r in raw)]
     n_failed = n_boot - len(good)
     if len(good) < max(10, n_boot // 2):
+        # Name the recipe that starves the draws, and what would free them.
+        per = [sum(r[b] is None for b in range(n_boot)) for r in raw]
+        worst = int(np.argmax(per))
+        f = fits[worst]
+        n_free = len(f.law.param_names) - len(f.fixed)
+        floor = (f"; fix the floor ({option('floor=E', '--floor E')}) to leave "
+                 f"{n_free - 1} free" if "E" not in f.fixed else "")
         raise FitError(f"{n_failed} of {n_boot} paired bootstrap draws could not be refitted for "
-                       f"every recipe; the ladders have too few runs to resample")
+                       f"every recipe: recipe {names[worst]!r} has {plural(f.n_points, 'fitted run')} "
+                       f"for the {n_free} free parameters of law {law!r}, and a draw needs at least "
+                       f"{n_free + 1} distinct runs with every input still varying ({per[worst]} "
+                       f"of its draws fail){floor}, or add runs")
     draws = [_stack([r[b] for b in good], f.law.param_names) for r, f in zip(raw, fits)]
     noise = []
     for f in fits:
@@ -806,6 +891,65 @@ def _recipe_target(pp: _Paired, i: int, spec: _Spec) -> "forecast.Target":
     return forecast.Target(params=spec.params, tokens=spec.tokens)
 
 
+def _fitted_compute(fit, k: float) -> np.ndarray:
+    """C [FLOPs, ladder convention] of each fitted point: the ``flops`` input, else k 6 N D."""
+    if "flops" in fit.x:
+        return np.asarray(fit.x["flops"], float)
+    return k * FLOPS_PER_PARAM_TOKEN * np.asarray(fit.x["params"], float) * np.asarray(
+        fit.x["tokens"], float)
+
+
+def _fitted_runs(ladder: Ladder, fit, k: float) -> tuple[np.ndarray, np.ndarray]:
+    """(C [FLOPs], loss) of the fitted runs: the ladder's own compute when it gives one (its
+    FLOP count, not the median convention), else k 6 N D from the fit's inputs."""
+    try:
+        pts = _table(ladder)
+        pts = pts[pts["run"].astype(str).isin({str(x) for x in fit.labels})]
+    except (LadderError, KeyError):
+        pts = None
+    if pts is not None and len(pts) == len(fit.y):
+        return pts["flops"].to_numpy(float), pts["loss"].to_numpy(float)
+    return _fitted_compute(fit, k), np.asarray(fit.y, float)
+
+
+def _curves(pp: _Paired, specs: Sequence[_Spec], level: float) -> ComparisonCurves:
+    """Each recipe's L(C) with its expected-loss band and each difference with its band, on
+    a log grid from the smallest fitted compute to CURVE_BEYOND x the largest target, along
+    the first target's path (the envelope for targets by compute)."""
+    spec = specs[0]
+    runs = [_fitted_runs(ld, f, k) for ld, f, k in zip(pp.ladders, pp.fits, pp.k)]
+    c_fit = [c for c, _ in runs]
+    lo = min(float(c.min()) for c in c_fit)
+    hi = max(max(s.flops for s in specs) * CURVE_BEYOND, lo * 10)
+    grid = np.geomspace(lo, hi, CURVE_POINTS)
+    u = np.log(grid) - math.log(spec.flops)
+    q = (1 - level) / 2
+    point, draws = [], []
+    for i, f in enumerate(pp.fits):
+        point.append(spec.path(pp.law, _col(f.params), u[None, :], pp.k[i])[0])
+        draws.append(spec.path(pp.law, pp.draws[i], u[None, :], pp.k[i]))
+
+    def band(values: np.ndarray) -> tuple[tuple[float, ...], tuple[float, ...]]:
+        lo_, hi_ = np.quantile(values, [q, 1 - q], axis=0)
+        return tuple(map(float, lo_)), tuple(map(float, hi_))
+
+    recipes = []
+    for i, name in enumerate(pp.names):
+        ids = _group(c_fit[i], _BUDGET_TOL)
+        y = runs[i][1]
+        front = tuple((float(np.median(c_fit[i][ids == g])), float(y[ids == g].min()))
+                      for g in np.unique(ids))
+        recipes.append(RecipeCurve(name, tuple(map(float, point[i])), *band(draws[i]),
+                                   frontier=front))
+    diffs = tuple(DifferenceCurve(pp.names[b], pp.names[0],
+                                  tuple(map(float, point[b] - point[0])),
+                                  *band(draws[b] - draws[0]))
+                  for b in range(1, len(pp.names)))
+    return ComparisonCurves(flops=tuple(map(float, grid)),
+                            path="envelope" if spec.by_compute else "nd", level=level,
+                            recipes=tuple(recipes), differences=diffs)
+
+
 def _load(ladders) -> list[Ladder]:
     from ..inputs.readers import as_ladder, load_ladder
     out = []
@@ -902,13 +1046,15 @@ def compare_recipes(ladders: Sequence, *, target_flops=None, target_params=None,
     own = {}
     if forecasts:
         for i, ld in enumerate(ladders):
-            for j, spec in enumerate(specs):
-                with warnings.catch_warnings():
-                    warnings.simplefilter("ignore")     # kept on the forecast, reported
-                    own[i, j] = forecast.predict(
-                        ld, _recipe_target(pp, i, spec), law_name, fixed=pp.fits[i].fixed or None,
-                        bounds=bounds, delta=delta, fit_max_flops=fit_max_flops, seed=seed,
-                        interval=interval, level=level, n_jobs=n_jobs)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")     # kept on the forecast, reported
+                # one fit, bootstrap and calibration per recipe, shared by its targets
+                made = forecast.predict(
+                    ld, [_recipe_target(pp, i, spec) for spec in specs], law_name,
+                    fixed=pp.fits[i].fixed or None, bounds=bounds, delta=delta,
+                    fit_max_flops=fit_max_flops, seed=seed, interval=interval, level=level,
+                    n_jobs=n_jobs)
+            own.update({(i, j): f for j, f in enumerate(made)})
     out = []
     for b in range(1, len(ladders)):
         for j, spec in enumerate(specs):
@@ -930,7 +1076,8 @@ def compare_recipes(ladders: Sequence, *, target_flops=None, target_params=None,
                             level=level, n_draws=len(next(iter(pp.draws[0].values()))),
                             n_failed=pp.n_failed, unit=ladders[0].unit,
                             metric=ladders[0].metric, fixed=dict(pp.fits[0].fixed),
-                            notes=tuple(pp.notes + notes), warnings=tuple(warns))
+                            notes=tuple(pp.notes + notes), warnings=tuple(warns),
+                            curves=_curves(pp, specs, level), ladders=tuple(ladders))
 
 
 # ----------------------------------------------------------------------------- backtest

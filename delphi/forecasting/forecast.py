@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Mapping, Sequence
 import numpy as np
 
 from .. import __version__
+from ..core.findings import Finding, messages
 from ..errors import (DelphiError, FitError, FitWarning, LadderError, LawError, TargetError,
                      option, user_stacklevel)
 from ..fitting import DEFAULT_DELTA, DIVERGENCE_THRESHOLD, Fit, fit
@@ -30,7 +31,9 @@ if TYPE_CHECKING:
 
     from .robustness import FloorScan, OffTrend
 
-__all__ = ["Target", "Forecast", "predict", "default_law", "one_token_count"]
+__all__ = ["Target", "Forecast", "predict", "default_law", "one_token_count", "FittedLaw",
+           "PointForecast", "fit_stage", "point_stage", "interval_stage", "calibration_stage",
+           "off_trend_stage", "forecast_from_fit", "calibration_of"]
 
 
 def _base_inputs(target: Target, law: Law) -> dict[str, list[float]]:
@@ -228,16 +231,12 @@ class Forecast:
     unit: str
     extrapolation: float | None
     """Target compute over the largest fitted run's compute (None when unknown)."""
-    notes: tuple[str, ...] = field(default=())
-    """Assumptions and choices made on the user's behalf (informational)."""
-    warnings: tuple[str, ...] = field(default=())
-    """Reasons to distrust this forecast, separate from :attr:`notes`: a target outside the
-    ladder's design (D/N or N more than 10x beyond the fitted runs'), a degenerate fit
-    extrapolated on request, a fit that did not converge, more than four orders of magnitude
-    of extrapolation, a target below the smallest fitted compute, a target C that disagrees
-    with the ladder's FLOP convention. Each is also issued as a
-    :class:`~delphi.errors.FitWarning`; ``"warnings"`` in the JSON, ``warning`` lines in
-    :meth:`report`. The fit's own warnings are in ``fit.warnings``."""
+    findings: tuple[Finding, ...] = field(default=())
+    """What the forecast found and assumed, as typed records (:class:`~delphi.core.findings.
+    Finding`: code, severity, subject, message), in the order they were made. The text
+    report, the JSON (``"findings"``, beside the plain ``"warnings"`` and ``"notes"``),
+    figures, the HTML report and the registry all render these; :attr:`warnings` and
+    :attr:`notes` are their messages by severity."""
     interval: "Interval | None" = None
     """New-run and expected-loss intervals (None when they cannot be estimated; see notes).
     With parameters fixed (``fit.fixed``, e.g. the floor E) it is conditional on their values:
@@ -256,6 +255,29 @@ class Forecast:
     forecast and ``spread``, ``candidates`` (label, law, fixed, Huber delta, weight, loss,
     leave-future-out mean |error| and the ``score`` they are ranked by) and the full
     ``comparison``; None for a named law."""
+
+    @property
+    def notes(self) -> tuple[str, ...]:
+        """Assumptions and choices made on the user's behalf (informational): the messages of
+        the ``"note"`` :attr:`findings`."""
+        return messages(self.findings, "note")
+
+    @property
+    def warnings(self) -> tuple[str, ...]:
+        """Reasons to distrust this forecast, separate from :attr:`notes`: a target outside
+        the ladder's design (D/N or N more than 10x beyond the fitted runs'), a degenerate fit
+        extrapolated on request, a fit that did not converge, more than four orders of
+        magnitude of extrapolation, a target below the smallest fitted compute, a target C
+        that disagrees with the ladder's FLOP convention: the messages of the ``"warning"``
+        :attr:`findings`. Each is also issued as a :class:`~delphi.errors.FitWarning`;
+        ``"warnings"`` in the JSON, ``warning`` lines in :meth:`report`. The fit's own
+        warnings are in ``fit.warnings``."""
+        return messages(self.findings, "warning")
+
+    def with_findings(self, *found: Finding, first: bool = False) -> "Forecast":
+        """This forecast with ``found`` added after (or, ``first``, before) its findings."""
+        return replace(self, findings=(*found, *self.findings) if first
+                       else (*self.findings, *found))
 
     @property
     def lower(self) -> float | None:
@@ -323,6 +345,7 @@ class Forecast:
                                             if self.flops_convention is not None else None)},
             "warnings": list(self.warnings),
             "notes": list(self.notes),
+            "findings": [f.to_dict() for f in self.findings],
             "selection": self.selection,
             "delphi_version": __version__,
         }
@@ -505,6 +528,11 @@ def predict(ladder: Ladder, target: Target | Mapping[str, float], law: str | Law
     sequences of one length (a scalar pairs with each element, as in
     :func:`delphi.predict_accuracy`), e.g. ``{"params": [1e9, 3e9], "tokens": [2e10, 6e10]}``.
 
+    The work is a pipeline of stages (:func:`fit_stage` -> :func:`point_stage` ->
+    :func:`interval_stage` -> :func:`calibration_stage` -> :func:`off_trend_stage`, put
+    together by :func:`forecast_from_fit`); several targets of one law share its fit, its
+    bootstrap refits and its leave-future-out calibration.
+
     Returns
     -------
     Forecast; a list of them, one per target in order, for several targets (each as its own
@@ -522,25 +550,17 @@ def predict(ladder: Ladder, target: Target | Mapping[str, float], law: str | Law
         ``interval`` or ``boot_unit``, a ``level`` outside (0, 1), ``n_boot`` or ``n_jobs``.
     """
     many = _several_targets(target)
-    if many is not None:
-        from ..inputs.readers import as_ladder
-        ladder = as_ladder(ladder)      # read once
-        return [predict(ladder, t, law, fixed=fixed, bounds=bounds, delta=delta,
-                        fit_max_flops=fit_max_flops, include_unfinished=include_unfinished,
-                        divergence_threshold=divergence_threshold, seed=seed,
-                        interval=interval, level=level, n_boot=n_boot, boot_unit=boot_unit,
-                        n_jobs=n_jobs, workers=workers, floor_range=floor_range,
-                        floor_points=floor_points, off_trend=off_trend,
-                        allow_degenerate=allow_degenerate, ensemble=ensemble,
-                        candidates=candidates, reference=reference, identify=identify)
-                for t in many]
-    return _predict(ladder, target, law, fixed=fixed, bounds=bounds, delta=delta,
-                    fit_max_flops=fit_max_flops, include_unfinished=include_unfinished,
-                    divergence_threshold=divergence_threshold, seed=seed, interval=interval,
-                    level=level, n_boot=n_boot, boot_unit=boot_unit, n_jobs=n_jobs,
-                    workers=workers, floor_range=floor_range, floor_points=floor_points,
-                    off_trend=off_trend, allow_degenerate=allow_degenerate, ensemble=ensemble,
-                    candidates=candidates, reference=reference, _profiles=identify)
+    forecasts = _forecast(ladder, many if many is not None else [target], law, fixed=fixed,
+                          bounds=bounds, delta=delta, fit_max_flops=fit_max_flops,
+                          include_unfinished=include_unfinished,
+                          divergence_threshold=divergence_threshold, seed=seed,
+                          interval=interval, level=level, n_boot=n_boot, boot_unit=boot_unit,
+                          n_jobs=n_jobs if n_jobs is not None else workers,
+                          floor_range=floor_range, floor_points=floor_points,
+                          off_trend=off_trend, allow_degenerate=allow_degenerate,
+                          ensemble=ensemble, candidates=candidates, reference=reference,
+                          identify=identify)
+    return forecasts if many is not None else forecasts[0]
 
 
 def _several_targets(target) -> list | None:
@@ -567,43 +587,351 @@ def _several_targets(target) -> list | None:
     return [{k: (v[i] if k in lengths else v) for k, v in target.items()} for i in range(n)]
 
 
-def _predict(ladder: Ladder, target: Target | Mapping[str, float], law: str | Law | None = None, *,
-            fixed: Mapping[str, float] | None = None,
-            bounds: Mapping[str, Sequence[float]] | None = None, delta: float = DEFAULT_DELTA,
-            fit_max_flops: float | None = None, include_unfinished: bool = False,
-            divergence_threshold: float | None = DIVERGENCE_THRESHOLD, seed: int = 0,
-            interval: str | None = "auto", level: float = DEFAULT_LEVEL, n_boot: int = 200,
-            boot_unit: str = "run", n_jobs: int | None = None,
-            workers: int | None = None, floor_range: Sequence[float] | None = None,
-            floor_points: int = 3, off_trend: bool = True,
-            allow_degenerate: bool = False, ensemble: bool = False,
-            candidates: Sequence | None = None, _in_floor_scan: bool = False,
-            reference=None, _profiles: bool = True, _calibration=None) -> Forecast:
-    """:func:`predict`, with the settings only delphi's own callers pass: ``_in_floor_scan``
-    (one forecast of a floor scan), ``_profiles`` (profile the parameters) and ``_calibration``
-    (a calibration model already fitted by :func:`compare`'s refits)."""
+# ------------------------------------------------------------------ the forecast pipeline
+# predict = resolve the law -> fit_stage (once per law, shared by every target) ->
+# point_stage -> interval_stage -> calibration_stage -> off_trend_stage -> Forecast.
+# compare, backtest, calibration and the selection paths compose these stages; none calls
+# back up into predict.
+
+@dataclass(frozen=True)
+class FittedLaw:
+    """Stage 1 of a forecast: a law fitted to a ladder, shared by every target of that law."""
+
+    ladder: Ladder
+    """The ladder as read (all its runs; :attr:`fit_max_flops` says which were fitted)."""
+    law: Law
+    fit: Fit
+    """The fit (profiled when ``identify``; the degeneracy test always run)."""
+    degenerate: str | None
+    """The degenerate-fit finding when ``allow_degenerate`` let a collapsed law through."""
+    bounds: Mapping[str, Sequence[float]] | None = None
+    delta: float = DEFAULT_DELTA
+    seed: int = 0
+    fit_max_flops: float | None = None
+    """The compute [FLOPs] the fit was cut at (None: every finished run)."""
+    shared: dict = field(default_factory=dict, compare=False, repr=False)
+    """Work every target of this fit shares, made once: bootstrap refits by (draws, unit,
+    seed), and the ladder's leave-future-out calibration."""
+
+    @property
+    def fitted_ladder(self) -> Ladder:
+        """The runs the fit saw (the ladder cut at :attr:`fit_max_flops`)."""
+        if self.fit_max_flops is None:
+            return self.ladder
+        return self.ladder.select(max_flops=self.fit_max_flops)
+
+
+def fit_stage(ladder: Ladder, law: str | Law, *, fixed: Mapping[str, float] | None = None,
+              bounds: Mapping[str, Sequence[float]] | None = None,
+              delta: float = DEFAULT_DELTA, fit_max_flops: float | None = None,
+              include_unfinished: bool = False,
+              divergence_threshold: float | None = DIVERGENCE_THRESHOLD, seed: int = 0,
+              identify: bool = True, allow_degenerate: bool = False) -> FittedLaw:
+    """Stage 1: fit ``law`` to ``ladder`` (:func:`delphi.fitting.fit`) and refuse a
+    degenerate fit unless ``allow_degenerate``.
+
+    Raises
+    ------
+    DegenerateFitError: the law collapsed to a constant and ``allow_degenerate`` is False.
+    LadderError, LawError, FitError: as :func:`delphi.fitting.fit`.
+    """
+    from ..fitting.diagnostics import attach_identification, refuse_degenerate
+    law = get_law(law)
+    result = fit(ladder, law, fixed=fixed, bounds=bounds, delta=delta,
+                 fit_max_flops=fit_max_flops, include_unfinished=include_unfinished,
+                 divergence_threshold=divergence_threshold, seed=seed, identify=identify)
+    if not identify:
+        # Nested fits (backtests, selection): the degeneracy test without the profiles.
+        result = attach_identification(result, profiles=False)
+    degenerate = refuse_degenerate(result, allow=allow_degenerate)  # raises unless allowed
+    return FittedLaw(ladder=ladder, law=law, fit=result, degenerate=degenerate, bounds=bounds,
+                     delta=delta, seed=seed, fit_max_flops=fit_max_flops)
+
+
+@dataclass(frozen=True)
+class PointForecast:
+    """Stage 2 of a forecast: the law's value at one target, and what was assumed."""
+
+    target: Target
+    """The target, its C in the ladder's FLOP convention."""
+    inputs: dict
+    """The law's inputs at the target (each a one-element list), LR quantities filled in."""
+    loss: float
+    """Predicted loss [the ladder's unit, e.g. nats/token]."""
+    extrapolation: float | None
+    """r = C_target / C_max_fitted (None when the target's compute is unknown)."""
+    findings: tuple[Finding, ...]
+
+
+def point_stage(fitted: FittedLaw, target: Target | Mapping[str, float], *,
+                interval_wanted: bool = True, floor_hint: bool = True) -> PointForecast:
+    """Stage 2: the target in the ladder's FLOP convention, the law's inputs there, the
+    predicted loss, the extrapolation ratio, and the findings about the target and design
+    (each warning also issued as a :class:`~delphi.errors.FitWarning`).
+
+    ``interval_wanted`` words the fixed-parameter note ("the interval is conditional...");
+    ``floor_hint`` adds the hint that a floor range shows how a pinned floor moves the
+    forecast (off inside a floor scan).
+
+    Raises
+    ------
+    TargetError: a target the law cannot be evaluated at, an MoE target given only by its
+        total N, or a target C that disagrees with the ladder's convention (law of C).
+    """
+    ladder, law, result = fitted.ladder, fitted.law, fitted.fit
+    target = as_target(target)
+    _base_inputs(target, law)
+    _check_moe_target(target, law, ladder)
+    found: list[Finding] = []
+    convention: list[str] = []
+    target = _in_ladder_convention(target, law, ladder, convention)
+    for n in convention:
+        # A C that disagrees with the ladder's convention (law of N and D) is a warning.
+        found.append(Finding("target-convention",
+                             "warning" if n.startswith("target flops ") else "note", n, "target"))
+    if (target.flops_source or "").startswith("6ND") and target.active_params is None \
+            and not ladder.has("params") and not ladder.has("active_params"):
+        # Nothing in the ladder says whether N counts every parameter: for a mixture of
+        # experts a total N would put C off by the sparsity factor.
+        found.append(Finding.note(
+            "target-convention", f"the target's C = 6 x N x D = {target.flops:.4g} FLOPs from "
+            f"its N and D; the ladder gives compute only, so nothing checks N's convention: "
+            f"for a mixture of experts N must be the active parameters "
+            f"({option('active_params', '--target-active-params')}), or give "
+            f"{option('flops', '--target-flops')}", "target"))
+    inputs, assumed = target_inputs(target, law, result, ladder)
+    found += [Finding.note("other", n, "target") for n in assumed]
+    loss = float(result.predict(inputs)[0])
+    if fitted.degenerate:
+        const = result.identification.constant
+        same = abs(loss / const - 1) < 1e-3
+        found.append(Finding.warning(
+            "degenerate", f"{fitted.degenerate}; the forecast {loss:.4f} "
+            + ("only repeats the ladder's constant level" if same else
+               f"is {loss / const - 1:+.2%} from the ladder's constant level {const:.4f}, a "
+               f"difference the ladder does not support")))
+    conv = ladder.flops_convention
+    if conv is not None and conv.drifting and target.flops_k is not None and "flops" in inputs:
+        # k is not one number for this ladder: show what the largest rung's k would give.
+        k_top = conv.k[-1]
+        alt = float(result.predict({**inputs, "flops": [target.flops / target.flops_k * k_top]})[0])
+        found.append(Finding.note(
+            "flops-drift", f"the ladder's C/({conv.n_label}) drifts {conv.drift:+.0%} across "
+            f"rungs: with the largest rung's k = {k_top:.4g} instead of {target.flops_k:.4g} "
+            f"the forecast would be {alt:.4f} ({alt / loss - 1:+.2%})", "target"))
+    # _design_notes issues its own FitWarnings (stacklevel at the user's call)
+    found += [Finding.warning("outside-design", w, "target")
+              for w in _design_notes(target, law, result, ladder)]
+    d = one_token_count(ladder)
+    design_notes, design_warns = ladder_design_notes(ladder, law)
+    found += [Finding.note("ladder-design", n) for n in design_notes]
+    found += [Finding.warning("ladder-design", w) for w in design_warns]
+    if d is not None and law.inputs in (("params",), ("flops",)):
+        if target.tokens is not None and not d / ONE_D <= target.tokens <= d * ONE_D:
+            reads = ("the loss at the ladder's D, not the target's" if law.inputs == ("params",)
+                     else "the target's extra or missing tokens as compute")
+            found.append(Finding.warning(
+                "target-tokens", f"the target's D = {target.tokens:.3g} tokens differs from "
+                f"the ladder's one token count {d:.3g}: law {law.name!r} predicts {reads} (the "
+                f"ladder cannot measure D's effect)", "target"))
+    if "flops" in law.inputs and target.params is not None and target.tokens is not None:
+        span = ratio_span(ladder)
+        if span is not None and span[1] < SPLIT_SPAN * span[0]:
+            ratios = (f"are {span[0]:.3g} for every run" if span[1] <= 1.001 * span[0] else
+                      f"span only {span[0]:.3g}..{span[1]:.3g}")
+            found.append(Finding.note(
+                "law-in-c", f"law {law.name!r} in C, not chinchilla in N and D: the ladder's "
+                f"tokens per parameter D/N {ratios}, which does not separate N from D; the "
+                f"target's N and D enter through its C", "target"))
+    largest, smallest = result.extra.get("max_flops"), result.extra.get("min_flops")
+    extrapolation = target.flops / largest if (largest and target.flops) else None
+    n_max = result.extra.get("max_params")
+    if extrapolation is None and law.inputs == ("params",) and target.params and n_max:
+        # A law in N on a fixed-data sweep: C = 6ND is proportional to N, so r in N is r in C.
+        extrapolation = target.params / n_max
+        found.append(Finding.note(
+            "ratio-from-n", f"the target's compute is not given: its extrapolation ratio is "
+            f"N / N_max = {extrapolation:.3g} (at one D, C grows as N)", "target"))
+    if extrapolation is not None and extrapolation > 1e4:
+        found.append(Finding.warning(
+            "far-extrapolation", f"the target is {extrapolation:.3g}x the largest fitted run's "
+            f"compute: more than four orders of magnitude of extrapolation", "target"))
+    if smallest and target.flops and target.flops < smallest:
+        found.append(Finding.warning(
+            "below-smallest", f"the target's compute {target.flops:.3g} is below the smallest "
+            f"fitted run ({smallest:.3g}): the law is extrapolated downwards", "target"))
+    if result.fixed:
+        given = ", ".join(f"{k} = {v:g}" for k, v in result.fixed.items())
+        scan = (f"; a floor range, {option('floor_range', '--floor LO:HI')}, shows how the "
+                f"forecast moves with {law.floor}"
+                if law.floor in result.fixed and floor_hint else "")
+        what = "the interval is" if interval_wanted else "the forecast is"
+        one = len(result.fixed) == 1
+        found.append(Finding.note(
+            "fixed-parameters", f"{given} fixed (not fitted): {what} conditional on "
+            f"{'this value' if one else 'these values'} and leaves out "
+            f"{'its' if one else 'their'} uncertainty{scan}", ", ".join(result.fixed)))
+    if not result.converged:
+        found.append(Finding.warning("not-converged",
+                                     "THE FIT DID NOT CONVERGE: do not trust this prediction"))
+    return PointForecast(target=target, inputs=inputs, loss=loss, extrapolation=extrapolation,
+                         findings=tuple(found))
+
+
+def interval_stage(fitted: FittedLaw, point: PointForecast, *, method: str | None = "auto",
+                   level: float = DEFAULT_LEVEL, n_boot: int = 200, boot_unit: str = "run",
+                   n_jobs: int | None = None) -> tuple[Interval | None, list[Finding]]:
+    """Stage 3: the fit's own interval at the target -- bootstrap (enough runs for the free
+    parameters) or delta method -- before any calibration; ``method`` as
+    :func:`delphi.predict`'s ``interval`` (``calibrated``/``reference``/``auto`` make the base
+    interval those widen). Returns (interval or None, findings saying how or why not).
+
+    Raises
+    ------
+    FitError: a bad setting, or a named method (``bootstrap``, ``delta``) that cannot be made.
+    """
+    notes: list[str] = []
+    band = _interval(fitted.fit, point.inputs, method, level, n_boot, boot_unit, fitted.seed,
+                     n_jobs, notes, shared=fitted.shared)
+    return band, [Finding.note("no-interval" if n.startswith("no interval") else "interval", n,
+                               "interval") for n in notes]
+
+
+def calibration_stage(fitted: FittedLaw, point: PointForecast, band: Interval | None,
+                      found: Sequence[Finding], *, method: str | None = "auto",
+                      level: float = DEFAULT_LEVEL, calibration=None,
+                      reference=None) -> tuple[Interval | None, list[Finding]]:
+    """Stage 4: ``band`` widened by extrapolation errors at the target's ratio r (the
+    ladder's own leave-future-out errors blended with the reference class, or the reference
+    class alone; :func:`delphi.calibration.calibrated_interval`, :mod:`delphi.reference`), for
+    ``method`` ``auto``, ``calibrated`` or ``reference``; other methods pass ``band`` through.
+    ``calibration``: a calibration model already fitted on this ladder and law (e.g. by
+    :func:`delphi.selection.compare`'s refits). ``found``: the findings so far (stage 3's
+    ``no-interval`` finding is reworded when the reference class supplies the interval).
+
+    Raises
+    ------
+    FitError: ``method="calibrated"`` and the ladder cannot calibrate itself, or
+        ``"reference"`` and the reference class has no model for this law.
+    """
+    found = list(found)
+    if method == "calibrated" and band is None:
+        why = next((f.message for f in reversed(found) if f.code == "no-interval"),
+                   "no interval")
+        ask = option('interval="reference"', "--interval reference")
+        raise FitError(f"no calibrated interval: it widens a bootstrap or delta-method "
+                       f"interval, and there is none here ({why}); {ask} gives the "
+                       f"reference-class interval, from the public ladders' errors")
+    if method not in ("auto", "calibrated", "reference"):
+        return band, found
+    notes = [f.message for f in found]
+    n_before = len(notes)
+    band = _calibrate(band, point.loss, point.extrapolation, fitted.fitted_ladder, fitted.law,
+                      fitted.fit, fitted.bounds, fitted.delta, fitted.seed, notes,
+                      method=method, level=level, model=calibration, reference=reference,
+                      shared=fitted.shared)
+    # _calibrate rewords earlier no-interval notes in place and appends its own
+    out = [replace(f, message=m) if m != f.message else f for f, m in zip(found, notes)]
+    for n in notes[n_before:]:
+        out.append(Finding.note("no-interval" if n.startswith("no interval") else "interval",
+                                n, "interval"))
+    if band is not None:
+        # a no-interval finding about the fit alone stays a note, not a missing interval
+        out = [replace(f, code="interval") if f.code == "no-interval"
+               and f.message.startswith("no interval from the fit alone") else f for f in out]
+    return band, out
+
+
+def off_trend_stage(fitted: FittedLaw, point: PointForecast):
+    """Stage 5: off-trend rungs the other rungs' law misses, and the forecast without them
+    (:func:`delphi.robustness.find_off_trend`); None when there are none."""
+    from .robustness import find_off_trend, held_inputs
+    # Non-monotone pairs compare runs that share D (a law of N alone) and any swept
+    # hyperparameter (held_inputs); the deleted-residual test needs none of it.
+    return find_off_trend(fitted.fit, point.inputs, bounds=fitted.bounds, seed=fitted.seed,
+                          held=held_inputs(fitted.ladder, fitted.fit))
+
+
+def forecast_from_fit(fitted: FittedLaw, target: Target | Mapping[str, float], *,
+                      interval: str | None = "auto", level: float = DEFAULT_LEVEL,
+                      n_boot: int = 200, boot_unit: str = "run", n_jobs: int | None = None,
+                      off_trend: bool = True, calibration=None, reference=None,
+                      floor_hint: bool = True) -> Forecast:
+    """Stages 2-5 for one target on a fit already made (:func:`fit_stage`), assembled into a
+    :class:`Forecast`: what :func:`delphi.predict` does per target, so several targets (and
+    compare's candidates) share one fit. Settings as in :func:`delphi.predict`.
+
+    Raises
+    ------
+    TargetError, FitError: as :func:`point_stage`, :func:`interval_stage` and
+        :func:`calibration_stage`.
+    """
+    ladder, result = fitted.ladder, fitted.fit
+    wanted = interval not in (None, "none")
+    point = point_stage(fitted, target, interval_wanted=wanted, floor_hint=floor_hint)
+    band, made = interval_stage(fitted, point, method=interval, level=level, n_boot=n_boot,
+                                boot_unit=boot_unit, n_jobs=n_jobs)
+    band, found = calibration_stage(fitted, point, band, [*point.findings, *made],
+                                    method=interval, level=level, calibration=calibration,
+                                    reference=reference)
+    if result.fixed and band is None and wanted:
+        found = [replace(f, message=f.message.replace("the interval is", "the forecast is", 1))
+                 if f.code == "fixed-parameters" else f for f in found]
+    rungs = off_trend_stage(fitted, point) if off_trend else None
+    if rungs is not None:
+        found.append(Finding.note("off-trend", rungs.note(),
+                                  ", ".join(r.run for r in rungs.rungs)))
+    for f in found:
+        if f.severity == "warning" and f.code != "outside-design":   # warned there already
+            warnings.warn(f.message, FitWarning, stacklevel=user_stacklevel())
+    return Forecast(target=point.target, loss=point.loss, fit=result, ladder_name=ladder.name,
+                    ladder_source=ladder.source, ladder_sha256=result.extra["sha256"],
+                    metric=ladder.metric, unit=ladder.unit, extrapolation=point.extrapolation,
+                    findings=tuple(found), interval=band, off_trend=rungs,
+                    flops_convention=ladder.flops_convention)
+
+
+def _forecast(ladder: Ladder, targets: Sequence, law: str | Law | None, *,
+              fixed: Mapping[str, float] | None = None,
+              bounds: Mapping[str, Sequence[float]] | None = None, delta: float = DEFAULT_DELTA,
+              fit_max_flops: float | None = None, include_unfinished: bool = False,
+              divergence_threshold: float | None = DIVERGENCE_THRESHOLD, seed: int = 0,
+              interval: str | None = "auto", level: float = DEFAULT_LEVEL, n_boot: int = 200,
+              boot_unit: str = "run", n_jobs: int | None = None,
+              floor_range: Sequence[float] | None = None, floor_points: int = 3,
+              off_trend: bool = True, allow_degenerate: bool = False, ensemble: bool = False,
+              candidates: Sequence | None = None, reference=None, identify: bool = True,
+              calibration=None, floor_hint: bool = True) -> list[Forecast]:
+    """The forecasts of ``targets`` (each a Target or dict), in order: the law resolved per
+    target, each law fitted once (:func:`fit_stage`) and shared by its targets
+    (:func:`forecast_from_fit`); ``auto``/``ensemble`` through :func:`predict_selected`, a
+    floor range through :func:`delphi.robustness.scan_floor`."""
     from ..inputs.readers import as_ladder
     ladder = as_ladder(ladder)      # a DataFrame is read as load_ladder reads it
-    target = as_target(target)
-    if ensemble or (isinstance(law, str) and law == "auto"):
-        if ensemble and law not in (None, "auto"):
-            auto = option("law='auto'", "--law auto")
-            raise TargetError(f"an ensemble averages candidate laws: give {auto} or no law, "
-                              f"not {getattr(law, 'name', law)!r} (name the candidates with "
-                              f"{option('candidates=[...]', '--laws')})")
-        return predict_selected(
-            ladder, target, ensemble=ensemble, candidates=candidates, fixed=fixed,
-            bounds=bounds, delta=delta, fit_max_flops=fit_max_flops,
-            include_unfinished=include_unfinished, divergence_threshold=divergence_threshold,
-            seed=seed, interval=interval, level=level, n_boot=n_boot, boot_unit=boot_unit,
-            n_jobs=n_jobs, workers=workers, floor_range=floor_range, off_trend=off_trend,
-            allow_degenerate=allow_degenerate, reference=reference)
-    if candidates is not None:
+    targets = [as_target(t) for t in targets]
+    selecting = ensemble or (isinstance(law, str) and law == "auto")
+    if selecting and ensemble and law not in (None, "auto"):
+        auto = option("law='auto'", "--law auto")
+        raise TargetError(f"an ensemble averages candidate laws: give {auto} or no law, not "
+                          f"{getattr(law, 'name', law)!r} (name the candidates with "
+                          f"{option('candidates=[...]', '--laws')})")
+    if not selecting and candidates is not None:
         auto = option("law='auto'", "--law auto")
         raise TargetError(f"candidates are for {auto} or ensemble=True")
-    law = get_law(law or default_law(ladder, target))
-    _base_inputs(target, law)  # fail on a missing input before spending time on the fit
-    _check_moe_target(target, law, ladder)
+    fit_settings = dict(bounds=bounds, delta=delta, fit_max_flops=fit_max_flops,
+                        include_unfinished=include_unfinished,
+                        divergence_threshold=divergence_threshold, seed=seed)
+    per_target = dict(interval=interval, level=level, n_boot=n_boot, boot_unit=boot_unit,
+                      n_jobs=n_jobs, off_trend=off_trend, reference=reference)
+    if selecting:
+        return [predict_selected(ladder, t, ensemble=ensemble, candidates=candidates,
+                                 fixed=fixed, floor_range=floor_range,
+                                 allow_degenerate=allow_degenerate, **fit_settings,
+                                 **per_target) for t in targets]
+    laws = [get_law(law or default_law(ladder, t)) for t in targets]
+    for t, lw in zip(targets, laws):
+        _base_inputs(t, lw)  # fail on a missing input before spending time on the fit
+        _check_moe_target(t, lw, ladder)
     if floor_range is not None:
         from .robustness import check_floor_range, scan_floor
         check_floor_range(floor_range)
@@ -612,133 +940,28 @@ def _predict(ladder: Ladder, target: Target | Mapping[str, float], law: str | La
                 and floor_points > MAX_FLOOR_POINTS):
             raise LawError(f"a floor range is scanned at 2 to {MAX_FLOOR_POINTS} values "
                            f"(floor_points), got {floor_points:,}; each value is a forecast")
-
-        def one(pinned):
-            return _predict(ladder, target, law, fixed=pinned, bounds=bounds, delta=delta,
-                           fit_max_flops=fit_max_flops, include_unfinished=include_unfinished,
-                           divergence_threshold=divergence_threshold, seed=seed,
-                           interval=interval, level=level, n_boot=n_boot, boot_unit=boot_unit,
-                           n_jobs=n_jobs, workers=workers, off_trend=off_trend,
-                           allow_degenerate=allow_degenerate, reference=reference,
-                           _in_floor_scan=True)
-        return scan_floor(one, law, floor_range, floor_points, fixed)
-    convention_notes: list[str] = []
-    target = _in_ladder_convention(target, law, ladder, convention_notes)
-    result = fit(ladder, law, fixed=fixed, bounds=bounds, delta=delta, fit_max_flops=fit_max_flops,
-                 include_unfinished=include_unfinished,
-                 divergence_threshold=divergence_threshold, seed=seed, identify=_profiles)
-    if not _profiles:
-        # Internal (nested fits): the degeneracy test and findings without the profiles.
-        from ..fitting.diagnostics import attach_identification
-        result = attach_identification(result, profiles=False)
-    from ..fitting.diagnostics import refuse_degenerate
-    degenerate_note = refuse_degenerate(result, allow=allow_degenerate)  # raises unless allowed
-    inputs, notes = target_inputs(target, law, result, ladder)
-    notes = convention_notes + notes
-    loss = float(result.predict(inputs)[0])
-    warns: list[str] = []
-    # A C that disagrees with the ladder's convention (law of N and D) is a warning.
-    warns.extend(n for n in notes if n.startswith("target flops "))
-    notes = [n for n in notes if not n.startswith("target flops ")]
-    if degenerate_note:
-        const = result.identification.constant
-        same = abs(loss / const - 1) < 1e-3
-        warns.append(f"{degenerate_note}; the forecast {loss:.4f} "
-                     + ("only repeats the ladder's constant level" if same else
-                        f"is {loss / const - 1:+.2%} from the ladder's constant level "
-                        f"{const:.4f}, a difference the ladder does not support"))
-    conv = ladder.flops_convention
-    if conv is not None and conv.drifting and target.flops_k is not None and "flops" in inputs:
-        # k is not one number for this ladder: show what the largest rung's k would give.
-        k_top = conv.k[-1]
-        alt = float(result.predict({**inputs, "flops": [target.flops / target.flops_k * k_top]})[0])
-        notes.append(f"the ladder's C/({conv.n_label}) drifts {conv.drift:+.0%} across rungs: with "
-                     f"the largest rung's k = {k_top:.4g} instead of {target.flops_k:.4g} the "
-                     f"forecast would be {alt:.4f} ({alt / loss - 1:+.2%})")
-    design = _design_notes(target, law, result, ladder)      # warned there already
-    warns.extend(design)
-    d = one_token_count(ladder)
-    design_notes, design_warns = ladder_design_notes(ladder, law)
-    notes.extend(design_notes)
-    warns.extend(design_warns)
-    if d is not None and law.inputs in (("params",), ("flops",)):
-        if target.tokens is not None and not d / ONE_D <= target.tokens <= d * ONE_D:
-            reads = ("the loss at the ladder's D, not the target's" if law.inputs == ("params",)
-                     else "the target's extra or missing tokens as compute")
-            warns.append(f"the target's D = {target.tokens:.3g} tokens differs from the "
-                         f"ladder's one token count {d:.3g}: law {law.name!r} predicts {reads} "
-                         f"(the ladder cannot measure D's effect)")
-    if ("flops" in law.inputs and target.params is not None and target.tokens is not None):
-        span = ratio_span(ladder)
-        if span is not None and span[1] < SPLIT_SPAN * span[0]:
-            ratios = (f"are {span[0]:.3g} for every run" if span[1] <= 1.001 * span[0] else
-                      f"span only {span[0]:.3g}..{span[1]:.3g}")
-            notes.append(f"law {law.name!r} in C, not chinchilla in N and D: the ladder's tokens "
-                         f"per parameter D/N {ratios}, which does not separate N from D; the "
-                         f"target's N and D enter through its C")
-    largest, smallest = result.extra.get("max_flops"), result.extra.get("min_flops")
-    extrapolation = target.flops / largest if (largest and target.flops) else None
-    n_max = result.extra.get("max_params")
-    if extrapolation is None and law.inputs == ("params",) and target.params and n_max:
-        # A law in N on a fixed-data sweep: C = 6ND is proportional to N, so r in N is r in C.
-        extrapolation = target.params / n_max
-        notes.append(f"the target's compute is not given: its extrapolation ratio is "
-                     f"N / N_max = {extrapolation:.3g} (at one D, C grows as N)")
-    if extrapolation is not None and extrapolation > 1e4:
-        warns.append(f"the target is {extrapolation:.3g}x the largest fitted run's compute: "
-                     f"more than four orders of magnitude of extrapolation")
-    if smallest and target.flops and target.flops < smallest:
-        warns.append(f"the target's compute {target.flops:.3g} is below the smallest fitted run "
-                     f"({smallest:.3g}): the law is extrapolated downwards")
-    if result.fixed:
-        given = ", ".join(f"{k} = {v:g}" for k, v in result.fixed.items())
-        scan = (f"; a floor range, {option('floor_range', '--floor LO:HI')}, shows how the "
-                f"forecast moves with {law.floor}"
-                if law.floor in result.fixed and not _in_floor_scan else "")
-        what = "the interval is" if interval not in (None, "none") else "the forecast is"
-        fixed_note = len(notes)
-        notes.append(f"{given} fixed (not fitted): {what} conditional on "
-                     f"{'this value' if len(result.fixed) == 1 else 'these values'} and leaves "
-                     f"out {'its' if len(result.fixed) == 1 else 'their'} uncertainty{scan}")
-    if not result.converged:
-        warns.append("THE FIT DID NOT CONVERGE: do not trust this prediction")
-    band = _interval(result, inputs, interval, level, n_boot, boot_unit, seed,
-                     n_jobs if n_jobs is not None else workers, notes)
-    if interval == "calibrated" and band is None:
-        why = next((n for n in reversed(notes) if n.startswith("no interval")), "no interval")
-        ask = option('interval="reference"', "--interval reference")
-        raise FitError(f"no calibrated interval: it widens a bootstrap or delta-method "
-                       f"interval, and there is none here ({why}); {ask} gives the "
-                       f"reference-class interval, from the public ladders' errors")
-    if interval in ("auto", "calibrated", "reference"):
-        fitted = ladder.select(max_flops=fit_max_flops) if fit_max_flops is not None else ladder
-        band = _calibrate(band, loss, extrapolation, fitted, law, result, bounds, delta, seed,
-                          notes, method=interval, level=level, model=_calibration,
-                          reference=reference)
-    if result.fixed and band is None and interval not in (None, "none"):
-        notes[fixed_note] = notes[fixed_note].replace("the interval is", "the forecast is", 1)
-    rungs = None
-    if off_trend:
-        from .robustness import find_off_trend, held_inputs
-        # Non-monotone pairs compare runs that share D (a law of N alone) and any swept
-        # hyperparameter (held_inputs); the deleted-residual test needs none of it.
-        rungs = find_off_trend(result, inputs, bounds=bounds, seed=seed,
-                               held=held_inputs(ladder, result))
-        if rungs is not None:
-            notes.append(rungs.note())
-    for message in warns:
-        if message not in design:
-            warnings.warn(message, FitWarning, stacklevel=user_stacklevel())
-    return Forecast(target=target, loss=loss, fit=result, ladder_name=ladder.name,
-                    ladder_source=ladder.source, ladder_sha256=result.extra["sha256"],
-                    metric=ladder.metric, unit=ladder.unit, extrapolation=extrapolation,
-                    notes=tuple(notes), warnings=tuple(warns), interval=band, off_trend=rungs,
-                    flops_convention=ladder.flops_convention)
+        out = []
+        for t, lw in zip(targets, laws):
+            def one(pinned, t=t, lw=lw):
+                return _forecast(ladder, [t], lw, fixed=pinned, **fit_settings, **per_target,
+                                 allow_degenerate=allow_degenerate, identify=identify,
+                                 floor_hint=False)[0]
+            out.append(scan_floor(one, lw, floor_range, floor_points, fixed))
+        return out
+    fits: dict[str, FittedLaw] = {}
+    out = []
+    for t, lw in zip(targets, laws):
+        if lw.name not in fits:
+            fits[lw.name] = fit_stage(ladder, lw, fixed=fixed, identify=identify,
+                                      allow_degenerate=allow_degenerate, **fit_settings)
+        out.append(forecast_from_fit(fits[lw.name], t, calibration=calibration,
+                                     floor_hint=floor_hint, **per_target))
+    return out
 
 
 def _calibrate(band, loss: float, ratio: float | None, ladder: Ladder, law: Law, result: Fit,
                bounds, delta, seed, notes: list[str], method: str, level: float, model=None,
-               reference=None):
+               reference=None, shared: dict | None = None):
     """``band`` (None when the fit gives no interval) widened by extrapolation errors at the
     target's ratio: the ladder's own (:mod:`delphi.calibration`, when its leave-future-out
     refits give at least 3 folds) blended with the reference class (:mod:`delphi.reference`),
@@ -764,13 +987,18 @@ def _calibrate(band, loss: float, ratio: float | None, ladder: Ladder, law: Law,
     elif band is None:
         why = "the fit gives no interval to calibrate"
     elif model is None:
-        try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")   # the fold fits' warnings are the folds'
-                model, _ = calibrate(ladder, law, fixed=result.fixed or None, bounds=bounds,
-                                     delta=delta, max_folds=MAX_FOLDS, seed=seed)
-        except DelphiError as exc:
-            why = str(exc)
+        shared = {} if shared is None else shared
+        if "calibration" not in shared:      # once per fit, whatever the number of targets
+            try:
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")   # the fold fits' warnings are the folds'
+                    made, _ = calibrate(ladder, law, fixed=result.fixed or None,
+                                        bounds=bounds, delta=delta, max_folds=MAX_FOLDS,
+                                        seed=seed)
+                shared["calibration"] = (made, None)
+            except DelphiError as exc:
+                shared["calibration"] = (None, str(exc))
+        model, why = shared["calibration"]
     if why is not None and method == "calibrated":
         ask = option('interval="reference"', "--interval reference")
         raise FitError(f"no calibrated interval: {why}; {ask} gives the reference-class "
@@ -901,7 +1129,8 @@ def _reference_model(reference, ladder: Ladder, law: Law, result: Fit, level: fl
         return None, str(exc)
 
 
-def _interval(result: Fit, inputs, method, level, n_boot, unit, seed, n_jobs, notes):
+def _interval(result: Fit, inputs, method, level, n_boot, unit, seed, n_jobs, notes,
+              shared: dict | None = None):
     from .uncertainty import bootstrap, bootstrap_interval, delta_interval
 
     if method is None or method == "none":
@@ -954,7 +1183,11 @@ def _interval(result: Fit, inputs, method, level, n_boot, unit, seed, n_jobs, no
                 notes.append(f"{exact}, so the interval is the delta method's with the noise "
                              f"floored at {NOISE_FLOOR:g}")
             return band
-        draws = bootstrap(result, n=n_boot, unit=unit, seed=seed, n_jobs=n_jobs)
+        shared = {} if shared is None else shared
+        key = ("bootstrap", n_boot, unit, seed)
+        if key not in shared:     # the refits do not depend on the target: once per fit
+            shared[key] = bootstrap(result, n=n_boot, unit=unit, seed=seed, n_jobs=n_jobs)
+        draws = shared[key]
         notes.extend(draws.warnings)
         if draws.n_failed:
             notes.append(f"{draws.n_failed} of {n_boot} bootstrap draws failed to refit and "
@@ -1086,8 +1319,9 @@ def predict_selected(ladder: Ladder, target, *, ensemble: bool = False,
 
     def one(c: Candidate, **over):
         # The comparison's refits already calibrate this candidate: no second pass.
-        return _predict(ladder, target, c.law, fixed=dict(c.fixed) or None, delta=c.delta,
-                        _calibration=calibration_of(by_label.get(c.label)), **{**settings, **over})
+        return _forecast(ladder, [target], c.law, fixed=dict(c.fixed) or None, delta=c.delta,
+                         calibration=calibration_of(by_label.get(c.label)),
+                         **{**settings, **over})[0]
 
     table = comparison.to_dict()
     if not ensemble:
@@ -1161,8 +1395,9 @@ def predict_selected(ladder: Ladder, target, *, ensemble: bool = False,
                              for s in comparison.ranked]
         for w in extra_warn:
             warnings.warn(w, FitWarning, stacklevel=user_stacklevel())
-        return replace(chosen, notes=tuple(notes + skipped_notes) + chosen.notes,
-                       warnings=chosen.warnings + tuple(extra_warn), selection=sel)
+        return replace(chosen, selection=sel, findings=(
+            *(Finding.note("selection", n) for n in notes + skipped_notes), *chosen.findings,
+            *(Finding.warning("selection", w) for w in extra_warn)))
 
     weights = comparison.weights()
     members, skipped = [], []
@@ -1194,7 +1429,8 @@ def predict_selected(ladder: Ladder, target, *, ensemble: bool = False,
                                "score": by_label[c.label].score,
                                "reference_error": by_label[c.label].reference_error}],
                "comparison": table}
-        return replace(f, notes=tuple(one_notes) + f.notes, selection=sel)
+        return replace(f, selection=sel).with_findings(
+            *(Finding.note("selection", n) for n in one_notes), first=True)
     log_l = sum(w * math.log(f.loss) for _, w, f in members)
     loss = math.exp(log_l)
     spread2 = sum(w * (math.log(f.loss) - log_l) ** 2 for _, w, f in members)
@@ -1241,7 +1477,9 @@ def predict_selected(ladder: Ladder, target, *, ensemble: bool = False,
                            "reference_error": by_label[c.label].reference_error}
                           for c, w, f in members],
            "comparison": table}
-    warns = tuple(dict.fromkeys(x for _, _, f in members for x in f.warnings))
+    warns = {x.message: x for _, _, f in members for x in f.findings
+             if x.severity == "warning"}
     # The off-trend block compares one law's forecasts: the largest member's, in its notes.
-    return replace(top, loss=loss, interval=band, notes=tuple(notes) + top.notes,
-                   warnings=warns, selection=sel, off_trend=None)
+    return replace(top, loss=loss, interval=band, selection=sel, off_trend=None, findings=(
+        *(Finding.note("selection", n) for n in notes),
+        *(x for x in top.findings if x.severity == "note"), *warns.values()))

@@ -26,6 +26,7 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
+from ..core.findings import Finding
 from ..errors import DelphiError, LawError
 from ..fitting import Fit, fit_arrays
 from ..fitting.api import BUDGET_TOLERANCE
@@ -759,7 +760,8 @@ def scan_floor(predict_one, law, floor_range: Sequence[float], points: int,
                      uppers=tuple(f.upper for f in scanned),
                      level=scanned[0].interval.level if scanned[0].interval else None)
     main = forecasts[middle]
-    return replace(main, floor_scan=scan, notes=(*main.notes, scan.note()))
+    return replace(main, floor_scan=scan).with_findings(Finding.note("floor-range", scan.note(),
+                                                                      name))
 
 
 def check_floor_range(floor_range) -> None:

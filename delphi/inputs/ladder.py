@@ -50,12 +50,17 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ..errors import LadderError, LadderWarning, TargetError, option, user_stacklevel
 from ..core.records import positive_number
+from ..core.text import plural
 from .runstate import Invalid, invalid_message, not_annealed, run_states, status_kinds
-from .units import UNITS, normalize_unit, unit_from_metric
+from .units import LOSS_RANGE, UNITS, normalize_unit, unit_from_metric
 
 __all__ = ["Ladder", "Exclusion", "FlopsConvention", "CANONICAL_COLUMNS",
            "FLOPS_PER_PARAM_TOKEN", "UNITS", "normalize_unit", "unit_from_metric",
            "columns_found", "LOSS_LIKE"]
+
+#: A step of the best loss between adjacent compute budgets this large (either way) is named
+#: as likely mixed units: just below 1/ln 2 = 1.44, the smallest factor between loss units.
+UNIT_STEP = 1.35
 
 #: Training FLOPs per parameter per token (forward + backward), Kaplan et al. 2020, Eq. 2.1.
 FLOPS_PER_PARAM_TOKEN = 6.0
@@ -610,6 +615,75 @@ class Ladder:
         self.dropped: tuple[int, int] = (0, 0)
         # A shallow copy: columns are replaced, never written into (copy-on-write).
         self.table = self._validate(pd.DataFrame(table).copy(deep=False), drop_invalid)
+        self._check_unit_steps()
+        self._check_loss_range()
+
+    def _check_loss_range(self) -> None:
+        """Warn of losses outside :data:`~delphi.inputs.units.LOSS_RANGE` (a perplexity, a
+        percentage, a typo): they fit, but no forecast of them can be registered."""
+        if "loss" not in self.table.columns:
+            return
+        y = self.table["loss"].to_numpy(float)
+        lo, hi = LOSS_RANGE
+        out = np.isfinite(y) & ((y < lo) | (y > hi))
+        if not out.any():
+            return
+        rows = self.table.loc[out]
+        runs = list(dict.fromkeys(rows["run"].astype(str)))
+        hint = ("; a perplexity? its log is the cross-entropy" if np.nanmax(y[out]) > hi else
+                "; a loss this small is almost never wrong: another metric?")
+        low, high = float(np.nanmin(y[out])), float(np.nanmax(y[out]))
+        seen = f"{low:.4g}" if low == high else f"{low:.4g}..{high:.4g}"
+        self._warn(f"ladder {self.name!r}: {plural(int(out.sum()), 'row')} of "
+                   f"{plural(len(runs), 'run')} ({', '.join(map(repr, runs[:3]))}"
+                   f"{' ...' if len(runs) > 3 else ''}) {'has' if out.sum() == 1 else 'have'} "
+                   f"a {self.metric} outside the plausible {lo:g}..{hi:g} {self.unit} ({seen})"
+                   f"{hint}; a registry refuses forecasts outside it")
+
+    def _check_unit_steps(self) -> None:
+        """Warn when the best loss of one compute budget jumps from the next by at least
+        :data:`UNIT_STEP` (against the typical step) while the other steps between budgets
+        are small, with at least two budgets on either side: no scaling law makes such a
+        step, mixed units do (nats/token and bits/token differ by 1/ln 2 = 1.44x; bits/byte by
+        more). Budgets: runs within 5% of compute, each at its last row; the step named by its
+        runs, budgets and factor."""
+        t = self.table
+        if "flops" not in t.columns or "loss" not in t.columns or len(t) < 4:
+            return
+        last = t.groupby("run", sort=False).tail(1)
+        c = last["flops"].to_numpy(float)
+        y = last["loss"].to_numpy(float)
+        ok = np.isfinite(c) & np.isfinite(y) & (c > 0) & (y > 0)
+        order = np.argsort(c[ok], kind="stable")
+        c, y, runs = c[ok][order], y[ok][order], last["run"].to_numpy()[ok][order]
+        if len(c) < 4:
+            return
+        budget = np.concatenate([[0], np.cumsum(c[1:] / c[:-1] > 1.05)])
+        best = pd.Series(y).groupby(budget).idxmin().to_numpy()
+        if len(best) < 4:
+            return
+        log_step = np.log(y[best[1:]] / y[best[:-1]])
+        # each step against the typical one (the law's own fall between budgets)
+        dev = log_step - np.median(log_step)
+        big = np.flatnonzero(np.abs(dev) >= math.log(UNIT_STEP))
+        if len(big) != 1 or not 1 <= big[0] <= len(log_step) - 2:
+            # none, several (a ladder rough throughout), or one beside the first or last
+            # budget: a single run off the trend, which the fits' screens name
+            return
+        rest = np.delete(log_step, big)
+        if np.median(np.abs(rest - np.median(rest))) > 0.05:
+            return
+        i = int(big[0])
+        step = np.exp(log_step)
+        a, b = runs[best[i]], runs[best[i + 1]]
+        f = float(step[i])
+        way = f"falls {1 / f:.3g}x" if f < 1 else f"rises {f:.3g}x"
+        self._warn(f"ladder {self.name!r}: the best loss {way} from run {a!r} (C = "
+                   f"{c[best[i]]:.3g}) to run {b!r} (C = {c[best[i + 1]]:.3g}), while the other "
+                   f"steps between budgets change it by {np.median(np.abs(np.expm1(rest))):.1%} "
+                   f"(median): no scaling law makes such a step; are the runs on either side "
+                   f"in different units (nats/token vs bits/token is 1.44x, bits/byte more) or "
+                   f"metrics?")
 
     # ------------------------------------------------------------------ construction
     @classmethod

@@ -11,7 +11,13 @@ import re
 
 from ..errors import LadderError
 
-__all__ = ["UNITS", "DEFAULT_UNIT", "normalize_unit", "unit_from_metric"]
+__all__ = ["UNITS", "DEFAULT_UNIT", "LOSS_RANGE", "normalize_unit", "unit_from_metric"]
+
+#: Plausible losses [nats/token, bits/token or bits/byte]. A cross-entropy above 100 is far
+#: beyond an untrained model's (ln of a 10^6-token vocabulary is 13.8 nats/token); below 1e-4
+#: the model would almost never be wrong. Either is a unit slip (a perplexity, a percentage)
+#: or a typo: a ladder warns of such losses and the registry refuses them.
+LOSS_RANGE = (1e-4, 100.0)
 
 #: Loss units delphi knows. Cross-entropy in nats per token is what training code logs;
 #: bits per byte (bpb) is tokenizer-free; bits per token = nats per token / ln 2.

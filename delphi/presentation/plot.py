@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..analyses.backtest import Backtest
+from ..analyses.recipes import RecipeComparison
 from ..forecasting.curves import Completion
 from ..inputs.law_inputs import ANNEALING_MOMENTUM, run_schedule
 from ..errors import OPTION, LadderError, LawError, TargetError, option
@@ -51,13 +52,14 @@ if TYPE_CHECKING:  # pragma: no cover
     from matplotlib.axes import Axes
 
 __all__ = ["plot_fit", "plot_forecast", "plot_residuals", "plot_backtest", "plot_isoflop",
-           "plot_isoflop_frontier", "plot_completion", "plot_accuracy", "caption", "KINDS"]
+           "plot_isoflop_frontier", "plot_completion", "plot_accuracy", "plot_recipes", "caption",
+           "KINDS"]
 
 #: What ``delphi plot KIND`` draws, by KIND.
 KINDS = {"forecast": "plot_forecast", "fit": "plot_fit", "residuals": "plot_residuals",
          "backtest": "plot_backtest", "isoflop": "plot_isoflop",
          "frontier": "plot_isoflop_frontier", "completion": "plot_completion",
-         "accuracy": "plot_accuracy"}
+         "accuracy": "plot_accuracy", "recipes": "plot_recipes"}
 
 _X_LABELS = {"flops": "training compute C [FLOPs]",
              "params": "model size N [parameters]",
@@ -815,7 +817,7 @@ def _draw_target(ax: "Axes", target, tpoint, unit: str) -> list:
                                        f"{iv.mean_upper:.4f}] (thick)"))
         text += f"\n[{iv.lower:.4f}, {iv.upper:.4f}]\n({iv.level:.0%}, one new run)"
     elif isinstance(target, Forecast):
-        why = [n for n in target.notes if n.startswith("no interval")]
+        why = [f.message for f in target.findings if f.code == "no-interval"]
         text += "\n" + _fill(_no_interval_reason(why[0]) if why else "no interval", 36)
     # Below and left of the target: the law comes down to it from the upper left.
     ax.annotate(text, xy=(tx, tloss), xytext=(-8, -8), textcoords="offset points",
@@ -1413,6 +1415,204 @@ def plot_completion(completion: Completion, ladder: Ladder, *,
     return ax
 
 
+# ------------------------------------------------------------------------------- recipes
+def _target_words(c) -> str:
+    """``C = 1e+21`` or ``N = 1e+09, D = 2e+10`` of a :class:`RecipeDifference`'s target."""
+    if c.target_params is None:
+        return f"C = {c.target_flops:.3g}"
+    return f"N = {c.target_params:.3g}, D = {c.target_tokens:.3g}"
+
+
+def _times(x: float | None) -> str:
+    return "unbounded" if x is None or not math.isfinite(x) else f"{x:.3g}x"
+
+
+def plot_recipes(comparison: RecipeComparison, *, ax: "Axes | None" = None,
+                 frontier: bool = True, warnings: bool = False) -> "Axes":
+    """Draw a comparison of recipes: each recipe's loss against compute with its band, and
+    below, each recipe minus the reference with its band, the crossover and the targets.
+
+    Everything is read from ``comparison.curves`` (computed once by
+    :func:`delphi.compare_recipes` from the paired fits and draws); compute C in FLOPs on a
+    log axis, losses in the ladders' unit.
+
+    Top panel (the Axes returned, ``get_gid() == "recipes-axes"``):
+
+    * each recipe's fitted L(C) (``gid="recipe-curve"``, solid up to its largest fitted
+      compute, dashed beyond: ``gid="recipe-extrapolation"``) along the comparison's path:
+      the compute-optimal envelope L*(C) for targets by compute (Hoffmann et al. 2022, Eq. 4
+      for ``chinchilla``), the target's tokens per parameter for a target by N and D;
+    * its expected-loss band (``gid="recipe-band"``): the central quantiles at the
+      comparison's level of the paired bootstrap draws;
+    * with ``frontier``, its compute frontier (``gid="frontier-points"``): the lowest fitted
+      loss of each compute budget;
+    * each target compute (``gid="target"``, a dotted vertical line in both panels).
+
+    Bottom panel (``gid="difference-axes"``, found in ``ax.figure.axes``):
+
+    * each recipe minus the reference, L_B(C) - L_A(C) (``gid="difference-curve"``;
+      negative: the recipe is better) with its paired band (``gid="difference-band"``);
+    * a zero line (``gid="zero-line"``);
+    * the crossover nearest the first target where the curves meet (``gid="crossover"``, a
+      marker on the zero line) with its interval over the draws that cross
+      (``gid="crossover-interval"``), when it lies on the grid;
+    * at each target, the difference for one new run of each recipe with its interval
+      (``gid="target-difference"``, a capped bar).
+
+    Legends are compact and sit in a free corner of each panel, else one legend under the
+    figure; warnings are not drawn unless ``warnings=True`` (a note box under the figure);
+    :func:`caption` gives them in full.
+
+    Parameters
+    ----------
+    comparison: from :func:`delphi.compare_recipes`.
+    ax: Axes to draw on (split into the two panels); default a new figure's.
+    frontier: draw each recipe's compute-frontier points (default True).
+    warnings: draw the comparison's warnings in a note box (default False).
+
+    Returns
+    -------
+    The top Axes.
+
+    Raises
+    ------
+    TypeError: ``comparison`` is not a :class:`~delphi.analyses.recipes.RecipeComparison`,
+        ``ax`` not an Axes.
+    LadderError: the comparison has no curves.
+    """
+    _check_type(comparison, RecipeComparison, "comparison", " (from delphi.compare_recipes)")
+    cv = comparison.curves
+    if cv is None or not cv.flops:
+        raise LadderError("the comparison has no curves to draw (make it with "
+                          "delphi.compare_recipes)")
+    if ax is None:
+        import matplotlib.pyplot as plt
+
+        _, (ax, dax) = plt.subplots(2, 1, figsize=(9.0, 7.0), sharex=True, layout="constrained",
+                                    gridspec_kw={"height_ratios": [3, 2]})
+    else:
+        from mpl_toolkits.axes_grid1 import make_axes_locatable
+
+        ax = _axes(ax)
+        dax = make_axes_locatable(ax).append_axes("bottom", size="65%", pad=0.12, sharex=ax)
+    ax.set_gid("recipes-axes")
+    dax.set_gid("difference-axes")
+    c = np.asarray(cv.flops, float)
+    unit, level, ref = comparison.unit, cv.level, comparison.reference
+    color = {r.recipe: f"C{i % 10}" for i, r in enumerate(cv.recipes)}
+    for r in cv.recipes:
+        col = color[r.recipe]
+        ax.fill_between(c, r.lower, r.upper, color=col, alpha=0.18, lw=0, gid="recipe-band",
+                        label="_band")
+        top = max((x for x, _ in r.frontier), default=c[-1])
+        inside = c <= top * (1 + 1e-9)
+        name = r.recipe + (" (reference)" if r.recipe == ref else "")
+        loss = np.asarray(r.loss, float)
+        ax.plot(c[inside], loss[inside], "-", color=col, lw=1.8, gid="recipe-curve",
+                label=name)
+        if (~inside).any():
+            k = max(int(np.flatnonzero(inside)[-1]) if inside.any() else 0, 0)
+            ax.plot(c[k:], loss[k:], "--", color=col, lw=1.5, gid="recipe-extrapolation",
+                    label="_extrapolated")
+        if frontier and r.frontier:
+            fx, fy = zip(*r.frontier)
+            ax.plot(fx, fy, "o", ls="none", ms=4.5, mfc="white", mec=col, mew=1.2,
+                    gid="frontier-points", label="_frontier")
+    if frontier and any(r.frontier for r in cv.recipes):
+        ax.plot([], [], "o", ls="none", ms=4.5, mfc="white", mec="0.3",
+                label="compute frontier (lowest fitted loss per budget)")
+    ax.plot([], [], "-", color="0.3", lw=1.8,
+            label=f"fit (dashed: extrapolated); band {level:.0%} expected loss")
+    targets = sorted({x.target_flops for x in comparison.comparisons})
+    for i, t in enumerate(targets):
+        for a in (ax, dax):
+            a.axvline(t, ls=":", color="0.35", lw=1.1, gid="target",
+                      label=("target" + ("s" if len(targets) > 1 else "") + " "
+                             + ", ".join(f"{x:.3g}" for x in targets) + " FLOPs")
+                      if (i == 0 and a is dax) else "_target")
+    dax.axhline(0.0, color="k", lw=0.8, gid="zero-line")
+    for d in cv.differences:
+        col = color[d.recipe]
+        dax.fill_between(c, d.lower, d.upper, color=col, alpha=0.22, lw=0,
+                         gid="difference-band", label="_band")
+        dax.plot(c, d.difference, "-", color=col, lw=1.8, gid="difference-curve",
+                 label=f"{d.recipe} − {ref} (band {level:.0%}, paired)")
+    seen: set[str] = set()
+    for x in comparison.comparisons:
+        col = color[x.recipe]
+        dax.vlines([x.target_flops], [x.lower], [x.upper], colors=col, lw=1.4, zorder=5,
+                   gid="target-difference", label="_interval")
+        dax.plot([x.target_flops] * 2, [x.lower, x.upper], ls="none", marker="_", ms=10,
+                 mew=1.4, color=col, zorder=5, gid="target-difference-caps")
+        dax.plot([x.target_flops], [x.loss], "D", ms=5, color=col, zorder=6,
+                 gid="target-difference-point",
+                 label=(f"at the target: {level:.0%} interval, one new run each"
+                        if not seen else "_target point"))
+        if x.recipe in seen:
+            continue
+        seen.add(x.recipe)
+        if x.crossover is not None and c[0] <= x.crossover <= c[-1]:
+            if x.crossover_lower is not None and x.crossover_upper is not None:
+                dax.hlines([0.0], [max(x.crossover_lower, c[0])],
+                           [min(x.crossover_upper, c[-1])], colors=col, lw=5, alpha=0.5,
+                           zorder=4, gid="crossover-interval", label="_crossover interval")
+            dax.plot([x.crossover], [0.0], "o", ms=8, mfc="white", mec=col, mew=1.8,
+                     zorder=6, gid="crossover",
+                     label=f"crossover {x.crossover:.3g} FLOPs"
+                           + (f" [{x.crossover_lower:.3g}, {x.crossover_upper:.3g}]"
+                              if x.crossover_lower is not None and
+                              x.crossover_upper is not None else ""))
+    ax.set_xscale("log")
+    ax.set_ylabel(f"loss [{unit}]")
+    ax.tick_params(labelbottom=False)
+    dax.set_xlabel(_X_LABELS["flops"])
+    dax.set_ylabel(f"L − L_{ref} [{unit}]" if len(ref) <= 12 else f"difference [{unit}]")
+    path = ("compute-optimal envelope L*(C)" if cv.path == "envelope" else
+            "at the target's tokens per parameter")
+    ax.set_title(f"recipes against {ref}: {comparison.law} law, {path}\n"
+                 f"{'unpaired' if comparison.pairing == 'none' else 'paired'} bootstrap, "
+                 f"{comparison.n_draws} draws", fontsize="medium")
+    for a in (ax, dax):
+        a.grid(True, which="major", alpha=0.3)
+    top_legend = _legend(ax, below=dax)
+    if top_legend is not None and top_legend.get_gid() == "legend-below":
+        top_legend.remove()
+        h1, l1 = ax.get_legend_handles_labels()
+        h2, l2 = dax.get_legend_handles_labels()
+        _legend(dax, handles=h1 + h2, labels=l1 + l2)
+    else:
+        _legend(dax)
+    if warnings:
+        _note_box(dax, list(comparison.warnings), "comparison", "comparison's report",
+                  under=_legend_below(dax))
+    return ax
+
+
+def _recipes_caption(obj: RecipeComparison) -> str:
+    others = [r for r in obj.recipes if r != obj.reference]
+    path = ("each recipe along its compute-optimal envelope L*(C)"
+            if obj.curves is None or obj.curves.path == "envelope"
+            else "each recipe at the target's tokens per parameter")
+    text = (f"Recipes {', '.join(others)} against the reference {obj.reference}: the "
+            f"{obj.law} law fitted to each ladder, {path}, with {obj.level:.0%} expected-loss "
+            f"bands from {obj.n_draws} draws ({obj.method}); below, each recipe minus the "
+            f"reference with its band (negative: the recipe is better).")
+    for c in obj.comparisons:
+        part = (f" {c.recipe} − {c.reference} at {_target_words(c)}: {c.loss:+.4f} {obj.unit}, "
+                f"{obj.level:.0%} interval for one new run each [{c.lower:+.4f}, "
+                f"{c.upper:+.4f}], P({c.recipe} better) {c.p_better:.2f}, compute multiplier "
+                f"{_times(c.multiplier)} [{_times(c.multiplier_lower)}, "
+                f"{_times(c.multiplier_upper)}], ")
+        if c.crossover is None:
+            part += "no crossover in 1e15..1e27 FLOPs"
+        else:
+            lo = "-" if c.crossover_lower is None else f"{c.crossover_lower:.3g}"
+            hi = "-" if c.crossover_upper is None else f"{c.crossover_upper:.3g}"
+            part += f"crossover at {c.crossover:.3g} FLOPs [{lo}, {hi}]"
+        text += " " + _sentence(part.strip())
+    return text + _warnings_text(obj.warnings) + _warnings_text(obj.notes, "Notes")
+
+
 # ------------------------------------------------------------------------------- captions
 def _sentence(text: str) -> str:
     text = text.strip()
@@ -1468,7 +1668,8 @@ def caption(obj: Any) -> str:
 
     ``obj``: a :class:`~delphi.forecast.Forecast`, :class:`~delphi.fitting.Fit`,
     :class:`~delphi.analyses.backtest.Backtest`, isoFLOP result (Approach 1 or 2),
-    :class:`~delphi.curves.Completion` or :class:`~delphi.accuracy.AccuracyForecast`.
+    :class:`~delphi.curves.Completion`, :class:`~delphi.accuracy.AccuracyForecast` or
+    :class:`~delphi.analyses.recipes.RecipeComparison`.
 
     Raises
     ------
@@ -1486,7 +1687,7 @@ def caption(obj: Any) -> str:
                      f"{iv.upper:.4f}], for the expected loss [{iv.mean_lower:.4f}, "
                      f"{iv.mean_upper:.4f}] ({iv.label()}).")
         else:
-            why = [n for n in obj.notes if n.startswith("no interval")]
+            why = [f.message for f in obj.findings if f.code == "no-interval"]
             text += f"; {_sentence(why[0]) if why else 'no interval.'}"
         return text + _warnings_text(list(fit.warnings) + list(obj.warnings))
     if isinstance(obj, Fit):
@@ -1516,6 +1717,8 @@ def caption(obj: Any) -> str:
         if obj.actual is not None:
             text += f", actual {obj.actual:.4f} ({obj.rel_error:+.2%})"
         return _sentence(text) + _warnings_text(obj.warnings)
+    if isinstance(obj, RecipeComparison):
+        return _recipes_caption(obj)
     if isinstance(obj, _accuracy_forecast_type()):
         text = (f"{obj.task.name} accuracy at N = {float(obj.target['params']):.3g}, "
                 f"D = {float(obj.target['tokens']):.3g}: {100 * obj.accuracy:.1f} points, "
@@ -1524,7 +1727,8 @@ def caption(obj: Any) -> str:
                 f"task loss)")
         return _sentence(text) + _warnings_text(obj.warnings)
     raise TypeError(f"caption: expected a delphi Forecast, Fit, Backtest, isoFLOP result, "
-                    f"Completion or AccuracyForecast, got {type(obj).__name__}")
+                    f"Completion, AccuracyForecast or RecipeComparison, got "
+                    f"{type(obj).__name__}")
 
 
 # ------------------------------------------------------------------------------- accuracy

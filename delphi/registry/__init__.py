@@ -27,19 +27,29 @@ error in points (``Score.error_points``) instead of a relative error.
 >>> reg.register_accuracy(delphi.predict_accuracy(ladder, "hellaswag", target_params=3.2e9,
 ...                       target_tokens=6.4e10), id="hs-3b")            # doctest: +SKIP
 >>> reg.score("hs-3b", actual=0.612).error_points                       # doctest: +SKIP
+
+A comparison of recipes (:func:`delphi.compare_recipes`) is a claim too: one prediction per
+recipe and target whose ``comparison`` record holds the difference and its interval
+(:meth:`Registry.register_comparison`), scored with both recipes' observed final losses
+(:meth:`Registry.score_comparison`).
+
+>>> reg.register_comparison(delphi.compare_recipes([a, b], target_flops=1e22), id="b-vs-a")  # doctest: +SKIP
+>>> reg.score_comparison("b-vs-a", loss_a=2.61, loss_b=2.55).inside                # doctest: +SKIP
 """
 
 from .chain import Signer, VerifyReport
 from .core import (ACCURACY_UNIT, FUTURE_TOLERANCE, LOSS_RANGE, MAX_ID_LENGTH, MAX_REGISTRY_BYTES,
                    PAUSE_ENV, PAUSE_SIGNAL_ENV, Registry)
-from .schema import (FORMAT, GENESIS, Entry, FitRecord, ForecastRecord, IntervalRecord,
+from .schema import (FORMAT, GENESIS, ComparisonRecord, Entry, FitRecord, ForecastRecord,
+                     IntervalRecord,
                      LadderRecord, LawRecord, OutcomeRecord, SignatureRecord, TargetRecord,
                      canonical_json, entry_hash)
-from .scoring import Score, Scoreboard
+from .scoring import ComparisonScore, Score, Scoreboard
 from .signing import (SigningKey, generate_key, load_signing_key, load_trusted_keys)
 
 __all__ = [
-    "Registry", "ACCURACY_UNIT", "Entry", "Score", "Scoreboard", "VerifyReport", "TargetRecord",
+    "Registry", "ACCURACY_UNIT", "Entry", "Score", "ComparisonScore", "Scoreboard",
+    "VerifyReport", "TargetRecord", "ComparisonRecord",
     "ForecastRecord", "IntervalRecord", "LawRecord", "FitRecord", "LadderRecord",
     "OutcomeRecord", "SignatureRecord", "Signer", "FORMAT", "GENESIS", "MAX_ID_LENGTH",
     "LOSS_RANGE", "FUTURE_TOLERANCE", "MAX_REGISTRY_BYTES", "PAUSE_ENV", "PAUSE_SIGNAL_ENV", "canonical_json",

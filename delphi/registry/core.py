@@ -27,11 +27,12 @@ from .invariants import check_accuracy as _check_accuracy
 from .invariants import check_id as _check_id
 from .invariants import check_loss as _check_loss
 from .invariants import check_number as _check_number
-from .schema import (GENESIS, CandidateRecord, Entry, ExclusionRecord, FitRecord, ForecastRecord,
-                     IntervalRecord, SelectionRecord,
+from .schema import (GENESIS, CandidateRecord, ComparisonRecord, Entry, ExclusionRecord,
+                     FitRecord, ForecastRecord,
+                     FindingRecord, IntervalRecord, SelectionRecord, CurveBandRecord,
                      LadderRecord, LawRecord, OutcomeRecord, TargetRecord, entry_hash,
                      validation_message)
-from .scoring import Score, Scoreboard, score_outcome, scoreboard
+from .scoring import ComparisonScore, Score, Scoreboard, score_comparison, score_outcome, scoreboard
 from .signing import SigningKey, load_signing_key, load_trusted_keys, sign_fields
 
 try:  # the lock on the registry file itself (every path to it); POSIX only
@@ -161,6 +162,22 @@ def _snap_curve(curve: tuple | None, loss: Any) -> tuple | None:
     return curve
 
 
+def _band(forecast) -> "CurveBandRecord":
+    """The :class:`CurveBandRecord` of a :class:`~delphi.forecasting.target_curve.CurveForecast`."""
+    try:
+        return CurveBandRecord(
+            level=plain_number(forecast.level),
+            lower=tuple(plain_number(p.lower) for p in forecast.points),
+            upper=tuple(plain_number(p.upper) for p in forecast.points),
+            steps=tuple(int(p.step) for p in forecast.points),
+            schedule=str(forecast.schedule),
+            method="final new-run interval's relative widths carried along the curve",
+            completion_error=tuple((plain_number(f), plain_number(e))
+                                   for f, e in forecast.completion_error))
+    except ValidationError as exc:
+        raise RegistryError(validation_message(exc, "forecast curve band")) from None
+
+
 def _interval(interval: Any) -> IntervalRecord | None:
     """An :class:`IntervalRecord` from a record, a mapping, an object with ``lower``, ``upper``,
     ``level`` (and ``kind``) attributes, or a ``(lower, upper, level[, kind])`` tuple."""
@@ -261,6 +278,15 @@ def _check_outcome_unit(pred: Entry, unit: str | None) -> None:
                             f"each other{how}")
 
 
+def _findings(found) -> tuple[FindingRecord, ...] | None:
+    """The registry's records of :attr:`Forecast.findings` (None for an object without them,
+    e.g. an external forecast)."""
+    if found is None:
+        return None
+    return tuple(FindingRecord(code=f.code, severity=f.severity, subject=f.subject,
+                               message=f.message) for f in found)
+
+
 def _selection(sel: Mapping[str, Any] | None) -> SelectionRecord | None:
     """The registry's record of :attr:`Forecast.selection` (the comparison table itself is
     left out: the candidates, their weights, forecasts and errors are kept)."""
@@ -296,6 +322,66 @@ def _fit_record(fit, settings: Mapping[str, Any] | None) -> FitRecord:
                        for e in fit.exclusions),
         converged=bool(fit.converged), message=str(fit.message),
         objective=_finite_or_none(fit.objective), warnings=tuple(str(w) for w in fit.warnings))
+
+
+def _require_forecast(forecast) -> None:
+    for attr in ("target", "loss", "fit", "ladder_sha256"):
+        if not hasattr(forecast, attr):
+            raise RegistryError(f"register() needs a delphi Forecast (from delphi.predict), "
+                                f"got {type(forecast).__name__}; for a forecast made "
+                                f"elsewhere use register_external()")
+
+
+def _forecast_fields(forecast, *, id: str, kind: str, author, notes, curve, interval,
+                     target_facts, settings, created_at) -> dict:
+    """The fields of a prediction entry of a delphi Forecast (see :meth:`Registry.register`).
+
+    Raises
+    ------
+    RegistryError
+        Not a Forecast, and the value errors of :meth:`Registry.register`.
+    """
+    _require_forecast(forecast)
+    fit, t = forecast.fit, forecast.target
+    target = _target_record(
+        {**t.to_dict(), "metric": forecast.metric, "unit": forecast.unit}, target_facts)
+    iv = _interval(getattr(forecast, "interval", None) if interval is None else interval)
+    band = None
+    predicted = getattr(forecast, "points", None)   # a CurveForecast (predict --curve)
+    if curve is None and predicted:
+        curve = [(p.fraction, p.loss) for p in predicted]
+        band = _band(forecast)
+    points = _snap_curve(_curve(curve), plain_number(forecast.loss))
+    _check_losses(forecast.loss, iv, points, accuracy=target.unit == ACCURACY_UNIT)
+    try:
+        fc = ForecastRecord(loss=plain_number(forecast.loss), interval=iv, curve=points,
+                            band=band,
+                            extrapolation=plain_number(forecast.extrapolation),
+                            # the forecast's warnings are kept too, marked as such
+                            notes=tuple(str(n) for n in forecast.notes) + tuple(
+                                f"warning: {w}" for w in getattr(forecast, "warnings", ())),
+                            findings=_findings(getattr(forecast, "findings", None)),
+                            selection=_selection(getattr(forecast, "selection", None)))
+        sel = getattr(forecast, "selection", None)
+        if sel is not None and sel.get("rule") == "ensemble":
+            # the loss is no single law's: the members and weights are in the selection
+            members = ", ".join(f"{c['label']} x {c['weight']:.3g}"
+                                for c in sel["candidates"])
+            law = LawRecord(name="ensemble", formula=f"exp(sum w_i ln L_i) over {members}")
+        else:
+            law = LawRecord(name=fit.law.name, formula=fit.law.formula,
+                            params={k: plain_number(v) for k, v in fit.params.items()},
+                            stderr={k: _finite_or_none(v) for k, v in fit.stderr.items()})
+        fit_rec = _fit_record(fit, settings)
+        ladder = LadderRecord(name=str(forecast.ladder_name),
+                              source=str(forecast.ladder_source),
+                              sha256=str(forecast.ladder_sha256))
+    except ValidationError as exc:
+        raise RegistryError(validation_message(exc, "forecast")) from None
+    fields = dict(id=id, kind=kind, created_at=_explicit_time(created_at), author=author,
+                  target=target, forecast=fc, law=law, fit=fit_rec, ladder=ladder,
+                  notes=notes)
+    return fields
 
 
 @dataclass
@@ -866,46 +952,131 @@ class Registry:
                                           sign_key=sign_key)
         if kind not in ("prediction", "projection"):
             raise RegistryError(f"kind must be 'prediction' or 'projection', got {kind!r}")
-        for attr in ("target", "loss", "fit", "ladder_sha256"):
-            if not hasattr(forecast, attr):
-                raise RegistryError(f"register() needs a delphi Forecast (from delphi.predict), "
-                                    f"got {type(forecast).__name__}; for a forecast made "
-                                    f"elsewhere use register_external()")
+        _require_forecast(forecast)
         _check_id(id)
         key = _signing_key(sign_key)
-        fit, t = forecast.fit, forecast.target
-        target = _target_record(
-            {**t.to_dict(), "metric": forecast.metric, "unit": forecast.unit}, target_facts)
-        iv = _interval(getattr(forecast, "interval", None) if interval is None else interval)
-        points = _snap_curve(_curve(curve), plain_number(forecast.loss))
-        _check_losses(forecast.loss, iv, points, accuracy=target.unit == ACCURACY_UNIT)
-        try:
-            fc = ForecastRecord(loss=plain_number(forecast.loss), interval=iv, curve=points,
-                                extrapolation=plain_number(forecast.extrapolation),
-                                # the forecast's warnings are kept too, marked as such
-                                notes=tuple(str(n) for n in forecast.notes) + tuple(
-                                    f"warning: {w}" for w in getattr(forecast, "warnings", ())),
-                                selection=_selection(getattr(forecast, "selection", None)))
-            sel = getattr(forecast, "selection", None)
-            if sel is not None and sel.get("rule") == "ensemble":
-                # the loss is no single law's: the members and weights are in the selection
-                members = ", ".join(f"{c['label']} x {c['weight']:.3g}"
-                                    for c in sel["candidates"])
-                law = LawRecord(name="ensemble", formula=f"exp(sum w_i ln L_i) over {members}")
-            else:
-                law = LawRecord(name=fit.law.name, formula=fit.law.formula,
-                                params={k: plain_number(v) for k, v in fit.params.items()},
-                                stderr={k: _finite_or_none(v) for k, v in fit.stderr.items()})
-            fit_rec = _fit_record(fit, settings)
-            ladder = LadderRecord(name=str(forecast.ladder_name),
-                                  source=str(forecast.ladder_source),
-                                  sha256=str(forecast.ladder_sha256))
-        except ValidationError as exc:
-            raise RegistryError(validation_message(exc, "forecast")) from None
-        fields = dict(id=id, kind=kind, created_at=_explicit_time(created_at), author=author,
-                      target=target, forecast=fc, law=law, fit=fit_rec, ladder=ladder,
-                      notes=notes)
+        fields = _forecast_fields(forecast, id=id, kind=kind, author=author, notes=notes,
+                                  curve=curve, interval=interval, target_facts=target_facts,
+                                  settings=settings, created_at=created_at)
         return self._append(lambda state: fields, key)
+
+    def register_comparison(self, comparison, *, id: str, author: str | None = None,
+                            notes: str | None = None, settings: Mapping[str, Any] | None = None,
+                            created_at: datetime | str | None = None,
+                            sign_key: str | os.PathLike | SigningKey | None = None
+                            ) -> list[Entry]:
+        """Append a comparison of recipes (:func:`delphi.compare_recipes`) as claims that can
+        be scored: one prediction entry per (recipe other than the reference, target), each
+        saying "the recipe beats the reference at the target by -d [lo, hi]".
+
+        Each entry is a prediction of the recipe's own loss at the target (its forecast,
+        law, fit and ladder, as :meth:`register` writes them) with a ``comparison`` record
+        (:class:`~delphi.registry.schema.ComparisonRecord`): the difference recipe -
+        reference and its interval for one new run of each (level, method, expected-loss
+        interval), P(better), the compute multiplier and crossover with their intervals, the
+        two recipes' names, the target, the law, the pairing, the reference's own forecast
+        and its fitted data (name, source, SHA-256; the recipe's is the entry's ``ladder``),
+        and delphi's version. Score it with both observed final losses
+        (:meth:`score_comparison`).
+
+        Parameters
+        ----------
+        comparison: a :class:`~delphi.analyses.recipes.RecipeComparison` made with its
+            recipes' own forecasts (``forecasts=True``, the default).
+        id: the entry's id when the comparison holds one (recipe, target); else the ids are
+            ``ID-<recipe>-<k>``, k = 1, 2... the target's place in the comparison (the
+            recipe's name with characters an id cannot hold replaced by ``_``).
+        settings: as in :meth:`register` (``n_boot`` defaults to the comparison's draws).
+        Other parameters as in :meth:`register`.
+
+        Returns
+        -------
+        The entries written, in the comparison's order.
+
+        Raises
+        ------
+        RegistryError
+            Not a RecipeComparison or one without its recipes' forecasts, a bad id or one
+            already in the registry (checked for every entry before the first is written),
+            accuracies instead of losses, and the errors of :meth:`register`. An entry that
+            fails to be written (disk full...) leaves the ones before it written.
+        """
+        import re
+
+        from ..analyses.recipes import RecipeComparison
+
+        if not isinstance(comparison, RecipeComparison):
+            raise RegistryError(f"register_comparison() needs a delphi RecipeComparison (from "
+                                f"delphi.compare_recipes), got {type(comparison).__name__}")
+        _check_id(id)
+        key = _signing_key(sign_key)
+        if comparison.unit == ACCURACY_UNIT:
+            raise RegistryError("a comparison of recipes compares losses, not accuracies")
+        rows = list(comparison.comparisons)
+        targets = list(dict.fromkeys((c.target_flops, c.target_params, c.target_tokens)
+                                     for c in rows))
+        ids = []
+        for c in rows:
+            if len(rows) == 1:
+                ids.append(id)
+                continue
+            k = targets.index((c.target_flops, c.target_params, c.target_tokens)) + 1
+            ids.append(f"{id}-{re.sub(r'[^A-Za-z0-9._:@+-]', '_', c.recipe)}-{k}")
+        for i in ids:
+            _check_id(i)
+        if len(set(ids)) < len(ids):
+            raise RegistryError(f"the comparison's entries would share ids ({', '.join(ids)}): "
+                                f"give the recipes distinct names")
+        if self.path.exists():
+            taken = {e.id for e in self.entries()} & set(ids)
+            if taken:
+                raise RegistryError(f"id {', '.join(map(repr, sorted(taken)))} is already in "
+                                    f"{self.path}; "
+                                    f"ids are unique: choose another ID (nothing was written)")
+        settings = {"n_boot": comparison.n_draws + comparison.n_failed, **dict(settings or {})}
+        built = []
+        for eid, c in zip(ids, rows):
+            own, ref = c.recipe_forecast, c.reference_forecast
+            if own is None or ref is None:
+                raise RegistryError("register_comparison() needs the recipes' own forecasts: "
+                                    "make the comparison with forecasts=True (the default)")
+            facts = {"reference": c.reference, "compared_at_flops": c.target_flops}
+            fields = _forecast_fields(own, id=eid, kind="prediction", author=author,
+                                      notes=notes, curve=None, interval=None,
+                                      target_facts=facts, settings=settings,
+                                      created_at=created_at)
+            _check_loss(ref.loss, f"invalid comparison {eid!r}: the reference's forecast")
+            try:
+                record = ComparisonRecord(
+                    reference=c.reference, recipe=c.recipe,
+                    target_flops=plain_number(c.target_flops),
+                    target_params=plain_number(c.target_params),
+                    target_tokens=plain_number(c.target_tokens),
+                    difference=plain_number(c.loss),
+                    interval=_interval({
+                        "lower": c.lower, "upper": c.upper, "level": comparison.level,
+                        "kind": "new-run difference", "method": comparison.method,
+                        "mean_lower": c.mean_lower, "mean_upper": c.mean_upper,
+                        "n_draws": comparison.n_draws, "n_failed": comparison.n_failed}),
+                    p_better=plain_number(c.p_better),
+                    multiplier=_finite_or_none(c.multiplier),
+                    multiplier_lower=_finite_or_none(c.multiplier_lower),
+                    multiplier_upper=_finite_or_none(c.multiplier_upper),
+                    crossover=_finite_or_none(c.crossover),
+                    crossover_lower=_finite_or_none(c.crossover_lower),
+                    crossover_upper=_finite_or_none(c.crossover_upper),
+                    reference_loss=plain_number(ref.loss),
+                    reference_interval=_interval(ref.interval),
+                    reference_ladder=LadderRecord(name=str(ref.ladder_name),
+                                                  source=str(ref.ladder_source),
+                                                  sha256=str(ref.ladder_sha256)),
+                    law=comparison.law, method=comparison.method, pairing=comparison.pairing,
+                    n_draws=int(comparison.n_draws),
+                    fixed={k: plain_number(v) for k, v in comparison.fixed.items()})
+            except ValidationError as exc:
+                raise RegistryError(validation_message(exc, f"comparison {eid!r}")) from None
+            built.append({**fields, "comparison": record})
+        return [self._append(lambda state, f=f: f, key) for f in built]
 
     def register_accuracy(self, forecast, *, id: str, author: str | None = None,
                           kind: str = "prediction", notes: str | None = None,
@@ -1131,6 +1302,55 @@ class Registry:
             or one that does not verify, a file that cannot be written or is not a regular
             file. Nothing is written.
         """
+        return self._score(id, actual, fraction, source, author=author, notes=notes,
+                           created_at=created_at, unit=unit, sign_key=sign_key)
+
+    def score_comparison(self, id: str, loss_a: float, loss_b: float,
+                         source: str | None = None, *, author: str | None = None,
+                         notes: str | None = None, created_at: datetime | str | None = None,
+                         unit: str | None = None,
+                         sign_key: str | os.PathLike | SigningKey | None = None
+                         ) -> ComparisonScore:
+        """Append the observed final losses of a registered comparison's two recipes
+        (:meth:`register_comparison`) as one outcome entry and score the difference.
+
+        Parameters
+        ----------
+        id: the comparison's id.
+        loss_a: the reference recipe's (A's) observed final loss at the target.
+        loss_b: the recipe's (B's) observed final loss, in the same unit.
+        source, author, notes, created_at, unit, sign_key: as in :meth:`score`.
+
+        Returns
+        -------
+        ComparisonScore: the observed difference ``loss_b - loss_a`` against the registered
+        interval (inside or not, z and PIT, as :meth:`score` scores a loss), whether the
+        predicted winner won, and the recipe's own loss scored against its forecast
+        (``recipe_score``; it also counts in :meth:`report`'s loss scores). The outcome entry
+        is ``ID/outcome-1`` with ``actual`` = ``loss_b`` and ``reference_actual`` = ``loss_a``.
+
+        Raises
+        ------
+        RegistryError
+            Unknown id, an entry that is not a comparison, a loss that is not a finite number
+            in :data:`LOSS_RANGE` (naming ``loss_a`` or ``loss_b``), a comparison already
+            scored, a unit other than the comparison's, and the file errors of :meth:`score`.
+            Nothing is written.
+        """
+        _check_number(loss_a, "invalid outcome: loss_a (the reference's loss)")
+        _check_loss(loss_a, "invalid outcome: loss_a (the reference's loss)")
+        _check_loss(loss_b, "invalid outcome: loss_b (the recipe's loss)")
+        return self._score(id, loss_b, 1.0, source, author=author, notes=notes,
+                           created_at=created_at, unit=unit, sign_key=sign_key,
+                           reference_actual=loss_a)
+
+    def comparison_scores(self, id: str | None = None) -> list[ComparisonScore]:
+        """Scores of every scored comparison (of comparison ``id`` only, when given), in
+        file order."""
+        return [c for c in self.report().comparisons if id is None or c.prediction_id == id]
+
+    def _score(self, id, actual, fraction, source, *, author, notes, created_at, unit,
+               sign_key, reference_actual=None):
         given_unit = None if unit is None else _unit(unit, "outcome unit")
         if not isinstance(id, str):
             raise RegistryError(f"id must be a string, got {id!r}")
@@ -1142,7 +1362,7 @@ class Registry:
         def record(value: Any) -> OutcomeRecord:
             try:
                 return OutcomeRecord(of=id, actual=plain_number(value), fraction=plain_number(fraction),
-                                     source=source)
+                                     source=source, reference_actual=plain_number(reference_actual))
             except ValidationError as exc:
                 raise RegistryError(validation_message(exc, "outcome")) from None
 
@@ -1162,6 +1382,15 @@ class Registry:
                 raise RegistryError(f"{id!r} is an {pred.kind} entry, not a prediction; only "
                                     f"predictions are scored")
             _check_outcome_unit(pred, given_unit)
+            if pred.comparison is not None and reference_actual is None:
+                c = pred.comparison
+                raise RegistryError(f"{id!r} is a comparison of {c.recipe} against "
+                                    f"{c.reference}: score it with both observed final losses "
+                                    f"(score_comparison(id, loss_a=..., loss_b=...); CLI "
+                                    f"--loss-a LA --loss-b LB)")
+            if pred.comparison is None and reference_actual is not None:
+                raise RegistryError(f"{id!r} is not a comparison of recipes: score it with one "
+                                    f"observed loss (score(id, actual); CLI --actual)")
             accuracy = pred.target is not None and pred.target.unit == ACCURACY_UNIT
             if accuracy:
                 _check_accuracy(actual, f"invalid outcome of accuracy prediction {id!r}: actual")
@@ -1179,9 +1408,15 @@ class Registry:
             stamp = _explicit_time(created_at) or _now(state)
             # Scored before the append: a score that cannot be computed or printed (as JSON)
             # must not leave an outcome behind.
-            result["score"] = score_outcome(pred, outcome_id=oid, actual=outcome.actual,
-                                            fraction=outcome.fraction, source=source,
-                                            created_at=stamp.isoformat())
+            if reference_actual is not None:
+                result["score"] = score_comparison(
+                    pred, outcome_id=oid, loss_recipe=outcome.actual,
+                    loss_reference=outcome.reference_actual, source=source,
+                    created_at=stamp.isoformat())
+            else:
+                result["score"] = score_outcome(pred, outcome_id=oid, actual=outcome.actual,
+                                                fraction=outcome.fraction, source=source,
+                                                created_at=stamp.isoformat())
             return dict(id=oid, kind="outcome", created_at=stamp, author=author,
                         outcome=outcome, notes=notes)
 

@@ -17,8 +17,9 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from ..errors import RegistryError
+from ..inputs.units import LOSS_RANGE
 from .schema import ACCURACY_UNIT, Entry, IntervalRecord
-from .scoring import score_outcome
+from .scoring import score_comparison, score_outcome
 
 __all__ = ["MAX_ID_LENGTH", "LOSS_RANGE", "FUTURE_TOLERANCE", "ACCURACY_UNIT", "ChainRules",
            "check_id", "check_number", "check_loss", "check_accuracy", "check_forecast_values",
@@ -26,11 +27,9 @@ __all__ = ["MAX_ID_LENGTH", "LOSS_RANGE", "FUTURE_TOLERANCE", "ACCURACY_UNIT", "
 
 #: Longest id a user may choose (outcome ids append ``/outcome-N`` to it).
 MAX_ID_LENGTH = 64
-#: Losses a registry accepts [nats/token, bits/token or bits/byte]. A cross-entropy above 100
-#: is far beyond an untrained model's (ln of a 10^6-token vocabulary is 13.8 nats/token); below
-#: 1e-4 the model would almost never be wrong. Either is a unit slip or a typo, and extremes
-#: would overflow the scores (relative error, z) into infinities.
-LOSS_RANGE = (1e-4, 100.0)
+# LOSS_RANGE, the losses a registry accepts, is the plausible range of
+# delphi.inputs.units.LOSS_RANGE (a ladder warns of losses outside it), also because extremes
+# would overflow the scores (relative error, z) into infinities.
 #: How far an entry's ``created_at`` may be ahead of the clock (clock skew between machines).
 #: Further ahead, every later entry would have to be dated after it.
 FUTURE_TOLERANCE = timedelta(minutes=5)
@@ -189,7 +188,8 @@ class ChainRules:
     ``now`` is given) at most :data:`FUTURE_TOLERANCE` after ``now``. For a prediction or a
     projection: an id ``register`` accepts (:func:`check_id`), its numbers in range
     (:func:`check_forecast_values`) and a canonical unit (:func:`check_unit_as_written`). For
-    an outcome: it scores a prediction registered before it (not a projection), its id is
+    an outcome: it scores a prediction registered before it (not a projection), with the
+    reference's final loss exactly when the prediction is a comparison of recipes, its id is
     ``ID/outcome-N`` for its N-th outcome of that prediction, its value is in range for the
     prediction's unit and can be scored against it (a partial outcome needs a forecast
     curve that starts before it), and a prediction has at most one final outcome
@@ -237,6 +237,12 @@ class ChainRules:
             check_forecast_values(entry.forecast.loss, entry.forecast.interval,
                                   entry.forecast.curve, accuracy=unit == ACCURACY_UNIT)
             check_unit_as_written(unit)
+            if entry.comparison is not None:
+                check_loss(entry.comparison.reference_loss,
+                           "invalid comparison: reference_loss")
+                if unit == ACCURACY_UNIT:
+                    raise RegistryError("a comparison of recipes compares losses, not "
+                                        "accuracies")
         except RegistryError as exc:
             return f"is a {entry.kind} that register refuses: {exc}"
         return None
@@ -254,7 +260,15 @@ class ChainRules:
             return (f"is outcome {n} of {o.of!r}, which score names {expected!r}, not "
                     f"{entry.id!r}")
         accuracy = pred.target.unit == ACCURACY_UNIT
+        if pred.comparison is not None:
+            if o.reference_actual is None or o.fraction != 1.0:
+                return (f"is an outcome of comparison {o.of!r} without the reference's final "
+                        f"loss: a comparison is scored with both recipes' final losses")
+        elif o.reference_actual is not None:
+            return (f"gives a reference loss, but {o.of!r} is not a comparison of recipes")
         try:
+            if pred.comparison is not None:
+                check_loss(o.reference_actual, "invalid outcome: reference_actual")
             if accuracy:
                 check_accuracy(o.actual, f"invalid outcome of accuracy prediction {o.of!r}: "
                                          f"actual")
@@ -262,6 +276,9 @@ class ChainRules:
                 check_loss(o.actual, "invalid outcome: actual")
             score_outcome(pred, outcome_id=entry.id, actual=o.actual, fraction=o.fraction,
                           source=o.source)
+            if pred.comparison is not None:
+                score_comparison(pred, outcome_id=entry.id, loss_recipe=o.actual,
+                                 loss_reference=o.reference_actual, source=o.source)
         except RegistryError as exc:
             return f"is an outcome that score refuses: {exc}"
         if o.fraction >= 1.0 and o.of in self.final:

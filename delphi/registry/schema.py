@@ -31,7 +31,7 @@ from ..errors import RegistryError
 __all__ = [
     "FORMAT", "GENESIS", "KINDS", "Entry", "TargetRecord", "IntervalRecord", "ForecastRecord",
     "LawRecord", "FitRecord", "ExclusionRecord", "LadderRecord", "OutcomeRecord",
-    "SignatureRecord", "canonical_json", "entry_hash", "validation_message", "ACCURACY_UNIT",
+    "ComparisonRecord", "SignatureRecord", "CurveBandRecord", "canonical_json", "entry_hash", "validation_message", "ACCURACY_UNIT",
 ]
 
 #: The unit of a benchmark-accuracy prediction: values are fractions in (0, 1].
@@ -154,6 +154,38 @@ class SelectionRecord(_Strict):
     """The ensemble's weighting rule."""
 
 
+class FindingRecord(_Strict):
+    """One finding of the forecaster, as :class:`delphi.core.findings.Finding` made it."""
+
+    code: Annotated[str, Field(max_length=64)]
+    """Its kind (:data:`delphi.core.findings.CODES`; a registry may hold codes a later delphi
+    adds, so any short string is accepted)."""
+    severity: Literal["warning", "note"]
+    subject: Text | None = None
+    """The run, parameter or ``"target"`` it concerns."""
+    message: Text
+
+
+class CurveBandRecord(_Strict):
+    """The band around a forecast curve (``predict --curve``, issue 26): one ``lower`` and one
+    ``upper`` per curve point, at ``level``; partial outcomes are scored against it (z, PIT,
+    inside), as a final outcome is against the interval."""
+
+    level: Annotated[float, Field(gt=0, lt=1, allow_inf_nan=False)]
+    lower: tuple[Positive, ...]
+    upper: tuple[Positive, ...]
+    steps: tuple[Annotated[int, Field(ge=1)], ...] = ()
+    """The target's step at each curve point (empty when not given)."""
+    schedule: Text | None = None
+    """The LR schedule the curve follows (a ``Schedule`` spec)."""
+    method: Text | None = None
+    """How the band was made (e.g. the final interval's relative widths carried along)."""
+    completion_error: tuple[tuple[Fraction, Positive], ...] = ()
+    """``(fraction, RMS log error)`` of run-only completions measured on the ladder at that
+    fraction: the preregistered weight of a run's own completion when tracking revises the
+    final forecast (:mod:`delphi.analyses.tracking`)."""
+
+
 class ForecastRecord(_Strict):
     """The forecast itself."""
 
@@ -177,6 +209,11 @@ class ForecastRecord(_Strict):
     selection: SelectionRecord | None = None
     """The candidates and weights behind a forecast made with ``--law auto`` or
     ``--ensemble``; absent otherwise."""
+    findings: tuple[FindingRecord, ...] | None = None
+    """The forecaster's findings as typed records (code, severity, subject, message), the
+    same messages as :attr:`notes`; absent in entries written before delphi recorded them."""
+    band: CurveBandRecord | None = None
+    """The band around :attr:`curve` (``predict --curve``); absent (not null) otherwise."""
 
     @model_validator(mode="after")
     def _consistent(self) -> "ForecastRecord":
@@ -197,6 +234,17 @@ class ForecastRecord(_Strict):
             if f_last == 1.0 and not math.isclose(l_last, self.loss, rel_tol=1e-6):
                 raise ValueError(f"the forecast curve ends at {l_last} but the forecast loss is "
                                  f"{self.loss}")
+        if self.band is not None:
+            b = self.band
+            n = len(self.curve or ())
+            if len(b.lower) != n or len(b.upper) != n or (b.steps and len(b.steps) != n):
+                raise ValueError(f"the curve band needs one lower, upper (and step) per curve "
+                                 f"point ({n}), got {len(b.lower)}, {len(b.upper)}, "
+                                 f"{len(b.steps)}")
+            for k, ((f, v), lo, hi) in enumerate(zip(self.curve, b.lower, b.upper), 1):
+                if not lo <= v <= hi:
+                    raise ValueError(f"curve point {k} (fraction {f}): loss {v} is outside its "
+                                     f"band [{lo}, {hi}]")
         return self
 
 
@@ -249,17 +297,75 @@ class LadderRecord(_Strict):
     sha256: Sha256
 
 
+class ComparisonRecord(_Strict):
+    """A comparison of two recipes at one target, as a claim: "``recipe`` beats
+    ``reference`` at the target by ``-difference`` [interval]" (:func:`delphi.compare_recipes`).
+
+    It sits on a prediction entry whose forecast is the recipe's own (its loss, law, fit and
+    ladder); this record holds the difference and the reference's side. Scored with both
+    observed final losses (:meth:`Registry.score_comparison`): the observed
+    L_recipe - L_reference against ``interval``.
+    """
+
+    reference: Text
+    """The reference recipe (ladder) A."""
+    recipe: Text
+    """The recipe (ladder) B whose forecast the entry holds."""
+    target_flops: Positive
+    """Target compute C [FLOPs]: a target by compute compares each recipe at its own
+    compute-optimal allocation (the envelope L*(C))."""
+    target_params: Positive | None = None
+    target_tokens: Positive | None = None
+    """N and D of a target given by N and D (both recipes at that N and D)."""
+    difference: Finite
+    """Predicted L_recipe - L_reference at the target [the target's unit]; negative: the
+    recipe is better."""
+    interval: IntervalRecord
+    """Interval of the difference for one new run of each recipe (paired bootstrap draws and
+    run noise); ``mean_lower``/``mean_upper`` the expected-loss difference's."""
+    p_better: Annotated[float, Field(ge=0, le=1, allow_inf_nan=False)]
+    """Share of the paired draws in which the recipe's expected loss is the lower."""
+    multiplier: Positive | None = None
+    """Effective compute multiplier: the compute the reference needs to reach the recipe's
+    loss, over the target compute (None: unbounded)."""
+    multiplier_lower: Positive | None = None
+    multiplier_upper: Positive | None = None
+    crossover: Positive | None = None
+    """Compute where the two fitted curves meet, nearest the target [FLOPs] (None: not in
+    1e15..1e27)."""
+    crossover_lower: Positive | None = None
+    crossover_upper: Positive | None = None
+    reference_loss: Positive
+    """The reference's own forecast at the target, in the target's unit."""
+    reference_interval: IntervalRecord | None = None
+    reference_ladder: LadderRecord
+    """The reference's fitted data (name, source, SHA-256); the recipe's is the entry's
+    ``ladder``."""
+    law: Text
+    """The law fitted to both recipes."""
+    method: Text
+    """How the draws were paired, in words."""
+    pairing: Literal["run", "budget", "none"]
+    n_draws: Annotated[int, Field(ge=1)]
+    fixed: dict[str, Finite] = Field(default_factory=dict)
+    """Parameters held fixed for both recipes (e.g. a shared floor E)."""
+
+
 class OutcomeRecord(_Strict):
     """An observed loss of a registered prediction."""
 
     of: EntryId
     """Id of the prediction scored."""
     actual: Positive
-    """Observed loss, in the prediction's unit."""
+    """Observed loss, in the prediction's unit (of a comparison: the recipe's)."""
     fraction: Fraction = 1.0
     """Share of the planned training done when it was measured (1.0 = final)."""
     source: Text | None = None
     """Where the number comes from (W&B run, issue comment...)."""
+    reference_actual: Positive | None = None
+    """A comparison's outcome only: the reference recipe's observed final loss (the
+    observed difference is ``actual - reference_actual``); absent otherwise, and in entries
+    written before comparisons existed."""
 
 
 class SignatureRecord(_Strict):
@@ -291,6 +397,9 @@ class Entry(_Strict):
     fit: FitRecord | None = None
     ladder: LadderRecord | None = None
     outcome: OutcomeRecord | None = None
+    comparison: ComparisonRecord | None = None
+    """A comparison of two recipes (a prediction of the recipe's loss that also claims the
+    difference to the reference); absent otherwise."""
     delphi_version: Text
     notes: Text | None = None
     signature: SignatureRecord | None = None
@@ -309,7 +418,7 @@ class Entry(_Strict):
 
     @model_validator(mode="after")
     def _fields_for_kind(self) -> "Entry":
-        forecast_fields = ("target", "forecast", "law", "fit", "ladder")
+        forecast_fields = ("target", "forecast", "law", "fit", "ladder", "comparison")
         if self.kind == "outcome":
             if self.outcome is None:
                 raise ValueError("an outcome entry needs an 'outcome'")
@@ -333,8 +442,14 @@ class Entry(_Strict):
         if data.get("signature") is None:
             data.pop("signature", None)
         fc = data.get("forecast")
-        if isinstance(fc, dict) and fc.get("selection") is None:
-            fc.pop("selection", None)     # entries written before it existed stay canonical
+        for key in ("selection", "findings", "band"):
+            if isinstance(fc, dict) and fc.get(key) is None:
+                fc.pop(key, None)     # entries written before it existed stay canonical
+        if data.get("comparison") is None:
+            data.pop("comparison", None)
+        oc = data.get("outcome")
+        if isinstance(oc, dict) and oc.get("reference_actual") is None:
+            oc.pop("reference_actual", None)
         return data
 
     @property

@@ -13,7 +13,8 @@ from ..core.text import plural
 from .schema import ACCURACY_UNIT, Entry, ForecastRecord, IntervalRecord
 
 
-__all__ = ["Score", "Scoreboard", "predicted_at", "score_outcome", "scoreboard"]
+__all__ = ["Score", "ComparisonScore", "Scoreboard", "predicted_at", "band_at", "score_outcome",
+           "score_comparison", "z_and_pit", "scoreboard"]
 
 
 def predicted_at(forecast: ForecastRecord, fraction: float, *, id: str = "?",
@@ -48,6 +49,32 @@ def predicted_at(forecast: ForecastRecord, fraction: float, *, id: str = "?",
     return float(np.interp(fraction, fractions, losses))
 
 
+def band_at(forecast: ForecastRecord, fraction: float) -> IntervalRecord | None:
+    """The forecast curve's band at ``fraction`` (``predict --curve``), its ends interpolated
+    linearly in the fraction as the curve is (:func:`predicted_at`); None when the forecast has
+    no band or ``fraction`` is before the curve's first point. At fraction 1 the band's last
+    point is the final interval."""
+    band = forecast.band
+    if band is None or not forecast.curve:
+        return None
+    fractions = [f for f, _ in forecast.curve]
+    if fraction < fractions[0] or fraction > 1.0:
+        return None
+    lower, upper = list(band.lower), list(band.upper)
+    if fractions[-1] < 1.0:
+        if forecast.interval is None:
+            return None
+        fractions.append(1.0)
+        lower.append(forecast.interval.lower)
+        upper.append(forecast.interval.upper)
+    lo = float(np.interp(fraction, fractions, lower))
+    hi = float(np.interp(fraction, fractions, upper))
+    if not lo < hi:
+        return None
+    return IntervalRecord(lower=lo, upper=hi, level=band.level, kind="curve band",
+                          method=band.method)
+
+
 @dataclass(frozen=True)
 class Score:
     """An observed loss scored against its prediction.
@@ -59,7 +86,8 @@ class Score:
     ``z`` and ``pit`` treat the interval as a central interval of a normal distribution at its
     level: mean = the interval's midpoint, sigma = half-width / Phi^-1((1 + level) / 2); they are
     None when the prediction has no interval or the outcome is partial (intervals are for the
-    final loss).
+    final loss), unless the forecast curve has a band (``predict --curve``): a partial outcome
+    is then scored against the band at its fraction (:func:`band_at`).
     """
 
     prediction_id: str
@@ -165,6 +193,16 @@ class Score:
         return self.report()
 
 
+def z_and_pit(interval: IntervalRecord, actual: float) -> tuple[float, float]:
+    """z and PIT of ``actual`` against ``interval`` read as the central interval of a normal
+    distribution at its level: mean the midpoint, sigma = half-width / Phi^-1((1 + level) / 2);
+    PIT = Phi(z)."""
+    q = NormalDist().inv_cdf((1.0 + interval.level) / 2.0)
+    sigma = (interval.upper - interval.lower) / (2.0 * q)
+    z = (actual - (interval.lower + interval.upper) / 2.0) / sigma
+    return z, NormalDist().cdf(z)
+
+
 def score_outcome(prediction: Entry, *, outcome_id: str, actual: float, fraction: float,
                   source: str | None, created_at: str | None = None) -> Score:
     """Score ``actual`` (loss at ``fraction`` of training) against ``prediction``.
@@ -180,18 +218,16 @@ def score_outcome(prediction: Entry, *, outcome_id: str, actual: float, fraction
     predicted = predicted_at(fc, fraction, id=prediction.id, unit=prediction.target.unit)
     error = actual - predicted
     interval = inside = z = pit = reason = None
-    if fc.interval is None:
+    band = band_at(fc, fraction) if fraction != 1.0 else None
+    if fc.interval is None and band is None:
         reason = "the forecast has no interval, so no z-score or PIT"
-    elif fraction != 1.0:
+    elif fraction != 1.0 and band is None:
         reason = (f"the interval is for the final {'accuracy' if accuracy else 'loss'}; a "
-                  f"partial outcome has no z-score or PIT")
+                  f"partial outcome has no z-score or PIT (without a curve band)")
     else:
-        interval = fc.interval
+        interval = fc.interval if band is None else band
         inside = bool(interval.lower <= actual <= interval.upper)
-        q = NormalDist().inv_cdf((1.0 + interval.level) / 2.0)
-        sigma = (interval.upper - interval.lower) / (2.0 * q)
-        z = (actual - (interval.lower + interval.upper) / 2.0) / sigma
-        pit = NormalDist().cdf(z)
+        z, pit = z_and_pit(interval, actual)
     # Extreme numbers (an entry written before losses were range-checked) could overflow into
     # infinities, which no report or JSON may carry: say which prediction instead.
     for name, value in (("predicted", predicted), ("error", error),
@@ -207,6 +243,117 @@ def score_outcome(prediction: Entry, *, outcome_id: str, actual: float, fraction
                  no_interval_reason=reason, external=fc.external,
                  target_name=prediction.target.name, unit=prediction.target.unit, source=source,
                  created_at=created_at, error_points=100.0 * error if accuracy else None)
+
+
+@dataclass(frozen=True)
+class ComparisonScore:
+    """The observed difference of two recipes scored against a registered comparison.
+
+    Losses in the target's unit; ``observed`` = ``loss_recipe`` - ``loss_reference`` (negative:
+    the recipe did better). ``z`` and ``pit`` read the comparison's interval as the central
+    interval of a normal distribution at its level (as :class:`Score` does).
+    """
+
+    prediction_id: str
+    outcome_id: str
+    recipe: str
+    reference: str
+    loss_recipe: float
+    loss_reference: float
+    """Observed final losses of the two recipes' runs at the target."""
+    observed: float
+    """loss_recipe - loss_reference."""
+    predicted: float
+    """The registered difference."""
+    error: float
+    """observed - predicted."""
+    interval: IntervalRecord
+    """The registered interval of the difference (one new run of each recipe)."""
+    inside: bool
+    z: float
+    pit: float
+    p_better: float
+    """The registered P(recipe better)."""
+    winner_right: bool | None
+    """Whether the predicted winner (the sign of ``predicted``) won; None on an exact tie."""
+    recipe_score: Score
+    """The recipe's own loss scored against the entry's forecast."""
+    unit: str | None
+    source: str | None
+    created_at: str | None = None
+
+    def to_dict(self) -> dict:
+        """JSON-ready dict (``delphi score --loss-a --loss-b --json``)."""
+        return {"prediction_id": self.prediction_id, "outcome_id": self.outcome_id,
+                "recipe": self.recipe, "reference": self.reference,
+                "loss_recipe": self.loss_recipe, "loss_reference": self.loss_reference,
+                "observed": self.observed, "predicted": self.predicted, "error": self.error,
+                "interval": self.interval.model_dump(mode="json"), "inside": self.inside,
+                "z": self.z, "pit": self.pit, "p_better": self.p_better,
+                "winner_right": self.winner_right, "unit": self.unit, "source": self.source,
+                "created_at": self.created_at, "recipe_score": self.recipe_score.to_dict()}
+
+    def report(self) -> str:
+        """Readable multi-line summary."""
+        unit = f" {self.unit}" if self.unit else ""
+        iv = self.interval
+        won = ("tie" if self.winner_right is None else
+               "yes" if self.winner_right else "NO")
+        lines = [f"scored     comparison {self.prediction_id}: {self.recipe} - {self.reference}; "
+                 f"outcome {self.outcome_id}",
+                 f"observed   {self.observed:+.4f}{unit} ({self.recipe} {self.loss_recipe:.4f}, "
+                 f"{self.reference} {self.loss_reference:.4f})"
+                 + (f"  ({self.source})" if self.source else ""),
+                 f"predicted  {self.predicted:+.4f}{unit}, P({self.recipe} better) "
+                 f"{self.p_better:.3f}; predicted winner won: {won}",
+                 f"error      {self.error:+.4f}",
+                 f"interval   {iv.level:.0%} [{iv.lower:+.4f}, {iv.upper:+.4f}]: "
+                 f"{'inside' if self.inside else 'OUTSIDE'}; z = {self.z:+.2f}, "
+                 f"PIT = {self.pit:.3f}",
+                 f"own loss   {self.recipe}: predicted {self.recipe_score.predicted:.4f}, "
+                 f"{self.recipe_score.error_text()}"
+                 + ("" if self.recipe_score.inside is None else
+                    f", {'inside' if self.recipe_score.inside else 'OUTSIDE'} its interval")]
+        return "\n".join(lines)
+
+    def __str__(self) -> str:
+        return self.report()
+
+
+def score_comparison(prediction: Entry, *, outcome_id: str, loss_recipe: float,
+                     loss_reference: float, source: str | None,
+                     created_at: str | None = None) -> ComparisonScore:
+    """Score the observed final losses of a comparison's two recipes against it: the
+    difference ``loss_recipe - loss_reference`` against the registered interval (inside, z,
+    PIT), and the recipe's own loss against the entry's forecast (:func:`score_outcome`).
+
+    Raises
+    ------
+    RegistryError
+        ``prediction`` is not a comparison; a score that is not a finite number.
+    """
+    cmp = prediction.comparison
+    if cmp is None:
+        raise RegistryError(f"prediction {prediction.id!r} is not a comparison of recipes: "
+                            f"score it with one observed loss")
+    own = score_outcome(prediction, outcome_id=outcome_id, actual=loss_recipe, fraction=1.0,
+                        source=source, created_at=created_at)
+    observed = loss_recipe - loss_reference
+    iv = cmp.interval
+    z, pit = z_and_pit(iv, observed)
+    if not (math.isfinite(observed) and math.isfinite(z)):
+        raise RegistryError(f"outcome {outcome_id!r} cannot be scored against comparison "
+                            f"{prediction.id!r}: its difference or z is not a finite number")
+    return ComparisonScore(
+        prediction_id=prediction.id, outcome_id=outcome_id, recipe=cmp.recipe,
+        reference=cmp.reference, loss_recipe=loss_recipe, loss_reference=loss_reference,
+        observed=observed, predicted=cmp.difference, error=observed - cmp.difference,
+        interval=iv, inside=bool(iv.lower <= observed <= iv.upper), z=z, pit=pit,
+        p_better=cmp.p_better,
+        winner_right=None if observed == 0 or cmp.difference == 0 else
+        bool((observed < 0) == (cmp.difference < 0)),
+        recipe_score=own, unit=prediction.target.unit if prediction.target else None,
+        source=source, created_at=created_at)
 
 
 @dataclass(frozen=True)
@@ -238,6 +385,9 @@ class Scoreboard:
     max_abs_error_points: float | None = None
     n_accuracy_predictions: int = 0
     """Accuracy predictions, scored or not (they name the error column before any score)."""
+    comparisons: tuple[ComparisonScore, ...] = ()
+    """The scored comparisons of recipes (their differences), in file order; each one's
+    recipe loss is also in :attr:`scores`."""
 
     @property
     def coverage(self) -> float | None:
@@ -255,7 +405,8 @@ class Scoreboard:
                 "mean_abs_error_points": self.mean_abs_error_points,
                 "max_abs_error_points": self.max_abs_error_points,
                 "final": [s.to_dict() for s in self.final],
-                "scores": [s.to_dict() for s in self.scores]}
+                "scores": [s.to_dict() for s in self.scores],
+                "comparisons": [c.to_dict() for c in self.comparisons]}
 
     def to_markdown(self) -> str:
         """The scoreboard as a markdown table plus a summary line."""
@@ -297,7 +448,21 @@ class Scoreboard:
                 "Interval coverage: no scored prediction has an interval.")
         if self.unscored:
             summary.append(f"Awaiting a final outcome: {', '.join(self.unscored)}.")
-        return "\n".join(rows) + "\n\n" + " ".join(summary)
+        text = "\n".join(rows) + "\n\n" + " ".join(summary)
+        if self.comparisons:
+            lines = ["| comparison | recipe - reference | predicted | interval | observed | "
+                     "inside | z | winner right |", "|" + "---|" * 8]
+            for c in self.comparisons:
+                iv = c.interval
+                won = "tie" if c.winner_right is None else ("yes" if c.winner_right else "no")
+                lines.append(f"| {c.prediction_id} | {c.recipe} - {c.reference} | "
+                             f"{c.predicted:+.4f} | {iv.level:.0%} [{iv.lower:+.4f}, "
+                             f"{iv.upper:+.4f}] | {c.observed:+.4f} | "
+                             f"{'yes' if c.inside else 'no'} | {c.z:+.2f} | {won} |")
+            n_in = sum(c.inside for c in self.comparisons)
+            text += ("\n\n" + "\n".join(lines) + f"\n\n**{len(self.comparisons)} comparison(s) "
+                     f"scored**: {n_in} inside their interval.")
+        return text
 
     def __str__(self) -> str:
         return self.to_markdown()
@@ -313,6 +478,7 @@ def scoreboard(entries: list[Entry]) -> Scoreboard:
     """
     by_id = {e.id: e for e in entries if e.kind != "outcome"}
     scores: list[Score] = []
+    comparisons: list[ComparisonScore] = []
     latest_final: dict[str, Score] = {}
     for e in entries:
         if e.kind != "outcome":
@@ -325,6 +491,10 @@ def scoreboard(entries: list[Entry]) -> Scoreboard:
         s = score_outcome(pred, outcome_id=e.id, actual=o.actual, fraction=o.fraction,
                           source=o.source, created_at=e.created_at.isoformat())
         scores.append(s)
+        if pred.comparison is not None and o.reference_actual is not None:
+            comparisons.append(score_comparison(
+                pred, outcome_id=e.id, loss_recipe=o.actual, loss_reference=o.reference_actual,
+                source=o.source, created_at=e.created_at.isoformat()))
         if s.final:
             latest_final[pred.id] = s
     predictions = [e.id for e in entries if e.kind == "prediction"]
@@ -342,5 +512,6 @@ def scoreboard(entries: list[Entry]) -> Scoreboard:
         max_abs_rel_error=max(rel) if rel else None,
         n_with_interval=len(with_iv), n_inside=sum(bool(s.inside) for s in with_iv),
         n_accuracy=len(pts), mean_abs_error_points=float(np.mean(pts)) if pts else None,
-        max_abs_error_points=max(pts) if pts else None, n_accuracy_predictions=n_acc)
+        max_abs_error_points=max(pts) if pts else None, n_accuracy_predictions=n_acc,
+        comparisons=tuple(comparisons))
 

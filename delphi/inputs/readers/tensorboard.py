@@ -52,7 +52,7 @@ from ...errors import LadderError
 from ..ladder import LOSS_LIKE, Exclusion
 from ._common import SourceTable, list_columns, read_file
 
-__all__ = ["read_tensorboard", "is_event_dir", "LOSS_TAGS", "STEP_NAMES", "RUN_NAMES",
+__all__ = ["read_tensorboard", "read_scalars", "is_event_dir", "LOSS_TAGS", "STEP_NAMES", "RUN_NAMES",
            "EVENT_PREFIX", "INSTALL_HINT"]
 
 #: Event files are named ``events.out.tfevents.<time>.<host>...``.
@@ -161,6 +161,30 @@ def _side_table(runs, root: Path) -> tuple[pd.DataFrame | None, str | None]:
         raise LadderError(f"{label}: run(s) {', '.join(map(repr, dup[:10]))} appear more than "
                           f"once; give one row per run")
     return frame.set_index("run"), label
+
+
+def read_scalars(path: str | Path) -> pd.DataFrame:
+    """Every scalar under a TensorBoard log directory, as a long table ``dir_name`` (the run's
+    folder, relative; ``""`` for files at the top), ``step``, ``tag``, ``value``: what
+    ``delphi track`` reads from a running run's log (no N or D needed, unlike
+    :func:`read_tensorboard`).
+
+    Raises
+    ------
+    LadderError: no event files under ``path``, tbparse missing, or unreadable files.
+    """
+    root = Path(path)
+    if not is_event_dir(root):
+        raise LadderError(f"no {EVENT_PREFIX}* files under {root}")
+    summary_reader = _import_tbparse()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FutureWarning)
+        warnings.simplefilter("ignore", DeprecationWarning)
+        try:
+            return _scalars(summary_reader(str(root), extra_columns={"dir_name", "wall_time"}))
+        except Exception as exc:     # tbparse/tensorboard raise many types on bad files
+            raise LadderError(f"cannot read the TensorBoard event files under {root}: "
+                              f"{type(exc).__name__}: {exc}") from None
 
 
 def _scalars(reader) -> pd.DataFrame:

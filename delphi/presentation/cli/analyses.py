@@ -227,7 +227,9 @@ def _add_plan(sub) -> None:
         epilog=examples(
             "delphi plan --target-flops 1e23",
             "delphi plan --target-flops 1e23 --fraction 0.02 --budgets 5 --csv plan.csv",
-            "delphi plan --target-flops 1e22 --from marin-isoflop-dclm --from-method isoflop"))
+            "delphi plan --target-flops 1e22 --from marin-isoflop-dclm --from-method isoflop",
+            "delphi plan --target-flops 5.9e23 --target-params 7e10 --target-tokens 1.4e12 "
+            "--score design.csv --prior-params E=1.69 A=406.4 B=410.7 alpha=0.34 beta=0.28"))
     p.add_argument("--target-flops", type=number, required=True, metavar="C",
                    help="target compute [FLOPs]")
     p.add_argument("--fraction", type=number, default=0.01, metavar="SHARE",
@@ -253,6 +255,8 @@ def _add_plan(sub) -> None:
                         "power law (Approach 2) (default: chinchilla)")
     p.add_argument("--metric", metavar="COLUMN", help="loss column of the --from ladder")
     p.add_argument("--csv", metavar="PATH", help="write the runs as a tidy CSV")
+    from .design import add_score_options
+    add_score_options(p)        # --score DESIGN.csv (issue 25)
     _common(p)
 
 
@@ -281,6 +285,10 @@ def _optimum_from(args):
 
 def _cmd_plan(args) -> int:
     from ...analyses.planning import plan_ladder
+
+    if args.score:
+        from .design import score_command
+        return score_command(args)
 
     optimum, prior, unidentified, outside, design = (
         _optimum_from(args) if args.from_ladder else (None, None, None, (), None))

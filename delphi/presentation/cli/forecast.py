@@ -15,7 +15,33 @@ from .options import (LADDER_HELP, METRIC_HELP, add_fit_options, add_interval_op
                       selection_settings, serial, target_from)
 from .output import note
 
-__all__ = ["add_commands"]
+__all__ = ["add_commands", "add_curve_options", "curve_forecast"]
+
+
+def add_curve_options(p, flag: bool = True) -> None:
+    """``--curve`` (when ``flag``) and ``--curve-points``: the target's whole curve (issue 26)."""
+    if flag:
+        p.add_argument("--curve", action="store_true",
+                       help="forecast the target's whole loss curve (a checkpoint law, default "
+                            "chinchilla-ckpt, along --target-schedule with --target-steps and "
+                            "--target-batch), with a band at each fraction (--level)")
+    p.add_argument("--curve-points", type=count(2), default=50, metavar="N",
+                   help="points of the --curve forecast (default 50)")
+
+
+def curve_forecast(args, ladder, target, settings: dict, chosen: dict, floor_range=None):
+    """:func:`delphi.forecasting.target_curve.predict_curve` with the command's settings."""
+    from ...errors import TargetError
+    from ...forecasting.target_curve import predict_curve
+
+    if chosen or args.law == "auto" or getattr(args, "ensemble", False):
+        raise TargetError("--curve forecasts with one checkpoint law: give --law "
+                          "chinchilla-ckpt (the default) or none, not --law auto/--ensemble")
+    if floor_range is not None:
+        raise TargetError("--curve and a floor range (--floor LO:HI) cannot be combined")
+    return predict_curve(ladder, target, args.law, points=args.curve_points, **settings,
+                         **interval_settings(args), **jobs_kwargs(args),
+                         allow_degenerate=getattr(args, "allow_degenerate", False))
 
 
 def add_commands(sub) -> dict:
@@ -34,6 +60,7 @@ def add_commands(sub) -> dict:
     p.add_argument("--allow-degenerate", action="store_true",
                    help="extrapolate a degenerate fit (a law that collapsed to a constant over "
                         "the ladder: flat or identical losses) instead of refusing")
+    add_curve_options(p)
 
     p = sub.add_parser("fit", help="fit a law to a ladder and print the fit",
                        epilog=examples(
@@ -129,9 +156,13 @@ def _cmd_predict(args) -> int:
     chosen = selection_settings(args, ladder, settings, law)
     if chosen and (args.law is None or args.law == "auto"):
         law = None if args.ensemble else "auto"   # a manifest's law gives way to the choice
-    forecast = predict(ladder, target, law, **settings,
-                       **interval_settings(args), **jobs_kwargs(args), floor_range=floor_range,
-                       allow_degenerate=args.allow_degenerate, **chosen)
+    if args.curve:
+        forecast = curve_forecast(args, ladder, target, settings, chosen, floor_range)
+    else:
+        forecast = predict(ladder, target, law, **settings,
+                           **interval_settings(args), **jobs_kwargs(args),
+                           floor_range=floor_range, allow_degenerate=args.allow_degenerate,
+                           **chosen)
     print(json.dumps(forecast.to_dict(), indent=2, allow_nan=False) if args.json
           else forecast.report())
     return 0

@@ -25,8 +25,10 @@ from ...errors import DelphiError, DelphiWarning, for_cli
 from ...core.parallel import set_quiet
 from . import accuracy as accuracy_cmd
 from . import analyses, forecast, output, registry, report
+from . import design as design_cmd
 from . import plot as plot_cmd
 from . import recipes as recipes_cmd
+from . import track as track_cmd
 from .options import Parser, jobs_count
 from .output import OutputError, UsageError, json_error, print_error, silence_stdout, wants_json, write_stdout
 
@@ -35,7 +37,8 @@ __all__ = ["main", "build_parser"]
 Handler = Callable[[argparse.Namespace], int]
 
 #: The command modules, in the order of ``delphi --help``; each has ``add_commands(sub)``.
-COMMAND_MODULES = (forecast, analyses, registry, report, plot_cmd, accuracy_cmd, recipes_cmd)
+COMMAND_MODULES = (forecast, analyses, design_cmd, registry, report, plot_cmd, accuracy_cmd,
+                   recipes_cmd, track_cmd)
 
 
 def _add_global_options(parser: argparse.ArgumentParser, default) -> None:

@@ -133,7 +133,9 @@ class Parser(argparse.ArgumentParser):
         if usage.count("\n") > 4:
             # a command with many options: a 20-line usage block would bury the one line
             # that matters; the full list is a --help away
-            shown = " ".join(a.metavar or a.dest.upper() for a in self._get_positional_actions()
+            shown = " ".join((f"[{a.metavar or a.dest.upper()} ...]" if a.nargs == "*" else
+                              a.metavar or a.dest.upper())
+                             for a in self._get_positional_actions()
                              if a.help != argparse.SUPPRESS)
             usage = f"usage: {self.prog} [options] {shown} (every option: {self.prog} --help)\n"
         self.exit(2, f"{usage}{self.prog}: error: {message}\n")

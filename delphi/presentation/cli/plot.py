@@ -34,6 +34,8 @@ KINDS = {
     "completion": "a run's checkpoints, fitted trajectory and final loss (plot_completion)",
     "accuracy": "a task's chained accuracy prediction: task loss, sigmoid, N, D -> accuracy "
                 "(plot_accuracy)",
+    "recipes": "two or more ladders (recipes) compared at a target: curves with bands, the "
+               "difference against compute, the crossover (plot_recipes)",
 }
 #: Suffix -> matplotlib format.
 FORMATS = {".png": "png", ".svg": "svg", ".pdf": "pdf"}
@@ -45,7 +47,8 @@ EXAMPLES = """examples:
   delphi plot isoflop marin-isoflop-dclm -o isoflop.png
   delphi plot completion misfitting2025 --run misfitting_100m-lr0.002-T12000-e94 --upto-fraction 0.5 -o run.png
   delphi plot fit epoch-chinchilla --law chinchilla --json -o chinchilla.png
-  delphi plot accuracy olmo-ladder --task hellaswag --target-params 3.2e9 --target-tokens 6.4e10 --fit-max-params 8e8 -o hs.png"""
+  delphi plot accuracy olmo-ladder --task hellaswag --target-params 3.2e9 --target-tokens 6.4e10 --fit-max-params 8e8 -o hs.png
+  delphi plot recipes marin-isoflop-comma marin-isoflop-dclm --target-flops 1e22 -o recipes.png"""
 
 
 def output_file(text: str) -> Path:
@@ -81,6 +84,9 @@ def add_commands(sub) -> dict:
     p.add_argument("kind", choices=list(KINDS), metavar="KIND",
                    help=f"what to draw: {', '.join(KINDS)}")
     add_fit_options(p)
+    p.add_argument("more_ladders", nargs="*", metavar="LADDER",
+                   help="recipes: the other ladders (recipes) compared with the first, the "
+                        "reference; every other KIND takes one ladder")
     p.add_argument("-o", "--output", type=output_file, required=True, metavar="FILE",
                    help="file to write: .png, .svg or .pdf (the format from the suffix); "
                         "'-' writes to standard output (a pipe or a file, not a terminal)")
@@ -143,8 +149,18 @@ def add_commands(sub) -> dict:
     ac.add_argument("--no-calibration", dest="calibrate", action="store_false",
                     help="leave out the interval's extrapolation calibration (as `delphi "
                          "accuracy --no-calibration`)")
+    rc = p.add_argument_group("recipes (LADDER LADDER [...]; one --target-flops, or "
+                              "--target-params and --target-tokens; --law chinchilla|power, "
+                              "--floor, --fix, --fit-max-flops, --n-boot, --level, --seed "
+                              "apply)")
+    rc.add_argument("--pairing", choices=("auto", "run", "budget", "none"), default="auto",
+                    help="recipes: how the draws share random numbers across recipes (as "
+                         "`delphi compare-recipes`; default auto)")
+    rc.add_argument("--shared-floor", action="store_true",
+                    help="recipes: fit one E for all recipes jointly")
     p.checks.append(_check_output)
     p.checks.append(_check_accuracy)
+    p.checks.append(_check_ladders)
     return {"plot": _cmd_plot}
 
 
@@ -166,6 +182,23 @@ _ACCURACY_DESTS = frozenset({
     "target_params", "target_tokens", "level", "n_boot", "seed",
     "task", "tasks", "fit_max_params", "runs", "step1_law", "lower", "actual", "calibrate",
     "huber_delta"})
+
+
+def _check_ladders(parser, ns) -> None:
+    """Usage errors (exit 2): more than one ladder for a KIND other than recipes, or fewer
+    than two for recipes."""
+    more = list(getattr(ns, "more_ladders", None) or [])
+    if ns.kind != "recipes" and more:
+        parser.error(f"plot {ns.kind} takes one ladder; got {1 + len(more)} "
+                     f"({', '.join([ns.ladder, *more])}): several ladders are for "
+                     f"`delphi plot recipes A B ...`")
+    if ns.kind == "recipes":
+        if not more:
+            parser.error("plot recipes needs two or more ladders (the reference first): "
+                         "delphi plot recipes A B [C ...] --target-flops C -o FILE")
+        if "-" in [ns.ladder, *more]:
+            parser.error("plot recipes reads its ladders from files or names, not standard "
+                         "input ('-')")
 
 
 def _flag(action: argparse.Action) -> str:
@@ -232,6 +265,8 @@ def _cmd_plot(args) -> int:
     elif kind == "accuracy":
         axes, drawn = _accuracy(args, P, show)
         ax = axes[0]
+    elif kind == "recipes":
+        ax, drawn = _recipes(args, P, show)
     else:
         ax, drawn = _fit_kinds(args, P, show)
     caption = for_cli(P.caption(drawn))
@@ -379,6 +414,27 @@ def _accuracy(args, P, show: bool):
                                 step1_delta=args.huber_delta)
     # --x tokens was refused at parsing (_check_accuracy)
     return P.plot_accuracy(forecast, x=args.x, actual=args.actual, warnings=show), forecast
+
+
+def _recipes(args, P, show: bool):
+    from ...analyses.recipes import compare_recipes
+
+    if isinstance(args.floor, tuple):
+        raise LawError("plot recipes fixes the floor at one value (--floor E), not a range")
+    ladders = [load_from_args(args, source) for source in [args.ladder, *args.more_ladders]]
+    fixed = dict(args.fix)
+    if args.floor is not None:
+        if "E" in fixed:
+            raise LawError("E fixed twice (--fix E=... and --floor); give one")
+        fixed["E"] = args.floor
+    kwargs = {} if args.huber_delta is None else {"delta": args.huber_delta}
+    result = compare_recipes(ladders, target_flops=args.target_flops,
+                             target_params=args.target_params, target_tokens=args.target_tokens,
+                             law=args.law, fixed=fixed or None, shared_floor=args.shared_floor,
+                             fit_max_flops=args.fit_max_flops, pairing=args.pairing,
+                             level=args.level, n_boot=args.n_boot, seed=args.seed,
+                             forecasts=False, **kwargs, **jobs_kwargs(args))
+    return P.plot_recipes(result, warnings=show), result
 
 
 def _completion(args, P, show: bool):

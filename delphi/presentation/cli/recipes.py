@@ -36,7 +36,9 @@ def _add(sub) -> None:
             "delphi compare-recipes marin-isoflop-comma marin-isoflop-dclm "
             "marin-isoflop-nemotron --target-flops 1e21 --target-flops 1e23 --json",
             "delphi compare-recipes marin-isoflop-comma marin-isoflop-dclm "
-            "marin-isoflop-nemotron --backtest"))
+            "marin-isoflop-nemotron --backtest",
+            "delphi compare-recipes marin-isoflop-comma marin-isoflop-dclm --target-flops 1e22 "
+            "--registry preds.jsonl --id dclm-vs-comma --author me"))
     p.add_argument("ladders", nargs="+", metavar="LADDER",
                    help=f"two or more ladders, the reference first; each a {LADDER_HELP}")
     p.add_argument("--target-flops", type=positive_float, action="append", default=[],
@@ -76,6 +78,18 @@ def _add(sub) -> None:
                         "baseline")
     p.add_argument("--max-cuts", type=count(1), default=4, metavar="K",
                    help="--backtest: cuts, evenly spaced among those possible (default 4)")
+    reg = p.add_argument_group("preregister the comparison (one prediction entry per recipe "
+                               "and target; score it with `delphi score --loss-a --loss-b`)")
+    reg.add_argument("--registry", metavar="PATH",
+                     help="append the comparison to this registry file (JSON Lines)")
+    reg.add_argument("--id", metavar="ID",
+                     help="the entry's id (with --registry); with several recipes or targets "
+                          "the ids are ID-<recipe>-<k>, k the target's place (1, 2...)")
+    reg.add_argument("--author", metavar="NAME", help="who makes the comparison")
+    reg.add_argument("--notes", metavar="TEXT", help="free text kept with each entry")
+    reg.add_argument("--sign-key", metavar="FILE",
+                     help="sign the entries with this Ed25519 private key (`delphi registry "
+                          "keygen`)")
     p.add_argument("--metric", metavar="COLUMN", help=METRIC_HELP)
     add_ladder_options(p)
     p.add_argument("--json", action="store_true", help="print one JSON object")
@@ -92,6 +106,27 @@ def _cmd(args) -> int:
     if "-" in args.ladders:
         raise UsageError("compare-recipes reads its ladders from files or names, not standard "
                          "input ('-')")
+    if (args.registry is None) != (args.id is None):
+        raise UsageError("--registry PATH and --id ID go together (to preregister the "
+                         "comparison)")
+    if args.registry is None and (args.author or args.notes or args.sign_key):
+        raise UsageError("--author, --notes and --sign-key are for an entry: give --registry "
+                         "PATH --id ID too")
+    if args.registry is not None and args.backtest:
+        raise UsageError("--backtest scores past decisions; it registers nothing (drop "
+                         "--registry/--id)")
+    key = None
+    if args.registry is not None:
+        from ...registry import Registry, load_signing_key
+        from ...registry.invariants import check_id
+
+        check_id(args.id)          # before the fits
+        key = None if args.sign_key is None else load_signing_key(args.sign_key)
+        reg = Registry(args.registry)
+        if reg.path.exists() and args.id in {e.id for e in reg.entries()}:
+            from ...errors import RegistryError
+            raise RegistryError(f"id {args.id!r} is already in {reg.path}; ids are unique: "
+                                f"choose another")
     ladders = [load_from_args(args, source) for source in args.ladders]
     fixed = dict(args.fix)
     if args.floor is not None:
@@ -115,10 +150,29 @@ def _cmd(args) -> int:
             fit_max_flops=args.fit_max_flops, pairing=args.pairing, level=args.level,
             n_boot=args.n_boot, seed=args.seed,
             interval=None if args.interval == "none" else args.interval, **jobs)
+    entries = []
+    if args.registry is not None:
+        entries = reg.register_comparison(result, id=args.id, author=args.author,
+                                          notes=args.notes, settings={"seed": args.seed},
+                                          sign_key=key)
     if args.json:
-        print(json.dumps(result.to_dict(), indent=2, allow_nan=False))
+        out = result.to_dict()
+        if args.registry is not None:
+            out["registered"] = [{"id": e.id, "hash": e.hash, "recipe": e.comparison.recipe,
+                                  "target_flops": e.comparison.target_flops}
+                                 for e in entries]
+        print(json.dumps(out, indent=2, allow_nan=False))
     else:
         print(result.report())
+        if entries:
+            print()
+        for e in entries:
+            c = e.comparison
+            iv = c.interval
+            print(f"registered {e.id} in {args.registry}: {c.recipe} - {c.reference} at "
+                  f"C = {c.target_flops:.3g}: {c.difference:+.4f} {iv.level:.0%} "
+                  f"[{iv.lower:+.4f}, {iv.upper:+.4f}], P(better) {c.p_better:.3f}; hash "
+                  f"{e.hash}")
     return 0
 
 

@@ -19,6 +19,7 @@ from .options import (Parser, add_fit_options, add_interval_options, add_selecti
                       add_target_options, examples, fit_settings, interval_settings,
                       jobs_kwargs, load_with_defaults, selection_settings, serial,
                       target_from)
+from . import forecast as forecast_cmd
 from .output import note
 
 if TYPE_CHECKING:
@@ -135,9 +136,12 @@ def add_commands(subparsers) -> dict[str, Handler]:
     p.add_argument("--kind", choices=("prediction", "projection"), default="prediction",
                    help="prediction: a run that will exist (default); projection: hypothetical")
     p.add_argument("--notes", metavar="TEXT", help="free text kept with the entry")
-    p.add_argument("--curve", metavar="CURVE",
+    p.add_argument("--curve", metavar="CURVE", nargs="?", const=True,
                    help="forecast curve for partial scoring: 'FRACTION:LOSS,...' or a CSV file "
-                        "with columns fraction,loss")
+                        "with columns fraction,loss; --curve alone (after LADDER) forecasts "
+                        "the target's whole curve from the ladder with a band at each fraction "
+                        "(as delphi predict --curve), which delphi track scores against")
+    forecast_cmd.add_curve_options(p, flag=False)
     p.add_argument("--created-at", metavar="ISO",
                    help="explicit UTC timestamp (only to transcribe history; default now; at "
                         "most 5 minutes in the future)")
@@ -161,13 +165,21 @@ def add_commands(subparsers) -> dict[str, Handler]:
                                   "delphi score --registry preds.jsonl --id hero-535b "
                                   "--actual 2.05",
                                   "delphi score --registry preds.jsonl --id dense-1e23 "
-                                  "--actual 2.31 --source 'wandb run' --json"))
+                                  "--actual 2.31 --source 'wandb run' --json",
+                                  "delphi score --registry preds.jsonl --id dclm-vs-comma "
+                                  "--loss-a 2.91 --loss-b 2.76"))
     p.add_argument("--registry", required=True, metavar="PATH",
                    help="registry file (JSON Lines)")
     p.add_argument("--id", required=True, metavar="ID", help="the prediction's id")
-    p.add_argument("--actual", required=True, type=float, metavar="LOSS",
+    p.add_argument("--actual", type=float, metavar="LOSS",
                    help="observed loss (for an accuracy prediction: the accuracy as a "
                         "fraction, 0.612)")
+    p.add_argument("--loss-a", type=float, metavar="LA",
+                   help="a comparison of recipes (`compare-recipes --registry`): the "
+                        "reference's (A's) observed final loss, with --loss-b; the difference "
+                        "LB - LA is scored against the registered interval")
+    p.add_argument("--loss-b", type=float, metavar="LB",
+                   help="a comparison of recipes: the recipe's (B's) observed final loss")
     p.add_argument("--fraction", type=float, default=1.0, metavar="F",
                    help="share of training done when measured, in (0, 1] (default 1: final)")
     p.add_argument("--source", metavar="TEXT",
@@ -318,7 +330,8 @@ def _cmd_register(args) -> int:
         raise RegistryError(f"id {args.id!r} is already in {reg.path}; ids are unique: "
                             f"choose another")
     common = dict(id=args.id, author=args.author, kind=args.kind, notes=args.notes,
-                  curve=_parse_curve(args.curve), created_at=args.created_at, sign_key=key)
+                  curve=None if args.curve is True else _parse_curve(args.curve),
+                  created_at=args.created_at, sign_key=key)
     forecast = None
     if args.external_loss is not None:
         fit_flags = [flag for flag, used in (
@@ -329,6 +342,9 @@ def _cmd_register(args) -> int:
         if fit_flags:
             raise RegistryError(f"{', '.join(fit_flags)} cannot be used with --external-loss "
                                 f"(an external forecast records no fit)")
+        if args.curve is True:
+            raise RegistryError("--curve alone forecasts the curve from LADDER; an external "
+                                "forecast's curve is given as --curve 'FRACTION:LOSS,...'")
         if not args.external_source:
             raise RegistryError("--external-loss needs --external-source (where the forecast "
                                 "was published)")
@@ -367,7 +383,11 @@ def _cmd_register(args) -> int:
         chosen = selection_settings(args, ladder, settings, law)
         if chosen and (args.law is None or args.law == "auto"):
             law = None if args.ensemble else "auto"   # a manifest's law gives way
-        forecast = predict(ladder, target, law, **settings, **jobs_kwargs(args), **chosen)
+        if args.curve is True:
+            forecast = forecast_cmd.curve_forecast(args, ladder, target,
+                                                   fit_settings(args, defaults), chosen)
+        else:
+            forecast = predict(ladder, target, law, **settings, **jobs_kwargs(args), **chosen)
         entry = reg.register(forecast, settings=settings, **common)
     if args.json:
         _print_json(entry.fields())
@@ -385,7 +405,33 @@ def _cmd_register(args) -> int:
     return 0
 
 
+def _check_score_values(ns) -> None:
+    """Usage errors (exit 2) of ``score``: --actual, or --loss-a with --loss-b."""
+    from .output import UsageError
+
+    pair = (ns.loss_a is not None, ns.loss_b is not None)
+    if ns.actual is not None and any(pair):
+        raise UsageError("give --actual LOSS (a prediction) or --loss-a LA --loss-b LB (a "
+                         "comparison of recipes), not both")
+    if ns.actual is None and not all(pair):
+        raise UsageError("score needs --actual LOSS (or --loss-a LA and --loss-b LB for a "
+                         "comparison of recipes)")
+    if any(pair) and ns.fraction != 1.0:
+        raise UsageError("a comparison is scored with final losses: --fraction is for --actual")
+
+
 def _cmd_score(args) -> int:
+    _check_score_values(args)
+    if args.loss_a is not None:
+        result = _registry(args.registry).score_comparison(
+            args.id, args.loss_a, args.loss_b, source=args.source, author=args.author,
+            notes=args.notes, created_at=args.created_at, unit=args.unit,
+            sign_key=args.sign_key)
+        if args.json:
+            _print_json(result.to_dict())
+        else:
+            print(result.report())
+        return 0
     score = _registry(args.registry).score(args.id, args.actual, fraction=args.fraction,
                                           source=args.source, author=args.author,
                                           notes=args.notes, created_at=args.created_at,
@@ -471,16 +517,23 @@ def _cmd_registry(args) -> int:
         entry = reg.get(args.id)
         outcomes = reg.outcomes(args.id) if entry.kind != "outcome" else []
         scores = reg.scores(args.id) if entry.kind == "prediction" else []
+        compared = (reg.comparison_scores(args.id) if entry.kind == "prediction"
+                    and entry.comparison is not None else [])
         if args.json:
             _print_json({"entry": entry.fields(),
                          "outcomes": [o.fields() for o in outcomes],
-                         "scores": [s.to_dict() for s in scores]})
+                         "scores": [s.to_dict() for s in scores],
+                         **({"comparison_scores": [c.to_dict() for c in compared]}
+                            if entry.comparison is not None else {})})
         else:
             print(json.dumps(entry.fields(), indent=2, sort_keys=True,
                              allow_nan=False))
             for s in scores:
                 print()
                 print(s.report())
+            for c in compared:
+                print()
+                print(c.report())
             if entry.kind == "prediction" and not scores:
                 print("\nno outcome yet")
         return _warn_if_broken(reg)

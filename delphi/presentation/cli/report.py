@@ -22,7 +22,9 @@ _EXAMPLES = examples(
     "delphi report epoch-chinchilla --html out/      # no target: the fit alone",
     "delphi report marin-delphi-dense --target-flops 1e22 --law power --seed 1 --html out/",
     "delphi report --registry ladders/marin-registry.jsonl --html tracker/",
-    "delphi report marin-moe-535b --html out/ --generated-at 2026-12-01T00:00:00Z")
+    "delphi report marin-moe-535b --html out/ --generated-at 2026-12-01T00:00:00Z",
+    "delphi report --recipes marin-isoflop-comma marin-isoflop-dclm --target-flops 1e22 "
+    "--html recipes/")
 
 
 def add_commands(sub) -> dict:
@@ -30,12 +32,15 @@ def add_commands(sub) -> dict:
     ``{"report": handler(args) -> exit code}``."""
     p = sub.add_parser(
         "report", help="write a self-contained HTML page for a ladder (forecast, fit, "
-        "residuals, backtest, runs) or a registry (scorecard, curves, chain)",
+        "residuals, backtest, runs), a registry (scorecard, curves, chain) or a comparison of "
+        "recipes (--recipes A B ...)",
         description="Write OUT/index.html: for LADDER, the forecast (as `delphi predict` "
         "makes it, with the same options and manifest defaults) with its figure, the fit "
         "with its warnings and exclusions, the residuals, a backtest and the table of runs "
         "(with no target, here or in the manifest, the fit alone); with --registry, the scorecard of every prediction, the forecast curves against "
-        "their partial outcomes, and whether the hash chain verifies, with its head. The page is "
+        "their partial outcomes, and whether the hash chain verifies, with its head; with --recipes A B "
+        "[C ...] and a target, the comparison of `delphi compare-recipes` (figure, table, "
+        "notes and warnings). The page is "
         "self-contained (inline SVG figures and CSS, no script, no external file) and states "
         "when it was made: --generated-at, else $SOURCE_DATE_EPOCH, else now; the same inputs "
         "and --seed then give the same bytes.",
@@ -56,6 +61,11 @@ def add_commands(sub) -> dict:
     out.add_argument("--registry", metavar="PATH",
                      help="make the registry page of this registry file instead of a "
                           "ladder page (no LADDER)")
+    out.add_argument("--recipes", nargs="+", metavar="LADDER",
+                     help="make the page of a comparison of these ladders (recipes, the "
+                          "reference first; as `delphi compare-recipes`, with one "
+                          "--target-flops C, or --target-params N and --target-tokens D) "
+                          "instead of a ladder page (no LADDER)")
     out.add_argument("--generated-at", metavar="ISO",
                      help="the time the page states, e.g. 2026-12-01T12:00:00Z (default: "
                           "$SOURCE_DATE_EPOCH when set, else now); with the same inputs and "
@@ -72,8 +82,22 @@ def add_commands(sub) -> dict:
 def _check_page_kind(parser, ns) -> None:
     """A usage error (exit 2) unless exactly one page is asked for: LADDER (with its fit and
     target options) or --registry PATH."""
-    if ns.registry is None and ns.ladder is None:
-        parser.error("give LADDER for a ladder page, or --registry PATH for a registry page")
+    if ns.registry is None and ns.ladder is None and ns.recipes is None:
+        parser.error("give LADDER for a ladder page, --registry PATH for a registry page, or "
+                     "--recipes A B ... for a comparison page")
+    if ns.recipes is not None:
+        used = [flag for flag, value in (
+            ("LADDER", ns.ladder is not None), ("--registry", ns.registry is not None),
+            ("--backtest-max-flops", ns.backtest_max_flops is not None),
+            ("--no-backtest", ns.no_backtest), ("--ensemble", ns.ensemble),
+            ("--allow-degenerate", ns.allow_degenerate)) if value]
+        if used:
+            parser.error(f"--recipes makes a comparison page: {', '.join(used)} "
+                         f"{'belongs' if len(used) == 1 else 'belong'} to a ladder or registry "
+                         f"page")
+        if len(ns.recipes) < 2:
+            parser.error("--recipes needs two or more ladders (the reference first)")
+        return
     if ns.registry is not None:
         used = [flag for flag, value in (
             ("LADDER", ns.ladder is not None), ("--law", ns.law is not None),
@@ -90,9 +114,13 @@ def _check_page_kind(parser, ns) -> None:
 
 def _cmd_report(args) -> int:
     from ...errors import for_cli
+    from ..report.html import check_html_folder
 
+    check_html_folder(args.html)      # before the fits, not after them
     if args.registry is not None:
         return _registry_report(args)
+    if args.recipes is not None:
+        return _recipes_report(args)
     from ...forecasting.forecast import default_law
     from ..report import ladder_page
 
@@ -139,6 +167,38 @@ def _registry_report(args) -> int:
     return code
 
 
+def _recipes_report(args) -> int:
+    from ...analyses.recipes import compare_recipes
+    from ...errors import LawError, for_cli
+    from ..report import recipes_page
+    from .options import load_from_args
+    from .output import UsageError
+
+    if "-" in args.recipes:
+        raise UsageError("--recipes reads its ladders from files or names, not standard input "
+                         "('-')")
+    if isinstance(args.floor, tuple):
+        raise LawError("--recipes fixes the floor at one value (--floor E), not a range")
+    if args.law == "auto":
+        raise LawError("--recipes fits one law to every recipe: chinchilla or power (--law)")
+    ladders = [load_from_args(args, source) for source in args.recipes]
+    fixed = dict(args.fix)
+    if args.floor is not None:
+        if "E" in fixed:
+            raise LawError("E fixed twice (--fix E=... and --floor); give one")
+        fixed["E"] = args.floor
+    extra = {} if args.huber_delta is None else {"delta": args.huber_delta}
+    comparison = compare_recipes(
+        ladders, target_flops=args.target_flops, target_params=args.target_params,
+        target_tokens=args.target_tokens, law=args.law, fixed=fixed or None,
+        fit_max_flops=args.fit_max_flops, level=args.level, n_boot=args.n_boot,
+        seed=args.seed, interval=None if args.interval == "none" else args.interval,
+        **extra, **jobs_kwargs(args))
+    report = recipes_page(comparison, generated_at=args.generated_at)
+    path = _write(for_cli(report.html), args.html)
+    return _print(args, path, report)
+
+
 def _write(page: str, out: str):
     from ..report import write_html
 
@@ -154,6 +214,11 @@ def _print(args, path, report) -> int:
     if report.kind == "ladder" and s["prediction"] is None:
         print(f"wrote {path}: ladder {s['ladder']['name']}, fit of {s['law']} (no target, so "
               f"no forecast: give --target-flops C, or --target-params N --target-tokens D)")
+    elif report.kind == "recipes":
+        rows = "; ".join(f"{c['recipe']} - {s['reference']} at C = {c['target_flops']:.3g}: "
+                         f"{c['difference']['loss']:+.4f} [{c['difference']['lower']:+.4f}, "
+                         f"{c['difference']['upper']:+.4f}]" for c in s["comparisons"])
+        print(f"wrote {path}: recipes {', '.join(s['recipes'])}; {rows}")
     elif report.kind == "ladder":
         p = s["prediction"]
         iv = (f", {p['level']:.0%} interval [{p['lower']:.4f}, {p['upper']:.4f}] "

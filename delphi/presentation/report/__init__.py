@@ -1,7 +1,8 @@
 """HTML reports: one self-contained static page for a ladder or a registry.
 
-``delphi report LADDER --html OUT/`` and ``delphi report --registry PATH --html OUT/`` write
-``OUT/index.html``; in Python::
+``delphi report LADDER --html OUT/``, ``delphi report --registry PATH --html OUT/`` and
+``delphi report --recipes A B [C ...] --target-flops C --html OUT/`` (a comparison of recipes,
+:func:`recipes_page`) write ``OUT/index.html``; in Python::
 
     import delphi
     from delphi.report import ladder_report, registry_report, write_html
@@ -19,8 +20,9 @@ head hash. Figures are inline SVG, CSS is inline, there is no script and no exte
 See :mod:`delphi.report.html`.
 """
 
-from .html import (Report, generated_time, ladder_page, ladder_report, registry_page,
-                   registry_report, write_html)
+from .html import (Report, generated_time, ladder_page, ladder_report, recipes_page,
+                   registry_page, registry_report, write_html)
 
 __all__ = ["Report", "ladder_page", "ladder_report", "registry_page", "registry_report",
+           "recipes_page",
            "write_html", "generated_time"]

@@ -159,7 +159,11 @@ def curve_figure(entry: "Entry", scores: Sequence["Score"]) -> "Figure":
     * the point forecast at fraction 1 (``gid="forecast-point"``) with its interval for the
       final loss as a bar (``gid="forecast-interval"``) when it has one;
     * partial outcomes (``gid="partial-outcomes"``, circles) and final outcomes
-      (``gid="final-outcomes"``, diamonds) at their fraction and observed loss.
+      (``gid="final-outcomes"``, diamonds) at their fraction and observed loss;
+    * with a curve band (``predict --curve``): the band (``gid="forecast-band"``), the
+      outcomes outside it (``gid="outside-band"``), and below, the tracker's revised final
+      forecast after each outcome with its interval (``gid="revised-forecast"``,
+      ``"revised-interval"``) against the preregistered one.
 
     ``entry`` must have a forecast curve (``entry.forecast.curve``).
     """
@@ -169,10 +173,25 @@ def curve_figure(entry: "Entry", scores: Sequence["Score"]) -> "Figure":
     if fractions[-1] < 1.0:
         fractions.append(1.0)
         losses.append(fc.loss)
-    fig = new_figure((8.0, 4.2))
-    ax = fig.subplots()
+    band = getattr(fc, "band", None)
+    partial = [s for s in scores if not s.final]
+    history = _revised_history(entry, scores) if band is not None and scores else []
+    fig = new_figure((8.0, 7.4) if history else (8.0, 4.2))
+    if history:
+        ax, ax2 = fig.subplots(2, 1, gridspec_kw={"height_ratios": [3, 2]})
+    else:
+        ax = fig.subplots()
     ax.plot(fractions, losses, "-", color="C0", lw=1.8, gid="forecast-curve",
             label="forecast curve")
+    if band is not None:
+        bf = [f for f, _ in fc.curve]
+        ax.fill_between(bf, band.lower, band.upper, color="C0", alpha=0.18, lw=0,
+                        gid="forecast-band", label=f"{band.level:.0%} band")
+        outside = [s for s in partial if s.inside is False]
+        if outside:
+            ax.plot([s.fraction for s in outside], [s.actual for s in outside], "x",
+                    color="C3", ms=8, zorder=6, gid="outside-band",
+                    label=f"outside the band ({len(outside)})")
     ax.plot([1.0], [fc.loss], "*", color="C0", ms=12, zorder=4, gid="forecast-point",
             label=f"forecast final loss {fc.loss:.4f}")
     iv = fc.interval
@@ -180,7 +199,6 @@ def curve_figure(entry: "Entry", scores: Sequence["Score"]) -> "Figure":
         ax.vlines([1.0], [iv.lower], [iv.upper], colors="C0", lw=6, alpha=0.35,
                   gid="forecast-interval",
                   label=f"{iv.level:.0%} interval [{iv.lower:.4f}, {iv.upper:.4f}]")
-    partial = [s for s in scores if not s.final]
     final = [s for s in scores if s.final]
     if partial:
         ax.plot([s.fraction for s in partial], [s.actual for s in partial], "o", color="C1",
@@ -195,4 +213,34 @@ def curve_figure(entry: "Entry", scores: Sequence["Score"]) -> "Figure":
     ax.set_title(f"{entry.id}: forecast curve and outcomes", fontsize="medium")
     ax.grid(True, alpha=0.3)
     ax.legend(fontsize="small", loc="upper right")
+    if history:
+        f = [h[0] for h in history]
+        ax2.fill_between(f, [h[1].lower for h in history], [h[1].upper for h in history],
+                         color="C2", alpha=0.25, lw=0, gid="revised-interval",
+                         label="revised forecast's interval")
+        ax2.plot(f, [h[1].loss for h in history], "-", color="C2", lw=1.6,
+                 gid="revised-forecast", label="revised final forecast")
+        ax2.axhline(fc.loss, color="C0", lw=1.2, ls="--", label="preregistered forecast")
+        if iv is not None:
+            ax2.axhspan(iv.lower, iv.upper, color="C0", alpha=0.08)
+        for s in final:
+            ax2.axhline(s.actual, color="C3", lw=1.2, ls=":",
+                        label=f"final loss {s.actual:.4f}")
+        ax2.set_xlim(ax.get_xlim())
+        ax2.set_xlabel("fraction of training when revised")
+        ax2.set_ylabel(f"final loss [{unit}]")
+        ax2.grid(True, alpha=0.3)
+        ax2.legend(fontsize="small", loc="upper right")
     return fig
+
+
+def _revised_history(entry, scores) -> list:
+    """The tracker's revised final forecasts, recomputed from the recorded outcomes
+    (:func:`delphi.analyses.tracking.revised_history`); empty when it cannot be."""
+    from ...analyses.tracking import revised_history
+    from ...errors import DelphiError
+
+    try:
+        return revised_history(entry, [(s.fraction, s.actual) for s in scores])
+    except DelphiError:
+        return []

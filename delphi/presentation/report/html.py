@@ -31,7 +31,7 @@ from ...errors import DelphiError, DelphiWarning, RegistryError
 from ...core.text import plural
 
 __all__ = ["Report", "ladder_page", "ladder_report", "registry_page", "registry_report",
-           "write_html", "generated_time"]
+           "recipes_page", "write_html", "generated_time"]
 
 #: Runs listed in the ladder's table of runs (the rest are counted).
 MAX_TABLE_RUNS = 500
@@ -266,8 +266,8 @@ def _figure(svg: str, caption: str) -> str:
 class Report:
     """A rendered report page and what it shows.
 
-    ``html``: the page (one self-contained HTML document, str). ``kind``: ``"ladder"`` or
-    ``"registry"``. ``summary``: the page's headline facts, JSON-ready (``delphi report
+    ``html``: the page (one self-contained HTML document, str). ``kind``: ``"ladder"``,
+    ``"registry"`` or ``"recipes"``. ``summary``: the page's headline facts, JSON-ready (``delphi report
     --json`` prints them with the path written). ``objects``: the Python objects behind the
     page (``forecast``, ``backtest``...; not JSON).
     """
@@ -280,6 +280,31 @@ class Report:
     def write(self, out: str | os.PathLike) -> Path:
         """Write the page to ``out/index.html`` (see :func:`write_html`)."""
         return write_html(self.html, out)
+
+
+def check_html_folder(out: str | os.PathLike) -> Path:
+    """Before any work: that ``out`` can take ``out/index.html`` -- a folder, or a path whose
+    nearest existing parent is a folder this process may write in. Returns ``out``.
+
+    Raises
+    ------
+    DelphiError: ``out`` (or a parent of it) exists and is not a folder, or the folder that
+        would hold it is not writable.
+    """
+    folder = Path(out)
+    probe = folder
+    while not probe.exists():
+        if probe.parent == probe:
+            break
+        probe = probe.parent
+    if probe.exists() and not probe.is_dir():
+        what = "exists and is not a folder" if probe == folder else f"has a parent {probe} " \
+            f"that is a file"
+        raise DelphiError(f"{folder} {what}: the report is written to FOLDER/index.html, so "
+                          f"give a folder (new or existing)")
+    if probe.exists() and not os.access(probe, os.W_OK | os.X_OK):
+        raise DelphiError(f"cannot write the report to {folder}: {probe} is not writable")
+    return folder
 
 
 def write_html(page: str, out: str | os.PathLike) -> Path:
@@ -966,6 +991,38 @@ def registry_page(registry, *, generated_at=None) -> Report:
                  "normal interval at its level; only final outcomes have them. A prediction's "
                  "score is its latest final outcome.</p>")
 
+    # ---- comparisons of recipes: the difference claimed, and its score once observed
+    compared = [e for e in entries if e.kind != "outcome" and e.comparison is not None]
+    if compared:
+        by_cmp = {c.prediction_id: c for c in board.comparisons}
+        crows = []
+        for e in compared:
+            c = e.comparison
+            iv = c.interval
+            where = (f"C = {c.target_flops:.4g}" if c.target_params is None else
+                     f"N = {c.target_params:.4g}, D = {c.target_tokens:.4g}")
+            row = [_e(e.id), _e(f"{c.recipe} - {c.reference}"), _e(where),
+                   f"{c.difference:+.4f}",
+                   f'<span class="nw">{iv.level:.0%} [{iv.lower:+.4f}, {iv.upper:+.4f}]</span>',
+                   f"{c.p_better:.3f}"]
+            sc = by_cmp.get(e.id)
+            if sc is None:
+                row += ["<small>awaiting both final losses</small>", "", "", ""]
+            else:
+                won = "tie" if sc.winner_right is None else ("yes" if sc.winner_right else
+                                                             '<span class="bad">no</span>')
+                row += [f"{sc.observed:+.4f}",
+                        '<span class="good">yes</span>' if sc.inside
+                        else '<span class="bad">no</span>', f"{sc.z:+.2f} / {sc.pit:.3f}", won]
+            crows.append(row)
+        parts.append(f"<h2>Comparisons of recipes ({len(compared)})</h2>")
+        parts.append(_table(["comparison", "recipe - reference", "target", "predicted",
+                             "interval (one new run each)", "P(better)", "observed", "inside",
+                             "z / PIT", "winner right"], crows, numeric=[3, 5, 6]))
+        parts.append('<p class="meta">Differences are recipe - reference in the target\'s '
+                     "unit (negative: the recipe is better); the observed difference is the "
+                     "two runs' final losses, scored against the registered interval.</p>")
+
     # ---- curves
     curves = [e for e in entries if e.kind != "outcome" and e.forecast.curve]
     parts.append(f"<h2>Forecast curves ({len(curves)})</h2>")
@@ -998,6 +1055,9 @@ def registry_page(registry, *, generated_at=None) -> Report:
                 what += f", law {e.law.name}"
             if e.ladder is not None:
                 what += f", ladder {e.ladder.name} (sha256 {e.ladder.sha256[:12]}...)"
+            if e.comparison is not None:
+                what += (f"; comparison {e.comparison.recipe} - {e.comparison.reference} = "
+                         f"{e.comparison.difference:+.4f}")
         erows.append([str(n), _e(e.id), _e(e.kind),
                        _e(e.created_at.strftime("%Y-%m-%d %H:%M UTC")), _e(e.author or ""),
                        _e(what), f"<code>{_e(e.hash[:16])}</code>"])
@@ -1014,7 +1074,8 @@ def registry_page(registry, *, generated_at=None) -> Report:
                "unscored": list(board.unscored), "n_curves": len(curves),
                "mean_abs_rel_error": board.mean_abs_rel_error,
                "mean_abs_error_points": board.mean_abs_error_points,
-               "coverage": board.coverage, "generated_at": generated,
+               "coverage": board.coverage, "n_comparisons": len(compared),
+               "n_comparisons_scored": len(board.comparisons), "generated_at": generated,
                "delphi_version": __version__}
     return Report(html=_page(title, "\n".join(parts), generated), kind="registry",
                   summary=summary, objects={"scoreboard": board, "verify": verified})
@@ -1046,3 +1107,127 @@ def _unreadable_registry_page(reg, verified, error, generated: str) -> Report:
 def registry_report(registry, *, generated_at=None) -> str:
     """The registry report page as HTML text: :func:`registry_page` ``.html``."""
     return registry_page(registry, generated_at=generated_at).html
+
+
+# ----------------------------------------------------------------------------- recipes page
+def _times(x) -> str:
+    return "unbounded" if x is None or not math.isfinite(x) else f"{x:.3g}x"
+
+
+def _own_forecast(f) -> str:
+    if f is None:
+        return "-"
+    iv = f.interval
+    text = f"{f.loss:.4f}"
+    if iv is not None:
+        text += (f' <span class="nw">[{iv.lower:.4f}, {iv.upper:.4f}]</span>'
+                 f"<br><small>{_e(_interval_label(iv))}</small>")
+    return text
+
+
+def recipes_page(comparison, *, generated_at=None) -> Report:
+    """The page of a comparison of recipes (:func:`delphi.compare_recipes`): the figure
+    (:func:`delphi.plot.plot_recipes`, inline SVG), the comparison table, the method, notes
+    and warnings, and each ladder's provenance, as a :class:`Report` (``kind="recipes"``).
+
+    Parameters
+    ----------
+    comparison: a :class:`~delphi.analyses.recipes.RecipeComparison`.
+    generated_at: as in :func:`ladder_page`. The same comparison (same ladders, settings and
+        seed) and ``generated_at`` give a byte-identical page.
+
+    The table has one row per (recipe, target): the difference recipe - reference [the
+    ladders' loss unit; negative: the recipe is better] with its interval for one new run of
+    each and for the expected loss, P(better), the effective compute multiplier and the
+    crossover compute [FLOPs] with their intervals, and each recipe's own forecast with its
+    interval (when the comparison made them).
+
+    Raises
+    ------
+    TypeError: not a RecipeComparison. DelphiError: a bad ``generated_at``.
+    """
+    from ...analyses.recipes import RecipeComparison
+    from .figures import new_figure, to_svg
+
+    if not isinstance(comparison, RecipeComparison):
+        raise TypeError(f"recipes_page needs a delphi RecipeComparison (from "
+                        f"delphi.compare_recipes), got {type(comparison).__name__}")
+    generated = generated_time(generated_at)
+    c = comparison
+    pct = f"{c.level:.0%}"
+    title = f"delphi report: {', '.join(c.recipes)}"
+    parts = [f"<h1>{_e(title)}</h1>"]
+    ladders = []
+    for ld in c.ladders:
+        sha = ld.fingerprint()
+        ladders.append({"name": ld.name, "source": ld.source, "sha256": sha})
+    prov = "<br>".join(f"Ladder <b>{_e(x['name'])}</b> from <code>{_e(x['source'])}</code>, "
+                       f"SHA-256 <code>{_e(x['sha256'])}</code>" for x in ladders)
+    parts.append(f'<p class="meta">{prov}{"<br>" if prov else ""}Metric {_e(c.metric)} '
+                 f"[{_e(c.unit)}]; reference {_e(c.reference)}.<br>delphi "
+                 f"{_e(__version__)}, generated {_e(generated)}.</p>")
+    parts.append("<h2>Comparison</h2>")
+    parts.append(f"<p>Law <b>{_e(c.law)}</b> fitted to every recipe"
+                 + (", with " + _e(", ".join(f"{k} = {v:.4g}" for k, v in c.fixed.items()))
+                    + " fixed" if c.fixed else "")
+                 + f". Method: {_e(c.method)}; {c.n_draws} draws"
+                 + (f" ({c.n_failed} left out for every recipe)" if c.n_failed else "")
+                 + ". Differences are recipe - reference: negative means the recipe is "
+                   "better.</p>")
+    cards = []
+    for d in c.comparisons:
+        where = (f"C = {d.target_flops:.3g}" if d.target_params is None else
+                 f"N = {d.target_params:.3g}, D = {d.target_tokens:.3g}")
+        cards.append(_card(f"{d.recipe} - {d.reference}, {where}", f"{d.loss:+.4f}",
+                           f"{pct} [{d.lower:+.4f}, {d.upper:+.4f}], P(better) "
+                           f"{d.p_better:.2f}"))
+    parts.append('<div class="headline">' + "".join(cards) + "</div>")
+    rows = []
+    for d in c.comparisons:
+        where = (f"C = {d.target_flops:.4g}" if d.target_params is None else
+                 f"N = {d.target_params:.4g}, D = {d.target_tokens:.4g}")
+        cross = ("none in 1e15..1e27" if d.crossover is None else
+                 f"{d.crossover:.3g} [{_num(d.crossover_lower, '.3g')}, "
+                 f"{_num(d.crossover_upper, '.3g')}]")
+        rows.append([_e(d.recipe), _e(where), f"{d.loss:+.4f}",
+                     f'<span class="nw">[{d.lower:+.4f}, {d.upper:+.4f}]</span>',
+                     f'<span class="nw">[{d.mean_lower:+.4f}, {d.mean_upper:+.4f}]</span>',
+                     f"{d.p_better:.3f}",
+                     f"{_times(d.multiplier)} [{_times(d.multiplier_lower)}, "
+                     f"{_times(d.multiplier_upper)}]", _e(cross),
+                     _own_forecast(d.reference_forecast), _own_forecast(d.recipe_forecast)])
+    parts.append(_table(["recipe", "target", f"difference [{c.unit}]",
+                         f"{pct} interval, one new run each", f"{pct} interval, expected loss",
+                         "P(better)", "compute multiplier", "crossover [FLOPs]",
+                         "reference's own forecast", "recipe's own forecast"], rows,
+                        numeric=[2, 5]))
+    figures = 0
+    try:
+        from ..plot import caption, plot_recipes
+
+        fig = new_figure((9.0, 7.0))
+        plot_recipes(c, ax=fig.subplots())
+        figures += 1
+        parts.append(_figure(to_svg(fig, "f-recipes-", "comparison figure"), caption(c)))
+    except DelphiError as exc:
+        parts.append(f'<p class="warning">No figure: {_e(exc)}</p>')
+    parts.append("<h3>Warnings</h3>" + (_list(c.warnings, item_cls="warning") if c.warnings
+                                        else "<p>None.</p>"))
+    own = list(dict.fromkeys(f"{f.ladder_name}: {w}" for d in c.comparisons
+                             for f in (d.reference_forecast, d.recipe_forecast)
+                             if f is not None for w in f.warnings))
+    if own:
+        parts.append("<h3>Warnings of the recipes' own forecasts</h3>"
+                     + _list(own, item_cls="warning"))
+    if c.notes:
+        parts.append("<h3>Notes</h3>" + _list(c.notes))
+    parts.append("<details><summary>The text report (<code>delphi compare-recipes</code>)"
+                 f"</summary><pre>{_e(c.report())}</pre></details>")
+    d = c.to_dict()
+    summary = {"reference": c.reference, "recipes": list(c.recipes), "law": c.law,
+               "unit": c.unit, "metric": c.metric, "level": c.level, "method": c.method,
+               "ladders": ladders, "comparisons": d["comparisons"],
+               "warnings": list(c.warnings), "figures": figures, "generated_at": generated,
+               "delphi_version": __version__}
+    return Report(html=_page(title, "\n".join(parts), generated), kind="recipes",
+                  summary=summary, objects={"comparison": c})

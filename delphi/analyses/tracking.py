@@ -1,0 +1,556 @@
+"""Track the big run while it trains (issue 26): score each new checkpoint against the
+preregistered curve band, revise the final-loss forecast, raise an alarm.
+
+``delphi track --registry PATH --id ID RUN_LOG`` reads the running run's log (only ``step`` or
+``tokens``, and ``loss``; the target's N, D, steps, batch and schedule come from the
+registered prediction, made with ``delphi register ... --curve``) and, for each checkpoint not
+yet recorded:
+
+1. appends a partial outcome to the registry (the final one at the last step; signed when a
+   key is given), under the registry's lock and fsynced before the next checkpoint is read,
+   so a killed tracker loses nothing it reported, and tracking again adds no duplicate (a
+   checkpoint whose fraction already has an outcome is not appended again);
+2. scores it against the preregistered band at its fraction (z, PIT, inside:
+   :func:`delphi.registry.scoring.band_at`);
+3. revises the final-loss forecast. The rule (precision weighting of two forecasts of ln L,
+   as an inverse-variance weighted mean of independent estimates):
+
+   * the ladder's forecast: mu_L = ln(preregistered loss), sigma_L = ln(upper / lower) /
+     (2 z), z = Phi^-1((1 + level) / 2), from the registered final interval;
+   * the run's own completion: the ``annealing`` curve law (Tissue et al. 2024, arXiv
+     2408.11029, Eq. 1: L = L0 + A S1^-alpha - C S2) fitted to the run's checkpoints from
+     the start of the forecast curve on (the ones recorded) under the planned schedule and evaluated at its last step
+     (:class:`~delphi.forecasting.completion_refit.WarmCompletion`: each refit warm-started
+     from the previous checkpoint's optimum): mu_R; sigma_R the preregistered RMS log error
+     of such completions on the ladder's own runs at this fraction
+     (``band.completion_error``, interpolated linearly in the fraction towards 1e-4 at
+     fraction 1; at the last step the revised forecast is the observed final loss);
+   * revised: mu = (mu_L / sigma_L^2 + mu_R / sigma_R^2) / (1 / sigma_L^2 + 1 / sigma_R^2),
+     sigma = (1 / sigma_L^2 + 1 / sigma_R^2)^-1/2, interval exp(mu +- z sigma).
+
+4. counts consecutive checkpoints outside the band: ``patience`` in a row is the alarm.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from statistics import NormalDist
+from typing import Callable
+
+import numpy as np
+import pandas as pd
+
+from ..errors import DelphiError, LadderError, RegistryError, TargetError
+from ..forecasting.completion_refit import WarmCompletion
+from ..inputs.schedules import Schedule, warmup_end
+
+__all__ = ["Revised", "TrackedCheckpoint", "Tracking", "Reviser", "RunTracker", "revised_history",
+           "read_run_log", "track",
+           "DEFAULT_PATIENCE", "ALARM_EXIT"]
+
+#: Consecutive out-of-band checkpoints that raise the alarm by default.
+DEFAULT_PATIENCE = 3
+#: The CLI's exit code when the alarm is raised.
+ALARM_EXIT = 3
+
+_STEP_NAMES = ("step", "_step", "trainer/global_step", "global_step", "current_steps")
+_TOKEN_NAMES = ("tokens", "throughput/total_tokens", "total_tokens")
+_LOSS_NAMES = ("loss", "eval/loss", "val_loss", "eval_loss")
+
+
+@dataclass(frozen=True)
+class Revised:
+    """The revised final-loss forecast after a checkpoint."""
+
+    loss: float
+    """Revised final loss [the prediction's unit]."""
+    lower: float
+    """Lower end of its interval, at the registered level."""
+    upper: float
+    run_only: float | None
+    """The run-only completion's final loss (None before it can be fitted)."""
+    run_sd: float | None
+    """Its preregistered RMS log error at this fraction."""
+    ladder_weight: float
+    """Weight of the ladder's forecast in ln L, in [0, 1] (1 while there is no completion)."""
+
+    def to_dict(self) -> dict:
+        return {"loss": self.loss, "lower": self.lower, "upper": self.upper,
+                "run_only": self.run_only, "run_sd": self.run_sd,
+                "ladder_weight": self.ladder_weight}
+
+
+@dataclass(frozen=True)
+class TrackedCheckpoint:
+    """One checkpoint of the tracked run, scored and with the revised forecast."""
+
+    step: int
+    fraction: float
+    """step / planned steps."""
+    loss: float
+    """The loss recorded (the registry's outcome, when it was recorded earlier)."""
+    predicted: float
+    """Preregistered curve's loss at this fraction."""
+    lower: float | None
+    upper: float | None
+    """The band at this fraction (None without a band)."""
+    z: float | None
+    pit: float | None
+    inside: bool | None
+    revised: Revised
+    outcome_id: str
+    recorded: bool
+    """True when this call appended the outcome; False when it was there already."""
+    streak: int
+    """Consecutive out-of-band checkpoints up to this one."""
+    alarm: bool
+    """The alarm is raised (streak >= patience) at or before this checkpoint."""
+
+    def to_dict(self) -> dict:
+        return {"step": self.step, "fraction": self.fraction, "loss": self.loss,
+                "predicted": self.predicted, "lower": self.lower, "upper": self.upper,
+                "z": self.z, "pit": self.pit, "inside": self.inside,
+                "revised": self.revised.to_dict(), "outcome_id": self.outcome_id,
+                "recorded": self.recorded, "streak": self.streak, "alarm": self.alarm}
+
+    def line(self) -> str:
+        """One line of ``delphi track`` output."""
+        band = ("" if self.lower is None else
+                f" band [{self.lower:.4f}, {self.upper:.4f}] "
+                f"{'inside ' if self.inside else 'OUTSIDE'} z {self.z:+.2f} PIT {self.pit:.3f}")
+        r = self.revised
+        return (f"step {self.step:>8d} ({self.fraction:6.1%})  loss {self.loss:.4f}  predicted "
+                f"{self.predicted:.4f}{band}  revised {r.loss:.4f} [{r.lower:.4f}, "
+                f"{r.upper:.4f}]{'' if self.recorded else '  (recorded before)'}"
+                f"{'  ALARM' if self.alarm else ''}")
+
+
+@dataclass(frozen=True)
+class Tracking:
+    """The result of :func:`track`: every checkpoint scored, and the alarm."""
+
+    id: str
+    checkpoints: tuple[TrackedCheckpoint, ...]
+    alarm: bool
+    """True when ``patience`` consecutive checkpoints fell outside the band."""
+    alarm_step: int | None
+    """The checkpoint's step where the alarm was raised."""
+    patience: int
+    n_recorded: int
+    """Outcomes appended by this call."""
+    notes: tuple[str, ...] = field(default=())
+
+    def to_dict(self) -> dict:
+        """``delphi track --json``: ``{"id", "checkpoints": [...], "alarm", ...}``."""
+        return {"id": self.id, "checkpoints": [c.to_dict() for c in self.checkpoints],
+                "alarm": self.alarm, "alarm_step": self.alarm_step, "patience": self.patience,
+                "n_recorded": self.n_recorded, "notes": list(self.notes)}
+
+    def report(self) -> str:
+        lines = [c.line() for c in self.checkpoints]
+        if self.checkpoints:
+            r = self.checkpoints[-1].revised
+            lines.append(f"revised    final loss {r.loss:.4f} [{r.lower:.4f}, {r.upper:.4f}] "
+                         f"(ladder weight {r.ladder_weight:.2f})")
+        lines.append(f"recorded   {self.n_recorded} new outcome(s) of {self.id}")
+        if self.alarm:
+            lines.append(f"ALARM      {self.patience} consecutive checkpoints outside the band "
+                         f"(from step {self.alarm_step})")
+        for n in self.notes:
+            lines.append(f"note       {n}")
+        return "\n".join(lines)
+
+    def __str__(self) -> str:
+        return self.report()
+
+
+def _pick(columns, names) -> str | None:
+    for n in names:
+        if n in columns:
+            return n
+    return None
+
+
+def read_run_log(source, *, format: str | None = None, loss_column: str | None = None,
+                 step_column: str | None = None, run: str | None = None,
+                 batch_size: float | None = None) -> tuple[pd.DataFrame, list[str]]:
+    """The running run's checkpoints: a table with ``step`` and ``loss``, steps increasing.
+
+    Parameters
+    ----------
+    source: a CSV / JSONL / Parquet file (a W&B history export included), a TensorBoard log
+        directory, or a pandas DataFrame.
+    format: ``tensorboard`` for a directory (the default for one); else from the suffix.
+    loss_column: the column (or TensorBoard tag) holding the loss; default ``loss``.
+    step_column: the column holding the step; default ``step`` (or ``_step``, W&B's); a
+        ``tokens`` column is divided by ``batch_size`` when there is no step.
+    run: the run to read when the log holds several (a ``run`` column).
+    batch_size: tokens per step, to turn tokens into steps.
+
+    Returns
+    -------
+    (table with int ``step`` and float ``loss``, notes): rows without a loss (sparse W&B
+    histories log the eval every few steps) are left out, a repeated step keeps its last row.
+
+    Raises
+    ------
+    LadderError: unreadable source; no loss or step column (the message lists the columns
+        found); several runs and no ``run``; a loss that is not a positive number.
+    """
+    notes: list[str] = []
+    if isinstance(source, pd.DataFrame):
+        frame = source.copy()
+    else:
+        path = Path(source)
+        if not path.exists():
+            raise LadderError(f"run log {str(source)!r}: no such file or directory")
+        if path.is_dir() or format == "tensorboard":
+            from ..inputs.readers.tensorboard import read_scalars
+            long = read_scalars(path)
+            runs = sorted(set(long["dir_name"]))
+            if len(runs) > 1:
+                if run is None:
+                    raise LadderError(f"TensorBoard log {str(source)!r} holds {len(runs)} runs "
+                                      f"({', '.join(runs[:8])}); give --run")
+                long = long[long["dir_name"] == str(run)]
+                run = None
+            frame = long.pivot_table(index="step", columns="tag", values="value",
+                                     aggfunc="last").reset_index()
+            frame.columns = [str(c) for c in frame.columns]
+        else:
+            from ..inputs.readers import read_table
+            from ..inputs.readers.tabular import read_csv, read_jsonl
+            reader = {"csv": read_csv, "jsonl": read_jsonl}.get(format or "", read_table)
+            frame = reader(path).frame
+    cols = list(frame.columns)
+    loss = loss_column if loss_column is not None else _pick(cols, _LOSS_NAMES)
+    if loss is None or loss not in cols:
+        raise LadderError(f"run log: no loss column {loss_column or 'loss'!r}; give "
+                          f"--loss-column (columns: {', '.join(map(str, cols[:30]))}"
+                          f"{' ...' if len(cols) > 30 else ''})")
+    if "run" in cols and frame["run"].nunique() > 1:
+        names = sorted(map(str, frame["run"].unique()))
+        if run is None:
+            raise LadderError(f"run log holds {len(names)} runs ({', '.join(names[:8])}); "
+                              f"give --run")
+        frame = frame[frame["run"].astype(str) == str(run)]
+        if frame.empty:
+            raise LadderError(f"run log: no run {run!r} (runs: {', '.join(names[:8])})")
+    step = step_column if step_column is not None else _pick(cols, _STEP_NAMES)
+    if step is not None and step not in cols:
+        raise LadderError(f"run log: no step column {step!r} (columns: "
+                          f"{', '.join(map(str, cols[:30]))})")
+    if step is None:
+        tok = _pick(cols, _TOKEN_NAMES)
+        if tok is None or not batch_size:
+            raise LadderError(f"run log: no step column (step, _step) and no tokens column "
+                              f"with a known batch; give --step-column (columns: "
+                              f"{', '.join(map(str, cols[:30]))})")
+        steps = pd.to_numeric(frame[tok], errors="coerce") / float(batch_size)
+    else:
+        steps = pd.to_numeric(frame[step], errors="coerce")
+    out = pd.DataFrame({"step": steps.to_numpy(float),
+                        "loss": pd.to_numeric(frame[loss], errors="coerce").to_numpy(float)})
+    missing = out["loss"].isna() | out["step"].isna()
+    if missing.any():
+        notes.append(f"{int(missing.sum())} log row(s) without a loss or step left out")
+        out = out[~missing]
+    bad = ~np.isfinite(out["loss"]) | (out["loss"] <= 0)
+    if bad.any():
+        first = out[bad].iloc[0]
+        raise LadderError(f"run log: loss {first['loss']!r} at step {first['step']:g} is not a "
+                          f"positive finite number ({int(bad.sum())} row(s))")
+    out["step"] = out["step"].round().astype(np.int64)
+    out = out[out["step"] >= 1].drop_duplicates("step", keep="last").sort_values("step")
+    return out.reset_index(drop=True), notes
+
+
+class Reviser:
+    """The revised final-loss forecast of a registered curve prediction, checkpoint by
+    checkpoint (the rule of the module docstring); pure: writes nothing.
+
+    Parameters
+    ----------
+    prediction: the registry :class:`~delphi.registry.Entry` of the prediction (a forecast
+        curve with a band, a final interval, a target with steps and schedule).
+
+    Raises
+    ------
+    RegistryError: no curve band or no final interval. TargetError: no steps or schedule.
+    """
+
+    def __init__(self, prediction):
+        fc, tg = prediction.forecast, prediction.target
+        if fc.curve is None or fc.band is None:
+            raise RegistryError(f"prediction {prediction.id!r} has no forecast curve with a "
+                                f"band: register it with `delphi register LADDER ... --curve` "
+                                f"(the curve from the ladder, delphi predict --curve)")
+        if fc.interval is None:
+            raise RegistryError(f"prediction {prediction.id!r} has no final interval to weigh "
+                                f"it by")
+        steps = tg.steps
+        if steps is None and tg.tokens and tg.batch_size:
+            steps = tg.tokens / tg.batch_size
+        spec = fc.band.schedule or tg.schedule
+        if steps is None or spec is None:
+            raise TargetError(f"prediction {prediction.id!r}: its target has no steps or "
+                              f"schedule")
+        self.total_steps = int(round(steps))
+        self.schedule = Schedule.parse(spec, peak_lr=1.0, total_steps=self.total_steps)
+        self.start_fraction = fc.curve[0][0]
+        iv = fc.interval
+        self.z = NormalDist().inv_cdf((1.0 + iv.level) / 2.0)
+        self.mu_ladder = math.log(fc.loss)
+        self.sd_ladder = math.log(iv.upper / iv.lower) / (2.0 * self.z)
+        err = fc.band.completion_error
+        self._err_f = np.array([f for f, _ in err] + [1.0]) if err else None
+        self._err_s = np.array([e for _, e in err] + [1e-4]) if err else None
+        # the run's own completion fits the checkpoints the band covers, the ones recorded
+        self._refit = WarmCompletion(
+            self.schedule.lrs(), start_step=math.ceil(self.start_fraction * self.total_steps
+                                                      - 1e-9))
+        self._steps: list[int] = []
+        self._losses: list[float] = []
+
+    @property
+    def params_(self) -> dict | None:
+        """The last run-only completion's parameters ``{"L0", "A", "C", "alpha"}``, or None."""
+        return self._refit.params_
+
+    def add(self, step: int, loss: float, *, revise: bool = True) -> Revised | None:
+        """Add the checkpoint (steps increasing) and return the revised forecast after it
+        (None with ``revise=False``: a checkpoint before the curve starts, neither fitted nor
+        scored)."""
+        self._steps.append(int(step))
+        self._losses.append(float(loss))
+        if not revise:
+            return None
+        if step >= self.total_steps:
+            # the run has ended: its final loss is observed, nothing is left to forecast
+            return Revised(loss=float(loss), lower=float(loss), upper=float(loss),
+                           run_only=float(loss), run_sd=0.0, ladder_weight=0.0)
+        fraction = step / self.total_steps
+        run = self._refit.predict(self._steps, self._losses)
+        mu_l, sd_l = self.mu_ladder, self.sd_ladder
+        if run is None or self._err_f is None:
+            mu, sd, w_l, sd_r = mu_l, sd_l, 1.0, None
+        else:
+            sd_r = float(np.interp(fraction, self._err_f, self._err_s,
+                                   left=float(self._err_s[0])))
+            p_l, p_r = 1.0 / sd_l ** 2, 1.0 / sd_r ** 2
+            mu = (p_l * mu_l + p_r * math.log(run)) / (p_l + p_r)
+            sd = (p_l + p_r) ** -0.5
+            w_l = p_l / (p_l + p_r)
+        return Revised(loss=math.exp(mu), lower=math.exp(mu - self.z * sd),
+                       upper=math.exp(mu + self.z * sd), run_only=run, run_sd=sd_r,
+                       ladder_weight=float(w_l))
+
+
+def revised_history(prediction, outcomes) -> list[tuple[float, Revised]]:
+    """The revised final forecast after each recorded outcome of ``prediction`` (what
+    ``delphi track`` printed), recomputed from the registry alone.
+
+    ``outcomes``: ``(fraction, loss)`` pairs (e.g. of the prediction's outcome entries or
+    :class:`~delphi.registry.Score` objects), any order; a repeated fraction keeps its last.
+    Returns ``[(fraction, Revised), ...]`` in fraction order for the outcomes at or after the
+    curve's start. The registry page draws it.
+    """
+    rev = Reviser(prediction)
+    points = sorted({round(float(f), 12): float(v) for f, v in outcomes}.items())
+    out = []
+    for f, loss in points:
+        step = int(round(f * rev.total_steps))
+        r = rev.add(step, loss, revise=f >= rev.start_fraction)
+        if r is not None:
+            out.append((f, r))
+    return out
+
+
+class RunTracker:
+    """Stateful tracker of one registered prediction (what :func:`track` drives).
+
+    Parameters
+    ----------
+    registry: a :class:`~delphi.registry.Registry` or its path.
+    id: the prediction's id; it needs a forecast curve with a band (``register --curve``),
+        and a target with ``steps`` (or ``tokens`` and ``batch_size``) and ``schedule``.
+    patience: consecutive out-of-band checkpoints that raise the alarm (>= 1).
+    sign_key: key to sign the appended outcomes with (path or loaded key).
+    source: the ``source`` text of appended outcomes (default ``delphi track``).
+
+    Attributes (fitted state)
+    -------------------------
+    checkpoints_: every checkpoint processed, in order. alarm_, alarm_step_: the alarm.
+    completion_: the last run-only completion's parameters, or None.
+
+    Raises
+    ------
+    RegistryError: no such prediction; one without a curve band or a final interval.
+    TargetError: the target has no steps or schedule.
+    """
+
+    def __init__(self, registry, id: str, *, patience: int = DEFAULT_PATIENCE, sign_key=None,
+                 source: str = "delphi track"):
+        from ..registry import Registry, load_signing_key
+
+        if not isinstance(patience, int) or isinstance(patience, bool) or patience < 1:
+            raise TargetError(f"patience must be an integer >= 1, got {patience!r}")
+        self.registry = registry if isinstance(registry, Registry) else Registry(registry)
+        self.id = str(id)
+        self.patience = patience
+        self.key = (load_signing_key(sign_key) if isinstance(sign_key, (str, Path))
+                    else sign_key)
+        self.source = source
+        pred = self.registry.get(self.id)
+        if pred.kind != "prediction":
+            raise RegistryError(f"{self.id!r} is an {pred.kind} entry, not a prediction")
+        self.prediction = pred
+        self._reviser = Reviser(pred)
+        self.total_steps = self._reviser.total_steps
+        self.batch_size = pred.target.batch_size
+        self.start_fraction = self._reviser.start_fraction
+        self.checkpoints_: list[TrackedCheckpoint] = []
+        self.alarm_ = False
+        self.alarm_step_: int | None = None
+        self._streak = 0
+        self._recorded: dict[float, tuple[str, float]] = {}
+        self.refresh()
+
+    def refresh(self) -> None:
+        """Re-read the outcomes already recorded for the prediction (another tracker's)."""
+        for e in self.registry.outcomes(self.id):
+            self._recorded[round(e.outcome.fraction, 12)] = (e.id, e.outcome.actual)
+
+    def update(self, log: pd.DataFrame, *, on_checkpoint: Callable | None = None,
+               stop_on_alarm: bool = False) -> list[TrackedCheckpoint]:
+        """Process the log's checkpoints after the last one processed (``step``, ``loss``
+        columns, steps increasing, as :func:`read_run_log` gives); returns the new ones.
+
+        Each new checkpoint's outcome is appended (and fsynced) before the next is looked at;
+        ``on_checkpoint(checkpoint)`` is called after each. With ``stop_on_alarm`` the
+        checkpoint that raises the alarm is the last one processed.
+        """
+        from ..registry.scoring import score_outcome
+
+        last = self._reviser._steps[-1] if self._reviser._steps else 0
+        new = log[log["step"] > last]
+        out = []
+        for step, loss in zip(new["step"].to_numpy(), new["loss"].to_numpy(float)):
+            step = int(step)
+            if step > self.total_steps:
+                break               # logged past the planned end: the run is over
+            fraction = step / self.total_steps
+            key = round(fraction, 12)
+            known = self._recorded.get(key)
+            if known is not None:
+                loss = known[1]
+            if fraction < self.start_fraction:
+                self._reviser.add(step, loss, revise=False)
+                continue            # warm-up: before the forecast curve starts
+            if known is None:
+                score = self.registry.score(self.id, float(loss), fraction=fraction,
+                                            source=f"{self.source} step {step}",
+                                            sign_key=self.key)
+                self._recorded[key] = (score.outcome_id, float(loss))
+                recorded = True
+            else:
+                score = score_outcome(self.prediction, outcome_id=known[0], actual=known[1],
+                                      fraction=fraction, source=None)
+                recorded = False
+            revised = self._reviser.add(step, loss)
+            if score.inside is False:
+                self._streak += 1
+            else:
+                self._streak = 0
+            if self._streak >= self.patience and not self.alarm_:
+                self.alarm_, self.alarm_step_ = True, step
+            iv = score.interval
+            cp = TrackedCheckpoint(step=step, fraction=fraction, loss=float(loss),
+                                   predicted=score.predicted,
+                                   lower=None if iv is None else iv.lower,
+                                   upper=None if iv is None else iv.upper, z=score.z,
+                                   pit=score.pit, inside=score.inside, revised=revised,
+                                   outcome_id=score.outcome_id, recorded=recorded,
+                                   streak=self._streak, alarm=self.alarm_)
+            self.checkpoints_.append(cp)
+            out.append(cp)
+            if on_checkpoint is not None:
+                on_checkpoint(cp)
+            if stop_on_alarm and self.alarm_:
+                break
+        return out
+
+    @property
+    def completion_(self) -> dict | None:
+        """The last run-only completion's parameters ``{"L0", "A", "C", "alpha"}``, or None."""
+        return self._reviser.params_
+
+    @property
+    def finished(self) -> bool:
+        """The run reached its planned last step."""
+        steps = self._reviser._steps
+        return bool(steps) and steps[-1] >= self.total_steps
+
+
+def track(registry, id: str, run_log, *, patience: int = DEFAULT_PATIENCE,
+          follow: bool = False, interval: float = 60.0, timeout: float | None = None,
+          stop_on_alarm: bool | None = None, sign_key=None, format: str | None = None,
+          loss_column: str | None = None, step_column: str | None = None,
+          run: str | None = None, on_checkpoint: Callable | None = None,
+          sleep: Callable[[float], None] = time.sleep) -> Tracking:
+    """Track a registered prediction's run from its log: record, score and revise per
+    checkpoint (see the module docstring for the rule), and raise the alarm.
+
+    Parameters
+    ----------
+    registry: a :class:`~delphi.registry.Registry` or its path.
+    id: the prediction's id (registered with its curve: ``delphi register ... --curve``).
+    run_log: the run's log (see :func:`read_run_log`) or a DataFrame with step and loss.
+    patience: consecutive checkpoints outside the band that raise the alarm (default 3).
+    follow: re-read the log every ``interval`` seconds until the run reaches its planned
+        last step (or ``timeout`` seconds have passed, or the alarm, with ``stop_on_alarm``,
+        the default when following).
+    sign_key: sign each appended outcome (a key file or a loaded key).
+    format, loss_column, step_column, run: how to read the log (:func:`read_run_log`).
+    on_checkpoint: called with each :class:`TrackedCheckpoint` once its outcome is recorded.
+    sleep: the wait between reads (a test passes its own).
+
+    Returns
+    -------
+    Tracking; ``alarm`` True when ``patience`` consecutive checkpoints left the band.
+
+    Raises
+    ------
+    RegistryError, TargetError: see :class:`RunTracker`; LadderError: an unreadable log.
+    """
+    if follow and not (isinstance(interval, (int, float)) and interval > 0):
+        raise TargetError(f"interval must be a positive number of seconds, got {interval!r}")
+    tracker = RunTracker(registry, id, patience=patience, sign_key=sign_key)
+    stop = follow if stop_on_alarm is None else stop_on_alarm
+    notes: list[str] = []
+    started = time.monotonic()
+    while True:
+        log, read_notes = read_run_log(run_log, format=format, loss_column=loss_column,
+                                       step_column=step_column, run=run,
+                                       batch_size=tracker.batch_size)
+        if not follow:
+            notes.extend(read_notes)
+        tracker.update(log, on_checkpoint=on_checkpoint, stop_on_alarm=stop)
+        if not follow or tracker.finished or (stop and tracker.alarm_):
+            break
+        if timeout is not None and time.monotonic() - started >= timeout:
+            notes.append(f"stopped after --timeout {timeout:g} s, before the run's end")
+            break
+        sleep(float(interval))
+        tracker.refresh()
+    cps = tuple(tracker.checkpoints_)
+    if not cps:
+        notes.append(f"no checkpoint after the start of the forecast curve (fraction "
+                     f"{tracker.start_fraction:.3g}, step "
+                     f"{math.ceil(tracker.start_fraction * tracker.total_steps)}) yet")
+    return Tracking(id=tracker.id, checkpoints=cps, alarm=tracker.alarm_,
+                    alarm_step=tracker.alarm_step_, patience=patience,
+                    n_recorded=sum(c.recorded for c in cps), notes=tuple(notes))

@@ -1,0 +1,86 @@
+"""``delphi track``: follow a registered prediction's run checkpoint by checkpoint.
+
+:func:`add_commands` registers the subcommand and returns ``{command: handler}``. The handler
+only parses and prints: the work is in :mod:`delphi.analyses.tracking`. Standard library only
+at import.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Callable
+
+from .options import count, examples, positive_float
+
+__all__ = ["add_commands"]
+
+Handler = Callable[[argparse.Namespace], int]
+
+
+def add_commands(sub) -> dict[str, Handler]:
+    """Add ``track`` to ``sub``; return ``{"track": handler}``."""
+    p = sub.add_parser(
+        "track", help="score a running run's checkpoints against its registered curve band, "
+                      "revise the final forecast, alarm (exit 3) when it leaves the band",
+        epilog=examples(
+            "delphi track --registry preds.jsonl --id hero run/metrics.csv",
+            "delphi track --registry preds.jsonl --id hero history.csv --loss-column "
+            "eval/c4_en-validation/CrossEntropyLoss --json",
+            "delphi track --registry preds.jsonl --id hero tb_logs/ --follow --interval 600"))
+    p.add_argument("run_log", metavar="RUN_LOG",
+                   help="the run's log: a CSV/JSONL/Parquet file (a W&B history export "
+                        "included) or a TensorBoard directory, with step (or tokens) and loss")
+    p.add_argument("--registry", required=True, metavar="PATH", help="registry file (JSON Lines)")
+    p.add_argument("--id", required=True, metavar="ID",
+                   help="the prediction, registered with its curve (register LADDER --curve)")
+    p.add_argument("--loss-column", metavar="COLUMN",
+                   help="log column (or TensorBoard tag) holding the loss (default: loss)")
+    p.add_argument("--step-column", metavar="COLUMN",
+                   help="log column holding the step (default: step, or W&B's _step)")
+    p.add_argument("--run", metavar="RUN", help="the run, when the log holds several")
+    p.add_argument("--format", choices=("csv", "jsonl", "parquet", "tensorboard"),
+                   help="the log's format (default: from its suffix; a folder is TensorBoard)")
+    p.add_argument("--patience", type=count(1), default=3, metavar="K",
+                   help="consecutive checkpoints outside the band that raise the alarm "
+                        "(default 3); the alarm exits with code 3")
+    p.add_argument("--follow", action="store_true",
+                   help="keep re-reading the log every --interval seconds until the run "
+                        "reaches its planned last step (or the alarm); one JSON Lines record "
+                        "per checkpoint with --json")
+    p.add_argument("--interval", type=positive_float, default=60.0, metavar="SECONDS",
+                   help="seconds between reads with --follow (default 60)")
+    p.add_argument("--timeout", type=positive_float, metavar="SECONDS",
+                   help="with --follow: stop after this long even if the run has not ended")
+    p.add_argument("--sign-key", metavar="FILE",
+                   help="sign each appended outcome with this Ed25519 private key")
+    p.add_argument("--json", action="store_true",
+                   help="one JSON document {id, checkpoints, alarm} (JSON Lines with --follow)")
+    return {"track": _cmd_track}
+
+
+def _cmd_track(args) -> int:
+    from ...analyses.tracking import ALARM_EXIT, track
+    from .output import command_stdout
+
+    out = command_stdout()
+
+    def emit(cp) -> None:
+        # --follow: each checkpoint as soon as it is recorded, straight to the real stdout
+        out.write((json.dumps(cp.to_dict(), allow_nan=False) if args.json else cp.line())
+                  + "\n")
+        out.flush()
+
+    result = track(args.registry, args.id, args.run_log, patience=args.patience,
+                   follow=args.follow, interval=args.interval, timeout=args.timeout,
+                   sign_key=args.sign_key, format=args.format, loss_column=args.loss_column,
+                   step_column=args.step_column, run=args.run,
+                   on_checkpoint=emit if args.follow else None)
+    if args.follow:
+        if not args.json:     # the summary after the lines already written
+            print("\n".join(result.report().splitlines()[len(result.checkpoints):]))
+    elif args.json:
+        print(json.dumps(result.to_dict(), indent=2, allow_nan=False))
+    else:
+        print(result.report())
+    return ALARM_EXIT if result.alarm else 0

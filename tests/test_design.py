@@ -1,0 +1,186 @@
+"""Issue 25: which run to train next (delphi.suggest_runs, `delphi suggest`) and the score of a
+proposed design (delphi.score_design, `delphi plan --score`).
+
+A simulated Chinchilla ladder with known truth; the brute-force study refits the ladder with
+each candidate added at its true loss plus noise and bootstraps it, as a user would."""
+
+from __future__ import annotations
+
+import json
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import delphi
+from delphi.analyses.design import read_candidates, score_design, suggest_runs
+from delphi.errors import LadderError
+
+TRUTH = dict(E=1.7, A=400.0, B=1500.0, alpha=0.34, beta=0.30)
+NOISE = 0.005
+TARGET = {"params": 1e9, "tokens": 2e11}       # an over-trained target (D/N = 200)
+
+
+def _loss(n, d):
+    return TRUTH["E"] + TRUTH["A"] / n ** TRUTH["alpha"] + TRUTH["B"] / d ** TRUTH["beta"]
+
+
+def _frame():
+    rng = np.random.default_rng(1)
+    rows = []
+    for c in (1e17, 3e17, 1e18, 3e18):
+        for n in np.geomspace(np.sqrt(c / 120) / 3, np.sqrt(c / 120) * 3, 5):
+            d = c / (6 * n)
+            rows.append(dict(run=f"C{c:.0e}-N{n:.3g}", params=n, tokens=d, flops=6 * n * d,
+                             loss=_loss(n, d) * np.exp(rng.normal(0, NOISE))))
+    return pd.DataFrame(rows)
+
+
+#: Candidates of one cost (1e18 FLOPs) at four tokens per parameter, all below the largest
+#: fitted compute (so r does not move and the ranking is the parameter spread's alone).
+CANDIDATES = pd.DataFrame([dict(run=f"r{r}", params=np.sqrt(1e18 / (6 * r)),
+                                tokens=np.sqrt(1e18 / (6 * r)) * r) for r in (2, 20, 200, 2000)])
+
+
+@pytest.fixture(scope="module")
+def ladder():
+    return delphi.Ladder(_frame(), name="sim")
+
+
+@pytest.fixture(scope="module")
+def forecast(ladder):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return delphi.predict(ladder, TARGET, "chinchilla", interval="reference", n_boot=50,
+                              off_trend=False)
+
+
+def _nd(c, r):
+    n = np.sqrt(c / (6 * r))
+    return n, n * r
+
+
+#: Candidates: a repeat of a mid-ladder run, a run at twice the largest fitted compute, an
+#: over-trained run (D/N = 2000) and a small run. Costs differ: ranked per FLOP.
+MIXED = pd.DataFrame([dict(run=k, params=_nd(c, r)[0], tokens=_nd(c, r)[1])
+                      for k, c, r in [("dup", 3e18, 20), ("up", 6e18, 20),
+                                      ("over", 1e18, 2000), ("small", 1e17, 20)]])
+
+
+def test_top_suggestion_is_what_brute_force_refits_say(ladder, forecast):
+    fast = suggest_runs(ladder, TARGET, "chinchilla", candidates=MIXED, budget=1e19,
+                        forecast=forecast)
+    slow = suggest_runs(ladder, TARGET, "chinchilla", candidates=MIXED, budget=1e19,
+                        forecast=forecast, method="refit", n_refit=48)
+    # Brute force: add each candidate at its true loss plus noise (two draws), forecast again
+    # with delphi.predict (refit, bootstrap, reference interval) and measure the width.
+    eps = np.random.default_rng(7).normal(0, NOISE, 2)
+    base, w0 = _frame(), forecast.upper - forecast.lower
+    per_flop = {}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for cand in MIXED.itertuples():
+            widths = []
+            for e in eps:
+                row = dict(run=cand.run, params=cand.params, tokens=cand.tokens,
+                           flops=6 * cand.params * cand.tokens,
+                           loss=_loss(cand.params, cand.tokens) * np.exp(e))
+                lad = delphi.Ladder(pd.concat([base, pd.DataFrame([row])]), name="sim")
+                f = delphi.predict(lad, TARGET, "chinchilla", interval="reference", n_boot=50,
+                                   off_trend=False, identify=False)
+                widths.append(f.upper - f.lower)
+            per_flop[cand.run] = (w0 - np.mean(widths)) / (6 * cand.params * cand.tokens)
+    brute = max(per_flop, key=per_flop.get)
+    assert brute == "up"            # the study's answer, for the record
+    assert fast.best.run.name == brute and slow.best.run.name == brute
+    assert fast.best.reduces == "extrapolation"
+    # The fast path's expected width for it agrees with the refits' and the brute force's.
+    assert fast.best.width_after == pytest.approx(slow.best.width_after, rel=0.01)
+    by_refit = {c.run.name: c.param_sd_after for c in slow.candidates}
+    for c in fast.candidates:      # the parameter term, candidate by candidate
+        assert c.param_sd_after == pytest.approx(by_refit[c.run.name], rel=0.05), c.run.name
+    assert fast.best.reduction_per_flop == pytest.approx(per_flop["up"], rel=0.25)
+    # The current width is the forecast's interval, recomputed from its terms.
+    assert fast.width == pytest.approx(w0, rel=1e-6)
+
+
+def test_greedy_batch_and_extrapolation(ladder, forecast):
+    big = pd.DataFrame([dict(run="big", params=3e8, tokens=3e8 * 20),      # 1.08e19 FLOPs
+                        dict(run="small", params=1e7, tokens=2e10)])
+    out = suggest_runs(ladder, TARGET, "chinchilla", candidates=big, budget=1.2e19, n=2,
+                       forecast=forecast)
+    names = [s.run.name for s in out.candidates]
+    assert sorted(names) == ["big", "small"]        # both fit in the budget, in some order
+    by = {s.run.name: s for s in out.candidates}
+    assert by["big"].reduces == "extrapolation" and by["big"].ratio_after < out.ratio
+    # each pick is conditioned on the one before
+    assert out.candidates[1].width_before == pytest.approx(out.candidates[0].width_after)
+
+
+def test_candidate_beyond_budget_is_refused(ladder, forecast):
+    with pytest.raises(LadderError, match=r"candidate 'r2' \(row 1.*beyond the budget"):
+        suggest_runs(ladder, TARGET, "chinchilla", candidates=CANDIDATES, budget=5e17,
+                     forecast=forecast)
+
+
+@pytest.mark.parametrize("frame, message", [
+    (pd.DataFrame({"params": [1e8], "D": [1e9]}), r"missing column\(s\) tokens"),
+    (pd.DataFrame({"params": [1e8, -3], "tokens": [1e9, 1e9]}), r"row 2, column 'params'"),
+    (pd.DataFrame({"params": [1e8], "tokens": ["many"]}), r"row 1, column 'tokens'"),
+    (pd.DataFrame({"params": [1e8], "tokens": [1e9], "flops": [1e20]}),
+     r"row 1, column 'flops'.*disagrees"),
+])
+def test_bad_candidate_files_name_row_and_column(tmp_path, frame, message):
+    path = tmp_path / "next.csv"
+    frame.to_csv(path, index=False)
+    with pytest.raises(LadderError, match=message):
+        read_candidates(path)
+
+
+def test_score_design_is_deterministic_by_seed():
+    design = _frame()[["params", "tokens"]]
+    prior = {k: v * (1.1 if k in ("A", "B") else 1.0) for k, v in TRUTH.items()}
+    target = {"params": 1e9, "tokens": 2e10}
+    a = score_design(design, target, prior, method="refit", n_boot=40, seed=3)
+    b = score_design(design, target, prior, method="refit", n_boot=40, seed=3)
+    c = score_design(design, target, prior, method="refit", n_boot=40, seed=4)
+    assert a.width == b.width and a.param_sd == b.param_sd        # bit-identical
+    assert c.param_sd != a.param_sd                              # the seed is used
+    fisher = score_design(design, target, prior)
+    assert fisher.param_sd == pytest.approx(a.param_sd, rel=0.35)  # linearised vs refits
+    # a design with a larger top budget extrapolates less: a narrower expected interval
+    more = pd.concat([design, pd.DataFrame({"params": [3e8], "tokens": [6e9]})])
+    assert score_design(more, target, prior).width < fisher.width
+
+
+def test_cli_suggest_json_and_plan_score(tmp_path, capsys):
+    from delphi.presentation.cli.main import main
+    runs = tmp_path / "runs.csv"
+    _frame().to_csv(runs, index=False)
+    cands = tmp_path / "next.csv"
+    CANDIDATES.to_csv(cands, index=False)
+    code = main(["suggest", str(runs), "--target-params", "1e9", "--target-tokens", "2e11",
+                 "--law", "chinchilla", "--candidates", str(cands), "--budget", "2e18",
+                 "--interval", "reference", "--n-boot", "20", "--json", "-q"])
+    assert code == 0
+    out = json.loads(capsys.readouterr().out)
+    assert {"target", "width", "candidates"} <= set(out)
+    assert len(out["candidates"]) == 4
+    first = out["candidates"][0]
+    assert {"params", "tokens", "flops", "peak_lr", "width_after",
+            "reduction_per_flop"} <= set(first)
+    per = [c["reduction_per_flop"] for c in out["candidates"]]
+    assert per == sorted(per, reverse=True)                         # best first
+    code = main(["suggest", str(runs), "--target-params", "1e9", "--target-tokens", "2e11",
+                 "--law", "chinchilla", "--candidates", str(cands), "--budget", "1e17",
+                 "--interval", "reference", "--n-boot", "20", "-q"])
+    assert code == 1 and "beyond the budget" in capsys.readouterr().err
+    design = tmp_path / "design.csv"
+    _frame()[["params", "tokens"]].to_csv(design, index=False)
+    code = main(["plan", "--target-flops", "1.2e21", "--target-params", "1e9",
+                 "--target-tokens", "2e11", "--score", str(design), "--prior-params",
+                 *[f"{k}={v}" for k, v in TRUTH.items()], "--json"])
+    assert code == 0
+    score = json.loads(capsys.readouterr().out)
+    assert score["n_runs"] == 20 and score["width"] > 0 and score["n_budgets"] == 4

@@ -1,0 +1,255 @@
+"""Issue 26: predict --curve, registering a curve band, and tracking a run against it.
+
+One small synthetic ladder (checkpoint curves from the chinchilla-ckpt law with 0.1% noise)
+and one registered curve forecast are built once per module; each test tracks a simulated
+target run on its own copy of that registry.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import delphi
+from delphi.analyses.tracking import read_run_log, track
+from delphi.forecasting.target_curve import predict_curve
+from delphi.inputs.schedules import Schedule
+from delphi.laws import CHINCHILLA_CKPT
+from delphi.presentation.cli.main import main
+
+TRUE = {"E": 1.8, "A": 400.0, "B": 2000.0, "F": 0.25, "alpha": 0.34, "beta": 0.37, "gamma": 1.5}
+SPEC = "cosine:warmup=20,final=0.1"
+BATCH = 2.0 ** 20
+TARGET_N, TARGET_STEPS = 1.6e9, 4000
+
+
+def _curve_rows(run: str, n: float, steps: int, every: int, rng) -> pd.DataFrame:
+    sched = Schedule.parse(SPEC, peak_lr=1e-3, total_steps=steps)
+    s = np.arange(every, steps + 1, every)
+    h = sched.lr_at(s) / 1e-3
+    loss = CHINCHILLA_CKPT.predict(TRUE, {"params": np.full(s.size, n), "tokens": s * BATCH,
+                                          "h": h})
+    loss = loss * np.exp(rng.normal(0, 0.001, s.size))
+    return pd.DataFrame({"run": run, "params": n, "tokens": s * BATCH, "step": s,
+                         "lr": h * 1e-3, "peak_lr": 1e-3, "total_steps": steps, "loss": loss})
+
+
+@pytest.fixture(scope="module")
+def ladder_csv(tmp_path_factory):
+    rng = np.random.default_rng(26)
+    parts = [_curve_rows(f"n{int(n / 1e6)}m-s{steps}", n, steps, steps // 20, rng)
+             for n in (5e7, 1e8, 2e8, 4e8) for steps in (600, 1500)]
+    path = tmp_path_factory.mktemp("ladder") / "ladder.csv"
+    pd.concat(parts, ignore_index=True).to_csv(path, index=False)
+    return path
+
+
+@pytest.fixture(scope="module")
+def registered(ladder_csv, tmp_path_factory):
+    """A registry holding one curve prediction of the target (delta-method band)."""
+    cf = predict_curve(delphi.load_ladder(ladder_csv), {"params": TARGET_N, "steps": TARGET_STEPS,
+                                         "batch_size": BATCH, "schedule": SPEC},
+                       interval="delta", off_trend=False, identify=False, points=40,
+                       completion_runs=4)
+    path = tmp_path_factory.mktemp("reg") / "preds.jsonl"
+    delphi.Registry(path).register(cf, id="hero")
+    return path, cf
+
+
+@pytest.fixture
+def registry(registered, tmp_path):
+    path = tmp_path / "preds.jsonl"
+    shutil.copy(registered[0], path)
+    return path
+
+
+def _run_log(cf, drift_from: float | None = None, rate: float = 0.08, seed: int = 1):
+    """A simulated target run logged every 200 steps: on the registered curve with noise of a
+    quarter of the band's half-width, or drifting up by ``rate`` x (fraction - drift_from)
+    in log loss after ``drift_from``."""
+    f = np.array([p.fraction for p in cf.points])
+    mid = np.array([p.loss for p in cf.points])
+    half = np.log(cf.points[-1].upper / cf.points[-1].loss)
+    steps = np.arange(200, TARGET_STEPS + 1, 200)
+    frac = steps / TARGET_STEPS
+    base = np.interp(frac, f, mid)
+    noise = np.random.default_rng(seed).normal(0, half / 4, steps.size)
+    drift = 0 if drift_from is None else rate * np.clip(frac - drift_from, 0, None)
+    return pd.DataFrame({"step": steps, "loss": base * np.exp(noise + drift)})
+
+
+def test_curve_forecast_ends_at_the_final_forecast(registered):
+    path, cf = registered
+    pts = cf.points
+    assert pts[-1].fraction == 1.0 and pts[-1].loss == cf.loss
+    assert (pts[-1].lower, pts[-1].upper) == (cf.lower, cf.upper)
+    losses = np.array([p.loss for p in pts])
+    assert np.all(np.diff(losses) < 0)                      # a cosine run's loss falls
+    assert all(p.lower < p.loss < p.upper for p in pts)
+    # the curve follows the generating law (0.1% noise on the ladder; 4x the largest N)
+    truth = CHINCHILLA_CKPT.predict(TRUE, {"params": np.full(len(pts), TARGET_N),
+                                           "tokens": np.array([p.tokens for p in pts]),
+                                           "h": Schedule.parse(SPEC, peak_lr=1.0,
+                                                               total_steps=TARGET_STEPS)
+                                           .lr_at([p.step for p in pts])})
+    assert np.max(np.abs(losses / truth - 1)) < 0.01
+    d = cf.to_dict()["prediction"]
+    assert set(d["curve"][0]) == {"fraction", "step", "tokens", "loss", "lower", "upper"}
+    assert d["completion_error"] and d["completion_error"][0]["rms_log_error"] > \
+        d["completion_error"][-1]["rms_log_error"]
+    entry = delphi.Registry(path).get("hero")
+    assert len(entry.forecast.band.lower) == len(pts) == len(entry.forecast.curve)
+    assert entry.forecast.band.completion_error
+
+
+def test_on_track_run_never_alarms(registry, registered):
+    res = track(registry, "hero", _run_log(registered[1]))
+    assert not res.alarm and res.alarm_step is None
+    assert res.n_recorded == len(res.checkpoints) == 16   # from 25% of the run on
+    inside = np.mean([c.inside for c in res.checkpoints])
+    assert inside > 0.9
+    # revised forecast: within its interval of the truth-following run's end, and narrower
+    last = res.checkpoints[-1].revised
+    assert last.lower <= res.checkpoints[-1].loss <= last.upper
+    assert last.upper - last.lower < registered[1].upper - registered[1].lower
+    assert delphi.Registry(registry).verify().ok
+
+
+def test_drifting_run_alarms_at_the_third_checkpoint_out_of_band(registry, registered):
+    cf = registered[1]
+    log = _run_log(cf, drift_from=0.4)
+    res = track(registry, "hero", log, patience=3)
+    # expected: the first step where 3 consecutive scored checkpoints are above the band,
+    # from the registered band interpolated at each checkpoint
+    entry = delphi.Registry(registry).get("hero")
+    f = [x for x, _ in entry.forecast.curve]
+    frac = log["step"].to_numpy() / TARGET_STEPS
+    scored = frac >= f[0]
+    upper = np.interp(frac, f, entry.forecast.band.upper)
+    lower = np.interp(frac, f, entry.forecast.band.lower)
+    out = ((log["loss"] > upper) | (log["loss"] < lower)).to_numpy()[scored]
+    run = np.convolve(out.astype(int), np.ones(3, int), mode="valid")
+    expected = int(log["step"].to_numpy()[scored][np.flatnonzero(run == 3)[0] + 2])
+    assert res.alarm and res.alarm_step == expected
+    assert frac[log["step"] == expected][0] > 0.4
+    before = [c for c in res.checkpoints if c.step < expected]
+    assert not any(c.alarm for c in before)
+    assert all(c.alarm for c in res.checkpoints if c.step >= expected)
+
+
+def test_tracking_twice_adds_no_duplicates(registry, registered):
+    log = _run_log(registered[1])
+    first = track(registry, "hero", log.iloc[:8])
+    second = track(registry, "hero", log)
+    third = track(registry, "hero", log)
+    reg = delphi.Registry(registry)
+    fractions = [e.outcome.fraction for e in reg.outcomes("hero")]
+    assert len(fractions) == len(set(fractions)) == len(third.checkpoints)
+    assert second.n_recorded == len(second.checkpoints) - len(first.checkpoints)
+    assert third.n_recorded == 0
+    assert [c.to_dict()["revised"] for c in third.checkpoints] == \
+        [c.to_dict()["revised"] for c in second.checkpoints]
+    assert reg.verify().ok
+
+
+def test_killed_follow_loses_no_recorded_outcome(registry, registered, tmp_path):
+    log = _run_log(registered[1])
+    csv = tmp_path / "run.csv"
+    log.iloc[:6].to_csv(csv, index=False)
+    grown = iter([9, 14, len(log)])
+    seen = []
+
+    def sleep(_):            # the run writes more checkpoints while the tracker waits
+        log.iloc[:next(grown)].to_csv(csv, index=False)
+
+    def killed(cp):
+        seen.append(cp)
+        if len(seen) == 12:
+            raise KeyboardInterrupt   # killed between two checkpoints
+
+    with pytest.raises(KeyboardInterrupt):
+        track(registry, "hero", csv, follow=True, interval=1, sleep=sleep,
+              on_checkpoint=killed)
+    reg = delphi.Registry(registry)
+    assert len(reg.outcomes("hero")) == 12 and reg.verify().ok
+    # every checkpoint reported before the kill is in the registry, with its loss
+    recorded = {round(e.outcome.fraction, 12): e.outcome.actual for e in reg.outcomes("hero")}
+    assert all(recorded[round(c.fraction, 12)] == c.loss for c in seen)
+    log.to_csv(csv, index=False)            # the run went on; tracking again catches up
+    rest = track(registry, "hero", csv)
+    assert rest.n_recorded == len(rest.checkpoints) - 12 == 4
+    assert len(reg.outcomes("hero")) == len(rest.checkpoints)
+
+
+def test_cli_track_json_and_alarm_exit(registry, registered, tmp_path, capsys):
+    csv = tmp_path / "run.csv"
+    _run_log(registered[1], drift_from=0.4).to_csv(csv, index=False)
+    code = main(["track", "--registry", str(registry), "--id", "hero", str(csv), "--json",
+                 "--patience", "2"])
+    doc = json.loads(capsys.readouterr().out)
+    assert code == 3 and doc["alarm"] is True and doc["id"] == "hero"
+    keys = {"step", "fraction", "loss", "z", "pit", "inside", "revised"}
+    assert keys <= set(doc["checkpoints"][0])
+    assert set(doc["checkpoints"][0]["revised"]) >= {"loss", "lower", "upper"}
+    # --follow: JSON Lines, one record per checkpoint, all recorded before: none new
+    code = main(["track", "--registry", str(registry), "--id", "hero", str(csv), "--json",
+                 "--follow", "--interval", "1", "--patience", "2"])
+    lines = capsys.readouterr().out.strip().splitlines()
+    records = [json.loads(x) for x in lines]
+    assert code == 3 and records and not any(r["recorded"] for r in records)
+    assert records[-1]["alarm"] and records[-1]["step"] == doc["alarm_step"]
+
+
+def test_run_log_errors_name_the_column(tmp_path):
+    csv = tmp_path / "run.csv"
+    pd.DataFrame({"step": [1, 2], "val": [3.0, 2.9]}).to_csv(csv, index=False)
+    with pytest.raises(delphi.LadderError, match="no loss column"):
+        read_run_log(csv)
+    table, _ = read_run_log(csv, loss_column="val")
+    assert table["loss"].tolist() == [3.0, 2.9]
+
+
+def test_tracking_needs_a_curve_band(tmp_path, registered):
+    reg = delphi.Registry(tmp_path / "r.jsonl")
+    reg.register(registered[1].forecast, id="no-curve")
+    with pytest.raises(delphi.RegistryError, match="no forecast curve with a band"):
+        track(reg, "no-curve", pd.DataFrame({"step": [1], "loss": [3.0]}))
+
+
+def test_cli_predict_curve_json(ladder_csv, capsys):
+    code = main(["predict", str(ladder_csv), "--target-params", str(TARGET_N),
+                 "--target-steps", str(TARGET_STEPS), "--target-batch", str(BATCH),
+                 "--target-schedule", SPEC, "--curve", "--curve-points", "12",
+                 "--interval", "delta", "--level", "0.8", "--json"])
+    doc = json.loads(capsys.readouterr().out)
+    assert code == 0 and doc["law"] == "chinchilla-ckpt"
+    curve = doc["prediction"]["curve"]
+    assert len(curve) == 12 and curve[-1]["fraction"] == 1.0
+    assert curve[-1]["loss"] == doc["prediction"]["loss"]
+    assert curve[-1]["lower"] == doc["prediction"]["lower"] and doc["prediction"]["level"] == 0.8
+    assert all(c["lower"] < c["loss"] < c["upper"] for c in curve)
+    assert [c["step"] for c in curve] == sorted(c["step"] for c in curve)
+    # a final-loss law has no curve: a clear error, exit 1
+    code = main(["predict", str(ladder_csv), "--target-params", str(TARGET_N),
+                 "--target-steps", str(TARGET_STEPS), "--target-batch", str(BATCH),
+                 "--curve", "--law", "chinchilla"])
+    assert code == 1 and "checkpoint law" in capsys.readouterr().err
+
+
+def test_registry_page_draws_band_and_revised_forecast(registry, registered):
+    from delphi.analyses.tracking import revised_history
+    from delphi.presentation.report import registry_page
+
+    res = track(registry, "hero", _run_log(registered[1]).iloc[:12])
+    reg = delphi.Registry(registry)
+    history = revised_history(reg.get("hero"), [(e.outcome.fraction, e.outcome.actual)
+                                                for e in reg.outcomes("hero")])
+    # recomputed from the registry alone: what track printed
+    assert [r.to_dict() for _, r in history] == [c.revised.to_dict() for c in res.checkpoints]
+    page = registry_page(registry).html
+    assert 'id="forecast-band' in page or "forecast-band" in page
+    assert "revised-forecast" in page
