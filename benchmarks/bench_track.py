@@ -51,7 +51,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 import delphi  # noqa: E402
-from delphi.analyses.tracking import track  # noqa: E402
+from delphi.registry.tracking import track  # noqa: E402
 from delphi.forecasting.completion_refit import WarmCompletion  # noqa: E402
 from delphi.forecasting.target_curve import predict_curve  # noqa: E402
 from delphi.inputs.ladder import Ladder  # noqa: E402

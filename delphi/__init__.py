@@ -46,7 +46,7 @@ _LAZY: dict[str, str] = {
     "backtest_recipes": "analyses.recipes",
     "suggest_runs": "analyses.design", "score_design": "analyses.design",
     "Suggestions": "analyses.design", "DesignScore": "analyses.design",
-    "track": "analyses.tracking", "Tracking": "analyses.tracking",
+    "track": "registry.tracking", "Tracking": "registry.tracking",
     "predict_curve": "forecasting.target_curve", "CurveForecast": "forecasting.target_curve",
 }
 
@@ -54,7 +54,7 @@ if TYPE_CHECKING:  # static analysers and IDEs see the real imports
     from .analyses.backtest import Backtest, backtest, prefix_fits
     from .analyses.recipes import RecipeComparison, backtest_recipes, compare_recipes
     from .analyses.design import DesignScore, Suggestions, score_design, suggest_runs
-    from .analyses.tracking import Tracking, track
+    from .registry.tracking import Tracking, track
     from .forecasting.target_curve import CurveForecast, predict_curve
     from .forecasting.curves import Completion, complete
     from .fitting import Fit, ScalingLawFitter, fit, fit_arrays
@@ -106,6 +106,7 @@ MOVED: dict[str, str] = {
     "delphi.curves": "delphi.forecasting.curves", "delphi.accuracy": "delphi.analyses.accuracy",
     "delphi.plot": "delphi.presentation.plot", "delphi.report": "delphi.presentation.report",
     "delphi.cli": "delphi.presentation.cli",
+    "delphi.analyses.tracking": "delphi.registry.tracking",
 }
 
 

@@ -135,3 +135,45 @@ def test_public_functions_have_no_private_arguments():
             hidden = [p for p in inspect.signature(obj).parameters if p.startswith("_")]
             assert not hidden, f"delphi.{name} has private arguments {hidden}"
     assert checked >= 10
+
+
+#: The layers, lowest first (issue 23): a module imports only its own layer and those below.
+#: Laws sit above inputs (the multi-power law computes on LR schedules); ``delphi/__init__``
+#: and the ``data`` folder are outside the order.
+LAYERS = ("errors", "core", "inputs", "laws", "fitting", "forecasting", "analyses", "registry",
+          "presentation")
+
+
+def _layer(module: str) -> int | None:
+    parts = module.split(".")
+    return LAYERS.index(parts[1]) if len(parts) > 1 and parts[1] in LAYERS else None
+
+
+def test_each_layer_imports_only_its_own_and_lower_layers():
+    upward = sorted({f"{importer}:{line} ({LAYERS[_layer(importer)]}) imports {imported} "
+                     f"({LAYERS[_layer(imported)]})"
+                     for importer, imported, _, line in IMPORTS
+                     if _layer(importer) is not None and _layer(imported) is not None
+                     and _layer(imported) > _layer(importer)})
+    assert not upward, "\n".join(upward)
+
+
+def test_library_layers_import_delphi_modules_at_the_top_not_in_functions():
+    # An import inside a function is for an optional or heavy dependency (matplotlib,
+    # pyarrow, cryptography), not to dodge a cycle. Presentation keeps its lazy imports of the
+    # library: the CLI is standard-library-only at import, so `delphi --help` stays fast.
+    inside = []
+    for module, path in MODULES.items():
+        if module.startswith("delphi.presentation"):
+            continue
+        tree = ast.parse(path.read_text())
+        skip = _type_checking_lines(tree)
+        for fn in ast.walk(tree):
+            if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                continue
+            for node in ast.walk(fn):
+                if isinstance(node, ast.ImportFrom) and node.lineno not in skip:
+                    target = _target(module, node)
+                    if target == "delphi" or target.startswith("delphi."):
+                        inside.append(f"{module}:{node.lineno} ({fn.name}) imports {target}")
+    assert not inside, "\n".join(sorted(set(inside)))

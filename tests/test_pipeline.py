@@ -55,9 +55,7 @@ def test_several_targets_share_one_fit_and_one_calibration(ladder, separate, mon
         calls["fit"] += 1
         return real_fit(*a, **k)
 
-    import delphi.forecasting.calibration as cal
-    import delphi.forecasting.uncertainty as unc
-    real_cal, real_boot = cal.calibrate, unc.bootstrap
+    real_cal, real_boot = fc_module.calibrate, fc_module.bootstrap
 
     def counting_cal(*a, **k):
         calls["calibrate"] += 1
@@ -68,8 +66,8 @@ def test_several_targets_share_one_fit_and_one_calibration(ladder, separate, mon
         return real_boot(*a, **k)
 
     monkeypatch.setattr(fc_module, "fit", counting_fit)
-    monkeypatch.setattr(cal, "calibrate", counting_cal)
-    monkeypatch.setattr(unc, "bootstrap", counting_boot)
+    monkeypatch.setattr(fc_module, "calibrate", counting_cal)
+    monkeypatch.setattr(fc_module, "bootstrap", counting_boot)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         together = delphi.predict(ladder, TARGETS, n_boot=40)

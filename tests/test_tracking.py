@@ -15,7 +15,7 @@ import pandas as pd
 import pytest
 
 import delphi
-from delphi.analyses.tracking import read_run_log, track
+from delphi.registry.tracking import read_run_log, track
 from delphi.forecasting.target_curve import predict_curve
 from delphi.inputs.schedules import Schedule
 from delphi.laws import CHINCHILLA_CKPT
@@ -241,7 +241,7 @@ def test_cli_predict_curve_json(ladder_csv, capsys):
 
 
 def test_registry_page_draws_band_and_revised_forecast(registry, registered):
-    from delphi.analyses.tracking import revised_history
+    from delphi.registry.tracking import revised_history
     from delphi.presentation.report import registry_page
 
     res = track(registry, "hero", _run_log(registered[1]).iloc[:12])

@@ -131,9 +131,15 @@ from ..errors import DelphiError, FitError, LadderError, ManifestError, TargetEr
 from ..fitting import DEFAULT_DELTA, Fit, fit_arrays
 from ..fitting.engine import basin_probes, prepare, safe_start
 from ..fitting.refit import refine_batch, refine_one, weighted_objective
-from ..forecasting.uncertainty import design_failure
-from ..laws import get_law, onestep_law, sigmoid_law
+from ..forecasting.uncertainty import (WORSE_ATOL, WORSE_RTOL, basin_suspects, design_failure,
+                                       resample_optimum, run_noise)
+from ..laws import LAWS, get_law, onestep_law, sigmoid_law
 from ..inputs.readers.paths import BUNDLED_DIR
+from ..inputs.readers import load_ladder
+from ..inputs.ladder import Ladder
+from ..forecasting.calibration import MIN_FOLDS
+from ..core.quantiles import norm_ppf
+from .. import __version__
 
 __all__ = ["Task", "load_tasks", "task_table", "AccuracyForecast", "predict_accuracy",
            "AccuracyComparison", "compare_accuracy", "checkpoint_noise",
@@ -284,8 +290,6 @@ def _resolve_task(task: str | Task, tasks_manifest) -> Task:
 
 
 def _load(ladder):
-    from ..inputs.ladder import Ladder
-    from ..inputs.readers import load_ladder
 
     if isinstance(ladder, Ladder):
         return ladder
@@ -434,7 +438,6 @@ def _data(ladder, task: Task, runs, fit_max_params, *, smooth: int, skip_fractio
 # ---------------------------------------------------------------------------- fits
 def step1_laws() -> list[str]:
     """Names of the laws step 1 can use: loss laws of N, D and/or C alone."""
-    from ..laws import LAWS
 
     return [name for name, law in LAWS.items()
             if set(law.inputs) <= {"params", "tokens", "flops"}]
@@ -608,8 +611,6 @@ def _refits(fit: Fit, weights: np.ndarray, checked: np.ndarray | None = None,
     Returns (params per draw, None for a draw with too few distinct points; draws checked;
     checked draws whose warm start was worse than the global search by > 1e-9 relative).
     """
-    from ..forecasting.uncertainty import (WORSE_ATOL, WORSE_RTOL, basin_suspects,
-                                           resample_optimum)
 
     bounds = {k: v for k, v in fit.bounds.items() if k not in fit.fixed}
     prep = prepare(fit.law, fit.x, fit.y, labels=fit.labels, fixed=fit.fixed, bounds=bounds,
@@ -764,7 +765,6 @@ class AccuracyForecast:
         # Step 2's points are checkpoints: count the runs, and the checkpoints apart.
         step2["fit"]["n_points"] = len(self.step2.labels)
         step2["fit"]["n_runs"] = len(step2["fit"]["runs"])
-        from .. import __version__
 
         return {
             "ladder": self.ladder,
@@ -973,9 +973,7 @@ def _lfo_errors(ladder, task: Task, data: _Data, *, step1_law: str = "chinchilla
     cut's new-run draws below the actual, (k + 1/2) / (n + 1)) and ``z`` (Phi^-1(pit): the
     error in units of the bootstrap's spread); notes on skipped cuts).
     """
-    from ..core.quantiles import norm_ppf
 
-    from ..forecasting.uncertainty import run_noise
 
     fin = data.final.assign(nd=data.final["params"] * data.final["tokens"])
     fin = fin.sort_values("nd", kind="stable").reset_index(drop=True)
@@ -1045,9 +1043,7 @@ def _calibration(ladder, task: Task, data: _Data, *, seed: int, draws: int, step
     robust standard deviation of the studentized errors: 1 when the bootstrap is
     calibrated). The new-run draws are then stretched about their median by ``scale``.
     """
-    from ..core.quantiles import norm_ppf
 
-    from ..forecasting.calibration import MIN_FOLDS
 
     errors, skipped = _lfo_errors(ladder, task, data, step1_law=step1_law, column=column,
                                   helper_point=helper_point, upper=upper, lower=lower,
@@ -1109,7 +1105,6 @@ def _predict_one(ladder, task: Task, targets: Sequence[dict], *, level: float, n
                  ) -> list[AccuracyForecast]:
     """One task at every target: both fits, one bootstrap (all targets at once) and one
     calibration, then a forecast per target (in order)."""
-    from ..forecasting.uncertainty import run_noise
 
     data = _data(ladder, task, runs, fit_max_params, smooth=smooth, skip_fraction=skip_fraction)
     column = "task_loss" if design == "two-step" else "loss"

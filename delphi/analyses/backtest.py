@@ -23,6 +23,11 @@ from ..inputs.ladder import Ladder
 from ..laws import Law, get_law
 from ..forecasting.uncertainty import (WORSE_RTOL, CHECK_EVERY, DEFAULT_LEVEL, bootstrap,
                           bootstrap_interval, delta_interval)
+from ..inputs.readers import as_ladder
+from ..forecasting.target import Target, as_target
+from ..forecasting.robustness import log_prediction_se
+from ..forecasting.forecast import default_law, fit_stage, point_stage
+from ..core.parallel import check_n_jobs, map_jobs
 
 __all__ = ["Backtest", "BacktestRow", "backtest", "PrefixFits", "PrefixStep", "prefix_fits",
            "DRIFT_WINDOW", "DRIFT_SES"]
@@ -196,8 +201,6 @@ def backtest(ladder: Ladder, law: str | Law, *, fit_max_flops: float | None = No
     LadderError: neither or both designs chosen, or nothing left to predict.
     FitError: a fold could not be fitted (the message names it).
     """
-    from ..core.parallel import check_n_jobs, map_jobs
-    from ..inputs.readers import as_ladder
     ladder = as_ladder(ladder)      # a DataFrame is read as load_ladder reads it
     law = get_law(law)
     n_jobs = check_n_jobs(n_jobs)
@@ -449,8 +452,6 @@ class PrefixFits:
 
 def _prefix_job(job):
     """Fit one prefix and forecast the target: a PrefixStep, or the error message."""
-    from ..forecasting.forecast import default_law, fit_stage, point_stage
-    from ..forecasting.robustness import log_prediction_se
     ladder, law, target, settings, max_flops, profiles = job
     try:
         # The prefix report shows no profiles: skip them (half the time of each prefix);
@@ -540,9 +541,6 @@ def prefix_fits(ladder: Ladder, law: str | Law, target=None, *,
     LadderError: no compute column, or fewer than 3 prefixes can be formed.
     LawError, TargetError: a bad law, setting or target.
     """
-    from ..forecasting.target import Target, as_target
-    from ..core.parallel import map_jobs
-    from ..inputs.readers import as_ladder
 
     ladder = as_ladder(ladder)      # a DataFrame is read as load_ladder reads it
     law = get_law(law)

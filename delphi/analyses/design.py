@@ -70,13 +70,19 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from ..core.records import jsonable
+from ..core.records import jsonable, positive_number
 from ..errors import DelphiError, FitError, LadderError, LawError, TargetError
 from ..fitting import Fit
 from ..fitting.objective import Problem
 from ..fitting.refit import refine_batch
 from ..inputs.ladder import FLOPS_PER_PARAM_TOKEN, Ladder
 from ..laws import Law, get_law
+from ..inputs.readers import as_ladder
+from ..forecasting.uncertainty import DEFAULT_LEVEL, run_noise
+from ..forecasting.target import as_target
+from ..forecasting.reference import load_reference, ReferenceClass
+from ..forecasting.forecast import Target, predict, target_inputs
+from ..fitting.engine import internal_bounds, prepare
 
 __all__ = ["CandidateRun", "RunSuggestion", "Suggestions", "DesignScore", "suggest_runs",
            "score_design", "read_candidates", "candidate_grid", "METHODS", "DEFAULT_NOISE"]
@@ -534,7 +540,6 @@ class _Refits:
                        free=self.free, fixed=dict(self.fit.fixed))
 
     def _spread(self, x, log_y, w) -> float:
-        from ..fitting.engine import internal_bounds
         problem = self._problem(x, log_y)
         z0 = problem.pack(self.fit.params)
         bounds = {k: v for k, v in self.fit.bounds.items() if k not in self.fit.fixed}
@@ -617,11 +622,6 @@ def suggest_runs(ladder: Ladder, target, law: str | Law | None = None, *,
         or ``"delta"``), a forecast without an interval, ``n_refit`` below 8.
     TargetError, LawError: as :func:`delphi.predict`.
     """
-    from ..core.records import positive_number
-    from ..forecasting.forecast import Target, predict, target_inputs
-    from ..forecasting.target import as_target
-    from ..forecasting.uncertainty import DEFAULT_LEVEL
-    from ..inputs.readers import as_ladder
 
     if method not in METHODS:
         raise FitError(f"unknown method {method!r}; use {' or '.join(METHODS)}")
@@ -785,7 +785,6 @@ def _prior(prior, law) -> tuple[Law, dict[str, float], float | None, str, dict[s
     """(law, parameter values, run noise or None, description, fixed values) of a stated
     prior (a Fit's fixed values stay fixed in the design's fits)."""
     if isinstance(prior, Fit):
-        from ..forecasting.uncertainty import run_noise
         if law is not None and get_law(law).name != prior.law.name:
             raise LawError(f"the prior is a fit of law {prior.law.name!r}, not {law!r}")
         name = prior.extra.get("ladder") if isinstance(prior.extra, dict) else None
@@ -864,9 +863,6 @@ def score_design(design, target, prior, *, law: str | Law | None = None,
     LawError: a bad prior. TargetError: a target the law cannot be evaluated at.
     FitError: an unknown method, or no reference model for the law.
     """
-    from ..forecasting.reference import load_reference, ReferenceClass
-    from ..forecasting.target import as_target
-    from ..forecasting.uncertainty import DEFAULT_LEVEL
 
     if method not in METHODS:
         raise FitError(f"unknown method {method!r}; use {' or '.join(METHODS)}")
@@ -937,7 +933,6 @@ def score_design(design, target, prior, *, law: str | Law | None = None,
         pick = rng.integers(_STRATA, size=(n_boot, m))
         w = np.zeros((n_boot, m * _STRATA))
         w[np.arange(n_boot)[:, None], np.arange(m)[None, :] * _STRATA + pick] = 1.0
-        from ..fitting.engine import prepare
         prep = prepare(lw, rep, np.exp(log_y), fixed=fixed, delta=1.0)
         pb = prep.problem
         batch = refine_batch(pb, z_prior, w, prep.ibounds)

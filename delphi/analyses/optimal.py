@@ -56,6 +56,10 @@ import pandas as pd
 from ..core.records import jsonable, positive_number
 from ..errors import FitError, FitWarning, LawError, TargetError, option, user_stacklevel
 from ..inputs.ladder import FLOPS_PER_PARAM_TOKEN, Ladder
+from ..forecasting.uncertainty import BootstrapDraws
+from ..fitting.result import Fit
+from ..fitting.diagnostics import require_identified
+from ..fitting import fit
 
 __all__ = ["Allocation", "chinchilla_optimum", "optimal_allocation", "compute_optimal",
            "draws_to_arrays", "ladder_design", "REQUIRED_PARAMS", "SPLIT_PARAMS",
@@ -142,7 +146,6 @@ def draws_to_arrays(draws: Any) -> dict[str, np.ndarray]:
     ------
     FitError: empty draws, ragged arrays, or draws that are not numbers.
     """
-    from ..forecasting.uncertainty import BootstrapDraws
 
     if isinstance(draws, BootstrapDraws):
         draws = draws.params
@@ -293,8 +296,6 @@ def _split_check(fit_or_params: Any, allow: bool) -> dict[str, tuple[float, floa
     ------
     UnidentifiedError: there are some and ``allow`` is False.
     """
-    from ..fitting.diagnostics import require_identified
-    from ..fitting.result import Fit
 
     if not isinstance(fit_or_params, Fit):
         return {}
@@ -381,7 +382,6 @@ def _outside_design(design: dict | None, flops: float, n_opt: float, d_opt: floa
 
 def _fit_params(fit_or_params: Any) -> tuple[dict[str, float], str, float | None, tuple[str, ...]]:
     """(params, source, max_flops, warnings) from a Fit or a mapping."""
-    from ..fitting.result import Fit
 
     if isinstance(fit_or_params, Fit):
         f = fit_or_params
@@ -503,7 +503,6 @@ def optimal_allocation(fit_or_params: Any, flops: float, *, draws: Any = None,
         if ratio > 1e3:
             warnings_.append(f"the target is {ratio:.3g}x the largest fitted run's compute: "
                              f"far outside the ladder")
-    from ..fitting.result import Fit
 
     design = (ladder_design(fit_or_params, run_flops) if isinstance(fit_or_params, Fit)
               else None)
@@ -547,7 +546,6 @@ def compute_optimal(ladder: Ladder, flops: float, *, law: str = "chinchilla",
     ------
     As :func:`delphi.fitting.fit` and :func:`optimal_allocation`.
     """
-    from ..fitting import fit
 
     _check_flops(flops)
     result = fit(ladder, law, fixed=fixed, bounds=bounds, **fit_options)

@@ -45,8 +45,7 @@ from typing import Mapping, Sequence
 import numpy as np
 
 from .. import fitting
-from ..forecasting import forecast
-from ..forecasting import uncertainty
+from ..forecasting import forecast, uncertainty
 from ..errors import (FitError, LadderError, LadderWarning, LawError, TargetError, option,
                       warn_user)
 from ..fitting import engine, refit
@@ -54,6 +53,7 @@ from ..fitting.objective import Problem
 from ..inputs.ladder import FLOPS_PER_PARAM_TOKEN, Ladder
 from ..core.parallel import check_n_jobs, map_jobs
 from ..core.text import plural
+from ..inputs.readers import as_ladder, load_ladder
 
 __all__ = ["RecipeComparison", "RecipeDifference", "RecipeBacktest", "RecipeCurve",
            "DifferenceCurve", "ComparisonCurves", "compare_recipes", "backtest_recipes",
@@ -951,7 +951,6 @@ def _curves(pp: _Paired, specs: Sequence[_Spec], level: float) -> ComparisonCurv
 
 
 def _load(ladders) -> list[Ladder]:
-    from ..inputs.readers import as_ladder, load_ladder
     out = []
     for ld in ladders:
         out.append(load_ladder(ld) if isinstance(ld, str) else as_ladder(ld))

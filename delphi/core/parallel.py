@@ -23,7 +23,7 @@ import sys
 import warnings
 from typing import Any, Callable, Iterable, Sequence
 
-from ..errors import user_stacklevel
+from ..errors import FitError, option, user_stacklevel
 
 __all__ = ["map_jobs", "progress", "set_quiet", "is_quiet", "check_n_jobs", "progress_delay",
            "one_blas_thread"]
@@ -65,7 +65,6 @@ def check_n_jobs(n_jobs: Any) -> int | None:
     ------
     FitError: anything else (0, a float, a string).
     """
-    from ..errors import FitError, option
     if n_jobs is None:
         return None
     if isinstance(n_jobs, bool) or not isinstance(n_jobs, int) or n_jobs == 0:

@@ -16,6 +16,8 @@ from ..laws import CHECKPOINT_LAWS, Law, get_law
 from ..inputs.law_inputs import law_points
 from .engine import DEFAULT_DELTA, fit_arrays
 from .result import Fit
+from ..inputs.readers import as_ladder, load_ladder
+from .diagnostics import attach_identification
 
 __all__ = ["fit", "ScalingLawFitter", "DIVERGENCE_THRESHOLD", "MIN_CHECKPOINT_FRACTION",
            "SCREEN_MAX_SHARE", "SCREEN_MIN_RUNS", "screen_cap"]
@@ -469,14 +471,14 @@ def fit(ladder: Ladder, law: str | Law, *, fixed: Mapping[str, float] | None = N
     LadderError: the ladder lacks a column the law reads, or has no finished run.
     LawError, FitError, IdentifiabilityError: see :func:`~delphi.fitting.fit_arrays`.
     """
-    from ..inputs.readers import as_ladder
     ladder = as_ladder(ladder)      # a DataFrame is read as load_ladder reads it
     law = get_law(law)
     excluded: list[Exclusion] = list(ladder.exclusions)
     if fit_max_flops is not None:
         ladder = ladder.select(max_flops=fit_max_flops)
         excluded = list(ladder.exclusions)
-    pts, dropped = law_points(ladder, law, include_unfinished, min_checkpoint_fraction)
+    pts, dropped = law_points(ladder, law, include_unfinished, min_checkpoint_fraction,
+                              per_checkpoint=law.name in CHECKPOINT_LAWS)
     excluded += dropped
     notes: list[str] = []
     if include_unfinished and "fraction" in pts.columns:
@@ -582,7 +584,6 @@ def fit(ladder: Ladder, law: str | Law, *, fixed: Mapping[str, float] | None = N
     result = replace(result, exclusions=tuple(excluded), extra=extra,
                      warnings=ladder_warnings + result.warnings + tuple(screen_warnings))
     if identify and warm_start is None:
-        from .diagnostics import attach_identification
         result = attach_identification(result)
     return result
 
@@ -796,7 +797,6 @@ class ScalingLawFitter:
 
     def _final_points(self, ladder) -> tuple[pd.DataFrame, np.ndarray]:
         """A ladder's (or a DataFrame of runs') final points and losses, for ``score(X)``."""
-        from ..inputs.readers import as_ladder
 
         if get_law(self.law).name in CHECKPOINT_LAWS:
             raise TargetError(f"law {self.law!r} is fitted to whole training curves: score it "
@@ -818,7 +818,6 @@ class ScalingLawFitter:
             names = [f"row {i}" for i in range(len(losses))]
         frame = pd.DataFrame({"run": names, **{c: v for c, v in x.items()
                                                if not c.startswith("_")}, "loss": losses})
-        from ..inputs.readers import load_ladder
         return load_ladder(frame)
 
     # ------------------------------------------------------------------ using the fit

@@ -58,8 +58,12 @@ from typing import TYPE_CHECKING, Iterable, Mapping
 
 import numpy as np
 
-from ..errors import DegenerateFitError, DelphiError, FitError, UnidentifiedError, option
+from ..errors import (DegenerateFitError, DelphiError, FitError, FitWarning, UnidentifiedError,
+                      option, user_stacklevel)
 from .objective import Problem, huber
+from .search import screen
+from .refit import refine_batch, refine_one
+from .engine import internal_bounds, start_vector, safe_start
 
 if TYPE_CHECKING:  # pragma: no cover
     from .result import Fit
@@ -384,9 +388,6 @@ class _Profiler:
         (IRLS curvature) still promises; otherwise L-BFGS-B finishes it (a close call, or a
         flat valley where BFGS is slow) when ``finish``, else the capped value (an upper
         bound) is returned."""
-        from .engine import internal_bounds, start_vector, safe_start
-        from .refit import refine_batch, refine_one
-        from .search import screen
 
         fixed = {**self.fit.fixed, name: float(value)}
         free = tuple(n for n in self.free if n != name)
@@ -642,7 +643,6 @@ def attach_identification(fit: "Fit", **options) -> "Fit":
     import warnings as _warnings
     from dataclasses import replace
 
-    from ..errors import FitWarning, user_stacklevel
 
     try:
         ident = identify(fit, **options)

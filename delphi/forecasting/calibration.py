@@ -27,13 +27,13 @@ from scipy.optimize import linprog
 from ..core.quantiles import norm_ppf, t_ppf
 
 from ..inputs.law_inputs import budget_labels, rows_inputs
-from ..errors import DelphiError, FitError, LadderError
+from ..errors import DelphiError, FitError, LadderError, TargetError
 from ..fitting import DEFAULT_DELTA, fit
 from ..fitting.api import (DIVERGENCE_THRESHOLD, compute_frontier, screen_dominated,
                           screen_cap)
 from ..inputs.ladder import Ladder
 from ..laws import Law, get_law
-from .uncertainty import DEFAULT_LEVEL
+from .uncertainty import DEFAULT_LEVEL, delta_interval
 
 __all__ = ["LFOErrors", "leave_future_out", "cut_levels", "CalibrationModel",
            "calibrated_interval", "calibrate", "CalibrationBacktest", "calibration_backtest",
@@ -374,7 +374,6 @@ class CalibrationModel:
         """sigma(r) [sd of log loss] at extrapolation ratio(s) r (> 0; r <= 1 gives sigma_0).
 
         Raises TargetError for r not finite and positive."""
-        from ..errors import TargetError
         ra = np.asarray(r, float)
         if not np.all(np.isfinite(ra) & (ra > 0)):
             raise TargetError(f"extrapolation ratio must be finite and > 0, got {r!r}")
@@ -393,7 +392,6 @@ class CalibrationModel:
 
         Raises TargetError for a centre <= 0, a level outside (0, 1) or a negative sd.
         """
-        from ..errors import TargetError
         c = np.asarray(centre, float)
         if not np.all(np.isfinite(c) & (c > 0)):
             raise TargetError(f"forecast must be finite and > 0, got {centre!r}")
@@ -621,7 +619,6 @@ def calibration_backtest(ladder: Ladder, law: str | Law, *,
     ------
     As :func:`leave_future_out`.
     """
-    from .uncertainty import delta_interval
     law = get_law(law)
     if errors is None:
         errors = leave_future_out(ladder, law, fixed=fixed, bounds=bounds, delta=delta,

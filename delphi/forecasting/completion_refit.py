@@ -17,7 +17,7 @@ warm-up under its planned LR schedule, and evaluates it at the schedule's last s
   its optimum lands on an edge of that bracket.
 
 Used by :func:`delphi.forecasting.target_curve.completion_errors` (the ladder's runs cut at
-growing fractions) and :mod:`delphi.analyses.tracking` (the tracked run, checkpoint by
+growing fractions) and :mod:`delphi.registry.tracking` (the tracked run, checkpoint by
 checkpoint), so the error model and the tracker refit the same way.
 """
 

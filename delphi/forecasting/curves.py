@@ -20,6 +20,8 @@ from ..inputs.ladder import Ladder, restart_fix, span
 from ..laws import Law, get_law
 from ..inputs.law_inputs import ANNEALING_MOMENTUM, curve_inputs, run_schedule
 from ..inputs.schedules import Schedule, features, warmup_end
+from ..inputs.readers import as_ladder
+from ..core.parallel import check_n_jobs, map_jobs
 
 __all__ = ["run_schedule", "curve_inputs", "complete", "complete_many", "Completion",
            "decay_seen", "ANNEALING_MOMENTUM", "DECAY_SHARE_MIN"]
@@ -131,7 +133,6 @@ def complete(ladder: Ladder, run: str, law: str | Law = "annealing", *,
     LadderError: unknown run, no schedule, no steps; a resumed run (its step goes back in file
         order, :attr:`delphi.Ladder.restarts`). FitError: too few checkpoints to fit.
     """
-    from ..inputs.readers import as_ladder
     ladder = as_ladder(ladder)      # a DataFrame is read as load_ladder reads it
     law = get_law(law)
     run = str(run)
@@ -332,8 +333,6 @@ def complete_many(ladder: Ladder, runs=None, law: str | Law = "annealing", *,
     ------
     LawError: unknown law (it applies to every run). FitError: a bad ``n_jobs``.
     """
-    from ..core.parallel import check_n_jobs, map_jobs
-    from ..inputs.readers import as_ladder
     ladder = as_ladder(ladder)      # a DataFrame is read as load_ladder reads it
     law = get_law(law)
     n_jobs = check_n_jobs(n_jobs)

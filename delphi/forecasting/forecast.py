@@ -24,7 +24,18 @@ from .selection import MIN_WEIGHT, TIE, Comparison, compare
 from .target import DESIGN_FACTOR, K_PLAUSIBLE, MAX_FLOOR_POINTS, Target, as_target
 from .design import (ONE_D, SPLIT_SPAN, default_law, final_nd, ladder_design_notes,
                      one_token_count, ratio_span)
-from .uncertainty import DEFAULT_LEVEL, Interval
+from .uncertainty import (DEFAULT_LEVEL, MAX_DRAWS, Interval, bootstrap, bootstrap_interval,
+                          delta_interval)
+from .robustness import check_floor_range, find_off_trend, held_inputs, scan_floor
+from .reference import PRIOR_FOLDS, ReferenceClass, blend, load_reference
+from .calibration import (MAX_FOLDS, CalibrationModel, calibrate, calibrated_interval, lfo_points,
+                          log_sd)
+from ..inputs.readers import as_ladder
+from ..inputs.law_inputs import lr_ratio
+from ..fitting.diagnostics import (NOISE_FLOOR, attach_identification, refuse_degenerate,
+                                   residual_scale)
+from ..core.quantiles import norm_ppf, t_ppf
+from ..core.parallel import check_n_jobs
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -209,7 +220,6 @@ def target_inputs(target: Target, law: Law, result: Fit, ladder: Ladder):
 
 
 def _final_h(ladder: Ladder, fin) -> np.ndarray:
-    from ..inputs.law_inputs import lr_ratio
     return lr_ratio(ladder, fin.reset_index(drop=True))
 
 
@@ -635,7 +645,6 @@ def fit_stage(ladder: Ladder, law: str | Law, *, fixed: Mapping[str, float] | No
     DegenerateFitError: the law collapsed to a constant and ``allow_degenerate`` is False.
     LadderError, LawError, FitError: as :func:`delphi.fitting.fit`.
     """
-    from ..fitting.diagnostics import attach_identification, refuse_degenerate
     law = get_law(law)
     result = fit(ladder, law, fixed=fixed, bounds=bounds, delta=delta,
                  fit_max_flops=fit_max_flops, include_unfinished=include_unfinished,
@@ -845,7 +854,6 @@ def calibration_stage(fitted: FittedLaw, point: PointForecast, band: Interval | 
 def off_trend_stage(fitted: FittedLaw, point: PointForecast):
     """Stage 5: off-trend rungs the other rungs' law misses, and the forecast without them
     (:func:`delphi.robustness.find_off_trend`); None when there are none."""
-    from .robustness import find_off_trend, held_inputs
     # Non-monotone pairs compare runs that share D (a law of N alone) and any swept
     # hyperparameter (held_inputs); the deleted-residual test needs none of it.
     return find_off_trend(fitted.fit, point.inputs, bounds=fitted.bounds, seed=fitted.seed,
@@ -906,7 +914,6 @@ def _forecast(ladder: Ladder, targets: Sequence, law: str | Law | None, *,
     target, each law fitted once (:func:`fit_stage`) and shared by its targets
     (:func:`forecast_from_fit`); ``auto``/``ensemble`` through :func:`predict_selected`, a
     floor range through :func:`delphi.robustness.scan_floor`."""
-    from ..inputs.readers import as_ladder
     ladder = as_ladder(ladder)      # a DataFrame is read as load_ladder reads it
     targets = [as_target(t) for t in targets]
     selecting = ensemble or (isinstance(law, str) and law == "auto")
@@ -933,7 +940,6 @@ def _forecast(ladder: Ladder, targets: Sequence, law: str | Law | None, *,
         _base_inputs(t, lw)  # fail on a missing input before spending time on the fit
         _check_moe_target(t, lw, ladder)
     if floor_range is not None:
-        from .robustness import check_floor_range, scan_floor
         check_floor_range(floor_range)
         # Each value is a whole forecast: a million of them would run for days.
         if (isinstance(floor_points, int) and not isinstance(floor_points, bool)
@@ -970,10 +976,7 @@ def _calibrate(band, loss: float, ratio: float | None, ladder: Ladder, law: Law,
     ``model``: a calibration already fitted on this ladder and law
     (:func:`delphi.selection.compare`'s refits). Returns the interval, or ``band`` with a note
     saying why it was not widened."""
-    from ..core.quantiles import norm_ppf, t_ppf
 
-    from .calibration import MAX_FOLDS, calibrate, calibrated_interval
-    from .reference import PRIOR_FOLDS, blend
     if ratio is None:
         why = "the target's compute is unknown, so its extrapolation ratio is too"
         if method == "calibrated":
@@ -1047,7 +1050,6 @@ def _calibrate(band, loss: float, ratio: float | None, ladder: Ladder, law: Law,
         # reference interval, never narrow it. An sd estimated from nu dof enters a
         # prediction interval through Student's t with nu dof, as the delta method's does.
         from dataclasses import replace
-        from ..fitting.diagnostics import residual_scale
         q = 0.5 + level / 2
         z = float(norm_ppf(q))
         rough = (residual_scale(result) * float(t_ppf(q, result.dof)) / z
@@ -1088,7 +1090,6 @@ def _point_interval(loss: float, level: float, run_sd: float = 0.0, dof: int = 0
     """A zero-width interval at ``loss`` with run noise ``run_sd`` [sd of log loss]: the base
     a reference interval widens when the fit has no interval of its own (no parameter
     spread to add; ``run_sd`` the fit's rough residual scale from ``dof`` dof, or 0)."""
-    from .uncertainty import Interval
     source = (f"the fit's residual scale from {dof} dof, times t/z for {dof} dof (rough; it "
               f"can only widen the reference interval)" if run_sd > 0 else
               "none: the reference errors include run-to-run noise")
@@ -1099,7 +1100,6 @@ def _point_interval(loss: float, level: float, run_sd: float = 0.0, dof: int = 0
 def _n_rungs(ladder: Ladder, law: Law, result: Fit) -> int | None:
     """Compute budgets (rungs) among the runs ``result`` fitted, as leave-future-out counts
     them (None when the ladder has no compute)."""
-    from .calibration import lfo_points
     try:
         _, pts, _, b_pts, _, _ = lfo_points(ladder, law)
     except DelphiError:
@@ -1111,7 +1111,6 @@ def _n_rungs(ladder: Ladder, law: Law, result: Fit) -> int | None:
 
 def _reference_model(reference, ladder: Ladder, law: Law, result: Fit, level: float):
     """(reference model, None) for this forecast, or (None, why not)."""
-    from .reference import ReferenceClass, load_reference
     # A reference class the caller names must load (its error is theirs to see); a failure
     # of the shipped one, or a law it cannot model, leaves the interval unwidened, noted.
     if reference is not None and not isinstance(reference, (ReferenceClass, str, os.PathLike)):
@@ -1122,7 +1121,6 @@ def _reference_model(reference, ladder: Ladder, law: Law, result: Fit, level: fl
     try:
         ref = ref if ref is not None else load_reference()
         exclude = (ladder.name,) if ladder.name in ref.ladders else ()
-        from ..fitting.diagnostics import residual_scale
         return ref.model(law.name, _n_rungs(ladder, law, result), level, exclude=exclude,
                          fit_sd=residual_scale(result), fit_dof=result.dof), None
     except DelphiError as exc:
@@ -1131,7 +1129,6 @@ def _reference_model(reference, ladder: Ladder, law: Law, result: Fit, level: fl
 
 def _interval(result: Fit, inputs, method, level, n_boot, unit, seed, n_jobs, notes,
               shared: dict | None = None):
-    from .uncertainty import bootstrap, bootstrap_interval, delta_interval
 
     if method is None or method == "none":
         return None
@@ -1145,7 +1142,6 @@ def _interval(result: Fit, inputs, method, level, n_boot, unit, seed, n_jobs, no
     # Bad settings are errors, not a silently missing interval.
     if not (isinstance(level, (int, float)) and 0 < level < 1):
         raise FitError(f"interval level must be in (0, 1), got {level!r}")
-    from .uncertainty import MAX_DRAWS
     if not (isinstance(n_boot, int) and 20 <= n_boot <= MAX_DRAWS):
         raise FitError(f"a bootstrap interval needs 20 to {MAX_DRAWS:,} draws (--n-boot), got "
                        f"{n_boot!r}")
@@ -1154,7 +1150,6 @@ def _interval(result: Fit, inputs, method, level, n_boot, unit, seed, n_jobs, no
     if unit not in ("run", "budget"):
         # Raised by the bootstrap too, but caught below as "no interval": a typo is an error.
         raise FitError(f"unknown bootstrap unit {unit!r} (boot_unit); use 'run' or 'budget'")
-    from ..core.parallel import check_n_jobs
     check_n_jobs(n_jobs)
     enough = result.n_points >= 2 * result.n_free + 2
     if method == "auto":
@@ -1168,7 +1163,6 @@ def _interval(result: Fit, inputs, method, level, n_boot, unit, seed, n_jobs, no
     if 3 <= result.dof < 5:
         notes.append(f"the interval rests on {result.dof} residual degrees of freedom: its "
                      f"noise estimate is rough")
-    from ..fitting.diagnostics import NOISE_FLOOR, residual_scale
     exact = ""
     if method == "bootstrap" and residual_scale(result) < NOISE_FLOOR:
         # Every resample of an exactly fitted ladder gives the same law: a zero-width
@@ -1213,7 +1207,6 @@ def _interval(result: Fit, inputs, method, level, n_boot, unit, seed, n_jobs, no
 def calibration_of(score: "CandidateScore | None"):
     """The calibration model of a compared candidate's leave-future-out errors (None when it
     has fewer than 3 folds: :func:`delphi.predict` then calibrates, or falls back, itself)."""
-    from .calibration import CalibrationModel
     if score is None or score.backtest is None:
         return None
     try:
@@ -1249,10 +1242,7 @@ def predict_selected(ladder: Ladder, target, *, ensemble: bool = False,
     FitError: no candidate could be backtested, or (ensemble) none could predict the target.
     TargetError, LadderError: as :func:`delphi.predict`.
     """
-    from ..core.quantiles import norm_ppf
 
-    from .calibration import log_sd
-    from .uncertainty import Interval
     if settings.get("floor_range") is not None:
         auto = option("law='auto'", "--law auto")
         raise TargetError(f"a floor range ({option('floor_range=...', '--floor LO:HI')}) scans "
@@ -1263,7 +1253,6 @@ def predict_selected(ladder: Ladder, target, *, ensemble: bool = False,
     settings.pop("floor_range", None)
     base_fixed = dict(settings.pop("fixed", None) or {})
     base_delta = settings.pop("delta", DEFAULT_DELTA)
-    from .target import as_target
     target = as_target(target)
     skipped_notes: list[str] = []
     if candidates is None:

@@ -55,6 +55,11 @@ from ..core.quantiles import norm_ppf
 from .calibration import MAX_FOLDS, SIGMA_FLOOR, CalibrationModel, LFOErrors, leave_future_out
 from ..errors import DelphiError, FitError
 from .uncertainty import DEFAULT_LEVEL
+from .candidates import Candidate, default_candidates
+from ..laws import get_law
+from ..inputs.readers import as_ladder, load_ladder
+from ..fitting.diagnostics import residual_scale
+from ..fitting.api import compute_frontier
 
 __all__ = ["ReferenceClass", "ReferenceModel", "BlendedModel", "blend", "build_reference",
            "load_reference", "reference_rows", "REFERENCE_PATH", "MIN_LADDERS", "PRIOR_FOLDS",
@@ -337,7 +342,6 @@ class ReferenceClass:
         """
         if not 0 < level < 1:
             raise FitError(f"level must be in (0, 1), got {level!r}")
-        from ..laws import get_law
         law = get_law(law).name           # LawError naming the known laws
         if n_rungs is not None and (isinstance(n_rungs, bool) or int(n_rungs) != n_rungs
                                     or n_rungs < 1):
@@ -463,7 +467,6 @@ def reference_rows(errors: LFOErrors, n_free: int,
     ``n_free`` free parameters; only the predictions of ``runs`` (default: all); at most
     ``max_per_fold`` predictions per fold, evenly spaced in order of r (always the nearest
     and the farthest)."""
-    from ..fitting.diagnostics import residual_scale
     out = []
     keep = None if runs is None else np.isin(errors.run.astype(str), list(runs))
     fits = errors.fits if len(errors.fits) == len(errors.folds) else [None] * len(errors.folds)
@@ -500,9 +503,6 @@ def build_reference(ladders: Sequence, laws: Callable | None = None, *,
     only on a ladder whose frontier is close to compute-optimal (:data:`FRONTIER_SPAN`). A
     law that cannot be cut, or is not kept, is recorded in the provenance with why.
     """
-    from ..laws import get_law
-    from .candidates import Candidate, default_candidates
-    from ..inputs.readers import as_ladder, load_ladder
     frames, record = [], {}
     for ladder in ladders:
         ladder = load_ladder(ladder) if isinstance(ladder, (str, Path)) else as_ladder(ladder)
@@ -543,7 +543,6 @@ def build_reference(ladders: Sequence, laws: Callable | None = None, *,
 def _frontier_runs(ladder) -> set[str] | None:
     """The runs of the ladder's compute frontier (the lowest loss of each budget), or None
     (every run) when the ladder has no compute."""
-    from ..fitting.api import compute_frontier
     finals, _ = ladder.final_points()
     if "flops" not in finals.columns:
         return None
@@ -554,7 +553,6 @@ def _frontier_runs(ladder) -> set[str] | None:
 
 def _frontier_span(ladder) -> float | None:
     """max / min of D/N over the ladder's compute frontier (None without N and D)."""
-    from ..fitting.api import compute_frontier
     finals, _ = ladder.final_points()
     if not {"params", "tokens", "flops"} <= set(finals.columns):
         return None

@@ -27,10 +27,11 @@ from typing import Mapping, Sequence
 import numpy as np
 
 from ..core.findings import Finding
-from ..errors import DelphiError, LawError
+from ..errors import DelphiError, LadderError, LawError
 from ..fitting import Fit, fit_arrays
-from ..fitting.api import BUDGET_TOLERANCE
+from ..fitting.api import BUDGET_TOLERANCE, HPARAM_COLUMNS
 from ..laws import CHECKPOINT_LAWS
+from ..fitting.objective import Problem
 
 __all__ = ["OFF_TREND_SIGMAS", "OFF_TREND_MIN", "NONMONOTONE_MIN", "NonMonotone",
            "non_monotone_pairs", "held_inputs", "OffTrendRung", "OffTrend", "find_off_trend",
@@ -245,7 +246,6 @@ class OffTrend:
 def log_prediction_se(result: Fit, x: Mapping[str, Sequence[float]]) -> float | None:
     """Delta-method standard error of log L predicted at one point ``x`` (each input shape
     (1,)) from the fit's Gauss-Newton covariance; None when the fit has none."""
-    from ..fitting.objective import Problem
 
     if result.covariance is None:
         return None
@@ -408,8 +408,6 @@ def held_inputs(ladder, result: Fit) -> dict[str, np.ndarray] | None:
     A law in C alone is fitted to the compute frontier (each budget's best-tuned run): nothing
     is held. None when nothing is held, or the ladder's finished runs cannot be read.
     """
-    from ..errors import LadderError
-    from ..fitting.api import HPARAM_COLUMNS
 
     inputs = tuple(result.law.inputs)
     if result.law.name in CHECKPOINT_LAWS or inputs == ("flops",):

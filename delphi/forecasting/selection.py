@@ -27,12 +27,18 @@ import numpy as np
 
 from ..errors import (DelphiError, FitError, FitWarning, LadderError, LawError, TargetError, option,
                      user_stacklevel)
-from ..fitting import DEFAULT_DELTA
+from ..fitting import DEFAULT_DELTA, fit
 from ..inputs.ladder import Ladder
 from ..laws import get_law
 from ..core.records import positive_number
 from .candidates import (ENSEMBLE_RULE, RECENCY, Candidate, default_candidates,
                          parse_candidates)
+from .reference import FAMILY, ReferenceClass, load_reference
+from .design import SPLIT_SPAN, ratio_span
+from .calibration import MIN_FOLDS, calibration_backtest, cut_levels
+from ..inputs.readers import as_ladder
+from ..inputs.law_inputs import budget_labels
+from ..fitting.diagnostics import attach_identification, refuse_degenerate
 
 __all__ = ["Candidate", "CandidateScore", "Comparison", "compare", "default_candidates",
            "parse_candidates", "fold_weights", "ENSEMBLE_RULE", "RECENCY"]
@@ -294,9 +300,6 @@ def compare(ladder: Ladder, candidates: Sequence[Candidate | str] | None = None,
         ladder (too few compute budgets) and the reference class cannot rank them, or no
         candidates.
     """
-    from .calibration import MIN_FOLDS, calibration_backtest, cut_levels
-    from ..fitting import fit
-    from ..inputs.readers import as_ladder
     ladder = as_ladder(ladder)      # a DataFrame is read as load_ladder reads it
     if isinstance(candidates, str):
         candidates = parse_candidates(candidates)
@@ -479,8 +482,6 @@ def _full_fit_or_reason(ladder: Ladder, s: "CandidateScore", bounds, seed,
     """``s`` with its full fit's parameters and AIC/BIC (``full``: that fit, when compare
     made it), or without its reference error and with the reason when the law cannot fit
     the ladder or collapses to a constant over it (as :func:`delphi.predict` refuses)."""
-    from ..fitting import fit
-    from ..fitting.diagnostics import attach_identification, refuse_degenerate
     c = s.candidate
     try:
         with warnings.catch_warnings():
@@ -518,9 +519,6 @@ def reference_scores(ladder: Ladder, laws: Sequence[str], reference=None,
 
     Raises DelphiError when the reference class cannot be read.
     """
-    from ..inputs.law_inputs import budget_labels
-    from .design import SPLIT_SPAN, ratio_span
-    from .reference import FAMILY, ReferenceClass, load_reference
     ref = reference if isinstance(reference, ReferenceClass) else load_reference(reference)
     finals, _ = ladder.final_points()
     n = int(budget_labels(finals.dropna(subset=["flops"])).nunique()) if "flops" in finals else 0
@@ -566,7 +564,6 @@ def reference_scores(ladder: Ladder, laws: Sequence[str], reference=None,
 
 def _isoflop_grid(finals) -> bool:
     """Whether most compute budgets hold 3 or more model sizes (an isoFLOP sweep)."""
-    from ..inputs.law_inputs import budget_labels
     f = finals.dropna(subset=["flops"])
     if "params" not in f or f["params"].isna().any() or not len(f):
         return False

@@ -7,8 +7,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..errors import TargetError, option
+from ..errors import DelphiError, TargetError, option
 from ..inputs.ladder import FLOPS_PER_PARAM_TOKEN, check_target_value
+from ..inputs.schedules import Schedule
 
 __all__ = ["Target", "as_target", "MAX_FLOOR_POINTS", "K_PLAUSIBLE", "DESIGN_FACTOR"]
 
@@ -112,8 +113,6 @@ class Target:
         TargetError
             No schedule, or a malformed one.
         """
-        from ..errors import DelphiError
-        from ..inputs.schedules import Schedule
 
         if self.schedule is None:
             raise TargetError("the target has no schedule")

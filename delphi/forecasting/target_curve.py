@@ -18,7 +18,7 @@ completion is off depends on how much of the run it has seen. :func:`completion_
 measures that on the ladder itself, before the target exists: each of the ladder's finished
 curves is cut at fractions 0.1..0.9, completed, and the root-mean-square log error of the
 final loss is recorded per fraction. ``register`` stores it with the curve, so the weights of
-the revised forecast (:mod:`delphi.analyses.tracking`) are preregistered too.
+the revised forecast (:mod:`delphi.registry.tracking`) are preregistered too.
 """
 
 from __future__ import annotations
@@ -38,6 +38,9 @@ from .forecast import Forecast, predict
 from .target import Target, as_target
 from .uncertainty import DEFAULT_LEVEL
 from ..core.findings import Finding, messages
+from .completion_refit import WarmCompletion
+from ..inputs.readers import as_ladder
+from ..inputs.law_inputs import curve_inputs
 
 __all__ = ["CurvePoint", "CurveForecast", "predict_curve", "completion_errors",
            "target_schedule", "COMPLETION_FRACTIONS", "CURVE_LAW", "DEFAULT_POINTS"]
@@ -242,8 +245,6 @@ def completion_errors(ladder: Ladder, *, fractions=COMPLETION_FRACTIONS, max_run
     ((fraction, rms log error), ...) for fractions where at least 2 runs could be completed;
     empty when none could (a ladder of final losses only).
     """
-    from ..inputs.law_inputs import curve_inputs
-    from .completion_refit import WarmCompletion
 
     t = ladder.table
     if "step" not in t.columns or not len(t):
@@ -321,7 +322,6 @@ def predict_curve(ladder, target, law: str | None = None, *, level: float = DEFA
         law (a final-loss law has no curve). LawError, LadderError, FitError: as
         :func:`delphi.predict`.
     """
-    from ..inputs.readers import as_ladder
 
     ladder = as_ladder(ladder)
     target = as_target(target)

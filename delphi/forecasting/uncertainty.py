@@ -30,6 +30,9 @@ from ..fitting.engine import basin_probes, check_design, global_search, prepare,
 from ..fitting.refit import refine_batch, refine_one, weighted_objective
 from ..fitting.objective import Problem
 from ..fitting.search import screen_weighted
+from ..fitting.diagnostics import NOISE_FLOOR, floored_covariance
+from ..core.quantiles import norm_ppf, t_ppf
+from ..core.parallel import map_jobs
 
 __all__ = ["Interval", "BootstrapDraws", "run_noise", "bootstrap", "delta_interval",
            "bootstrap_interval", "basin_suspects", "DEFAULT_LEVEL"]
@@ -172,7 +175,6 @@ def run_noise(fit: Fit, x: Mapping[str, Sequence[float]] | None = None) -> tuple
     ------
     FitError: as :func:`_run_noise_estimate`.
     """
-    from ..fitting.diagnostics import NOISE_FLOOR
 
     sigma, source = _run_noise_estimate(fit, x)
     if not sigma >= NOISE_FLOOR:
@@ -246,7 +248,6 @@ def _run_noise_estimate(fit: Fit, x: Mapping[str, Sequence[float]] | None = None
 
 def _quantile(level: float, dof: int | None) -> float:
     """Two-sided quantile: Student t when the dof are few, normal otherwise."""
-    from ..core.quantiles import norm_ppf, t_ppf
     q = 0.5 + level / 2
     return float(t_ppf(q, dof)) if dof and dof < 1000 else float(norm_ppf(q))
 
@@ -289,7 +290,6 @@ def delta_interval(fit: Fit, x: Mapping[str, Sequence[float]], *,
         raise FitError("the law predicts a non-positive loss at the target")
     idx = [free.index(n) for n in fit.covariance_params]
     g = jac[0, idx]
-    from ..fitting.diagnostics import floored_covariance
     # A fit that interpolates its ladder has a covariance of ~0: use the floored noise.
     var = float(g @ floored_covariance(fit) @ g)
     q = _quantile(level, fit.dof)
@@ -534,7 +534,6 @@ def bootstrap(fit: Fit, *, n: int = 200, unit: str = "run", seed: int = 0,
     FitError: ``fit`` is not a :class:`~delphi.fitting.Fit`, n < 2, an unknown unit, a bad
         n_jobs, or more than half of the draws failed.
     """
-    from ..core.parallel import map_jobs
     if not isinstance(fit, Fit):
         raise FitError(f"bootstrap resamples a Fit (from delphi.fit), got {type(fit).__name__}")
     if not (isinstance(n, int) and 2 <= n <= MAX_DRAWS):

@@ -53,6 +53,7 @@ from ..core.records import positive_number
 from ..core.text import plural
 from .runstate import Invalid, invalid_message, not_annealed, run_states, status_kinds
 from .units import LOSS_RANGE, UNITS, normalize_unit, unit_from_metric
+from .schedules import find_restarts
 
 __all__ = ["Ladder", "Exclusion", "FlopsConvention", "CANONICAL_COLUMNS",
            "FLOPS_PER_PARAM_TOKEN", "UNITS", "normalize_unit", "unit_from_metric",
@@ -1093,7 +1094,6 @@ class Ladder:
         superseded rows, each row's segment number within its run (shape (n,), +1 after each
         restarted counter) and, per run (shape (n_runs,)), whether its step counter restarted.
         """
-        from .schedules import find_restarts
         found = find_restarts(codes, v["step"].to_numpy(float), v["loss"].to_numpy(float),
                               v["row"].to_numpy(), names)
         segment = np.zeros(len(v), dtype=np.int64)
@@ -1136,7 +1136,6 @@ class Ladder:
         """Record and warn about runs whose logged step goes back in file order (resumed
         runs; :func:`delphi.schedules.find_restarts`): ``self.restarts`` maps run -> restarts.
         Curve laws refuse such runs; their last row by step may not be their last checkpoint."""
-        from .schedules import find_restarts
         found = find_restarts(codes, t["step"].to_numpy(float), t["loss"].to_numpy(float),
                               t["row"].to_numpy(), names)
         self.restarts = {}

@@ -8,13 +8,17 @@ This layer sits below :mod:`delphi.fitting` (which fits the points) and :mod:`de
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 import pandas as pd
 
 from ..errors import LadderError
 from .ladder import Exclusion, Ladder, columns_found
-from ..laws import CHECKPOINT_LAWS, Law
 from .schedules import LoggedSchedule, Schedule, features
+
+if TYPE_CHECKING:
+    from ..laws import Law
 
 __all__ = ["ANNEALING_MOMENTUM", "budget_labels", "rows_inputs", "planned_steps", "run_schedule", "curve_inputs", "lr_ratio",
            "run_fraction", "law_points"]
@@ -183,14 +187,23 @@ def run_fraction(rows: pd.DataFrame) -> np.ndarray:
     return tokens / run_max[codes]
 
 
-def law_points(ladder: Ladder, law: Law, include_unfinished: bool, min_fraction: float):
+def law_points(ladder: Ladder, law: Law, include_unfinished: bool, min_fraction: float, *,
+               per_checkpoint: bool = False):
+    """The points ``law`` is fitted to, and the exclusions: each finished run's final row, or
+    (``per_checkpoint``: a checkpoint law, :data:`delphi.laws.CHECKPOINT_LAWS`) every
+    checkpoint of every run past ``min_fraction`` of it, diverged runs left out.
+
+    Raises
+    ------
+    LadderError: the ladder lacks a column the law reads (the message lists those found).
+    """
     needed = [c for c in law.inputs if c != "h"]
     missing = [c for c in needed if not ladder.has(c)]
     if missing:
         raise LadderError(
             f"law {law.name!r} reads {', '.join(law.inputs)} but ladder {ladder.name!r} has no "
             f"{', '.join(missing)} column; {columns_found(ladder.table.columns)}")
-    if law.name not in CHECKPOINT_LAWS:
+    if not per_checkpoint:
         return ladder.final_points(include_unfinished=include_unfinished)
     # Every checkpoint of every run counts, unfinished runs included; diverged runs do not.
     _, excluded = ladder.final_points(include_unfinished=True)

@@ -16,6 +16,7 @@ from ..errors import RegistryError
 from .invariants import ChainRules
 from .schema import GENESIS, Entry, canonical_json, entry_hash, validation_message
 from ..core.text import plural
+from .signing import fingerprint, signature_valid
 
 __all__ = ["VerifyReport", "Signer", "verify_bytes", "split_lines", "plural", "check_head",
            "line_problem", "normalized"]
@@ -105,7 +106,6 @@ class Signer:
 
     @property
     def fingerprint(self) -> str | None:
-        from .signing import fingerprint
 
         return None if self.key is None else fingerprint(self.key)
 
@@ -250,7 +250,6 @@ def check_line(line: bytes, raw, prev: str) -> Entry:
         raise Problem("is not in canonical form (whitespace, key order or number format "
                        "changed)", rid)
     if entry.signature is not None:
-        from .signing import fingerprint, signature_valid
 
         if not signature_valid(raw):
             raise Problem(f"has a signature that does not verify with the key it names "
@@ -347,7 +346,6 @@ def verify_bytes(data: bytes, path: str | Path, expect_head: str | None = None,
                 return fail(i - 1, i, "is not signed, but trusted keys were given: anyone with "
                             "write access could have appended it", entry.id)
             if key not in trusted_keys:
-                from .signing import fingerprint
 
                 return fail(i - 1, i, f"is signed by {fingerprint(key)}, which is not one of the "
                             f"trusted keys", entry.id)

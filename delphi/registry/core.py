@@ -18,7 +18,7 @@ from pydantic import ValidationError
 
 from ..core.files import describe_not_a_file, read_regular_file
 from ..core.files import reason as _reason
-from ..errors import RegistryError
+from ..errors import LadderError, RegistryError, option
 from .chain import (Problem, check_line, VerifyReport, line_problem, normalized, split_lines,
                     verify_bytes)
 from .invariants import (ACCURACY_UNIT, FUTURE_TOLERANCE, LOSS_RANGE, MAX_ID_LENGTH,
@@ -33,7 +33,10 @@ from .schema import (GENESIS, CandidateRecord, ComparisonRecord, Entry, Exclusio
                      LadderRecord, LawRecord, OutcomeRecord, TargetRecord, entry_hash,
                      validation_message)
 from .scoring import ComparisonScore, Score, Scoreboard, score_comparison, score_outcome, scoreboard
-from .signing import SigningKey, load_signing_key, load_trusted_keys, sign_fields
+from .signing import SigningKey, load_signing_key, load_trusted_keys, sign_fields, signature_valid
+from ..inputs.units import DEFAULT_UNIT, normalize_unit
+from ..analyses.recipes import RecipeComparison
+from .. import __version__
 
 try:  # the lock on the registry file itself (every path to it); POSIX only
     import fcntl
@@ -227,8 +230,6 @@ def _target_record(base: Mapping[str, Any], facts: Mapping[str, Any] | None) -> 
 def _unit(unit: Any, what: str) -> str:
     """``unit`` as one of :data:`delphi.units.UNITS` or :data:`ACCURACY_UNIT`
     (RegistryError listing them if not)."""
-    from ..errors import LadderError
-    from ..inputs.units import normalize_unit
 
     if isinstance(unit, str) and unit.strip().lower() == ACCURACY_UNIT:
         return ACCURACY_UNIT
@@ -246,8 +247,6 @@ def _check_outcome_unit(pred: Entry, unit: str | None) -> None:
         # A loss registered without a unit (an external forecast) is scored as nats/token,
         # delphi's default (Score's errors say so): an outcome in another unit would be scored
         # against it as if it were comparable.
-        from ..errors import option
-        from ..inputs.units import DEFAULT_UNIT
         if unit != DEFAULT_UNIT:
             flag = option("target['unit']", "--target-unit")
             raise RegistryError(f"prediction {pred.id!r} was registered without a unit, so it "
@@ -1003,7 +1002,6 @@ class Registry:
         """
         import re
 
-        from ..analyses.recipes import RecipeComparison
 
         if not isinstance(comparison, RecipeComparison):
             raise RegistryError(f"register_comparison() needs a delphi RecipeComparison (from "
@@ -1604,8 +1602,6 @@ def _seal(fields: dict, prev_hash: str, sign_key: SigningKey | None = None) -> E
     RegistryError
         The fields do not make a valid entry.
     """
-    from .. import __version__
-    from .signing import signature_valid
 
     body = {"delphi_version": __version__, **fields, "prev_hash": prev_hash, "hash": GENESIS}
     try:

@@ -18,6 +18,8 @@ from pathlib import Path
 
 from ..errors import RegistryError
 from .core import Registry
+from ..inputs.readers import load_ladder, load_manifest
+from ..forecasting.forecast import Target, predict
 
 __all__ = ["build_marin_registry", "HERO_ID"]
 
@@ -39,8 +41,6 @@ def build_marin_registry(path: str | Path) -> Registry:
     LadderError, FitError
         The bundled ``marin-moe-535b`` ladder cannot be read or fitted.
     """
-    from ..forecasting.forecast import Target, predict
-    from ..inputs.readers import load_ladder, load_manifest
 
     path = Path(path)
     if path.exists():

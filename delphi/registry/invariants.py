@@ -16,8 +16,8 @@ import re
 from datetime import datetime, timedelta
 from typing import Any
 
-from ..errors import RegistryError
-from ..inputs.units import LOSS_RANGE
+from ..errors import LadderError, RegistryError
+from ..inputs.units import LOSS_RANGE, normalize_unit
 from .schema import ACCURACY_UNIT, Entry, IntervalRecord
 from .scoring import score_comparison, score_outcome
 
@@ -157,8 +157,6 @@ def check_unit_as_written(unit: str | None) -> None:
     RegistryError
         An unknown unit, or an alias of a known one.
     """
-    from ..errors import LadderError
-    from ..inputs.units import normalize_unit
 
     if unit is None or unit == ACCURACY_UNIT:
         return

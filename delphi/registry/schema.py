@@ -183,7 +183,7 @@ class CurveBandRecord(_Strict):
     completion_error: tuple[tuple[Fraction, Positive], ...] = ()
     """``(fraction, RMS log error)`` of run-only completions measured on the ladder at that
     fraction: the preregistered weight of a run's own completion when tracking revises the
-    final forecast (:mod:`delphi.analyses.tracking`)."""
+    final forecast (:mod:`delphi.registry.tracking`)."""
 
 
 class ForecastRecord(_Strict):

@@ -180,7 +180,6 @@ def as_ladder(ladder):
     """
     import pandas as pd
 
-    from ..ladder import Ladder
     if isinstance(ladder, Ladder):
         return ladder
     if isinstance(ladder, pd.DataFrame):

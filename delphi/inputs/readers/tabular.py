@@ -18,6 +18,7 @@ from typing import IO, Mapping
 from ...errors import LadderError, option
 from ._common import (MAGIC, GZIP_SUFFIX, InMemoryFile, SourceTable, canonicalize,
                       concat_files, read_file, resolve_paths)
+from .checks import check_tables
 
 __all__ = ["read_csv", "read_parquet", "read_jsonl", "read_table", "read_stream", "FORMATS",
            "STREAM_FORMATS", "format_of"]
@@ -147,7 +148,6 @@ def read_stream(stream: IO | None, fmt: str = "csv", *,
     if fmt not in STREAM_FORMATS:
         raise LadderError(f"unknown format {fmt!r} for {label}; choose one of "
                           f"{', '.join(STREAM_FORMATS)}")
-    from .checks import check_tables
 
     buffer = stream_bytes(stream, fmt, label=label)
     head = buffer.data[:4096].lstrip()

@@ -1,7 +1,7 @@
 """``delphi track``: follow a registered prediction's run checkpoint by checkpoint.
 
 :func:`add_commands` registers the subcommand and returns ``{command: handler}``. The handler
-only parses and prints: the work is in :mod:`delphi.analyses.tracking`. Standard library only
+only parses and prints: the work is in :mod:`delphi.registry.tracking`. Standard library only
 at import.
 """
 
@@ -60,7 +60,7 @@ def add_commands(sub) -> dict[str, Handler]:
 
 
 def _cmd_track(args) -> int:
-    from ...analyses.tracking import ALARM_EXIT, track
+    from ...registry.tracking import ALARM_EXIT, track
     from .output import command_stdout
 
     out = command_stdout()

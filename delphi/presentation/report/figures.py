@@ -236,8 +236,8 @@ def curve_figure(entry: "Entry", scores: Sequence["Score"]) -> "Figure":
 
 def _revised_history(entry, scores) -> list:
     """The tracker's revised final forecasts, recomputed from the recorded outcomes
-    (:func:`delphi.analyses.tracking.revised_history`); empty when it cannot be."""
-    from ...analyses.tracking import revised_history
+    (:func:`delphi.registry.tracking.revised_history`); empty when it cannot be."""
+    from ...registry.tracking import revised_history
     from ...errors import DelphiError
 
     try:

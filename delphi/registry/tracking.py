@@ -46,6 +46,12 @@ import pandas as pd
 from ..errors import DelphiError, LadderError, RegistryError, TargetError
 from ..forecasting.completion_refit import WarmCompletion
 from ..inputs.schedules import Schedule, warmup_end
+from .scoring import score_outcome
+from .core import Registry
+from .signing import load_signing_key
+from ..inputs.readers.tensorboard import read_scalars
+from ..inputs.readers.tabular import read_csv, read_jsonl
+from ..inputs.readers import read_table
 
 __all__ = ["Revised", "TrackedCheckpoint", "Tracking", "Reviser", "RunTracker", "revised_history",
            "read_run_log", "track",
@@ -208,7 +214,6 @@ def read_run_log(source, *, format: str | None = None, loss_column: str | None =
         if not path.exists():
             raise LadderError(f"run log {str(source)!r}: no such file or directory")
         if path.is_dir() or format == "tensorboard":
-            from ..inputs.readers.tensorboard import read_scalars
             long = read_scalars(path)
             runs = sorted(set(long["dir_name"]))
             if len(runs) > 1:
@@ -221,8 +226,6 @@ def read_run_log(source, *, format: str | None = None, loss_column: str | None =
                                      aggfunc="last").reset_index()
             frame.columns = [str(c) for c in frame.columns]
         else:
-            from ..inputs.readers import read_table
-            from ..inputs.readers.tabular import read_csv, read_jsonl
             reader = {"csv": read_csv, "jsonl": read_jsonl}.get(format or "", read_table)
             frame = reader(path).frame
     cols = list(frame.columns)
@@ -394,7 +397,6 @@ class RunTracker:
 
     def __init__(self, registry, id: str, *, patience: int = DEFAULT_PATIENCE, sign_key=None,
                  source: str = "delphi track"):
-        from ..registry import Registry, load_signing_key
 
         if not isinstance(patience, int) or isinstance(patience, bool) or patience < 1:
             raise TargetError(f"patience must be an integer >= 1, got {patience!r}")
@@ -433,7 +435,6 @@ class RunTracker:
         ``on_checkpoint(checkpoint)`` is called after each. With ``stop_on_alarm`` the
         checkpoint that raises the alarm is the last one processed.
         """
-        from ..registry.scoring import score_outcome
 
         last = self._reviser._steps[-1] if self._reviser._steps else 0
         new = log[log["step"] > last]
