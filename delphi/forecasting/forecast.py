@@ -560,16 +560,9 @@ def predict(ladder: Ladder, target: Target | Mapping[str, float], law: str | Law
         ``interval`` or ``boot_unit``, a ``level`` outside (0, 1), ``n_boot`` or ``n_jobs``.
     """
     many = _several_targets(target)
-    forecasts = _forecast(ladder, many if many is not None else [target], law, fixed=fixed,
-                          bounds=bounds, delta=delta, fit_max_flops=fit_max_flops,
-                          include_unfinished=include_unfinished,
-                          divergence_threshold=divergence_threshold, seed=seed,
-                          interval=interval, level=level, n_boot=n_boot, boot_unit=boot_unit,
-                          n_jobs=n_jobs if n_jobs is not None else workers,
-                          floor_range=floor_range, floor_points=floor_points,
-                          off_trend=off_trend, allow_degenerate=allow_degenerate,
-                          ensemble=ensemble, candidates=candidates, reference=reference,
-                          identify=identify)
+    options = {k: v for k, v in locals().items()
+               if k not in ("ladder", "target", "law", "many")}
+    forecasts = _forecast(ladder, many if many is not None else [target], law, options)
     return forecasts if many is not None else forecasts[0]
 
 
@@ -899,21 +892,34 @@ def forecast_from_fit(fitted: FittedLaw, target: Target | Mapping[str, float], *
                     flops_convention=ladder.flops_convention)
 
 
-def _forecast(ladder: Ladder, targets: Sequence, law: str | Law | None, *,
-              fixed: Mapping[str, float] | None = None,
-              bounds: Mapping[str, Sequence[float]] | None = None, delta: float = DEFAULT_DELTA,
-              fit_max_flops: float | None = None, include_unfinished: bool = False,
-              divergence_threshold: float | None = DIVERGENCE_THRESHOLD, seed: int = 0,
-              interval: str | None = "auto", level: float = DEFAULT_LEVEL, n_boot: int = 200,
-              boot_unit: str = "run", n_jobs: int | None = None,
-              floor_range: Sequence[float] | None = None, floor_points: int = 3,
-              off_trend: bool = True, allow_degenerate: bool = False, ensemble: bool = False,
-              candidates: Sequence | None = None, reference=None, identify: bool = True,
+def _options(given: Mapping) -> dict:
+    """:func:`predict`'s keyword settings: its defaults (read from its signature, the one
+    place they are written) updated by ``given``; ``workers`` folds into ``n_jobs``."""
+    import inspect
+    defaults = {k: p.default for k, p in inspect.signature(predict).parameters.items()
+                if p.kind is p.KEYWORD_ONLY}
+    unknown = set(given) - set(defaults)
+    if unknown:
+        raise TypeError(f"unknown forecast setting(s) {sorted(unknown)}")
+    out = {**defaults, **given}
+    workers = out.pop("workers")
+    if out["n_jobs"] is None:
+        out["n_jobs"] = workers
+    return out
+
+
+def _forecast(ladder: Ladder, targets: Sequence, law: str | Law | None, options: Mapping, *,
               calibration=None, floor_hint: bool = True) -> list[Forecast]:
-    """The forecasts of ``targets`` (each a Target or dict), in order: the law resolved per
-    target, each law fitted once (:func:`fit_stage`) and shared by its targets
-    (:func:`forecast_from_fit`); ``auto``/``ensemble`` through :func:`predict_selected`, a
-    floor range through :func:`delphi.robustness.scan_floor`."""
+    """The forecasts of ``targets`` (each a Target or dict), in order, with :func:`predict`'s
+    keyword settings ``options`` (those not given take predict's defaults): the law resolved
+    per target, each law fitted once (:func:`fit_stage`) and shared by its targets
+    (:func:`forecast_from_fit`; ``calibration``: a calibration model already fitted, as
+    :func:`compare`'s refits give); ``auto``/``ensemble`` through :func:`predict_selected`, a
+    floor range through :func:`delphi.robustness.scan_floor` (``floor_hint`` off inside it)."""
+    o = _options(options)
+    fixed, ensemble, candidates = o["fixed"], o["ensemble"], o["candidates"]
+    floor_range, floor_points = o["floor_range"], o["floor_points"]
+    allow_degenerate, identify = o["allow_degenerate"], o["identify"]
     ladder = as_ladder(ladder)      # a DataFrame is read as load_ladder reads it
     targets = [as_target(t) for t in targets]
     selecting = ensemble or (isinstance(law, str) and law == "auto")
@@ -925,11 +931,10 @@ def _forecast(ladder: Ladder, targets: Sequence, law: str | Law | None, *,
     if not selecting and candidates is not None:
         auto = option("law='auto'", "--law auto")
         raise TargetError(f"candidates are for {auto} or ensemble=True")
-    fit_settings = dict(bounds=bounds, delta=delta, fit_max_flops=fit_max_flops,
-                        include_unfinished=include_unfinished,
-                        divergence_threshold=divergence_threshold, seed=seed)
-    per_target = dict(interval=interval, level=level, n_boot=n_boot, boot_unit=boot_unit,
-                      n_jobs=n_jobs, off_trend=off_trend, reference=reference)
+    fit_settings = {k: o[k] for k in ("bounds", "delta", "fit_max_flops", "include_unfinished",
+                                      "divergence_threshold", "seed")}
+    per_target = {k: o[k] for k in ("interval", "level", "n_boot", "boot_unit", "n_jobs",
+                                    "off_trend", "reference")}
     if selecting:
         return [predict_selected(ladder, t, ensemble=ensemble, candidates=candidates,
                                  fixed=fixed, floor_range=floor_range,
@@ -949,8 +954,8 @@ def _forecast(ladder: Ladder, targets: Sequence, law: str | Law | None, *,
         out = []
         for t, lw in zip(targets, laws):
             def one(pinned, t=t, lw=lw):
-                return _forecast(ladder, [t], lw, fixed=pinned, **fit_settings, **per_target,
-                                 allow_degenerate=allow_degenerate, identify=identify,
+                return _forecast(ladder, [t], lw, {**options, "fixed": pinned,
+                                                   "floor_range": None},
                                  floor_hint=False)[0]
             out.append(scan_floor(one, lw, floor_range, floor_points, fixed))
         return out
@@ -1308,9 +1313,10 @@ def predict_selected(ladder: Ladder, target, *, ensemble: bool = False,
 
     def one(c: Candidate, **over):
         # The comparison's refits already calibrate this candidate: no second pass.
-        return _forecast(ladder, [target], c.law, fixed=dict(c.fixed) or None, delta=c.delta,
-                         calibration=calibration_of(by_label.get(c.label)),
-                         **{**settings, **over})[0]
+        return _forecast(ladder, [target], c.law, {**settings, **over,
+                                                   "fixed": dict(c.fixed) or None,
+                                                   "delta": c.delta},
+                         calibration=calibration_of(by_label.get(c.label)))[0]
 
     table = comparison.to_dict()
     if not ensemble:
