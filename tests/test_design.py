@@ -118,6 +118,17 @@ def test_greedy_batch_and_extrapolation(ladder, forecast):
     assert out.candidates[1].width_before == pytest.approx(out.candidates[0].width_after)
 
 
+def test_the_default_grid_stops_below_the_target(ladder, forecast):
+    # Before (a fresh user): with a budget far beyond the target, the grid's first pick was a
+    # run 160x the target's compute.
+    out = suggest_runs(ladder, TARGET, "chinchilla", budget=1e30, forecast=forecast)
+    c_target = forecast.target.flops
+    assert out.candidates and max(s.run.flops for s in out.candidates) <= c_target / 2 * 1.01
+    assert any("stops at half the target's compute" in n for n in out.notes)
+    with pytest.raises(delphi.LadderError, match="beyond any training run"):
+        suggest_runs(ladder, TARGET, "chinchilla", budget=1e41, forecast=forecast)
+
+
 def test_candidate_beyond_budget_is_refused(ladder, forecast):
     with pytest.raises(LadderError, match=r"candidate 'r2' \(row 1.*beyond the budget"):
         suggest_runs(ladder, TARGET, "chinchilla", candidates=CANDIDATES, budget=5e17,
@@ -149,6 +160,9 @@ def test_score_design_is_deterministic_by_seed():
     assert c.param_sd != a.param_sd                              # the seed is used
     fisher = score_design(design, target, prior)
     assert fisher.param_sd == pytest.approx(a.param_sd, rel=0.35)  # linearised vs refits
+    # a prior the law cannot take (a negative exponent: loss growing with scale) is refused
+    with pytest.raises(delphi.LawError, match="alpha = -0.3 is outside its range"):
+        score_design(design, target, {**prior, "alpha": -0.3})
     # a design with a larger top budget extrapolates less: a narrower expected interval
     more = pd.concat([design, pd.DataFrame({"params": [3e8], "tokens": [6e9]})])
     assert score_design(more, target, prior).width < fisher.width

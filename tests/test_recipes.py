@@ -177,6 +177,9 @@ def test_cli_json_and_text(tmp_path, capsys):
     d = json.loads(out)
     assert d["reference"] == "iso-A" and d["comparisons"][0]["recipe"] == "iso-B"
     assert d["comparisons"][0]["forecasts"]["recipe"]["loss"] > 0
+    # each recipe's forecast warnings are in the JSON too, not only in the text (a fresh
+    # user's finding: --json dropped them)
+    assert "warnings" in d["comparisons"][0]["forecasts"]["recipe"]
     code = main(["compare-recipes", paths[0], "--target-flops", "1e21"])
     assert code == 2
 

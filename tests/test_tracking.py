@@ -253,3 +253,24 @@ def test_registry_page_draws_band_and_revised_forecast(registry, registered):
     page = registry_page(registry).html
     assert 'id="forecast-band' in page or "forecast-band" in page
     assert "revised-forecast" in page
+
+
+def test_an_implausible_loss_anywhere_in_the_log_records_nothing(registry, registered):
+    # Before (a fresh user): a log whose third checkpoint read 500 recorded the first two,
+    # printed nothing and failed naming neither the step nor the file.
+    log = _run_log(registered[1])
+    log.loc[len(log) // 2, "loss"] = 500.0
+    path = registry.parent / "bad-run.csv"
+    log.to_csv(path, index=False)
+    before = registry.read_bytes()
+    with pytest.raises(delphi.LadderError, match=r"bad-run\.csv'?: loss 500 at step \d+ is not a "
+                                          r"plausible loss .*nothing was recorded"):
+        track(registry, "hero", path)
+    assert registry.read_bytes() == before
+    # repeated and non-positive steps are said, not dropped silently
+    twice = pd.concat([log.iloc[:3], log.iloc[2:3].assign(loss=log["loss"].iloc[2] * 1.001),
+                       pd.DataFrame({"step": [0], "loss": [5.0]})]).drop(index=len(log) // 2,
+                                                                           errors="ignore")
+    _, notes = read_run_log(twice)
+    assert any("1 repeated step" in n for n in notes) and any("step 0 or below" in n
+                                                              for n in notes)

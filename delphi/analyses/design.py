@@ -641,6 +641,9 @@ def suggest_runs(ladder: Ladder, target, law: str | Law | None = None, *,
     if budget is not None:
         budget = positive_number(budget, "budget must be a positive number of FLOPs",
                                  LadderError)
+        if budget > 1e40:
+            raise LadderError(f"budget {budget:.3g} FLOPs is beyond any training run (at most "
+                              f"1e40, as a ladder's flops)")
         if pool is not None:
             _check_budget(pool, budget)
     if forecast is None:
@@ -669,7 +672,13 @@ def suggest_runs(ladder: Ladder, target, law: str | Law | None = None, *,
         budget = float(fitted_c.sum())
         notes.append(f"budget not given: the fitted runs' total compute, {budget:.3g} FLOPs")
     if pool is None:
-        pool = candidate_grid(fit, budget, k=k)
+        grid_top = budget
+        if c_target is not None and budget > c_target:
+            # a ladder run as large as the target is the target: the grid stops below it
+            grid_top = c_target / 2
+            notes.append(f"the default grid stops at half the target's compute, "
+                         f"{grid_top:.3g} FLOPs, below the budget {budget:.3g}")
+        pool = candidate_grid(fit, grid_top, k=k)
         if not pool:
             raise LadderError(f"no grid candidate costs at most the budget {budget:.3g} FLOPs")
     else:
@@ -813,6 +822,11 @@ def _prior(prior, law) -> tuple[Law, dict[str, float], float | None, str, dict[s
                 raise LawError(f"prior parameter {p}: {v!r} is not a number") from None
             if not math.isfinite(vals[p]):
                 raise LawError(f"prior parameter {p}: {v!r} is not finite")
+            spec = next(q for q in lw.params if q.name == p)
+            if not spec.lower <= vals[p] <= spec.upper:
+                # e.g. a negative exponent: the law would grow with scale
+                raise LawError(f"prior parameter {p} = {vals[p]:g} is outside its range "
+                               f"{spec.lower:g}..{spec.upper:g} in law {lw.name!r}")
         text = ", ".join(f"{k}={v:.4g}" for k, v in vals.items())
         return lw, vals, None, f"law {lw.name!r} with published parameters ({text})", {}
     raise LawError(f"a prior is a Fit (delphi.fit of another ladder) or a mapping of a law's "

@@ -195,7 +195,8 @@ class RecipeDifference:
             iv = f.interval
             return {"loss": f.loss, "lower": iv.lower if iv else None,
                     "upper": iv.upper if iv else None, "method": iv.method if iv else None,
-                    "params": f.target.params, "tokens": f.target.tokens}
+                    "params": f.target.params, "tokens": f.target.tokens,
+                    "warnings": list(f.warnings)}
         return {"recipe": self.recipe, "target_flops": self.target_flops,
                 "target_params": self.target_params, "target_tokens": self.target_tokens,
                 "difference": {"loss": self.loss, "lower": self.lower, "upper": self.upper,
@@ -1032,6 +1033,9 @@ def compare_recipes(ladders: Sequence, *, target_flops=None, target_params=None,
     names = _check_common(ladders, names, pairing, level, n_boot, seed)
     check_n_jobs(n_jobs)
     warns = _check_comparable(ladders)
+    # the ladders' own load warnings (a drifting FLOP convention sets the allocation)
+    warns += [w if w.startswith("ladder ") else f"{nm}: {w}"
+              for ld, nm in zip(ladders, names) for w in ld.warnings]
     law_name, notes = _choose_law(ladders, law)
     specs = _specs(ladders, law_name, target_flops, target_params, target_tokens)
     fixed = dict(fixed or {})

@@ -49,6 +49,8 @@ from ..inputs.schedules import Schedule, warmup_end
 from .scoring import score_outcome
 from .core import Registry
 from .signing import load_signing_key
+from ..core.text import plural
+from ..inputs.units import LOSS_RANGE
 from ..inputs.readers.tensorboard import read_scalars
 from ..inputs.readers.tabular import read_csv, read_jsonl
 from ..inputs.readers import read_table
@@ -261,13 +263,26 @@ def read_run_log(source, *, format: str | None = None, loss_column: str | None =
     if missing.any():
         notes.append(f"{int(missing.sum())} log row(s) without a loss or step left out")
         out = out[~missing]
-    bad = ~np.isfinite(out["loss"]) | (out["loss"] <= 0)
+    name = "" if isinstance(source, pd.DataFrame) else f" {str(source)!r}"
+    lo, hi = LOSS_RANGE
+    # Every checkpoint is checked before any is recorded: a bad row further down must not
+    # leave the registry with half the log in it.
+    bad = ~np.isfinite(out["loss"]) | (out["loss"] < lo) | (out["loss"] > hi)
     if bad.any():
         first = out[bad].iloc[0]
-        raise LadderError(f"run log: loss {first['loss']!r} at step {first['step']:g} is not a "
-                          f"positive finite number ({int(bad.sum())} row(s))")
+        raise LadderError(f"run log{name}: loss {float(first['loss']):.6g} at step "
+                          f"{float(first['step']):g} is not a plausible loss ({lo:g}..{hi:g}; "
+                          f"{plural(int(bad.sum()), 'row')} like it); nothing was recorded")
     out["step"] = out["step"].round().astype(np.int64)
-    out = out[out["step"] >= 1].drop_duplicates("step", keep="last").sort_values("step")
+    early = int((out["step"] < 1).sum())
+    if early:
+        notes.append(f"{plural(early, 'log row')} at step 0 or below left out")
+    out = out[out["step"] >= 1]
+    repeated = int(out["step"].duplicated().sum())
+    if repeated:
+        notes.append(f"{plural(repeated, 'repeated step')} in the log: the last row of each is "
+                     f"used")
+    out = out.drop_duplicates("step", keep="last").sort_values("step")
     return out.reset_index(drop=True), notes
 
 
