@@ -274,3 +274,16 @@ def test_an_implausible_loss_anywhere_in_the_log_records_nothing(registry, regis
     _, notes = read_run_log(twice)
     assert any("1 repeated step" in n for n in notes) and any("step 0 or below" in n
                                                               for n in notes)
+
+
+def test_a_changed_loss_and_steps_past_the_end_are_said(registry, registered):
+    # Before (a fresh user): a log whose loss at a recorded step changed was shown with the old
+    # loss and no word; checkpoints past the planned end vanished silently.
+    log = _run_log(registered[1]).iloc[:8]
+    track(registry, "hero", log)
+    again = log.assign(loss=log["loss"] * 1.05)
+    again = pd.concat([again, pd.DataFrame({"step": [TARGET_STEPS + 200], "loss": [2.0]})])
+    res = track(registry, "hero", again)
+    assert res.n_recorded == 0
+    assert any("differs from the outcome recorded before" in n for n in res.notes)
+    assert any("past the planned end" in n for n in res.notes)

@@ -320,6 +320,8 @@ def read_candidates(source, *, k: float = 1.0, what: str = "candidates") -> list
     """
     if isinstance(source, (str, Path)):
         path = Path(source).expanduser()
+        if path.is_dir():
+            raise LadderError(f"{what} file {path} is a directory: give a CSV file")
         if not path.is_file():
             raise LadderError(f"{what} file not found: {path}")
         try:

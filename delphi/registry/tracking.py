@@ -51,6 +51,7 @@ from .core import Registry
 from .signing import load_signing_key
 from ..core.text import plural
 from ..inputs.units import LOSS_RANGE
+from ..inputs.ladder import LOSS_LIKE
 from ..inputs.readers.tensorboard import read_scalars
 from ..inputs.readers.tabular import read_csv, read_jsonl
 from ..inputs.readers import read_table
@@ -166,7 +167,7 @@ class Tracking:
         lines.append(f"recorded   {self.n_recorded} new outcome(s) of {self.id}")
         if self.alarm:
             lines.append(f"ALARM      {self.patience} consecutive checkpoints outside the band "
-                         f"(from step {self.alarm_step})")
+                         f"(raised at step {self.alarm_step})")
         for n in self.notes:
             lines.append(f"note       {n}")
         return "\n".join(lines)
@@ -233,9 +234,12 @@ def read_run_log(source, *, format: str | None = None, loss_column: str | None =
     cols = list(frame.columns)
     loss = loss_column if loss_column is not None else _pick(cols, _LOSS_NAMES)
     if loss is None or loss not in cols:
-        raise LadderError(f"run log: no loss column {loss_column or 'loss'!r}; give "
-                          f"--loss-column (columns: {', '.join(map(str, cols[:30]))}"
-                          f"{' ...' if len(cols) > 30 else ''})")
+        shown = [str(c) for c in cols if str(c) != "row"]
+        lossy = [c for c in shown if LOSS_LIKE.search(c)]
+        hint = (f"; loss-like: {', '.join(lossy[:5])}" if lossy else "")
+        ask = "" if loss_column is not None else "; give --loss-column"
+        raise LadderError(f"run log: no loss column {loss_column or 'loss'!r}{ask} (columns: "
+                          f"{', '.join(shown[:30])}{' ...' if len(shown) > 30 else ''}){hint}")
     if "run" in cols and frame["run"].nunique() > 1:
         names = sorted(map(str, frame["run"].unique()))
         if run is None:
@@ -563,7 +567,18 @@ def track(registry, id: str, run_log, *, patience: int = DEFAULT_PATIENCE,
         sleep(float(interval))
         tracker.refresh()
     cps = tuple(tracker.checkpoints_)
-    if not cps:
+    past = int((log["step"] > tracker.total_steps).sum())
+    if past:
+        notes.append(f"{plural(past, 'checkpoint')} past the planned end (step "
+                     f"{tracker.total_steps}) not scored: the registered target ends there")
+    logged = dict(zip(log["step"].tolist(), log["loss"].tolist()))
+    changed = [c.step for c in cps if not c.recorded and c.step in logged
+               and not math.isclose(c.loss, float(logged[c.step]), rel_tol=1e-9)]
+    if changed:
+        notes.append(f"the log's loss differs from the outcome recorded before at "
+                     f"{plural(len(changed), 'step')} ({', '.join(map(str, changed[:5]))}): the "
+                     f"recorded one is kept (outcomes are immutable); is this the same run?")
+    if not cps and not past:
         notes.append(f"no checkpoint after the start of the forecast curve (fraction "
                      f"{tracker.start_fraction:.3g}, step "
                      f"{math.ceil(tracker.start_fraction * tracker.total_steps)}) yet")

@@ -321,9 +321,10 @@ class Once(argparse.Action):
 
     def __call__(self, parser, namespace, values, option_string=None):
         if getattr(namespace, self.dest, None) is not None:
+            several = ("`delphi compare-recipes` and delphi.compare_recipes take several"
+                       if parser.prog.endswith("report") else "delphi.predict takes several")
             parser.error(f"{option_string} given twice ({getattr(namespace, self.dest):g} and "
-                         f"{values:g}); give one target per command (delphi.predict takes "
-                         f"several)")
+                         f"{values:g}); give one target per command ({several})")
         setattr(namespace, self.dest, values)
 
 

@@ -421,6 +421,10 @@ def _recipes(args, P, show: bool):
 
     if isinstance(args.floor, tuple):
         raise LawError("plot recipes fixes the floor at one value (--floor E), not a range")
+    if args.target_flops is None and args.target_params is None and args.target_tokens is None:
+        from .output import UsageError
+        raise UsageError("plot recipes needs a target: --target-flops C, or --target-params N with "
+                         "--target-tokens D")
     ladders = [load_from_args(args, source) for source in [args.ladder, *args.more_ladders]]
     fixed = dict(args.fix)
     if args.floor is not None:

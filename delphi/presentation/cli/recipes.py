@@ -115,6 +115,10 @@ def _cmd(args) -> int:
     if args.registry is not None and args.backtest:
         raise UsageError("--backtest scores past decisions; it registers nothing (drop "
                          "--registry/--id)")
+    if not (args.backtest or args.target_flops or args.target_params or args.target_tokens):
+        # as `delphi predict LADDER` with no target: a usage error (exit 2), before any fit
+        raise UsageError("no target: give --target-flops C (or --target-params N with "
+                         "--target-tokens D), or --backtest to score past decisions")
     key = None
     if args.registry is not None:
         from ...registry import Registry, load_signing_key

@@ -179,6 +179,10 @@ def _recipes_report(args) -> int:
                          "('-')")
     if isinstance(args.floor, tuple):
         raise LawError("--recipes fixes the floor at one value (--floor E), not a range")
+    if args.target_flops is None and args.target_params is None and args.target_tokens is None:
+        from .output import UsageError
+        raise UsageError("report --recipes needs a target: --target-flops C, or --target-params N with "
+                         "--target-tokens D")
     if args.law == "auto":
         raise LawError("--recipes fits one law to every recipe: chinchilla or power (--law)")
     ladders = [load_from_args(args, source) for source in args.recipes]
