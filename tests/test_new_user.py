@@ -377,3 +377,33 @@ def test_compare_recipes_on_a_ladder_too_small_to_resample_names_it_and_the_way_
     err = capsys.readouterr().err
     assert "recipe 'marin-moe-535b' has 3 fitted runs for the 3 free parameters" in err
     assert "--floor E" in err and "add runs" in err
+
+
+def test_two_ladder_files_with_one_name_point_to_names(tmp_path, capsys):
+    # Before (a fresh user): "'runs' appears twice (give names=...)", a keyword the command
+    # line does not have.
+    for sub in ("a", "b"):
+        (tmp_path / sub).mkdir()
+        ladder_csv(tmp_path / sub, good_frame())
+    a, b = str(tmp_path / "a" / "runs.csv"), str(tmp_path / "b" / "runs.csv")
+    assert main(["compare-recipes", a, b, "--target-flops", "1e22"]) == 1
+    assert "appears twice (give --names A,B)" in capsys.readouterr().err
+    assert main(["compare-recipes", a, b, "--target-flops", "1e22", "--names", "x"]) == 1
+    assert "1 names for 2 ladders: give one per ladder" in capsys.readouterr().err
+
+
+def test_an_unknown_registry_id_lists_the_known_ones(tmp_path, capsys):
+    reg = delphi.Registry(tmp_path / "r.jsonl")
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        reg.register(delphi.predict(delphi.load_ladder("marin-moe-535b"), {"flops": 2.61e24},
+                                    interval="none"), id="hero-a")
+    with pytest.raises(delphi.RegistryError, match=r"no entry 'hero' .*did you mean hero-a\? "
+                                                    r"\(known: hero-a\)"):
+        reg.get("hero")
+
+
+def test_an_empty_list_of_targets_says_no_target():
+    with pytest.raises(delphi.TargetError, match="no target: flops is an empty list"):
+        delphi.predict("marin-moe-535b", {"flops": []})

@@ -406,3 +406,21 @@ def test_cli_preregisters_and_scores_a_comparison(tmp_path, capsys, power_pair):
     assert main(["compare-recipes", a, b, "--target-flops", "1e21", "--registry", path,
                  "--id", "cmp"]) == 1
     assert "already in" in capsys.readouterr().err
+
+
+def test_a_crossover_below_the_fitted_runs_is_said(paired):
+    # Before (a fresh user): a crossover below the smallest fitted run was reported without a
+    # word (and the figure, which starts at the fitted runs, lacks it).
+    (c,) = paired.comparisons      # the pair crosses at CROSS, inside its runs: no note
+    assert c.crossover is not None and not [n for n in paired.notes if "below the smallest" in n]
+    # the same two laws, each run above 1e19.5 only: they still cross at CROSS = 1e19
+    runs = np.logspace(19.5, 21.5, 13)
+    pair = [Ladder(pd.DataFrame({"run": [f"{nm}-{i}" for i in range(len(runs))], "flops": runs,
+                                 "loss": _power(law, runs)}), name=nm)
+            for nm, law in (("A", A_LAW), ("B", B_LAW))]
+    out = compare_recipes(pair, target_flops=[1e22], law="power", n_boot=20, seed=1,
+                          forecasts=False)
+    (d,) = out.comparisons
+    said = [n for n in out.notes if "is below the smallest fitted run" in n]
+    assert d.crossover == pytest.approx(CROSS, rel=0.05) and d.crossover < runs[0]
+    assert len(said) == 1 and f"{d.crossover:.3g} FLOPs" in said[0]

@@ -287,3 +287,16 @@ def test_a_changed_loss_and_steps_past_the_end_are_said(registry, registered):
     assert res.n_recorded == 0
     assert any("differs from the outcome recorded before" in n for n in res.notes)
     assert any("past the planned end" in n for n in res.notes)
+
+
+def test_cli_track_reads_the_log_from_standard_input(registry, registered, monkeypatch,
+                                                     capsys):
+    # Before (a fresh user): `... | delphi track ... -` said "run log '-': no such file".
+    import io
+    text = _run_log(registered[1]).iloc[:6].to_csv(index=False)
+    monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(text.encode())))
+    assert main(["track", "--registry", str(registry), "--id", "hero", "-", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["checkpoints"] and all(c["recorded"] for c in doc["checkpoints"])
+    assert main(["track", "--registry", str(registry), "--id", "hero", "-", "--follow"]) == 2
+    assert "standard input ('-') is read once" in capsys.readouterr().err

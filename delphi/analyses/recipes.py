@@ -971,12 +971,13 @@ def _check_common(ladders, names, pairing, level, n_boot, seed):
         raise FitError(f"seed must be a non-negative integer, got {seed!r}")
     if names is not None:
         if len(names) != len(ladders):
-            raise LadderError(f"{len(names)} names for {len(ladders)} ladders")
+            raise LadderError(f"{len(names)} names for {len(ladders)} ladders: give one per "
+                              f"ladder, in order")
     names = list(names) if names is not None else [ld.name for ld in ladders]
     if len(set(names)) < len(names):
         dup = sorted({n for n in names if names.count(n) > 1})
         raise LadderError(f"recipes must have distinct names; {', '.join(map(repr, dup))} "
-                          f"appears twice (give names=...)")
+                          f"appears twice (give {option('names=[...]', '--names A,B')})")
     return names
 
 
@@ -1067,6 +1068,13 @@ def compare_recipes(ladders: Sequence, *, target_flops=None, target_params=None,
                 target_params=spec.params, target_tokens=spec.tokens,
                 **{k: v for k, v in r.items() if k not in ("la", "lb")},
                 recipe_forecast=own.get((b, j)), reference_forecast=own.get((0, j))))
+    smallest = min(float(f.extra.get("min_flops") or math.inf) for f in pp.fits)
+    below = {(r.recipe, r.reference, r.crossover) for r in out
+             if r.crossover is not None and r.crossover < smallest}
+    for recipe, reference, crossover in sorted(below):
+        notes.append(f"{recipe} vs {reference}: the crossover at {crossover:.3g} FLOPs is below "
+                     f"the smallest fitted run ({smallest:.3g}): the curves are extrapolated "
+                     f"downwards there, and the figure does not reach it")
     if law_name == "chinchilla" and any(s.by_compute for s in specs):
         notes.append("a target by compute puts each recipe at its own compute-optimal N and D "
                      "(Hoffmann et al. 2022, Eq. 4); the multiplier is along the reference's "

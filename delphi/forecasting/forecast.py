@@ -583,6 +583,9 @@ def _several_targets(target) -> list | None:
     lengths = {k: len(v) for k, v in target.items() if seq(v)}
     if not lengths:
         return None
+    if set(lengths.values()) == {0}:
+        raise TargetError(f"no target: {', '.join(lengths)} "
+                          f"{'is an empty list' if len(lengths) == 1 else 'are empty lists'}")
     if len(set(lengths.values())) > 1 or 0 in lengths.values():
         raise TargetError(f"several targets need sequences of one length; got "
                           f"{', '.join(f'{k}: {n}' for k, n in lengths.items())}")

@@ -510,10 +510,16 @@ class Registry:
         RegistryError
             No such id.
         """
-        for e in self.entries():
+        entries = self.entries()
+        for e in entries:
             if e.id == id:
                 return e
-        raise RegistryError(f"no entry {id!r} in {self.path}")
+        known = [e.id for e in entries if "/outcome-" not in e.id]
+        near = [k for k in known if k.startswith(f"{id}-")]   # a comparison's ID-<recipe>-<k>
+        raise RegistryError(f"no entry {id!r} in {self.path}"
+                            + (f"; did you mean {', '.join(near[:5])}?" if near else "")
+                            + f" (known: {', '.join(known[:10]) or 'none'}"
+                            + (" ..." if len(known) > 10 else "") + ")")
 
     def outcomes(self, id: str) -> list[Entry]:
         """Outcome entries scoring prediction ``id``, in file order."""

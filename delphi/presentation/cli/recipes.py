@@ -92,6 +92,9 @@ def _add(sub) -> None:
                           "keygen`)")
     p.add_argument("--metric", metavar="COLUMN", help=METRIC_HELP)
     add_ladder_options(p)
+    p.add_argument("--names", metavar="A,B,...", type=lambda t: [x.strip() for x in t.split(",")],
+                   help="labels of the recipes, one per LADDER in order (default: the ladders' "
+                        "names; needed when two files share a name, e.g. a/runs.csv b/runs.csv)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
 
 
@@ -145,7 +148,7 @@ def _cmd(args) -> int:
         result = backtest_recipes(ladders, law=args.law, fixed=fixed or None,
                                   shared_floor=args.shared_floor, pairing=args.pairing,
                                   level=args.level, n_boot=args.n_boot, seed=args.seed,
-                                  max_cuts=args.max_cuts, **jobs)
+                                  max_cuts=args.max_cuts, names=args.names, **jobs)
     else:
         result = compare_recipes(
             ladders, target_flops=args.target_flops or None,
@@ -153,7 +156,8 @@ def _cmd(args) -> int:
             law=args.law, fixed=fixed or None, shared_floor=args.shared_floor,
             fit_max_flops=args.fit_max_flops, pairing=args.pairing, level=args.level,
             n_boot=args.n_boot, seed=args.seed,
-            interval=None if args.interval == "none" else args.interval, **jobs)
+            interval=None if args.interval == "none" else args.interval, names=args.names,
+            **jobs)
     entries = []
     if args.registry is not None:
         entries = reg.register_comparison(result, id=args.id, author=args.author,

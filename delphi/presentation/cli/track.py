@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from typing import Callable
 
 from .options import count, examples, positive_float
@@ -30,7 +31,8 @@ def add_commands(sub) -> dict[str, Handler]:
             "delphi track --registry preds.jsonl --id hero tb_logs/ --follow --interval 600"))
     p.add_argument("run_log", metavar="RUN_LOG",
                    help="the run's log: a CSV/JSONL/Parquet file (a W&B history export "
-                        "included) or a TensorBoard directory, with step (or tokens) and loss")
+                        "included) or a TensorBoard directory, with step (or tokens) and loss; "
+                        "'-' reads it from standard input (--format csv|jsonl|parquet)")
     p.add_argument("--registry", required=True, metavar="PATH", help="registry file (JSON Lines)")
     p.add_argument("--id", required=True, metavar="ID",
                    help="the prediction, registered with its curve (register LADDER --curve)")
@@ -71,7 +73,19 @@ def _cmd_track(args) -> int:
                   + "\n")
         out.flush()
 
-    result = track(args.registry, args.id, args.run_log, patience=args.patience,
+    run_log = args.run_log
+    if run_log == "-":
+        # standard input, as `delphi predict -` reads a ladder: read once, in memory
+        if args.follow:
+            from .output import UsageError
+            raise UsageError("--follow re-reads a growing file; standard input ('-') is read "
+                             "once: give the log's path")
+        if args.format == "tensorboard":
+            from .output import UsageError
+            raise UsageError("a TensorBoard log is a folder, not standard input")
+        from ...inputs.readers.tabular import read_stream
+        run_log = read_stream(sys.stdin, args.format or "csv").frame
+    result = track(args.registry, args.id, run_log, patience=args.patience,
                    follow=args.follow, interval=args.interval, timeout=args.timeout,
                    sign_key=args.sign_key, format=args.format, loss_column=args.loss_column,
                    step_column=args.step_column, run=args.run,
