@@ -141,6 +141,11 @@ def test_candidate_beyond_budget_is_refused(ladder, forecast):
     (pd.DataFrame({"params": [1e8], "tokens": ["many"]}), r"row 1, column 'tokens'"),
     (pd.DataFrame({"params": [1e8], "tokens": [1e9], "flops": [1e20]}),
      r"row 1, column 'flops'.*disagrees"),
+    # a fresh user's: a typo'd optional column and a loss were accepted silently
+    (pd.DataFrame({"params": [1e8], "tokens": [1e9], "peak_rl": [1e-3]}),
+     r"column\(s\) 'peak_rl' \(did you mean 'peak_lr'\?\)"),
+    (pd.DataFrame({"params": [1e8], "tokens": [1e9], "loss": [3.1]}),
+     r"a 'loss' column: candidates are runs not trained yet"),
 ])
 def test_bad_candidate_files_name_row_and_column(tmp_path, frame, message):
     path = tmp_path / "next.csv"

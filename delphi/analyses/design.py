@@ -61,6 +61,7 @@ is no calibration of the design's own: its sigma(r) is the reference class's
 
 from __future__ import annotations
 
+import difflib
 import math
 import warnings
 from dataclasses import dataclass, field
@@ -341,6 +342,20 @@ def read_candidates(source, *, k: float = 1.0, what: str = "candidates") -> list
                           f"are {', '.join(frame.columns) or 'none'}")
     if frame.empty:
         raise LadderError(f"{label}: no candidate rows")
+    if "loss" in frame.columns:
+        raise LadderError(f"{label}: a 'loss' column: candidates are runs not trained yet (their "
+                          f"losses are what suggest predicts); drop the column, or add trained "
+                          f"runs to the ladder instead")
+    # Other columns are metadata (a `delphi plan` CSV carries steps, width, layers...); one
+    # a letter or two off a column delphi reads is a typo that would be ignored silently.
+    known = ("params", "tokens", "flops", "peak_lr", "run", "name")
+    typos = {c: m[0] for c in frame.columns if c not in known
+             and (m := difflib.get_close_matches(c, known, n=1, cutoff=0.8))}
+    if typos:
+        hints = ", ".join(f"{c!r} (did you mean {m!r}?)" for c, m in typos.items())
+        raise LadderError(f"{label}: column(s) {hints}: a candidate has params, tokens and "
+                          f"optionally flops, peak_lr, run; other columns are kept as notes "
+                          f"of the run, not read")
     names = (frame["run"] if "run" in frame.columns else
              frame["name"] if "name" in frame.columns else None)
     out = []
