@@ -424,3 +424,14 @@ def test_a_crossover_below_the_fitted_runs_is_said(paired):
     said = [n for n in out.notes if "is below the smallest fitted run" in n]
     assert d.crossover == pytest.approx(CROSS, rel=0.05) and d.crossover < runs[0]
     assert len(said) == 1 and f"{d.crossover:.3g} FLOPs" in said[0]
+
+
+def test_an_id_too_long_for_the_comparison_suffix_says_so(paired, tmp_path):
+    # Before (a fresh user): "'xxxx...' is 66 characters" for a 41-character ID, the
+    # -<recipe>-<target> suffix unsaid.
+    from delphi.registry import Registry
+    two = compare_recipes(_power_ladders(), target_flops=[TARGET, 3 * TARGET], law="power",
+                          n_boot=20, seed=1, forecasts=False)
+    with pytest.raises(delphi.RegistryError, match=r"plus the suffix -<recipe>-<target> .* at "
+                                                   r"most 60 characters"):
+        Registry(tmp_path / "r.jsonl").register_comparison(two, id="x" * 62)

@@ -72,7 +72,7 @@ import numpy as np
 import pandas as pd
 
 from ..core.records import jsonable, positive_number
-from ..errors import DelphiError, FitError, LadderError, LawError, TargetError
+from ..errors import DelphiError, FitError, LadderError, LawError, TargetError, option
 from ..fitting import Fit
 from ..fitting.objective import Problem
 from ..fitting.refit import refine_batch
@@ -908,7 +908,8 @@ def score_design(design, target, prior, *, law: str | Law | None = None,
             notes.append(f"run noise {noise:.2%} from the prior fit's residuals")
         else:
             noise = DEFAULT_NOISE
-            notes.append(f"run noise not given: assumed {noise:.2%} (DEFAULT_NOISE)")
+            notes.append(f"run noise not given: assumed {noise:.2%} "
+                         f"({option('noise=SD', '--noise SD')} sets it)")
     if not (isinstance(noise, (int, float)) and math.isfinite(noise) and noise > 0):
         raise FitError(f"noise must be a positive sd of log loss, got {noise!r}")
     free = tuple(p for p in lw.param_names if p not in fixed)

@@ -1027,7 +1027,17 @@ class Registry:
             k = targets.index((c.target_flops, c.target_params, c.target_tokens)) + 1
             ids.append(f"{id}-{re.sub(r'[^A-Za-z0-9._:@+-]', '_', c.recipe)}-{k}")
         for i in ids:
-            _check_id(i)
+            try:
+                _check_id(i)
+            except RegistryError as exc:
+                if i == id:
+                    raise
+                # the suffix is delphi's: say so, and how long ID may be
+                longest = max(len(x) - len(id) for x in ids)
+                raise RegistryError(f"{exc} -- entry {i[:40]!r}... is ID {id!r} plus the "
+                                    f"suffix -<recipe>-<target> delphi adds for each of the "
+                                    f"{len(ids)} comparisons; give an ID of at most "
+                                    f"{MAX_ID_LENGTH - longest} characters") from None
         if len(set(ids)) < len(ids):
             raise RegistryError(f"the comparison's entries would share ids ({', '.join(ids)}): "
                                 f"give the recipes distinct names")
@@ -1390,8 +1400,7 @@ class Registry:
                 c = pred.comparison
                 raise RegistryError(f"{id!r} is a comparison of {c.recipe} against "
                                     f"{c.reference}: score it with both observed final losses "
-                                    f"(score_comparison(id, loss_a=..., loss_b=...); CLI "
-                                    f"--loss-a LA --loss-b LB)")
+                                    f"({option('score_comparison(id,loss_a=LA,loss_b=LB)', '--loss-a LA --loss-b LB')})")
             if pred.comparison is None and reference_actual is not None:
                 raise RegistryError(f"{id!r} is not a comparison of recipes: score it with one "
                                     f"observed loss (score(id, actual); CLI --actual)")
