@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import inspect
 import math
 import os
 import warnings
@@ -898,7 +899,6 @@ def forecast_from_fit(fitted: FittedLaw, target: Target | Mapping[str, float], *
 def _options(given: Mapping) -> dict:
     """:func:`predict`'s keyword settings: its defaults (read from its signature, the one
     place they are written) updated by ``given``; ``workers`` folds into ``n_jobs``."""
-    import inspect
     defaults = {k: p.default for k, p in inspect.signature(predict).parameters.items()
                 if p.kind is p.KEYWORD_ONLY}
     unknown = set(given) - set(defaults)
