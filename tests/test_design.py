@@ -116,6 +116,16 @@ def test_greedy_batch_and_extrapolation(ladder, forecast):
     assert by["big"].reduces == "extrapolation" and by["big"].ratio_after < out.ratio
     # each pick is conditioned on the one before
     assert out.candidates[1].width_before == pytest.approx(out.candidates[0].width_after)
+    # a run picked twice is said to be extra seeds of it (a fresh user's finding)
+    again = suggest_runs(ladder, TARGET, "chinchilla", candidates=big, budget=2.2e19, n=3,
+                         forecast=forecast)
+    names3 = [s.run.name for s in again.candidates]
+    assert sorted(names3) == ["big", "small", "small"]   # small, again: its second seed
+    assert any("picked more than once: small x2" in n and "extra seeds" in n
+               for n in again.notes)
+    once = suggest_runs(ladder, TARGET, "chinchilla", candidates=big, budget=2.2e19, n=3,
+                        forecast=forecast, repeats=False)
+    assert len({s.run.name for s in once.candidates}) == len(once.candidates)
 
 
 def test_the_default_grid_stops_below_the_target(ladder, forecast):

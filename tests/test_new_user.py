@@ -407,3 +407,13 @@ def test_an_unknown_registry_id_lists_the_known_ones(tmp_path, capsys):
 def test_an_empty_list_of_targets_says_no_target():
     with pytest.raises(delphi.TargetError, match="no target: flops is an empty list"):
         delphi.predict("marin-moe-535b", {"flops": []})
+
+
+def test_plan_takes_the_target_by_n_and_d(capsys):
+    # Before (a fresh user): `plan --target-params N --target-tokens D` stopped at "required:
+    # --target-flops", and a C disagreeing with 6ND is an error, so C was computed by hand.
+    assert main(["plan", "--target-params", "7e10", "--target-tokens", "1.4e12", "--budgets",
+                 "3", "--sizes-per-budget", "3"]) == 0
+    assert "a target of 5.88e+23 FLOPs" in capsys.readouterr().out
+    assert main(["plan", "--budgets", "3"]) == 2           # a usage error, before any work
+    assert "--target-params N with --target-tokens D" in capsys.readouterr().err

@@ -769,6 +769,17 @@ def suggest_runs(ladder: Ladder, target, law: str | Law | None = None, *,
             r_now = c_target / c_now
         p_now = float(p_after[best])
     out = tuple(ranking if n == 1 else chosen)
+    if n > 1:
+        counts: dict[str, int] = {}
+        for c in chosen:
+            counts[c.run.name] = counts.get(c.run.name, 0) + 1
+        again = {k: v for k, v in counts.items() if v > 1}
+        if again:
+            shown = ", ".join(f"{k} x{v}" for k, v in list(again.items())[:5])
+            notes.append(f"picked more than once: {shown}; repeats of one run are extra seeds "
+                         f"of it (train each with its own seed)"
+                         + ("" if not repeats else
+                            f"; {option('repeats=False', '--no-repeats')} picks each run once"))
     if interval == "auto" and iv.method == "reference":
         notes.append("the interval is the reference class's (the ladder has too few "
                      "leave-future-out folds to calibrate itself)")

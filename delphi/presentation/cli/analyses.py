@@ -230,8 +230,9 @@ def _add_plan(sub) -> None:
             "delphi plan --target-flops 1e22 --from marin-isoflop-dclm --from-method isoflop",
             "delphi plan --target-flops 5.9e23 --target-params 7e10 --target-tokens 1.4e12 "
             "--score design.csv --prior-params E=1.69 A=406.4 B=410.7 alpha=0.34 beta=0.28"))
-    p.add_argument("--target-flops", type=number, required=True, metavar="C",
-                   help="target compute [FLOPs]")
+    p.add_argument("--target-flops", type=number, metavar="C",
+                   help="target compute [FLOPs] (or --target-params N with --target-tokens D: "
+                        "C = 6 N D)")
     p.add_argument("--fraction", type=number, default=0.01, metavar="SHARE",
                    help="ladder compute as a share of the target's (default 0.01)")
     p.add_argument("--budgets", type=integer, default=7, metavar="K",
@@ -286,6 +287,14 @@ def _optimum_from(args):
 def _cmd_plan(args) -> int:
     from ...analyses.planning import plan_ladder
 
+    if args.target_flops is None:
+        n, d = getattr(args, "target_params", None), getattr(args, "target_tokens", None)
+        if n is None or d is None:
+            from .output import UsageError
+            raise UsageError("plan needs the target's compute: --target-flops C, or "
+                             "--target-params N with --target-tokens D")
+        if not args.score:
+            args.target_flops = 6.0 * n * d      # the plan lays out budgets of C alone
     if args.score:
         from .design import score_command
         return score_command(args)

@@ -52,6 +52,9 @@ def _add_suggest(sub) -> None:
     p.add_argument("--n", type=count(1), default=1, metavar="K",
                    help="runs to pick (greedy batch, each conditioned on the ones before; "
                         "default 1: rank every candidate)")
+    p.add_argument("--no-repeats", dest="repeats", action="store_false",
+                   help="with --n: pick each candidate at most once (default: a candidate may "
+                        "be picked again, as extra seeds of the same run)")
     p.add_argument("--candidates", default="grid", metavar="FILE|grid",
                    help="CSV of candidate runs (columns params, tokens, optionally flops, "
                         "peak_lr, run; no losses), or grid (default)")
@@ -82,7 +85,8 @@ def _cmd_suggest(args) -> int:
     result = suggest_runs(ladder, target, law, budget=args.budget, n=args.n,
                           candidates=args.candidates, method=args.method, level=args.level,
                           interval=args.interval, n_boot=args.n_boot, n_refit=args.n_refit,
-                          seed=args.seed, n_jobs=args.jobs, **settings)
+                          seed=args.seed, n_jobs=args.jobs, repeats=args.repeats,
+                          **settings)
     print(_dump(result.to_dict()) if args.json else result.report(limit=args.show))
     return 0
 
