@@ -1398,9 +1398,11 @@ class Registry:
             _check_outcome_unit(pred, given_unit)
             if pred.comparison is not None and reference_actual is None:
                 c = pred.comparison
+                how = option("score_comparison(id,loss_a=LA,loss_b=LB)",
+                             "--loss-a LA --loss-b LB")
                 raise RegistryError(f"{id!r} is a comparison of {c.recipe} against "
                                     f"{c.reference}: score it with both observed final losses "
-                                    f"({option('score_comparison(id,loss_a=LA,loss_b=LB)', '--loss-a LA --loss-b LB')})")
+                                    f"({how})")
             if pred.comparison is None and reference_actual is not None:
                 raise RegistryError(f"{id!r} is not a comparison of recipes: score it with one "
                                     f"observed loss (score(id, actual); CLI --actual)")
