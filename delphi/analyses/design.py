@@ -76,7 +76,7 @@ from ..errors import DelphiError, FitError, LadderError, LawError, TargetError, 
 from ..fitting import Fit
 from ..fitting.objective import Problem
 from ..fitting.refit import refine_batch
-from ..inputs.ladder import FLOPS_PER_PARAM_TOKEN, Ladder
+from ..inputs.ladder import FLOPS_PER_PARAM_TOKEN, Ladder, budget_labels
 from ..laws import Law, get_law
 from ..inputs.readers import as_ladder
 from ..forecasting.uncertainty import DEFAULT_LEVEL, run_noise
@@ -861,15 +861,6 @@ def _prior(prior, law) -> tuple[Law, dict[str, float], float | None, str, dict[s
                    f"parameters, got {type(prior).__name__}")
 
 
-def _budgets(c: np.ndarray) -> int:
-    """Compute budgets among ``c``: runs within 5% of each other share one."""
-    n, start = 0, None
-    for v in np.sort(c):
-        if start is None or v > start * 1.05:
-            n, start = n + 1, v
-    return n
-
-
 def score_design(design, target, prior, *, law: str | Law | None = None,
                  noise: float | None = None, level: float | None = None,
                  method: str = "fisher", n_boot: int = 200, seed: int = 0,
@@ -992,7 +983,7 @@ def score_design(design, target, prior, *, law: str | Law | None = None,
         param_sd = float(hi - lo) / (2 * _z(level))
     cost = np.array([r.flops for r in runs])
     ratio = tc / float(cost.max())
-    n_budgets = _budgets(cost)
+    n_budgets = int(budget_labels(pd.DataFrame({"flops": cost})).nunique())
     ref = reference if isinstance(reference, ReferenceClass) else load_reference(reference)
     model = ref.model(lw.name, n_budgets, level, fit_sd=float(noise),
                       fit_dof=len(runs) - len(free))

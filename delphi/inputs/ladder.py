@@ -55,7 +55,7 @@ from .runstate import Invalid, invalid_message, not_annealed, run_states, status
 from .units import LOSS_RANGE, UNITS, normalize_unit, unit_from_metric
 from .schedules import find_restarts
 
-__all__ = ["Ladder", "Exclusion", "FlopsConvention", "CANONICAL_COLUMNS",
+__all__ = ["Ladder", "Exclusion", "FlopsConvention", "CANONICAL_COLUMNS", "budget_labels",
            "FLOPS_PER_PARAM_TOKEN", "UNITS", "normalize_unit", "unit_from_metric",
            "columns_found", "LOSS_LIKE"]
 
@@ -157,6 +157,20 @@ _MAGNITUDE = {"params": (1.0, 1e30, "parameter count"),
               "loss": (1e-30, 1e30, "loss"),
               "lr": (1e-30, 1e6, "learning rate"),
               "peak_lr": (1e-30, 1e6, "learning rate")}
+def budget_labels(table: pd.DataFrame, tolerance: float = 1.05) -> pd.Series:
+    """Each row's compute budget, as a label (``"1e+19"``): rows are taken in order of
+    ``flops`` [FLOPs] and a new budget starts where C exceeds the current budget's first C by
+    more than ``tolerance`` (runs of one isoFLOP budget differ by rounding). Shape (n,),
+    aligned with ``table``'s index."""
+    order = table["flops"].sort_values(kind="mergesort")
+    ids, start, label = {}, None, None
+    for idx, c in order.items():
+        if start is None or c > start * tolerance:
+            start, label = c, f"{c:.3g}"
+        ids[idx] = label
+    return pd.Series(ids).reindex(table.index)
+
+
 def check_target_value(name: str, value) -> float:
     """A target's value of column ``name`` (``flops`` [FLOPs], ``params``, ``tokens``...) as a
     float, checked against the same plausible magnitudes as the ladder's columns
@@ -659,8 +673,8 @@ class Ladder:
         c, y, runs = c[ok][order], y[ok][order], last["run"].to_numpy()[ok][order]
         if len(c) < 4:
             return
-        budget = np.concatenate([[0], np.cumsum(c[1:] / c[:-1] > 1.05)])
-        best = pd.Series(y).groupby(budget).idxmin().to_numpy()
+        budget = budget_labels(pd.DataFrame({"flops": c})).to_numpy()   # c is sorted
+        best = pd.Series(y).groupby(budget, sort=False).idxmin().to_numpy()
         if len(best) < 4:
             return
         log_step = np.log(y[best[1:]] / y[best[:-1]])

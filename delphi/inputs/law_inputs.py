@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import LadderError
-from .ladder import Exclusion, Ladder, columns_found
+from .ladder import Exclusion, Ladder, budget_labels, columns_found
 from .schedules import LoggedSchedule, Schedule, features
 
 if TYPE_CHECKING:
@@ -147,20 +147,6 @@ def lr_ratio(ladder: Ladder, rows: pd.DataFrame) -> np.ndarray:
         return h
     raise LadderError(f"ladder {ladder.name!r} gives no learning rate per checkpoint: a "
                       f"checkpoint law needs lr and peak_lr columns or a schedule shape")
-
-
-def budget_labels(table: pd.DataFrame, tolerance: float = 1.05) -> pd.Series:
-    """Each row's compute budget, as a label (``"1e+19"``): rows are taken in order of
-    ``flops`` [FLOPs] and a new budget starts where C exceeds the current budget's first C by
-    more than ``tolerance`` (runs of one isoFLOP budget differ by rounding). Shape (n,),
-    aligned with ``table``'s index."""
-    order = table["flops"].sort_values(kind="mergesort")
-    ids, start, label = {}, None, None
-    for idx, c in order.items():
-        if start is None or c > start * tolerance:
-            start, label = c, f"{c:.3g}"
-        ids[idx] = label
-    return pd.Series(ids).reindex(table.index)
 
 
 def rows_inputs(law: Law, ladder: Ladder, rows: pd.DataFrame) -> dict[str, np.ndarray]:
