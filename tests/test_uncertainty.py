@@ -155,3 +155,26 @@ def test_zero_dof_gives_no_interval_and_says_why(tmp_path, capsys):
     d = json.loads(capsys.readouterr().out)
     assert code == 0 and d["prediction"]["method"] == "reference"
     assert any(n.startswith("no interval from the fit alone") for n in d["notes"])
+
+
+def test_per_fit_memo_answers_as_a_fresh_fit_and_goes_with_the_fit():
+    """Issue 27: run noise and the floored covariance are computed once per fit and reused
+    (compare asks for thousands of targets). A second, equal fit (a new object: no memo)
+    must give the same interval bit for bit at each of several targets, whatever order they
+    are asked in, and the memo entry must go when its fit is collected (no leak)."""
+    import gc
+    import weakref
+    from delphi.forecasting import uncertainty as unc
+    c, y, f = _linear_ladder(3, n=25)
+    targets = [{"flops": np.array([t])} for t in (1e19, 1e22, 1e24)]
+    first = [delta_interval(f, t, level=0.9) for t in targets]
+    g = fit_arrays("power", {"flops": c}, y, labels=[f"r{i}" for i in range(c.size)],
+                   fixed={"E": 0.0}, delta=10.0)
+    again = [delta_interval(g, t, level=0.9) for t in reversed(targets)][::-1]
+    assert [(b.lower, b.upper, b.noise) for b in first] == \
+        [(b.lower, b.upper, b.noise) for b in again]
+    assert id(f) in unc._MEMO
+    ref, key = weakref.ref(f), id(f)
+    del f, first
+    gc.collect()
+    assert ref() is None and key not in unc._MEMO

@@ -612,12 +612,17 @@ def _fit_arrays(law, x, y, *, labels, fixed, bounds, delta, seed, starts, init,
         warm_start = _check_warm_start(law, warm_start, fixed)
         # A refit of a law already fitted: start at that optimum and refine locally. The
         # batched BFGS (IRLS initial Hessian) gets there in a few steps where L-BFGS-B from
-        # the warm start needs many; L-BFGS-B then polishes and reports as for any start.
+        # the warm start needs many. A converged batch is taken as the global search takes
+        # its converged starts (its tolerances are those of refine_batch, tighter than the
+        # stationarity test below); L-BFGS-B polishes only a refit the batch left unfinished.
         z0 = safe_start(problem, {**fixed, **dict(warm_start)}, ibounds)
         batch = refine_batch(problem, z0, np.ones((1, len(y))), ibounds)
-        if np.all(np.isfinite(batch.z[0])) and np.isfinite(batch.objective[0]):
-            z0 = batch.z[0]
-        results = [_refine(problem, z0, ibounds)]
+        finite = np.all(np.isfinite(batch.z[0])) and np.isfinite(batch.objective[0])
+        if finite and batch.converged[0]:
+            results = [(batch.z[0], float(batch.objective[0]), True,
+                        "converged (batched BFGS)")]
+        else:
+            results = [_refine(problem, batch.z[0] if finite else z0, ibounds)]
     if init is not None:
         lo = np.array([b[0] if b[0] is not None else -np.inf for b in ibounds])
         hi = np.array([b[1] if b[1] is not None else np.inf for b in ibounds])

@@ -93,15 +93,21 @@ def _evaluate(problem: Problem, z: np.ndarray, weights: np.ndarray):
         w = [ej / s_safe for ej in e]
     # Which (term, parameter) derivatives can be non-zero: from one row when the law
     # returned the same derivative for every draw (a broadcast view).
-    probe = dlogphi[0] if dlogphi.strides[0] == 0 else dlogphi
+    shared = dlogphi.strides[0] == 0
+    probe = dlogphi[0] if shared else dlogphi
     nonzero = np.any(probe != 0, axis=tuple(range(probe.ndim - 2)))
+    # A shared derivative is cleaned once, on its one row (the same numbers broadcast).
+    clean = np.where(np.isfinite(probe), probe, 0.0)[None] if shared else None
     cols = [w[j] for j in problem.free_lin]
     for i in problem.free_nl:
         col = None
         for j in range(k):
             if nonzero[j, i]:
-                dj = dlogphi[:, :, j, i]
-                term = w[j] * np.where(np.isfinite(dj), dj, 0.0)
+                if shared:
+                    term = w[j] * clean[:, :, j, i]
+                else:
+                    dj = dlogphi[:, :, j, i]
+                    term = w[j] * np.where(np.isfinite(dj), dj, 0.0)
                 col = term if col is None else col + term
         cols.append(col if col is not None else np.zeros_like(r))
     jac = np.stack(cols, axis=2) if cols else np.zeros(r.shape + (0,))

@@ -136,7 +136,7 @@ def complete(ladder: Ladder, run: str, law: str | Law = "annealing", *,
     ladder = as_ladder(ladder)      # a DataFrame is read as load_ladder reads it
     law = get_law(law)
     run = str(run)
-    if run not in set(ladder.table["run"]):
+    if not (ladder.table["run"] == run).any():   # vectorised: complete_many asks per run
         known = ladder.runs
         raise LadderError(f"unknown run {run!r} in ladder {ladder.name!r}; runs: "
                           f"{', '.join(known[:10])}{' ...' if len(known) > 10 else ''}")

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import math
 import warnings
+import weakref
 from dataclasses import dataclass, field
 from typing import Mapping, Sequence
 
@@ -195,18 +196,44 @@ def _run_noise_estimate(fit: Fit, x: Mapping[str, Sequence[float]] | None = None
       (held at the ladder's edge beyond it), used when its slope is significant (|t| > 2.5). Otherwise one pooled scale: the RMS
       with n - p dof below 20 points, a robust 1.4826 x MAD above.
 
+    The parts that do not depend on ``x`` are computed once per fit (:func:`_noise_basis`):
+    compare and the calibration backtest ask for thousands of (fold, target) pairs.
+
     Raises
     ------
     FitError
         Fewer than 3 residual degrees of freedom and no repeated runs: the noise cannot be
         estimated.
     """
+    basis = _fit_memo(fit).get("noise")
+    if basis is None:
+        basis = _fit_memo(fit)["noise"] = _noise_basis(fit)
+    if isinstance(basis, FitError):
+        raise FitError(str(basis))
+    if basis["fixed"] is not None:
+        return basis["fixed"]
+    trend = basis["trend"]
+    target_c = _log_compute(fit, x) if x is not None else None
+    if trend is not None and target_c is not None:
+        coef, c_min, c_max, c_mean, inflate = trend
+        # The trend is known only across the ladder: hold it at the ladder's edge beyond.
+        c_at = float(np.clip(target_c[0], c_min, c_max))
+        at = float(coef[0] + coef[1] * (c_at - c_mean)) - _LOG_ABS_NORMAL
+        return math.exp(at) * inflate, (f"fit residuals, trending with compute "
+                                        f"(slope {coef[1]:+.2f} per e-fold of C)")
+    return basis["pooled"]
+
+
+def _noise_basis(fit: Fit) -> dict | FitError:
+    """The target-independent parts of :func:`_run_noise_estimate`: ``fixed`` (the answer
+    whatever the target: repeated runs), ``trend`` (the significant log|r| ~ log C
+    regression, or None) and ``pooled`` (the pooled scale); a FitError (returned, raised by
+    the caller) when the noise cannot be estimated."""
     with np.errstate(divide="ignore"):   # an input of 0 (lr decayed to 0) keys as -inf
         keys = np.round(np.log(np.stack([np.asarray(fit.x[c], dtype=float)
                                          for c in fit.law.inputs], axis=1)), 9) + 0.0
     # Groups of identical inputs, in order of first appearance and each in table order (the
-    # order the sums below have always run in: the same bits). Vectorised: compare computes
-    # this for thousands of fold-and-target pairs.
+    # order the sums below have always run in: the same bits).
     _, first, inverse, counts = np.unique(keys, axis=0, return_index=True,
                                           return_inverse=True, return_counts=True)
     inverse = np.asarray(inverse).ravel()
@@ -215,17 +242,17 @@ def _run_noise_estimate(fit: Fit, x: Mapping[str, Sequence[float]] | None = None
     dof_rep = sum(len(v) - 1 for v in reps)
     if dof_rep >= 3:
         ss = sum(float(np.sum((v - v.mean()) ** 2)) for v in reps)
-        return math.sqrt(ss / dof_rep), f"repeated runs ({dof_rep} dof)"
+        return {"fixed": (math.sqrt(ss / dof_rep), f"repeated runs ({dof_rep} dof)")}
     if fit.dof < _MIN_NOISE_DOF:
-        raise FitError(f"{fit.dof} residual degree(s) of freedom and no repeated runs: the "
-                       f"run-to-run noise cannot be estimated, and an interval resting on it "
-                       f"would be too narrow to trust (need {_MIN_NOISE_DOF} dof or repeated "
-                       f"seeds)")
+        return FitError(f"{fit.dof} residual degree(s) of freedom and no repeated runs: the "
+                        f"run-to-run noise cannot be estimated, and an interval resting on it "
+                        f"would be too narrow to trust (need {_MIN_NOISE_DOF} dof or repeated "
+                        f"seeds)")
     r = fit.residuals
     inflate = math.sqrt(fit.n_points / fit.dof)
     log_c = _log_compute(fit)
-    target_c = _log_compute(fit, x) if x is not None else None
-    if log_c is not None and target_c is not None and fit.n_points >= 10 and np.ptp(log_c) > 0:
+    trend = None
+    if log_c is not None and fit.n_points >= 10 and np.ptp(log_c) > 0:
         la = np.log(np.maximum(np.abs(r), 1e-12))
         design = np.stack([np.ones_like(log_c), log_c - log_c.mean()], axis=1)
         coef, ss, *_ = np.linalg.lstsq(design, la, rcond=None)
@@ -233,17 +260,36 @@ def _run_noise_estimate(fit: Fit, x: Mapping[str, Sequence[float]] | None = None
         s2 = float(resid @ resid) / (len(la) - 2)
         se_b = math.sqrt(s2 / float(np.sum((log_c - log_c.mean()) ** 2)))
         if se_b > 0 and abs(coef[1] / se_b) > 2.5:
-            # The trend is known only across the ladder: hold it at the ladder's edge beyond.
-            c_at = float(np.clip(target_c[0], log_c.min(), log_c.max()))
-            at = float(coef[0] + coef[1] * (c_at - log_c.mean())) - _LOG_ABS_NORMAL
-            return math.exp(at) * inflate, (f"fit residuals, trending with compute "
-                                            f"(slope {coef[1]:+.2f} per e-fold of C)")
+            trend = (coef, log_c.min(), log_c.max(), log_c.mean(), inflate)
     rms = float(np.sqrt(np.sum(r ** 2) / fit.dof))
     if fit.n_points < 20:  # too few points for a robust scale
-        return rms, f"fit residuals ({fit.dof} dof)"
-    mad = float(np.median(np.abs(r - np.median(r))))
-    sigma = 1.4826 * mad * inflate
-    return (sigma if sigma > 0 else rms), f"fit residuals ({fit.dof} dof, robust)"
+        pooled = rms, f"fit residuals ({fit.dof} dof)"
+    else:
+        mad = float(np.median(np.abs(r - np.median(r))))
+        sigma = 1.4826 * mad * inflate
+        pooled = (sigma if sigma > 0 else rms), f"fit residuals ({fit.dof} dof, robust)"
+    return {"fixed": None, "trend": trend, "pooled": pooled}
+
+
+# Per-fit memo of what the intervals reuse (a Fit is immutable): id(fit) -> (weak
+# reference to it, dict); the entry goes when the fit does.
+_MEMO: dict[int, tuple] = {}
+
+
+def _fit_memo(fit: Fit) -> dict:
+    key = id(fit)
+    hit = _MEMO.get(key)
+    if hit is not None and hit[0]() is fit:
+        return hit[1]
+    memo: dict = {}
+    _MEMO[key] = (weakref.ref(fit, lambda _ref, k=key: _forget(k, _ref)), memo)
+    return memo
+
+
+def _forget(key: int, ref) -> None:
+    hit = _MEMO.get(key)
+    if hit is not None and hit[0] is ref:
+        del _MEMO[key]
 
 
 def _quantile(level: float, dof: int | None) -> float:
@@ -291,7 +337,10 @@ def delta_interval(fit: Fit, x: Mapping[str, Sequence[float]], *,
     idx = [free.index(n) for n in fit.covariance_params]
     g = jac[0, idx]
     # A fit that interpolates its ladder has a covariance of ~0: use the floored noise.
-    var = float(g @ floored_covariance(fit) @ g)
+    memo = _fit_memo(fit)
+    if "covariance" not in memo:
+        memo["covariance"] = floored_covariance(fit)
+    var = float(g @ memo["covariance"] @ g)
     q = _quantile(level, fit.dof)
     centre = float(r[0])
     half_mean = q * math.sqrt(max(var, 0.0))

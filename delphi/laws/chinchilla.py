@@ -33,8 +33,14 @@ class ChinchillaLaw(Law):
         return out
 
     def log_basis_batch(self, thetas: np.ndarray, x: Inputs) -> tuple[np.ndarray, np.ndarray]:
-        logphi = self.log_basis_grid(thetas, x)
-        _, dlogphi = self.log_basis(thetas[0], x)  # linear in theta: the same for every draw
+        log_n, log_d = np.log(x["params"]), np.log(x["tokens"])
+        logphi = np.zeros((len(thetas), log_n.shape[0], 3))
+        logphi[:, :, 1] = -thetas[:, :1] * log_n[None, :]
+        logphi[:, :, 2] = -thetas[:, 1:2] * log_d[None, :]
+        # Linear in theta: the derivative is the same for every draw (log_basis's).
+        dlogphi = np.zeros((log_n.shape[0], 3, 2))
+        dlogphi[:, 1, 0] = -log_n
+        dlogphi[:, 2, 1] = -log_d
         return logphi, np.broadcast_to(dlogphi, (len(thetas),) + dlogphi.shape)
 
 
