@@ -421,9 +421,27 @@ def prepare(law, x, y, *, labels=None, fixed=None, bounds=None, delta=DEFAULT_DE
 #: Above four times this many points the dense screen and the first descent of every start
 #: run on an evenly spaced subsample of this size; only the distinct optima found there are refined on
 #: all the points. The screen only has to find the basins; the full data decide the optimum.
+#: Points are counted in the law's cost per row (:meth:`delphi.laws.Law.row_cost`: 1 for a
+#: closed-form law, ~60 groups of LR drops per checkpoint for the multi-power law).
 SCREEN_ROWS = 1024
+#: The subsample of an expensive law keeps at least this many rows (a curve law with seven
+#: parameters needs the curve's shape, not a handful of points).
+SCREEN_MIN_ROWS = 256
 # Distinct optima of a subsample within this factor of the best are refined on all points.
 _POLISH_WITHIN = 1.10
+
+
+def screen_problem(prep: Prepared) -> tuple[Problem, np.ndarray, bool]:
+    """The problem the global search screens and first descends on, its losses, and whether
+    it is a subsample (``n * row_cost`` above ``4 * SCREEN_ROWS`` and at least twice the
+    subsample's size)."""
+    n = len(prep.y)
+    cost = float(prep.law.row_cost(prep.problem.x))
+    size = max(SCREEN_MIN_ROWS, int(math.ceil(SCREEN_ROWS / cost))) if cost > 1 else SCREEN_ROWS
+    if n * cost > 4 * SCREEN_ROWS and n >= 2 * size:
+        sp, sy = _subsample(prep.problem, prep.y, size)
+        return sp, sy, True
+    return prep.problem, prep.y, False
 
 
 def _subsample(problem: Problem, y: np.ndarray, size: int) -> tuple[Problem, np.ndarray]:
@@ -485,7 +503,8 @@ def global_search(prep: Prepared, *, seed: int = 0, starts: int = _REFINE_STARTS
     """Dense search over the non-linear parameters, then a local descent from the best
     distinct points: [(z, objective, success, message)] per start, unsorted.
 
-    Large problems (more than 4 x :data:`SCREEN_ROWS` points) are screened and first descended on
+    Large problems (more than 4 x :data:`SCREEN_ROWS` points, counted in the law's
+    :meth:`~delphi.laws.Law.row_cost`; see :func:`screen_problem`) are screened and first descended on
     an evenly spaced subsample; the distinct optima found there are then refined on all the
     points (a two-level search), and each start reports the full-data optimum it led to.
 
@@ -494,8 +513,7 @@ def global_search(prep: Prepared, *, seed: int = 0, starts: int = _REFINE_STARTS
     FitError: no point of the search range gives a positive prediction everywhere.
     """
     law, problem, ibounds = prep.law, prep.problem, prep.ibounds
-    big = len(prep.y) > 4 * SCREEN_ROWS  # below that, the second level costs more than it saves
-    sp, sy = _subsample(problem, prep.y, SCREEN_ROWS) if big else (problem, prep.y)
+    sp, sy, big = screen_problem(prep)  # small problems: the second level costs more
     ranges = _search_ranges(law, problem, prep.bounds)
     nl_params = [law.param(problem.nl_names[i]) for i in problem.free_nl]
     log_scale = [p.log_search and r[0] > 0 for p, r in zip(nl_params, ranges)]
@@ -525,8 +543,12 @@ def global_search(prep: Prepared, *, seed: int = 0, starts: int = _REFINE_STARTS
             owner.append(i)
     finite = [results[r][1] for r in reps if np.isfinite(results[r][1])]
     best = min(finite) if finite else math.inf
-    keep = [r for r in reps if np.isfinite(results[r][1])
-            and results[r][1] <= best * _POLISH_WITHIN + 1e-300] or reps[:1]
+    # Starts the subsample's descent left unfinished above a finished one were already judged
+    # unable to win there (see _descend); in a flat valley they are all "distinct", and
+    # refining each on all the points cost seconds (the multi-power law) and changed nothing.
+    finished = [r for r in reps if results[r][3] != _UNPOLISHED] or reps
+    keep = [r for r in finished if np.isfinite(results[r][1])
+            and results[r][1] <= best * _POLISH_WITHIN + 1e-300] or finished[:1]
     full = dict(zip(keep, _descend(problem, np.stack([results[r][0] for r in keep]), ibounds)))
     out = []
     for i, r in enumerate(owner):
@@ -534,7 +556,8 @@ def global_search(prep: Prepared, *, seed: int = 0, starts: int = _REFINE_STARTS
             out.append(full[r])
         else:  # a worse basin of the subsample: its full-data objective, unrefined
             z = results[r][0]
-            out.append((z, problem.objective(z), False, "left in a worse basin (not refined)"))
+            out.append((z, problem.objective(z), False, _UNPOLISHED if results[r][3] == _UNPOLISHED
+                        else "left in a worse basin (not refined)"))
     return out
 
 
@@ -552,8 +575,7 @@ def basin_probes(prep: Prepared, *, count: int = 16, seed: int = 0) -> np.ndarra
     FitError: no point of the search range gives a positive prediction everywhere.
     """
     law, problem = prep.law, prep.problem
-    big = len(prep.y) > 4 * SCREEN_ROWS
-    sp, sy = _subsample(problem, prep.y, SCREEN_ROWS) if big else (problem, prep.y)
+    sp, sy, _ = screen_problem(prep)
     ranges = _search_ranges(law, problem, prep.bounds)
     nl_params = [law.param(problem.nl_names[i]) for i in problem.free_nl]
     log_scale = [p.log_search and r[0] > 0 for p, r in zip(nl_params, ranges)]

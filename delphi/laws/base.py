@@ -149,6 +149,12 @@ class Law:
         pairs = [self.log_basis(t, x) for t in thetas]
         return np.stack([p[0] for p in pairs]), np.stack([p[1] for p in pairs])
 
+    def row_cost(self, x: Inputs) -> float:
+        """Cost of evaluating the law at one row of ``x``, in units of a closed-form law's row
+        (1.0 here). The fitting engine searches a problem of ``n * row_cost`` units or more on a
+        subsample first (:func:`delphi.fitting.engine.global_search`)."""
+        return 1.0
+
     def check_inputs(self, x: Inputs, *, what: str = "target") -> dict[str, np.ndarray]:
         """Validate and convert the inputs the law needs.
 

@@ -102,6 +102,12 @@ class MultiPowerLaw(Law):
         dlogphi[:, 2, 1:] = np.where(pos[:, None], grad / np.where(pos, ld, 1.0)[:, None], 0.0)
         return logphi, dlogphi
 
+    def row_cost(self, x: Inputs) -> float:
+        """Groups of LR drops per checkpoint (~60 for a 2,000-step run): the law sums one
+        term per group at every row."""
+        n = np.asarray(x["step"]).shape[0]
+        return max(1.0, _groups(x).drop.size / max(n, 1))
+
     def log_basis_grid(self, thetas: np.ndarray, x: Inputs) -> np.ndarray:
         """``log phi`` for a block of points: thetas (G, 4) -> (G, n, 3), no loop over points
         (blocks of points bounded in memory); equal to :meth:`log_basis` point by point."""

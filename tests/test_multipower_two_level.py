@@ -1,0 +1,63 @@
+"""The multi-power completion's two-level search (issue 26, item 1) finds the optimum the
+one-level search found before it.
+
+Fixed case: one 1,000-step cosine run (warmup 30, final 0.1, peak 3e-3) logged at every step
+to 80%, losses from the multi-power law with 0.2% log-normal noise (seed 7). The reference
+figures were produced by ``delphi.complete(..., "multipower")`` at commit 2f44257, before
+the search screened expensive laws on a subsample (``engine.screen_problem``).
+"""
+
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import delphi
+from delphi.curves import complete
+from delphi.fitting import engine
+from delphi.laws import MULTIPOWER
+from delphi.schedules import Schedule, features
+
+# complete() at 2f44257 (one-level search over all 970 post-warm-up checkpoints).
+REF_OBJECTIVE = 0.0008240938781913066
+REF_LOSS = 2.6239372428641214
+REF_PARAMS = {"L0": 2.871505, "A": 0.52033, "B": 267.680709, "alpha": 0.490225,
+              "gamma": 0.484469}
+
+
+def _ladder():
+    spec = "cosine:warmup=30,final=0.1"
+    sched = Schedule.parse(spec, peak_lr=3e-3, total_steps=1000)
+    true = {"L0": 2.9, "A": 0.5, "B": 300.0, "alpha": 0.5, "C": 2.0, "beta": 0.6, "gamma": 0.5}
+    steps = np.arange(1, 801)
+    f = features(sched, steps)
+    x = {"S1": f["S1"], "step": steps.astype(float), "_group": np.zeros(steps.size, int),
+         "_lrs": [sched.lrs()]}
+    loss = MULTIPOWER.predict(true, x) * np.exp(
+        np.random.default_rng(7).normal(0, 0.002, steps.size))
+    frame = pd.DataFrame({"run": "mp", "step": steps, "loss": loss, "params": 1e8,
+                          "tokens": steps * 1e6, "peak_lr": 3e-3, "total_steps": 1000,
+                          "fraction": steps / 1000})
+    return delphi.Ladder(frame, name="mp", schedule=spec)
+
+
+def test_multipower_is_screened_on_a_subsample_and_matches_the_one_level_fit():
+    lad = _ladder()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", delphi.DelphiWarning)
+        c = complete(lad, "mp", "multipower")
+    # The search did run on a subsample: ~50 groups of LR drops per row make 970 rows
+    # "large" (970 * cost > 4 * SCREEN_ROWS).
+    x = c.fit.x
+    assert MULTIPOWER.row_cost(x) * c.fit.n_points > 4 * engine.SCREEN_ROWS
+    assert c.fit.objective == pytest.approx(REF_OBJECTIVE, rel=1e-9)
+    assert c.loss == pytest.approx(REF_LOSS, rel=1e-7)
+    for name, ref in REF_PARAMS.items():
+        assert c.fit.params[name] == pytest.approx(ref, rel=1e-4), name
+
+
+def test_row_cost_is_one_for_closed_form_laws():
+    from delphi.laws import get_law
+    x = {"params": np.array([1e8, 2e8]), "tokens": np.array([1e9, 4e9])}
+    assert get_law("chinchilla").row_cost(x) == 1.0
