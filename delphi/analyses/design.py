@@ -16,11 +16,8 @@ reference class alone), f its small-sample factor, param_sd the spread of the fi
 parameters at the target (bootstrap or delta method), run_sd the run-to-run noise, L the
 forecast and z the normal quantile of the level. A new run changes two of the terms: a run
 above the largest fitted compute lowers r (so sigma(r)), and any run adds information about
-the parameters (so param_sd). A run in a compute budget the ladder lacks also adds a rung:
-the reference model is rebuilt at the new rung count (its window, as :func:`delphi.predict`
-builds it) and a blend's weight w = n / (n + 3) takes the extra own fold (up to 12); both
-are known before the run's loss is. The ladder's own sigma_0, k and the run noise are held
-fixed (their change depends on the unseen loss).
+the parameters (so param_sd). The calibration model itself and the run noise are held fixed
+(a new run would add a fold to the calibration: that cannot be known before its loss is).
 
 **How param_sd after a candidate is computed** (``method``):
 
@@ -84,9 +81,7 @@ from ..laws import Law, get_law
 from ..inputs.readers import as_ladder
 from ..forecasting.uncertainty import DEFAULT_LEVEL, run_noise
 from ..forecasting.target import as_target
-from ..forecasting.reference import PRIOR_FOLDS, load_reference, ReferenceClass
-from ..forecasting.calibration import MAX_FOLDS
-from ..fitting.diagnostics import residual_scale
+from ..forecasting.reference import load_reference, ReferenceClass
 from ..forecasting.forecast import Target, predict, target_inputs
 from ..fitting.engine import internal_bounds, prepare
 
@@ -458,59 +453,23 @@ def _width(centre: float, sd, z: float):
 
 
 class _Terms:
-    """The calibrated interval's terms at the target and how a new run moves them.
+    """The calibrated interval's terms at the target and how a new run moves them."""
 
-    ``refs(n_rungs)``, when given, is the reference model's (sigma_0, k) at that number of
-    fitted rungs (the window and the fit's residual degrees of freedom it is chosen by,
-    :meth:`delphi.reference.ReferenceClass.model`): a run in a compute budget the ladder
-    does not have yet adds a rung, so a fold to the ladder's own calibration (the blend
-    weight) and a rung to the reference window, both known before its loss is."""
-
-    def __init__(self, cal: dict, level: float, loss: float, refs=None):
+    def __init__(self, cal: dict, level: float, loss: float):
         self.sigma_0, self.k = float(cal["sigma_0"]), float(cal["k"])
         self.f = float(cal.get("small_sample_factor", 1.0))
         self.ratio = float(cal["ratio"])
         self.param_sd, self.run_sd = float(cal["param_sd"]), float(cal["run_sd"])
         self.z, self.loss = _z(level), float(loss)
-        ref = cal.get("reference") if cal.get("method") == "calibrated" else cal
-        self.n_rungs = ref.get("n_rungs") if isinstance(ref, dict) else None
-        self.refs = refs if self.n_rungs is not None else None
-        # a blend (own calibration + reference): its own line and folds
-        self.own = ((float(cal["own_sigma_0"]), float(cal["own_k"]), int(cal["n_folds"]))
-                    if cal.get("method") == "calibrated" and cal.get("own_sigma_0") is not None
-                    and isinstance(cal.get("reference"), dict) else None)
-        if cal.get("method") == "calibrated" and self.own is None:
-            self.refs = None            # the ladder's own calibration alone: held fixed
 
-    def sigma_used(self, r, extra=0):
-        """f sigma(r) with ``extra`` (scalar or per r) more rungs than the fit has."""
-        lr = np.log10(np.maximum(np.asarray(r, float), 1.0))
-        extra = np.broadcast_to(np.asarray(extra, int), lr.shape)
-        out = self.f * (self.sigma_0 + self.k * lr)
-        if self.refs is None or not extra.any():
-            return out
-        out = np.array(out, float, copy=True)
-        for e in np.unique(extra[extra > 0]):
-            line = self.refs(int(self.n_rungs + e))
-            if line is None:            # no reference model there: the current terms
-                continue
-            s0, k = line
-            sel = extra == e
-            if self.own is None:        # the reference class alone (factor 1)
-                out[sel] = s0 + k * lr[sel]
-            else:                       # the blend, its weight with e more own folds
-                o0, ok, nf = self.own
-                n_ = min(nf + int(e), MAX_FOLDS)
-                w = n_ / (n_ + PRIOR_FOLDS)
-                out[sel] = w * (o0 + ok * lr[sel]) + (1 - w) * (s0 + k * lr[sel])
-        return out
+    def sigma_used(self, r):
+        return self.f * (self.sigma_0 + self.k * np.log10(np.maximum(np.asarray(r, float), 1.0)))
 
-    def sd(self, r, param_sd, extra=0):
-        return np.sqrt(self.sigma_used(r, extra) ** 2 + np.asarray(param_sd) ** 2
-                       + self.run_sd ** 2)
+    def sd(self, r, param_sd):
+        return np.sqrt(self.sigma_used(r) ** 2 + np.asarray(param_sd) ** 2 + self.run_sd ** 2)
 
-    def width(self, r, param_sd, extra=0):
-        return _width(self.loss, self.sd(r, param_sd, extra), self.z)
+    def width(self, r, param_sd):
+        return _width(self.loss, self.sd(r, param_sd), self.z)
 
 
 def _free(fit: Fit) -> tuple[tuple[str, ...], list[int]]:
@@ -720,8 +679,7 @@ def suggest_runs(ladder: Ladder, target, law: str | Law | None = None, *,
     if any(str(k_).startswith("_") for k_ in fit.x):
         raise LawError(f"suggest ranks final runs (N, D, C, peak LR); law {flaw.name!r} reads "
                        f"whole loss curves or schedules, which a candidate does not have")
-    refs = _reference_lines(predict_kwargs.get("reference"), ladder, flaw, fit, iv.level)
-    terms = _Terms(iv.calibration, iv.level, forecast.loss, refs)
+    terms = _Terms(iv.calibration, iv.level, forecast.loss)
     t = forecast.target
     c_target = t.flops if t.flops is not None else None
     c_max = c_target / terms.ratio if c_target else None
@@ -765,7 +723,6 @@ def suggest_runs(ladder: Ladder, target, law: str | Law | None = None, *,
     cost = np.array([c.flops for c in pool])
     c_now = c_max
     r_now, p_now = terms.ratio, terms.param_sd
-    budgets, extra_now = fitted_c, 0
     chosen: list[RunSuggestion] = []
     spent = 0.0
     avail = np.ones(len(pool), dtype=bool)
@@ -778,7 +735,6 @@ def suggest_runs(ladder: Ladder, target, law: str | Law | None = None, *,
             notes.append(f"the budget allows only {step} of the {n} runs asked for")
             break
         ratio_f, top = fisher.ratios(rows)
-        extra = np.array([_n_budgets(np.append(budgets, c)) for c in cost]) - _n_budgets(budgets)
         if refits is not None:
             ratio_p = np.array([refits.ratio(inputs[i]) if avail[i] else 1.0
                                 for i in range(len(pool))])
@@ -787,10 +743,9 @@ def suggest_runs(ladder: Ladder, target, law: str | Law | None = None, *,
         r_after = (np.array([c_target / max(c_now, c.flops) for c in pool])
                    if c_now else np.full(len(pool), r_now))
         p_after = p_now * ratio_p
-        w_before = float(terms.width(r_now, p_now, extra_now))
-        w_after = terms.width(r_after, p_after, extra_now + extra)
-        d_cal = (terms.sigma_used(r_now, extra_now) ** 2
-                 - terms.sigma_used(r_after, extra_now + extra) ** 2)
+        w_before = float(terms.width(r_now, p_now))
+        w_after = terms.width(r_after, p_after)
+        d_cal = terms.sigma_used(r_now) ** 2 - terms.sigma_used(r_after) ** 2
         d_par = p_now ** 2 - p_after ** 2
         per = np.where(avail, (w_before - w_after) / cost, -np.inf)
         made = [RunSuggestion(run=pool[i], width_before=w_before, width_after=float(w_after[i]),
@@ -807,8 +762,6 @@ def suggest_runs(ladder: Ladder, target, law: str | Law | None = None, *,
         if not repeats:
             avail[best] = False
         fisher.add(rows[best])
-        extra_now += int(extra[best])
-        budgets = np.append(budgets, cost[best])
         if refits is not None:
             refits.add(inputs[best])
         if c_now:
@@ -840,36 +793,6 @@ def suggest_runs(ladder: Ladder, target, law: str | Law | None = None, *,
                        sigma_used=float(terms.sigma_used(terms.ratio)),
                        param_sd=terms.param_sd, run_sd=terms.run_sd, candidates=out,
                        n_candidates=len(pool), notes=tuple(notes), ladder=ladder.name)
-
-
-def _n_budgets(flops: np.ndarray) -> int:
-    """Compute budgets among runs of these costs [FLOPs] (:func:`budget_labels`)."""
-    return int(budget_labels(pd.DataFrame({"flops": np.asarray(flops, float)})).nunique())
-
-
-def _reference_lines(reference, ladder: Ladder, law: Law, fit: Fit, level: float):
-    """n_rungs -> the reference model's (sigma_0, k) for this forecast's law at ``level``
-    with that many fitted rungs (as :func:`delphi.predict` builds it: the ladder itself left
-    out when public, conditioned on the fit's residual scale), cached; None when the
-    reference class cannot be loaded."""
-    try:
-        ref = reference if isinstance(reference, ReferenceClass) else load_reference(reference)
-    except (DelphiError, OSError, TypeError):
-        return None
-    exclude = (ladder.name,) if ladder.name in ref.ladders else ()
-    fit_sd, dof = residual_scale(fit), fit.dof
-    cache: dict[int, tuple[float, float]] = {}
-
-    def lines(n_rungs: int) -> tuple[float, float]:
-        if n_rungs not in cache:
-            try:        # the fit with the new run: one more residual degree of freedom
-                m = ref.model(law.name, n_rungs, level, exclude=exclude, fit_sd=fit_sd,
-                              fit_dof=dof + 1)
-                cache[n_rungs] = (float(m.sigma_0), float(m.k))
-            except DelphiError:
-                cache[n_rungs] = None
-        return cache[n_rungs]
-    return lines
 
 
 def _check_budget(pool: Sequence[CandidateRun], budget: float) -> None:
