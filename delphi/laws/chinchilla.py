@@ -9,6 +9,14 @@ from .base import Inputs, Law, Param
 __all__ = ["ChinchillaLaw", "CHINCHILLA", "CHINCHILLA_COEFFICIENTS", "CHINCHILLA_EXPONENTS"]
 
 
+def _dlogphi(log_n: np.ndarray, log_d: np.ndarray) -> np.ndarray:
+    """d log phi / d(alpha, beta), (n, 3, 2): constant in theta (the law is log-linear)."""
+    out = np.zeros((log_n.shape[0], 3, 2))
+    out[:, 1, 0] = -log_n
+    out[:, 2, 1] = -log_d
+    return out
+
+
 class ChinchillaLaw(Law):
     """L(N, D) = E + A/N^alpha + B/D^beta (Hoffmann et al. 2022, Eq. 2; Approach 3).
 
@@ -20,10 +28,7 @@ class ChinchillaLaw(Law):
         log_n, log_d = np.log(x["params"]), np.log(x["tokens"])
         n = log_n.shape[0]
         logphi = np.stack([np.zeros(n), -alpha * log_n, -beta * log_d], axis=1)
-        dlogphi = np.zeros((n, 3, 2))
-        dlogphi[:, 1, 0] = -log_n
-        dlogphi[:, 2, 1] = -log_d
-        return logphi, dlogphi
+        return logphi, _dlogphi(log_n, log_d)
 
     def log_basis_grid(self, thetas: np.ndarray, x: Inputs) -> np.ndarray:
         log_n, log_d = np.log(x["params"]), np.log(x["tokens"])
@@ -33,14 +38,9 @@ class ChinchillaLaw(Law):
         return out
 
     def log_basis_batch(self, thetas: np.ndarray, x: Inputs) -> tuple[np.ndarray, np.ndarray]:
-        log_n, log_d = np.log(x["params"]), np.log(x["tokens"])
-        logphi = np.zeros((len(thetas), log_n.shape[0], 3))
-        logphi[:, :, 1] = -thetas[:, :1] * log_n[None, :]
-        logphi[:, :, 2] = -thetas[:, 1:2] * log_d[None, :]
+        logphi = self.log_basis_grid(thetas, x)
         # Linear in theta: the derivative is the same for every draw (log_basis's).
-        dlogphi = np.zeros((log_n.shape[0], 3, 2))
-        dlogphi[:, 1, 0] = -log_n
-        dlogphi[:, 2, 1] = -log_d
+        dlogphi = _dlogphi(np.log(x["params"]), np.log(x["tokens"]))
         return logphi, np.broadcast_to(dlogphi, (len(thetas),) + dlogphi.shape)
 
 
