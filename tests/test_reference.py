@@ -15,7 +15,7 @@ from delphi.calibration import CalibrationModel, cut_levels, leave_future_out
 from delphi.cli.main import main
 from delphi.errors import DelphiError, FitError
 from delphi.laws import CHINCHILLA
-from delphi.reference import (COLUMNS, MIN_LADDERS, PRIOR_FOLDS, REFERENCE_PATH,
+from delphi.reference import (COLUMNS, MIN_LADDERS, window_ladders, PRIOR_FOLDS, REFERENCE_PATH,
                               ReferenceClass, blend, build_reference, load_reference,
                               reference_rows)
 
@@ -201,6 +201,23 @@ def test_the_law_and_rung_filters_widen_and_say_so():
     with pytest.raises(FitError, match="level must be in"):
         ref.model("power", 5, level=1.5)
     assert MIN_LADDERS == 4
+
+
+def test_the_rung_window_takes_in_enough_ladders_for_the_level():
+    # ladder i has folds of 3 + i rungs: a window centred on 3 rungs must reach 3 + 8 = 11
+    # for 9 ladders at 90% (a new ladder is covered only when K >= level / (1 - level):
+    # Lee, Barber & Willett 2023), and 3 + 3 = 6 for 4 at 80%
+    assert [window_ladders(v) for v in (0.5, 0.8, 0.9, 0.95)] == [4, 4, 9, 19]
+    ref = synthetic_class({f"l{i}": ("power", 3 + i, 0.01) for i in range(12)})
+    m90, m80 = ref.model("power", 3, 0.9), ref.model("power", 3, 0.8)
+    assert m90.rungs == (3, 11) and len(m90.ladders) == 9
+    assert m80.rungs == (3, 6) and len(m80.ladders) == 4
+    assert "until 9 public ladders contribute" in m90.notes[0]
+    # fewer ladders than the level asks for: all of them, and the note says so
+    m95 = ref.model("power", 3, 0.95)
+    assert len(m95.ladders) == 12 and "a 95% reference interval asks for 19" in m95.notes[0]
+    with pytest.raises(FitError, match="level must be in"):
+        window_ladders(1.0)
 
 
 def test_blend_shrinks_by_the_number_of_folds():

@@ -15,7 +15,8 @@ The model (:meth:`ReferenceClass.model`): the ``level`` quantile of |log error| 
 log10 r, q(r) = q_0 + q_1 log10 r, fitted by weighted linear quantile regression (Koenker &
 Bassett 1978) over the reference errors of the same law (all laws pooled when fewer than
 :data:`MIN_LADDERS` public ladders have it) from folds fitted on about as many rungs as the
-forecast's (the window n +- j, widened until :data:`MIN_LADDERS` ladders contribute). Every
+forecast's (the window n +- j, widened until :func:`window_ladders` ladders contribute: 9 at
+90%, the fewest for which a quantile can cover a new ladder at that level). Every
 ladder weighs the same, whatever its number of errors. The quantile is read directly from
 the pooled errors, so their heavy tails (ladders differ in noise and in misspecification)
 are in it, and no small-sample factor is applied. Ladders differ most in how much their runs
@@ -63,7 +64,7 @@ from ..fitting.api import compute_frontier
 
 __all__ = ["ReferenceClass", "ReferenceModel", "BlendedModel", "blend", "build_reference",
            "load_reference", "reference_rows", "REFERENCE_PATH", "MIN_LADDERS", "PRIOR_FOLDS",
-           "MAX_PER_FOLD", "COLUMNS", "MIN_SD_DOF"]
+           "MAX_PER_FOLD", "COLUMNS", "MIN_SD_DOF", "window_ladders"]
 
 #: The reference errors shipped with delphi.
 REFERENCE_PATH = Path(__file__).parents[1] / "data" / "reference_errors.json.gz"
@@ -94,6 +95,29 @@ COLUMNS_V1 = COLUMNS[:10]
 #: Fewest residual degrees of freedom a fit's residual scale needs to size a reference
 #: interval (:meth:`ReferenceClass.model`'s ``fit_sd``): with 0 or 1 the scale is a guess.
 MIN_SD_DOF = 2
+
+
+def window_ladders(level: float = DEFAULT_LEVEL) -> int:
+    """How many public ladders the rung window of a reference model at ``level`` must take in:
+    max(:data:`MIN_LADDERS`, ceil(level / (1 - level))), 9 at the default 90%.
+
+    A reference interval is a prediction for a ladder outside the reference class, so its
+    unit of exchangeability is the ladder, not the error. Conformal prediction over K
+    exchangeable groups (the hierarchical case: Lee, Barber & Willett 2023, Sec. 3; Dunn,
+    Wasserman & Ramdas 2023) covers a new group at ``level`` with the quantile at level
+    (K + 1) / K of the pooled, group-weighted errors, which is finite only when
+    K >= level / (1 - level). With fewer ladders a quantile is one ladder's idiosyncrasy
+    away from the next: a window of 4 ladders (the rule before) left porian2024-owt2 at 69%
+    and misfitting2025-final at 73% coverage leave one ladder out, 9 lifts both above 75%
+    (``benchmarks/bench_reference.py``, where the other window sizes tried are shown).
+    The quantile itself stays at ``level`` (the pooled-CDF estimate, which Dunn et al.
+    recommend for its width); a ladder with fewer public ladders in reach uses them all.
+
+    Raises FitError for a level outside (0, 1).
+    """
+    if not 0 < level < 1:
+        raise FitError(f"level must be in (0, 1), got {level!r}")
+    return max(MIN_LADDERS, math.ceil(level / (1 - level) - 1e-9))
 
 
 def _z(level: float) -> float:
@@ -275,14 +299,16 @@ class ReferenceClass:
         return ReferenceClass(rows=self.rows[keep].reset_index(drop=True), provenance=prov)
 
     def select(self, law: str, n_rungs: int | None = None,
-               exclude: Iterable[str] = ()) -> tuple[pd.DataFrame, dict]:
+               exclude: Iterable[str] = (),
+               level: float = DEFAULT_LEVEL) -> tuple[pd.DataFrame, dict]:
         """The errors a reference model for ``law`` at ``n_rungs`` fitted rungs uses, and how
         they were chosen (``laws``, ``rungs``, ``notes``).
 
         The law's own errors when :data:`MIN_LADDERS` ladders have them, else every law's;
-        of those, the folds with n_rungs +- j rungs, j = 0, 1, ... until :data:`MIN_LADDERS`
-        ladders contribute (every fold when ``n_rungs`` is None). Ladders in ``exclude``
-        are left out.
+        of those, the folds with n_rungs +- j rungs, j = 0, 1, ... until
+        :func:`window_ladders` ``(level)`` ladders contribute, or every ladder left when
+        there are fewer (every fold when ``n_rungs`` is None). Ladders in ``exclude`` are
+        left out.
 
         Raises FitError when no errors remain (the message says which filter emptied it).
         """
@@ -309,17 +335,21 @@ class ReferenceClass:
         if n_rungs is None:
             lo, hi = int(nb.min()), int(nb.max())
         else:
+            need = min(window_ladders(level), rows["ladder"].nunique())
             for j in range(0, int(max(nb.max(), n_rungs)) + 1):
                 lo, hi = max(n_rungs - j, 1), n_rungs + j
                 sel = (nb >= lo) & (nb <= hi)
-                if rows["ladder"][sel].nunique() >= MIN_LADDERS:
+                if rows["ladder"][sel].nunique() >= need:
                     break
             lo, hi = max(lo, int(nb[sel].min())), min(hi, int(nb[sel].max()))
             rows = rows[sel]
             if (lo, hi) != (n_rungs, n_rungs):
                 span = f"{lo}" if lo == hi else f"{lo}-{hi}"
                 notes.append(f"folds fitted on {span} rungs (the forecast has {n_rungs}): "
-                             f"the window widens until {MIN_LADDERS} public ladders contribute")
+                             f"the window widens until {need} public ladders contribute"
+                             + ("" if need >= window_ladders(level) else
+                                f" (all there are; a {level:.0%} reference interval asks for "
+                                f"{window_ladders(level)})"))
         return rows, {"laws": laws, "rungs": (lo, hi), "notes": tuple(notes)}
 
     def model(self, law: str, n_rungs: int | None = None, level: float = DEFAULT_LEVEL,
@@ -353,7 +383,7 @@ class ReferenceClass:
                            + (f" outside {', '.join(exclude)}" if exclude else "")
                            + f" ({', '.join(sorted(left)) or 'none'}): a reference model needs "
                              f"at least {MIN_LADDERS}, so that it is not one ladder's errors")
-        rows, info = self.select(law, n_rungs, exclude)
+        rows, info = self.select(law, n_rungs, exclude, level)
         notes = list(info["notes"])
         s = None
         if fit_sd is not None:
