@@ -89,7 +89,11 @@ def test_top_suggestion_is_what_brute_force_refits_say(ladder, forecast):
                 lad = delphi.Ladder(pd.concat([base, pd.DataFrame([row])]), name="sim")
                 f = delphi.predict(lad, TARGET, "chinchilla", interval="reference", n_boot=50,
                                    off_trend=False, identify=False)
-                widths.append(f.upper - f.lower)
+                # The width at the current forecast's level: the interval is multiplicative
+                # (+-q in log loss), so a draw that moves the point forecast moves its absolute
+                # width with it; that is the candidate's unknown loss, not information it adds
+                # (suggest holds the point forecast, so compare like with like).
+                widths.append((f.upper - f.lower) / f.loss * forecast.loss)
             per_flop[cand.run] = (w0 - np.mean(widths)) / (6 * cand.params * cand.tokens)
     brute = max(per_flop, key=per_flop.get)
     assert brute == "up"            # the study's answer, for the record
