@@ -537,8 +537,9 @@ def predict_curve(ladder, target, law: str | None = None, *, level: float = DEFA
                 f"target's distance above the ladder, with run noise: ({lo_s - 1:+.2%}, "
                 f"{hi_s - 1:+.2%}); band used ({min(lo_ratio, lo_s) - 1:+.2%}, "
                 f"{max(hi_ratio, hi_s) - 1:+.2%})"))
+            if lo_s < lo_ratio or hi_s > hi_ratio:
+                method = SIZE_BAND_METHOD
             lo_ratio, hi_ratio = min(lo_ratio, lo_s), max(hi_ratio, hi_s)
-            method = SIZE_BAND_METHOD
     pts = tuple(CurvePoint(fraction=float(s / steps), step=int(s), tokens=float(s * batch),
                            loss=float(v), lower=float(v * lo_ratio), upper=float(v * hi_ratio))
                 for s, v in zip(grid, loss))
