@@ -61,3 +61,22 @@ def test_row_cost_is_one_for_closed_form_laws():
     from delphi.laws import get_law
     x = {"params": np.array([1e8, 2e8]), "tokens": np.array([1e9, 4e9])}
     assert get_law("chinchilla").row_cost(x) == 1.0
+
+
+def test_cached_group_logs_give_bit_identical_ld_and_gradients():
+    """multipower_ld_grid reuses ln eta, ln S of the groups it last saw (by identity): the
+    values and derivatives are those of a fresh evaluation, bit for bit."""
+    from delphi.inputs.schedules import (_GROUP_LOGS, MultiPowerGroups, multipower_groups,
+                                         multipower_ld_grid)
+    sched = Schedule.parse("cosine:warmup=30,final=0.1", peak_lr=1.0, total_steps=1000)
+    steps = np.arange(30, 801).astype(np.int64)
+    g = multipower_groups([sched.lrs()], steps, np.zeros(steps.size, np.int64))
+    first = multipower_ld_grid(g, [0.5, 0.0, 2.0], [1.3, 0.6, 0.0], [0.54, 0.5, 1.0])
+    assert any(c is g for c, _ in _GROUP_LOGS)
+    again = multipower_ld_grid(g, [0.5, 0.0, 2.0], [1.3, 0.6, 0.0], [0.54, 0.5, 1.0])
+    fresh = multipower_ld_grid(MultiPowerGroups(*(np.array(a, copy=True) for a in g)),
+                               [0.5, 0.0, 2.0], [1.3, 0.6, 0.0], [0.54, 0.5, 1.0])
+    for a, b, c in zip(first, again, fresh):
+        assert np.array_equal(a, b) and np.array_equal(a, c)
+    logs = next(v for c, v in _GROUP_LOGS if c is g)
+    assert not any(a.flags.writeable for a in logs)

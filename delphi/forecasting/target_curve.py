@@ -7,10 +7,14 @@ ladder, Bhagia et al. 2024) evaluated along the target's planned LR schedule: at
 target has seen D(s) = s x batch tokens and its LR ratio is h(s) = lr(s) / peak.
 
 The band. At fraction 1 it is the final forecast's new-run interval (:func:`delphi.predict`,
-calibrated as usual). Along the curve the same relative widths are kept: lower(f) =
-loss(f) x lower / loss and upper(f) = loss(f) x upper / loss, i.e. a band of constant width in
-log loss. This is a documented rule, not a derived one; its coverage of real runs' checkpoints
-is measured by ``benchmarks/bench_track.py`` (RESULTS.md, "Issue 26").
+calibrated as usual), widened where needed to contain the law's own leave-one-size-out error
+at the target's tokens per parameter (:func:`size_holdout_errors`, :func:`size_band`): the
+compute-based calibration does not see a new size whose compute is inside the ladder's (an
+under-trained large target), while the error one size up at the same D/N does. Along the curve
+the same relative widths are kept: lower(f) = loss(f) x lower / loss and upper(f) = loss(f) x
+upper / loss, i.e. a band of constant width in log loss. This is a documented rule, not a
+derived one; its coverage of real runs' checkpoints is measured by
+``benchmarks/bench_track.py`` (RESULTS.md, "Issue 26"), in and out of sample.
 
 The run-only error model. A tracked run is also completed from its own checkpoints (the
 ``annealing`` curve law, Tissue et al. 2024 Eq. 1, with the planned schedule); how far such a
@@ -43,7 +47,7 @@ from ..inputs.readers import as_ladder
 from ..inputs.law_inputs import curve_inputs
 
 __all__ = ["CurvePoint", "CurveForecast", "predict_curve", "completion_errors",
-           "target_schedule", "COMPLETION_FRACTIONS", "CURVE_LAW", "DEFAULT_POINTS"]
+           "size_holdout_errors", "SizeFold", "target_schedule", "COMPLETION_FRACTIONS", "CURVE_LAW", "DEFAULT_POINTS"]
 
 #: The checkpoint law ``--curve`` fits when none is named.
 CURVE_LAW = "chinchilla-ckpt"
@@ -53,6 +57,41 @@ DEFAULT_POINTS = 50
 COMPLETION_FRACTIONS = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)
 #: A run needs this many checkpoints to be used by :func:`completion_errors`.
 MIN_CHECKPOINTS = 8
+#: The band's rule, as ``register`` records it.
+BAND_METHOD = "final new-run interval's relative widths carried along the curve"
+SIZE_BAND_METHOD = ("final new-run interval's relative widths, widened to contain the law's "
+                    "leave-one-size-out errors at the target's tokens per parameter (scaled to "
+                    "its distance above the ladder, plus run noise), carried along the curve")
+#: :func:`size_holdout_errors` holds out each of the ladder's this many largest sizes in turn.
+SIZE_FOLDS = 2
+#: ... each fitted on at least this many smaller sizes: the law's N term (E + A / N^alpha)
+#: has three parameters, so fewer sizes do not identify it (a fold fitted on two sizes of a
+#: ladder drawn from chinchilla-ckpt itself misses its held-out size by 3%, tests).
+MIN_FOLD_SIZES = 3
+
+
+@dataclass(frozen=True)
+class SizeFold:
+    """One leave-one-size-out fold of :func:`size_holdout_errors`."""
+
+    params: float
+    """The held-out size N [parameters]."""
+    fitted_params: float
+    """The largest size the fold was fitted on [parameters]."""
+    tokens_per_param: tuple[float, ...]
+    """D/N of each held-out finished run, increasing (runs at equal D/N are averaged)."""
+    errors: tuple[float, ...]
+    """ln(actual final / predicted final) at each of those D/N [log loss]."""
+
+    def error_at(self, tokens_per_param: float) -> float:
+        """The fold's log error at ``tokens_per_param``: linear in ln(D/N) between the held-out
+        runs, the nearest run's error outside them."""
+        return float(np.interp(math.log(tokens_per_param), np.log(self.tokens_per_param),
+                               self.errors))
+
+    def to_dict(self) -> dict:
+        return {"params": self.params, "fitted_params": self.fitted_params,
+                "tokens_per_param": list(self.tokens_per_param), "errors": list(self.errors)}
 
 
 @dataclass(frozen=True)
@@ -96,6 +135,11 @@ class CurveForecast:
     completion_error: tuple[tuple[float, float], ...] = ()
     """(fraction, RMS log error) of completing the ladder's own runs from their checkpoints up
     to that fraction (:func:`completion_errors`); empty when the ladder has too few curves."""
+    size_folds: tuple = ()
+    """The leave-one-size-out folds the band was widened by (:func:`size_holdout_errors`);
+    empty when not measured."""
+    band_method: str = BAND_METHOD
+    """How the band was made (recorded by ``register``)."""
     curve_findings: tuple[Finding, ...] = field(default=())
     """What making the curve found (how the band was made, a missing completion error), after
     the final forecast's own :attr:`~delphi.forecast.Forecast.findings`."""
@@ -287,9 +331,109 @@ def completion_errors(ladder: Ladder, *, fractions=COMPLETION_FRACTIONS, max_run
     return tuple(out)
 
 
+def size_holdout_errors(ladder, law: str | None = None, *, folds: int = SIZE_FOLDS,
+                        min_sizes: int = MIN_FOLD_SIZES, seed: int = 0
+                        ) -> tuple[SizeFold, ...]:
+    """The law's own errors one size up, by tokens per parameter (leave one size out).
+
+    For each of the ``folds`` largest model sizes N_k of the ladder that has at least
+    ``min_sizes`` smaller sizes, the law is fitted (:func:`delphi.fit`, same defaults as
+    :func:`delphi.predict`) on the runs of the smaller sizes only and predicts the final loss of
+    each finished run of size N_k; the error is ln(actual / predicted), recorded against the
+    run's tokens per parameter D/N (runs at equal D/N averaged). This is the forecast a target
+    one size above the ladder faces (a new N at a given D/N), measured on the ladder itself:
+    the compute-based calibration of :func:`delphi.predict` does not see it when the target's
+    compute is inside the ladder's (an under-trained large target, e.g. 3B at 10 tokens per
+    parameter over a ladder up to 1B at 200).
+
+    Parameters
+    ----------
+    ladder: a ladder with N (``params``) and D (``tokens``) per run, as :func:`predict_curve`.
+    law: the law (default ``chinchilla-ckpt``).
+    folds, min_sizes: how many of the largest sizes to hold out; the fewest smaller sizes a
+        fold is fitted on.
+    seed: the fits' seed.
+
+    Returns
+    -------
+    The folds, largest held-out size first; empty when the ladder has fewer than
+    ``min_sizes + 1`` sizes or no ``params`` column, or a fold's fit fails (it is skipped).
+    """
+    from ..fitting.api import fit as fit_law
+    from ..inputs.law_inputs import rows_inputs
+    ladder = as_ladder(ladder)
+    law_obj = get_law(law or CURVE_LAW)
+    t = ladder.table
+    if not {"params", "tokens"} <= set(t.columns):
+        return ()
+    try:
+        finals, _ = ladder.final_points()
+    except DelphiError:
+        return ()
+    sizes = np.unique(t["params"].to_numpy(float))
+    out = []
+    for k in range(len(sizes) - 1, -1, -1):
+        if len(out) >= folds or k < min_sizes:
+            break
+        n_k = sizes[k]
+        held = finals[finals["params"].to_numpy(float) == n_k]
+        if not len(held):
+            continue
+        keep = t["params"].to_numpy(float) < n_k
+        sub = Ladder(t[keep].drop(columns=["row"], errors="ignore").reset_index(drop=True),
+                     name=f"{ladder.name}-below-{n_k:.3g}", metric=ladder.metric,
+                     unit=ladder.unit, schedule=ladder.schedule, source=ladder.source)
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                f = fit_law(sub, law_obj, seed=seed)
+                pred = np.asarray(f.predict(rows_inputs(law_obj, ladder, held)), float)
+        except DelphiError:
+            continue
+        actual = held["loss"].to_numpy(float)
+        ok = np.isfinite(pred) & (pred > 0)
+        if not ok.any():
+            continue
+        tpp = held["tokens"].to_numpy(float)[ok] / n_k
+        err = np.log(actual[ok] / pred[ok])
+        u, inv = np.unique(np.round(tpp, 6), return_inverse=True)
+        mean = np.bincount(inv, weights=err) / np.bincount(inv)
+        out.append(SizeFold(params=float(n_k), fitted_params=float(sizes[k - 1]),
+                            tokens_per_param=tuple(float(v) for v in u),
+                            errors=tuple(float(v) for v in mean)))
+    return tuple(out)
+
+
+def size_band(folds, params: float, tokens: float, max_params: float, noise: float,
+              level: float) -> tuple[float, float] | None:
+    """The log band a target of N = ``params`` and D = ``tokens`` needs from the
+    leave-one-size-out errors ``folds`` (:func:`size_holdout_errors`).
+
+    Each fold's error at the target's D/N is scaled to the target's distance above the ladder,
+    ln(N / ``max_params``) over the fold's own ln(N_k / N_fitted) (errors grow with the
+    extrapolation distance, as the reference-class calibration's q_1 log10 r); the band must
+    contain every scaled error, widened by the run noise (sd ``noise`` in log loss) at
+    ``level``: (min_k e_k - z sd, max_k e_k + z sd), z the two-sided normal quantile.
+
+    Returns
+    -------
+    (lower, upper) in log loss relative to the forecast, or None without folds or for a
+    target not above the ladder's largest size.
+    """
+    if not folds or not params > max_params:
+        return None
+    from .uncertainty import _quantile
+    dist = math.log(params / max_params)
+    scaled = [f.error_at(tokens / params) * dist / math.log(f.params / f.fitted_params)
+              for f in folds]
+    z = _quantile(level, None) * max(float(noise or 0.0), 0.0)
+    return min(scaled) - z, max(scaled) + z
+
+
 def predict_curve(ladder, target, law: str | None = None, *, level: float = DEFAULT_LEVEL,
                   points: int = DEFAULT_POINTS, completion: bool = True,
-                  completion_runs: int = 12, seed: int = 0, **options) -> CurveForecast:
+                  completion_runs: int = 12, size_errors=True, seed: int = 0,
+                  **options) -> CurveForecast:
     """Forecast the target run's whole loss curve, with a band at each fraction.
 
     Parameters
@@ -309,6 +453,11 @@ def predict_curve(ladder, target, law: str | None = None, *, level: float = DEFA
     completion: also measure the run-only completion error on the ladder
         (:func:`completion_errors`, 9 fast fits per run, most warm-started); False skips it.
     completion_runs: the ladder's largest runs used for it (default 12).
+    size_errors: widen the band by the law's own leave-one-size-out errors at the target's
+        tokens per parameter (:func:`size_holdout_errors`, :func:`size_band`; 2 extra fits):
+        True (default) measures them, a tuple of :class:`SizeFold` reuses them (same ladder and
+        law), False keeps the final interval's band alone. The band at fraction 1 is then the
+        union of the final new-run interval and the size band, so it is never narrower.
     seed, options: passed to :func:`delphi.predict` (``interval``, ``n_boot``, ``fixed``...).
 
     Returns
@@ -361,11 +510,39 @@ def predict_curve(ladder, target, law: str | None = None, *, level: float = DEFA
     # The curve ends at the final forecast exactly (the same inputs, predicted once).
     loss[-1] = fc.loss
     lo_ratio, hi_ratio = fc.interval.lower / fc.loss, fc.interval.upper / fc.loss
+    found = [Finding.note("curve", f"band: the final new-run interval's relative widths "
+                          f"({lo_ratio - 1:+.2%}, {hi_ratio - 1:+.2%}) carried along the curve")]
+    folds: tuple = ()
+    method = BAND_METHOD
+    if size_errors is True:
+        folds = size_holdout_errors(ladder, law_obj, seed=seed)
+    elif size_errors:
+        folds = tuple(size_errors)
+    if folds:
+        t = ladder.table
+        n_t, d_t = getattr(base, "params", None), getattr(base, "tokens", None)
+        if d_t is None:
+            d_t = steps * batch
+        band = None
+        if n_t is not None:
+            band = size_band(folds, float(n_t), float(d_t), float(t["params"].max()),
+                             fc.interval.noise, fc.interval.level)
+        if band is not None:
+            lo_s, hi_s = math.exp(band[0]), math.exp(band[1])
+            desc = "; ".join(f"N {f.params:.3g} from <= {f.fitted_params:.3g}: "
+                             f"{f.error_at(float(d_t) / float(n_t)):+.2%}" for f in folds)
+            found.append(Finding.note(
+                "curve", f"size band: the law's leave-one-size-out errors at the target's "
+                f"{float(d_t) / float(n_t):.3g} tokens per parameter ({desc}), scaled to the "
+                f"target's distance above the ladder, with run noise: ({lo_s - 1:+.2%}, "
+                f"{hi_s - 1:+.2%}); band used ({min(lo_ratio, lo_s) - 1:+.2%}, "
+                f"{max(hi_ratio, hi_s) - 1:+.2%})"))
+            if lo_s < lo_ratio or hi_s > hi_ratio:
+                method = SIZE_BAND_METHOD
+            lo_ratio, hi_ratio = min(lo_ratio, lo_s), max(hi_ratio, hi_s)
     pts = tuple(CurvePoint(fraction=float(s / steps), step=int(s), tokens=float(s * batch),
                            loss=float(v), lower=float(v * lo_ratio), upper=float(v * hi_ratio))
                 for s, v in zip(grid, loss))
-    found = [Finding.note("curve", f"band: the final new-run interval's relative widths "
-                          f"({lo_ratio - 1:+.2%}, {hi_ratio - 1:+.2%}) carried along the curve")]
     if not np.all(np.isfinite(loss)) or (loss <= 0).any():
         raise TargetError("the fitted checkpoint law gives a non-finite or non-positive loss "
                           "along the target's curve")
@@ -379,5 +556,6 @@ def predict_curve(ladder, target, law: str | None = None, *, level: float = DEFA
                 "until the run ends"))
             warnings.warn(found[-1].message, FitWarning, stacklevel=user_stacklevel())
     return CurveForecast(forecast=fc, points=pts, level=float(fc.interval.level),
-                         schedule=sched.spec(), completion_error=errs,
+                         schedule=sched.spec(), completion_error=errs, size_folds=folds,
+                         band_method=method,
                          curve_findings=tuple(found))

@@ -1064,6 +1064,32 @@ def multipower_groups(lrs: Any, steps: Any, group: Any = None, *,
     return MultiPowerGroups(start=start, drop=drop_all, eta=eta_all, area=area_all)
 
 
+#: ln eta, ln S and the eta = 0 < S mask of the last few groups evaluated (the fit evaluates
+#: one set of groups hundreds of times; these two logs were a fifth of each evaluation).
+_GROUP_LOGS: list = []
+_GROUP_LOGS_SIZE = 4
+
+
+def _group_logs(groups: MultiPowerGroups) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(ln eta with 0 where eta = 0, ln S with -inf where S = 0, eta = 0 < S) of ``groups``,
+    shape (m,) each, cached by identity (groups are immutable tuples of arrays not modified
+    in place)."""
+    for g, logs in _GROUP_LOGS:
+        if g is groups:
+            return logs
+    eta, area = groups.eta, groups.area
+    pos = eta > 0
+    log_eta = np.log(np.where(pos, eta, 1.0))          # 0 where eta = 0 (handled below)
+    with np.errstate(divide="ignore"):
+        log_area = np.log(area)                        # -inf where S = 0: x = 0
+    logs = (log_eta, log_area, ~pos & (area > 0))      # eta = 0 < S: x = inf
+    for a in logs:
+        a.setflags(write=False)
+    _GROUP_LOGS.insert(0, (groups, logs))
+    del _GROUP_LOGS[_GROUP_LOGS_SIZE:]
+    return logs
+
+
 def multipower_ld_grid(groups: MultiPowerGroups, C: Any, beta: Any, gamma: Any, *,
                        grad: bool = True) -> tuple[np.ndarray, np.ndarray | None]:
     """``LD(t)/B`` of the multi-power law at many ``(C, beta, gamma)`` at once, from groups.
@@ -1103,11 +1129,7 @@ def multipower_ld_grid(groups: MultiPowerGroups, C: Any, beta: Any, gamma: Any, 
         ld = np.zeros((npts, n))
         g = np.zeros((npts, n, 3)) if grad else None
         return (ld[0], None if g is None else g[0]) if scalar else (ld, g)
-    pos = eta > 0
-    log_eta = np.log(np.where(pos, eta, 1.0))          # 0 where eta = 0 (handled below)
-    with np.errstate(divide="ignore"):
-        log_area = np.log(area)                        # -inf where S = 0: x = 0
-    fixed_special = ~pos & (area > 0)                   # eta = 0 < S: x = inf
+    log_eta, log_area, fixed_special = _group_logs(groups)
     with np.errstate(divide="ignore"):
         log_c = np.log(C_)
     with np.errstate(over="ignore", invalid="ignore"):

@@ -174,7 +174,8 @@ def _band(forecast) -> "CurveBandRecord":
             upper=tuple(plain_number(p.upper) for p in forecast.points),
             steps=tuple(int(p.step) for p in forecast.points),
             schedule=str(forecast.schedule),
-            method="final new-run interval's relative widths carried along the curve",
+            method=str(getattr(forecast, "band_method", None)
+                       or "final new-run interval's relative widths carried along the curve"),
             completion_error=tuple((plain_number(f), plain_number(e))
                                    for f, e in forecast.completion_error))
     except ValidationError as exc:

@@ -16,7 +16,9 @@ yet recorded:
    as an inverse-variance weighted mean of independent estimates):
 
    * the ladder's forecast: mu_L = ln(preregistered loss), sigma_L = ln(upper / lower) /
-     (2 z), z = Phi^-1((1 + level) / 2), from the registered final interval;
+     (2 z), z = Phi^-1((1 + level) / 2), from the registered final interval, or from the
+     band at fraction 1 when that is wider (a band widened by the law's leave-one-size-out
+     errors, :func:`delphi.forecasting.target_curve.size_band`);
    * the run's own completion: the ``annealing`` curve law (Tissue et al. 2024, arXiv
      2408.11029, Eq. 1: L = L0 + A S1^-alpha - C S2) fitted to the run's checkpoints from
      the start of the forecast curve on (the ones recorded) under the planned schedule and evaluated at its last step
@@ -327,6 +329,12 @@ class Reviser:
         self.z = NormalDist().inv_cdf((1.0 + iv.level) / 2.0)
         self.mu_ladder = math.log(fc.loss)
         self.sd_ladder = math.log(iv.upper / iv.lower) / (2.0 * self.z)
+        if fc.curve[-1][0] >= 1.0 and fc.band.level == iv.level:
+            # the preregistered band at fraction 1 is the curve forecast's final uncertainty
+            # (the interval, widened by the size band when the ladder's errors one size up
+            # call for it; target_curve.size_band): never narrower than the interval
+            self.sd_ladder = max(self.sd_ladder, math.log(fc.band.upper[-1] / fc.band.lower[-1])
+                                 / (2.0 * self.z))
         err = fc.band.completion_error
         self._err_f = np.array([f for f, _ in err] + [1.0]) if err else None
         self._err_s = np.array([e for _, e in err] + [1e-4]) if err else None
