@@ -78,8 +78,9 @@ RUN_NOISES = ("paired", "independent")
 #: Decision rules for the predicted difference (:func:`_decide`): ``law`` (the fits'
 #: difference at the target), ``anchored`` (the observed difference at the largest budget
 #: both ran plus the law's change from there), ``shrunk`` (anchored where the change's
-#: interval excludes zero, else the observed difference).
-DECISIONS = ("law", "anchored", "shrunk")
+#: interval excludes zero, else the observed difference), ``confident`` (anchored where the
+#: anchored difference's own interval excludes zero, else the observed difference).
+DECISIONS = ("law", "anchored", "shrunk", "confident")
 #: The default decision rule (chosen leave one ladder group out: benchmarks/RESULTS.md,
 #: Issue 24).
 DEFAULT_DECISION = "law"
@@ -1127,6 +1128,10 @@ def _decide(pp: _Paired, a: int, b: int, spec: _Spec, level: float, seed: int, r
     * ``shrunk``: the anchored value where the change's paired interval at ``level``
       excludes zero, else the observed difference at the anchor (the change is not told
       apart from none: the single-scale answer). Same interval as ``anchored``.
+    * ``confident``: the anchored value where the anchored difference's own interval (one
+      new run of each) excludes zero, else the observed difference at the anchor: the
+      single-scale sign is overturned only when the law says the other sign with
+      confidence. Same interval as ``anchored``.
 
     Without an anchor every rule falls back to ``law`` (``anchor`` None in the result).
     """
@@ -1134,7 +1139,7 @@ def _decide(pp: _Paired, a: int, b: int, spec: _Spec, level: float, seed: int, r
     out = {"law": {"loss": r["loss"], "lower": r["lower"], "upper": r["upper"],
                    "p_better": r["p_better"]}, "anchor": None}
     if anchor is None:
-        out["anchored"] = out["shrunk"] = dict(out["law"])
+        out["anchored"] = out["shrunk"] = out["confident"] = dict(out["law"])
         return out
     da, db = pp.draws[a], pp.draws[b]
     m = len(next(iter(da.values())))
@@ -1163,7 +1168,7 @@ def _decide(pp: _Paired, a: int, b: int, spec: _Spec, level: float, seed: int, r
     noise_c = (dr_b[:, None] * np.expm1(nb) - dr_a[:, None] * np.expm1(na)) / math.sqrt(k)
     new = (obs + change_draws[:, None] + noise_t - noise_c).ravel()
     if not np.all(np.isfinite(new)):
-        out["anchored"] = out["shrunk"] = dict(out["law"])
+        out["anchored"] = out["shrunk"] = out["confident"] = dict(out["law"])
         return out
     lo, hi = (float(v) for v in np.quantile(new, [q, 1 - q]))
     p_anch = float(np.mean(obs + change_draws < 0))
@@ -1171,6 +1176,9 @@ def _decide(pp: _Paired, a: int, b: int, spec: _Spec, level: float, seed: int, r
     out["anchored"] = {"loss": obs + change, "lower": lo, "upper": hi, "p_better": p_anch}
     out["shrunk"] = {"loss": obs + change if counted else obs, "lower": lo, "upper": hi,
                      "p_better": p_anch}
+    sure = not (lo <= 0.0 <= hi)
+    out["confident"] = {"loss": obs + change if sure else obs, "lower": lo, "upper": hi,
+                        "p_better": p_anch}
     out["anchor"] = {"flops": anchor["flops"], "observed": obs, "kind": anchor["kind"],
                      "change": change, "change_lower": c_lo, "change_upper": c_hi,
                      "counted": counted}
@@ -1510,7 +1518,9 @@ _RULE_WORDS = {
     "anchored": "the observed difference at the largest budget both recipes ran, plus the "
                 "law's predicted change of the difference from there to the target",
     "shrunk": "anchored where the paired interval of the law's change excludes zero, else "
-              "the observed difference at the largest budget both ran"}
+              "the observed difference at the largest budget both ran",
+    "confident": "anchored where the anchored difference's interval excludes zero, else the "
+                 "observed difference at the largest budget both ran"}
 
 
 def _check_rules(decision: str, run_noise: str) -> None:

@@ -13,7 +13,7 @@ from typing import Callable
 
 # As delphi.analyses.recipes.DECISIONS / DEFAULT_DECISION / RUN_NOISES (not imported here:
 # the parser is built without the numerical stack; tests/test_recipes.py checks they agree).
-DECISIONS = ("law", "anchored", "shrunk")
+DECISIONS = ("law", "anchored", "shrunk", "confident")
 DEFAULT_DECISION = "law"
 RUN_NOISES = ("paired", "independent")
 
@@ -68,7 +68,9 @@ def _add(sub) -> None:
                    help="rule naming the winner: law (the fits' difference at the target), "
                         "anchored (observed difference at the largest budget both ran + the "
                         "law's change from there), shrunk (anchored where the change's paired "
-                        f"interval excludes 0, else the observed difference); default "
+                        "interval excludes 0, else the observed difference), confident "
+                        "(anchored where its own interval excludes 0, else the observed "
+                        f"difference); default "
                         f"{DEFAULT_DECISION}")
     p.add_argument("--run-noise", choices=RUN_NOISES, default="paired",
                    help="new-run noise of the recipes: paired (default: correlated as their "
