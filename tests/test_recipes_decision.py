@@ -176,3 +176,24 @@ def test_cli_constants_match_the_api():
     assert cli.DECISIONS == R.DECISIONS
     assert cli.DEFAULT_DECISION == R.DEFAULT_DECISION
     assert cli.RUN_NOISES == R.RUN_NOISES
+
+
+def test_cli_names_the_decision_rule_in_text_and_json(tmp_path, capsys):
+    from delphi.cli.main import main
+    from test_recipes import _isoflop_pair
+    paths = []
+    for ld in _isoflop_pair():
+        p = tmp_path / f"{ld.name}.csv"
+        ld.table[["run", "params", "tokens", "flops", "loss"]].to_csv(p, index=False)
+        paths.append(str(p))
+    args = ["compare-recipes", *paths, "--target-flops", "1e21", "--n-boot", "20",
+            "--interval", "none", "--decision", "confident"]
+    assert main([*args, "--json"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    assert d["decision"] == "confident" and d["run_noise"] == "paired"
+    dec = d["comparisons"][0]["decision"]
+    assert dec["rule"] == "confident" and dec["winner"] == "iso-B" and dec["loss"] < 0
+    assert dec["anchor"]["kind"] == "best runs" and dec["anchor"]["flops"] == 1e19
+    assert main(args) == 0
+    out = capsys.readouterr().out
+    assert "decision   confident" in out and "iso-B wins" in out

@@ -14,7 +14,7 @@ from typing import Callable
 # As delphi.analyses.recipes.DECISIONS / DEFAULT_DECISION / RUN_NOISES (not imported here:
 # the parser is built without the numerical stack; tests/test_recipes.py checks they agree).
 DECISIONS = ("law", "anchored", "shrunk", "confident")
-DEFAULT_DECISION = "law"
+DEFAULT_DECISION = "confident"
 RUN_NOISES = ("paired", "independent")
 
 from .options import (LADDER_HELP, METRIC_HELP, add_ladder_options, add_level_option, count,
