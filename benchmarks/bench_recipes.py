@@ -396,6 +396,7 @@ def main(argv=None) -> int:
         import pickle
         with open(args.from_saved, "rb") as fh:
             w, dec, dec_shared, tm, command, seconds = pickle.load(fh)
+        command += f" --save PATH`, then `--from-saved PATH{' --write' if args.write else ''}"
         lines = section(w, dec, dec_shared, tm, command, seconds, args.n_boot)
         print("\n".join(lines))
         if args.write:
