@@ -11,14 +11,21 @@ From the aligned draws it gives, for each recipe B against the reference A (the 
 target:
 
 * the loss difference L_B - L_A [ladder unit, nats/token by default; negative: B is better]
-  with its interval (one new run of each: run noise added independently per recipe);
+  with its interval (one new run of each: the two runs' noise drawn with the correlation of
+  the recipes' log residuals at matched (budget, size) cells, ``run_noise="paired"``, or
+  independently);
 * P(B better): the share of draws whose expected-loss difference is negative;
 * the **effective compute multiplier** m: the compute A needs to reach B's predicted loss at
   the target, divided by the target compute (m > 1: B is worth m times more compute), along
   A's compute-optimal envelope (target by C) or at the target's tokens per parameter (target
   by N and D: N and D scaled together, so C scales by the square of their factor);
 * the **crossover compute**, where the two curves meet in 1e15..1e27 FLOPs (the crossing
-  nearest the target), with its interval over the draws that cross.
+  nearest the target), with its interval over the draws that cross;
+* the winner by a **decision rule** (:data:`DECISIONS`, :func:`_decide`): the law's
+  difference, or the observed difference at the largest budget both recipes ran plus the
+  law's change from there (``anchored``; ``shrunk`` and ``confident`` fall back on the
+  observed difference when the change, or the anchored difference, is not told apart from
+  zero). Default ``confident``, chosen leave one ladder group out by the decision backtest.
 
 A target given by compute C compares each recipe at its own compute-optimal allocation, the
 envelope L*(C) = min_N L(N, C/(6kN)): for ``chinchilla`` (Hoffmann et al. 2022, Eq. 2) in
