@@ -20,8 +20,8 @@
    FLOPs), in process, with each recipe's own forecasts.
 
 Deterministic (seed 0), no network. Usage:
-python benchmarks/bench_recipes.py [--write] [--n-boot N]   (--write replaces the "Issue 24"
-section of benchmarks/RESULTS.md)
+python benchmarks/bench_recipes.py [--write] [--n-boot N] [--no-shared-floor]   (--write
+replaces the "Issue 24" section of benchmarks/RESULTS.md)
 """
 
 from __future__ import annotations
@@ -42,7 +42,8 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 import delphi  # noqa: E402
-from delphi.analyses.recipes import backtest_recipes, compare_recipes  # noqa: E402
+from delphi.analyses.recipes import (DECISIONS, DEFAULT_DECISION, backtest_recipes,  # noqa: E402
+                                     compare_recipes)
 from delphi.ladder import Ladder  # noqa: E402
 from delphi.readers.paths import default_data_dir  # noqa: E402
 
@@ -107,7 +108,10 @@ def widths(ladders, n_boot: int) -> dict:
                           n_boot=n_boot, seed=SEED, pairing="run")
                 u = quiet(compare_recipes, pair, target_flops=targets, fit_max_flops=cut,
                           n_boot=n_boot, seed=SEED, pairing="none", forecasts=False)
-                for r, cp, cu in zip(mine, p.comparisons, u.comparisons):
+                q = quiet(compare_recipes, pair, target_flops=targets, fit_max_flops=cut,
+                          n_boot=n_boot, seed=SEED, pairing="run", run_noise="independent",
+                          forecasts=False)
+                for r, cp, cu, cq in zip(mine, p.comparisons, u.comparisons, q.comparisons):
                     fa, fb = cp.reference_forecast, cp.recipe_forecast
                     ia, ib = fa.interval, fb.interval
                     sep = (ib.lower - ia.upper, ib.upper - ia.lower)
@@ -117,6 +121,8 @@ def widths(ladders, n_boot: int) -> dict:
                     rows.append({"cut": cut, "pair": f"{ladders[j].name} - {ladders[i].name}",
                                  "flops": r["flops"], "observed": y, "predicted": cp.loss,
                                  "paired": (cp.lower, cp.upper),
+                                 "paired_independent": (cq.lower, cq.upper),
+                                 "decided": (cp.decided["lower"], cp.decided["upper"]),
                                  "unpaired": (cu.lower, cu.upper), "separate": sep,
                                  "quadrature": quad})
     return {"rows": rows}
@@ -124,7 +130,8 @@ def widths(ladders, n_boot: int) -> dict:
 
 def summarize_widths(rows) -> dict:
     out = {}
-    for key in ("paired", "unpaired", "separate", "quadrature"):
+    for key in ("paired", "paired_independent", "decided", "unpaired", "separate",
+                "quadrature"):
         w = np.array([r[key][1] - r[key][0] for r in rows])
         inside = np.array([r[key][0] <= r["observed"] <= r[key][1] for r in rows])
         out[key] = {"width": float(np.median(w)), "mean_width": float(np.mean(w)),
@@ -153,11 +160,63 @@ def decisions(groups: dict, n_boot: int, **settings) -> dict:
         s["inside"] = sum(r["inside"] for r in bt.rows if r["observed"] != 0)
         s["close"] = _close(bt.rows)
         s["left_out"] = sum("left out" in n for n in bt.notes)
+        scored = [r for r in bt.rows if r["observed"] != 0]
+        s["rule_correct"] = {k: sum(r[f"correct_{k}"] for r in scored) for k in DECISIONS}
+        s["rule_inside"] = {k: sum(r[f"inside_{k}"] for r in scored) for k in DECISIONS}
+        s["method"] = bt.method
         out[name] = s
         print(f"  {name}: {s['n']} decisions, accuracy {s['decision_accuracy']:.1%}, baseline "
               f"{s['baseline_accuracy']:.1%}, coverage {s['coverage']:.1%} "
               f"({s['seconds']:.0f} s)", flush=True)
     return out
+
+
+def logo(dec: dict) -> dict:
+    """Leave one ladder group out: for each group, the rule of :data:`DECISIONS` with the
+    highest pooled accuracy on the *other* groups (ties: the earlier rule in DECISIONS),
+    scored on the held-out group. Also the in-sample choice (best pooled on every group)."""
+    def best(names):
+        n = sum(dec[g]["n"] for g in names)
+        acc = {k: sum(dec[g]["rule_correct"][k] for g in names) / n for k in DECISIONS}
+        top = max(acc.values())
+        return next(k for k in DECISIONS if acc[k] == top), acc
+    out = {"held_out": {}, "correct": 0, "inside": 0, "n": 0}
+    for g in dec:
+        rule, _ = best([h for h in dec if h != g])
+        d = dec[g]
+        out["held_out"][g] = {"rule": rule, "accuracy": d["rule_correct"][rule] / d["n"],
+                              "coverage": d["rule_inside"][rule] / d["n"]}
+        out["correct"] += d["rule_correct"][rule]
+        out["inside"] += d["rule_inside"][rule]
+        out["n"] += d["n"]
+    out["in_sample_rule"], out["in_sample"] = best(list(dec))
+    out["accuracy"] = out["correct"] / out["n"]
+    out["coverage"] = out["inside"] / out["n"]
+    out["baseline"] = sum(d["baseline_correct"] for d in dec.values()) / out["n"]
+    return out
+
+
+def rule_table(dec: dict, lo: dict) -> list[str]:
+    """Accuracy (coverage) of every rule per group, in sample, and the rule chosen leave
+    one group out scored on the held-out group."""
+    head = " | ".join(f"`{k}`" for k in DECISIONS)
+    lines = [f"| ladders | decisions | baseline | {head} | chosen on the other groups | "
+             f"held out: accuracy (coverage) |",
+             "|---|---:|---:|" + "---:|" * len(DECISIONS) + "---|---:|"]
+    for g, d in dec.items():
+        cells = " | ".join(f"{d['rule_correct'][k] / d['n']:.1%} "
+                           f"({d['rule_inside'][k] / d['n']:.0%})" for k in DECISIONS)
+        h = lo["held_out"][g]
+        lines.append(f"| {g} | {d['n']} | {d['baseline_accuracy']:.1%} | {cells} | "
+                     f"`{h['rule']}` | {h['accuracy']:.1%} ({h['coverage']:.0%}) |")
+    n = lo["n"]
+    pooled = " | ".join(
+        f"**{sum(d['rule_correct'][k] for d in dec.values()) / n:.1%}** "
+        f"({sum(d['rule_inside'][k] for d in dec.values()) / n:.0%})" for k in DECISIONS)
+    lines.append(f"| **pooled** | {n} | **{lo['baseline']:.1%}** | {pooled} | "
+                 f"in sample: `{lo['in_sample_rule']}` | **{lo['accuracy']:.1%}** "
+                 f"({lo['coverage']:.0%}) |")
+    return lines
 
 
 def _close(rows) -> dict:
@@ -219,7 +278,11 @@ def section(w: dict, dec: dict, dec_shared: dict, tm: dict, command: str, second
               f"over them, in nats/token.", "",
               "| interval of L_B - L_A | median width | mean width | coverage |",
               "|---|---:|---:|---:|"]
-    labels = {"paired": "paired bootstrap (`pairing=\"run\"`, the default)",
+    labels = {"paired": "paired bootstrap (`pairing=\"run\"`), run noise paired "
+                        "(`run_noise=\"paired\"`, the default)",
+              "paired_independent": "paired bootstrap, run noise independent per recipe "
+                                    "(`run_noise=\"independent\"`, the earlier default)",
+              "decided": f"the default decision rule's interval (`{DEFAULT_DECISION}`)",
               "unpaired": "unpaired bootstrap (independent draws)",
               "separate": "difference of the two `predict` intervals [lo_B - hi_A, hi_B - lo_A]",
               "quadrature": "the same, half-widths in quadrature"}
@@ -236,11 +299,35 @@ def section(w: dict, dec: dict, dec_shared: dict, tm: dict, command: str, second
               "Gadre: each run all train sets have, against L(N, D)). Baseline: the sign of "
               "the difference at the largest budget at or below the cut.", "",
               ]
+    words = {"law": "the fitted laws' difference at the target",
+             "anchored": "the observed difference at the largest budget both recipes ran "
+                         "(at or below the cut) plus the law's predicted change of the "
+                         "difference from there to the target",
+             "shrunk": "anchored where the paired 90% interval of the law's change excludes "
+                       "zero, else the observed difference at the cut (the baseline's answer)",
+             "confident": "anchored where the anchored difference's own 90% interval (one new "
+                          "run each) excludes zero, else the observed difference at the cut"}
+    lines += ["Decision rules (`decision=`, `--decision`): "
+              + "; ".join(f"`{k}`: {words[k]}" for k in DECISIONS) + ". Every rule is "
+              "scored on the same rows (same fits and draws). The rule is chosen **leave one "
+              "ladder group out**: for each group, the rule with the highest pooled accuracy "
+              "on the other three groups (ties: the earlier rule in the list above), scored on "
+              "the held-out group. Cells: accuracy (coverage of the rule's 90% interval).", ""]
+    lo = logo(dec)
+    lines += ["Each recipe its own floor E (the default fit):", ""] + rule_table(dec, lo)
     table, tot = decision_table(dec)
-    lines += ["Default settings (each recipe its own floor E):", ""] + table
-    table, tot_s = decision_table(dec_shared)
-    lines += ["", "With `--shared-floor` (one E per group: the recipes share an eval set and "
-              "tokenizer):", ""] + table
+    lines += ["", f"The default rule (`{DEFAULT_DECISION}`) in detail:", ""] + table
+    lo_s, tot_s = None, None
+    if dec_shared:
+        lo_s = logo(dec_shared)
+        lines += ["", "With `--shared-floor` (one E per group: the recipes share an eval set "
+                  "and tokenizer):", ""] + rule_table(dec_shared, lo_s)
+        table, tot_s = decision_table(dec_shared)
+        lines += ["", f"The default rule (`{DEFAULT_DECISION}`) with `--shared-floor` in "
+                  "detail:", ""] + table
+    else:
+        lines += ["", "(The `--shared-floor` tables were skipped in this run: "
+                  "`--no-shared-floor`.)"]
     lines += ["", "Recipes: " + "; ".join(f"{k}: {', '.join(v['recipes'])}"
                                           for k, v in dec.items()), ""]
     r = tm["result"]
@@ -256,8 +343,8 @@ def section(w: dict, dec: dict, dec_shared: dict, tm: dict, command: str, second
                      f"{_m(c.multiplier_upper)}], crossover "
                      + (f"{c.crossover:.3g} [{_f(c.crossover_lower)}, {_f(c.crossover_upper)}]"
                         if c.crossover else "none in 1e15..1e27"))
-    pooled_acc = tot["correct"] / tot["n"]
-    pooled_base = tot["baseline_correct"] / tot["n"]
+    pooled_acc = lo["accuracy"]
+    pooled_base = lo["baseline"]
     lines += ["", "### Targets", "",
               f"- Paired intervals at least 2x narrower than the unpaired difference of the "
               f"two separate intervals: **{'met' if s['ratio_separate'] >= 2 else 'not met'}** "
@@ -267,10 +354,14 @@ def section(w: dict, dec: dict, dec_shared: dict, tm: dict, command: str, second
               f"**{'met' if 0.85 <= s['paired']['coverage'] <= 0.95 else 'not met'}** "
               f"({s['paired']['coverage']:.1%} of {s['n']}).",
               f"- Decision accuracy above the single-scale baseline, pooled: "
-              f"**{'met' if pooled_acc > pooled_base else 'not met'}** ({pooled_acc:.1%} vs "
-              f"{pooled_base:.1%}; with a shared floor "
-              f"{tot_s['correct'] / tot_s['n']:.1%} vs "
-              f"{tot_s['baseline_correct'] / tot_s['n']:.1%}).",
+              f"**{'met' if pooled_acc > pooled_base else 'not met'}** (rule chosen leave one "
+              f"group out, out of sample: {pooled_acc:.1%} vs baseline {pooled_base:.1%}; in "
+              f"sample the best rule `{lo['in_sample_rule']}` "
+              f"{lo['in_sample'][lo['in_sample_rule']]:.1%}; the default `{DEFAULT_DECISION}` "
+              f"{tot['correct'] / tot['n']:.1%}"
+              + (f"; with a shared floor out of sample {lo_s['accuracy']:.1%} vs "
+                 f"{lo_s['baseline']:.1%}, in sample best `{lo_s['in_sample_rule']}` "
+                 f"{lo_s['in_sample'][lo_s['in_sample_rule']]:.1%}" if lo_s else "") + ").",
               f"- One comparison of two Marin mixtures at three targets under 10 s: "
               f"**{'met' if tm['seconds'] < 10 else 'not met'}** ({tm['seconds']:.1f} s)."]
     return lines
@@ -295,7 +386,22 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--write", action="store_true", help="write the RESULTS.md section")
     ap.add_argument("--n-boot", type=int, default=200)
+    ap.add_argument("--no-shared-floor", action="store_true",
+                    help="skip the (slow) --shared-floor decision tables")
+    ap.add_argument("--save", metavar="PATH", help="pickle the measurements to PATH")
+    ap.add_argument("--from-saved", metavar="PATH",
+                    help="write the section from measurements pickled with --save")
     args = ap.parse_args(argv)
+    if args.from_saved:
+        import pickle
+        with open(args.from_saved, "rb") as fh:
+            w, dec, dec_shared, tm, command, seconds = pickle.load(fh)
+        command += f" --save PATH`, then `--from-saved PATH{' --write' if args.write else ''}"
+        lines = section(w, dec, dec_shared, tm, command, seconds, args.n_boot)
+        print("\n".join(lines))
+        if args.write:
+            write_results(lines)
+        return 0
     t0 = time.perf_counter()
     print("timing ...", flush=True)
     tm = timing()
@@ -310,9 +416,16 @@ def main(argv=None) -> int:
               "Porian OpenWebText2 setups": porian("owt2"), "Gadre train sets (C4 val)": gadre()}
     dec = decisions(groups, args.n_boot)
     print("decision backtest, shared floor ...", flush=True)
-    dec_shared = decisions(groups, args.n_boot, shared_floor=True)
-    command = "python benchmarks/bench_recipes.py" + (" --write" if args.write else "")
-    lines = section(w, dec, dec_shared, tm, command, time.perf_counter() - t0, args.n_boot)
+    dec_shared = ({} if args.no_shared_floor else
+                  decisions(groups, args.n_boot, shared_floor=True))
+    command = ("python benchmarks/bench_recipes.py" + (" --write" if args.write else "")
+               + (" --no-shared-floor" if args.no_shared_floor else ""))
+    seconds = time.perf_counter() - t0
+    if args.save:
+        import pickle
+        with open(args.save, "wb") as fh:
+            pickle.dump((w, dec, dec_shared, tm, command, seconds), fh)
+    lines = section(w, dec, dec_shared, tm, command, seconds, args.n_boot)
     print("\n".join(lines))
     if args.write:
         write_results(lines)

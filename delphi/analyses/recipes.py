@@ -11,14 +11,21 @@ From the aligned draws it gives, for each recipe B against the reference A (the 
 target:
 
 * the loss difference L_B - L_A [ladder unit, nats/token by default; negative: B is better]
-  with its interval (one new run of each: run noise added independently per recipe);
+  with its interval (one new run of each: the two runs' noise drawn with the correlation of
+  the recipes' log residuals at matched (budget, size) cells, ``run_noise="paired"``, or
+  independently);
 * P(B better): the share of draws whose expected-loss difference is negative;
 * the **effective compute multiplier** m: the compute A needs to reach B's predicted loss at
   the target, divided by the target compute (m > 1: B is worth m times more compute), along
   A's compute-optimal envelope (target by C) or at the target's tokens per parameter (target
   by N and D: N and D scaled together, so C scales by the square of their factor);
 * the **crossover compute**, where the two curves meet in 1e15..1e27 FLOPs (the crossing
-  nearest the target), with its interval over the draws that cross.
+  nearest the target), with its interval over the draws that cross;
+* the winner by a **decision rule** (:data:`DECISIONS`, :func:`_decide`): the law's
+  difference, or the observed difference at the largest budget both recipes ran plus the
+  law's change from there (``anchored``; ``shrunk`` and ``confident`` fall back on the
+  observed difference when the change, or the anchored difference, is not told apart from
+  zero). Default ``confident``, chosen leave one ladder group out by the decision backtest.
 
 A target given by compute C compares each recipe at its own compute-optimal allocation, the
 envelope L*(C) = min_N L(N, C/(6kN)): for ``chinchilla`` (Hoffmann et al. 2022, Eq. 2) in
@@ -72,6 +79,22 @@ _BUDGET_TOL = 1.05
 _SIZE_TOL = 1.02
 # Share of design cells all recipes must share for ``auto`` to pair them.
 _MIN_SHARED = 0.5
+#: How the run noise of a new run of each recipe is drawn: ``paired`` (correlated as the
+#: recipes' log residuals at matched (budget, size) cells) or ``independent``.
+RUN_NOISES = ("paired", "independent")
+#: Decision rules for the predicted difference (:func:`_decide`): ``law`` (the fits'
+#: difference at the target), ``anchored`` (the observed difference at the largest budget
+#: both ran plus the law's change from there), ``shrunk`` (anchored where the change's
+#: interval excludes zero, else the observed difference), ``confident`` (anchored where the
+#: anchored difference's own interval excludes zero, else the observed difference).
+DECISIONS = ("law", "anchored", "shrunk", "confident")
+#: The default decision rule: ``confident``, the rule chosen leave one ladder group out in
+#: every fold of the decision backtest (benchmarks/RESULTS.md, Issue 24: 74.4% pooled out of
+#: sample against 57.9% for ``law``; still below the single-scale baseline's 85.6%).
+DEFAULT_DECISION = "confident"
+# Matched cells needed to estimate the residual correlation; its clip.
+_MIN_MATCHED = 5
+_MAX_RHO = 0.95
 # Noise draws per bootstrap draw for the new-run difference (as delphi.uncertainty's).
 _NOISE_PER_DRAW = 25
 # Every CHECK_EVERY-th draw is also fitted by the global search (the warm-start guard).
@@ -186,6 +209,21 @@ class RecipeDifference:
     recipe_forecast: "forecast.Forecast | None" = None
     reference_forecast: "forecast.Forecast | None" = None
     """Each recipe's own forecast at the target (:func:`delphi.forecast.predict`)."""
+    decision: str = "law"
+    """The decision rule (:data:`DECISIONS`) behind :attr:`decided`."""
+    decided: dict = field(default_factory=dict)
+    """The rule's difference at the target: ``loss``, ``lower``, ``upper`` (one new run of
+    each), ``p_better``; and ``anchor`` (None without one, or for ``law``): ``flops`` (the
+    largest budget both recipes ran, FLOPs), ``observed`` (L_recipe - L_reference there),
+    ``kind``, ``change`` (the law's change of the difference from there to the target) with
+    ``change_lower``/``change_upper``, and ``counted`` (``shrunk``: the change's interval
+    excludes zero)."""
+
+    @property
+    def winner(self) -> str:
+        """The recipe the decision rule predicts wins at the target (ties: the reference)."""
+        loss = self.decided.get("loss", self.loss)
+        return self.recipe if loss < 0 else self.reference
 
     def to_dict(self) -> dict:
         """The ``comparisons`` entry of ``delphi compare-recipes --json``."""
@@ -208,7 +246,9 @@ class RecipeDifference:
                 "crossover": {"flops": self.crossover, "lower": self.crossover_lower,
                               "upper": self.crossover_upper, "share": self.crossover_share},
                 "forecasts": {"recipe": fc(self.recipe_forecast),
-                              "reference": fc(self.reference_forecast)}}
+                              "reference": fc(self.reference_forecast)},
+                "decision": {"rule": self.decision, "winner": self.winner,
+                             **{k: v for k, v in self.decided.items()}}}
 
 
 def _finite(x: float) -> float | None:
@@ -309,10 +349,16 @@ class RecipeComparison:
     """The figure's curves and bands (:func:`delphi.plot.plot_recipes`)."""
     ladders: tuple = field(default=(), repr=False, compare=False)
     """The ladders compared, in order (for their provenance; not in the JSON)."""
+    decision: str = "law"
+    """The decision rule of every comparison (:data:`DECISIONS`)."""
+    run_noise: str = "independent"
+    """How the new-run noise of the recipes was drawn (:data:`RUN_NOISES`)."""
 
     def to_dict(self) -> dict:
         """The JSON of ``delphi compare-recipes --json`` (``curves``: the figure's)."""
         return {"reference": self.reference, "recipes": list(self.recipes), "law": self.law,
+                "decision": self.decision, "decision_rule": _RULE_WORDS[self.decision],
+                "run_noise": self.run_noise,
                 "unit": self.unit, "metric": self.metric, "level": self.level,
                 "method": self.method, "pairing": self.pairing, "n_draws": self.n_draws,
                 "n_failed": self.n_failed, "fixed": dict(self.fixed),
@@ -342,6 +388,7 @@ class RecipeComparison:
         pct = f"{100 * self.level:.4g}%"
         lines = [f"recipes    {', '.join(self.recipes)} (reference {self.reference}), law "
                  f"{self.law}, metric {self.metric} [{self.unit}]",
+                 f"decision   {self.decision}: {_RULE_WORDS[self.decision]}",
                  f"method     {self.method}; {self.n_draws} draws"
                  + (f" ({self.n_failed} failed, left out for every recipe)" if self.n_failed
                     else "")]
@@ -370,6 +417,21 @@ class RecipeComparison:
                          f"new run each; expected loss [{c.mean_lower:+.4f}, "
                          f"{c.mean_upper:+.4f}])")
             lines.append(f"  P(better)   {c.p_better:.3f} that {c.recipe} is better")
+            dd = c.decided
+            if dd:
+                anc = dd.get("anchor")
+                how = ""
+                if anc is not None and c.decision != "law":
+                    how = (f"; observed {anc['observed']:+.4f} at {anc['flops']:.3g} FLOPs "
+                           f"({anc['kind']}), law's change {anc['change']:+.4f} "
+                           f"[{anc['change_lower']:+.4f}, {anc['change_upper']:+.4f}]"
+                           + ("" if c.decision != "shrunk" else
+                              (", counted" if anc["counted"] else
+                               ", not told apart from 0: not counted")))
+                elif c.decision != "law":
+                    how = "; no budget both ran: the law's difference"
+                lines.append(f"  decision    {c.decision}: {c.winner} wins, {dd['loss']:+.4f} "
+                             f"{pct} [{dd['lower']:+.4f}, {dd['upper']:+.4f}]{how}")
             lines.append(f"  multiplier  {_mult(c.multiplier)}, {pct} "
                          f"[{_mult(c.multiplier_lower)}, {_mult(c.multiplier_upper)}]"
                          f" ({c.reference}'s compute to reach {c.recipe}'s loss / target compute)")
@@ -678,6 +740,11 @@ class _Paired:
     method: str
     n_failed: int
     notes: list[str]
+    rho: dict = field(default_factory=dict)
+    """(a, b) -> (rho, matched cells): correlation of the two recipes' run noise (their log
+    residuals at matched (budget, size) cells) under ``run_noise="paired"``; 0 otherwise."""
+    run_noise: str = "independent"
+    fit_max_flops: float | None = None
 
 
 def _k(ladder: Ladder) -> float:
@@ -718,10 +785,96 @@ def _shared_floor(ladders, law, fixed, bounds, delta, fit_max_flops, seed) -> tu
     return e, free_fits
 
 
+def _residual_correlation(fits, a: int, b: int) -> tuple[float, int]:
+    """Correlation of recipes a's and b's log residuals at the design cells both fitted
+    ((budget, size); residuals averaged within a cell), and the number of matched cells.
+    Fewer than :data:`_MIN_MATCHED` matched cells: (0.0, n) (no estimate). Clipped to
+    [-:data:`_MAX_RHO`, :data:`_MAX_RHO`] so the difference keeps some noise of its own."""
+    cells, _, _ = _cells([fits[a], fits[b]], "run")
+    ra, rb = np.asarray(fits[a].residuals, float), np.asarray(fits[b].residuals, float)
+    ca, cb = cells
+    common = np.intersect1d(ca, cb)
+    n = len(common)
+    if n < _MIN_MATCHED:
+        return 0.0, n
+    xa = np.array([ra[ca == c].mean() for c in common])
+    xb = np.array([rb[cb == c].mean() for c in common])
+    if np.std(xa) == 0 or np.std(xb) == 0:
+        return 0.0, n
+    rho = float(np.corrcoef(xa, xb)[0, 1])
+    return float(np.clip(rho, -_MAX_RHO, _MAX_RHO)), n
+
+
+def _shared_exponents(ladders, law, fixed, bounds, delta, fit_max_flops, seed,
+                      with_floor: bool) -> dict[str, float]:
+    """One set of exponents (alpha, beta for chinchilla; alpha for power) for every recipe,
+    and with ``with_floor`` one floor E too: the values minimising the summed objective of
+    all recipes, each refitted with them fixed (warm-started at its free fit), by
+    Nelder-Mead in log space from the median of the free fits' values (the recipes then
+    differ by their coefficients A, B and, without ``with_floor``, E: the gap shrinks with
+    scale unless the coefficients' differences have opposite signs). Hoffmann et al. 2022
+    Eq. 2 with alpha, beta (and E) tied across recipes: a modelling choice that trades bias
+    for variance, scored by :func:`backtest_recipes`."""
+    from scipy.optimize import minimize
+    names = [n for n in (("alpha", "beta") if law == "chinchilla" else ("alpha",))
+             if n not in (fixed or {})]
+    if with_floor and "E" not in (fixed or {}):
+        names.append("E")
+    if not names:
+        return {}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        free_fits = [fitting.fit(ld, law, fixed=fixed or None, bounds=bounds, delta=delta,
+                                 fit_max_flops=fit_max_flops, seed=seed) for ld in ladders]
+    top = min(float(np.min(f.y)) for f in free_fits) * 0.999
+    start = {n: float(np.median([f.params[n] for f in free_fits])) for n in names}
+    if "E" in start:
+        start["E"] = min(max(start["E"], 0.05 * top), 0.95 * top)
+    preps = [(f, {c: np.asarray(f.x[c], float) for c in f.law.inputs}) for f in free_fits]
+    memo: dict = {}
+
+    def total(v: np.ndarray) -> float:
+        key = tuple(np.round(v, 12))
+        if key in memo:
+            return memo[key]
+        vals = dict(zip(names, np.exp(v)))
+        if "E" in vals and not vals["E"] < top:
+            return 1e300
+        t = 0.0
+        for f, x in preps:
+            pinned = {**(fixed or {}), **vals}
+            bd = {k: b for k, b in (bounds or {}).items() if k not in pinned}
+            prep = engine.prepare(law, x, f.y, fixed=pinned, bounds=bd or None, delta=delta)
+            z0 = engine.safe_start(prep.problem, f.params, prep.ibounds)
+            o = float(refit.refine_one(prep.problem, z0, prep.ibounds)[1])
+            t += o if math.isfinite(o) else 1e300
+        memo[key] = t
+        return t
+
+    v0 = np.log([start[n] for n in names])
+    res = minimize(total, v0, method="Nelder-Mead",
+                   options={"xatol": 1e-4, "fatol": 1e-10, "maxfev": 120 * len(names)})
+    v = res.x if res.fun <= total(v0) else v0
+    return dict(zip(names, (float(x) for x in np.exp(v))))
+
+
 def _paired(ladders, names, law, *, fixed, bounds, delta, fit_max_flops, shared_floor,
-            pairing, n_boot, seed, n_jobs) -> _Paired:
+            pairing, n_boot, seed, n_jobs, run_noise: str = "paired",
+            shared_exponents: bool = False) -> _Paired:
     notes: list[str] = []
     fixed = dict(fixed or {})
+    if shared_exponents:
+        if shared_floor and "E" in fixed:
+            raise LawError(f"{option('shared_floor=True', '--shared-floor')} fits one floor E "
+                           f"for every recipe; it cannot also be fixed "
+                           f"({option('floor', '--floor')})")
+        shared = _shared_exponents(ladders, law, fixed, bounds, delta, fit_max_flops, seed,
+                                   with_floor=shared_floor)
+        fixed.update(shared)
+        notes.append("shared " + ", ".join(f"{k} = {v:.4g}" for k, v in shared.items())
+                     + " fitted jointly on every recipe (the summed objective); draws hold "
+                     "them fixed, so the intervals are conditional on them")
+        shared_floor = False
     if shared_floor:
         if "E" in fixed:
             raise LawError(f"{option('shared_floor=True', '--shared-floor')} fits one floor E "
@@ -746,18 +899,36 @@ def _paired(ladders, names, law, *, fixed, bounds, delta, fit_max_flops, shared_
         if used == "none":
             notes.append(f"the recipes share {shared:.0%} of their design cells (compute budget, "
                          f"model size), under {_MIN_SHARED:.0%}: independent (unpaired) draws")
+    noise_mode = run_noise if used != "none" else "independent"
+    if noise_mode == "paired":
+        noise_words = ("run noise of the two recipes drawn with the correlation of their log "
+                       "residuals at matched (budget, size) cells")
+    else:
+        noise_words = "run noise added independently per recipe"
     if used == "run":
         what = "(budget, model size) cell" if "params" in fits[0].x else "compute budget"
         method = (f"paired bootstrap: every draw resamples the same {what}s for every recipe "
                   f"(common random numbers; {shared:.0%} of the cells shared), refitted "
-                  f"warm-started; run noise added independently per recipe")
+                  f"warm-started; {noise_words}")
     elif used == "budget":
         method = (f"paired bootstrap by compute budget: every draw resamples the same budgets "
-                  f"for every recipe ({shared:.0%} shared), refitted warm-started; run noise "
-                  f"added independently per recipe")
+                  f"for every recipe ({shared:.0%} shared), refitted warm-started; "
+                  f"{noise_words}")
     else:
         method = ("unpaired bootstrap: each recipe resamples its own runs with its own random "
                   "numbers; run noise added independently per recipe")
+    rho = {}
+    if noise_mode == "paired":
+        for a in range(len(fits)):
+            for b in range(a + 1, len(fits)):
+                r, n = _residual_correlation(fits, a, b)
+                rho[(a, b)] = rho[(b, a)] = (r, n)
+                if n < _MIN_MATCHED:
+                    notes.append(f"{names[b]} vs {names[a]}: {n} matched (budget, size) "
+                                 f"cells, under {_MIN_MATCHED}: run noise drawn independently")
+                else:
+                    notes.append(f"{names[b]} vs {names[a]}: run-noise correlation "
+                                 f"{r:+.2f} (log residuals at {n} matched cells)")
     weights = _weights(cells, n_cells, used, n_boot, seed)
     raw = _draw_params(fits, weights, seed, n_jobs)
     good = [b for b in range(n_boot) if all(r[b] is not None for r in raw)]
@@ -782,7 +953,8 @@ def _paired(ladders, names, law, *, fixed, bounds, delta, fit_max_flops, shared_
         noise.append(float(sigma))
     return _Paired(names=list(names), ladders=list(ladders), fits=fits, law=law,
                    k=[_k(ld) for ld in ladders], draws=draws, noise=noise, pairing=used,
-                   method=method, n_failed=n_failed, notes=notes)
+                   method=method, n_failed=n_failed, notes=notes, rho=rho,
+                   run_noise=noise_mode, fit_max_flops=fit_max_flops)
 
 
 def _quantiles(values: np.ndarray, level: float) -> tuple[float | None, float | None]:
@@ -837,6 +1009,16 @@ def _crossovers(spec: _Spec, law: str, pa, pb, ka: float, kb: float,
     return np.exp(out)
 
 
+def _noise_pair(pp: _Paired, a: int, b: int, rng, shape) -> tuple[np.ndarray, np.ndarray]:
+    """Log run noise of one new run of recipe a and of b: normal with each recipe's scale
+    (:func:`delphi.uncertainty.run_noise`) and correlation rho of the pair (0 unless
+    ``run_noise="paired"``): e_b = sigma_b (rho z_a + sqrt(1 - rho^2) z_b)."""
+    rho = pp.rho.get((a, b), (0.0, 0))[0]
+    za = rng.normal(0.0, 1.0, size=shape)
+    zb = rng.normal(0.0, 1.0, size=shape)
+    return pp.noise[a] * za, pp.noise[b] * (rho * za + math.sqrt(1 - rho * rho) * zb)
+
+
 def _compare_pair(pp: _Paired, a: int, b: int, spec: _Spec, level: float, seed: int) -> dict:
     """Difference, P(better), multiplier and crossover of recipe b against a at ``spec``."""
     law = pp.law
@@ -850,8 +1032,7 @@ def _compare_pair(pp: _Paired, a: int, b: int, spec: _Spec, level: float, seed: 
     za = spec.path(law, da, np.zeros((m, 1)), pp.k[a])[:, 0]
     zb = spec.path(law, db, np.zeros((m, 1)), pp.k[b])[:, 0]
     rng = np.random.default_rng(np.random.SeedSequence([seed, a, b, 7]))
-    ea = rng.normal(0.0, pp.noise[a], size=(m, _NOISE_PER_DRAW))
-    eb = rng.normal(0.0, pp.noise[b], size=(m, _NOISE_PER_DRAW))
+    ea, eb = _noise_pair(pp, a, b, rng, (m, _NOISE_PER_DRAW))
     new = (zb[:, None] * np.exp(eb) - za[:, None] * np.exp(ea)).ravel()
     diff = zb - za
     if not (np.all(np.isfinite(new)) and np.all(np.isfinite(diff))):
@@ -878,6 +1059,138 @@ def _compare_pair(pp: _Paired, a: int, b: int, spec: _Spec, level: float, seed: 
             "multiplier": mult, "multiplier_lower": m_lo, "multiplier_upper": m_hi,
             "crossover": cross, "crossover_lower": c_lo, "crossover_upper": c_hi,
             "crossover_share": share, "la": la, "lb": lb}
+
+
+def _runs_upto(ladders, fit_max_flops: float | None) -> list:
+    """Each ladder's finished runs (:func:`_table`) at or below ``fit_max_flops``."""
+    out = []
+    for ld in ladders:
+        t = _table(ld)
+        if fit_max_flops is not None:
+            t = t[t["flops"] <= fit_max_flops]
+        out.append(t.reset_index(drop=True))
+    return out
+
+
+def _anchor(tables, a: int, b: int, by_compute: bool, law: str) -> dict | None:
+    """The observed difference L_b - L_a at the largest compute budget both recipes ran (at
+    or below the cut), and where the law is evaluated to match it.
+
+    On an isoFLOP budget (3+ sizes for each recipe) with a target by compute: the difference
+    of the budget's best runs, matched by L*(C) at the budget's compute (the reference's
+    median). Otherwise the mean difference of the runs of one size both have at that budget,
+    matched by L(N, D) at each recipe's own run (no common size: each recipe's best run).
+    Returns ``observed``, ``flops`` (the budget's compute) and ``points`` (pairs of
+    (spec of a, spec of b), averaged), or None when the recipes share no budget."""
+    ta, tb = tables[a], tables[b]
+    if not len(ta) or not len(tb):
+        return None
+    c = np.concatenate([ta["flops"].to_numpy(float), tb["flops"].to_numpy(float)])
+    g = _group(c, _BUDGET_TOL)
+    ga, gb = g[:len(ta)], g[len(ta):]
+    common = sorted(set(ga.tolist()) & set(gb.tolist()))
+    if not common:
+        return None
+    top = common[-1]
+    sa, sb = ta[ga == top], tb[gb == top]
+    flops = float(np.median(sa["flops"]))
+    has_nd = "params" in sa.columns and sa["params"].notna().all() and sb["params"].notna().all()
+
+    def nd(row) -> _Spec:
+        if law == "power" or not has_nd:
+            return _Spec(float(row["flops"]))
+        return _Spec(float(row["flops"]), float(row["params"]), float(row["tokens"]))
+
+    if by_compute and (not has_nd or (sa["params"].nunique() >= 3 and sb["params"].nunique() >= 3)):
+        return {"observed": float(sb["loss"].min() - sa["loss"].min()), "flops": flops,
+                "points": [(_Spec(flops), _Spec(flops))], "kind": "best runs"}
+    if has_nd:
+        n = np.concatenate([sa["params"].to_numpy(float), sb["params"].to_numpy(float)])
+        s = _group(n, _SIZE_TOL)
+        za, zb = s[:len(sa)], s[len(sa):]
+        sizes = sorted(set(za.tolist()) & set(zb.tolist()))
+        if sizes:
+            pairs, diffs = [], []
+            for z in sizes:
+                ra, rb = sa[za == z].iloc[0], sb[zb == z].iloc[0]
+                pairs.append((nd(ra), nd(rb)))
+                diffs.append(float(rb["loss"]) - float(ra["loss"]))
+            return {"observed": float(np.mean(diffs)), "flops": flops, "points": pairs,
+                    "kind": f"{plural(len(sizes), 'matched run')}"}
+    ra, rb = sa.loc[sa["loss"].idxmin()], sb.loc[sb["loss"].idxmin()]
+    return {"observed": float(rb["loss"]) - float(ra["loss"]), "flops": flops,
+            "points": [(nd(ra), nd(rb))], "kind": "best runs"}
+
+
+def _decide(pp: _Paired, a: int, b: int, spec: _Spec, level: float, seed: int, r: dict,
+            anchor: dict | None) -> dict:
+    """Every decision rule's predicted L_b - L_a at ``spec`` (:data:`DECISIONS`).
+
+    * ``law``: the fits' difference at the target (``r``, :func:`_compare_pair`).
+    * ``anchored``: the observed difference at the anchor budget (:func:`_anchor`) plus the
+      law's predicted change of the difference from the anchor to the target,
+      Delta_law(target) - Delta_law(anchor): the law only has to get the trend right
+      (the intercept of each recipe's curve cancels; as the "difference-in-differences" of
+      a paired design). Interval: the paired draws of the change plus the run noise of the
+      target's difference minus the anchor's (each drawn as :func:`_noise_pair`).
+    * ``shrunk``: the anchored value where the change's paired interval at ``level``
+      excludes zero, else the observed difference at the anchor (the change is not told
+      apart from none: the single-scale answer). Same interval as ``anchored``.
+    * ``confident``: the anchored value where the anchored difference's own interval (one
+      new run of each) excludes zero, else the observed difference at the anchor: the
+      single-scale sign is overturned only when the law says the other sign with
+      confidence. Same interval as ``anchored``.
+
+    Without an anchor every rule falls back to ``law`` (``anchor`` None in the result).
+    """
+    law = pp.law
+    out = {"law": {"loss": r["loss"], "lower": r["lower"], "upper": r["upper"],
+                   "p_better": r["p_better"]}, "anchor": None}
+    if anchor is None:
+        out["anchored"] = out["shrunk"] = out["confident"] = dict(out["law"])
+        return out
+    da, db = pp.draws[a], pp.draws[b]
+    m = len(next(iter(da.values())))
+    pa, pb = _col(pp.fits[a].params), _col(pp.fits[b].params)
+    zero, zeros = np.zeros((1, 1)), np.zeros((m, 1))
+    pt_a, pt_b, dr_a, dr_b = 0.0, 0.0, np.zeros(m), np.zeros(m)
+    for sa, sb in anchor["points"]:
+        pt_a += float(sa.path(law, pa, zero, pp.k[a])[0, 0])
+        pt_b += float(sb.path(law, pb, zero, pp.k[b])[0, 0])
+        dr_a = dr_a + sa.path(law, da, zeros, pp.k[a])[:, 0]
+        dr_b = dr_b + sb.path(law, db, zeros, pp.k[b])[:, 0]
+    k = len(anchor["points"])
+    pt_a, pt_b, dr_a, dr_b = pt_a / k, pt_b / k, dr_a / k, dr_b / k
+    ta = spec.path(law, da, zeros, pp.k[a])[:, 0]
+    tb = spec.path(law, db, zeros, pp.k[b])[:, 0]
+    change = r["loss"] - (pt_b - pt_a)
+    change_draws = (tb - ta) - (dr_b - dr_a)
+    q = (1 - level) / 2
+    c_lo, c_hi = (float(v) for v in np.quantile(change_draws, [q, 1 - q]))
+    obs = anchor["observed"]
+    rng = np.random.default_rng(np.random.SeedSequence([seed, a, b, 11]))
+    shape = (m, _NOISE_PER_DRAW)
+    ea, eb = _noise_pair(pp, a, b, rng, shape)
+    na, nb = _noise_pair(pp, a, b, rng, shape)
+    noise_t = tb[:, None] * np.expm1(eb) - ta[:, None] * np.expm1(ea)
+    noise_c = (dr_b[:, None] * np.expm1(nb) - dr_a[:, None] * np.expm1(na)) / math.sqrt(k)
+    new = (obs + change_draws[:, None] + noise_t - noise_c).ravel()
+    if not np.all(np.isfinite(new)):
+        out["anchored"] = out["shrunk"] = out["confident"] = dict(out["law"])
+        return out
+    lo, hi = (float(v) for v in np.quantile(new, [q, 1 - q]))
+    p_anch = float(np.mean(obs + change_draws < 0))
+    counted = not (c_lo <= 0.0 <= c_hi)
+    out["anchored"] = {"loss": obs + change, "lower": lo, "upper": hi, "p_better": p_anch}
+    out["shrunk"] = {"loss": obs + change if counted else obs, "lower": lo, "upper": hi,
+                     "p_better": p_anch}
+    sure = not (lo <= 0.0 <= hi)
+    out["confident"] = {"loss": obs + change if sure else obs, "lower": lo, "upper": hi,
+                        "p_better": p_anch}
+    out["anchor"] = {"flops": anchor["flops"], "observed": obs, "kind": anchor["kind"],
+                     "change": change, "change_lower": c_lo, "change_upper": c_hi,
+                     "counted": counted}
+    return out
 
 
 def _recipe_target(pp: _Paired, i: int, spec: _Spec) -> "forecast.Target":
@@ -990,7 +1303,9 @@ def compare_recipes(ladders: Sequence, *, target_flops=None, target_params=None,
                     pairing: str = "auto", level: float = uncertainty.DEFAULT_LEVEL,
                     n_boot: int = 200, seed: int = 0, interval: str | None = "auto",
                     n_jobs: int | None = None, names: Sequence[str] | None = None,
-                    forecasts: bool = True) -> RecipeComparison:
+                    forecasts: bool = True, decision: str = DEFAULT_DECISION,
+                    run_noise: str = "paired", shared_exponents: bool = False
+                    ) -> RecipeComparison:
     """Compare recipes (ladders) at target computes: each against the first (the reference).
 
     Parameters
@@ -1015,6 +1330,18 @@ def compare_recipes(ladders: Sequence, *, target_flops=None, target_params=None,
         default auto: calibrated or reference-class).
     names: labels of the recipes (default the ladders' names).
     forecasts: also make each recipe's own forecast at each target (default True).
+    decision: the rule that names the winner (:data:`DECISIONS`; default
+        :data:`DEFAULT_DECISION`): ``law`` (the fits' difference at the target),
+        ``anchored`` (the observed difference at the largest budget both recipes ran plus
+        the law's change from there), ``shrunk`` (anchored where the change's paired
+        interval excludes zero, else the observed difference). Reported per comparison
+        (:attr:`RecipeDifference.decided`); the ``loss``/``lower``/``upper`` fields stay the
+        law's.
+    run_noise: ``paired`` (default: the two recipes' new-run noise correlated as their log
+        residuals at matched (budget, size) cells; independent with fewer than 5 matched)
+        or ``independent`` (:data:`RUN_NOISES`).
+    shared_exponents: fit the exponents (alpha, beta; with ``shared_floor`` also E) jointly
+        for all recipes; the draws hold them fixed.
 
     Returns
     -------
@@ -1032,6 +1359,7 @@ def compare_recipes(ladders: Sequence, *, target_flops=None, target_params=None,
     """
     ladders = _load(ladders)
     names = _check_common(ladders, names, pairing, level, n_boot, seed)
+    _check_rules(decision, run_noise)
     check_n_jobs(n_jobs)
     warns = _check_comparable(ladders)
     # the ladders' own load warnings (a drifting FLOP convention sets the allocation)
@@ -1046,7 +1374,9 @@ def compare_recipes(ladders: Sequence, *, target_flops=None, target_params=None,
         fixed["E"] = float(floor)
     pp = _paired(ladders, names, law_name, fixed=fixed, bounds=bounds, delta=delta,
                  fit_max_flops=fit_max_flops, shared_floor=shared_floor, pairing=pairing,
-                 n_boot=n_boot, seed=seed, n_jobs=n_jobs)
+                 n_boot=n_boot, seed=seed, n_jobs=n_jobs, run_noise=run_noise,
+                 shared_exponents=shared_exponents)
+    upto = _runs_upto(ladders, fit_max_flops)
     own = {}
     if forecasts:
         for i, ld in enumerate(ladders):
@@ -1063,11 +1393,15 @@ def compare_recipes(ladders: Sequence, *, target_flops=None, target_params=None,
     for b in range(1, len(ladders)):
         for j, spec in enumerate(specs):
             r = _compare_pair(pp, 0, b, spec, level, seed)
+            rules = _decide(pp, 0, b, spec, level, seed, r,
+                            _anchor(upto, 0, b, spec.by_compute, law_name))
+            decided = {**rules[decision], "anchor": rules["anchor"]}
             out.append(RecipeDifference(
                 recipe=names[b], reference=names[0], target_flops=spec.flops,
                 target_params=spec.params, target_tokens=spec.tokens,
                 **{k: v for k, v in r.items() if k not in ("la", "lb")},
-                recipe_forecast=own.get((b, j)), reference_forecast=own.get((0, j))))
+                recipe_forecast=own.get((b, j)), reference_forecast=own.get((0, j)),
+                decision=decision, decided=decided))
     smallest = min(float(f.extra.get("min_flops") or math.inf) for f in pp.fits)
     below = {(r.recipe, r.reference, r.crossover) for r in out
              if r.crossover is not None and r.crossover < smallest}
@@ -1085,6 +1419,7 @@ def compare_recipes(ladders: Sequence, *, target_flops=None, target_params=None,
     return RecipeComparison(reference=names[0], recipes=tuple(names), law=law_name,
                             comparisons=tuple(out), method=pp.method, pairing=pp.pairing,
                             level=level, n_draws=len(next(iter(pp.draws[0].values()))),
+                            decision=decision, run_noise=pp.run_noise,
                             n_failed=pp.n_failed, unit=ladders[0].unit,
                             metric=ladders[0].metric, fixed=dict(pp.fits[0].fixed),
                             notes=tuple(pp.notes + notes), warnings=tuple(warns),
@@ -1110,25 +1445,39 @@ class RecipeBacktest:
     at the largest budget at or below the cut) and ``baseline_correct``."""
     notes: tuple[str, ...] = ()
     warnings: tuple[str, ...] = ()
+    decision: str = "law"
+    """The decision rule scored in ``correct``/``inside`` (:data:`DECISIONS`); every rule's
+    prediction is in the rows as ``predicted_<rule>``, ``correct_<rule>``..."""
+    run_noise: str = "paired"
+    method: str = ""
+    """How the draws (and run noise) were made, in words (the first cut's)."""
 
     @property
     def summary(self) -> dict:
-        """``n``, ``decision_accuracy``, ``baseline_accuracy``, ``coverage`` (share of observed
-        differences inside their interval), ``n_cuts``; accuracies leave out exact ties."""
+        """``n``, ``decision_accuracy`` (of :attr:`decision`), ``baseline_accuracy``,
+        ``coverage`` (share of observed differences inside their interval), ``n_cuts``, and
+        ``by_rule``: {rule: {``accuracy``, ``coverage``}} for every rule of :data:`DECISIONS`;
+        accuracies leave out exact ties."""
         rows = [r for r in self.rows if r["observed"] != 0]
         n = len(rows)
         if not n:
-            return {"n": 0, "decision_accuracy": None, "baseline_accuracy": None,
-                    "coverage": None, "n_cuts": 0}
-        return {"n": n, "decision_accuracy": sum(r["correct"] for r in rows) / n,
+            return {"n": 0, "decision": self.decision, "decision_accuracy": None,
+                    "baseline_accuracy": None, "coverage": None, "n_cuts": 0, "by_rule": {}}
+        return {"n": n, "decision": self.decision,
+                "decision_accuracy": sum(r["correct"] for r in rows) / n,
                 "baseline_accuracy": sum(r["baseline_correct"] for r in rows) / n,
                 "coverage": sum(r["inside"] for r in rows) / n,
-                "n_cuts": len({r["cut"] for r in rows})}
+                "n_cuts": len({r["cut"] for r in rows}),
+                "by_rule": {rule: {"accuracy": sum(r[f"correct_{rule}"] for r in rows) / n,
+                                   "coverage": sum(r[f"inside_{rule}"] for r in rows) / n}
+                            for rule in DECISIONS if f"correct_{rule}" in rows[0]}}
 
     def to_dict(self) -> dict:
         """The JSON of ``delphi compare-recipes --backtest --json``."""
         return {"recipes": list(self.recipes), "law": self.law, "level": self.level,
-                "design": self.design, "summary": self.summary, "rows": list(self.rows),
+                "design": self.design, "decision": self.decision,
+                "run_noise": self.run_noise, "method": self.method,
+                "summary": self.summary, "rows": list(self.rows),
                 "notes": list(self.notes), "warnings": list(self.warnings)}
 
     def to_frame(self):
@@ -1145,10 +1494,15 @@ class RecipeBacktest:
         if not s["n"]:
             lines.append("no decisions scored")
             return "\n".join(lines)
+        lines.append(f"method     {self.method}" if self.method else "method     -")
+        lines.append(f"decision   {self.decision}: {_RULE_WORDS[self.decision]}")
         lines.append(f"decisions  {s['n']} (pairs x larger budgets x {s['n_cuts']} cuts)")
         lines.append(f"accuracy   {s['decision_accuracy']:.1%} predicted winner won; single-scale "
                      f"baseline {s['baseline_accuracy']:.1%} (rank by the loss at the largest "
                      f"budget at or below the cut)")
+        lines.append("by rule    " + "; ".join(
+            f"{k} {v['accuracy']:.1%} (coverage {v['coverage']:.1%})"
+            for k, v in s["by_rule"].items()))
         lines.append(f"coverage   {s['coverage']:.1%} of observed differences inside their "
                      f"{100 * self.level:.4g}% paired interval")
         lines.append("")
@@ -1167,6 +1521,23 @@ class RecipeBacktest:
         return self.report()
 
 
+_RULE_WORDS = {
+    "law": "the fitted laws' difference at the target",
+    "anchored": "the observed difference at the largest budget both recipes ran, plus the "
+                "law's predicted change of the difference from there to the target",
+    "shrunk": "anchored where the paired interval of the law's change excludes zero, else "
+              "the observed difference at the largest budget both ran",
+    "confident": "anchored where the anchored difference's interval excludes zero, else the "
+                 "observed difference at the largest budget both ran"}
+
+
+def _check_rules(decision: str, run_noise: str) -> None:
+    if decision not in DECISIONS:
+        raise FitError(f"unknown decision rule {decision!r}; use {', '.join(DECISIONS)}")
+    if run_noise not in RUN_NOISES:
+        raise FitError(f"unknown run_noise {run_noise!r}; use {', '.join(RUN_NOISES)}")
+
+
 def _table(ladder: Ladder):
     """Finished runs: run, flops (ladder convention), params, tokens, loss."""
     pts = ladder.final_points()[0].copy()
@@ -1179,8 +1550,9 @@ def backtest_recipes(ladders: Sequence, *, law: str | None = None,
                      fixed: Mapping[str, float] | None = None, shared_floor: bool = False,
                      pairing: str = "auto", level: float = uncertainty.DEFAULT_LEVEL,
                      n_boot: int = 200, seed: int = 0, max_cuts: int = 4,
-                     n_jobs: int | None = None, names: Sequence[str] | None = None
-                     ) -> RecipeBacktest:
+                     n_jobs: int | None = None, names: Sequence[str] | None = None,
+                     decision: str = DEFAULT_DECISION, run_noise: str = "paired",
+                     shared_exponents: bool = False) -> RecipeBacktest:
     """Decision backtest: were comparisons of recipes right one or more scales up?
 
     For each cut (a compute budget; up to ``max_cuts``, evenly spaced among the budgets that
@@ -1201,6 +1573,7 @@ def backtest_recipes(ladders: Sequence, *, law: str | None = None,
     """
     ladders = _load(ladders)
     names = _check_common(ladders, names, pairing, level, n_boot, seed)
+    _check_rules(decision, run_noise)
     if not (isinstance(max_cuts, int) and max_cuts >= 1):
         raise FitError(f"max_cuts must be a positive whole number, got {max_cuts!r}")
     warns = _check_comparable(ladders)
@@ -1232,6 +1605,7 @@ def backtest_recipes(ladders: Sequence, *, law: str | None = None,
     if len(cuts) > max_cuts:
         cuts = [cuts[int(round(i))] for i in np.linspace(0, len(cuts) - 1, max_cuts)]
     rows = []
+    method = None
     for b in cuts:
         cut = float(max(t.loc[t["budget"] == b, "flops"].max() for t in tables)) * (1 + 1e-9)
         try:
@@ -1240,7 +1614,8 @@ def backtest_recipes(ladders: Sequence, *, law: str | None = None,
                 pp = _paired(ladders, names, law_name, fixed=fixed, bounds=None,
                              delta=fitting.DEFAULT_DELTA, fit_max_flops=cut,
                              shared_floor=shared_floor, pairing=pairing, n_boot=n_boot,
-                             seed=seed, n_jobs=n_jobs)
+                             seed=seed, n_jobs=n_jobs, run_noise=run_noise,
+                             shared_exponents=shared_exponents)
         except (FitError, LawError) as exc:
             notes.append(f"cut at {cut:.3g} FLOPs left out: {exc}")
             continue
@@ -1259,6 +1634,9 @@ def backtest_recipes(ladders: Sequence, *, law: str | None = None,
                                           float(r0["tokens"])),
                                     [float(r["loss"]) for r in runs]))
         base = [t[t["budget"] == b] for t in tables]
+        upto = [t[t["flops"] <= cut] for t in tables]
+        if method is None:
+            method = pp.method
         for spec, obs in targets:
             for i in range(len(ladders)):
                 for j in range(i + 1, len(ladders)):
@@ -1277,14 +1655,29 @@ def backtest_recipes(ladders: Sequence, *, law: str | None = None,
                         bj = base[j].set_index("size").loc[common, "loss"]
                         baseline = float((bj - bi).mean()) if common else float(
                             base[j]["loss"].min() - base[i]["loss"].min())
-                    rows.append({"cut": cut, "a": names[i], "b": names[j], "flops": spec.flops,
-                                 "params": spec.params, "tokens": spec.tokens,
-                                 "observed": observed, "predicted": r["loss"],
-                                 "lower": r["lower"], "upper": r["upper"],
-                                 "inside": bool(r["lower"] <= observed <= r["upper"]),
-                                 "p_better": r["p_better"],
-                                 "correct": bool(np.sign(r["loss"]) == np.sign(observed)),
-                                 "baseline": baseline,
-                                 "baseline_correct": bool(np.sign(baseline) == np.sign(observed))})
+                    rules = _decide(pp, i, j, spec, level, seed, r,
+                                    _anchor(upto, i, j, spec.by_compute, law_name))
+                    d = rules[decision]
+                    row = {"cut": cut, "a": names[i], "b": names[j], "flops": spec.flops,
+                           "params": spec.params, "tokens": spec.tokens,
+                           "observed": observed, "decision": decision,
+                           "predicted": d["loss"], "lower": d["lower"], "upper": d["upper"],
+                           "inside": bool(d["lower"] <= observed <= d["upper"]),
+                           "p_better": d["p_better"],
+                           "correct": bool(np.sign(d["loss"]) == np.sign(observed)),
+                           "baseline": baseline,
+                           "baseline_correct": bool(np.sign(baseline) == np.sign(observed))}
+                    for rule in DECISIONS:
+                        v = rules[rule]
+                        row[f"predicted_{rule}"] = v["loss"]
+                        row[f"lower_{rule}"], row[f"upper_{rule}"] = v["lower"], v["upper"]
+                        row[f"correct_{rule}"] = bool(np.sign(v["loss"]) == np.sign(observed))
+                        row[f"inside_{rule}"] = bool(v["lower"] <= observed <= v["upper"])
+                    anc = rules["anchor"]
+                    row["anchor_flops"] = anc["flops"] if anc else None
+                    row["change"] = anc["change"] if anc else None
+                    row["change_counted"] = anc["counted"] if anc else None
+                    rows.append(row)
     return RecipeBacktest(recipes=tuple(names), law=law_name, level=level, design=design,
-                          rows=tuple(rows), notes=tuple(notes), warnings=tuple(warns))
+                          rows=tuple(rows), notes=tuple(notes), warnings=tuple(warns),
+                          decision=decision, run_noise=run_noise, method=method or "")

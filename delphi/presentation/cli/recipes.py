@@ -11,6 +11,12 @@ import argparse
 import json
 from typing import Callable
 
+# As delphi.analyses.recipes.DECISIONS / DEFAULT_DECISION / RUN_NOISES (not imported here:
+# the parser is built without the numerical stack; tests/test_recipes.py checks they agree).
+DECISIONS = ("law", "anchored", "shrunk", "confident")
+DEFAULT_DECISION = "confident"
+RUN_NOISES = ("paired", "independent")
+
 from .options import (LADDER_HELP, METRIC_HELP, add_ladder_options, add_level_option, count,
                       examples, fixed_pair, positive_float)
 
@@ -55,6 +61,20 @@ def _add(sub) -> None:
     p.add_argument("--shared-floor", action="store_true",
                    help="fit one E for all recipes jointly (when they share an eval set and "
                         "tokenizer); the intervals are then conditional on it")
+    p.add_argument("--shared-exponents", action="store_true",
+                   help="fit the exponents (alpha, beta; with --shared-floor also E) jointly "
+                        "for all recipes; the intervals are then conditional on them")
+    p.add_argument("--decision", choices=DECISIONS, default=DEFAULT_DECISION,
+                   help="rule naming the winner: law (the fits' difference at the target), "
+                        "anchored (observed difference at the largest budget both ran + the "
+                        "law's change from there), shrunk (anchored where the change's paired "
+                        "interval excludes 0, else the observed difference), confident "
+                        "(anchored where its own interval excludes 0, else the observed "
+                        f"difference); default "
+                        f"{DEFAULT_DECISION}")
+    p.add_argument("--run-noise", choices=RUN_NOISES, default="paired",
+                   help="new-run noise of the recipes: paired (default: correlated as their "
+                        "log residuals at matched (budget, size) cells) or independent")
     p.add_argument("--fix", type=fixed_pair, action="append", default=[], metavar="NAME=VALUE",
                    help="fix any parameter of every recipe (repeatable)")
     p.add_argument("--fit-max-flops", type=positive_float, metavar="C",
@@ -148,7 +168,9 @@ def _cmd(args) -> int:
         result = backtest_recipes(ladders, law=args.law, fixed=fixed or None,
                                   shared_floor=args.shared_floor, pairing=args.pairing,
                                   level=args.level, n_boot=args.n_boot, seed=args.seed,
-                                  max_cuts=args.max_cuts, names=args.names, **jobs)
+                                  max_cuts=args.max_cuts, names=args.names,
+                                  decision=args.decision, run_noise=args.run_noise,
+                                  shared_exponents=args.shared_exponents, **jobs)
     else:
         result = compare_recipes(
             ladders, target_flops=args.target_flops or None,
@@ -157,7 +179,8 @@ def _cmd(args) -> int:
             fit_max_flops=args.fit_max_flops, pairing=args.pairing, level=args.level,
             n_boot=args.n_boot, seed=args.seed,
             interval=None if args.interval == "none" else args.interval, names=args.names,
-            **jobs)
+            decision=args.decision, run_noise=args.run_noise,
+            shared_exponents=args.shared_exponents, **jobs)
     entries = []
     if args.registry is not None:
         entries = reg.register_comparison(result, id=args.id, author=args.author,
