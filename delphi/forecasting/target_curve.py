@@ -33,9 +33,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..core.quantiles import norm_ppf
 from ..errors import DelphiError, FitWarning, TargetError, option, user_stacklevel
-from ..fitting.api import MIN_CHECKPOINT_FRACTION
+from ..fitting.api import MIN_CHECKPOINT_FRACTION, fit as fit_law
 from ..inputs.ladder import Ladder
+from ..inputs.law_inputs import rows_inputs
 from ..inputs.schedules import Schedule, warmup_end
 from ..laws import CHECKPOINT_LAWS, get_law
 from .forecast import Forecast, predict
@@ -359,8 +361,6 @@ def size_holdout_errors(ladder, law: str | None = None, *, folds: int = SIZE_FOL
     The folds, largest held-out size first; empty when the ladder has fewer than
     ``min_sizes + 1`` sizes or no ``params`` column, or a fold's fit fails (it is skipped).
     """
-    from ..fitting.api import fit as fit_law
-    from ..inputs.law_inputs import rows_inputs
     ladder = as_ladder(ladder)
     law_obj = get_law(law or CURVE_LAW)
     t = ladder.table
@@ -422,11 +422,10 @@ def size_band(folds, params: float, tokens: float, max_params: float, noise: flo
     """
     if not folds or not params > max_params:
         return None
-    from .uncertainty import _quantile
     dist = math.log(params / max_params)
     scaled = [f.error_at(tokens / params) * dist / math.log(f.params / f.fitted_params)
               for f in folds]
-    z = _quantile(level, None) * max(float(noise or 0.0), 0.0)
+    z = float(norm_ppf(0.5 + level / 2)) * max(float(noise or 0.0), 0.0)
     return min(scaled) - z, max(scaled) + z
 
 
