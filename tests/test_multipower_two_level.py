@@ -80,3 +80,41 @@ def test_cached_group_logs_give_bit_identical_ld_and_gradients():
         assert np.array_equal(a, b) and np.array_equal(a, c)
     logs = next(v for c, v in _GROUP_LOGS if c is g)
     assert not any(a.flags.writeable for a in logs)
+
+
+def _ld_grid_plain(groups, C, beta, gamma):
+    """multipower_ld_grid's formulas as plain numpy expressions (the code before its buffers
+    were reused in place), for C > 0 and finite C x: the reference of the test below."""
+    C, beta, gamma = (np.atleast_1d(np.asarray(v, float)).reshape(-1, 1) for v in (C, beta, gamma))
+    start, drop, eta, area = groups[:4]
+    log_eta = np.log(np.where(eta > 0, eta, 1.0))
+    log_area = np.log(area)
+    cx = np.exp((log_area - gamma * log_eta) + np.log(C))
+    log_u = np.log1p(cx)
+    G = -np.expm1(-beta * log_u)
+    idx = start[:-1]
+    ld = np.add.reduceat(G * drop, idx, axis=1)
+    u_mb = 1.0 - G
+    q = cx * (u_mb / (1.0 + cx)) * drop
+    grad = np.stack([beta * np.add.reduceat(q, idx, axis=1) / C,
+                     np.add.reduceat(log_u * u_mb * drop, idx, axis=1),
+                     -beta * np.add.reduceat(q * log_eta, idx, axis=1)], axis=2)
+    return ld, grad
+
+
+def test_ld_grid_in_place_buffers_are_bit_identical_to_the_plain_expressions():
+    """Reusing buffers in place (issue 26: ~20% of an evaluation) changes no number."""
+    from delphi.inputs.schedules import MultiPowerGroups, multipower_groups, multipower_ld_grid
+    sched = Schedule.parse("cosine:warmup=30,final=0.1", peak_lr=3e-3, total_steps=1000)
+    steps = np.arange(31, 801).astype(np.int64)
+    g = multipower_groups([sched.lrs()], steps, np.zeros(steps.size, np.int64))
+    g = MultiPowerGroups(g.start, g.drop, g.eta, np.maximum(g.area, 1e-300))  # S > 0 here
+    rng = np.random.default_rng(3)
+    params = (rng.uniform(0.01, 5, 6), rng.uniform(0.01, 10, 6), rng.uniform(0, 3, 6))
+    ld, grad = multipower_ld_grid(g, *params)
+    ref_ld, ref_grad = _ld_grid_plain(g, *params)
+    assert np.array_equal(ld, ref_ld)
+    assert np.array_equal(grad, ref_grad)
+    ld1, grad1 = multipower_ld_grid(g, 0.5, 1.3, 0.54)      # one point: the polish's case
+    ref1 = _ld_grid_plain(g, 0.5, 1.3, 0.54)
+    assert np.array_equal(ld1, ref1[0][0]) and np.array_equal(grad1, ref1[1][0])
