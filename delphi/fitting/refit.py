@@ -331,6 +331,10 @@ def refine_least_squares(problem: Problem, z0: np.ndarray, ibounds, *, max_nfev:
     reweighting (Triggs et al. 2000). Near an optimum it needs one residual-and-Jacobian
     evaluation per step, where L-BFGS-B (:func:`refine_one`) in a flat valley needs
     hundreds: the polish for an expensive law (the multi-power law on all checkpoints).
+    A parameter with a positive lower bound is polished in log coordinates (the same points,
+    the Jacobian by the chain rule): the multi-power law's valley along C beta ~ const is a
+    hyperbola in (C, beta) and nearly a line in (ln C, ln beta), and the polish from the
+    bench case's subsample optimum took 392 evaluations in (C, beta), 194 in logs.
     Tolerances 1e-15 (ftol, xtol, gtol); the caller judges stationarity.
 
     Returns (z (p,), objective in the scipy convention, evaluations, scipy's status (> 0:
@@ -341,24 +345,39 @@ def refine_least_squares(problem: Problem, z0: np.ndarray, ibounds, *, max_nfev:
     z0 = np.clip(z0, lo, hi)
     if len(z0) == 0:
         return z0, problem.objective(z0), 0, 1, "nothing to fit: every parameter is fixed"
+    logs = lo > 0                                  # finite positive lower bound: ln
+    ulo, uhi = lo.copy(), hi.copy()
+    ulo[logs], uhi[logs] = np.log(lo[logs]), np.log(hi[logs])   # ln inf = inf
+
+    def to_z(u):
+        z = u.copy()
+        z[logs] = np.exp(u[logs])
+        return np.clip(z, lo, hi)
+
     last: list = [None, None]
 
-    def evaluate(z):
-        key = z.tobytes()
+    def evaluate(u):
+        key = u.tobytes()
         if last[0] != key:
-            last[0], last[1] = key, problem.residuals_and_jacobian(z)
+            z = to_z(u)
+            r, jz, ok = problem.residuals_and_jacobian(z)
+            ju = jz.copy()
+            ju[:, logs] *= z[logs]                  # dr/d ln z = z dr/dz
+            last[0], last[1] = key, (r, ju, ok)
         return last[1]
 
-    def fun(z):
-        r, _, ok = evaluate(z)
+    def fun(u):
+        r, _, ok = evaluate(u)
         return r if ok and np.all(np.isfinite(r)) else np.full(len(problem.log_y),
                                                                 _LSQ_INFEASIBLE)
 
-    def jac(z):
-        return evaluate(z)[1]
+    def jac(u):
+        return evaluate(u)[1]
 
-    res = least_squares(fun, z0, jac=jac, bounds=(lo, hi), method="trf", loss="huber",
-                        f_scale=problem.delta, x_scale="jac", ftol=1e-15, xtol=1e-15,
-                        gtol=1e-15, max_nfev=max_nfev)
-    z = np.clip(res.x, lo, hi)
+    u0 = z0.copy()
+    u0[logs] = np.log(z0[logs])
+    res = least_squares(fun, np.clip(u0, ulo, uhi), jac=jac, bounds=(ulo, uhi), method="trf",
+                        loss="huber", f_scale=problem.delta, x_scale="jac", ftol=1e-15,
+                        xtol=1e-15, gtol=1e-15, max_nfev=max_nfev)
+    z = to_z(res.x)
     return z, problem.objective(z), int(res.nfev), int(res.status), str(res.message)
