@@ -155,3 +155,26 @@ def test_all_points_polish_is_least_squares_deterministic_and_falls_back_when_no
     assert c.fit.objective == pytest.approx(a.fit.objective, rel=1e-9)
     for name, ref in REF_PARAMS.items():
         assert c.fit.params[name] == pytest.approx(ref, rel=1e-4), name
+
+
+def test_refine_least_squares_reaches_the_fit_optimum_and_reports_what_it_cannot_do():
+    """On a closed-form law the polish from a perturbed start reaches the engine's optimum;
+    bounds scipy refuses (lower = upper) give status 0 and the start back, not an error."""
+    from delphi.fitting.refit import refine_least_squares
+    rng = np.random.default_rng(11)
+    n = 10 ** rng.uniform(7, 9, 40)
+    d = n * 10 ** rng.uniform(1, 2.3, 40)
+    true = {"E": 1.8, "A": 400.0, "B": 2000.0, "alpha": 0.34, "beta": 0.37}
+    law = delphi.laws.get_law("chinchilla")
+    y = law.predict(true, {"params": n, "tokens": d}) * np.exp(rng.normal(0, 0.01, 40))
+    fit = delphi.fit_arrays("chinchilla", {"params": n, "tokens": d}, y)
+    prep = engine.prepare(law, {"params": n, "tokens": d}, y)
+    z_opt = prep.problem.pack(fit.params)
+    z, f, nfev, status, _ = refine_least_squares(prep.problem, z_opt + 0.05, prep.ibounds)
+    assert status > 0 and nfev > 0
+    assert f == pytest.approx(fit.objective, rel=1e-9)
+    assert engine._stationarity(prep.problem, z, prep.ibounds) < 1e-6
+    same = [(float(v), float(v)) for v in z_opt]           # lower = upper everywhere
+    z2, f2, nfev2, status2, said = refine_least_squares(prep.problem, z_opt, same)
+    assert status2 == 0 and nfev2 == 0 and "not run" in said
+    assert np.array_equal(z2, z_opt) and f2 == prep.problem.objective(z_opt)

@@ -338,7 +338,10 @@ def refine_least_squares(problem: Problem, z0: np.ndarray, ibounds, *, max_nfev:
     Tolerances 1e-15 (ftol, xtol, gtol); the caller judges stationarity.
 
     Returns (z (p,), objective in the scipy convention, evaluations, scipy's status (> 0:
-    a tolerance was met; 0: ``max_nfev`` reached), scipy's message).
+    a tolerance was met; 0: ``max_nfev`` reached, or scipy refused the problem: bounds with
+    lower = upper, a Jacobian its SVD cannot take), scipy's message). Raises nothing of its
+    own; the returned point is never worse than ``z0`` (the trust region only accepts
+    decreases).
     """
     z0 = np.asarray(z0, dtype=float)
     lo, hi = _lohi(ibounds)
@@ -376,8 +379,13 @@ def refine_least_squares(problem: Problem, z0: np.ndarray, ibounds, *, max_nfev:
 
     u0 = z0.copy()
     u0[logs] = np.log(z0[logs])
-    res = least_squares(fun, np.clip(u0, ulo, uhi), jac=jac, bounds=(ulo, uhi), method="trf",
-                        loss="huber", f_scale=problem.delta, x_scale="jac", ftol=1e-15,
-                        xtol=1e-15, gtol=1e-15, max_nfev=max_nfev)
+    try:
+        res = least_squares(fun, np.clip(u0, ulo, uhi), jac=jac, bounds=(ulo, uhi),
+                            method="trf", loss="huber", f_scale=problem.delta, x_scale="jac",
+                            ftol=1e-15, xtol=1e-15, gtol=1e-15, max_nfev=max_nfev)
+    except (ValueError, np.linalg.LinAlgError) as err:
+        # Bounds scipy refuses (lower = upper) or a Jacobian its SVD cannot take: status 0,
+        # so the caller descends this start another way.
+        return z0, problem.objective(z0), 0, 0, f"least squares not run ({err})"
     z = to_z(res.x)
     return z, problem.objective(z), int(res.nfev), int(res.status), str(res.message)
