@@ -35,7 +35,8 @@ Figures:
 * the multi-power completion of ``bench_curves.py`` (one 2,000-step run, 1,600 checkpoints)
   over the same Epoch fit (issue 8 target <= 20x; not changed by this issue).
 
-Usage: ``python benchmarks/bench_track.py [--n-boot 200] [--oos misfitting] [--write]``.
+Usage: ``python benchmarks/bench_track.py [--n-boot 200] [--oos misfitting] [--write]``;
+``--multipower-only K`` times only the multi-power completion against one Epoch fit, K times.
 """
 
 from __future__ import annotations
@@ -411,6 +412,9 @@ def main(argv=None) -> int:
     ap.add_argument("--only", choices=("olmo", "misfitting"), help="one ladder only")
     ap.add_argument("--write", action="store_true", help="write the RESULTS.md section")
     ap.add_argument("--skip-multipower", action="store_true")
+    ap.add_argument("--multipower-only", type=int, metavar="K", default=0,
+                    help="only time the multi-power completion against one Epoch fit, K times "
+                         "(no replay, nothing written)")
     ap.add_argument("--oos", choices=("misfitting", "olmo", "all", "none"),
                     default="misfitting",
                     help="ladders whose second-largest size is replayed out of sample (default "
@@ -418,6 +422,15 @@ def main(argv=None) -> int:
                          "fold, so its out-of-sample band is the interval's by construction)")
     args = ap.parse_args(argv)
     warnings.simplefilter("ignore")
+    if args.multipower_only:
+        with threadpool_limits(limits=1):
+            for _ in range(args.multipower_only):
+                base = epoch_fit_seconds()
+                mp = multipower_seconds()
+                print(f"multi-power completion {mp:.2f} s, one Epoch fit {base * 1e3:.1f} ms: "
+                      f"{mp / base:.0f}x (target <= 20x); load {os.getloadavg()[0]:.2f}",
+                      flush=True)
+        return 0
     t_start = time.perf_counter()
     with threadpool_limits(limits=1), tempfile.TemporaryDirectory() as folder:
         base = epoch_fit_seconds()
