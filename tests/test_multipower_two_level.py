@@ -178,3 +178,17 @@ def test_refine_least_squares_reaches_the_fit_optimum_and_reports_what_it_cannot
     z2, f2, nfev2, status2, said = refine_least_squares(prep.problem, z_opt, same)
     assert status2 == 0 and nfev2 == 0 and "not run" in said
     assert np.array_equal(z2, z_opt) and f2 == prep.problem.objective(z_opt)
+
+
+def test_a_scale_inside_its_log_wide_bounds_is_not_called_at_a_bound():
+    # C's bounds span 1e-6..1e6: "within 1e-6 of the span" of a bound used to be 1 in absolute
+    # terms, so a fitted C of ~2 was reported "at its lower bound 1e-06" and lost its standard
+    # error. The distance is now measured in log space.
+    lad = _ladder()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", delphi.DelphiWarning)
+        c = complete(lad, "mp", "multipower")
+    assert 1e-3 < c.fit.params["C"] < 1e3
+    assert "C" not in c.fit.at_bound
+    assert not any(w.startswith("C is at its") for w in c.fit.warnings)
+    assert c.fit.objective == pytest.approx(REF_OBJECTIVE, rel=1e-9)

@@ -249,8 +249,17 @@ def _at_bound(problem: Problem, z: np.ndarray, bounds, y: np.ndarray) -> list[st
     for a, i in enumerate(problem.free_nl):
         name = problem.nl_names[i]
         lo, hi = bounds[name]
-        span = (hi - lo) if math.isfinite(hi - lo) else max(1.0, abs(z[k + a]))
-        if z[k + a] <= lo + 1e-6 * span or z[k + a] >= hi - 1e-6 * span:
+        v = z[k + a]
+        if lo > 0 and math.isfinite(hi) and hi > 1e3 * lo:
+            # A scale over orders of magnitude (multi-power's C in [1e-6, 1e6]): the distance
+            # to a bound is in log space, else 1e-6 of the span would call C = 0.5 "at 1e-6".
+            span = math.log(hi / lo)
+            lv = math.log(max(v, lo))
+            if lv <= math.log(lo) + 1e-6 * span or lv >= math.log(hi) - 1e-6 * span:
+                hits.append(name)
+            continue
+        span = (hi - lo) if math.isfinite(hi - lo) else max(1.0, abs(v))
+        if v <= lo + 1e-6 * span or v >= hi - 1e-6 * span:
             hits.append(name)
     return hits
 
