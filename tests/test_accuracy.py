@@ -660,3 +660,26 @@ def test_step1_huber_delta_reaches_the_fit(sim_files, capsys, ladder4, uncalibra
     doc = json.loads(capsys.readouterr().out)
     assert doc["step1"]["fit"]["huber_delta"] == 0.05
 
+
+
+def test_task_all_in_parallel_is_the_serial_result(sim_files, tmp_path, capsys):
+    """``task="all"`` with ``n_jobs=2`` (the CLI's -j 2) runs the tasks as parallel jobs and
+    gives the serial forecasts exactly (each task's fits and seeded draws are its own)."""
+    data, _ = sim_files
+    tasks = tmp_path / "two.toml"
+    tasks.write_text('[tasks.a]\nbpb = "bpb/sim"\naccuracy = "acc/sim"\nchance = 0.25\n'
+                     '[tasks.b]\nbpb = "bpb/sim"\naccuracy = "acc/sim"\nchance = 0.2\n')
+    kw = dict(target_params=1.6e9, target_tokens=3.2e10, tasks_manifest=str(tasks),
+              n_boot=20, calibration_draws=10)
+    serial = delphi.predict_accuracy(data, "all", **kw)
+    parallel = delphi.predict_accuracy(data, "all", n_jobs=2, **kw)
+    assert [f.task.name for f in parallel] == ["a", "b"]
+    assert [json.dumps(f.to_dict()) for f in parallel] == [json.dumps(f.to_dict())
+                                                            for f in serial]
+    base = ["accuracy", data, "--tasks", str(tasks), "--target-params", "1.6e9",
+            "--target-tokens", "3.2e10", "--n-boot", "20", "--task", "all"]
+    assert main(base) == 0
+    one = capsys.readouterr()
+    assert main(base + ["-j", "2"]) == 0
+    two = capsys.readouterr()
+    assert two.out == one.out and "runs serially" not in two.err

@@ -299,6 +299,9 @@ class Called(DelphiError):
     ("delphi.analyses.backtest", "prefix_fits", ["backtest", "marin-delphi-dense", "--prefixes"]),
     ("delphi.curves", "complete_many", ["complete", "misfitting2025", "--all-runs"]),
     ("delphi.analyses.hparams", "fit_hparams", ["hparams", "misfitting2025-final"]),
+    ("delphi.analyses.accuracy", "predict_accuracy", ["accuracy", "olmo-ladder", "--task", "all",
+                                                      "--target-params", "6.9e9",
+                                                      "--target-tokens", "4e12"]),
 ])
 def test_parallel_commands_pass_jobs_through(module, function, argv, data_dir, tmp_path,
                                              capsys, monkeypatch):

@@ -139,6 +139,7 @@ from ..inputs.readers import load_ladder
 from ..inputs.ladder import Ladder
 from ..forecasting.calibration import MIN_FOLDS
 from ..core.quantiles import norm_ppf
+from ..core.parallel import map_jobs
 from .. import __version__
 
 __all__ = ["Task", "load_tasks", "task_table", "AccuracyForecast", "predict_accuracy",
@@ -1213,7 +1214,8 @@ def predict_accuracy(ladder, task: str | Task, *, target_params,
                      helper_point: bool = False, design: str = "two-step",
                      upper: float | str = 1.0, lower: float | str = "fit",
                      calibrate: bool = True, check_every: int = _CHECK_EVERY,
-                     calibration_draws: int = CAL_DRAWS, step1_delta: float | None = None):
+                     calibration_draws: int = CAL_DRAWS, step1_delta: float | None = None,
+                     n_jobs: int | None = None):
     """Predict a task's accuracy at (N, D) in two steps (see the module docstring).
 
     Parameters
@@ -1255,6 +1257,11 @@ def predict_accuracy(ladder, task: str | Task, *, target_params,
         every ``check_every``-th bootstrap draw (from a seeded offset) of each step is also
         fitted by the global search and the better optimum kept (``n_checked``/``n_worse``;
         a warning above 2% worse); 0 turns it off.
+    n_jobs: for ``task="all"``, the tasks run as parallel jobs
+        (:func:`delphi.parallel.map_jobs`, joblib's convention: None the active
+        ``parallel_config``, else serial; 1 serial; -1 every core). Each task is computed
+        exactly as serially (same fits and seeded draws): the results do not depend on it.
+        Ignored for one task.
 
     Returns
     -------
@@ -1288,13 +1295,19 @@ def predict_accuracy(ladder, task: str | Task, *, target_params,
                   skip_fraction=skip_fraction, helper_point=helper_point, design=design,
                   upper=upper, lower=lower, calibrate=calibrate, check_every=check_every,
                   calibration_draws=calibration_draws, step1_delta=step1_delta)
-    def one(t):
-        out = _predict_one(ladder, t, targets, **kwargs)
-        return out if several else out[0]
-
     if isinstance(task, str) and task == "all":
-        return [one(t) for t in load_tasks(tasks_manifest).values()]
-    return one(_resolve_task(task, tasks_manifest))
+        items = [(ladder, t, targets, kwargs) for t in load_tasks(tasks_manifest).values()]
+        outs = map_jobs(_predict_job, items, n_jobs=n_jobs, desc="accuracy", unit="task",
+                        show_progress=False)
+        return outs if several else [out[0] for out in outs]
+    out = _predict_one(ladder, _resolve_task(task, tasks_manifest), targets, **kwargs)
+    return out if several else out[0]
+
+
+def _predict_job(item: tuple) -> list[AccuracyForecast]:
+    """One task of ``predict_accuracy(task="all")`` (module level: pickled for workers)."""
+    ladder, task, targets, kwargs = item
+    return _predict_one(ladder, task, targets, **kwargs)
 
 
 # ---------------------------------------------------------------------------- compare

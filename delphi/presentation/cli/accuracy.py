@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 
 from .options import (LADDER_HELP, add_ladder_options, add_level_option, count, examples,
-                      load_from_args, positive_float, serial)
+                      jobs_kwargs, load_from_args, positive_float)
 
 __all__ = ["add_commands"]
 
@@ -26,7 +26,6 @@ def add_commands(sub) -> dict:
             "--target-tokens 1.28e11 --json",
             "delphi accuracy olmo-ladder --task mmlu --target-params 3.2e9 "
             "--target-tokens 6.4e10 --fit-max-params 8e8 --compare"))
-    serial(p)   # the bootstrap's refits are batched, not spread over workers
     p.add_argument("ladder", nargs="?", default="olmo-ladder",
                    help=LADDER_HELP + " (default olmo-ladder); its runs need the tasks' columns "
                                       "at every checkpoint")
@@ -165,6 +164,13 @@ def _accuracy(args) -> int:
                   fit_max_params=args.fit_max_params, tasks_manifest=args.tasks,
                   step1_law=args.step1_law, lower=args.lower, calibrate=args.calibrate,
                   step1_delta=args.huber_delta)
+    if args.task == "all":
+        # -j: the tasks in parallel (a task's bootstrap refits are batched, not spread).
+        kwargs.update(jobs_kwargs(args))
+    elif getattr(args, "jobs", None) not in (None, 1):
+        from .output import note
+        note(f"-j {args.jobs}: `delphi accuracy` with one task runs serially (its bootstrap refits "
+             f"are batched); -j runs the tasks of --task all in parallel")
     if (args.registry is None) != (args.id is None):
         from ...errors import RegistryError
 
