@@ -163,13 +163,19 @@ def test_chinchilla_envelope_multiplier_and_json_shape():
     assert "none in 1e+15..1e+27" in r.report()
 
 
-def test_cli_json_and_text(tmp_path, capsys):
-    from delphi.cli.main import main
+def _pair_csvs(tmp_path) -> list[str]:
+    """The simulated isoFLOP pair written as two CSV ladders; their paths."""
     paths = []
     for ld in _isoflop_pair():
         p = tmp_path / f"{ld.name}.csv"
         ld.table[["run", "params", "tokens", "flops", "loss"]].to_csv(p, index=False)
         paths.append(str(p))
+    return paths
+
+
+def test_cli_json_and_text(tmp_path, capsys):
+    from delphi.cli.main import main
+    paths = _pair_csvs(tmp_path)
     code = main(["compare-recipes", *paths, "--target-flops", "1e21", "--n-boot", "20",
                  "--interval", "delta", "--json"])
     out = capsys.readouterr().out

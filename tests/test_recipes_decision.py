@@ -180,12 +180,8 @@ def test_cli_constants_match_the_api():
 
 def test_cli_names_the_decision_rule_in_text_and_json(tmp_path, capsys):
     from delphi.cli.main import main
-    from test_recipes import _isoflop_pair
-    paths = []
-    for ld in _isoflop_pair():
-        p = tmp_path / f"{ld.name}.csv"
-        ld.table[["run", "params", "tokens", "flops", "loss"]].to_csv(p, index=False)
-        paths.append(str(p))
+    from test_recipes import _pair_csvs
+    paths = _pair_csvs(tmp_path)
     args = ["compare-recipes", *paths, "--target-flops", "1e21", "--n-boot", "20",
             "--interval", "none", "--decision", "confident"]
     assert main([*args, "--json"]) == 0
