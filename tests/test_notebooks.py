@@ -64,6 +64,7 @@ def _code_cells(nb):
     return [c for c in nb.cells if c.cell_type == "code"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
 def test_notebook_runs(path, executed):
     nb, _ = executed(path)
@@ -151,6 +152,7 @@ def text_outputs(cell) -> dict[str, str]:
     return out
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
 def test_committed_outputs_are_current(path, executed):
     committed = nbformat.read(path, as_version=4)

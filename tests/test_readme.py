@@ -179,6 +179,7 @@ def test_plain_delphi_argv_is_bash_word_splitting():
         assert plain_delphi_argv(line, home) is None, line
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("block", [b for b in BLOCKS if b["lang"] == "bash" and not b["skip"]],
                          ids=lambda b: f"{b['file']}:{b['line']}")
 def test_bash_block_runs(block, tmp_path, data_dir, monkeypatch, capsys):
@@ -208,6 +209,7 @@ def test_bash_block_runs(block, tmp_path, data_dir, monkeypatch, capsys):
                            f"(exit {code}): {line}\n{out[-3000:]}\n{err[-3000:]}")
 
 
+@pytest.mark.slow
 def test_python_blocks_run_in_order(tmp_path, data_dir, monkeypatch):
     code = [b for b in BLOCKS if b["lang"] == "python" and not b["skip"]]
     assert code
