@@ -29,7 +29,7 @@ import delphi  # noqa: E402
 from delphi.errors import LadderError, LadderWarning  # noqa: E402
 from delphi.fitting import fit  # noqa: E402
 
-SETTINGS = settings(max_examples=40, derandomize=True, database=None, deadline=None,
+SETTINGS = settings(max_examples=60, derandomize=True, database=None, deadline=None,
                     suppress_health_check=[HealthCheck.too_slow])
 
 
