@@ -163,6 +163,12 @@ def decisions(groups: dict, n_boot: int, **settings) -> dict:
         scored = [r for r in bt.rows if r["observed"] != 0]
         s["rule_correct"] = {k: sum(r[f"correct_{k}"] for r in scored) for k in DECISIONS}
         s["rule_inside"] = {k: sum(r[f"inside_{k}"] for r in scored) for k in DECISIONS}
+        # decisions where a rule overturns the single-scale answer, and how many it got right
+        s["rule_flips"] = {k: sum(np.sign(r[f"predicted_{k}"]) != np.sign(r["baseline"])
+                                  for r in scored) for k in DECISIONS}
+        s["rule_flips_right"] = {k: sum(np.sign(r[f"predicted_{k}"]) != np.sign(r["baseline"])
+                                        and r[f"correct_{k}"] for r in scored)
+                                 for k in DECISIONS}
         s["method"] = bt.method
         out[name] = s
         print(f"  {name}: {s['n']} decisions, accuracy {s['decision_accuracy']:.1%}, baseline "
@@ -188,6 +194,8 @@ def logo(dec: dict) -> dict:
                               "coverage": d["rule_inside"][rule] / d["n"]}
         out["correct"] += d["rule_correct"][rule]
         out["inside"] += d["rule_inside"][rule]
+        out["flips"] = out.get("flips", 0) + d["rule_flips"][rule]
+        out["flips_right"] = out.get("flips_right", 0) + d["rule_flips_right"][rule]
         out["n"] += d["n"]
     out["in_sample_rule"], out["in_sample"] = best(list(dec))
     out["accuracy"] = out["correct"] / out["n"]
@@ -306,7 +314,12 @@ def section(w: dict, dec: dict, dec_shared: dict, tm: dict, command: str, second
              "shrunk": "anchored where the paired 90% interval of the law's change excludes "
                        "zero, else the observed difference at the cut (the baseline's answer)",
              "confident": "anchored where the anchored difference's own 90% interval (one new "
-                          "run each) excludes zero, else the observed difference at the cut"}
+                          "run each) excludes zero, else the observed difference at the cut",
+             "robust": "as `confident`, but the anchored interval must exclude zero on the "
+                       "same side under both floor models (each recipe's own floor E, and one "
+                       "E shared by the recipes: the second fit at each cut), else the "
+                       "observed difference at the cut; where the second model gives no "
+                       "interval, the observed difference"}
     lines += ["Decision rules (`decision=`, `--decision`): "
               + "; ".join(f"`{k}`: {words[k]}" for k in DECISIONS) + ". Every rule is "
               "scored on the same rows (same fits and draws). The rule is chosen **leave one "
@@ -355,7 +368,10 @@ def section(w: dict, dec: dict, dec_shared: dict, tm: dict, command: str, second
               f"({s['paired']['coverage']:.1%} of {s['n']}).",
               f"- Decision accuracy above the single-scale baseline, pooled: "
               f"**{'met' if pooled_acc > pooled_base else 'not met'}** (rule chosen leave one "
-              f"group out, out of sample: {pooled_acc:.1%} vs baseline {pooled_base:.1%}; in "
+              f"group out, out of sample: {pooled_acc:.1%} vs baseline {pooled_base:.1%}, "
+              f"{lo['correct'] - round(pooled_base * lo['n']):+d} decisions of {lo['n']}: the "
+              f"chosen rules overturn the single-scale answer on {lo['flips']}, "
+              f"{lo['flips_right']} of them rightly; in "
               f"sample the best rule `{lo['in_sample_rule']}` "
               f"{lo['in_sample'][lo['in_sample_rule']]:.1%}; the default `{DEFAULT_DECISION}` "
               f"{tot['correct'] / tot['n']:.1%}"

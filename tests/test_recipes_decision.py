@@ -193,3 +193,65 @@ def test_cli_names_the_decision_rule_in_text_and_json(tmp_path, capsys):
     assert main(args) == 0
     out = capsys.readouterr().out
     assert "decision   confident" in out and "iso-B wins" in out
+
+
+def _same_side(d) -> int:
+    return 1 if d["lower"] > 0 else -1 if d["upper"] < 0 else 0
+
+
+@pytest.mark.parametrize("case", ["power", "iso"])
+def test_robust_overturns_the_observed_difference_only_when_both_floor_models_agree(case):
+    # The same recipes under each recipe's own floor E and under one shared E: robust takes
+    # the anchored value only where both anchored intervals exclude zero on one side. "power":
+    # one noisy run per budget, wide intervals (the observed difference stands); "iso": an
+    # isoFLOP pair with B better everywhere, tight intervals (the anchored value is taken).
+    if case == "power":
+        ladders = _pair(seed=2, own=0.004)
+        kw = dict(law="power", fit_max_flops=1e18 * 1.0001)
+    else:
+        from test_recipes import _isoflop_pair
+        ladders = _isoflop_pair()
+        kw = dict(fit_max_flops=3e18 * 1.0001)
+    kw.update(target_flops=[1e20, TARGET], n_boot=30, seed=0, forecasts=False)
+    robust = compare_recipes(ladders, **kw)
+    assert robust.decision == "robust" == R.DEFAULT_DECISION
+    own = compare_recipes(ladders, decision="anchored", **kw)
+    shared = compare_recipes(ladders, decision="anchored", shared_floor=True, **kw)
+    assert any("one floor E shared by every recipe" in n for n in robust.notes)
+    for r, o, s in zip(robust.comparisons, own.comparisons, shared.comparisons):
+        d, do, ds = r.decided, o.decided, s.decided
+        assert (d["lower"], d["upper"]) == (do["lower"], do["upper"])
+        both = _same_side(do) != 0 and _same_side(do) == _same_side(ds)
+        expect = do["loss"] if both else do["anchor"]["observed"]
+        assert d["loss"] == pytest.approx(expect, rel=0, abs=1e-15)
+        assert f"[{ds['lower']:+.4f}, {ds['upper']:+.4f}]" in d["check"]
+        taken = d["loss"] != do["anchor"]["observed"]
+        assert taken == (case == "iso")
+    assert "other floor model's anchored interval" in robust.report()
+
+
+def test_robust_without_a_second_floor_model_is_confident():
+    # E fixed: no other floor model applies, so robust is the confident rule, said so.
+    ladders = _pair(seed=2)
+    kw = dict(target_flops=[TARGET], law="power", n_boot=30, seed=0, forecasts=False,
+              fit_max_flops=1e18 * 1.0001, floor=1.9)
+    robust = compare_recipes(ladders, **kw)
+    conf = compare_recipes(ladders, decision="confident", **kw)
+    assert robust.comparisons[0].decided["loss"] == conf.comparisons[0].decided["loss"]
+    assert any("no second floor model applies" in n for n in robust.notes)
+
+
+def test_robust_keeps_the_observed_difference_when_the_second_model_cannot_be_fitted():
+    ladders = _pair(seed=2)
+    pp = R._paired(ladders, ["A", "B"], "power", fixed={}, bounds=None, delta=1e-3,
+                   fit_max_flops=None, shared_floor=False, pairing="auto", n_boot=20, seed=0,
+                   n_jobs=None)
+    spec = R._Spec(TARGET)
+    r = R._compare_pair(pp, 0, 1, spec, 0.9, 0)
+    anchor = R._anchor(R._runs_upto(ladders, None), 0, 1, True, "power")
+    out = R._decide(pp, 0, 1, spec, 0.9, 0, r, anchor, "the shared-floor fit failed: test")
+    assert out["robust"]["loss"] == out["anchor"]["observed"]
+    assert out["robust"]["check"] == "the shared-floor fit failed: test"
+    assert out["robust"]["lower"] == out["anchored"]["lower"]
+    none = R._decide(pp, 0, 1, spec, 0.9, 0, r, anchor, None)
+    assert none["robust"]["loss"] == none["confident"]["loss"]

@@ -25,7 +25,10 @@ target:
   difference, or the observed difference at the largest budget both recipes ran plus the
   law's change from there (``anchored``; ``shrunk`` and ``confident`` fall back on the
   observed difference when the change, or the anchored difference, is not told apart from
-  zero). Default ``confident``, chosen leave one ladder group out by the decision backtest.
+  zero; ``robust`` overturns the observed difference only when the anchored difference's
+  interval excludes zero on the same side under both floor models, each recipe's own E and
+  one shared E). Default ``robust``, chosen leave one ladder group out by the decision
+  backtest.
 
 A target given by compute C compares each recipe at its own compute-optimal allocation, the
 envelope L*(C) = min_N L(N, C/(6kN)): for ``chinchilla`` (Hoffmann et al. 2022, Eq. 2) in
@@ -86,12 +89,13 @@ RUN_NOISES = ("paired", "independent")
 #: difference at the target), ``anchored`` (the observed difference at the largest budget
 #: both ran plus the law's change from there), ``shrunk`` (anchored where the change's
 #: interval excludes zero, else the observed difference), ``confident`` (anchored where the
-#: anchored difference's own interval excludes zero, else the observed difference).
-DECISIONS = ("law", "anchored", "shrunk", "confident")
-#: The default decision rule: ``confident``, the rule chosen leave one ladder group out in
-#: every fold of the decision backtest (benchmarks/RESULTS.md, Issue 24: 74.4% pooled out of
-#: sample against 57.9% for ``law``; still below the single-scale baseline's 85.6%).
-DEFAULT_DECISION = "confident"
+#: anchored difference's own interval excludes zero, else the observed difference),
+#: ``robust`` (as ``confident``, but the anchored interval must exclude zero on the same side
+#: under both floor models: each recipe's own floor E and one floor shared by every recipe).
+DECISIONS = ("law", "anchored", "shrunk", "confident", "robust")
+#: The default decision rule: ``robust``, the rule chosen leave one ladder group out in
+#: every fold of the decision backtest (benchmarks/RESULTS.md, Issue 24).
+DEFAULT_DECISION = "robust"
 # Matched cells needed to estimate the residual correlation; its clip.
 _MIN_MATCHED = 5
 _MAX_RHO = 0.95
@@ -430,6 +434,8 @@ class RecipeComparison:
                                ", not told apart from 0: not counted")))
                 elif c.decision != "law":
                     how = "; no budget both ran: the law's difference"
+                if c.decision == "robust" and dd.get("check"):
+                    how += f"; {dd['check']}"
                 lines.append(f"  decision    {c.decision}: {c.winner} wins, {dd['loss']:+.4f} "
                              f"{pct} [{dd['lower']:+.4f}, {dd['upper']:+.4f}]{how}")
             lines.append(f"  multiplier  {_mult(c.multiplier)}, {pct} "
@@ -757,8 +763,11 @@ def _shared_floor(ladders, law, fixed, bounds, delta, fit_max_flops, seed) -> tu
     (each refitted with E fixed, warm-started at its free fit), by a grid over E in
     (0, the lowest loss fitted) refined by a bounded scalar search."""
     from scipy.optimize import minimize_scalar
-    free_fits = [fitting.fit(ld, law, fixed=fixed or None, bounds=bounds, delta=delta,
-                             fit_max_flops=fit_max_flops, seed=seed) for ld in ladders]
+    with warnings.catch_warnings():
+        # starts only: the fits with the shared E fixed carry the diagnostics that matter
+        warnings.simplefilter("ignore")
+        free_fits = [fitting.fit(ld, law, fixed=fixed or None, bounds=bounds, delta=delta,
+                                 fit_max_flops=fit_max_flops, seed=seed) for ld in ladders]
     preps = []
     for f in free_fits:
         x = {c: np.asarray(f.x[c], float) for c in f.law.inputs}
@@ -957,6 +966,41 @@ def _paired(ladders, names, law, *, fixed, bounds, delta, fit_max_flops, shared_
                    run_noise=noise_mode, fit_max_flops=fit_max_flops)
 
 
+def _alternate(ladders, names, law, *, fixed, bounds, delta, fit_max_flops, shared_floor,
+               pairing, n_boot, seed, n_jobs, run_noise, shared_exponents) -> "_Paired | str | None":
+    """The same recipes under the other floor model, for the ``robust`` decision rule: one
+    shared floor E when ``shared_floor`` is off, each recipe's own E when it is on. None when
+    no other floor model applies (E fixed, shared exponents, or the recipes evaluated on
+    different sets, where one E has no meaning); the reason (a string) when it cannot be
+    fitted."""
+    if "E" in (fixed or {}) or shared_exponents:
+        return None
+    if not shared_floor and len({ld.metric.strip().lower() for ld in ladders}) > 1:
+        return None
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return _paired(ladders, names, law, fixed=fixed, bounds=bounds, delta=delta,
+                           fit_max_flops=fit_max_flops, shared_floor=not shared_floor,
+                           pairing=pairing, n_boot=n_boot, seed=seed, n_jobs=n_jobs,
+                           run_noise=run_noise)
+    except (FitError, LawError) as exc:
+        return f"the {'own' if shared_floor else 'shared'}-floor fit failed: {exc}"
+
+
+def _alt_note(alt, shared_floor: bool) -> str:
+    """The note naming what the ``robust`` rule's second floor model was."""
+    other = "each recipe's own floor E" if shared_floor else "one floor E shared by every recipe"
+    if alt is None:
+        return ("decision robust: no second floor model applies (E fixed, shared exponents or "
+                "different eval sets): as confident")
+    if isinstance(alt, str):
+        return (f"decision robust: the second floor model ({other}) could not be fitted, so the "
+                f"observed difference at the largest budget both ran stands: {alt}")
+    return (f"decision robust: the anchored difference must exclude zero on the same side "
+            f"also with {other}")
+
+
 def _quantiles(values: np.ndarray, level: float) -> tuple[float | None, float | None]:
     """Central interval of ``values`` (may hold inf); an infinite end is None (unbounded)."""
     a = (1 - level) / 2
@@ -1123,8 +1167,51 @@ def _anchor(tables, a: int, b: int, by_compute: bool, law: str) -> dict | None:
 
 
 def _decide(pp: _Paired, a: int, b: int, spec: _Spec, level: float, seed: int, r: dict,
-            anchor: dict | None) -> dict:
+            anchor: dict | None, alt: "_Paired | str | None" = None) -> dict:
     """Every decision rule's predicted L_b - L_a at ``spec`` (:data:`DECISIONS`).
+
+    ``robust`` (the rules of :func:`_decide_one`, then): the anchored value where the anchored
+    difference's interval excludes zero on the same side in ``pp`` and in ``alt``, the same
+    recipes fitted under the other floor model (:func:`_alternate`: own floors against one
+    shared floor), else the observed difference at the anchor. The floor E is the least
+    identified parameter of a ladder (free floors drift), so a decision that turns on it is
+    not overturned on it. ``alt`` None (no second floor model applies: E fixed, or the
+    recipes on different eval sets): as ``confident``; ``alt`` a string (the second model
+    could not be fitted; the reason): the observed difference. Same interval as
+    ``anchored``.
+    """
+    out = _decide_one(pp, a, b, spec, level, seed, r, anchor)
+    conf = out["confident"]
+    if out["anchor"] is None or alt is None:
+        out["robust"] = {**conf, "check": None if alt is None else "no anchor"}
+        return out
+    obs = out["anchor"]["observed"]
+    lo, hi = out["anchored"]["lower"], out["anchored"]["upper"]
+    check = alt if isinstance(alt, str) else None
+    side = 0
+    if check is None:
+        try:
+            r2 = _compare_pair(alt, a, b, spec, level, seed)
+            o2 = _decide_one(alt, a, b, spec, level, seed, r2, anchor)
+        except FitError as exc:
+            check = f"the other floor model gives no interval here: {exc}"
+        else:
+            lo2, hi2 = o2["anchored"]["lower"], o2["anchored"]["upper"]
+            if o2["anchor"] is None:
+                check = "the other floor model has no anchor"
+            else:
+                side = 1 if (lo > 0 and lo2 > 0) else -1 if (hi < 0 and hi2 < 0) else 0
+                check = (f"the other floor model's anchored interval [{lo2:+.4f}, {hi2:+.4f}]")
+    loss = out["anchored"]["loss"] if side else obs
+    out["robust"] = {"loss": loss, "lower": lo, "upper": hi,
+                     "p_better": out["anchored"]["p_better"], "check": check}
+    return out
+
+
+def _decide_one(pp: _Paired, a: int, b: int, spec: _Spec, level: float, seed: int, r: dict,
+                anchor: dict | None) -> dict:
+    """Every decision rule but ``robust`` (:func:`_decide`): the predicted L_b - L_a at
+    ``spec``.
 
     * ``law``: the fits' difference at the target (``r``, :func:`_compare_pair`).
     * ``anchored``: the observed difference at the anchor budget (:func:`_anchor`) plus the
@@ -1334,7 +1421,7 @@ def compare_recipes(ladders: Sequence, *, target_flops=None, target_params=None,
         :data:`DEFAULT_DECISION`): ``law`` (the fits' difference at the target),
         ``anchored`` (the observed difference at the largest budget both recipes ran plus
         the law's change from there), ``shrunk`` (anchored where the change's paired
-        interval excludes zero, else the observed difference). Reported per comparison
+        interval excludes zero, else the observed difference), ``confident``, ``robust`` (see :func:`_decide`). Reported per comparison
         (:attr:`RecipeDifference.decided`); the ``loss``/``lower``/``upper`` fields stay the
         law's.
     run_noise: ``paired`` (default: the two recipes' new-run noise correlated as their log
@@ -1377,6 +1464,13 @@ def compare_recipes(ladders: Sequence, *, target_flops=None, target_params=None,
                  n_boot=n_boot, seed=seed, n_jobs=n_jobs, run_noise=run_noise,
                  shared_exponents=shared_exponents)
     upto = _runs_upto(ladders, fit_max_flops)
+    alt = None
+    if decision == "robust":
+        alt = _alternate(ladders, names, law_name, fixed=fixed, bounds=bounds, delta=delta,
+                         fit_max_flops=fit_max_flops, shared_floor=shared_floor,
+                         pairing=pairing, n_boot=n_boot, seed=seed, n_jobs=n_jobs,
+                         run_noise=run_noise, shared_exponents=shared_exponents)
+        notes.append(_alt_note(alt, shared_floor))
     own = {}
     if forecasts:
         for i, ld in enumerate(ladders):
@@ -1394,7 +1488,7 @@ def compare_recipes(ladders: Sequence, *, target_flops=None, target_params=None,
         for j, spec in enumerate(specs):
             r = _compare_pair(pp, 0, b, spec, level, seed)
             rules = _decide(pp, 0, b, spec, level, seed, r,
-                            _anchor(upto, 0, b, spec.by_compute, law_name))
+                            _anchor(upto, 0, b, spec.by_compute, law_name), alt)
             decided = {**rules[decision], "anchor": rules["anchor"]}
             out.append(RecipeDifference(
                 recipe=names[b], reference=names[0], target_flops=spec.flops,
@@ -1528,7 +1622,10 @@ _RULE_WORDS = {
     "shrunk": "anchored where the paired interval of the law's change excludes zero, else "
               "the observed difference at the largest budget both ran",
     "confident": "anchored where the anchored difference's interval excludes zero, else the "
-                 "observed difference at the largest budget both ran"}
+                 "observed difference at the largest budget both ran",
+    "robust": "anchored where the anchored difference's interval excludes zero on the same "
+              "side with each recipe's own floor E and with one shared floor, else the "
+              "observed difference at the largest budget both ran"}
 
 
 def _check_rules(decision: str, run_noise: str) -> None:
@@ -1619,6 +1716,13 @@ def backtest_recipes(ladders: Sequence, *, law: str | None = None,
         except (FitError, LawError) as exc:
             notes.append(f"cut at {cut:.3g} FLOPs left out: {exc}")
             continue
+        alt = _alternate(ladders, names, law_name, fixed=fixed, bounds=None,
+                         delta=fitting.DEFAULT_DELTA, fit_max_flops=cut,
+                         shared_floor=shared_floor, pairing=pairing, n_boot=n_boot, seed=seed,
+                         n_jobs=n_jobs, run_noise=run_noise, shared_exponents=shared_exponents)
+        if isinstance(alt, str):
+            notes.append(f"cut at {cut:.3g} FLOPs: robust falls back on the observed "
+                         f"difference: {alt}")
         targets = []   # (spec, observed loss per recipe)
         for big in [x for x in budgets if x > b]:
             sel = [t[t["budget"] == big] for t in tables]
@@ -1656,7 +1760,7 @@ def backtest_recipes(ladders: Sequence, *, law: str | None = None,
                         baseline = float((bj - bi).mean()) if common else float(
                             base[j]["loss"].min() - base[i]["loss"].min())
                     rules = _decide(pp, i, j, spec, level, seed, r,
-                                    _anchor(upto, i, j, spec.by_compute, law_name))
+                                    _anchor(upto, i, j, spec.by_compute, law_name), alt)
                     d = rules[decision]
                     row = {"cut": cut, "a": names[i], "b": names[j], "flops": spec.flops,
                            "params": spec.params, "tokens": spec.tokens,

@@ -13,8 +13,8 @@ from typing import Callable
 
 # As delphi.analyses.recipes.DECISIONS / DEFAULT_DECISION / RUN_NOISES (not imported here:
 # the parser is built without the numerical stack; tests/test_recipes.py checks they agree).
-DECISIONS = ("law", "anchored", "shrunk", "confident")
-DEFAULT_DECISION = "confident"
+DECISIONS = ("law", "anchored", "shrunk", "confident", "robust")
+DEFAULT_DECISION = "robust"
 RUN_NOISES = ("paired", "independent")
 
 from .options import (LADDER_HELP, METRIC_HELP, add_ladder_options, add_level_option, count,
@@ -70,7 +70,8 @@ def _add(sub) -> None:
                         "law's change from there), shrunk (anchored where the change's paired "
                         "interval excludes 0, else the observed difference), confident "
                         "(anchored where its own interval excludes 0, else the observed "
-                        f"difference); default "
+                        "difference), robust (as confident, but with each recipe's own floor E "
+                        "and with one shared E alike); default "
                         f"{DEFAULT_DECISION}")
     p.add_argument("--run-noise", choices=RUN_NOISES, default="paired",
                    help="new-run noise of the recipes: paired (default: correlated as their "
