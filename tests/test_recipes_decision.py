@@ -226,8 +226,11 @@ def test_robust_overturns_the_observed_difference_only_when_both_floor_models_ag
         assert d["loss"] == pytest.approx(expect, rel=0, abs=1e-15)
         assert f"[{ds['lower']:+.4f}, {ds['upper']:+.4f}]" in d["check"]
         taken = d["loss"] != do["anchor"]["observed"]
-        assert taken == (case == "iso")
-    assert "other floor model's anchored interval" in robust.report()
+        assert taken == (case == "iso") == d["taken"]
+    text = robust.report()
+    assert "other floor model's anchored interval" in text
+    assert ("the anchored value is taken" in text) == (case == "iso")
+    assert ("the observed difference stands" in text) == (case == "power")
 
 
 def test_robust_without_a_second_floor_model_is_confident():

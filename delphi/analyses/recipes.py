@@ -436,6 +436,9 @@ class RecipeComparison:
                     how = "; no budget both ran: the law's difference"
                 if c.decision == "robust" and dd.get("check"):
                     how += f"; {dd['check']}"
+                if "taken" in dd and anc is not None:
+                    how += ("; the anchored value is taken" if dd["taken"] else
+                            "; the observed difference stands")
                 lines.append(f"  decision    {c.decision}: {c.winner} wins, {dd['loss']:+.4f} "
                              f"{pct} [{dd['lower']:+.4f}, {dd['upper']:+.4f}]{how}")
             lines.append(f"  multiplier  {_mult(c.multiplier)}, {pct} "
@@ -1204,7 +1207,8 @@ def _decide(pp: _Paired, a: int, b: int, spec: _Spec, level: float, seed: int, r
                 check = (f"the other floor model's anchored interval [{lo2:+.4f}, {hi2:+.4f}]")
     loss = out["anchored"]["loss"] if side else obs
     out["robust"] = {"loss": loss, "lower": lo, "upper": hi,
-                     "p_better": out["anchored"]["p_better"], "check": check}
+                     "p_better": out["anchored"]["p_better"], "check": check,
+                     "taken": bool(side)}
     return out
 
 
@@ -1273,7 +1277,7 @@ def _decide_one(pp: _Paired, a: int, b: int, spec: _Spec, level: float, seed: in
                      "p_better": p_anch}
     sure = not (lo <= 0.0 <= hi)
     out["confident"] = {"loss": obs + change if sure else obs, "lower": lo, "upper": hi,
-                        "p_better": p_anch}
+                        "p_better": p_anch, "taken": sure}
     out["anchor"] = {"flops": anchor["flops"], "observed": obs, "kind": anchor["kind"],
                      "change": change, "change_lower": c_lo, "change_upper": c_hi,
                      "counted": counted}
