@@ -100,6 +100,28 @@ def test_guard_catches_bad_warm_starts(epoch_fit, monkeypatch):
     assert all(abs(p["alpha"] - epoch_fit.params["alpha"]) < 0.05 for p in draws.params)
 
 
+@pytest.mark.parametrize("spoiled, warns", [(1, False), (2, True)])
+def test_guard_rate_warning_needs_two_draws(epoch_fit, monkeypatch, spoiled, warns):
+    # One improved draw of 10 is 10% (> 2%) but not a rate: the guard keeps the global
+    # optimum for it and counts it, and warns only from two draws on.
+    import warnings as _warnings
+    import delphi.uncertainty as uncertainty
+
+    def broken(problem, z0, weights, ibounds, **kw):
+        out = refine_batch(problem, z0, weights, ibounds, **kw)
+        out.z[:spoiled] = out.z[:spoiled] + np.array([0.0, 0.0, 0.0, 0.02, -0.02])
+        out.objective = weighted_objective(problem, out.z, weights)
+        return out
+
+    monkeypatch.setattr(uncertainty, "refine_batch", broken)
+    with _warnings.catch_warnings(record=True) as caught:
+        _warnings.simplefilter("always")
+        draws = bootstrap(epoch_fit, n=10, seed=1)
+    rate = [w for w in caught if "checked bootstrap draws found a better" in str(w.message)]
+    assert draws.n_checked == 10 and draws.n_worse == spoiled
+    assert bool(rate) is warns and bool(draws.warnings) is warns
+
+
 def test_warm_start_fit_arrays_reaches_the_same_optimum(epoch_fit):
     rng = np.random.default_rng(0)
     idx = rng.integers(0, epoch_fit.n_points, epoch_fit.n_points)
