@@ -5,6 +5,7 @@ arguments."""
 from __future__ import annotations
 
 import ast
+import functools
 import inspect
 from pathlib import Path
 
@@ -40,13 +41,23 @@ def _type_checking_lines(tree: ast.Module) -> set[int]:
     return lines
 
 
-def _imports():
+@functools.cache
+def _parsed() -> dict[str, tuple[ast.Module, set[int]]]:
+    """Every module's syntax tree and its type-only lines, parsed once per process when a test
+    first asks (not at import: every pytest-xdist worker imports this file, one runs it)."""
+    out = {}
+    for module, path in MODULES.items():
+        tree = ast.parse(path.read_text())
+        out[module] = tree, _type_checking_lines(tree)
+    return out
+
+
+@functools.cache
+def _imports() -> tuple:
     """(importer, imported module, name or None, line) for every runtime import of a delphi
     module (type-only imports under ``if TYPE_CHECKING`` left out)."""
     out = []
-    for module, path in MODULES.items():
-        tree = ast.parse(path.read_text())
-        skip = _type_checking_lines(tree)
+    for module, (tree, skip) in _parsed().items():
         for node in ast.walk(tree):
             if getattr(node, "lineno", None) in skip:
                 continue
@@ -64,21 +75,18 @@ def _imports():
                 for alias in node.names:
                     if alias.name.startswith("delphi"):
                         out.append((module, alias.name, None, node.lineno))
-    return out
-
-
-IMPORTS = _imports()
+    return tuple(out)
 
 
 def test_the_walk_sees_the_package():
-    assert len(MODULES) > 60 and len(IMPORTS) > 300
+    assert len(MODULES) > 60 and len(_imports()) > 300
     assert ("delphi.forecasting.forecast", "delphi.forecasting.selection", "compare") in {
-        i[:3] for i in IMPORTS}
+        i[:3] for i in _imports()}
 
 
 def test_no_runtime_import_cycle():
     graph: dict[str, set[str]] = {m: set() for m in MODULES}
-    for importer, imported, _, _ in IMPORTS:
+    for importer, imported, _, _ in _imports():
         if imported in graph and imported != importer:
             graph[importer].add(imported)
     # A package's __init__ importing its own submodules is not a cycle of the layers: a
@@ -120,7 +128,7 @@ def test_no_runtime_import_cycle():
 
 def test_no_module_imports_another_modules_private_name():
     private = sorted({f"{importer}:{line} imports {imported}.{name}"
-                      for importer, imported, name, line in IMPORTS
+                      for importer, imported, name, line in _imports()
                       if name and name.startswith("_") and not name.startswith("__")
                       and imported != importer})
     assert not private, "\n".join(private)
@@ -152,7 +160,7 @@ def _layer(module: str) -> int | None:
 def test_each_layer_imports_only_its_own_and_lower_layers():
     upward = sorted({f"{importer}:{line} ({LAYERS[_layer(importer)]}) imports {imported} "
                      f"({LAYERS[_layer(imported)]})"
-                     for importer, imported, _, line in IMPORTS
+                     for importer, imported, _, line in _imports()
                      if _layer(importer) is not None and _layer(imported) is not None
                      and _layer(imported) > _layer(importer)})
     assert not upward, "\n".join(upward)
@@ -163,11 +171,9 @@ def test_library_layers_import_delphi_modules_at_the_top_not_in_functions():
     # pyarrow, cryptography), not to dodge a cycle. Presentation keeps its lazy imports of the
     # library: the CLI is standard-library-only at import, so `delphi --help` stays fast.
     inside = []
-    for module, path in MODULES.items():
+    for module, (tree, skip) in _parsed().items():
         if module.startswith("delphi.presentation"):
             continue
-        tree = ast.parse(path.read_text())
-        skip = _type_checking_lines(tree)
         for fn in ast.walk(tree):
             if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 continue

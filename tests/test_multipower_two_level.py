@@ -42,11 +42,20 @@ def _ladder():
     return delphi.Ladder(frame, name="mp", schedule=spec)
 
 
-def test_multipower_is_screened_on_a_subsample_and_matches_the_one_level_fit():
-    lad = _ladder()
+def _complete(lad):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", delphi.DelphiWarning)
-        c = complete(lad, "mp", "multipower")
+        return complete(lad, "mp", "multipower")
+
+
+@pytest.fixture(scope="module")
+def completed():
+    """The completion of the fixed case, made once for the tests that only read it (~2 s)."""
+    return _complete(_ladder())
+
+
+def test_multipower_is_screened_on_a_subsample_and_matches_the_one_level_fit(completed):
+    c = completed
     # The search did run on a subsample: ~50 groups of LR drops per row make 970 rows
     # "large" (970 * cost > 4 * SCREEN_ROWS).
     x = c.fit.x
@@ -121,17 +130,15 @@ def test_ld_grid_in_place_buffers_are_bit_identical_to_the_plain_expressions():
 
 
 def test_all_points_polish_is_least_squares_deterministic_and_falls_back_when_not_stationary(
-        monkeypatch):
+        completed, monkeypatch):
     """The subsample's optima are polished on all the points by trust-region least squares
     (issue 26: ~400 evaluations where the batched BFGS + L-BFGS-B took ~1,200 equivalents);
     the same inputs give the same fit bit for bit; a polish that stops short of a stationary
     point is not taken: the start is descended as before, and the fit reaches the same
     optimum (no silent bad fit)."""
     lad = _ladder()
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", delphi.DelphiWarning)
-        a = complete(lad, "mp", "multipower")
-        b = complete(lad, "mp", "multipower")
+    a = completed
+    b = _complete(lad)                  # made afresh: the same inputs give the same fit
     assert "trust-region least squares" in a.fit.message
     assert a.fit.converged
     assert a.fit.objective == b.fit.objective and a.fit.params == b.fit.params
@@ -180,14 +187,11 @@ def test_refine_least_squares_reaches_the_fit_optimum_and_reports_what_it_cannot
     assert np.array_equal(z2, z_opt) and f2 == prep.problem.objective(z_opt)
 
 
-def test_a_scale_inside_its_log_wide_bounds_is_not_called_at_a_bound():
+def test_a_scale_inside_its_log_wide_bounds_is_not_called_at_a_bound(completed):
     # C's bounds span 1e-6..1e6: "within 1e-6 of the span" of a bound used to be 1 in absolute
     # terms, so a fitted C of ~2 was reported "at its lower bound 1e-06" and lost its standard
     # error. The distance is now measured in log space.
-    lad = _ladder()
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", delphi.DelphiWarning)
-        c = complete(lad, "mp", "multipower")
+    c = completed
     assert 1e-3 < c.fit.params["C"] < 1e3
     assert "C" not in c.fit.at_bound
     assert not any(w.startswith("C is at its") for w in c.fit.warnings)

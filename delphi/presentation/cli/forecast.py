@@ -144,9 +144,11 @@ def add_commands(sub) -> dict:
 
 
 def _cmd_predict(args) -> int:
+    # The ladder first: a bad name or file is told before the fitting stack (scipy) is
+    # imported, about half the cost of a command that ends in that error.
+    ladder, defaults = load_with_defaults(args)
     from ...forecasting.forecast import default_law, predict
 
-    ladder, defaults = load_with_defaults(args)
     target = target_from(args, defaults)
     law = args.law or (defaults.law if defaults is not None else None)
     if law is None and not args.ensemble:
@@ -169,10 +171,10 @@ def _cmd_predict(args) -> int:
 
 
 def _cmd_fit(args) -> int:
+    ladder, defaults = load_with_defaults(args)    # before the fitting stack, as in predict
     from ...fitting import fit
     from ...forecasting.forecast import default_law
 
-    ladder, defaults = load_with_defaults(args)
     law = args.law or (defaults.law if defaults is not None else None)
     if law is None:
         law = default_law(ladder)    # predict's rule, from the ladder alone (no target)

@@ -142,6 +142,30 @@ def build_parser() -> tuple[argparse.ArgumentParser, dict[str, Handler]]:
     return parser, handlers
 
 
+_PARSER: tuple[argparse.ArgumentParser, dict[str, Handler]] | None = None
+
+
+def _parser() -> tuple[argparse.ArgumentParser, dict[str, Handler]]:
+    """:func:`build_parser`'s result, built once per process: building it (some 600 options,
+    each checked by a help formatter) costs more than most commands' parsing, and in-process
+    callers (tests, notebooks) run :func:`main` hundreds of times. Parsing does not change the
+    parser, and no default is read from the environment when it is built."""
+    global _PARSER
+    if _PARSER is None:
+        _PARSER = build_parser()
+    return _PARSER
+
+
+def _fresh_lists(args: argparse.Namespace) -> argparse.Namespace:
+    """A list value that is an option's default (``--fix`` not given: ``[]``) is the parser's
+    own object; each call gets its copy, so a handler that extends it cannot change the next
+    call's default."""
+    for name, value in vars(args).items():
+        if isinstance(value, list):
+            setattr(args, name, list(value))
+    return args
+
+
 def _run(args, handlers: dict) -> int:
     """Run the parsed command; its printed output is collected and written at the end.
 
@@ -229,8 +253,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         output.JSON_USAGE_ERRORS = wants_json(argv)
         try:
-            parser, handlers = build_parser()
-            args = parser.parse_args(argv)
+            parser, handlers = _parser()
+            args = _fresh_lists(parser.parse_args(argv))
         finally:
             output.JSON_USAGE_ERRORS = False
         with warnings.catch_warnings():
