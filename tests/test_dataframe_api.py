@@ -40,3 +40,27 @@ def test_anything_else_is_a_ladder_error_naming_the_type():
         delphi.fit("epoch-chinchilla", "power")
     with pytest.raises(LadderError, match="got list"):
         delphi.predict([1, 2, 3], {"flops": 1e22})
+
+
+def test_a_dataframe_takes_metric_as_a_file_does(tmp_path):
+    # Before: load_ladder(frame, metric="val_loss") ignored metric and asked for metric=NAME.
+    df = _frame().rename(columns={"loss": "val_loss"})
+    df.to_csv(tmp_path / "v.csv", index=False)
+    from_frame = delphi.load_ladder(df, metric="val_loss")
+    from_file = delphi.load_ladder(tmp_path / "v.csv", metric="val_loss")
+    assert from_frame.metric == from_file.metric == "val_loss"
+    assert list(from_frame.table["loss"]) == list(from_file.table["loss"])
+    with pytest.raises(LadderError, match="column 'nope' \\(for loss\\) not found"):
+        delphi.load_ladder(df, metric="nope")
+
+
+def test_one_compute_budget_written_two_ways_is_one_level_without_a_numpy_warning():
+    # 1e18 and 9.999999999999999e17 FLOPs: one budget; numpy divided 0 by 0 on it before
+    df = pd.DataFrame({"run": ["a", "b", "c"], "params": [1e7, 2e7, 4e7],
+                       "tokens": [1e18 / 6e7, 1e18 / 12e7, 1e18 / 24e7],
+                       "flops": [1e18, 9.999999999999999e17, 1e18], "loss": [3.0, 2.9, 2.95]})
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        conv = delphi.load_ladder(df).flops_convention
+    assert conv is not None and conv.drift is None

@@ -369,14 +369,24 @@ def test_report_into_a_folder_it_cannot_make_fails_before_the_work(tmp_path, mon
     assert "exists and is not a folder" in capsys.readouterr().err
 
 
-def test_compare_recipes_on_a_ladder_too_small_to_resample_names_it_and_the_way_out(capsys):
-    # Before: "200 of 200 paired bootstrap draws could not be refitted for every recipe; the
-    # ladders have too few runs to resample" -- which ladder, and what to do, unsaid.
+def test_compare_recipes_on_a_ladder_too_small_to_resample_falls_back_and_says_so(capsys):
+    # Before: "200 of 200 paired bootstrap draws could not be refitted for every recipe"
+    # and no comparison at all, although `delphi predict marin-moe-535b` gives an interval
+    # (the reference class). Now: the comparison, its interval from the recipes' own
+    # forecast intervals (unpaired), the recipe that starves the bootstrap named.
     assert main(["compare-recipes", "marin-moe-535b", "marin-delphi-dense", "--target-flops",
-                 "1e22", "--n-boot", "20"]) == 1
-    err = capsys.readouterr().err
-    assert "recipe 'marin-moe-535b' has 3 fitted runs for the 3 free parameters" in err
-    assert "--floor E" in err and "add runs" in err
+                 "1e22", "--n-boot", "20"]) == 0
+    out = capsys.readouterr().out
+    assert "recipe 'marin-moe-535b' has 3 fitted points for the 3 free parameters" in out
+    assert "no bootstrap" in out and "own forecast intervals (reference)" in out
+    assert "crossover" in out and "nan" not in out.lower()
+    assert main(["compare-recipes", "marin-moe-535b", "marin-delphi-dense", "--target-flops",
+                 "1e22", "--n-boot", "20", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    (c,) = doc["comparisons"]
+    assert doc["n_draws"] == 0 and c["difference"]["lower"] < c["difference"]["loss"] \
+        < c["difference"]["upper"]
+    assert doc["curves"]["recipes"][0]["lower"][0] is None     # no band without draws
 
 
 def test_two_ladder_files_with_one_name_point_to_names(tmp_path, capsys):

@@ -418,7 +418,7 @@ def test_a_crossover_below_the_fitted_runs_is_said(paired):
     # Before (a fresh user): a crossover below the smallest fitted run was reported without a
     # word (and the figure, which starts at the fitted runs, lacks it).
     (c,) = paired.comparisons      # the pair crosses at CROSS, inside its runs: no note
-    assert c.crossover is not None and not [n for n in paired.notes if "below the smallest" in n]
+    assert c.crossover is not None and not [n for n in paired.notes if "smallest fitted" in n]
     # the same two laws, each run above 1e19.5 only: they still cross at CROSS = 1e19
     runs = np.logspace(19.5, 21.5, 13)
     pair = [Ladder(pd.DataFrame({"run": [f"{nm}-{i}" for i in range(len(runs))], "flops": runs,
@@ -427,9 +427,10 @@ def test_a_crossover_below_the_fitted_runs_is_said(paired):
     out = compare_recipes(pair, target_flops=[1e22], law="power", n_boot=20, seed=1,
                           forecasts=False)
     (d,) = out.comparisons
-    said = [n for n in out.notes if "is below the smallest fitted run" in n]
+    said = [n for n in out.notes if "is below the two recipes' smallest fitted run" in n]
     assert d.crossover == pytest.approx(CROSS, rel=0.05) and d.crossover < runs[0]
     assert len(said) == 1 and f"{d.crossover:.3g} FLOPs" in said[0]
+    assert "the figure does not reach it" in said[0]
 
 
 def test_an_id_too_long_for_the_comparison_suffix_says_so(paired, tmp_path):
@@ -441,3 +442,91 @@ def test_an_id_too_long_for_the_comparison_suffix_says_so(paired, tmp_path):
     with pytest.raises(delphi.RegistryError, match=r"plus the suffix -<recipe>-<target> .* at "
                                                    r"most 60 characters"):
         Registry(tmp_path / "r.jsonl").register_comparison(two, id="x" * 62)
+
+
+# ---- a new user's findings (2026-12-03): each test fails on the code before the fix
+
+
+def test_a_different_eval_set_names_both_metrics_in_the_header_and_json():
+    a, b = _power_ladders(metric_b="C4 validation loss")
+    with pytest.warns(LadderWarning):
+        r = compare_recipes([a, b], target_flops=TARGET, law="power", n_boot=20,
+                            forecasts=False)
+    assert r.metrics == ("loss", "C4 validation loss")
+    assert "metrics loss (A); C4 validation loss (B)" in r.report().splitlines()[0]
+    assert r.to_dict()["metrics"] == ["loss", "C4 validation loss"]
+
+
+def test_the_same_ladder_twice_is_a_tie_and_is_warned_about(power_pair):
+    a = power_pair[0]
+    with pytest.warns(LadderWarning, match="hold the same runs and losses"):
+        r = compare_recipes([a, a], names=["x", "y"], target_flops=TARGET, law="power",
+                            n_boot=20, forecasts=False)
+    (c,) = r.comparisons
+    assert c.loss == 0 and c.p_better == 0.5 and c.winner is None and not c.told_apart
+    assert "no winner (a tie)" in r.report()
+    assert r.to_dict()["comparisons"][0]["decision"]["winner"] is None
+
+
+def test_a_winner_whose_interval_spans_zero_is_ahead_not_a_winner(power_pair):
+    # at the crossover's compute the two recipes are level: the interval spans zero
+    r = compare_recipes(power_pair, target_flops=[CROSS], law="power", n_boot=40, seed=1,
+                        forecasts=False, decision="law")
+    (c,) = r.comparisons
+    assert c.lower < 0 < c.upper and not c.told_apart
+    assert "ahead, not told apart from 0 at 90%" in r.report()
+    frame = r.to_frame()
+    assert list(frame[["decision", "told_apart"]].iloc[0]) == ["law", False]
+    assert frame["decided"].iloc[0] == c.loss
+
+
+def test_one_ladder_given_as_a_string_or_frame_is_refused_plainly(power_pair):
+    for one in ("A.csv", power_pair[0], power_pair[0].table):
+        with pytest.raises(LadderError, match="a list of two or more ladders"):
+            compare_recipes(one, target_flops=TARGET)
+
+
+def test_a_target_given_twice_is_one_row(power_pair):
+    r = compare_recipes(power_pair, target_flops=[TARGET, TARGET, 1e20], law="power",
+                        n_boot=20, forecasts=False)
+    assert [c.target_flops for c in r.comparisons] == [TARGET, 1e20]
+
+
+def test_repr_is_short_and_exclusions_are_listed(power_pair):
+    a, b = power_pair
+    table = b.table.copy()
+    table.loc[0, "loss"] = float("nan")
+    with pytest.warns(LadderWarning, match="dropped"):
+        b_bad = delphi.load_ladder(table, drop_invalid=True)
+    r = compare_recipes([a, b_bad], names=["A", "B"], target_flops=TARGET, law="power",
+                        n_boot=20, forecasts=False)
+    assert len(repr(r)) < 300 and len(repr(r.comparisons[0])) < 400
+    (exc,) = r.exclusions
+    assert exc[0] == "B" and exc[1] == "B-0" and "drop" in exc[2]
+    assert "excluded   B: B-0:" in r.report()
+    assert r.to_dict()["exclusions"][0]["run"] == "B-0"
+
+
+def test_too_few_runs_to_resample_falls_back_on_the_forecasts_intervals():
+    # three budgets for the power law's three parameters: no draw can be refitted
+    c = np.array([1e18, 1e19, 1e20])
+    pair = [Ladder(pd.DataFrame({"run": [f"{nm}-{i}" for i in range(3)], "flops": c,
+                                 "loss": _power(law, c)}), name=nm)
+            for nm, law in (("A", A_LAW), ("B", B_LAW))]
+    r = compare_recipes(pair, target_flops=[1e22], law="power", n_boot=20, seed=0)
+    (d,) = r.comparisons
+    assert r.n_draws == 0 and "no bootstrap" in r.method and "'A' has 3 fitted points" in r.method
+    assert d.lower < d.loss < d.upper and 0 < d.p_better < 1
+    # the interval is the forecasts' in quadrature (independent), up to Monte-Carlo error
+    fa, fb = d.reference_forecast, d.recipe_forecast
+    half = [math.log(f.interval.upper / f.interval.lower) / 2 for f in (fa, fb)]
+    approx = math.hypot(fa.loss * half[0], fb.loss * half[1])
+    assert (d.upper - d.lower) / 2 == pytest.approx(approx, rel=0.15)
+    assert d.crossover_lower is None and "no interval without draws" in r.report()
+    assert all(v is None for v in r.to_dict()["curves"]["differences"][0]["lower"])
+    json.dumps(r.to_dict(), allow_nan=False)        # valid JSON: no NaN
+
+
+def test_backtest_report_gives_the_accuracys_sampling_interval(power_pair):
+    out = backtest_recipes(power_pair, law="power", n_boot=20, max_cuts=1)
+    assert "Clopper-Pearson" in out.report()

@@ -132,6 +132,21 @@ def test_every_ladder_command_takes_stdin(argv, dense, code_wanted, fragment, mo
     assert fragment in (out if code == 0 else err)
 
 
+def test_compare_recipes_takes_one_ladder_from_stdin(tmp_path, monkeypatch, capsys):
+    # Before: its --help offered "- for standard input" and the command refused it.
+    other = frame().assign(loss=lambda d: d["loss"] * 1.01)
+    path = tmp_path / "b.csv"
+    other.to_csv(path, index=False)
+    code, out, err = run_cli(monkeypatch, capsys, table_bytes("csv"), "compare-recipes", "-",
+                             str(path), "--target-flops", "1e22", "--law", "power",
+                             "--n-boot", "20")
+    assert code == 0, err
+    assert out.startswith("recipes    stdin, b (reference stdin)")
+    code, out, err = run_cli(monkeypatch, capsys, table_bytes("csv"), "compare-recipes", "-",
+                             "-", "--target-flops", "1e22")
+    assert code == 2 and "standard input ('-') holds one ladder" in err
+
+
 def test_optimal_without_a_target_asks_for_one_not_for_a_manifest(monkeypatch, capsys):
     # A ladder on stdin has no manifest, so no [predict] target to fall back on.
     code, out, err = run_cli(monkeypatch, capsys, table_bytes("csv"), "optimal", "-")

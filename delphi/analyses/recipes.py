@@ -62,6 +62,7 @@ from ..fitting import engine, refit
 from ..fitting.objective import Problem
 from ..inputs.ladder import FLOPS_PER_PARAM_TOKEN, Ladder
 from ..core.parallel import check_n_jobs, map_jobs
+from ..core.records import jsonable
 from ..core.text import plural
 from ..inputs.readers import as_ladder, load_ladder
 
@@ -195,7 +196,8 @@ class RecipeDifference:
     mean_upper: float
     """Interval of the expected-loss difference (paired draws, no run noise)."""
     p_better: float
-    """Share of draws whose expected-loss difference is negative."""
+    """Share of draws whose expected-loss difference is negative (a draw of exactly 0 counts
+    half)."""
     multiplier: float
     """Effective compute multiplier (inf: the reference never reaches the recipe's loss)."""
     multiplier_lower: float | None
@@ -223,11 +225,27 @@ class RecipeDifference:
     ``change_lower``/``change_upper``, and ``counted`` (``shrunk``: the change's interval
     excludes zero)."""
 
+    def __repr__(self) -> str:
+        return (f"RecipeDifference(recipe={self.recipe!r}, reference={self.reference!r}, "
+                f"target_flops={self.target_flops:.3g}, loss={self.loss:+.4f}, "
+                f"interval=[{self.lower:+.4f}, {self.upper:+.4f}], p_better={self.p_better:.3f}, "
+                f"decision={self.decision!r}, winner={self.winner!r})")
+
     @property
-    def winner(self) -> str:
-        """The recipe the decision rule predicts wins at the target (ties: the reference)."""
+    def winner(self) -> str | None:
+        """The recipe the decision rule predicts wins at the target; None for a tie (a
+        difference of exactly 0, as the same ladder twice)."""
         loss = self.decided.get("loss", self.loss)
+        if loss == 0:
+            return None
         return self.recipe if loss < 0 else self.reference
+
+    @property
+    def told_apart(self) -> bool:
+        """Whether the decision's interval (one new run of each) excludes zero."""
+        lo = self.decided.get("lower", self.lower)
+        hi = self.decided.get("upper", self.upper)
+        return not (lo <= 0.0 <= hi)
 
     def to_dict(self) -> dict:
         """The ``comparisons`` entry of ``delphi compare-recipes --json``."""
@@ -252,6 +270,7 @@ class RecipeDifference:
                 "forecasts": {"recipe": fc(self.recipe_forecast),
                               "reference": fc(self.reference_forecast)},
                 "decision": {"rule": self.decision, "winner": self.winner,
+                             "told_apart": self.told_apart,
                              **{k: v for k, v in self.decided.items()}}}
 
 
@@ -325,13 +344,19 @@ class ComparisonCurves:
 
 @dataclass(frozen=True)
 class RecipeComparison:
-    """The result of :func:`compare_recipes`."""
+    """The result of :func:`compare_recipes`: every recipe against the reference at every
+    target. ``str()`` (and Jupyter's display) is the text report of ``delphi compare-recipes``,
+    :meth:`to_dict` its ``--json``, :meth:`to_frame` one row per comparison;
+    :attr:`comparisons` hold each :class:`RecipeDifference` (the law's difference, its paired
+    interval, P(better), the effective compute multiplier, the crossover, each recipe's own
+    forecast and the decision rule's answer)."""
 
     reference: str
     """The reference recipe (the first ladder)."""
     recipes: tuple[str, ...]
     """Every recipe, the reference first."""
     law: str
+    """The law fitted to every recipe (``chinchilla`` or ``power``)."""
     comparisons: tuple[RecipeDifference, ...]
     """One per (recipe other than the reference, target), targets in the order given."""
     method: str
@@ -339,12 +364,16 @@ class RecipeComparison:
     pairing: str
     """``run``, ``budget`` or ``none`` (the one used)."""
     level: float
+    """Level of every interval (0.9: central 90%)."""
     n_draws: int
-    """Draws used (aligned across recipes)."""
+    """Draws used (aligned across recipes); 0 when the recipes are too small to resample and
+    the intervals come from their own forecasts (see :attr:`method`)."""
     n_failed: int
     """Draws left out because a recipe's refit failed (for every recipe, to stay paired)."""
     unit: str
+    """The ladders' loss unit (nats/token, bits/byte, ...; every recipe's is the same)."""
     metric: str
+    """The reference's metric (eval set) name; :attr:`metrics` has every recipe's."""
     fixed: dict = field(default_factory=dict)
     """Parameters held fixed (e.g. the shared floor E)."""
     notes: tuple[str, ...] = ()
@@ -357,22 +386,42 @@ class RecipeComparison:
     """The decision rule of every comparison (:data:`DECISIONS`)."""
     run_noise: str = "independent"
     """How the new-run noise of the recipes was drawn (:data:`RUN_NOISES`)."""
+    metrics: tuple[str, ...] = ()
+    """Each recipe's metric (eval set) name, in the order of :attr:`recipes`."""
+    exclusions: tuple[tuple[str, str, str], ...] = ()
+    """(recipe, run, reason) of every run or row left out: by the reader (``drop_invalid``,
+    unfinished runs) or by the fit."""
+
+    def __repr__(self) -> str:
+        return (f"RecipeComparison(reference={self.reference!r}, recipes={self.recipes!r}, "
+                f"law={self.law!r}, decision={self.decision!r}, comparisons="
+                f"{len(self.comparisons)}, pairing={self.pairing!r}, n_draws={self.n_draws})")
+
+    def _repr_pretty_(self, p, cycle) -> None:      # IPython / Jupyter: the text report
+        p.text(self.report() if not cycle else repr(self))
 
     def to_dict(self) -> dict:
-        """The JSON of ``delphi compare-recipes --json`` (``curves``: the figure's)."""
-        return {"reference": self.reference, "recipes": list(self.recipes), "law": self.law,
+        """The JSON of ``delphi compare-recipes --json`` (``curves``: the figure's; NaN, as a
+        band without draws, and infinities are null)."""
+        return jsonable({"reference": self.reference, "recipes": list(self.recipes), "law": self.law,
                 "decision": self.decision, "decision_rule": _RULE_WORDS[self.decision],
                 "run_noise": self.run_noise,
-                "unit": self.unit, "metric": self.metric, "level": self.level,
+                "unit": self.unit, "metric": self.metric,
+                "metrics": list(self.metrics) or [self.metric] * len(self.recipes),
+                "level": self.level,
                 "method": self.method, "pairing": self.pairing, "n_draws": self.n_draws,
                 "n_failed": self.n_failed, "fixed": dict(self.fixed),
                 "comparisons": [c.to_dict() for c in self.comparisons],
                 "notes": list(self.notes), "warnings": list(self.warnings),
-                "curves": self.curves.to_dict() if self.curves is not None else None}
+                "exclusions": [{"recipe": r, "run": run, "reason": why}
+                               for r, run, why in self.exclusions],
+                "curves": self.curves.to_dict() if self.curves is not None else None})
 
     def to_frame(self):
         """One row per comparison: recipe, target, difference and interval, p_better,
-        multiplier and crossover with their intervals."""
+        multiplier (an unbounded end is inf) and crossover with their intervals (None: no
+        crossover), and the decision rule's answer (``decision``, ``winner``, ``decided`` with
+        ``decided_lower``/``decided_upper``, ``told_apart``)."""
         import pandas as pd
         rows = []
         for c in self.comparisons:
@@ -381,27 +430,42 @@ class RecipeComparison:
                          "target_tokens": c.target_tokens, "difference": c.loss,
                          "lower": c.lower, "upper": c.upper, "p_better": c.p_better,
                          "multiplier": c.multiplier,
-                         "multiplier_lower": c.multiplier_lower,
-                         "multiplier_upper": c.multiplier_upper, "crossover": c.crossover,
+                         # None is an unbounded end: inf, not a missing value
+                         "multiplier_lower": (math.inf if c.multiplier_lower is None
+                                              else c.multiplier_lower),
+                         "multiplier_upper": (math.inf if c.multiplier_upper is None
+                                              else c.multiplier_upper),
+                         "crossover": c.crossover,
                          "crossover_lower": c.crossover_lower,
-                         "crossover_upper": c.crossover_upper})
+                         "crossover_upper": c.crossover_upper,
+                         "decision": c.decision, "winner": c.winner,
+                         "decided": c.decided.get("loss", c.loss),
+                         "decided_lower": c.decided.get("lower", c.lower),
+                         "decided_upper": c.decided.get("upper", c.upper),
+                         "told_apart": c.told_apart})
         return pd.DataFrame(rows)
 
     def report(self) -> str:
         """The text report of ``delphi compare-recipes``."""
         pct = f"{100 * self.level:.4g}%"
+        metrics = list(self.metrics) or [self.metric]
+        metric = (f"metric {self.metric}" if len(set(metrics)) <= 1 else
+                  "metrics " + "; ".join(f"{m} ({r})" for r, m in zip(self.recipes, metrics)))
         lines = [f"recipes    {', '.join(self.recipes)} (reference {self.reference}), law "
-                 f"{self.law}, metric {self.metric} [{self.unit}]",
+                 f"{self.law}, {metric} [{self.unit}]",
                  f"decision   {self.decision}: {_RULE_WORDS[self.decision]}",
-                 f"method     {self.method}; {self.n_draws} draws"
-                 + (f" ({self.n_failed} failed, left out for every recipe)" if self.n_failed
-                    else "")]
+                 f"method     {self.method}"
+                 + (f"; {self.n_draws} draws" if self.n_draws else "")
+                 + (f" ({self.n_failed} failed, left out for every recipe)"
+                    if self.n_failed and self.n_draws else "")]
         if self.fixed:
             lines.append("fixed      " + ", ".join(f"{k} = {v:.4g}" for k, v in self.fixed.items()))
         for w in self.warnings:
             lines.append(f"warning    {w}")
         for n in self.notes:
             lines.append(f"note       {n}")
+        for r, run, why in self.exclusions:
+            lines.append(f"excluded   {r}: {run}: {why}")
         lo, hi = CROSSOVER_RANGE
         for c in self.comparisons:
             spec = _Spec(c.target_flops, c.target_params, c.target_tokens)
@@ -426,9 +490,10 @@ class RecipeComparison:
                 anc = dd.get("anchor")
                 how = ""
                 if anc is not None and c.decision != "law":
+                    band = ("" if anc["change_lower"] is None else
+                            f" [{anc['change_lower']:+.4f}, {anc['change_upper']:+.4f}]")
                     how = (f"; observed {anc['observed']:+.4f} at {anc['flops']:.3g} FLOPs "
-                           f"({anc['kind']}), law's change {anc['change']:+.4f} "
-                           f"[{anc['change_lower']:+.4f}, {anc['change_upper']:+.4f}]"
+                           f"({anc['kind']}), law's change {anc['change']:+.4f}{band}"
                            + ("" if c.decision != "shrunk" else
                               (", counted" if anc["counted"] else
                                ", not told apart from 0: not counted")))
@@ -439,7 +504,10 @@ class RecipeComparison:
                 if "taken" in dd and anc is not None:
                     how += ("; the anchored value is taken" if dd["taken"] else
                             "; the observed difference stands")
-                lines.append(f"  decision    {c.decision}: {c.winner} wins, {dd['loss']:+.4f} "
+                verdict = ("no winner (a tie)" if c.winner is None else
+                           f"{c.winner} wins" if c.told_apart else
+                           f"{c.winner} ahead, not told apart from 0 at {pct}")
+                lines.append(f"  decision    {c.decision}: {verdict}, {dd['loss']:+.4f} "
                              f"{pct} [{dd['lower']:+.4f}, {dd['upper']:+.4f}]{how}")
             lines.append(f"  multiplier  {_mult(c.multiplier)}, {pct} "
                          f"[{_mult(c.multiplier_lower)}, {_mult(c.multiplier_upper)}]"
@@ -447,7 +515,11 @@ class RecipeComparison:
             if c.crossover is None:
                 lines.append(f"  crossover   none in {lo:.0e}..{hi:.0e}"
                              + (f" ({c.crossover_share:.0%} of draws cross)"
-                                if c.crossover_share else ""))
+                                if c.crossover_share and math.isfinite(c.crossover_share)
+                                else ""))
+            elif not self.n_draws:
+                lines.append(f"  crossover   {c.crossover:.3g} FLOPs (no interval without "
+                             f"draws)")
             else:
                 lines.append(f"  crossover   {c.crossover:.3g} FLOPs, {pct} "
                              f"[{_flops(c.crossover_lower)}, {_flops(c.crossover_upper)}] "
@@ -485,7 +557,8 @@ def _metric_kind(metric: str) -> str:
     return "loss"
 
 
-def _check_comparable(ladders: Sequence[Ladder]) -> list[str]:
+def _check_comparable(ladders: Sequence[Ladder], names: Sequence[str] | None = None
+                      ) -> list[str]:
     """Refuse ladders in different units or kinds of metric; warnings (returned, and issued
     as :class:`~delphi.errors.LadderWarning`) for differing eval sets (metric names), FLOP
     conventions (median k = C/(6ND) more than 10% apart) and tokens-per-parameter designs
@@ -513,6 +586,14 @@ def _check_comparable(ladders: Sequence[Ladder]) -> list[str]:
             out.append(f"ladders {ref.name!r} and {other.name!r} differ in their tokens per "
                        f"parameter (median D/N {ra:.3g} and {rb:.3g}): their designs differ, so "
                        f"the draws pair fewer runs")
+    prints = [ld.fingerprint() for ld in ladders]
+    names = list(names) if names is not None else [ld.name for ld in ladders]
+    for i in range(len(ladders)):
+        for j in range(i + 1, len(ladders)):
+            if prints[i] == prints[j]:
+                out.append(f"recipes {names[i]!r} and {names[j]!r} hold the same "
+                           f"runs and losses (the same fingerprint): their difference is 0 by "
+                           f"construction")
     for message in out:
         warn_user(message, LadderWarning)
     return out
@@ -571,10 +652,11 @@ def _specs(ladders, law, target_flops, target_params, target_tokens) -> list[_Sp
     for x in flops + params + tokens:
         if not (math.isfinite(x) and x > 0):
             raise TargetError(f"a target must be positive and finite, got {x!r}")
+    # a target given twice is one row (dict.fromkeys keeps the order given)
     if flops:
-        return [_Spec(float(c)) for c in flops]
+        return [_Spec(float(c)) for c in dict.fromkeys(flops)]
     return [_Spec(float(k * FLOPS_PER_PARAM_TOKEN * n * d), float(n), float(d))
-            for n, d in zip(params, tokens)]
+            for n, d in dict.fromkeys(zip(params, tokens))]
 
 
 def _as_list(value, api: str, flag: str) -> list[float]:
@@ -754,6 +836,9 @@ class _Paired:
     residuals at matched (budget, size) cells) under ``run_noise="paired"``; 0 otherwise."""
     run_noise: str = "independent"
     fit_max_flops: float | None = None
+    no_draws: str = ""
+    """Why there are no paired draws (``draws`` None): too few runs to resample; "" when
+    there are."""
 
 
 def _k(ladder: Ladder) -> float:
@@ -872,7 +957,10 @@ def _shared_exponents(ladders, law, fixed, bounds, delta, fit_max_flops, seed,
 
 def _paired(ladders, names, law, *, fixed, bounds, delta, fit_max_flops, shared_floor,
             pairing, n_boot, seed, n_jobs, run_noise: str = "paired",
-            shared_exponents: bool = False) -> _Paired:
+            shared_exponents: bool = False, allow_none: bool = False) -> _Paired:
+    """Fit every recipe and draw its paired bootstrap refits. Too few refittable draws
+    raise FitError, or with ``allow_none`` give ``draws`` None and the reason in
+    ``no_draws`` (the caller falls back on the recipes' own forecast intervals)."""
     notes: list[str] = []
     fixed = dict(fixed or {})
     if shared_exponents:
@@ -953,11 +1041,18 @@ def _paired(ladders, names, law, *, fixed, bounds, delta, fit_max_flops, shared_
         n_free = len(f.law.param_names) - len(f.fixed)
         floor = (f"; fix the floor ({option('floor=E', '--floor E')}) to leave "
                  f"{n_free - 1} free" if "E" not in f.fixed else "")
-        raise FitError(f"{n_failed} of {n_boot} paired bootstrap draws could not be refitted for "
-                       f"every recipe: recipe {names[worst]!r} has {plural(f.n_points, 'fitted run')} "
-                       f"for the {n_free} free parameters of law {law!r}, and a draw needs at least "
-                       f"{n_free + 1} distinct runs with every input still varying ({per[worst]} "
-                       f"of its draws fail){floor}, or add runs")
+        what = "paired" if used != "none" else "unpaired"
+        why = (f"{n_failed} of {n_boot} {what} bootstrap draws could not be refitted for every "
+               f"recipe: recipe {names[worst]!r} has {plural(f.n_points, 'fitted point')} for "
+               f"the {n_free} free parameters of law {law!r}, and a draw needs at least "
+               f"{n_free + 1} distinct points with every input still varying ({per[worst]} of "
+               f"its draws fail)")
+        if not allow_none:
+            raise FitError(f"{why}{floor}, or add runs")
+        return _Paired(names=list(names), ladders=list(ladders), fits=fits, law=law,
+                       k=[_k(ld) for ld in ladders], draws=None, noise=[], pairing="none",
+                       method="", n_failed=n_failed, notes=notes, rho={},
+                       run_noise="independent", fit_max_flops=fit_max_flops, no_draws=why)
     draws = [_stack([r[b] for b in good], f.law.param_names) for r, f in zip(raw, fits)]
     noise = []
     for f in fits:
@@ -1066,8 +1161,13 @@ def _noise_pair(pp: _Paired, a: int, b: int, rng, shape) -> tuple[np.ndarray, np
     return pp.noise[a] * za, pp.noise[b] * (rho * za + math.sqrt(1 - rho * rho) * zb)
 
 
-def _compare_pair(pp: _Paired, a: int, b: int, spec: _Spec, level: float, seed: int) -> dict:
-    """Difference, P(better), multiplier and crossover of recipe b against a at ``spec``."""
+def _compare_pair(pp: _Paired, a: int, b: int, spec: _Spec, level: float, seed: int,
+                  own: tuple | None = None) -> dict:
+    """Difference, P(better), multiplier and crossover of recipe b against a at ``spec``.
+    Without paired draws (``pp.draws`` None) the recipes' own forecasts ``own`` = (forecast
+    of a, forecast of b) at ``spec`` give the intervals (:func:`_compare_unpaired`)."""
+    if pp.draws is None:
+        return _compare_unpaired(pp, a, b, spec, level, seed, own)
     law = pp.law
     fa, fb = pp.fits[a].params, pp.fits[b].params
     pa, pb = _col(fa), _col(fb)
@@ -1102,10 +1202,54 @@ def _compare_pair(pp: _Paired, a: int, b: int, spec: _Spec, level: float, seed: 
     if cross is not None:
         c_lo, c_hi = _quantiles(cd[~np.isnan(cd)], level)
     return {"loss": lb - la, "lower": float(lo), "upper": float(hi), "mean_lower": float(mlo),
-            "mean_upper": float(mhi), "p_better": float(np.mean(diff < 0)),
+            "mean_upper": float(mhi), "p_better": float(np.mean(diff < 0) + 0.5 * np.mean(diff == 0)),
             "multiplier": mult, "multiplier_lower": m_lo, "multiplier_upper": m_hi,
             "crossover": cross, "crossover_lower": c_lo, "crossover_upper": c_hi,
             "crossover_share": share, "la": la, "lb": lb}
+
+
+def _compare_unpaired(pp: _Paired, a: int, b: int, spec: _Spec, level: float, seed: int,
+                      own: tuple | None) -> dict:
+    """:func:`_compare_pair` for recipes too small to resample: the difference of the fits
+    at ``spec`` with an interval from the two recipes' own forecast intervals (calibrated
+    or reference-class, :func:`delphi.forecast.predict`), taken as independent log-normal
+    errors (sd of log loss from each interval, :func:`delphi.calibration.log_sd`) and
+    combined by Monte Carlo. Unpaired, so wider than a paired interval would be: the
+    recipes' shared design cannot be used. The multiplier's interval solves the reference's
+    fitted curve for the draws of its loss plus the difference (the reference's slope held
+    at its fit); there is no crossover interval."""
+    from ..forecasting.calibration import log_sd
+    fa, fb = own if own is not None else (None, None)
+    if fa is None or fb is None or fa.interval is None or fb.interval is None:
+        raise FitError(f"{pp.no_draws}; and the recipes' own forecasts give no interval to "
+                       f"fall back on")
+    law = pp.law
+    pa, pb = _col(pp.fits[a].params), _col(pp.fits[b].params)
+    zero = np.zeros((1, 1))
+    la = float(spec.path(law, pa, zero, pp.k[a])[0, 0])
+    lb = float(spec.path(law, pb, zero, pp.k[b])[0, 0])
+    rng = np.random.default_rng(np.random.SeedSequence([seed, a, b, 13]))
+    m = 4000
+    za, zb = rng.standard_normal(m), rng.standard_normal(m)
+    sa, sb = log_sd(fa.interval), log_sd(fb.interval)
+    ma, mb = log_sd(fa.interval, new_run=False), log_sd(fb.interval, new_run=False)
+    new = lb * np.exp(sb * zb) - la * np.exp(sa * za)
+    diff = lb * np.exp(mb * zb) - la * np.exp(ma * za)
+    q = (1 - level) / 2
+    lo, hi = (float(v) for v in np.quantile(new, [q, 1 - q]))
+    mlo, mhi = (float(v) for v in np.quantile(diff, [q, 1 - q]))
+    u_point = _solve(spec, law, pa, pp.k[a], np.array([lb]))[0]
+    mult = math.exp(u_point) if math.isfinite(u_point) else math.inf
+    u_draws = _solve(spec, law, pa, pp.k[a], la + diff)
+    m_lo, m_hi = _quantiles(np.exp(u_draws), level)
+    near = np.array([math.log(spec.flops)])
+    cross = _crossovers(spec, law, pa, pb, pp.k[a], pp.k[b], near)[0]
+    cross = None if np.isnan(cross) else float(cross)
+    return {"loss": lb - la, "lower": lo, "upper": hi, "mean_lower": mlo, "mean_upper": mhi,
+            "p_better": float(np.mean(diff < 0) + 0.5 * np.mean(diff == 0)),
+            "multiplier": mult, "multiplier_lower": m_lo, "multiplier_upper": m_hi,
+            "crossover": cross, "crossover_lower": None, "crossover_upper": None,
+            "crossover_share": float("nan"), "la": la, "lb": lb}
 
 
 def _runs_upto(ladders, fit_max_flops: float | None) -> list:
@@ -1141,7 +1285,8 @@ def _anchor(tables, a: int, b: int, by_compute: bool, law: str) -> dict | None:
     top = common[-1]
     sa, sb = ta[ga == top], tb[gb == top]
     flops = float(np.median(sa["flops"]))
-    has_nd = "params" in sa.columns and sa["params"].notna().all() and sb["params"].notna().all()
+    has_nd = ("params" in sa.columns and "params" in sb.columns
+              and sa["params"].notna().all() and sb["params"].notna().all())
 
     def nd(row) -> _Spec:
         if law == "power" or not has_nd:
@@ -1183,6 +1328,8 @@ def _decide(pp: _Paired, a: int, b: int, spec: _Spec, level: float, seed: int, r
     could not be fitted; the reason): the observed difference. Same interval as
     ``anchored``.
     """
+    if pp.draws is None:
+        return _decide_undrawn(pp, a, b, spec, r, anchor)
     out = _decide_one(pp, a, b, spec, level, seed, r, anchor)
     conf = out["confident"]
     if out["anchor"] is None or alt is None:
@@ -1209,6 +1356,40 @@ def _decide(pp: _Paired, a: int, b: int, spec: _Spec, level: float, seed: int, r
     out["robust"] = {"loss": loss, "lower": lo, "upper": hi,
                      "p_better": out["anchored"]["p_better"], "check": check,
                      "taken": bool(side)}
+    return out
+
+
+def _decide_undrawn(pp: _Paired, a: int, b: int, spec: _Spec, r: dict,
+                    anchor: dict | None) -> dict:
+    """:func:`_decide` without paired draws: ``law`` as always; ``anchored`` the observed
+    difference at the anchor plus the law's change (no interval of the change), and the
+    rules that overturn the observed difference only with a paired interval (``shrunk``,
+    ``confident``, ``robust``) keep it: nothing can say the change is told apart from
+    zero. Intervals: the law's (unpaired, :func:`_compare_unpaired`)."""
+    law_rule = {"loss": r["loss"], "lower": r["lower"], "upper": r["upper"],
+                "p_better": r["p_better"]}
+    out = {"law": law_rule, "anchor": None}
+    if anchor is None:
+        for rule in ("anchored", "shrunk", "confident"):
+            out[rule] = dict(law_rule)
+        out["robust"] = {**law_rule, "check": "no anchor"}
+        return out
+    law = pp.law
+    pa, pb = _col(pp.fits[a].params), _col(pp.fits[b].params)
+    zero = np.zeros((1, 1))
+    pt = [(float(sa.path(law, pa, zero, pp.k[a])[0, 0]),
+           float(sb.path(law, pb, zero, pp.k[b])[0, 0])) for sa, sb in anchor["points"]]
+    at_anchor = float(np.mean([tb - ta for ta, tb in pt]))
+    obs = anchor["observed"]
+    change = r["loss"] - at_anchor
+    kept = {**law_rule, "loss": obs, "taken": False}
+    out["anchored"] = {**law_rule, "loss": obs + change}
+    out["shrunk"] = dict(kept)
+    out["confident"] = dict(kept)
+    out["robust"] = {**kept, "check": "no paired draws"}
+    out["anchor"] = {"flops": anchor["flops"], "observed": obs, "kind": anchor["kind"],
+                     "change": change, "change_lower": None, "change_upper": None,
+                     "counted": False}
     return out
 
 
@@ -1270,7 +1451,7 @@ def _decide_one(pp: _Paired, a: int, b: int, spec: _Spec, level: float, seed: in
         out["anchored"] = out["shrunk"] = out["confident"] = dict(out["law"])
         return out
     lo, hi = (float(v) for v in np.quantile(new, [q, 1 - q]))
-    p_anch = float(np.mean(obs + change_draws < 0))
+    p_anch = float(np.mean(obs + change_draws < 0) + 0.5 * np.mean(obs + change_draws == 0))
     counted = not (c_lo <= 0.0 <= c_hi)
     out["anchored"] = {"loss": obs + change, "lower": lo, "upper": hi, "p_better": p_anch}
     out["shrunk"] = {"loss": obs + change if counted else obs, "lower": lo, "upper": hi,
@@ -1332,9 +1513,13 @@ def _curves(pp: _Paired, specs: Sequence[_Spec], level: float) -> ComparisonCurv
     point, draws = [], []
     for i, f in enumerate(pp.fits):
         point.append(spec.path(pp.law, _col(f.params), u[None, :], pp.k[i])[0])
-        draws.append(spec.path(pp.law, pp.draws[i], u[None, :], pp.k[i]))
+        # no draws: NaN bands (no band is drawn; null in the JSON)
+        draws.append(spec.path(pp.law, pp.draws[i], u[None, :], pp.k[i])
+                     if pp.draws is not None else np.full((1, len(grid)), np.nan))
 
     def band(values: np.ndarray) -> tuple[tuple[float, ...], tuple[float, ...]]:
+        if np.isnan(values).all():
+            return (tuple([math.nan] * values.shape[1]),) * 2
         lo_, hi_ = np.quantile(values, [q, 1 - q], axis=0)
         return tuple(map(float, lo_)), tuple(map(float, hi_))
 
@@ -1356,6 +1541,11 @@ def _curves(pp: _Paired, specs: Sequence[_Spec], level: float) -> ComparisonCurv
 
 
 def _load(ladders) -> list[Ladder]:
+    import os
+    if isinstance(ladders, (str, os.PathLike, Ladder)) or hasattr(ladders, "columns"):
+        what = ladders if isinstance(ladders, (str, os.PathLike)) else type(ladders).__name__
+        raise LadderError(f"a comparison takes a list of two or more ladders (recipes), the "
+                          f"reference first, e.g. [A, B]; got one: {what!r}")
     out = []
     for ld in ladders:
         out.append(load_ladder(ld) if isinstance(ld, str) else as_ladder(ld))
@@ -1377,11 +1567,14 @@ def _check_common(ladders, names, pairing, level, n_boot, seed):
         if len(names) != len(ladders):
             raise LadderError(f"{len(names)} names for {len(ladders)} ladders: give one per "
                               f"ladder, in order")
+    given = names is not None
     names = list(names) if names is not None else [ld.name for ld in ladders]
     if len(set(names)) < len(names):
         dup = sorted({n for n in names if names.count(n) > 1})
+        how = ("give distinct names" if given else
+               f"give {option('names=[...]', '--names A,B')}")
         raise LadderError(f"recipes must have distinct names; {', '.join(map(repr, dup))} "
-                          f"appears twice (give {option('names=[...]', '--names A,B')})")
+                          f"appears twice ({how})")
     return names
 
 
@@ -1452,7 +1645,7 @@ def compare_recipes(ladders: Sequence, *, target_flops=None, target_params=None,
     names = _check_common(ladders, names, pairing, level, n_boot, seed)
     _check_rules(decision, run_noise)
     check_n_jobs(n_jobs)
-    warns = _check_comparable(ladders)
+    warns = _check_comparable(ladders, names)
     # the ladders' own load warnings (a drifting FLOP convention sets the allocation)
     warns += [w if w.startswith("ladder ") else f"{nm}: {w}"
               for ld, nm in zip(ladders, names) for w in ld.warnings]
@@ -1466,17 +1659,17 @@ def compare_recipes(ladders: Sequence, *, target_flops=None, target_params=None,
     pp = _paired(ladders, names, law_name, fixed=fixed, bounds=bounds, delta=delta,
                  fit_max_flops=fit_max_flops, shared_floor=shared_floor, pairing=pairing,
                  n_boot=n_boot, seed=seed, n_jobs=n_jobs, run_noise=run_noise,
-                 shared_exponents=shared_exponents)
+                 shared_exponents=shared_exponents, allow_none=True)
     upto = _runs_upto(ladders, fit_max_flops)
     alt = None
-    if decision == "robust":
+    if decision == "robust" and pp.draws is not None:
         alt = _alternate(ladders, names, law_name, fixed=fixed, bounds=bounds, delta=delta,
                          fit_max_flops=fit_max_flops, shared_floor=shared_floor,
                          pairing=pairing, n_boot=n_boot, seed=seed, n_jobs=n_jobs,
                          run_noise=run_noise, shared_exponents=shared_exponents)
         notes.append(_alt_note(alt, shared_floor))
     own = {}
-    if forecasts:
+    if forecasts or pp.draws is None:       # without draws the forecasts give the intervals
         for i, ld in enumerate(ladders):
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")     # kept on the forecast, reported
@@ -1487,10 +1680,20 @@ def compare_recipes(ladders: Sequence, *, target_flops=None, target_params=None,
                     fit_max_flops=fit_max_flops, seed=seed, interval=interval, level=level,
                     n_jobs=n_jobs)
             own.update({(i, j): f for j, f in enumerate(made)})
+    if pp.draws is None:
+        methods = sorted({f.interval.method for f in own.values() if f.interval is not None})
+        pp.method = (f"no bootstrap ({pp.no_draws}): the difference's interval combines the "
+                     f"recipes' own forecast intervals ({', '.join(methods) or 'none'}) as "
+                     f"independent log-normal errors, so it is unpaired and wide (the shared "
+                     f"design is not used); no crossover interval")
+        if decision != "law":
+            notes.append(f"decision {decision}: without paired draws the observed difference "
+                         f"at the largest budget both recipes ran is kept (no interval can "
+                         f"overturn it)")
     out = []
     for b in range(1, len(ladders)):
         for j, spec in enumerate(specs):
-            r = _compare_pair(pp, 0, b, spec, level, seed)
+            r = _compare_pair(pp, 0, b, spec, level, seed, (own.get((0, j)), own.get((b, j))))
             rules = _decide(pp, 0, b, spec, level, seed, r,
                             _anchor(upto, 0, b, spec.by_compute, law_name), alt)
             decided = {**rules[decision], "anchor": rules["anchor"]}
@@ -1498,15 +1701,21 @@ def compare_recipes(ladders: Sequence, *, target_flops=None, target_params=None,
                 recipe=names[b], reference=names[0], target_flops=spec.flops,
                 target_params=spec.params, target_tokens=spec.tokens,
                 **{k: v for k, v in r.items() if k not in ("la", "lb")},
-                recipe_forecast=own.get((b, j)), reference_forecast=own.get((0, j)),
+                recipe_forecast=own.get((b, j)) if forecasts else None,
+                reference_forecast=own.get((0, j)) if forecasts else None,
                 decision=decision, decided=decided))
-    smallest = min(float(f.extra.get("min_flops") or math.inf) for f in pp.fits)
-    below = {(r.recipe, r.reference, r.crossover) for r in out
-             if r.crossover is not None and r.crossover < smallest}
-    for recipe, reference, crossover in sorted(below):
+    lowest = {nm: float(f.extra.get("min_flops") or math.inf) for nm, f in zip(names, pp.fits)}
+    smallest = min(lowest.values())         # where the figure's grid starts
+    below = set()
+    for r in out:
+        pair_min = min(lowest[r.recipe], lowest[r.reference])
+        if r.crossover is not None and r.crossover < pair_min:
+            below.add((r.recipe, r.reference, r.crossover, pair_min))
+    for recipe, reference, crossover, pair_min in sorted(below):
         notes.append(f"{recipe} vs {reference}: the crossover at {crossover:.3g} FLOPs is below "
-                     f"the smallest fitted run ({smallest:.3g}): the curves are extrapolated "
-                     f"downwards there, and the figure does not reach it")
+                     f"the two recipes' smallest fitted run ({pair_min:.3g}): the curves are "
+                     f"extrapolated downwards there"
+                     + (", and the figure does not reach it" if crossover < smallest else ""))
     if law_name == "chinchilla" and any(s.by_compute for s in specs):
         notes.append("a target by compute puts each recipe at its own compute-optimal N and D "
                      "(Hoffmann et al. 2022, Eq. 4); the multiplier is along the reference's "
@@ -1516,10 +1725,16 @@ def compare_recipes(ladders: Sequence, *, target_flops=None, target_params=None,
                      "together (the target's tokens per parameter)")
     return RecipeComparison(reference=names[0], recipes=tuple(names), law=law_name,
                             comparisons=tuple(out), method=pp.method, pairing=pp.pairing,
-                            level=level, n_draws=len(next(iter(pp.draws[0].values()))),
+                            level=level, n_draws=(len(next(iter(pp.draws[0].values())))
+                                                  if pp.draws is not None else 0),
                             decision=decision, run_noise=pp.run_noise,
                             n_failed=pp.n_failed, unit=ladders[0].unit,
                             metric=ladders[0].metric, fixed=dict(pp.fits[0].fixed),
+                            metrics=tuple(ld.metric for ld in ladders),
+                            exclusions=tuple(dict.fromkeys(
+                                (nm, e.run, e.reason)
+                                for nm, ld, f in zip(names, ladders, pp.fits)
+                                for e in [*ld.exclusions, *f.exclusions])),
                             notes=tuple(pp.notes + notes), warnings=tuple(warns),
                             curves=_curves(pp, specs, level), ladders=tuple(ladders))
 
@@ -1595,9 +1810,12 @@ class RecipeBacktest:
         lines.append(f"method     {self.method}" if self.method else "method     -")
         lines.append(f"decision   {self.decision}: {_RULE_WORDS[self.decision]}")
         lines.append(f"decisions  {s['n']} (pairs x larger budgets x {s['n_cuts']} cuts)")
-        lines.append(f"accuracy   {s['decision_accuracy']:.1%} predicted winner won; single-scale "
-                     f"baseline {s['baseline_accuracy']:.1%} (rank by the loss at the largest "
-                     f"budget at or below the cut)")
+        lo, hi = _binomial_interval(round(s["decision_accuracy"] * s["n"]), s["n"])
+        lines.append(f"accuracy   {s['decision_accuracy']:.1%} predicted winner won (90% "
+                     f"Clopper-Pearson [{lo:.1%}, {hi:.1%}] for {plural(s['n'], 'decision')}, "
+                     f"taken as independent, which decisions sharing a ladder are not); "
+                     f"single-scale baseline {s['baseline_accuracy']:.1%} (rank by the loss at "
+                     f"the largest budget at or below the cut)")
         lines.append("by rule    " + "; ".join(
             f"{k} {v['accuracy']:.1%} (coverage {v['coverage']:.1%})"
             for k, v in s["by_rule"].items()))
@@ -1617,6 +1835,15 @@ class RecipeBacktest:
 
     def __str__(self) -> str:
         return self.report()
+
+
+def _binomial_interval(k: int, n: int, level: float = 0.9) -> tuple[float, float]:
+    """Clopper & Pearson (1934) exact interval of a share k / n."""
+    from scipy.stats import beta
+    a = (1 - level) / 2
+    lo = 0.0 if k == 0 else float(beta.ppf(a, k, n - k + 1))
+    hi = 1.0 if k == n else float(beta.ppf(1 - a, k + 1, n - k))
+    return lo, hi
 
 
 _RULE_WORDS = {
@@ -1677,11 +1904,13 @@ def backtest_recipes(ladders: Sequence, *, law: str | None = None,
     _check_rules(decision, run_noise)
     if not (isinstance(max_cuts, int) and max_cuts >= 1):
         raise FitError(f"max_cuts must be a positive whole number, got {max_cuts!r}")
-    warns = _check_comparable(ladders)
+    warns = _check_comparable(ladders, names)
     law_name, notes = _choose_law(ladders, law)
     tables = [_table(ld) for ld in ladders]
     c_all = np.concatenate([t["flops"].to_numpy(float) for t in tables])
-    n_all = np.concatenate([t["params"].to_numpy(float) for t in tables])
+    # a ladder without N (compute and loss only) is one size per budget
+    n_all = np.concatenate([t["params"].to_numpy(float) if "params" in t.columns
+                            else np.ones(len(t)) for t in tables])
     bud = _group(c_all, _BUDGET_TOL)
     size = _group(n_all, _SIZE_TOL)
     start = 0
@@ -1690,7 +1919,8 @@ def backtest_recipes(ladders: Sequence, *, law: str | None = None,
         t["size"] = size[start:start + len(t)]
         start += len(t)
     per_budget = tables[0].groupby("budget")["size"].nunique()
-    envelope = bool(per_budget.median() >= 3)
+    # without N every run is its budget's point on L(C): compared by compute, as an envelope
+    envelope = bool(per_budget.median() >= 3) or any("params" not in t.columns for t in tables)
     design = "envelope" if envelope else "runs"
     n_free = {"chinchilla": 5, "power": 3}[law_name] - len(fixed or {})
     budgets = sorted(set.intersection(*[set(t["budget"]) for t in tables]))

@@ -271,7 +271,8 @@ def _convention(source: str, n_label: str, names: np.ndarray, per_run_k: np.ndar
     median = float(np.median(k))
     drift = t_stat = None
     x, y = np.log(c), np.log(k)
-    levels = len(np.unique(c))
+    # compute levels as the log sees them: 1e18 and 9.999999999999999e17 are one budget
+    levels = len(np.unique(x)) if np.ptp(x) > 0 else 1
     if levels >= 2:
         xc = x - x.mean()
         slope = float(xc @ (y - y.mean()) / (xc @ xc))

@@ -1536,7 +1536,10 @@ def plot_recipes(comparison: RecipeComparison, *, ax: "Axes | None" = None,
         dax.fill_between(c, d.lower, d.upper, color=col, alpha=0.22, lw=0,
                          gid="difference-band", label="_band")
         dax.plot(c, d.difference, "-", color=col, lw=1.8, gid="difference-curve",
-                 label=f"{d.recipe} − {ref} (band {level:.0%}, paired)")
+                 label=f"{d.recipe} − {ref}" + (
+                     "" if not comparison.n_draws else
+                     f" (band {level:.0%}, "
+                     f"{'unpaired' if comparison.pairing == 'none' else 'paired'})"))
     seen: set[str] = set()
     for x in comparison.comparisons:
         col = color[x.recipe]
@@ -1570,8 +1573,9 @@ def plot_recipes(comparison: RecipeComparison, *, ax: "Axes | None" = None,
     path = ("compute-optimal envelope L*(C)" if cv.path == "envelope" else
             "at the target's tokens per parameter")
     ax.set_title(f"recipes against {ref}: {comparison.law} law, {path}\n"
-                 f"{'unpaired' if comparison.pairing == 'none' else 'paired'} bootstrap, "
-                 f"{comparison.n_draws} draws", fontsize="medium")
+                 + (f"{'unpaired' if comparison.pairing == 'none' else 'paired'} bootstrap, "
+                    f"{comparison.n_draws} draws" if comparison.n_draws else
+                    "no bootstrap (too few runs): no bands"), fontsize="medium")
     for a in (ax, dax):
         a.grid(True, which="major", alpha=0.3)
     top_legend = _legend(ax, below=dax)
@@ -1594,9 +1598,12 @@ def _recipes_caption(obj: RecipeComparison) -> str:
             if obj.curves is None or obj.curves.path == "envelope"
             else "each recipe at the target's tokens per parameter")
     text = (f"Recipes {', '.join(others)} against the reference {obj.reference}: the "
-            f"{obj.law} law fitted to each ladder, {path}, with {obj.level:.0%} expected-loss "
-            f"bands from {obj.n_draws} draws ({obj.method}); below, each recipe minus the "
-            f"reference with its band (negative: the recipe is better).")
+            f"{obj.law} law fitted to each ladder, {path}, "
+            + (f"with {obj.level:.0%} expected-loss bands from {obj.n_draws} draws "
+               f"({obj.method}); below, each recipe minus the reference with its band"
+               if obj.n_draws else f"without bands ({obj.method}); below, each recipe minus "
+               f"the reference")
+            + " (negative: the recipe is better).")
     for c in obj.comparisons:
         part = (f" {c.recipe} − {c.reference} at {_target_words(c)}: {c.loss:+.4f} {obj.unit}, "
                 f"{obj.level:.0%} interval for one new run each [{c.lower:+.4f}, "

@@ -379,14 +379,17 @@ def load_ladder(source: str | Path, *, metric: str | None = None,
             raise LadderError(f"format={format!r} is for standard input or a stream; a "
                               f"DataFrame has no format")
         chosen, note = _unit_for(metric, unit, DEFAULT_UNIT)
-        if columns:
-            frame, renamed, _ = canonicalize(source, columns=columns, where="<DataFrame>")
+        loss_source = None
+        if columns or metric:
+            # metric: the column read as the loss, as for a file or stream
+            frame, renamed, loss_source = canonicalize(source, columns=columns, metric=metric,
+                                                       where="<DataFrame>")
             table = SourceTable(frame, "<DataFrame>", renamed=renamed,
                                 notes=[note] if note else [])
         else:
             table = SourceTable(source, "<DataFrame>", notes=[note] if note else [])
-        return table.to_ladder(name="dataframe", metric=metric or "loss", unit=chosen,
-                               drop_invalid=drop_invalid)
+        return table.to_ladder(name="dataframe", metric=loss_source or metric or "loss",
+                               unit=chosen, drop_invalid=drop_invalid)
     source = _path_source(source)
     try:
         events = format == _TENSORBOARD or (format is None and is_event_dir(source))

@@ -46,7 +46,8 @@ def _add(sub) -> None:
             "delphi compare-recipes marin-isoflop-comma marin-isoflop-dclm --target-flops 1e22 "
             "--registry preds.jsonl --id dclm-vs-comma --author me"))
     p.add_argument("ladders", nargs="+", metavar="LADDER",
-                   help=f"two or more ladders, the reference first; each a {LADDER_HELP}")
+                   help=f"two or more ladders, the reference first; each a {LADDER_HELP}; at "
+                        f"most one from standard input")
     p.add_argument("--target-flops", type=positive_float, action="append", default=[],
                    metavar="C", help="target compute [FLOPs] (repeatable: one row each)")
     p.add_argument("--target-params", type=positive_float, action="append", default=[],
@@ -127,9 +128,9 @@ def _cmd(args) -> int:
 
     if len(args.ladders) < 2:
         raise UsageError("compare-recipes needs at least two ladders (the reference first)")
-    if "-" in args.ladders:
-        raise UsageError("compare-recipes reads its ladders from files or names, not standard "
-                         "input ('-')")
+    if args.ladders.count("-") > 1:
+        raise UsageError("standard input ('-') holds one ladder; give the others as files or "
+                         "names")
     if (args.registry is None) != (args.id is None):
         raise UsageError("--registry PATH and --id ID go together (to preregister the "
                          "comparison)")

@@ -1170,8 +1170,10 @@ def recipes_page(comparison, *, generated_at=None) -> Report:
     parts.append(f"<p>Law <b>{_e(c.law)}</b> fitted to every recipe"
                  + (", with " + _e(", ".join(f"{k} = {v:.4g}" for k, v in c.fixed.items()))
                     + " fixed" if c.fixed else "")
-                 + f". Method: {_e(c.method)}; {c.n_draws} draws"
-                 + (f" ({c.n_failed} left out for every recipe)" if c.n_failed else "")
+                 + f". Method: {_e(c.method)}"
+                 + (f"; {c.n_draws} draws" if c.n_draws else "")
+                 + (f" ({c.n_failed} left out for every recipe)" if c.n_failed and c.n_draws
+                    else "")
                  + ". Differences are recipe - reference: negative means the recipe is "
                    "better.</p>")
     cards = []
