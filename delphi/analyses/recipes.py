@@ -48,6 +48,7 @@ DataDecide, find it right about 80% of the time one scale up).
 from __future__ import annotations
 
 import math
+import os
 import warnings
 from dataclasses import dataclass, field
 from typing import Mapping, Sequence
@@ -56,6 +57,7 @@ import numpy as np
 
 from .. import fitting
 from ..forecasting import forecast, uncertainty
+from ..forecasting.calibration import log_sd
 from ..errors import (FitError, LadderError, LadderWarning, LawError, TargetError, option,
                       warn_user)
 from ..fitting import engine, refit
@@ -1218,7 +1220,6 @@ def _compare_unpaired(pp: _Paired, a: int, b: int, spec: _Spec, level: float, se
     recipes' shared design cannot be used. The multiplier's interval solves the reference's
     fitted curve for the draws of its loss plus the difference (the reference's slope held
     at its fit); there is no crossover interval."""
-    from ..forecasting.calibration import log_sd
     fa, fb = own if own is not None else (None, None)
     if fa is None or fb is None or fa.interval is None or fb.interval is None:
         raise FitError(f"{pp.no_draws}; and the recipes' own forecasts give no interval to "
@@ -1541,7 +1542,6 @@ def _curves(pp: _Paired, specs: Sequence[_Spec], level: float) -> ComparisonCurv
 
 
 def _load(ladders) -> list[Ladder]:
-    import os
     if isinstance(ladders, (str, os.PathLike, Ladder)) or hasattr(ladders, "columns"):
         what = ladders if isinstance(ladders, (str, os.PathLike)) else type(ladders).__name__
         raise LadderError(f"a comparison takes a list of two or more ladders (recipes), the "
