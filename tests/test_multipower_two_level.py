@@ -129,6 +129,33 @@ def test_ld_grid_in_place_buffers_are_bit_identical_to_the_plain_expressions():
     assert np.array_equal(ld1, ref1[0][0]) and np.array_equal(grad1, ref1[1][0])
 
 
+def test_ld_grid_scratch_buffers_kept_between_calls_change_no_number():
+    """The work arrays kept between calls (issue 26: first writes into fresh arrays were ~60%
+    of a one-point evaluation) are never part of a result: results of one call survive later
+    calls of other shapes, and each equals the plain expressions bit for bit."""
+    from delphi.inputs import schedules
+    from delphi.inputs.schedules import MultiPowerGroups, multipower_groups, multipower_ld_grid
+    sched = Schedule.parse("cosine:warmup=30,final=0.1", peak_lr=3e-3, total_steps=1000)
+    steps = np.arange(31, 801).astype(np.int64)
+    g = multipower_groups([sched.lrs()], steps, np.zeros(steps.size, np.int64))
+    g = MultiPowerGroups(g.start, g.drop, g.eta, np.maximum(g.area, 1e-300))
+    small = MultiPowerGroups(*(a[: g.start[40] + 1] if i else a[:41] for i, a in enumerate(g)))
+    rng = np.random.default_rng(5)
+    calls = [(g, (rng.uniform(0.01, 5, 6), rng.uniform(0.01, 10, 6), rng.uniform(0, 3, 6))),
+             (small, (0.5, 1.3, 0.54)),
+             (g, (0.7, 0.9, 0.3)),
+             (small, (rng.uniform(0.01, 5, 3), rng.uniform(0.01, 10, 3), rng.uniform(0, 3, 3)))]
+    assert g.drop.size * 6 <= schedules._SCRATCH_KEEP      # these calls do reuse the buffers
+    kept = [(multipower_ld_grid(gr, *p), gr, p) for gr, p in calls]
+    for (ld, grad), gr, p in kept:
+        ref_ld, ref_grad = _ld_grid_plain(gr, *p)
+        if np.ndim(p[0]) == 0:
+            ref_ld, ref_grad = ref_ld[0], ref_grad[0]
+        assert np.array_equal(ld, ref_ld) and np.array_equal(grad, ref_grad)
+        ld_only, none = multipower_ld_grid(gr, *p, grad=False)
+        assert none is None and np.array_equal(ld_only, ref_ld)
+
+
 def test_all_points_polish_is_least_squares_deterministic_and_falls_back_when_not_stationary(
         completed, monkeypatch):
     """The subsample's optima are polished on all the points by trust-region least squares

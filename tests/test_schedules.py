@@ -485,6 +485,27 @@ def test_multipower_groups_with_single_steps_equal_exact_sum():
             np.testing.assert_allclose(grad[rows], ex.grad, rtol=1e-11, atol=1e-14)
 
 
+def test_multipower_ld_grid_overflow_and_zero_lr_groups_are_their_limits():
+    """The grid finds overflowing C x from its maximum and builds the mask only then (issue
+    26): a batch mixing points that overflow (eta 1e-300, gamma 5) with points that do not,
+    and a run with eta = 0 < S, equals the exact sum point by point."""
+    # run 0: one drop to eta = 1e-60 (at gamma 7, ln(C x) ~ 830: exp overflows; at gamma 0.3
+    # LD ~ 1e-91, which the exact sum underflows to 0: atol 1e-80)
+    lrs = [np.array([1e-50, 1e-60, 1e-60, 1e-60, 1e-60]), np.array([1.0, 1.0, 0.5, 0.0, 0.5])]
+    steps, group = np.array([3, 4, 5, 3, 4, 5]), np.array([0, 0, 0, 1, 1, 1])
+    groups = multipower_groups(lrs, steps, group, ratio=1.0001)
+    C, beta, gamma = np.array([1.0, 2.0, 0.0]), np.array([0.5, 0.7, 0.5]), np.array([7.0, 0.3, 7.0])
+    ld, grad = multipower_ld_grid(groups, C, beta, gamma)
+    assert np.all(np.isfinite(ld)) and np.all(np.isfinite(grad))
+    np.testing.assert_allclose(ld[0, :3], 1e-50 - 1e-60, rtol=1e-12)   # G = 1: the drop
+    for i in range(3):
+        for g, arr in enumerate(lrs):
+            rows = group == g
+            ex = multipower_ld(arr, steps[rows], C[i], beta[i], gamma[i])
+            np.testing.assert_allclose(ld[i, rows], ex.ld, rtol=1e-12, atol=1e-80)
+            np.testing.assert_allclose(grad[i, rows], ex.grad, rtol=1e-11, atol=1e-80)
+
+
 def test_multipower_ld_grid_equals_point_by_point():
     sched = Schedule("cosine", 3e-3, 2000, warmup_steps=50, final_ratio=0.1)
     steps = np.arange(10, 2001, 10)

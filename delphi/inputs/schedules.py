@@ -25,6 +25,7 @@ Invalid schedules and schedule inputs raise :class:`~delphi.errors.LadderError` 
 from __future__ import annotations
 
 import math
+import threading
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
@@ -1070,10 +1071,10 @@ _GROUP_LOGS: list = []
 _GROUP_LOGS_SIZE = 4
 
 
-def _group_logs(groups: MultiPowerGroups) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _group_logs(groups: MultiPowerGroups) -> tuple[np.ndarray, ...]:
     """(ln eta with 0 where eta = 0, ln S with -inf where S = 0, eta = 0 < S) of ``groups``,
-    shape (m,) each, cached by identity (groups are immutable tuples of arrays not modified
-    in place)."""
+    shape (m,) each, and whether any group has eta = 0 < S (0-d bool), cached by identity
+    (groups are immutable tuples of arrays not modified in place)."""
     for g, logs in _GROUP_LOGS:
         if g is groups:
             return logs
@@ -1082,12 +1083,35 @@ def _group_logs(groups: MultiPowerGroups) -> tuple[np.ndarray, np.ndarray, np.nd
     log_eta = np.log(np.where(pos, eta, 1.0))          # 0 where eta = 0 (handled below)
     with np.errstate(divide="ignore"):
         log_area = np.log(area)                        # -inf where S = 0: x = 0
-    logs = (log_eta, log_area, ~pos & (area > 0))      # eta = 0 < S: x = inf
+    fixed = ~pos & (area > 0)                          # eta = 0 < S: x = inf
+    logs = (log_eta, log_area, fixed, np.array(fixed.any()))
     for a in logs:
         a.setflags(write=False)
     _GROUP_LOGS.insert(0, (groups, logs))
     del _GROUP_LOGS[_GROUP_LOGS_SIZE:]
     return logs
+
+
+#: Scratch buffers of :func:`multipower_ld_grid`, per thread, kept between calls up to this many
+#: float64 elements each (the fit's evaluations: one point on ~1e5 groups, a batch of ~10 on a
+#: subsample). A fresh buffer of this size is a new mapping whose pages the kernel faults in on
+#: first touch: on the 96k-group bench case that was ~60% of an evaluation (2.5 ms of which
+#: ~1.6 ms were the first writes into four new arrays). Larger blocks (the screen's) allocate.
+_SCRATCH_KEEP = 1 << 19
+_SCRATCH = threading.local()
+
+
+def _scratch(shape: tuple[int, int]) -> tuple[np.ndarray, ...]:
+    """Four float64 work arrays of ``shape``, reused between calls of one thread when small
+    enough (:data:`_SCRATCH_KEEP`); their contents are undefined."""
+    size = shape[0] * shape[1]
+    if size > _SCRATCH_KEEP:
+        return tuple(np.empty(shape) for _ in range(4))
+    bufs = getattr(_SCRATCH, "bufs", None)
+    if bufs is None or bufs[0].size < size:
+        bufs = tuple(np.empty(size) for _ in range(4))
+        _SCRATCH.bufs = bufs
+    return tuple(b[:size].reshape(shape) for b in bufs)
 
 
 def multipower_ld_grid(groups: MultiPowerGroups, C: Any, beta: Any, gamma: Any, *,
@@ -1129,7 +1153,7 @@ def multipower_ld_grid(groups: MultiPowerGroups, C: Any, beta: Any, gamma: Any, 
         ld = np.zeros((npts, n))
         g = np.zeros((npts, n, 3)) if grad else None
         return (ld[0], None if g is None else g[0]) if scalar else (ld, g)
-    log_eta, log_area, fixed_special = _group_logs(groups)
+    log_eta, log_area, fixed_special, fixed_any = _group_logs(groups)
     with np.errstate(divide="ignore"):
         log_c = np.log(C_)
     # The same operations, in the same order, as the plain expressions in the comments (so
@@ -1137,26 +1161,32 @@ def multipower_ld_grid(groups: MultiPowerGroups, C: Any, beta: Any, gamma: Any, 
     # hundreds of times on ~1e5 groups, and allocating each temporary cost a third of it.
     m = drop.size
     shape = (npts, m)
+    cx, buf_u, buf_g, work = _scratch(shape)
     with np.errstate(over="ignore", invalid="ignore"):
-        cx = np.multiply(gamma_, log_eta, out=np.empty(shape))
+        cx = np.multiply(gamma_, log_eta, out=cx)
         np.subtract(log_area, cx, out=cx)
         np.add(cx, log_c, out=cx)
         np.exp(cx, out=cx)                              # C x = exp((ln S - gamma ln eta) + ln C)
-    special = np.isfinite(cx)
-    np.logical_not(special, out=special)
-    np.logical_or(fixed_special, special, out=special)
-    any_special = bool(special.any())
+    # C x is exp of a sum of finite terms and -inf: it is non-finite only where it overflowed
+    # (or is nan), which its maximum shows in one pass; the mask is built only then.
+    any_special = bool(fixed_any) or not np.isfinite(cx.max())
+    special = None
+    if any_special:
+        special = np.isfinite(cx)
+        np.logical_not(special, out=special)
+        np.logical_or(fixed_special, special, out=special)
+        any_special = bool(special.any())
     if any_special:
         cx[special] = 0.0
-    log_u = np.log1p(cx)
-    G = np.multiply(-beta_, log_u, out=np.empty(shape))
+    log_u = np.log1p(cx, out=buf_u)
+    G = np.multiply(-beta_, log_u, out=buf_g)
     np.expm1(G, out=G)
     np.negative(G, out=G)                               # 1 - u^-beta
     if any_special:
         g_inf = ((C_ > 0) & (beta_ > 0)).astype(float)
         G = np.where(special, g_inf, G)
     idx = start[:-1]
-    work = np.multiply(G, drop, out=np.empty(shape))
+    work = np.multiply(G, drop, out=work)
     ld = np.add.reduceat(work, idx, axis=1)
     out_grad = None
     if grad:
@@ -1175,7 +1205,8 @@ def multipower_ld_grid(groups: MultiPowerGroups, C: Any, beta: Any, gamma: Any, 
         if not c_pos.all():   # C = 0: x itself (cx is 0)
             with np.errstate(over="ignore", invalid="ignore"):
                 x = np.exp(log_area - gamma_ * log_eta)
-            x = np.where(special | ~np.isfinite(x), 0.0, x)
+            x = np.where(~np.isfinite(x) if special is None else special | ~np.isfinite(x),
+                         0.0, x)
             dc0 = beta_ * np.add.reduceat(x * drop, idx, axis=1)        # u = 1 at C = 0
             out_grad[:, :, 0] = np.where(c_pos, out_grad[:, :, 0], dc0)
         np.multiply(log_u, u_mb, out=log_u)

@@ -1,0 +1,104 @@
+"""Probe (issue 26): the multi-power completion on the bench case and 11 held-out synthetic runs.
+
+Each case is one run logged at every step to a fraction of its length, losses from the
+multi-power law (Luo et al. 2025) with log-normal noise (fixed seeds): cosine, linear and WSD
+schedules (1-sqrt cooldown too) of 1,000-4,000 steps, three sets of true parameters, one at
+0.5% noise. ``bench`` is benchmarks/bench_curves.py's workload. Prints one JSON line per case
+(time, objective, forecast loss, parameters); ``--compare OLD.jsonl NEW.jsonl`` prints the
+relative change of objective, parameters (largest) and forecast between two such outputs, to
+check that a change to the search keeps the optimum on cases it was not tuned on.
+
+Usage: ``nice -n 10 python benchmarks/probe_multipower_cases.py [CASE ...] > out.jsonl``.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from threadpoolctl import threadpool_limits
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import delphi  # noqa: E402
+from bench_curves import multipower_ladder  # noqa: E402
+from delphi.laws import MULTIPOWER  # noqa: E402
+from delphi.schedules import Schedule, features  # noqa: E402
+
+
+def ladder(spec, T, frac, seed, true, noise=0.002):
+    """One run of ``T`` steps under schedule ``spec`` logged at every step to ``frac``."""
+    sched = Schedule.parse(spec, peak_lr=3e-3, total_steps=T)
+    steps = np.arange(1, int(T * frac) + 1)
+    f = features(sched, steps)
+    x = {"S1": f["S1"], "step": steps.astype(float), "_group": np.zeros(steps.size, int),
+         "_lrs": [sched.lrs()]}
+    loss = MULTIPOWER.predict(true, x) * np.exp(
+        np.random.default_rng(seed).normal(0, noise, steps.size))
+    frame = pd.DataFrame({"run": "mp", "step": steps, "loss": loss, "params": 1e8,
+                          "tokens": steps * 1e6, "peak_lr": 3e-3, "total_steps": T,
+                          "fraction": steps / T})
+    return delphi.Ladder(frame, name="mp", schedule=spec)
+
+
+T0 = {"L0": 2.9, "A": 0.5, "B": 300.0, "alpha": 0.5, "C": 2.0, "beta": 0.6, "gamma": 0.5}
+T1 = {"L0": 3.1, "A": 0.8, "B": 500.0, "alpha": 0.35, "C": 0.5, "beta": 1.5, "gamma": 0.3}
+T2 = {"L0": 2.5, "A": 0.3, "B": 150.0, "alpha": 0.7, "C": 8.0, "beta": 0.3, "gamma": 0.8}
+# name: (schedule, steps, fraction logged, noise seed, true parameters[, noise]); None: bench
+CASES = {
+    "bench": None,
+    "cos2000-s1": ("cosine:warmup=50,final=0.1", 2000, 0.8, 1, T0),
+    "cos2000-T1": ("cosine:warmup=50,final=0.1", 2000, 0.8, 2, T1),
+    "cos2000-T2": ("cosine:warmup=50,final=0.1", 2000, 0.8, 3, T2),
+    "cos1000-60": ("cosine:warmup=30,final=0.1", 1000, 0.6, 4, T0),
+    "cos4000": ("cosine:warmup=100,final=0.0", 4000, 0.7, 5, T1),
+    "lin2000": ("linear:warmup=50,final=0.0", 2000, 0.8, 6, T0),
+    "lin3000-T2": ("linear:warmup=50,final=0.1", 3000, 0.75, 7, T2),
+    "wsd2000": ("wsd:warmup=50,decay=0.2", 2000, 0.95, 8, T0),
+    "wsd2000-T1": ("wsd:warmup=50,decay=0.3", 2000, 0.9, 9, T1),
+    "wsd3000-sqrt": ("wsd:warmup=50,decay=0.2,cooldown=1-sqrt", 3000, 0.9, 10, T2),
+    "cos2000-noisy": ("cosine:warmup=50,final=0.1", 2000, 0.8, 11, T0, 0.005),
+}
+
+
+def compare(old_path, new_path):
+    b = {d["case"]: d for d in map(json.loads, open(old_path))}
+    n = {d["case"]: d for d in map(json.loads, open(new_path))}
+    for k in b:
+        if k not in n:
+            continue
+        x, y = b[k], n[k]
+        dobj = (y["objective"] - x["objective"]) / x["objective"]
+        rel = {p: abs(y["params"][p] - x["params"][p]) / abs(x["params"][p]) for p in x["params"]}
+        worst = max(rel, key=rel.get)
+        dl = (y["loss"] - x["loss"]) / x["loss"]
+        print(f"{k:14s} t {x['t']:.2f} -> {y['t']:.2f} s  objective {dobj:+.1e}  "
+              f"parameters {rel[worst]:.1e} ({worst})  forecast {dl:+.1e}")
+
+
+def main(names):
+    warnings.simplefilter("ignore")
+    from scipy.stats import qmc  # noqa: F401  (the search's Sobol import, outside the timing)
+    with threadpool_limits(limits=1):
+        for name in names:
+            spec = CASES[name]
+            lad = multipower_ladder() if spec is None else ladder(*spec)
+            t0 = time.perf_counter()
+            c = delphi.complete(lad, "mp-2000" if spec is None else "mp", "multipower")
+            dt = time.perf_counter() - t0
+            print(json.dumps({"case": name, "t": dt, "objective": float(c.fit.objective),
+                              "loss": float(c.loss),
+                              "params": {k: float(v) for k, v in c.fit.params.items()}}),
+                  flush=True)
+
+
+if __name__ == "__main__":
+    if sys.argv[1:2] == ["--compare"]:
+        compare(*sys.argv[2:4])
+    else:
+        main(sys.argv[1:] or list(CASES))
