@@ -217,3 +217,42 @@ def test_cli_suggest_json_and_plan_score(tmp_path, capsys):
     assert code == 0
     score = json.loads(capsys.readouterr().out)
     assert score["n_runs"] == 20 and score["width"] > 0 and score["n_budgets"] == 4
+
+
+# ---- a new user's findings (2026-12-03)
+
+
+def test_candidates_at_or_above_the_target_are_left_out_and_said(ladder, forecast):
+    # Before: a candidate larger than the target was ranked first, without a word.
+    c_target = forecast.target.flops
+    n, d = _nd(2 * c_target, 200)
+    cands = pd.concat([MIXED, pd.DataFrame([dict(run="huge", params=n, tokens=d)])])
+    out = suggest_runs(ladder, TARGET, "chinchilla", candidates=cands, budget=1e30,
+                       forecast=forecast)
+    assert "huge" not in {s.run.name for s in out.candidates}
+    assert any("left out 1 candidate costing at least the target's compute" in x
+               for x in out.notes)
+    with pytest.raises(LadderError, match="every candidate costs at least the target's"):
+        suggest_runs(ladder, TARGET, "chinchilla", candidates=cands.iloc[-1:], budget=1e30,
+                     forecast=forecast)
+
+
+def test_a_default_budget_in_a_refusal_is_called_the_default(ladder, forecast):
+    n, d = _nd(1e21, 20)
+    cands = pd.DataFrame([dict(run="big", params=n, tokens=d)])
+    with pytest.raises(LadderError, match=r"beyond the budget of .* \(the default: the fitted "
+                                          r"runs' total compute\)"):
+        suggest_runs(ladder, TARGET, "chinchilla", candidates=cands, forecast=forecast)
+
+
+def test_no_parameter_spread_and_no_candidate_above_the_ladder_are_said(capsys):
+    # Before: marin-moe-535b (3 runs, E fixed) ranked 6 candidates at reduction 0, each said
+    # to reduce "A" or "alpha", param sd 0.00%, and no note.
+    from delphi.cli import main
+    assert main(["suggest", "marin-moe-535b"]) == 0
+    out = capsys.readouterr().out
+    assert "no parameter spread (param sd 0" in out
+    assert "no candidate narrows the interval: none is above the largest fitted compute" in out
+    assert "give --budget C above the largest fitted compute" in out
+    rows = [ln for ln in out.splitlines() if ln[:4].strip().isdigit()]
+    assert rows and all(ln.rstrip().endswith("nothing") for ln in rows)

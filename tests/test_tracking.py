@@ -303,3 +303,22 @@ def test_cli_track_reads_the_log_from_standard_input(registry, registered, monke
     assert doc["checkpoints"] and all(c["recorded"] for c in doc["checkpoints"])
     assert main(["track", "--registry", str(registry), "--id", "hero", "-", "--follow"]) == 2
     assert "standard input ('-') is read once" in capsys.readouterr().err
+
+
+def test_a_revision_from_the_ladder_alone_says_why(registry, registered):
+    # Before (a new user): the first checkpoints' revision stayed the ladder's (weight 1.00)
+    # with no word on why, even for a run far outside the band.
+    log = _run_log(registered[1]).iloc[:6]          # 25%..35% of the run: too few to complete
+    res = track(registry, "hero", log)
+    last = res.checkpoints[-1].revised
+    assert last.run_only is None and last.ladder_weight == 1.0
+    said = [n for n in res.to_dict()["notes"] if "the ladder's alone" in n]
+    assert said and "not fitted yet" in said[0] and said[0] in res.report()
+    full = track(registry, "hero", _run_log(registered[1]))    # the whole run: no such note
+    assert full.checkpoints[-1].revised.run_only is not None
+    assert not [n for n in full.to_dict()["notes"] if "the ladder's alone" in n]
+
+
+def test_tracking_into_a_registry_that_does_not_exist_says_so(tmp_path):
+    with pytest.raises(delphi.RegistryError, match="no registry at .*missing.jsonl"):
+        track(tmp_path / "missing.jsonl", "hero", pd.DataFrame({"step": [1], "loss": [3.0]}))

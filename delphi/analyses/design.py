@@ -72,6 +72,7 @@ import numpy as np
 import pandas as pd
 
 from ..core.records import jsonable, positive_number
+from ..core.text import plural
 from ..errors import DelphiError, FitError, LadderError, LawError, TargetError, option
 from ..fitting import Fit
 from ..fitting.objective import Problem
@@ -685,6 +686,7 @@ def suggest_runs(ladder: Ladder, target, law: str | Law | None = None, *,
     c_max = c_target / terms.ratio if c_target else None
     notes: list[str] = []
     fitted_c = _fitted_flops(fit, k)
+    budget_given = budget is not None
     if budget is None:
         budget = float(fitted_c.sum())
         notes.append(f"budget not given: the fitted runs' total compute, {budget:.3g} FLOPs")
@@ -695,11 +697,32 @@ def suggest_runs(ladder: Ladder, target, law: str | Law | None = None, *,
             grid_top = c_target / 2
             notes.append(f"the default grid stops at half the target's compute, "
                          f"{grid_top:.3g} FLOPs, below the budget {budget:.3g}")
-        pool = candidate_grid(fit, grid_top, k=k)
+        try:
+            pool = candidate_grid(fit, grid_top, k=k)
+        except LadderError as exc:
+            if grid_top < budget:
+                raise LadderError(f"{exc} (the grid stops at half the target's compute, "
+                                  f"{grid_top:.3g} FLOPs, below the budget {budget:.3g}: a run "
+                                  f"as large as the target is the target)") from None
+            raise
         if not pool:
             raise LadderError(f"no grid candidate costs at most the budget {budget:.3g} FLOPs")
     else:
-        _check_budget(pool, budget)
+        _check_budget(pool, budget, given=budget_given)
+        if c_target is not None:
+            big = [c for c in pool if c.flops >= c_target * (1 - 1e-9)]
+            if big and len(big) == len(pool):
+                raise LadderError(f"every candidate costs at least the target's compute "
+                                  f"{c_target:.3g} FLOPs (e.g. {big[0].name!r}, "
+                                  f"{big[0].flops:.3g}): a run as large as the target is the "
+                                  f"target, not a rung of its ladder")
+            if big:
+                pool = [c for c in pool if c.flops < c_target * (1 - 1e-9)]
+                shown = ", ".join(f"{c.name} ({c.flops:.3g})" for c in big[:5])
+                notes.append(f"left out {plural(len(big), 'candidate')} costing at least the "
+                             f"target's compute {c_target:.3g} FLOPs (a run as large as the "
+                             f"target is the target): {shown}"
+                             + (f" and {len(big) - 5} more" if len(big) > 5 else ""))
     inputs = []
     for c in pool:
         cand = Target(flops=c.flops, params=c.params, tokens=c.tokens, peak_lr=c.peak_lr)
@@ -749,7 +772,8 @@ def suggest_runs(ladder: Ladder, target, law: str | Law | None = None, *,
         d_par = p_now ** 2 - p_after ** 2
         per = np.where(avail, (w_before - w_after) / cost, -np.inf)
         made = [RunSuggestion(run=pool[i], width_before=w_before, width_after=float(w_after[i]),
-                              reduces="extrapolation" if d_cal[i] > d_par[i] else top[i],
+                              reduces=("nothing" if w_after[i] >= w_before else
+                                       "extrapolation" if d_cal[i] > d_par[i] else top[i]),
                               ratio_after=float(r_after[i]), param_sd_after=float(p_after[i]))
                 for i in range(len(pool))]
         order = sorted(np.flatnonzero(avail), key=lambda i: (-per[i], cost[i], i))
@@ -769,6 +793,20 @@ def suggest_runs(ladder: Ladder, target, law: str | Law | None = None, *,
             r_now = c_target / c_now
         p_now = float(p_after[best])
     out = tuple(ranking if n == 1 else chosen)
+    if terms.param_sd <= 0:
+        notes.append(f"the forecast's interval has no parameter spread (param sd 0: "
+                     f"{iv.method} interval, {plural(fit.n_points, 'fitted point')} for "
+                     f"{len(free)} free parameters), so only a run above the largest fitted "
+                     f"compute narrows it (by lowering r); the others rank at 0")
+    if out and all(c.width_after >= c.width_before for c in out):
+        top_c = max(c.run.flops for c in out)
+        notes.append(f"no candidate narrows the interval: none is above the largest fitted "
+                     f"compute ({c_max:.3g} FLOPs; the largest candidate costs {top_c:.3g})"
+                     if c_max and top_c <= c_max else
+                     "no candidate narrows the interval")
+        if not budget_given:
+            notes.append(f"give {option('budget=C', '--budget C')} above the largest fitted "
+                         f"compute for candidates that lower r")
     if n > 1:
         counts: dict[str, int] = {}
         for c in chosen:
@@ -795,14 +833,16 @@ def suggest_runs(ladder: Ladder, target, law: str | Law | None = None, *,
                        n_candidates=len(pool), notes=tuple(notes), ladder=ladder.name)
 
 
-def _check_budget(pool: Sequence[CandidateRun], budget: float) -> None:
-    """LadderError naming the first candidate that costs more than ``budget``."""
+def _check_budget(pool: Sequence[CandidateRun], budget: float, given: bool = True) -> None:
+    """LadderError naming the first candidate that costs more than ``budget`` (``given``
+    False: the default budget, the fitted runs' total compute, which the message says)."""
     over = [c for c in pool if c.flops > budget * (1 + 1e-9)]
     if over:
         c = over[0]
+        what = "" if given else " (the default: the fitted runs' total compute)"
         raise LadderError(f"candidate {c.name!r} (row {c.row}: N = {c.params:.4g}, "
                           f"D = {c.tokens:.4g}) costs {c.flops:.4g} FLOPs, beyond the budget "
-                          f"of {budget:.4g}"
+                          f"of {budget:.4g}{what}"
                           + (f" ({len(over) - 1} more beyond it)" if len(over) > 1 else "")
                           + "; raise --budget or drop it")
 

@@ -154,15 +154,26 @@ class Tracking:
     """Outcomes appended by this call."""
     notes: tuple[str, ...] = field(default=())
 
+    def _all_notes(self) -> list[str]:
+        """:attr:`notes`, and why the revision is the ladder's alone when it is."""
+        out = list(self.notes)
+        if self.checkpoints and self.checkpoints[-1].revised is not None \
+                and self.checkpoints[-1].revised.run_only is None:
+            out.append("the revised forecast is the ladder's alone (ladder weight 1): the "
+                       "run's own completion is not fitted yet (too few checkpoints from the "
+                       "curve's start, after warm-up); a run outside the band raises the "
+                       "alarm, it does not move the revision")
+        return out
+
     def to_dict(self) -> dict:
         """``delphi track --json``: ``{"id", "checkpoints": [...], "alarm", ...}``."""
         return {"id": self.id, "checkpoints": [c.to_dict() for c in self.checkpoints],
                 "alarm": self.alarm, "alarm_step": self.alarm_step, "patience": self.patience,
-                "n_recorded": self.n_recorded, "notes": list(self.notes)}
+                "n_recorded": self.n_recorded, "notes": self._all_notes()}
 
     def report(self) -> str:
         lines = [c.line() for c in self.checkpoints]
-        if self.checkpoints:
+        if self.checkpoints and self.checkpoints[-1].revised is not None:
             r = self.checkpoints[-1].revised
             lines.append(f"revised    final loss {r.loss:.4f} [{r.lower:.4f}, {r.upper:.4f}] "
                          f"(ladder weight {r.ladder_weight:.2f})")
@@ -170,7 +181,7 @@ class Tracking:
         if self.alarm:
             lines.append(f"ALARM      {self.patience} consecutive checkpoints outside the band "
                          f"(raised at step {self.alarm_step})")
-        for n in self.notes:
+        for n in self._all_notes():
             lines.append(f"note       {n}")
         return "\n".join(lines)
 
