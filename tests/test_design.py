@@ -256,3 +256,9 @@ def test_no_parameter_spread_and_no_candidate_above_the_ladder_are_said(capsys):
     assert "give --budget C above the largest fitted compute" in out
     rows = [ln for ln in out.splitlines() if ln[:4].strip().isdigit()]
     assert rows and all(ln.rstrip().endswith("nothing") for ln in rows)
+
+
+def test_suggestions_repr_is_short(ladder, forecast):
+    out = suggest_runs(ladder, TARGET, "chinchilla", candidates=MIXED, budget=1e30,
+                       forecast=forecast)
+    assert len(repr(out)) < 300 and repr(out).startswith("Suggestions(law='chinchilla'")

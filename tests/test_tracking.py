@@ -322,3 +322,19 @@ def test_a_revision_from_the_ladder_alone_says_why(registry, registered):
 def test_tracking_into_a_registry_that_does_not_exist_says_so(tmp_path):
     with pytest.raises(delphi.RegistryError, match="no registry at .*missing.jsonl"):
         track(tmp_path / "missing.jsonl", "hero", pd.DataFrame({"step": [1], "loss": [3.0]}))
+
+
+def test_tracking_repr_is_short(registry, registered):
+    res = track(registry, "hero", _run_log(registered[1]).iloc[:3])
+    assert len(repr(res)) < 300 and repr(res).startswith("Tracking(id='hero', checkpoints=")
+
+
+def test_run_log_rows_that_are_not_numbers_and_steps_out_of_order_are_said():
+    from delphi.registry.tracking import read_run_log
+    log = pd.DataFrame({"step": [300, 100, 200, 400], "loss": ["3.1", "3.5", "abc", ""]})
+    out, notes = read_run_log(log)
+    assert list(out["step"]) == [100, 300]
+    assert any("1 log row with a loss that is not a number left out (e.g. 'abc' at row 3)" in n
+               for n in notes)
+    assert any("1 log row(s) without a loss or step (empty or NaN)" in n for n in notes)
+    assert any("not in order" in n for n in notes)

@@ -198,6 +198,15 @@ class Suggestions:
     n_candidates: int
     """Candidates considered."""
     notes: tuple[str, ...] = ()
+
+    def __repr__(self) -> str:
+        best = self.candidates[0].run.name if self.candidates else None
+        return (f"Suggestions(law={self.law!r}, loss={self.loss:.4g}, width={self.width:.4g}, "
+                f"interval_method={self.interval_method!r}, candidates={len(self.candidates)}"
+                f" of {self.n_candidates}, best={best!r})")
+
+    def _repr_pretty_(self, p, cycle) -> None:      # IPython / Jupyter: the text report
+        p.text(self.report() if not cycle else repr(self))
     ladder: str = ""
 
     @property

@@ -154,6 +154,15 @@ class Tracking:
     """Outcomes appended by this call."""
     notes: tuple[str, ...] = field(default=())
 
+    def __repr__(self) -> str:
+        last = self.checkpoints[-1] if self.checkpoints else None
+        return (f"Tracking(id={self.id!r}, checkpoints={len(self.checkpoints)}, "
+                f"alarm={self.alarm}, alarm_step={self.alarm_step}, last_step="
+                f"{last.step if last is not None else None}, n_recorded={self.n_recorded})")
+
+    def _repr_pretty_(self, p, cycle) -> None:      # IPython / Jupyter: the text report
+        p.text(self.report() if not cycle else repr(self))
+
     def _all_notes(self) -> list[str]:
         """:attr:`notes`, and why the revision is the ladder's alone when it is."""
         out = list(self.notes)
@@ -276,10 +285,22 @@ def read_run_log(source, *, format: str | None = None, loss_column: str | None =
         steps = pd.to_numeric(frame[step], errors="coerce")
     out = pd.DataFrame({"step": steps.to_numpy(float),
                         "loss": pd.to_numeric(frame[loss], errors="coerce").to_numpy(float)})
+    raw = frame[loss].reset_index(drop=True)
+    # text that is not a number is told apart from an empty loss (a logger's "nan" or "")
+    words = raw.notna().to_numpy() & out["loss"].isna().to_numpy() & ~raw.astype(str).str.strip(
+        ).str.lower().isin(["", "nan", "none", "null"]).to_numpy()
+    if words.any():
+        i = int(np.flatnonzero(words)[0])
+        notes.append(f"{plural(int(words.sum()), 'log row')} with a loss that is not a number "
+                     f"left out (e.g. {raw.iloc[i]!r} at row {i + 1})")
     missing = out["loss"].isna() | out["step"].isna()
+    if (missing & ~words).any():
+        notes.append(f"{int((missing & ~words).sum())} log row(s) without a loss or step "
+                     f"(empty or NaN) left out")
     if missing.any():
-        notes.append(f"{int(missing.sum())} log row(s) without a loss or step left out")
         out = out[~missing]
+    if not out["step"].is_monotonic_increasing:
+        notes.append("the log's steps are not in order: read in step order")
     name = "" if isinstance(source, pd.DataFrame) else f" {str(source)!r}"
     lo, hi = LOSS_RANGE
     # Every checkpoint is checked before any is recorded: a bad row further down must not
