@@ -293,8 +293,11 @@ class DesignScore:
     method: str
     seed: int
     notes: tuple[str, ...] = ()
+    target: dict = field(default_factory=dict)
+    """The target (:meth:`delphi.Target.to_dict`)."""
 
     def to_dict(self) -> dict:
+        """``delphi plan --score --json``: every field above."""
         return jsonable({k: getattr(self, k) for k in self.__dataclass_fields__})
 
     def report(self) -> str:
@@ -1042,9 +1045,13 @@ def score_design(design, target, prior, *, law: str | Law | None = None,
     if ratio < 1:
         notes.append("the target's compute is below the design's largest run: r < 1, the "
                      "reference interval is its floor at r = 1")
+    if ratio > model.max_ratio:
+        notes.append(f"target r = {ratio:.3g} is beyond the largest extrapolation ratio in the "
+                     f"reference class ({model.max_ratio:.3g}): sigma(r) is extrapolated "
+                     f"there, so the expected width is too")
     return DesignScore(width=float(_width(loss, sd, z)), lower=loss * math.exp(-z * sd),
                        upper=loss * math.exp(z * sd), loss=loss, level=float(level),
                        param_sd=float(param_sd), run_sd=float(noise), sigma_ref=sigma,
                        ratio=float(ratio), n_runs=len(runs), n_budgets=n_budgets,
                        total_flops=float(cost.sum()), law=lw.name, prior=text,
-                       method=method, seed=int(seed), notes=tuple(notes))
+                       method=method, seed=int(seed), notes=tuple(notes), target=t.to_dict())
