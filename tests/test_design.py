@@ -262,3 +262,12 @@ def test_suggestions_repr_is_short(ladder, forecast):
     out = suggest_runs(ladder, TARGET, "chinchilla", candidates=MIXED, budget=1e30,
                        forecast=forecast)
     assert len(repr(out)) < 300 and repr(out).startswith("Suggestions(law='chinchilla'")
+
+
+def test_score_names_its_target_and_an_extrapolated_reference():
+    design = _frame()[["params", "tokens"]]
+    out = score_design(design, {"params": 1e9, "tokens": 2e10}, TRUTH)
+    assert out.to_dict()["target"]["params"] == 1e9
+    assert not [n for n in out.notes if "beyond the largest extrapolation ratio" in n]
+    far = score_design(design, {"params": 1e15, "tokens": 2e19}, TRUTH)   # r ~ 4e13
+    assert [n for n in far.notes if "beyond the largest extrapolation ratio" in n]
