@@ -200,8 +200,11 @@ def test_cli_track_json_and_alarm_exit(registry, registered, tmp_path, capsys):
                  "--follow", "--interval", "1", "--patience", "2"])
     lines = capsys.readouterr().out.strip().splitlines()
     records = [json.loads(x) for x in lines]
+    *records, summary = records         # the last record closes the stream
     assert code == 3 and records and not any(r["recorded"] for r in records)
     assert records[-1]["alarm"] and records[-1]["step"] == doc["alarm_step"]
+    assert summary["summary"]["alarm"] and summary["summary"]["alarm_step"] == doc["alarm_step"]
+    assert summary["summary"]["n_recorded"] == 0 and "notes" in summary["summary"]
 
 
 def test_run_log_errors_name_the_column(tmp_path):

@@ -57,7 +57,9 @@ def add_commands(sub) -> dict[str, Handler]:
     p.add_argument("--sign-key", metavar="FILE",
                    help="sign each appended outcome with this Ed25519 private key")
     p.add_argument("--json", action="store_true",
-                   help="one JSON document {id, checkpoints, alarm} (JSON Lines with --follow)")
+                   help="one JSON document {id, checkpoints, alarm} (with --follow JSON Lines: "
+                        "one record per checkpoint, then {\"summary\": {id, alarm, notes, "
+                        "...}})")
     return {"track": _cmd_track}
 
 
@@ -93,6 +95,10 @@ def _cmd_track(args) -> int:
     if args.follow:
         if not args.json:     # the summary after the lines already written
             print("\n".join(result.report().splitlines()[len(result.checkpoints):]))
+        else:                 # JSON Lines: a last record that closes the stream
+            doc = result.to_dict()
+            doc.pop("checkpoints")
+            print(json.dumps({"summary": doc}, allow_nan=False))
     elif args.json:
         print(json.dumps(result.to_dict(), indent=2, allow_nan=False))
     else:
