@@ -271,3 +271,25 @@ def test_score_names_its_target_and_an_extrapolated_reference():
     assert not [n for n in out.notes if "beyond the largest extrapolation ratio" in n]
     far = score_design(design, {"params": 1e15, "tokens": 2e19}, TRUTH)   # r ~ 4e13
     assert [n for n in far.notes if "beyond the largest extrapolation ratio" in n]
+
+
+def test_candidates_and_designs_by_compute_alone_serve_a_law_of_compute(tmp_path):
+    # Before: a candidates file with a flops column alone was refused (params, tokens
+    # missing) although the power law reads C only.
+    c = np.logspace(17, 19, 5)
+    lad = delphi.Ladder(pd.DataFrame({"run": [f"r{i}" for i in range(5)], "flops": c,
+                                      "loss": 1.8 + 30 * c ** -0.08}), name="c-only")
+    cands = pd.DataFrame({"flops": [2e19, 4e19]})
+    out = suggest_runs(lad, {"flops": 1e22}, "power", candidates=cands, budget=1e20)
+    assert {s.run.name for s in out.candidates} == {"C2e+19", "C4e+19"}
+    assert all(s.run.params is None for s in out.candidates)
+    assert "2 candidates" in out.report()
+    one = suggest_runs(lad, {"flops": 1e22}, "power", candidates=cands.iloc[:1], budget=1e20)
+    assert "; 1 candidate" in one.report()
+    with pytest.raises(LadderError, match="give compute \\(flops\\) alone, and law 'chinchilla'"):
+        suggest_runs(delphi.Ladder(_frame(), name="sim"), TARGET, "chinchilla",
+                     candidates=cands, budget=1e20)
+    score = score_design(pd.DataFrame({"flops": c}), {"flops": 1e22}, {"E": 1.8, "A": 30.0,
+                                                                       "alpha": 0.08},
+                         law="power")
+    assert score.n_runs == 5 and score.width > 0

@@ -110,10 +110,10 @@ _FLOPS_RTOL = 0.25
 class CandidateRun:
     """A run that could be trained next (no loss yet)."""
 
-    params: float
-    """N, parameters."""
-    tokens: float
-    """D, training tokens."""
+    params: float | None
+    """N, parameters (None for a candidate given by its compute alone, for a law of C)."""
+    tokens: float | None
+    """D, training tokens (None with ``params``)."""
     flops: float
     """Its cost C [FLOPs], in the ladder's FLOP convention (k x 6 N D unless given)."""
     peak_lr: float | None = None
@@ -244,14 +244,14 @@ class Suggestions:
                  f"terms      r = {self.ratio:.3g}, f sigma(r) = {self.sigma_used:.2%}, "
                  f"param sd {self.param_sd:.2%}, run noise {self.run_sd:.2%} (log loss)",
                  f"method     {self.method}; law {self.law}; budget {self.budget:.3g} FLOPs; "
-                 f"{self.n_candidates} candidates"]
+                 f"{plural(self.n_candidates, 'candidate')}"]
         lines.append(f"{'rank':>4} {'candidate':<22} {'params':>9} {'tokens':>9} "
                      f"{'flops':>9} {'peak_lr':>8} {'before':>8} {'after':>8} "
                      f"{'per 1e18':>9}  reduces")
         for i, s in enumerate(self.candidates[:limit], 1):
             r = s.run
             lr = f"{r.peak_lr:.3g}" if r.peak_lr is not None else "-"
-            lines.append(f"{i:>4} {r.name[:22]:<22} {r.params:>9.3g} {r.tokens:>9.3g} "
+            lines.append(f"{i:>4} {r.name[:22]:<22} {_g(r.params):>9} {_g(r.tokens):>9} "
                          f"{r.flops:>9.3g} {lr:>8} {s.width_before:>8.4f} "
                          f"{s.width_after:>8.4f} {s.reduction_per_flop * 1e18:>9.3g}  "
                          f"{s.reduces}")
@@ -349,10 +349,13 @@ def read_candidates(source, *, k: float = 1.0, what: str = "candidates") -> list
         frame, label = pd.DataFrame(list(source)), what
     frame.columns = [str(c).strip() for c in frame.columns]
     missing = [c for c in ("params", "tokens") if c not in frame.columns]
-    if missing:
+    # compute alone (no N, no D) is a candidate for a law of C (power in C)
+    by_compute = len(missing) == 2 and "flops" in frame.columns
+    if missing and not by_compute:
         raise LadderError(f"{label}: missing column(s) {', '.join(missing)} (a candidate is "
-                          f"a run: params, tokens, optionally flops, peak_lr, run); columns "
-                          f"are {', '.join(frame.columns) or 'none'}")
+                          f"a run: params, tokens, optionally flops, peak_lr, run; or flops "
+                          f"alone for a law of compute); columns are "
+                          f"{', '.join(frame.columns) or 'none'}")
     if frame.empty:
         raise LadderError(f"{label}: no candidate rows")
     if "loss" in frame.columns:
@@ -378,8 +381,8 @@ def read_candidates(source, *, k: float = 1.0, what: str = "candidates") -> list
             if col not in frame.columns:
                 continue
             v = row[col]
-            if col in ("flops", "peak_lr") and (v is None or (isinstance(v, float)
-                                                                and math.isnan(v))):
+            if col in ("flops", "peak_lr") and not (by_compute and col == "flops") and (
+                    v is None or (isinstance(v, float) and math.isnan(v))):
                 continue        # optional, left empty on this row
             try:
                 x = float(v)
@@ -389,6 +392,12 @@ def read_candidates(source, *, k: float = 1.0, what: str = "candidates") -> list
                 raise LadderError(f"{label}: row {i}, column {col!r}: {v!r} is not a positive "
                                   f"finite number")
             vals[col] = x
+        if by_compute:
+            name = (str(names.iloc[i - 1]) if names is not None and pd.notna(names.iloc[i - 1])
+                    else f"C{vals['flops']:.3g}")
+            out.append(CandidateRun(params=None, tokens=None, flops=vals["flops"],
+                                    peak_lr=vals.get("peak_lr"), name=name, row=i))
+            continue
         six_nd = FLOPS_PER_PARAM_TOKEN * vals["params"] * vals["tokens"]
         flops = vals.get("flops", k * six_nd)
         if "flops" in vals and abs(flops / (k * six_nd) - 1) > _FLOPS_RTOL:
@@ -409,8 +418,9 @@ def candidate_grid(fit: Fit, budget: float, *, k: float = 1.0,
     kept), and at each level 5 model sizes whose tokens per parameter D/N span the fitted
     runs' range (3x either side of their median when it spans less than 2x), N =
     sqrt(C / (6 k r)), D = r N; a candidate more than 2x smaller in N than the smallest
-    fitted run is left out. A law of compute alone gets one size per level, at the fitted
-    runs' median D/N.
+    fitted run is left out. A law of compute alone gets one size per level, at D/N = 20
+    (Hoffmann et al. 2022's compute-optimal ratio: the law reads C only, so N and D are a
+    suggestion of how to spend it).
 
     Raises
     ------
@@ -735,6 +745,7 @@ def suggest_runs(ladder: Ladder, target, law: str | Law | None = None, *,
                              f"target's compute {c_target:.3g} FLOPs (a run as large as the "
                              f"target is the target): {shown}"
                              + (f" and {len(big) - 5} more" if len(big) > 5 else ""))
+    _check_by_compute(pool, flaw)
     inputs = []
     for c in pool:
         cand = Target(flops=c.flops, params=c.params, tokens=c.tokens, peak_lr=c.peak_lr)
@@ -845,6 +856,18 @@ def suggest_runs(ladder: Ladder, target, law: str | Law | None = None, *,
                        n_candidates=len(pool), notes=tuple(notes), ladder=ladder.name)
 
 
+def _g(x: float | None) -> str:
+    return "-" if x is None else f"{x:.3g}"
+
+
+def _check_by_compute(pool: Sequence[CandidateRun], law: Law, what: str = "candidates") -> None:
+    """LadderError when a run given by its compute alone meets a law that reads N and D."""
+    if any(c.params is None for c in pool) and ({"params", "tokens"} & set(law.inputs)):
+        raise LadderError(f"the {what} give compute (flops) alone, and law {law.name!r} reads "
+                          f"N and D: add params and tokens columns, or use a law of compute "
+                          f"(power)")
+
+
 def _check_budget(pool: Sequence[CandidateRun], budget: float, given: bool = True) -> None:
     """LadderError naming the first candidate that costs more than ``budget`` (``given``
     False: the default budget, the fitted runs' total compute, which the message says)."""
@@ -852,8 +875,10 @@ def _check_budget(pool: Sequence[CandidateRun], budget: float, given: bool = Tru
     if over:
         c = over[0]
         what = "" if given else " (the default: the fitted runs' total compute)"
-        raise LadderError(f"candidate {c.name!r} (row {c.row}: N = {c.params:.4g}, "
-                          f"D = {c.tokens:.4g}) costs {c.flops:.4g} FLOPs, beyond the budget "
+        where = (f"row {c.row}" if c.params is None else
+                 f"row {c.row}: N = {c.params:.4g}, D = {c.tokens:.4g}")
+        raise LadderError(f"candidate {c.name!r} ({where}) costs {c.flops:.4g} FLOPs, beyond "
+                          f"the budget "
                           f"of {budget:.4g}{what}"
                           + (f" ({len(over) - 1} more beyond it)" if len(over) > 1 else "")
                           + "; raise --budget or drop it")
@@ -970,6 +995,7 @@ def score_design(design, target, prior, *, law: str | Law | None = None,
     if len(runs) <= len(free):
         raise LadderError(f"a design of {len(runs)} run(s) cannot fit law {lw.name!r}'s "
                           f"{len(free)} parameters")
+    _check_by_compute(runs, lw, "design's runs")
     # The prior law as a Fit-like set of inputs; LR-aware laws read each run's peak LR.
     def inputs_of(rows_: Sequence[CandidateRun]) -> dict[str, np.ndarray]:
         out = {}
