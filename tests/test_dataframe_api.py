@@ -64,3 +64,20 @@ def test_one_compute_budget_written_two_ways_is_one_level_without_a_numpy_warnin
         warnings.simplefilter("error", RuntimeWarning)
         conv = delphi.load_ladder(df).flops_convention
     assert conv is not None and conv.drift is None
+
+
+def test_the_api_says_when_it_leaves_out_a_manifests_predict_defaults():
+    # Before (a new user): delphi.predict(load_ladder("marin-moe-535b"), ...) fitted E freely
+    # and printed 2.0442, `delphi predict marin-moe-535b` (E = 1.5 from the manifest) 2.0414,
+    # with no word on why.
+    import warnings
+    lad = delphi.load_ladder("marin-moe-535b")
+    assert lad.predict_defaults == {"law": "power", "fixed": {"E": 1.5}}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        bare = delphi.predict(lad, {"flops": 2.61e24})
+        given = delphi.predict(lad, {"flops": 2.61e24}, "power", fixed={"E": 1.5})
+    said = [n for n in bare.notes if "sets defaults this call did not use" in n]
+    assert said and "fixed={'E': 1.5}" in said[0]
+    assert not [n for n in given.notes if "sets defaults" in n]
+    assert round(given.loss, 4) == 2.0414

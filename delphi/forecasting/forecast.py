@@ -564,7 +564,31 @@ def predict(ladder: Ladder, target: Target | Mapping[str, float], law: str | Law
     options = {k: v for k, v in locals().items()
                if k not in ("ladder", "target", "law", "many")}
     forecasts = _forecast(ladder, many if many is not None else [target], law, options)
+    unapplied = _unapplied_defaults(ladder, law, fixed)
+    if unapplied:
+        forecasts = [f.with_findings(Finding.note("other", unapplied)) for f in forecasts]
     return forecasts if many is not None else forecasts[0]
+
+
+def _unapplied_defaults(ladder, law, fixed) -> str:
+    """A note when the ladder's manifest names ``[predict]`` defaults (a law, fixed
+    parameters) that this call did not use ("" otherwise): the command line applies them, so
+    without it the API and ``delphi predict NAME`` give different forecasts."""
+    defaults = getattr(ladder, "predict_defaults", None) or {}
+    name = law if isinstance(law, str) or law is None else getattr(law, "name", None)
+    missing = {}
+    if defaults.get("law") and name is None:
+        missing["law"] = defaults["law"]
+    given = dict(fixed or {})
+    absent = {k: v for k, v in defaults.get("fixed", {}).items() if k not in given}
+    if absent:
+        missing["fixed"] = absent
+    if not missing:
+        return ""
+    shown = ", ".join(f"{k}={v!r}" for k, v in missing.items())
+    return (f"the manifest of ladder {getattr(ladder, 'name', '?')!r} sets defaults this call "
+            f"did not use ({shown}); `delphi predict` applies them, so pass them here "
+            f"({shown}) for its forecast")
 
 
 def _several_targets(target) -> list | None:

@@ -613,6 +613,10 @@ class Ladder:
         self.unit = normalize_unit(unit)
         self.warnings: list[str] = []
         self.exclusions: list[Exclusion] = list(exclusions)
+        #: The manifest's ``[predict]`` law and fixed parameters (``{"law": ..., "fixed":
+        #: {...}}``; empty without a manifest): ``delphi predict NAME`` applies them,
+        #: :func:`delphi.predict` takes only its arguments and notes the difference.
+        self.predict_defaults: dict = {}
         self.flops_source: str = "given"
         #: k = C / (6·N·D) per run, its median, spread and drift across rungs; ``None`` when
         #: the ladder has no params and tokens to compare its compute with.

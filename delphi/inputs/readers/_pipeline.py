@@ -355,6 +355,12 @@ def build_ladder(manifest: Manifest, *, metric: str | None = None,
     if table.frame.empty:
         raise LadderError(f"{where}: no rows left after the manifest's filters")
     table.notes.extend(notes)
-    return table.to_ladder(name=manifest.name, metric=metric or manifest.metric,
-                           unit=unit or manifest.unit, source=source or where,
-                           schedule=manifest.schedule, drop_invalid=drop_invalid)
+    ladder = table.to_ladder(name=manifest.name, metric=metric or manifest.metric,
+                             unit=unit or manifest.unit, source=source or where,
+                             schedule=manifest.schedule, drop_invalid=drop_invalid)
+    # what `delphi predict NAME` applies; delphi.predict notes it when not given
+    spec = manifest.predict
+    ladder.predict_defaults = {k: v for k, v in (("law", spec.law),
+                                                 ("fixed", dict(spec.fixed)))
+                               if v}
+    return ladder

@@ -471,6 +471,8 @@ def load_with_defaults(args):
     # [predict] defaults
     is_data_file = is_data_source(args.ladder, getattr(args, "format", None))
     manifest = None if args.no_defaults or is_data_file else load_manifest(args.ladder)
+    if args.no_defaults:
+        ladder.predict_defaults = {}    # left out on purpose: no note that they were
     return ladder, (manifest.predict if manifest is not None else None)
 
 
