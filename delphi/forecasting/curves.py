@@ -16,12 +16,13 @@ import pandas as pd
 
 from ..errors import DelphiError, FitError, FitWarning, LadderError, option, user_stacklevel
 from ..fitting import DEFAULT_DELTA, Fit, fit_arrays
+from ..fitting.engine import fit_arrays_many
 from ..inputs.ladder import Ladder, restart_fix, span
 from ..laws import Law, get_law
 from ..inputs.law_inputs import ANNEALING_MOMENTUM, curve_inputs, run_schedule
 from ..inputs.schedules import Schedule, features, warmup_end
 from ..inputs.readers import as_ladder
-from ..core.parallel import check_n_jobs, map_jobs
+from ..core.parallel import _resolve_n_jobs, check_n_jobs, map_jobs, one_blas_thread, progress
 
 __all__ = ["run_schedule", "curve_inputs", "complete", "complete_many", "Completion",
            "decay_seen", "ANNEALING_MOMENTUM", "DECAY_SHARE_MIN"]
@@ -133,6 +134,17 @@ def complete(ladder: Ladder, run: str, law: str | Law = "annealing", *,
     LadderError: unknown run, no schedule, no steps; a resumed run (its step goes back in file
         order, :attr:`delphi.Ladder.restarts`). FitError: too few checkpoints to fit.
     """
+    request, state = _setup(ladder, run, law, upto_fraction=upto_fraction,
+                            upto_step=upto_step, min_step_fraction=min_step_fraction,
+                            siblings=siblings, keep_warmup=keep_warmup, fixed=fixed,
+                            bounds=bounds, delta=delta, seed=seed)
+    return _finish(state, fit_arrays(**request))
+
+
+def _setup(ladder, run, law, *, upto_fraction, upto_step, min_step_fraction, siblings,
+           keep_warmup, fixed, bounds, delta, seed) -> tuple[dict, tuple]:
+    """:func:`complete` up to its fit: the keyword arguments of the curve law's
+    :func:`~delphi.fitting.fit_arrays`, and the state :func:`_finish` needs."""
     ladder = as_ladder(ladder)      # a DataFrame is read as load_ladder reads it
     law = get_law(law)
     run = str(run)
@@ -194,9 +206,16 @@ def complete(ladder: Ladder, run: str, law: str | Law = "annealing", *,
                           f"{option('keep_warmup=True', '--keep-warmup')} fits warm-up "
                           f"checkpoints" if n_warm else ""))
     sub = {k: (v[use] if isinstance(v, np.ndarray) and k != "_lrs" else v) for k, v in x.items()}
-    result = fit_arrays(law, sub, rows.loc[use, "loss"].to_numpy(float),
-                        labels=[f"{run}@{int(s)}" for s in rows.loc[use, "step"]],
-                        fixed=fixed, bounds=bounds, delta=delta, seed=seed)
+    request = dict(law=law, x=sub, y=rows.loc[use, "loss"].to_numpy(float),
+                   labels=[f"{run}@{int(s)}" for s in rows.loc[use, "step"]],
+                   fixed=fixed, bounds=bounds, delta=delta, seed=seed)
+    state = (run, law, rows, x, schedules, notes, sched, total, limit, use, in_warmup, n_warm)
+    return request, state
+
+
+def _finish(state: tuple, result: Fit) -> Completion:
+    """The completion from :func:`_setup`'s state and the curve law's fit."""
+    run, law, rows, x, schedules, notes, sched, total, limit, use, in_warmup, n_warm = state
     end = features(sched, np.array([total]), momentum=ANNEALING_MOMENTUM)
     target = {"S1": end["S1"], "S2": end["S2"], "h": end["h"], "step": np.array([float(total)]),
               "_group": np.array([0]), "_lrs": x["_lrs"]}
@@ -341,9 +360,40 @@ def complete_many(ladder: Ladder, runs=None, law: str | Law = "annealing", *,
                    min_step_fraction=min_step_fraction, siblings=siblings,
                    keep_warmup=keep_warmup, fixed=fixed,
                    bounds=bounds, delta=delta, seed=seed)
+    if len(runs) > 1 and _resolve_n_jobs(n_jobs) == 1:
+        with one_blas_thread():     # as map_jobs runs its serial jobs
+            return _complete_serial(ladder, runs, law, options, show_progress)
     items = [(ladder, run, law, options) for run in runs]
     return map_jobs(_complete_job, items, n_jobs=n_jobs, desc=f"complete ({law.name})",
                     show_progress=show_progress, unit="run")
+
+
+def _complete_serial(ladder: Ladder, runs: list[str], law: Law, options: dict,
+                     show_progress: bool | None) -> list[tuple[str, Completion | str]]:
+    """:func:`complete_many` in this process: every run set up, then their fits by
+    :func:`~delphi.fitting.engine.fit_arrays_many` (the global searches of runs with as many
+    checkpoints share their batched BFGS), then each completion finished; the same results,
+    bit for bit, as :func:`complete` run by run."""
+    out: dict[int, Completion | str] = {}
+    requests, states = [], []
+    for i, run in enumerate(runs):
+        try:
+            request, state = _setup(ladder, run, law, **options)
+        except DelphiError as exc:
+            out[i] = f"{type(exc).__name__}: {exc}"
+            continue
+        requests.append(request)
+        states.append((i, state))
+    fits = iter(progress(iter(fit_arrays_many(requests)), len(requests),
+                         f"complete ({law.name})", show=show_progress, unit="run"))
+    for (i, state), result in zip(states, fits):
+        try:
+            if isinstance(result, DelphiError):
+                raise result
+            out[i] = _finish(state, result)
+        except DelphiError as exc:
+            out[i] = f"{type(exc).__name__}: {exc}"
+    return [(run, out[i]) for i, run in enumerate(runs)]
 
 
 def _siblings(ladder: Ladder, run: str) -> list[str]:
