@@ -142,13 +142,19 @@ def complete(ladder: Ladder, run: str, law: str | Law = "annealing", *,
 
 
 def _setup(ladder, run, law, *, upto_fraction, upto_step, min_step_fraction, siblings,
-           keep_warmup, fixed, bounds, delta, seed) -> tuple[dict, tuple]:
+           keep_warmup, fixed, bounds, delta, seed, by_run=None) -> tuple[dict, tuple]:
     """:func:`complete` up to its fit: the keyword arguments of the curve law's
-    :func:`~delphi.fitting.fit_arrays`, and the state :func:`_finish` needs."""
+    :func:`~delphi.fitting.fit_arrays`, and the state :func:`_finish` needs. ``by_run``:
+    run -> positions of its rows in the ladder's table, found once for many runs (the rows
+    are those ``table[table["run"] == run]`` selects)."""
     ladder = as_ladder(ladder)      # a DataFrame is read as load_ladder reads it
     law = get_law(law)
     run = str(run)
-    if not (ladder.table["run"] == run).any():   # vectorised: complete_many asks per run
+    own_rows = None
+    if by_run is not None:
+        own_rows = ladder.table.take(by_run[run]) if run in by_run else ladder.table.iloc[:0]
+    if own_rows is not None and own_rows.empty or own_rows is None and not (
+            ladder.table["run"] == run).any():   # vectorised: complete_many asks per run
         known = ladder.runs
         raise LadderError(f"unknown run {run!r} in ladder {ladder.name!r}; runs: "
                           f"{', '.join(known[:10])}{' ...' if len(known) > 10 else ''}")
@@ -157,7 +163,8 @@ def _setup(ladder, run, law, *, upto_fraction, upto_step, min_step_fraction, sib
         gone = (getattr(ladder, "superseded", None) or {}).get(run)
         raise LadderError(_restart_message(run, restarts[run])
                           + (f"; its superseded rows: {span(gone)}" if gone else ""))
-    own_rows = ladder.table[ladder.table["run"] == run]
+    if own_rows is None:
+        own_rows = ladder.table[ladder.table["run"] == run]
     if len(own_rows) < 2:
         # One row is a final point, not a loss curve: no curve law can be fitted to it.
         at = own_rows.iloc[0]
@@ -173,7 +180,8 @@ def _setup(ladder, run, law, *, upto_fraction, upto_step, min_step_fraction, sib
         for r in _siblings(ladder, run):
             if r != run:
                 (resumed if r in restarts else group).append(r)
-    rows, x, schedules, notes = curve_inputs(ladder, group)
+    rows, x, schedules, notes = curve_inputs(ladder, group, own=None if by_run is None
+                                             else {run: own_rows})
     if resumed:
         notes.append(f"sibling run(s) left out, resumed with their step going back (not one "
                      f"loss curve): {', '.join(resumed[:6])}{' ...' if len(resumed) > 6 else ''}")
@@ -376,9 +384,11 @@ def _complete_serial(ladder: Ladder, runs: list[str], law: Law, options: dict,
     bit for bit, as :func:`complete` run by run."""
     out: dict[int, Completion | str] = {}
     requests, states = [], []
+    ladder = as_ladder(ladder)
+    by_run = ladder.table.groupby("run", sort=False).indices
     for i, run in enumerate(runs):
         try:
-            request, state = _setup(ladder, run, law, **options)
+            request, state = _setup(ladder, run, law, **options, by_run=by_run)
         except DelphiError as exc:
             out[i] = f"{type(exc).__name__}: {exc}"
             continue
