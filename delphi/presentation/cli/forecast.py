@@ -250,19 +250,21 @@ def _cmd_complete(args) -> int:
 
 
 #: Runs completed per batch when streaming rows: the first rows appear within seconds, and a
-#: batch keeps -j's workers busy. Serially, the runs after the first batch are completed as
-#: one batch: the global searches of runs with as many checkpoints then share their batched
-#: BFGS (:func:`delphi.fitting.engine.fit_arrays_many`), which in batches of 8 they mostly
-#: could not (misfitting2025 --all-runs: 3.0 s CPU against 4.7-5.1 s).
+#: batch keeps -j's workers busy.
 _STREAM_BATCH = 8
+#: The same, serially: the global searches of a batch's runs with as many checkpoints share
+#: their batched BFGS (:func:`delphi.fitting.engine.fit_arrays_many`), which in batches of 8
+#: they mostly could not (misfitting2025 --all-runs, its 242 runs in one batch: 2.1 s CPU
+#: in the process against 4.7-5.1 s; a first batch of 8 before the rest cost 0.1 s more).
+_SERIAL_STREAM_BATCH = 256
 
 
 def _stream_batches(runs: list[str], args) -> list[list[str]]:
     """The batches of runs :func:`_stream_completions` completes, in run order."""
     from ...core.parallel import _resolve_n_jobs, check_n_jobs
-    if _resolve_n_jobs(check_n_jobs(jobs_kwargs(args).get("n_jobs"))) == 1:
-        return [b for b in (runs[:_STREAM_BATCH], runs[_STREAM_BATCH:]) if b]
-    return [runs[i:i + _STREAM_BATCH] for i in range(0, len(runs), _STREAM_BATCH)]
+    serial = _resolve_n_jobs(check_n_jobs(jobs_kwargs(args).get("n_jobs"))) == 1
+    size = _SERIAL_STREAM_BATCH if serial else _STREAM_BATCH
+    return [runs[i:i + size] for i in range(0, len(runs), size)]
 
 
 def _failure_reason(run: str, result: str) -> str:
