@@ -196,11 +196,12 @@ def _setup(ladder, run, law, *, upto_fraction, upto_step, min_step_fraction, sib
     if upto_step is not None:
         limit = min(limit, int(upto_step))
     steps = rows["step"].to_numpy()
-    own_total = np.array([schedules[g].total_steps for g in rows["_group"]], dtype=float)
+    groups = rows["_group"].to_numpy()
+    own_total = np.array([schedules[g].total_steps for g in groups], dtype=float)
     use = (steps <= limit) & (steps >= min_step_fraction * own_total)
     # Warm-up: checkpoints before the step where each run's LR reaches its peak.
     starts = np.array([warmup_end(sc) for sc in schedules])
-    in_warmup = steps < starts[rows["_group"].to_numpy()]
+    in_warmup = steps < starts[groups]
     warm = use & in_warmup
     n_warm = 0 if keep_warmup else int(warm.sum())
     if n_warm:
@@ -214,8 +215,9 @@ def _setup(ladder, run, law, *, upto_fraction, upto_step, min_step_fraction, sib
                           f"{option('keep_warmup=True', '--keep-warmup')} fits warm-up "
                           f"checkpoints" if n_warm else ""))
     sub = {k: (v[use] if isinstance(v, np.ndarray) and k != "_lrs" else v) for k, v in x.items()}
-    request = dict(law=law, x=sub, y=rows.loc[use, "loss"].to_numpy(float),
-                   labels=[f"{run}@{int(s)}" for s in rows.loc[use, "step"]],
+    # Columns as arrays, rows selected by numpy (the same values as rows.loc[use, ...]).
+    request = dict(law=law, x=sub, y=rows["loss"].to_numpy(float)[use],
+                   labels=[f"{run}@{int(s)}" for s in steps[use]],
                    fixed=fixed, bounds=bounds, delta=delta, seed=seed)
     state = (run, law, rows, x, schedules, notes, sched, total, limit, use, in_warmup, n_warm)
     return request, state
@@ -228,22 +230,23 @@ def _finish(state: tuple, result: Fit) -> Completion:
     target = {"S1": end["S1"], "S2": end["S2"], "h": end["h"], "step": np.array([float(total)]),
               "_group": np.array([0]), "_lrs": x["_lrs"]}
     loss = float(result.predict(target)[0])
-    own = rows[rows["run"] == run]
-    last = own.iloc[-1]
-    actual = float(last["loss"]) if int(last["step"]) >= total else None
+    # Columns as arrays, rows selected by numpy (the same values as rows.loc[...]).
+    mine = rows["run"].to_numpy() == run
+    steps, h = rows["step"].to_numpy(), rows["h"].to_numpy(float)
+    last = np.flatnonzero(mine)[-1]
+    actual = float(rows["loss"].to_numpy()[last]) if int(steps[last]) >= total else None
     spec = sched.spec() if isinstance(sched, Schedule) else "logged"
     if actual is not None and limit >= total:
         notes.append("the run already reached its planned end; the fit includes its final loss")
     decay_term = {"annealing": "C", "multipower": "B"}.get(law.name)
-    h_last = float(rows.loc[use & (rows["run"] == run), "h"].iloc[-1]) if (
-        use & (rows["run"] == run)).any() else 1.0
+    h_last = float(h[use & mine][-1]) if (use & mine).any() else 1.0
     if decay_term in result.at_bound and float(end["h"][0]) < 0.9 * h_last:
         notes.append(f"the LR-decay term vanished ({decay_term} = 0): the checkpoints so far show "
                      f"no annealing response, so the loss drop from the decay still to come "
                      f"(lr/peak {h_last:.2f} -> {float(end['h'][0]):.2f}) is missing from the "
                      f"prediction, which is then too high")
     # A kept warm-up checkpoint's LR is below the peak too, but says nothing about the decay.
-    seen = decay_seen(rows.loc[use & ~in_warmup, "h"].to_numpy(float), sched)
+    seen = decay_seen(h[use & ~in_warmup], sched)
     warns = []
     if seen is not None and seen[0] < DECAY_SHARE_MIN:
         share, h_seen, h_end, half = seen
@@ -260,13 +263,13 @@ def _finish(state: tuple, result: Fit) -> Completion:
                if law.name == "annealing" else ""))
         for w in warns:
             warnings.warn(f"run {run!r}: {w}", FitWarning, stacklevel=user_stacklevel())
-    used_runs = sorted(set(rows.loc[use, "run"]) - {run})
+    used_runs = sorted(set(rows["run"].to_numpy()[use]) - {run})
     if used_runs:
         notes.append(f"fitted together with {len(used_runs)} sibling run(s) of the same model and "
                      f"peak LR, up to the same step: {', '.join(used_runs[:6])}"
                      f"{' ...' if len(used_runs) > 6 else ''}")
     return Completion(run=run, loss=loss, total_steps=total, fitted_upto_step=int(
-        rows.loc[use, "step"].max()), n_checkpoints=int(use.sum()), schedule=spec, fit=result,
+        steps[use].max()), n_checkpoints=int(use.sum()), schedule=spec, fit=result,
         actual=actual, notes=tuple(notes), warnings=tuple(warns),
         decay_share=None if seen is None else seen[0], n_warmup_excluded=n_warm)
 
