@@ -22,7 +22,7 @@ from ..laws import Law, get_law
 from ..inputs.law_inputs import ANNEALING_MOMENTUM, curve_inputs, run_schedule
 from ..inputs.schedules import Schedule, features, warmup_end
 from ..inputs.readers import as_ladder
-from ..core.parallel import _resolve_n_jobs, check_n_jobs, map_jobs, one_blas_thread, progress
+from ..core.parallel import check_n_jobs, map_jobs, one_blas_thread, progress, runs_serially
 
 __all__ = ["run_schedule", "curve_inputs", "complete", "complete_many", "Completion",
            "decay_seen", "ANNEALING_MOMENTUM", "DECAY_SHARE_MIN"]
@@ -371,7 +371,7 @@ def complete_many(ladder: Ladder, runs=None, law: str | Law = "annealing", *,
                    min_step_fraction=min_step_fraction, siblings=siblings,
                    keep_warmup=keep_warmup, fixed=fixed,
                    bounds=bounds, delta=delta, seed=seed)
-    if len(runs) > 1 and _resolve_n_jobs(n_jobs) == 1:
+    if len(runs) > 1 and runs_serially(n_jobs):
         with one_blas_thread():     # as map_jobs runs its serial jobs
             return _complete_serial(ladder, runs, law, options, show_progress)
     items = [(ladder, run, law, options) for run in runs]

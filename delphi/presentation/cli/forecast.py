@@ -261,8 +261,8 @@ _SERIAL_STREAM_BATCH = 256
 
 def _stream_batches(runs: list[str], args) -> list[list[str]]:
     """The batches of runs :func:`_stream_completions` completes, in run order."""
-    from ...core.parallel import _resolve_n_jobs, check_n_jobs
-    serial = _resolve_n_jobs(check_n_jobs(jobs_kwargs(args).get("n_jobs"))) == 1
+    from ...core.parallel import runs_serially
+    serial = runs_serially(jobs_kwargs(args).get("n_jobs"))
     size = _SERIAL_STREAM_BATCH if serial else _STREAM_BATCH
     return [runs[i:i + size] for i in range(0, len(runs), size)]
 
