@@ -26,7 +26,7 @@ from typing import Any, Callable, Iterable, Sequence
 from ..errors import FitError, option, user_stacklevel
 
 __all__ = ["map_jobs", "progress", "set_quiet", "is_quiet", "check_n_jobs", "progress_delay",
-           "one_blas_thread"]
+           "one_blas_thread", "runs_serially"]
 
 _QUIET = False
 #: A bar appears only once a job has run this long [s] (tqdm's ``delay``): quick jobs stay
@@ -155,6 +155,17 @@ def _resolve_n_jobs(n_jobs: int | None) -> int:
     # backend (e.g. Dask, threads) without n_jobs gets all its workers.
     default = type(backend).__name__ in ("LokyBackend", "SequentialBackend")
     return (configured_jobs or 1) if default else (configured_jobs or -1)
+
+
+def runs_serially(n_jobs: int | None) -> bool:
+    """Whether :func:`map_jobs` with this ``n_jobs`` (joblib's convention, and the active
+    ``parallel_config``) runs its jobs in this process, one after another.
+
+    Raises
+    ------
+    FitError: a bad ``n_jobs``.
+    """
+    return _resolve_n_jobs(check_n_jobs(n_jobs)) == 1
 
 
 def map_jobs(fn: Callable[[Any], Any], items: Sequence[Any], *, n_jobs: int | None = None,

@@ -23,15 +23,16 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
-from ..errors import FitError, IdentifiabilityError, LawError
+from ..errors import DelphiError, FitError, IdentifiabilityError, LawError
 from ..laws import Law, get_law
 from ..core.parallel import one_blas_thread
 from .objective import Problem
 from .result import Fit
-from .refit import refine_batch, refine_least_squares, refine_one
+from .refit import (StackedProblems, WeightedBatch, refine_batch, refine_least_squares,
+                    refine_one, stack_key)
 from .search import local_minima, pick_starts, screen, theta_candidates
 
-__all__ = ["fit_arrays", "prepare", "Prepared", "safe_start", "basin_probes", "DEFAULT_DELTA"]
+__all__ = ["fit_arrays", "fit_arrays_many", "prepare", "Prepared", "safe_start", "basin_probes", "DEFAULT_DELTA"]
 
 #: Huber delta on log residuals (Hoffmann et al. 2022; Besiroglu et al. 2024).
 DEFAULT_DELTA = 1e-3
@@ -359,6 +360,75 @@ def fit_arrays(law: str | Law, x: Mapping[str, np.ndarray], y: np.ndarray, *,
                            seed=seed, starts=starts, init=init, warm_start=warm_start)
 
 
+def fit_arrays_many(requests: Sequence[Mapping]) -> list:
+    """:func:`fit_arrays` of many independent problems: ``[fit_arrays(**r) for r in
+    requests]``, each result bit-identical to its own call, the error it would raise
+    (a :class:`~delphi.errors.DelphiError`) returned in its place.
+
+    The global searches of problems of one law and size (:func:`delphi.fitting.refit.stack_key`:
+    e.g. the annealing-law completions of runs with the same number of checkpoints) run their
+    batched BFGS together (:class:`~delphi.fitting.refit.StackedProblems`): their problems
+    are small, and one batch per problem spent most of its time in per-iteration Python
+    overhead (``delphi complete misfitting2025 --all-runs``: 119 global searches). Problems
+    with a warm start or an init, two-level (large) problems and laws without a stacked
+    basis are fitted one by one.
+
+    Parameters
+    ----------
+    requests: keyword arguments of :func:`fit_arrays`, one mapping per problem.
+
+    Returns
+    -------
+    list, one per request: a :class:`Fit`, or the DelphiError its fit raised.
+    """
+    out: list = [None] * len(requests)
+    with one_blas_thread():
+        pending: dict = {}
+        for i, req in enumerate(requests):
+            req = dict(req)
+            try:
+                if req.get("warm_start") is not None or req.get("init") is not None:
+                    out[i] = fit_arrays(**req)
+                    continue
+                prep = prepare(req["law"], req["x"], req["y"], labels=req.get("labels"),
+                               fixed=req.get("fixed"), bounds=req.get("bounds"),
+                               delta=req.get("delta", DEFAULT_DELTA))
+                sp, _, big, z0 = _search_starts(prep, seed=req.get("seed", 0),
+                                                starts=req.get("starts", _REFINE_STARTS))
+            except DelphiError as err:
+                out[i] = err
+                continue
+            key = None if big else stack_key(sp)
+            if key is None:
+                try:
+                    results = _descend(sp, z0, prep.ibounds)
+                    if big:
+                        results = _second_level(prep, results)
+                    out[i] = _finish_fit(prep, results, None)
+                except DelphiError as err:
+                    out[i] = err
+                continue
+            pending.setdefault(key + (tuple(map(tuple, prep.ibounds)),), []).append(
+                (i, prep, z0))
+        for group in pending.values():
+            stacked = StackedProblems([prep.problem for _, prep, _ in group])
+            z0 = np.concatenate([z for _, _, z in group])
+            member = np.repeat(np.arange(len(group)), [len(z) for _, _, z in group])
+            batch = refine_batch(stacked, z0, np.ones((len(z0), stacked.log_y.shape[1])),
+                                 group[0][1].ibounds, race=True, member=member)
+            for m, (i, prep, z) in enumerate(group):
+                rows = member == m
+                own = WeightedBatch(z=batch.z[rows], objective=batch.objective[rows],
+                                    converged=batch.converged[rows],
+                                    iterations=batch.iterations)
+                try:
+                    out[i] = _finish_fit(prep, _descend(prep.problem, z, prep.ibounds, own),
+                                         None)
+                except DelphiError as err:
+                    out[i] = err
+    return out
+
+
 def _check_warm_start(law: Law, warm_start, fixed: Mapping[str, float]) -> dict[str, float]:
     """A warm start gives a finite value of every free parameter (those of a fit of the law)."""
     values = {str(k): _number(v, f"warm_start {k}")
@@ -471,16 +541,20 @@ _UNPOLISHED = "left unfinished above a converged start (not polished)"
 _PROBE_ITER = 60
 
 
-def _descend(problem: Problem, z0: np.ndarray, ibounds) -> list:
+def _descend(problem: Problem, z0: np.ndarray, ibounds, batch: WeightedBatch | None = None
+             ) -> list:
     """Refine every start of ``z0`` (S, p): one batched BFGS, then L-BFGS-B for the starts it
     left unfinished that could still beat the best converged one (up to the best two when
     none converged). The lowest of those is polished to the end; each other one first gets a
     short probe and is polished only if the probe goes below the best so far (in a flat
     valley, polishing every start to machine precision costs seconds and changes nothing).
     [(z, objective, success, message)] per start; a start not polished carries the message
-    :data:`_UNPOLISHED` and is left out of the fit's agreement count."""
-    batch = refine_batch(problem, z0, np.ones((len(z0), len(problem.log_y))), ibounds,
-                         race=True)
+    :data:`_UNPOLISHED` and is left out of the fit's agreement count. ``batch``: the batched
+    BFGS of these starts, already run (:func:`fit_arrays_many` runs it for many problems at
+    once)."""
+    if batch is None:
+        batch = refine_batch(problem, z0, np.ones((len(z0), len(problem.log_y))), ibounds,
+                             race=True)
     done = batch.converged & np.isfinite(batch.objective)
     best = float(batch.objective[done].min()) if done.any() else math.inf
     unfinished = np.flatnonzero(~done)
@@ -576,6 +650,21 @@ def global_search(prep: Prepared, *, seed: int = 0, starts: int = _REFINE_STARTS
     ------
     FitError: no point of the search range gives a positive prediction everywhere.
     """
+    sp, sy, big, z0 = _search_starts(prep, seed=seed, starts=starts)
+    results = _descend(sp, z0, prep.ibounds)
+    if not big:
+        return results
+    return _second_level(prep, results)
+
+
+def _search_starts(prep: Prepared, *, seed: int, starts: int):
+    """The screen of :func:`global_search` and the starts it picks: (problem screened,
+    its losses, whether it is a subsample, starts (S, p) in internal coordinates).
+
+    Raises
+    ------
+    FitError: no point of the search range gives a positive prediction everywhere.
+    """
     law, problem, ibounds = prep.law, prep.problem, prep.ibounds
     sp, sy, big = screen_problem(prep)  # small problems: the second level costs more
     ranges = _search_ranges(law, problem, prep.bounds)
@@ -589,9 +678,13 @@ def global_search(prep: Prepared, *, seed: int = 0, starts: int = _REFINE_STARTS
         raise FitError(f"law {law.name!r} cannot represent these losses anywhere in its "
                        f"search range (every candidate gives a non-positive prediction)")
     z0 = np.stack([start_vector(sp, thetas[i], coefs[i], sy, ibounds) for i in chosen])
-    results = _descend(sp, z0, ibounds)
-    if not big:
-        return results
+    return sp, sy, big, z0
+
+
+def _second_level(prep: Prepared, results: list) -> list:
+    """The subsample's optima ``results`` of a two-level search refined on all the points
+    (see :func:`global_search`)."""
+    problem, ibounds = prep.problem, prep.ibounds
     # Distinct optima of the subsample (starts that met in one basin share it).
     reps: list[int] = []
     owner = []
@@ -691,18 +784,17 @@ def convergence_message(converged: bool, stationarity: float, scipy_said: str) -
 def _fit_arrays(law, x, y, *, labels, fixed, bounds, delta, seed, starts, init,
                 warm_start=None) -> Fit:
     prep = prepare(law, x, y, labels=labels, fixed=fixed, bounds=bounds, delta=delta)
-    law, problem, xa, y, labels = prep.law, prep.problem, prep.x, prep.y, prep.labels
-    fixed, all_bounds, ibounds, free = prep.fixed, prep.bounds, prep.ibounds, prep.free
+    problem, ibounds, y = prep.problem, prep.ibounds, prep.y
     if warm_start is None:
         results = global_search(prep, seed=seed, starts=starts)
     else:
-        warm_start = _check_warm_start(law, warm_start, fixed)
+        warm_start = _check_warm_start(prep.law, warm_start, prep.fixed)
         # A refit of a law already fitted: start at that optimum and refine locally. The
         # batched BFGS (IRLS initial Hessian) gets there in a few steps where L-BFGS-B from
         # the warm start needs many. A converged batch is taken as the global search takes
         # its converged starts (its tolerances are those of refine_batch, tighter than the
         # stationarity test below); L-BFGS-B polishes only a refit the batch left unfinished.
-        z0 = safe_start(problem, {**fixed, **dict(warm_start)}, ibounds)
+        z0 = safe_start(problem, {**prep.fixed, **dict(warm_start)}, ibounds)
         batch = refine_batch(problem, z0, np.ones((1, len(y))), ibounds)
         finite = np.all(np.isfinite(batch.z[0])) and np.isfinite(batch.objective[0])
         if finite and batch.converged[0]:
@@ -710,6 +802,14 @@ def _fit_arrays(law, x, y, *, labels, fixed, bounds, delta, seed, starts, init,
                         "converged (batched BFGS)")]
         else:
             results = [_refine(problem, batch.z[0] if finite else z0, ibounds)]
+    return _finish_fit(prep, results, init)
+
+
+def _finish_fit(prep: Prepared, results: list, init) -> Fit:
+    """The fit from the optima of its starts ``results`` (and a refined ``init``): the best
+    one, with its diagnostics and warnings."""
+    law, problem, xa, y, labels = prep.law, prep.problem, prep.x, prep.y, prep.labels
+    fixed, all_bounds, ibounds, free = prep.fixed, prep.bounds, prep.ibounds, prep.free
     if init is not None:
         lo = np.array([b[0] if b[0] is not None else -np.inf for b in ibounds])
         hi = np.array([b[1] if b[1] is not None else np.inf for b in ibounds])

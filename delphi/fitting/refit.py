@@ -26,8 +26,8 @@ from scipy.optimize import least_squares, minimize
 
 from .objective import Problem
 
-__all__ = ["WeightedBatch", "refine_batch", "refine_one", "refine_least_squares",
-           "weighted_objective"]
+__all__ = ["WeightedBatch", "StackedProblems", "stack_key", "refine_batch", "refine_one",
+           "refine_least_squares", "weighted_objective"]
 
 _MAX_ITER = 200
 _ARMIJO = 1e-4
@@ -58,13 +58,53 @@ class WeightedBatch:
     iterations: int
 
 
-def _evaluate(problem: Problem, z: np.ndarray, weights: np.ndarray):
+def stack_key(problem: Problem):
+    """What problems must share to be refined in one :class:`StackedProblems` batch (law,
+    points, free and fixed parameters, delta, which derivatives can be non-zero), or None when
+    the law has no stacked basis (:meth:`delphi.laws.Law.stack_inputs`)."""
+    law = problem.law
+    if getattr(law, "stack_inputs", None) is None:
+        return None
+    _, d = law.log_basis(problem.theta_fixed, problem.x)
+    nonzero = np.any(d != 0, axis=tuple(range(d.ndim - 2)))
+    return (law.name, id(law), len(problem.log_y), tuple(problem.free_lin),
+            tuple(problem.free_nl), problem.gamma_fixed.tobytes(),
+            problem.theta_fixed.tobytes(), float(problem.delta), nonzero.tobytes())
+
+
+class StackedProblems:
+    """Problems of one law with the same :func:`stack_key` (their own inputs and losses),
+    refined in one batch: row b of a batch belongs to problem ``member[b]``.
+
+    Each row's arithmetic is the one :func:`refine_batch` does for that problem alone, so the
+    results are bit-identical; only the per-iteration Python overhead is shared (the
+    (Mis)Fitting ladder's 119 completions: one global search each, a few starts of a
+    10-60 point problem, where the overhead is the cost).
+    """
+
+    def __init__(self, problems) -> None:
+        p0 = problems[0]
+        self.law, self.delta = p0.law, p0.delta
+        self.free_lin, self.free_nl, self.n_free = p0.free_lin, p0.free_nl, p0.n_free
+        self.gamma_fixed, self.theta_fixed, self.signs = p0.gamma_fixed, p0.theta_fixed, p0.signs
+        self.log_y = np.stack([p.log_y for p in problems])
+        self.basis_inputs, d = p0.law.stack_inputs([p.x for p in problems])
+        # As _evaluate does for one problem: the pattern of derivatives that can be non-zero
+        # (equal for all members: stack_key), and the derivatives with non-finite ones as 0.
+        self.nonzero = np.any(d[0] != 0, axis=0)
+        clean = np.where(np.isfinite(d), d, 0.0)
+        self.dcols = {(j, i): np.ascontiguousarray(clean[:, :, j, i])
+                      for j in range(d.shape[2]) for i in range(d.shape[3])}
+
+
+def _evaluate(problem: Problem, z: np.ndarray, weights: np.ndarray, member=None):
     """Scaled objective f (B,), gradient (B, p), log residuals r (B, n), Jacobian (B, n, p).
 
     f is the objective of :meth:`Problem.scaled_objective_and_grad` with point i counted
     ``weights[b, i]`` times; +inf where the law's prediction is not positive. The law has few
     terms, so the log-sum-exp runs over them as a Python loop of (B, n) array operations
-    (reductions over a short last axis are several times slower in numpy).
+    (reductions over a short last axis are several times slower in numpy). With ``member``
+    (B,), ``problem`` is a :class:`StackedProblems` and row b is its problem ``member[b]``.
     """
     b = z.shape[0]
     nk = len(problem.free_lin)
@@ -72,7 +112,12 @@ def _evaluate(problem: Problem, z: np.ndarray, weights: np.ndarray):
     theta = np.repeat(problem.theta_fixed[None, :], b, axis=0)
     gamma[:, problem.free_lin] = z[:, :nk]
     theta[:, problem.free_nl] = z[:, nk:]
-    logphi, dlogphi = problem.law.log_basis_batch(theta, problem.x)
+    if member is None:
+        logphi, dlogphi = problem.law.log_basis_batch(theta, problem.x)
+        log_y = problem.log_y[None, :]
+    else:
+        logphi = problem.law.log_basis_stacked(theta, problem.basis_inputs, member)
+        log_y = problem.log_y[member]
     k = logphi.shape[2]
     with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
         terms = []
@@ -90,8 +135,18 @@ def _evaluate(problem: Problem, z: np.ndarray, weights: np.ndarray):
         pos = s > 0
         ok = np.all(pos, axis=1)
         s_safe = np.where(pos, s, 1.0)
-        r = m + np.log(s_safe) - problem.log_y[None, :]
+        r = m + np.log(s_safe) - log_y
         w = [ej / s_safe for ej in e]
+    if member is not None:
+        cols = [w[j] for j in problem.free_lin]
+        for i in problem.free_nl:
+            col = None
+            for j in range(k):
+                if problem.nonzero[j, i]:
+                    term = w[j] * problem.dcols[j, i][member]
+                    col = term if col is None else col + term
+            cols.append(col if col is not None else np.zeros_like(r))
+        return _huber(problem, r, cols, weights, ok)
     # Which (term, parameter) derivatives can be non-zero: from one row when the law
     # returned the same derivative for every draw (a broadcast view).
     shared = dlogphi.strides[0] == 0
@@ -111,6 +166,12 @@ def _evaluate(problem: Problem, z: np.ndarray, weights: np.ndarray):
                     term = w[j] * np.where(np.isfinite(dj), dj, 0.0)
                 col = term if col is None else col + term
         cols.append(col if col is not None else np.zeros_like(r))
+    return _huber(problem, r, cols, weights, ok)
+
+
+def _huber(problem, r, cols, weights, ok):
+    """The end of :func:`_evaluate`: (f, g, r, jac) from the log residuals and the Jacobian's
+    columns."""
     jac = np.stack(cols, axis=2) if cols else np.zeros(r.shape + (0,))
     d = problem.delta
     a = np.abs(r)
@@ -141,7 +202,8 @@ def _scale(jac: np.ndarray, weights: np.ndarray) -> np.ndarray:
     return np.maximum((weights[:, None, :] @ np.abs(jac))[:, 0, :], 1e-300)
 
 
-def _reduced_step(z: np.ndarray, g: np.ndarray, hinv: np.ndarray, lo, hi) -> np.ndarray:
+def _reduced_step(z: np.ndarray, g: np.ndarray, hinv: np.ndarray, lo, hi, member=None
+                  ) -> np.ndarray:
     """Quasi-Newton steps (B, p) with the parameters held at a bound taken out.
 
     A parameter at a bound whose gradient pushes it further out is held: the step on the
@@ -149,6 +211,8 @@ def _reduced_step(z: np.ndarray, g: np.ndarray, hinv: np.ndarray, lo, hi) -> np.
     complement hinv_ff - hinv_fa hinv_aa^-1 hinv_af (the inverse of the Hessian's free
     block). Clipping the full step instead keeps the coupling to the held parameter and
     zig-zags: a refit whose optimum sits on a bound then took hundreds of iterations.
+    Rows of different ``member`` problems (stacked) are never solved together, so that a
+    singular block falls back for its own problem only, as it would alone.
     """
     d = -(hinv @ g[:, :, None])[:, :, 0]
     held = ((z <= lo) & (g > 0)) | ((z >= hi) & (g < 0))
@@ -156,9 +220,12 @@ def _reduced_step(z: np.ndarray, g: np.ndarray, hinv: np.ndarray, lo, hi) -> np.
     d[held.all(axis=1)] = 0.0
     if rows.size == 0:
         return d
-    patterns, which = np.unique(held[rows], axis=0, return_inverse=True)
+    key = held[rows] if member is None else np.column_stack(
+        [held[rows].astype(np.int64), np.asarray(member)[rows]])
+    patterns, which = np.unique(key, axis=0, return_inverse=True)
     for k, pat in enumerate(patterns):
         sel = rows[np.asarray(which).ravel() == k]
+        pat = np.asarray(pat[:z.shape[1]], dtype=bool)
         a, f = np.flatnonzero(pat), np.flatnonzero(~pat)
         h = hinv[sel]
         hff, hfa, haa = h[:, f][:, :, f], h[:, f][:, :, a], h[:, a][:, :, a]
@@ -173,7 +240,7 @@ def _reduced_step(z: np.ndarray, g: np.ndarray, hinv: np.ndarray, lo, hi) -> np.
 
 
 def refine_batch(problem: Problem, z0: np.ndarray, weights: np.ndarray, ibounds, *,
-                 max_iter: int = _MAX_ITER, race: bool = False) -> WeightedBatch:
+                 max_iter: int = _MAX_ITER, race: bool = False, member=None) -> WeightedBatch:
     """Refine every weighted problem from ``z0`` (p,) or (B, p) by batched BFGS.
 
     Parameters
@@ -186,6 +253,9 @@ def refine_batch(problem: Problem, z0: np.ndarray, weights: np.ndarray, ibounds,
     race: the rows are starts of one problem (a global search), not separate problems: once
         one has converged at iteration t, the others get until iteration max(2t, t + 30) to
         go below it, and those still above it then stop (unconverged).
+    member: (B,) with a :class:`StackedProblems` ``problem``: the problem of each row. Rows
+        are refined (and raced, with ``race``) within their own problem, bit-identically to a
+        call on that problem alone; ``iterations`` is then the largest over the problems.
 
     Returns
     -------
@@ -195,7 +265,9 @@ def refine_batch(problem: Problem, z0: np.ndarray, weights: np.ndarray, ibounds,
     nb, p = weights.shape[0], problem.n_free
     lo, hi = _lohi(ibounds)
     z = np.clip(np.broadcast_to(np.asarray(z0, float), (nb, p)).copy(), lo, hi)
-    f, g, r, jac = _evaluate(problem, z, weights)
+    if member is not None:
+        member = np.asarray(member, dtype=np.int64)
+    f, g, r, jac = _evaluate(problem, z, weights, member)
     if p == 0:  # every parameter fixed: nothing to refine
         return WeightedBatch(z=z, objective=f * problem.delta, converged=np.isfinite(f),
                              iterations=0)
@@ -208,6 +280,13 @@ def refine_batch(problem: Problem, z0: np.ndarray, weights: np.ndarray, ibounds,
             hinv = np.linalg.inv(h + ridge)
         except np.linalg.LinAlgError:
             hinv = np.repeat(np.eye(p)[None], nb, axis=0)
+            # Stacked problems: each one's own inverse, or its identity, as alone.
+            for mm in (np.unique(member) if member is not None else ()):
+                sel = np.flatnonzero(member == mm)
+                try:
+                    hinv[sel] = np.linalg.inv(h[sel] + ridge[sel])
+                except np.linalg.LinAlgError:
+                    pass
     bad = ~np.all(np.isfinite(hinv), axis=(1, 2))
     hinv[bad] = np.eye(p)
     # The gradient's scale for the stationarity test, from the start (it barely moves).
@@ -216,13 +295,17 @@ def refine_batch(problem: Problem, z0: np.ndarray, weights: np.ndarray, ibounds,
     converged = np.zeros(nb, dtype=bool)
     stalls = np.zeros(nb, dtype=int)
     first_converged = None
+    if member is not None:
+        n_members = int(member.max()) + 1 if nb else 0
+        first_of = np.full(n_members, -1, dtype=np.int64)
     it = 0
     eye = np.eye(p)
     while active.any() and it < max_iter:
         it += 1
         idx = np.flatnonzero(active)
         za, fa, ga, ha, wa = z[idx], f[idx], g[idx], hinv[idx], weights[idx]
-        d = _reduced_step(za, ga, ha, lo, hi)
+        ma = None if member is None else member[idx]
+        d = _reduced_step(za, ga, ha, lo, hi, ma)
         # Project: no movement out of the box along a bound already reached.
         d = np.where((za <= lo) & (d < 0) | (za >= hi) & (d > 0), 0.0, d)
         slope = (ga * d).sum(axis=1)
@@ -243,7 +326,7 @@ def refine_batch(problem: Problem, z0: np.ndarray, weights: np.ndarray, ibounds,
             if todo.size == 0:
                 break
             trial = np.clip(za[todo] + t[todo, None] * d[todo], lo, hi)
-            ft, gt, _, _ = _evaluate(problem, trial, wa[todo])
+            ft, gt, _, _ = _evaluate(problem, trial, wa[todo], None if ma is None else ma[todo])
             ok = ft <= fa[todo] + _ARMIJO * t[todo] * np.minimum(slope[todo], 0.0)
             ok &= np.isfinite(ft)
             hit = todo[ok]
@@ -281,12 +364,22 @@ def refine_batch(problem: Problem, z0: np.ndarray, weights: np.ndarray, ibounds,
         # when its scale-free gradient meets the engine's stationarity test.
         converged[idx[done]] = stationary[done] | (gmax[done] < _GTOL_STALLED)
         active[idx[done]] = False
-        if race and converged.any():
+        if race and converged.any() and member is None:
             first = it if first_converged is None else first_converged
             first_converged = first
             if it >= max(2 * first, first + 30):
                 best = float(f[converged].min())
                 active &= f < best * (1 - 1e-9)
+        elif race and converged.any():
+            # The same race, problem by problem.
+            has = np.zeros(n_members, dtype=bool)
+            has[member[converged]] = True
+            first_of[has & (first_of < 0)] = it
+            judged = has & (it >= np.maximum(2 * first_of, first_of + 30))
+            if judged.any():
+                best = np.full(n_members, np.inf)
+                np.minimum.at(best, member[converged], f[converged])
+                active &= ~judged[member] | (f < best[member] * (1 - 1e-9))
     return WeightedBatch(z=z, objective=f * problem.delta, converged=converged, iterations=it)
 
 

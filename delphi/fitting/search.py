@@ -157,6 +157,21 @@ def pick_starts(obj: np.ndarray, thetas: np.ndarray, ranges: list[tuple[float, f
     order = np.argsort(obj, kind="stable")
     span = np.array([max(hi - lo, 1e-12) for lo, hi in ranges]) if ranges else np.zeros(0)
     chosen: list[int] = []
+    if count >= 1:
+        # The greedy choice below, one array operation per start chosen: a point is taken
+        # when it is the best finite one not within 5% of a start already taken
+        # (|a - b| = |b - a| exactly, so the distances are those of the loop).
+        stop = np.flatnonzero(~np.isfinite(obj[order]))
+        finite = order[:stop[0]] if stop.size else order
+        blocked = np.zeros(len(obj), dtype=bool)
+        while len(chosen) < count:
+            free = finite[~blocked[finite]]
+            if free.size == 0:
+                break
+            i = int(free[0])
+            chosen.append(i)
+            blocked |= ~(np.max(np.abs(thetas - thetas[i]) / span, axis=1, initial=0.0) > 0.05)
+        return chosen
     for i in order:
         if not np.isfinite(obj[i]):
             break

@@ -16,12 +16,13 @@ import pandas as pd
 
 from ..errors import DelphiError, FitError, FitWarning, LadderError, option, user_stacklevel
 from ..fitting import DEFAULT_DELTA, Fit, fit_arrays
+from ..fitting.engine import fit_arrays_many
 from ..inputs.ladder import Ladder, restart_fix, span
 from ..laws import Law, get_law
 from ..inputs.law_inputs import ANNEALING_MOMENTUM, curve_inputs, run_schedule
 from ..inputs.schedules import Schedule, features, warmup_end
 from ..inputs.readers import as_ladder
-from ..core.parallel import check_n_jobs, map_jobs
+from ..core.parallel import check_n_jobs, map_jobs, one_blas_thread, progress, runs_serially
 
 __all__ = ["run_schedule", "curve_inputs", "complete", "complete_many", "Completion",
            "decay_seen", "ANNEALING_MOMENTUM", "DECAY_SHARE_MIN"]
@@ -133,10 +134,27 @@ def complete(ladder: Ladder, run: str, law: str | Law = "annealing", *,
     LadderError: unknown run, no schedule, no steps; a resumed run (its step goes back in file
         order, :attr:`delphi.Ladder.restarts`). FitError: too few checkpoints to fit.
     """
+    request, state = _setup(ladder, run, law, upto_fraction=upto_fraction,
+                            upto_step=upto_step, min_step_fraction=min_step_fraction,
+                            siblings=siblings, keep_warmup=keep_warmup, fixed=fixed,
+                            bounds=bounds, delta=delta, seed=seed)
+    return _finish(state, fit_arrays(**request))
+
+
+def _setup(ladder, run, law, *, upto_fraction, upto_step, min_step_fraction, siblings,
+           keep_warmup, fixed, bounds, delta, seed, by_run=None) -> tuple[dict, tuple]:
+    """:func:`complete` up to its fit: the keyword arguments of the curve law's
+    :func:`~delphi.fitting.fit_arrays`, and the state :func:`_finish` needs. ``by_run``:
+    run -> positions of its rows in the ladder's table, found once for many runs (the rows
+    are those ``table[table["run"] == run]`` selects)."""
     ladder = as_ladder(ladder)      # a DataFrame is read as load_ladder reads it
     law = get_law(law)
     run = str(run)
-    if not (ladder.table["run"] == run).any():   # vectorised: complete_many asks per run
+    own_rows = None
+    if by_run is not None:
+        own_rows = ladder.table.take(by_run[run]) if run in by_run else ladder.table.iloc[:0]
+    if own_rows is not None and own_rows.empty or own_rows is None and not (
+            ladder.table["run"] == run).any():   # vectorised: complete_many asks per run
         known = ladder.runs
         raise LadderError(f"unknown run {run!r} in ladder {ladder.name!r}; runs: "
                           f"{', '.join(known[:10])}{' ...' if len(known) > 10 else ''}")
@@ -145,7 +163,8 @@ def complete(ladder: Ladder, run: str, law: str | Law = "annealing", *,
         gone = (getattr(ladder, "superseded", None) or {}).get(run)
         raise LadderError(_restart_message(run, restarts[run])
                           + (f"; its superseded rows: {span(gone)}" if gone else ""))
-    own_rows = ladder.table[ladder.table["run"] == run]
+    if own_rows is None:
+        own_rows = ladder.table[ladder.table["run"] == run]
     if len(own_rows) < 2:
         # One row is a final point, not a loss curve: no curve law can be fitted to it.
         at = own_rows.iloc[0]
@@ -161,7 +180,8 @@ def complete(ladder: Ladder, run: str, law: str | Law = "annealing", *,
         for r in _siblings(ladder, run):
             if r != run:
                 (resumed if r in restarts else group).append(r)
-    rows, x, schedules, notes = curve_inputs(ladder, group)
+    rows, x, schedules, notes = curve_inputs(ladder, group, own=None if by_run is None
+                                             else {run: own_rows})
     if resumed:
         notes.append(f"sibling run(s) left out, resumed with their step going back (not one "
                      f"loss curve): {', '.join(resumed[:6])}{' ...' if len(resumed) > 6 else ''}")
@@ -176,11 +196,12 @@ def complete(ladder: Ladder, run: str, law: str | Law = "annealing", *,
     if upto_step is not None:
         limit = min(limit, int(upto_step))
     steps = rows["step"].to_numpy()
-    own_total = np.array([schedules[g].total_steps for g in rows["_group"]], dtype=float)
+    groups = rows["_group"].to_numpy()
+    own_total = np.array([schedules[g].total_steps for g in groups], dtype=float)
     use = (steps <= limit) & (steps >= min_step_fraction * own_total)
     # Warm-up: checkpoints before the step where each run's LR reaches its peak.
     starts = np.array([warmup_end(sc) for sc in schedules])
-    in_warmup = steps < starts[rows["_group"].to_numpy()]
+    in_warmup = steps < starts[groups]
     warm = use & in_warmup
     n_warm = 0 if keep_warmup else int(warm.sum())
     if n_warm:
@@ -194,29 +215,38 @@ def complete(ladder: Ladder, run: str, law: str | Law = "annealing", *,
                           f"{option('keep_warmup=True', '--keep-warmup')} fits warm-up "
                           f"checkpoints" if n_warm else ""))
     sub = {k: (v[use] if isinstance(v, np.ndarray) and k != "_lrs" else v) for k, v in x.items()}
-    result = fit_arrays(law, sub, rows.loc[use, "loss"].to_numpy(float),
-                        labels=[f"{run}@{int(s)}" for s in rows.loc[use, "step"]],
-                        fixed=fixed, bounds=bounds, delta=delta, seed=seed)
+    # Columns as arrays, rows selected by numpy (the same values as rows.loc[use, ...]).
+    request = dict(law=law, x=sub, y=rows["loss"].to_numpy(float)[use],
+                   labels=[f"{run}@{int(s)}" for s in steps[use]],
+                   fixed=fixed, bounds=bounds, delta=delta, seed=seed)
+    state = (run, law, rows, x, schedules, notes, sched, total, limit, use, in_warmup, n_warm)
+    return request, state
+
+
+def _finish(state: tuple, result: Fit) -> Completion:
+    """The completion from :func:`_setup`'s state and the curve law's fit."""
+    run, law, rows, x, schedules, notes, sched, total, limit, use, in_warmup, n_warm = state
     end = features(sched, np.array([total]), momentum=ANNEALING_MOMENTUM)
     target = {"S1": end["S1"], "S2": end["S2"], "h": end["h"], "step": np.array([float(total)]),
               "_group": np.array([0]), "_lrs": x["_lrs"]}
     loss = float(result.predict(target)[0])
-    own = rows[rows["run"] == run]
-    last = own.iloc[-1]
-    actual = float(last["loss"]) if int(last["step"]) >= total else None
+    # Columns as arrays, rows selected by numpy (the same values as rows.loc[...]).
+    mine = rows["run"].to_numpy() == run
+    steps, h = rows["step"].to_numpy(), rows["h"].to_numpy(float)
+    last = np.flatnonzero(mine)[-1]
+    actual = float(rows["loss"].to_numpy()[last]) if int(steps[last]) >= total else None
     spec = sched.spec() if isinstance(sched, Schedule) else "logged"
     if actual is not None and limit >= total:
         notes.append("the run already reached its planned end; the fit includes its final loss")
     decay_term = {"annealing": "C", "multipower": "B"}.get(law.name)
-    h_last = float(rows.loc[use & (rows["run"] == run), "h"].iloc[-1]) if (
-        use & (rows["run"] == run)).any() else 1.0
+    h_last = float(h[use & mine][-1]) if (use & mine).any() else 1.0
     if decay_term in result.at_bound and float(end["h"][0]) < 0.9 * h_last:
         notes.append(f"the LR-decay term vanished ({decay_term} = 0): the checkpoints so far show "
                      f"no annealing response, so the loss drop from the decay still to come "
                      f"(lr/peak {h_last:.2f} -> {float(end['h'][0]):.2f}) is missing from the "
                      f"prediction, which is then too high")
     # A kept warm-up checkpoint's LR is below the peak too, but says nothing about the decay.
-    seen = decay_seen(rows.loc[use & ~in_warmup, "h"].to_numpy(float), sched)
+    seen = decay_seen(h[use & ~in_warmup], sched)
     warns = []
     if seen is not None and seen[0] < DECAY_SHARE_MIN:
         share, h_seen, h_end, half = seen
@@ -233,13 +263,13 @@ def complete(ladder: Ladder, run: str, law: str | Law = "annealing", *,
                if law.name == "annealing" else ""))
         for w in warns:
             warnings.warn(f"run {run!r}: {w}", FitWarning, stacklevel=user_stacklevel())
-    used_runs = sorted(set(rows.loc[use, "run"]) - {run})
+    used_runs = sorted(set(rows["run"].to_numpy()[use]) - {run})
     if used_runs:
         notes.append(f"fitted together with {len(used_runs)} sibling run(s) of the same model and "
                      f"peak LR, up to the same step: {', '.join(used_runs[:6])}"
                      f"{' ...' if len(used_runs) > 6 else ''}")
     return Completion(run=run, loss=loss, total_steps=total, fitted_upto_step=int(
-        rows.loc[use, "step"].max()), n_checkpoints=int(use.sum()), schedule=spec, fit=result,
+        steps[use].max()), n_checkpoints=int(use.sum()), schedule=spec, fit=result,
         actual=actual, notes=tuple(notes), warnings=tuple(warns),
         decay_share=None if seen is None else seen[0], n_warmup_excluded=n_warm)
 
@@ -341,9 +371,42 @@ def complete_many(ladder: Ladder, runs=None, law: str | Law = "annealing", *,
                    min_step_fraction=min_step_fraction, siblings=siblings,
                    keep_warmup=keep_warmup, fixed=fixed,
                    bounds=bounds, delta=delta, seed=seed)
+    if len(runs) > 1 and runs_serially(n_jobs):
+        with one_blas_thread():     # as map_jobs runs its serial jobs
+            return _complete_serial(ladder, runs, law, options, show_progress)
     items = [(ladder, run, law, options) for run in runs]
     return map_jobs(_complete_job, items, n_jobs=n_jobs, desc=f"complete ({law.name})",
                     show_progress=show_progress, unit="run")
+
+
+def _complete_serial(ladder: Ladder, runs: list[str], law: Law, options: dict,
+                     show_progress: bool | None) -> list[tuple[str, Completion | str]]:
+    """:func:`complete_many` in this process: every run set up, then their fits by
+    :func:`~delphi.fitting.engine.fit_arrays_many` (the global searches of runs with as many
+    checkpoints share their batched BFGS), then each completion finished; the same results,
+    bit for bit, as :func:`complete` run by run."""
+    out: dict[int, Completion | str] = {}
+    requests, states = [], []
+    ladder = as_ladder(ladder)
+    by_run = ladder.table.groupby("run", sort=False).indices
+    for i, run in enumerate(runs):
+        try:
+            request, state = _setup(ladder, run, law, **options, by_run=by_run)
+        except DelphiError as exc:
+            out[i] = f"{type(exc).__name__}: {exc}"
+            continue
+        requests.append(request)
+        states.append((i, state))
+    fits = iter(progress(iter(fit_arrays_many(requests)), len(requests),
+                         f"complete ({law.name})", show=show_progress, unit="run"))
+    for (i, state), result in zip(states, fits):
+        try:
+            if isinstance(result, DelphiError):
+                raise result
+            out[i] = _finish(state, result)
+        except DelphiError as exc:
+            out[i] = f"{type(exc).__name__}: {exc}"
+    return [(run, out[i]) for i, run in enumerate(runs)]
 
 
 def _siblings(ladder: Ladder, run: str) -> list[str]:

@@ -149,6 +149,12 @@ class Law:
         pairs = [self.log_basis(t, x) for t in thetas]
         return np.stack([p[0] for p in pairs]), np.stack([p[1] for p in pairs])
 
+    #: ``stack_inputs(xs) -> (pre, dlogphi (M, n, k, m))`` and ``log_basis_stacked(thetas (B,
+    #: m), pre, member (B,)) -> logphi (B, n, k)``: :meth:`log_basis_batch` for rows of M
+    #: problems of the same size at once (``member[b]``: the problem of row b), where the
+    #: derivative does not depend on ``theta``; None for a law that has no such form.
+    stack_inputs = None
+
     def row_cost(self, x: Inputs) -> float:
         """Cost of evaluating the law at one row of ``x``, in units of a closed-form law's row
         (1.0 here). The fitting engine searches a problem of ``n * row_cost`` units or more on a

@@ -54,6 +54,26 @@ class AnnealingLaw(Law):
         return (self.log_basis_grid(thetas, x),
                 np.broadcast_to(dlogphi, (len(thetas),) + dlogphi.shape))
 
+    def stack_inputs(self, xs) -> tuple[tuple[np.ndarray, np.ndarray], np.ndarray]:
+        """ln S1 and ln S2 of M problems of n points each, (M, n) each, and each one's
+        derivative (M, n, 3, 1) (see :attr:`delphi.laws.Law.stack_inputs`)."""
+        log_s1 = np.stack([np.log(x["S1"]) for x in xs])
+        with np.errstate(divide="ignore"):
+            log_s2 = np.stack([np.log(x["S2"]) for x in xs])
+        d = np.stack([self.log_basis(np.zeros(1), x)[1] for x in xs])
+        return (log_s1, log_s2), d
+
+    def log_basis_stacked(self, thetas: np.ndarray, pre, member: np.ndarray) -> np.ndarray:
+        """:meth:`log_basis_grid` with row b on the inputs of problem ``member[b]`` (the
+        same arithmetic, element by element): thetas (B, 1) -> (B, n, 3)."""
+        log_s1, log_s2 = pre
+        ls1 = log_s1[member]
+        out = np.empty(ls1.shape + (3,))
+        out[:, :, 0] = 0.0
+        out[:, :, 1] = -np.asarray(thetas, dtype=float)[:, :1] * ls1
+        out[:, :, 2] = log_s2[member]
+        return out
+
 
 ANNEALING = AnnealingLaw(
     name="annealing",

@@ -252,6 +252,19 @@ def _cmd_complete(args) -> int:
 #: Runs completed per batch when streaming rows: the first rows appear within seconds, and a
 #: batch keeps -j's workers busy.
 _STREAM_BATCH = 8
+#: The same, serially: the global searches of a batch's runs with as many checkpoints share
+#: their batched BFGS (:func:`delphi.fitting.engine.fit_arrays_many`), which in batches of 8
+#: they mostly could not (misfitting2025 --all-runs, its 242 runs in one batch: 2.1 s CPU
+#: in the process against 4.7-5.1 s; a first batch of 8 before the rest cost 0.1 s more).
+_SERIAL_STREAM_BATCH = 256
+
+
+def _stream_batches(runs: list[str], args) -> list[list[str]]:
+    """The batches of runs :func:`_stream_completions` completes, in run order."""
+    from ...core.parallel import runs_serially
+    serial = runs_serially(jobs_kwargs(args).get("n_jobs"))
+    size = _SERIAL_STREAM_BATCH if serial else _STREAM_BATCH
+    return [runs[i:i + size] for i in range(0, len(runs), size)]
 
 
 def _failure_reason(run: str, result: str) -> str:
@@ -296,8 +309,7 @@ def _stream_completions(ladder, runs: list[str], law: str, settings: dict, args)
 
     emit(header)
     done, errors, flagged, failed = 0, [], 0, 0
-    for i in range(0, len(runs), _STREAM_BATCH):
-        batch = runs[i:i + _STREAM_BATCH]
+    for batch in _stream_batches(runs, args):
         for run, result in complete_many(ladder, batch, law, **settings, **jobs_kwargs(args),
                                          show_progress=False):
             if isinstance(result, str) and not args.all_runs:
