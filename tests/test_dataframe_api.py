@@ -81,3 +81,15 @@ def test_the_api_says_when_it_leaves_out_a_manifests_predict_defaults():
     assert said and "fixed={'E': 1.5}" in said[0]
     assert not [n for n in given.notes if "sets defaults" in n]
     assert round(given.loss, 4) == 2.0414
+
+
+def test_a_coefficient_with_a_huge_standard_error_has_an_unbounded_wald_end():
+    # Before: math.exp overflowed in Fit.to_dict (complete --law multipower --json on a
+    # (Mis)Fitting run raised an InternalError OverflowError).
+    from dataclasses import replace
+    fit = delphi.fit(_frame(), "power")
+    huge = replace(fit, stderr={**fit.stderr, "A": fit.params["A"] * 1e6}, identification=None)
+    rows = {r["name"]: r for r in huge._param_rows()}
+    assert rows["A"]["upper"] == float("inf") and rows["A"]["lower"] == 0.0
+    import json
+    json.dumps(delphi.core.records.jsonable(huge.to_dict()), allow_nan=False)

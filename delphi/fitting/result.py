@@ -191,7 +191,11 @@ class Fit:
                     if linear and value > 0:
                         # The covariance is in log c (se = c x s.e. of log c): the Wald
                         # interval there, mapped back, stays positive like c.
-                        lo, hi = value * math.exp(-z * se / value), value * math.exp(z * se / value)
+                        # (a s.e. hundreds of times c itself: the upper end is unbounded,
+                        # not an OverflowError)
+                        t = z * se / value
+                        lo = value * math.exp(-t) if t < 700 else 0.0
+                        hi = value * math.exp(t) if t < 700 else math.inf
                     else:
                         lo, hi = value - z * se, value + z * se
             rows.append({"name": name, "value": value, "stderr": se, "lower": lo, "upper": hi,
