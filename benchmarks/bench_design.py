@@ -88,6 +88,10 @@ def runs_table(name: str, setup: dict):
     return full, t
 
 
+#: Keep each interval's calibration terms (``"cal"``) in the rows (benchmarks/probe_design.py).
+KEEP_CALIBRATION = False
+
+
 def forecast_all(full, runs: list[str], targets: pd.DataFrame, seed: int = 0) -> list[dict]:
     import delphi
     ladder = full.select(runs=runs)
@@ -103,6 +107,8 @@ def forecast_all(full, runs: list[str], targets: pd.DataFrame, seed: int = 0) ->
                     "rel_width": (iv.upper - iv.lower) / f.loss if iv else np.nan,
                     "covered": bool(iv and iv.lower <= tg.loss <= iv.upper),
                     "method": iv.method if iv else None})
+        if KEEP_CALIBRATION:
+            out[-1]["cal"] = dict(iv.calibration or {}) if iv else {}
     return out
 
 

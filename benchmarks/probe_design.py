@@ -18,32 +18,12 @@ from __future__ import annotations
 import math
 import sys
 import time
-import warnings
 from pathlib import Path
 
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import bench_design as B  # noqa: E402
-
-
-def _forecast_terms(full, runs, targets, seed=0):
-    """bench_design.forecast_all, keeping each interval's calibration terms."""
-    import delphi
-    ladder = full.select(runs=runs)
-    out = []
-    for tg in targets.itertuples():
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            f = delphi.predict(ladder, {"params": tg.params, "tokens": tg.tokens}, B.LAW,
-                               seed=seed, off_trend=False)
-        iv = f.interval
-        out.append({"target": tg.run, "flops": tg.flops, "loss": tg.loss, "forecast": f.loss,
-                    "log_error": float(np.log(f.loss / tg.loss)),
-                    "rel_width": (iv.upper - iv.lower) / f.loss if iv else np.nan,
-                    "covered": bool(iv and iv.lower <= tg.loss <= iv.upper),
-                    "method": iv.method if iv else None, "cal": dict(iv.calibration or {})})
-    return out
 
 
 def _rel_width(cal: dict, ratio: float, z: float) -> float:
@@ -58,7 +38,7 @@ def _rel_width(cal: dict, ratio: float, z: float) -> float:
 def main(argv=None) -> int:
     from scipy.stats import norm
     names = (argv if argv is not None else sys.argv[1:]) or list(B.SETUPS)
-    B.forecast_all = _forecast_terms
+    B.KEEP_CALIBRATION = True
     z = float(norm.ppf(0.95))
     print("| ladder | design | largest run | r | sigma_0 | k | own folds (weight) | f sigma(r) "
           "| param sd | run sd | width |")
