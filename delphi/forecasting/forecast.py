@@ -587,8 +587,8 @@ def _unapplied_defaults(ladder, law, fixed) -> str:
         return ""
     shown = ", ".join(f"{k}={v!r}" for k, v in missing.items())
     return (f"the manifest of ladder {getattr(ladder, 'name', '?')!r} sets defaults this call "
-            f"did not use ({shown}); `delphi predict` applies them, so pass them here "
-            f"({shown}) for its forecast")
+            f"did not use: {shown}; `delphi predict` applies them, so pass them here for its "
+            f"forecast")
 
 
 def _several_targets(target) -> list | None:

@@ -517,8 +517,8 @@ class Registry:
                 return e
         if not self.path.exists():
             raise RegistryError(f"no registry at {self.path}: register a prediction there "
-                                f"first (delphi predict ... --registry PATH --id ID), or check "
-                                f"the path")
+                                f"first (delphi register --registry PATH --id ID LADDER), or "
+                                f"check the path")
         known = [e.id for e in entries if "/outcome-" not in e.id]
         near = [k for k in known if k.startswith(f"{id}-")]   # a comparison's ID-<recipe>-<k>
         raise RegistryError(f"no entry {id!r} in {self.path}"
