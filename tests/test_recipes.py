@@ -530,3 +530,16 @@ def test_too_few_runs_to_resample_falls_back_on_the_forecasts_intervals():
 def test_backtest_report_gives_the_accuracys_sampling_interval(power_pair):
     out = backtest_recipes(power_pair, law="power", n_boot=20, max_cuts=1)
     assert "Clopper-Pearson" in out.report()
+
+
+def test_a_comparison_without_draws_registers_and_scores(tmp_path):
+    # Before: the registry refused n_draws = 0 ("greater than or equal to 1").
+    c = np.array([1e18, 1e19, 1e20])
+    pair = [Ladder(pd.DataFrame({"run": [f"{nm}-{i}" for i in range(3)], "flops": c,
+                                 "loss": _power(law, c)}), name=nm)
+            for nm, law in (("A", A_LAW), ("B", B_LAW))]
+    r = compare_recipes(pair, target_flops=[1e22], law="power", n_boot=20, seed=0)
+    reg = delphi.Registry(tmp_path / "r.jsonl")
+    (entry,) = reg.register_comparison(r, id="small")
+    assert entry.comparison.n_draws == 0 and "no bootstrap" in entry.comparison.method
+    assert reg.verify().ok

@@ -346,7 +346,9 @@ class ComparisonRecord(_Strict):
     method: Text
     """How the draws were paired, in words."""
     pairing: Literal["run", "budget", "none"]
-    n_draws: Annotated[int, Field(ge=1)]
+    n_draws: Annotated[int, Field(ge=0)]
+    """Paired draws; 0 for recipes too small to resample (the interval then combines their
+    own forecast intervals: :attr:`method` says so)."""
     fixed: dict[str, Finite] = Field(default_factory=dict)
     """Parameters held fixed for both recipes (e.g. a shared floor E)."""
 
