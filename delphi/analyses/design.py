@@ -392,11 +392,13 @@ def read_candidates(source, *, k: float = 1.0, what: str = "candidates") -> list
                 raise LadderError(f"{label}: row {i}, column {col!r}: {v!r} is not a positive "
                                   f"finite number")
             vals[col] = x
+        given = (str(names.iloc[i - 1]) if names is not None and pd.notna(names.iloc[i - 1])
+                 else None)
         if by_compute:
-            name = (str(names.iloc[i - 1]) if names is not None and pd.notna(names.iloc[i - 1])
-                    else f"C{vals['flops']:.3g}")
             out.append(CandidateRun(params=None, tokens=None, flops=vals["flops"],
-                                    peak_lr=vals.get("peak_lr"), name=name, row=i))
+                                    peak_lr=vals.get("peak_lr"),
+                                    name=given if given is not None else f"C{vals['flops']:.3g}",
+                                    row=i))
             continue
         six_nd = FLOPS_PER_PARAM_TOKEN * vals["params"] * vals["tokens"]
         flops = vals.get("flops", k * six_nd)
@@ -404,8 +406,7 @@ def read_candidates(source, *, k: float = 1.0, what: str = "candidates") -> list
             raise LadderError(f"{label}: row {i}, column 'flops': {flops:.4g} disagrees with "
                               f"k x 6 x params x tokens = {k * six_nd:.4g} (k = {k:.3g}, the "
                               f"ladder's FLOP convention) by more than {_FLOPS_RTOL:.0%}")
-        name = (str(names.iloc[i - 1]) if names is not None and pd.notna(names.iloc[i - 1])
-                else f"N{vals['params']:.3g}-D{vals['tokens']:.3g}")
+        name = given if given is not None else f"N{vals['params']:.3g}-D{vals['tokens']:.3g}"
         out.append(CandidateRun(params=vals["params"], tokens=vals["tokens"], flops=flops,
                                 peak_lr=vals.get("peak_lr"), name=name, row=i))
     return out
@@ -732,14 +733,15 @@ def suggest_runs(ladder: Ladder, target, law: str | Law | None = None, *,
     else:
         _check_budget(pool, budget, given=budget_given)
         if c_target is not None:
-            big = [c for c in pool if c.flops >= c_target * (1 - 1e-9)]
-            if big and len(big) == len(pool):
+            below = [c for c in pool if c.flops < c_target * (1 - 1e-9)]
+            big = [c for c in pool if c not in below]
+            if not below:
                 raise LadderError(f"every candidate costs at least the target's compute "
                                   f"{c_target:.3g} FLOPs (e.g. {big[0].name!r}, "
                                   f"{big[0].flops:.3g}): a run as large as the target is the "
                                   f"target, not a rung of its ladder")
             if big:
-                pool = [c for c in pool if c.flops < c_target * (1 - 1e-9)]
+                pool = below
                 shown = ", ".join(f"{c.name} ({c.flops:.3g})" for c in big[:5])
                 notes.append(f"left out {plural(len(big), 'candidate')} costing at least the "
                              f"target's compute {c_target:.3g} FLOPs (a run as large as the "

@@ -405,7 +405,8 @@ class RecipeComparison:
     def to_dict(self) -> dict:
         """The JSON of ``delphi compare-recipes --json`` (``curves``: the figure's; NaN, as a
         band without draws, and infinities are null)."""
-        return jsonable({"reference": self.reference, "recipes": list(self.recipes), "law": self.law,
+        return jsonable({"reference": self.reference, "recipes": list(self.recipes),
+                         "law": self.law,
                 "decision": self.decision, "decision_rule": _RULE_WORDS[self.decision],
                 "run_noise": self.run_noise,
                 "unit": self.unit, "metric": self.metric,
@@ -1163,6 +1164,22 @@ def _noise_pair(pp: _Paired, a: int, b: int, rng, shape) -> tuple[np.ndarray, np
     return pp.noise[a] * za, pp.noise[b] * (rho * za + math.sqrt(1 - rho * rho) * zb)
 
 
+def _fitted_pair(pp: _Paired, a: int, b: int, spec: _Spec) -> tuple:
+    """The full fits' side of a comparison at ``spec``: (parameters of a and of b as
+    columns, L_a, L_b, the effective compute multiplier (inf: a never reaches L_b), the
+    crossover nearest the target [FLOPs] or None)."""
+    law = pp.law
+    pa, pb = _col(pp.fits[a].params), _col(pp.fits[b].params)
+    zero = np.zeros((1, 1))
+    la = float(spec.path(law, pa, zero, pp.k[a])[0, 0])
+    lb = float(spec.path(law, pb, zero, pp.k[b])[0, 0])
+    u_point = _solve(spec, law, pa, pp.k[a], np.array([lb]))[0]
+    mult = math.exp(u_point) if math.isfinite(u_point) else math.inf
+    cross = _crossovers(spec, law, pa, pb, pp.k[a], pp.k[b],
+                        np.array([math.log(spec.flops)]))[0]
+    return pa, pb, la, lb, mult, (None if np.isnan(cross) else float(cross))
+
+
 def _compare_pair(pp: _Paired, a: int, b: int, spec: _Spec, level: float, seed: int,
                   own: tuple | None = None) -> dict:
     """Difference, P(better), multiplier and crossover of recipe b against a at ``spec``.
@@ -1171,11 +1188,7 @@ def _compare_pair(pp: _Paired, a: int, b: int, spec: _Spec, level: float, seed: 
     if pp.draws is None:
         return _compare_unpaired(pp, a, b, spec, level, seed, own)
     law = pp.law
-    fa, fb = pp.fits[a].params, pp.fits[b].params
-    pa, pb = _col(fa), _col(fb)
-    zero = np.zeros((1, 1))
-    la = float(spec.path(law, pa, zero, pp.k[a])[0, 0])
-    lb = float(spec.path(law, pb, zero, pp.k[b])[0, 0])
+    pa, pb, la, lb, mult, cross = _fitted_pair(pp, a, b, spec)
     da, db = pp.draws[a], pp.draws[b]
     m = len(next(iter(da.values())))
     za = spec.path(law, da, np.zeros((m, 1)), pp.k[a])[:, 0]
@@ -1190,21 +1203,17 @@ def _compare_pair(pp: _Paired, a: int, b: int, spec: _Spec, level: float, seed: 
     q = (1 - level) / 2
     lo, hi = np.quantile(new, [q, 1 - q])
     mlo, mhi = np.quantile(diff, [q, 1 - q])
-    u_point = _solve(spec, law, pa, pp.k[a], np.array([lb]))[0]
     u_draws = _solve(spec, law, da, pp.k[a], zb)
-    mult = math.exp(u_point) if math.isfinite(u_point) else math.inf
     m_lo, m_hi = _quantiles(np.exp(u_draws), level)
-    near = np.array([math.log(spec.flops)])
-    cross = _crossovers(spec, law, pa, pb, pp.k[a], pp.k[b], near)[0]
-    cross = None if np.isnan(cross) else float(cross)
-    centre = np.array([math.log(cross)]) if cross is not None else near
+    centre = np.array([math.log(cross if cross is not None else spec.flops)])
     cd = _crossovers(spec, law, da, db, pp.k[a], pp.k[b], centre)
     share = float(np.mean(~np.isnan(cd)))
     c_lo = c_hi = None
     if cross is not None:
         c_lo, c_hi = _quantiles(cd[~np.isnan(cd)], level)
     return {"loss": lb - la, "lower": float(lo), "upper": float(hi), "mean_lower": float(mlo),
-            "mean_upper": float(mhi), "p_better": float(np.mean(diff < 0) + 0.5 * np.mean(diff == 0)),
+            "mean_upper": float(mhi),
+            "p_better": float(np.mean(diff < 0) + 0.5 * np.mean(diff == 0)),
             "multiplier": mult, "multiplier_lower": m_lo, "multiplier_upper": m_hi,
             "crossover": cross, "crossover_lower": c_lo, "crossover_upper": c_hi,
             "crossover_share": share, "la": la, "lb": lb}
@@ -1225,10 +1234,7 @@ def _compare_unpaired(pp: _Paired, a: int, b: int, spec: _Spec, level: float, se
         raise FitError(f"{pp.no_draws}; and the recipes' own forecasts give no interval to "
                        f"fall back on")
     law = pp.law
-    pa, pb = _col(pp.fits[a].params), _col(pp.fits[b].params)
-    zero = np.zeros((1, 1))
-    la = float(spec.path(law, pa, zero, pp.k[a])[0, 0])
-    lb = float(spec.path(law, pb, zero, pp.k[b])[0, 0])
+    pa, pb, la, lb, mult, cross = _fitted_pair(pp, a, b, spec)
     rng = np.random.default_rng(np.random.SeedSequence([seed, a, b, 13]))
     m = 4000
     za, zb = rng.standard_normal(m), rng.standard_normal(m)
@@ -1239,13 +1245,8 @@ def _compare_unpaired(pp: _Paired, a: int, b: int, spec: _Spec, level: float, se
     q = (1 - level) / 2
     lo, hi = (float(v) for v in np.quantile(new, [q, 1 - q]))
     mlo, mhi = (float(v) for v in np.quantile(diff, [q, 1 - q]))
-    u_point = _solve(spec, law, pa, pp.k[a], np.array([lb]))[0]
-    mult = math.exp(u_point) if math.isfinite(u_point) else math.inf
     u_draws = _solve(spec, law, pa, pp.k[a], la + diff)
     m_lo, m_hi = _quantiles(np.exp(u_draws), level)
-    near = np.array([math.log(spec.flops)])
-    cross = _crossovers(spec, law, pa, pb, pp.k[a], pp.k[b], near)[0]
-    cross = None if np.isnan(cross) else float(cross)
     return {"loss": lb - la, "lower": lo, "upper": hi, "mean_lower": mlo, "mean_upper": mhi,
             "p_better": float(np.mean(diff < 0) + 0.5 * np.mean(diff == 0)),
             "multiplier": mult, "multiplier_lower": m_lo, "multiplier_upper": m_hi,
@@ -1360,6 +1361,19 @@ def _decide(pp: _Paired, a: int, b: int, spec: _Spec, level: float, seed: int, r
     return out
 
 
+def _law_at_anchor(pp: _Paired, a: int, b: int, anchor: dict) -> tuple[float, float]:
+    """The full fits' L_a and L_b at the anchor (:func:`_anchor`), each the mean over its
+    matched points."""
+    pa, pb = _col(pp.fits[a].params), _col(pp.fits[b].params)
+    zero = np.zeros((1, 1))
+    pt_a = pt_b = 0.0
+    for sa, sb in anchor["points"]:
+        pt_a += float(sa.path(pp.law, pa, zero, pp.k[a])[0, 0])
+        pt_b += float(sb.path(pp.law, pb, zero, pp.k[b])[0, 0])
+    k = len(anchor["points"])
+    return pt_a / k, pt_b / k
+
+
 def _decide_undrawn(pp: _Paired, a: int, b: int, spec: _Spec, r: dict,
                     anchor: dict | None) -> dict:
     """:func:`_decide` without paired draws: ``law`` as always; ``anchored`` the observed
@@ -1375,14 +1389,9 @@ def _decide_undrawn(pp: _Paired, a: int, b: int, spec: _Spec, r: dict,
             out[rule] = dict(law_rule)
         out["robust"] = {**law_rule, "check": "no anchor"}
         return out
-    law = pp.law
-    pa, pb = _col(pp.fits[a].params), _col(pp.fits[b].params)
-    zero = np.zeros((1, 1))
-    pt = [(float(sa.path(law, pa, zero, pp.k[a])[0, 0]),
-           float(sb.path(law, pb, zero, pp.k[b])[0, 0])) for sa, sb in anchor["points"]]
-    at_anchor = float(np.mean([tb - ta for ta, tb in pt]))
+    pt_a, pt_b = _law_at_anchor(pp, a, b, anchor)
     obs = anchor["observed"]
-    change = r["loss"] - at_anchor
+    change = r["loss"] - (pt_b - pt_a)
     kept = {**law_rule, "loss": obs, "taken": False}
     out["anchored"] = {**law_rule, "loss": obs + change}
     out["shrunk"] = dict(kept)
@@ -1424,16 +1433,14 @@ def _decide_one(pp: _Paired, a: int, b: int, spec: _Spec, level: float, seed: in
         return out
     da, db = pp.draws[a], pp.draws[b]
     m = len(next(iter(da.values())))
-    pa, pb = _col(pp.fits[a].params), _col(pp.fits[b].params)
-    zero, zeros = np.zeros((1, 1)), np.zeros((m, 1))
-    pt_a, pt_b, dr_a, dr_b = 0.0, 0.0, np.zeros(m), np.zeros(m)
+    zeros = np.zeros((m, 1))
+    pt_a, pt_b = _law_at_anchor(pp, a, b, anchor)
+    dr_a, dr_b = np.zeros(m), np.zeros(m)
     for sa, sb in anchor["points"]:
-        pt_a += float(sa.path(law, pa, zero, pp.k[a])[0, 0])
-        pt_b += float(sb.path(law, pb, zero, pp.k[b])[0, 0])
         dr_a = dr_a + sa.path(law, da, zeros, pp.k[a])[:, 0]
         dr_b = dr_b + sb.path(law, db, zeros, pp.k[b])[:, 0]
     k = len(anchor["points"])
-    pt_a, pt_b, dr_a, dr_b = pt_a / k, pt_b / k, dr_a / k, dr_b / k
+    dr_a, dr_b = dr_a / k, dr_b / k
     ta = spec.path(law, da, zeros, pp.k[a])[:, 0]
     tb = spec.path(law, db, zeros, pp.k[b])[:, 0]
     change = r["loss"] - (pt_b - pt_a)
