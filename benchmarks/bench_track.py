@@ -35,7 +35,13 @@ Figures:
 * the multi-power completion of ``bench_curves.py`` (one 2,000-step run, 1,600 checkpoints)
   over the same Epoch fit (issue 8 target <= 20x; not changed by this issue).
 
-Usage: ``python benchmarks/bench_track.py [--n-boot 200] [--oos misfitting] [--write]``;
+Carry-over anchoring (the ladder forecast anchored to the run's deviation so far, rho and sd
+measured on each fit ladder's own size folds: ``target_curve.carry_over``) is on; ``--no-anchor``
+registers the forecasts without it (the figures before it). The per-fraction errors are shown
+in sample (the issue's heroes) and out of sample (one size down, ``--oos``).
+
+Usage: ``python benchmarks/bench_track.py [--n-boot 200] [--oos misfitting] [--no-anchor]
+[--write]``;
 ``--multipower-only K`` times only the multi-power completion against one Epoch fit, K times.
 """
 
@@ -164,6 +170,8 @@ def replay_one(cf, t_forecast, run, target, log, folder):
                 r = c.revised
                 at[q] = {"revised": abs(math.log(actual / r.loss)),
                          "ladder": abs(math.log(actual / cf.loss)),
+                         "anchored": (None if r.anchored is None
+                                      else abs(math.log(actual / r.anchored))),
                          "run": None if r.run_only is None else abs(math.log(actual / r.run_only)),
                          "covered": r.lower <= actual <= r.upper,
                          "ladder_weight": r.ladder_weight}
@@ -231,24 +239,25 @@ def _med(xs):
 def stats(groups, inside="inside", at="at"):
     """Pooled figures of one configuration under one band rule."""
     pooled_in, cov, per = [], [], []
-    q_err = {q: {"revised": [], "ladder": [], "run": []} for q in FRACTIONS}
+    q_err = {q: {"revised": [], "ladder": [], "run": [], "anchored": []} for q in FRACTIONS}
     for name, results in groups:
         lad = [x for r in results for x in r[inside]]
         pooled_in += lad
         per.append((name, float(np.mean(lad)) if lad else float("nan"), len(lad)))
         for r in results:
             for q, a in r[at].items():
-                for k in ("revised", "ladder", "run"):
-                    q_err[q][k].append(a[k])
+                for k in ("revised", "ladder", "run", "anchored"):
+                    q_err[q][k].append(a.get(k))
                 cov.append(a["covered"])
     med = {q: tuple(_med(q_err[q][k]) for k in ("revised", "ladder", "run")) for q in FRACTIONS}
     wins = sum(rv < ld and rv < ro for rv, ld, ro in med.values())
+    anchored = {q: _med(q_err[q]["anchored"]) for q in FRACTIONS}
     return {"band": float(np.mean(pooled_in)) if pooled_in else float("nan"),
-            "n": len(pooled_in), "per": per, "med": med, "wins": wins,
+            "n": len(pooled_in), "per": per, "med": med, "wins": wins, "anchored": anchored,
             "revised_cov": float(np.mean(cov)) if cov else float("nan"), "n_cov": len(cov)}
 
 
-def summarise(groups, oos, syn, base, mp) -> list[str]:
+def summarise(groups, oos, syn, base, mp, anchor=True) -> list[str]:
     lines = [SECTION, "",
              "(run-only: no value at 25%, where the curve and the recorded checkpoints start "
              "and the completion has fewer than 6 checkpoints; there the revised forecast is "
@@ -324,6 +333,28 @@ def summarise(groups, oos, syn, base, mp) -> list[str]:
                   "(tests/test_track_size_band.py); a partial replay with a floor of 2 (OLMo "
                   "3B-0.5xC and 3B-10xC only, same coverage of those two) had been seen "
                   "before, so the floor is in-sample for the OLMo 3B heroes too."]
+    lines += ["", "Final-loss error per fraction, in sample and out of sample (median "
+                  "|ln(final / forecast)| over runs, pooled over ladders; anchored = the "
+                  "ladder forecast anchored by the carry-over, " + (
+                      "measured on each fit ladder's size folds, never on these runs):"
+                      if anchor else "off in this run, `--no-anchor`):"), "",
+              "| heroes | fraction | revised | ladder only | anchored ladder | run only | "
+              "revised below both | revised below ladder only |",
+              "|---|---|---|---|---|---|---|---|"]
+    for label, g in (("in sample", groups), ("out of sample", oos or [])):
+        if not g:
+            continue
+        sx = stats(g)
+        for q in FRACTIONS:
+            rv, ld, ro = sx["med"][q]
+            an = sx["anchored"][q]
+            lines.append(f"| {label} | {q:.0%} | {rv:.2%} | {ld:.2%} | "
+                         f"{'-' if math.isnan(an) else f'{an:.2%}'} | "
+                         f"{'none' if math.isnan(ro) else f'{ro:.2%}'} | "
+                         f"{'yes' if rv < ld and rv < ro else 'no'} | "
+                         f"{'yes' if rv < ld else 'no'} |")
+        lines.append(f"| {label} | revised interval covers final | {sx['revised_cov']:.1%} of "
+                     f"{sx['n_cov']} | | | | | |")
     lines += ["", "Final-loss error, median |ln(final / forecast)| over runs, at the first "
                   "checkpoint at or after each fraction (both ladders pooled; per ladder "
                   "below):", "",
@@ -375,7 +406,7 @@ def summarise(groups, oos, syn, base, mp) -> list[str]:
     return lines
 
 
-def run_config(down, only, n_boot, folder, syn_box):
+def run_config(down, only, n_boot, folder, syn_box, anchor=True):
     """Replay the heroes of one configuration (``down`` as in :func:`heroes`)."""
     from delphi.forecasting.target_curve import size_holdout_errors
     groups = []
@@ -390,7 +421,7 @@ def run_config(down, only, n_boot, folder, syn_box):
             if key not in cache:
                 t0 = time.perf_counter()
                 cf = predict_curve(fit_ladder, target, n_boot=n_boot, seed=0,
-                                   size_errors=folds)
+                                   size_errors=folds, carry=anchor)
                 cache[key] = (cf, time.perf_counter() - t0 + t_folds)
             cf, t_forecast = cache[key]
             r = replay_one(cf, t_forecast, run, target, log, folder)
@@ -412,6 +443,9 @@ def main(argv=None) -> int:
     ap.add_argument("--only", choices=("olmo", "misfitting"), help="one ladder only")
     ap.add_argument("--write", action="store_true", help="write the RESULTS.md section")
     ap.add_argument("--skip-multipower", action="store_true")
+    ap.add_argument("--no-anchor", action="store_true",
+                    help="forecasts without the carry-over (the tracker's rule before "
+                         "anchoring: reproduces the figures before it)")
     ap.add_argument("--multipower-only", type=int, metavar="K", default=0,
                     help="only time the multi-power completion against one Epoch fit, K times "
                          "(no replay, nothing written)")
@@ -435,15 +469,16 @@ def main(argv=None) -> int:
     with threadpool_limits(limits=1), tempfile.TemporaryDirectory() as folder:
         base = epoch_fit_seconds()
         syn_box = []
-        groups = run_config(0, args.only, args.n_boot, folder, syn_box)
+        anchor = not args.no_anchor
+        groups = run_config(0, args.only, args.n_boot, folder, syn_box, anchor)
         oos_only = {"all": args.only, "none": None}.get(args.oos, args.oos)
         oos = [] if args.oos == "none" or (args.only and args.oos not in ("all", args.only)) \
-            else run_config(1, oos_only, args.n_boot, folder, None)
+            else run_config(1, oos_only, args.n_boot, folder, None, anchor)
         mp = float("nan") if args.skip_multipower else multipower_seconds()
     syn = syn_box[0] if syn_box else None
-    lines = summarise(groups, oos, syn, base, mp)
+    lines = summarise(groups, oos, syn, base, mp, anchor)
     lines.insert(2, f"Command: `python benchmarks/bench_track.py --n-boot {args.n_boot} "
-                    f"--oos {args.oos} --write` ({time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, "
+                    f"--oos {args.oos}{' --no-anchor' if args.no_anchor else ''} --write` ({time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, "
                     f"{time.perf_counter() - t_start:.0f} s).")
     lines.insert(3, "")
     print("\n".join(lines))

@@ -23,6 +23,20 @@ measures that on the ladder itself, before the target exists: each of the ladder
 curves is cut at fractions 0.1..0.9, completed, and the root-mean-square log error of the
 final loss is recorded per fraction. ``register`` stores it with the curve, so the weights of
 the revised forecast (:mod:`delphi.registry.tracking`) are preregistered too.
+
+Carry-over anchoring. A run that so far lies off its forecast curve tends to end off it too.
+How much of the deviation so far carries over to the final loss is measured on the ladder's
+own size folds (:func:`size_holdout_errors`: the law fitted without one size predicts that
+size's whole curves): at each fraction q of :data:`CARRY_FRACTIONS`, the held-out run's
+deviation d (mean ln(observed / forecast) over its checkpoints in the last
+:data:`CARRY_WINDOW` of the run, at its first checkpoint at or after q) against its final
+error e = ln(actual final / forecast final). :func:`carry_over` regresses e on d through the
+origin (rho, clipped to [0, 1]: a partial carry-over, never an amplification or a sign flip)
+and records the residual sd (n - 1 degrees of freedom) and the rms of e. The tracker then
+anchors the ladder's final forecast: ln L = ln L_ladder + rho d, its sd the ladder's
+scaled by sd / rms (the share of the final error the carry-over leaves unexplained, a ratio,
+so a target further above the ladder than the folds keeps its wider ladder sd). Never
+measured on the target runs.
 """
 
 from __future__ import annotations
@@ -37,7 +51,7 @@ from ..core.quantiles import norm_ppf
 from ..errors import DelphiError, FitWarning, TargetError, option, user_stacklevel
 from ..fitting.api import MIN_CHECKPOINT_FRACTION, fit as fit_law
 from ..inputs.ladder import Ladder
-from ..inputs.law_inputs import rows_inputs
+from ..inputs.law_inputs import rows_inputs, run_fraction
 from ..inputs.schedules import Schedule, warmup_end
 from ..laws import CHECKPOINT_LAWS, get_law
 from .forecast import Forecast, predict
@@ -49,7 +63,8 @@ from ..inputs.readers import as_ladder
 from ..inputs.law_inputs import curve_inputs
 
 __all__ = ["CurvePoint", "CurveForecast", "predict_curve", "completion_errors",
-           "size_holdout_errors", "SizeFold", "target_schedule", "COMPLETION_FRACTIONS", "CURVE_LAW", "DEFAULT_POINTS"]
+           "size_holdout_errors", "SizeFold", "CarryOver", "carry_over", "run_deviation",
+           "CARRY_FRACTIONS", "CARRY_WINDOW", "target_schedule", "COMPLETION_FRACTIONS", "CURVE_LAW", "DEFAULT_POINTS"]
 
 #: The checkpoint law ``--curve`` fits when none is named.
 CURVE_LAW = "chinchilla-ckpt"
@@ -70,6 +85,12 @@ SIZE_FOLDS = 2
 #: has three parameters, so fewer sizes do not identify it (a fold fitted on two sizes of a
 #: ladder drawn from chinchilla-ckpt itself misses its held-out size by 3%, tests).
 MIN_FOLD_SIZES = 3
+#: Fractions at which the carry-over of a run's deviation is measured on the size folds.
+CARRY_FRACTIONS = (0.25, 0.3, 0.4, 0.5, 0.6, 0.7, 0.75, 0.8, 0.9)
+#: The run's deviation so far averages its checkpoints in this last share of the run.
+CARRY_WINDOW = 0.1
+#: Held-out runs needed at a fraction to estimate the carry-over there.
+MIN_CARRY_RUNS = 3
 
 
 @dataclass(frozen=True)
@@ -84,6 +105,10 @@ class SizeFold:
     """D/N of each held-out finished run, increasing (runs at equal D/N are averaged)."""
     errors: tuple[float, ...]
     """ln(actual final / predicted final) at each of those D/N [log loss]."""
+    deviations: tuple[tuple[float, float, float], ...] = ()
+    """(fraction q, deviation d, final error e) per held-out run and q of
+    :data:`CARRY_FRACTIONS`: d = :func:`run_deviation` of its curve from the fold's forecast
+    at its first checkpoint at or after q, e = ln(actual final / forecast final) [log loss]."""
 
     def error_at(self, tokens_per_param: float) -> float:
         """The fold's log error at ``tokens_per_param``: linear in ln(D/N) between the held-out
@@ -94,6 +119,58 @@ class SizeFold:
     def to_dict(self) -> dict:
         return {"params": self.params, "fitted_params": self.fitted_params,
                 "tokens_per_param": list(self.tokens_per_param), "errors": list(self.errors)}
+
+
+@dataclass(frozen=True)
+class CarryOver:
+    """How much of a run's deviation from its forecast curve carries over to its final loss,
+    at one fraction of the run (:func:`carry_over`)."""
+
+    fraction: float
+    rho: float
+    """Slope of the final log error on the deviation so far, in [0, 1]."""
+    sd: float
+    """Residual sd of the final log error after the carry-over (n - 1 degrees of freedom)."""
+    rms: float
+    """Root mean square of the final log error itself (the sd without carry-over)."""
+    n: int
+    """Held-out runs it was measured on."""
+    window: float = CARRY_WINDOW
+    """Share of the run the deviation averages (:func:`run_deviation`)."""
+
+
+def run_deviation(fractions, log_ratios, at: float, window: float = CARRY_WINDOW) -> float | None:
+    """The run's deviation from its forecast curve at fraction ``at``: the mean of
+    ``log_ratios`` (ln(observed / forecast) per checkpoint, shape (n,)) over the checkpoints
+    with fraction in (at - window, at]; None when there is none."""
+    f = np.asarray(fractions, float)
+    keep = (f <= at + 1e-12) & (f > at - window + 1e-12)
+    if not keep.any():
+        return None
+    return float(np.mean(np.asarray(log_ratios, float)[keep]))
+
+
+def carry_over(folds, *, fractions=CARRY_FRACTIONS, min_runs: int = MIN_CARRY_RUNS
+               ) -> tuple[CarryOver, ...]:
+    """The carry-over at each fraction from the size folds' ``deviations``
+    (:func:`size_holdout_errors`), pooled over folds: rho = sum(d e) / sum(d^2) clipped to
+    [0, 1] (least squares through the origin), sd = sqrt(sum((e - rho d)^2) / (n - 1)), rms =
+    sqrt(mean(e^2)). Fractions with fewer than ``min_runs`` runs are left out; empty without
+    deviations."""
+    out = []
+    for q in fractions:
+        pts = [(d, e) for f in folds for fq, d, e in getattr(f, "deviations", ())
+               if abs(fq - q) < 1e-9]
+        if len(pts) < min_runs:
+            continue
+        d, e = np.array(pts, float).T
+        dd = float(np.dot(d, d))
+        rho = 0.0 if dd <= 0 else min(1.0, max(0.0, float(np.dot(d, e)) / dd))
+        res = e - rho * d
+        out.append(CarryOver(fraction=float(q), rho=rho,
+                             sd=max(1e-6, float(np.sqrt(np.dot(res, res) / (len(e) - 1)))),
+                             rms=max(1e-6, float(np.sqrt(np.mean(e * e)))), n=int(len(e))))
+    return tuple(out)
 
 
 @dataclass(frozen=True)
@@ -140,6 +217,9 @@ class CurveForecast:
     size_folds: tuple = ()
     """The leave-one-size-out folds the band was widened by (:func:`size_holdout_errors`);
     empty when not measured."""
+    carry_over: tuple = ()
+    """:class:`CarryOver` per fraction, measured on :attr:`size_folds` (:func:`carry_over`);
+    empty when not measured or turned off: the tracker then does not anchor."""
     band_method: str = BAND_METHOD
     """How the band was made (recorded by ``register``)."""
     curve_findings: tuple[Finding, ...] = field(default=())
@@ -398,9 +478,39 @@ def size_holdout_errors(ladder, law: str | None = None, *, folds: int = SIZE_FOL
         err = np.log(actual[ok] / pred[ok])
         u, inv = np.unique(np.round(tpp, 6), return_inverse=True)
         mean = np.bincount(inv, weights=err) / np.bincount(inv)
+        devs = _fold_deviations(f, law_obj, ladder, t, held) if "run" in held.columns else ()
         out.append(SizeFold(params=float(n_k), fitted_params=float(sizes[k - 1]),
                             tokens_per_param=tuple(float(v) for v in u),
-                            errors=tuple(float(v) for v in mean)))
+                            errors=tuple(float(v) for v in mean), deviations=devs))
+    return tuple(out)
+
+
+def _fold_deviations(fit, law_obj, ladder, t, held) -> tuple:
+    """(q, d, e) of each held-out finished run's curve (see :attr:`SizeFold.deviations`)."""
+    out = []
+    for run, final in zip(held["run"], held["loss"].to_numpy(float)):
+        rows = t[t["run"] == run].sort_values("step") if "step" in t.columns else t.iloc[:0]
+        if len(rows) < 2:
+            continue
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                pred = np.asarray(fit.predict(rows_inputs(law_obj, ladder, rows)), float)
+        except DelphiError:
+            continue
+        frac = run_fraction(rows)
+        ok = np.isfinite(pred) & (pred > 0) & (frac >= MIN_CHECKPOINT_FRACTION - 1e-12)
+        if not ok[-1] or frac[-1] < 1.0 - 1e-9:
+            continue
+        frac, ratio = frac[ok], np.log(rows["loss"].to_numpy(float)[ok] / pred[ok])
+        e = math.log(float(final) / float(pred[-1]))
+        for q in CARRY_FRACTIONS:
+            idx = np.flatnonzero((frac >= q - 1e-12) & (frac < 1.0 - 1e-9))
+            if not idx.size:
+                continue
+            d = run_deviation(frac, ratio, float(frac[idx[0]]))
+            if d is not None:
+                out.append((float(q), d, e))
     return tuple(out)
 
 
@@ -431,8 +541,8 @@ def size_band(folds, params: float, tokens: float, max_params: float, noise: flo
 
 def predict_curve(ladder, target, law: str | None = None, *, level: float = DEFAULT_LEVEL,
                   points: int = DEFAULT_POINTS, completion: bool = True,
-                  completion_runs: int = 12, size_errors=True, seed: int = 0,
-                  **options) -> CurveForecast:
+                  completion_runs: int = 12, size_errors=True, carry: bool = True,
+                  seed: int = 0, **options) -> CurveForecast:
     """Forecast the target run's whole loss curve, with a band at each fraction.
 
     Parameters
@@ -457,6 +567,9 @@ def predict_curve(ladder, target, law: str | None = None, *, level: float = DEFA
         True (default) measures them, a tuple of :class:`SizeFold` reuses them (same ladder and
         law), False keeps the final interval's band alone. The band at fraction 1 is then the
         union of the final new-run interval and the size band, so it is never narrower.
+    carry: measure the carry-over of a run's deviation on the size folds (:func:`carry_over`;
+        no extra fits), so that tracking anchors the ladder's final forecast to the run's
+        deviation so far; False records none (the tracker's rule before anchoring).
     seed, options: passed to :func:`delphi.predict` (``interval``, ``n_boot``, ``fixed``...).
 
     Returns
@@ -554,7 +667,14 @@ def predict_curve(ladder, target, law: str | None = None, *, level: float = DEFA
                 "few finished curves): tracking's revised forecast then stays the ladder's "
                 "until the run ends"))
             warnings.warn(found[-1].message, FitWarning, stacklevel=user_stacklevel())
+    carried = carry_over(folds) if carry else ()
+    if carried:
+        found.append(Finding.note(
+            "curve", "carry-over of a run's deviation from the curve to its final loss, on "
+            "the size folds (rho, residual sd / rms): " + ", ".join(
+                f"{c.fraction:g}: {c.rho:.2f}, {c.sd / c.rms:.2f}" for c in carried)))
     return CurveForecast(forecast=fc, points=pts, level=float(fc.interval.level),
                          schedule=sched.spec(), completion_error=errs, size_folds=folds,
+                         carry_over=carried,
                          band_method=method,
                          curve_findings=tuple(found))

@@ -29,7 +29,7 @@ from .invariants import check_loss as _check_loss
 from .invariants import check_number as _check_number
 from .schema import (GENESIS, CandidateRecord, ComparisonRecord, Entry, ExclusionRecord,
                      FitRecord, ForecastRecord,
-                     FindingRecord, IntervalRecord, SelectionRecord, CurveBandRecord,
+                     FindingRecord, IntervalRecord, SelectionRecord, CurveBandRecord, CarryOverRecord,
                      LadderRecord, LawRecord, OutcomeRecord, TargetRecord, entry_hash,
                      validation_message)
 from .scoring import ComparisonScore, Score, Scoreboard, score_comparison, score_outcome, scoreboard
@@ -177,7 +177,12 @@ def _band(forecast) -> "CurveBandRecord":
             method=str(getattr(forecast, "band_method", None)
                        or "final new-run interval's relative widths carried along the curve"),
             completion_error=tuple((plain_number(f), plain_number(e))
-                                   for f, e in forecast.completion_error))
+                                   for f, e in forecast.completion_error),
+            carry_over=tuple(CarryOverRecord(
+                fraction=plain_number(c.fraction), rho=plain_number(c.rho),
+                sd=plain_number(c.sd), rms=plain_number(c.rms), n=int(c.n),
+                window=plain_number(c.window))
+                for c in getattr(forecast, "carry_over", ())) or None)
     except ValidationError as exc:
         raise RegistryError(validation_message(exc, "forecast curve band")) from None
 

@@ -31,7 +31,7 @@ from ..errors import RegistryError
 __all__ = [
     "FORMAT", "GENESIS", "KINDS", "Entry", "TargetRecord", "IntervalRecord", "ForecastRecord",
     "LawRecord", "FitRecord", "ExclusionRecord", "LadderRecord", "OutcomeRecord",
-    "ComparisonRecord", "SignatureRecord", "CurveBandRecord", "canonical_json", "entry_hash", "validation_message", "ACCURACY_UNIT",
+    "ComparisonRecord", "SignatureRecord", "CurveBandRecord", "CarryOverRecord", "canonical_json", "entry_hash", "validation_message", "ACCURACY_UNIT",
 ]
 
 #: The unit of a benchmark-accuracy prediction: values are fractions in (0, 1].
@@ -166,6 +166,22 @@ class FindingRecord(_Strict):
     message: Text
 
 
+class CarryOverRecord(_Strict):
+    """How much of a tracked run's deviation from the curve carries over to its final loss, at
+    one fraction (measured on the ladder's size folds:
+    :func:`delphi.forecasting.target_curve.carry_over`)."""
+
+    fraction: Fraction
+    rho: Annotated[float, Field(ge=0, le=1, allow_inf_nan=False)]
+    sd: Positive
+    """Residual sd of the folds' final log error after the carry-over."""
+    rms: Positive
+    """RMS of the folds' final log error (the tracker scales the ladder's sd by sd / rms)."""
+    n: Annotated[int, Field(ge=2)]
+    window: Fraction
+    """Share of the run the deviation so far averages."""
+
+
 class CurveBandRecord(_Strict):
     """The band around a forecast curve (``predict --curve``, issue 26): one ``lower`` and one
     ``upper`` per curve point, at ``level``; partial outcomes are scored against it (z, PIT,
@@ -184,6 +200,9 @@ class CurveBandRecord(_Strict):
     """``(fraction, RMS log error)`` of run-only completions measured on the ladder at that
     fraction: the preregistered weight of a run's own completion when tracking revises the
     final forecast (:mod:`delphi.registry.tracking`)."""
+    carry_over: tuple[CarryOverRecord, ...] | None = None
+    """The carry-over per fraction the tracker anchors the ladder's final forecast by; absent
+    (not null) in entries registered without it, which track as before anchoring existed."""
 
 
 class ForecastRecord(_Strict):
@@ -447,6 +466,9 @@ class Entry(_Strict):
         for key in ("selection", "findings", "band"):
             if isinstance(fc, dict) and fc.get(key) is None:
                 fc.pop(key, None)     # entries written before it existed stay canonical
+        band = fc.get("band") if isinstance(fc, dict) else None
+        if isinstance(band, dict) and band.get("carry_over") is None:
+            band.pop("carry_over", None)
         if data.get("comparison") is None:
             data.pop("comparison", None)
         oc = data.get("outcome")

@@ -87,11 +87,17 @@ class Revised:
     """Its preregistered RMS log error at this fraction."""
     ladder_weight: float
     """Weight of the ladder's forecast in ln L, in [0, 1] (1 while there is no completion)."""
+    anchored: float | None = None
+    """The ladder's final forecast anchored to the run's deviation so far (carry-over), or None
+    when the band records no carry-over."""
 
     def to_dict(self) -> dict:
-        return {"loss": self.loss, "lower": self.lower, "upper": self.upper,
-                "run_only": self.run_only, "run_sd": self.run_sd,
-                "ladder_weight": self.ladder_weight}
+        d = {"loss": self.loss, "lower": self.lower, "upper": self.upper,
+             "run_only": self.run_only, "run_sd": self.run_sd,
+             "ladder_weight": self.ladder_weight}
+        if self.anchored is not None:       # output of unanchored tracking as before
+            d["anchored"] = self.anchored
+        return d
 
 
 @dataclass(frozen=True)
@@ -376,6 +382,18 @@ class Reviser:
                                                       - 1e-9))
         self._steps: list[int] = []
         self._losses: list[float] = []
+        carry = fc.band.carry_over
+        if carry:
+            self._carry_f = np.array([c.fraction for c in carry])
+            self._carry_rho = np.array([c.rho for c in carry])
+            self._carry_ratio = np.array([min(1.0, c.sd / c.rms) for c in carry])
+            self._carry_window = float(carry[0].window)
+            self._curve_f = np.array([f for f, _ in fc.curve])
+            self._curve_l = np.array([v for _, v in fc.curve])
+        else:
+            self._carry_f = None
+        self._dev_f: list[float] = []       # fraction and ln(observed / curve), from the start
+        self._dev_r: list[float] = []
 
     @property
     def params_(self) -> dict | None:
@@ -397,6 +415,18 @@ class Reviser:
         fraction = step / self.total_steps
         run = self._refit.predict(self._steps, self._losses)
         mu_l, sd_l = self.mu_ladder, self.sd_ladder
+        anchored = None
+        if self._carry_f is not None:
+            from ..forecasting.target_curve import run_deviation
+            self._dev_f.append(fraction)
+            # against the curve as the band scores it (linear in the fraction)
+            self._dev_r.append(math.log(loss / float(np.interp(fraction, self._curve_f,
+                                                               self._curve_l))))
+            d = run_deviation(self._dev_f, self._dev_r, fraction, self._carry_window)
+            if d is not None:
+                mu_l = mu_l + float(np.interp(fraction, self._carry_f, self._carry_rho)) * d
+                sd_l = sd_l * float(np.interp(fraction, self._carry_f, self._carry_ratio))
+                anchored = math.exp(mu_l)
         if run is None or self._err_f is None:
             mu, sd, w_l, sd_r = mu_l, sd_l, 1.0, None
         else:
@@ -408,7 +438,7 @@ class Reviser:
             w_l = p_l / (p_l + p_r)
         return Revised(loss=math.exp(mu), lower=math.exp(mu - self.z * sd),
                        upper=math.exp(mu + self.z * sd), run_only=run, run_sd=sd_r,
-                       ladder_weight=float(w_l))
+                       ladder_weight=float(w_l), anchored=anchored)
 
 
 def revised_history(prediction, outcomes) -> list[tuple[float, Revised]]:
