@@ -27,6 +27,10 @@ def add_curve_options(p, flag: bool = True) -> None:
                             "--target-batch), with a band at each fraction (--level)")
     p.add_argument("--curve-points", type=count(2), default=50, metavar="N",
                    help="points of the --curve forecast (default 50)")
+    p.add_argument("--no-carry-over", action="store_true",
+                   help="--curve: record no carry-over of a run's deviation (measured on the "
+                        "ladder's size folds), so tracking revises the ladder's final forecast "
+                        "unanchored")
 
 
 def curve_forecast(args, ladder, target, settings: dict, chosen: dict, floor_range=None):
@@ -39,7 +43,8 @@ def curve_forecast(args, ladder, target, settings: dict, chosen: dict, floor_ran
                           "chinchilla-ckpt (the default) or none, not --law auto/--ensemble")
     if floor_range is not None:
         raise TargetError("--curve and a floor range (--floor LO:HI) cannot be combined")
-    return predict_curve(ladder, target, args.law, points=args.curve_points, **settings,
+    return predict_curve(ladder, target, args.law, points=args.curve_points,
+                         carry=not getattr(args, "no_carry_over", False), **settings,
                          **interval_settings(args), **jobs_kwargs(args),
                          allow_degenerate=getattr(args, "allow_degenerate", False))
 
