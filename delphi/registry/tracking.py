@@ -47,6 +47,7 @@ import pandas as pd
 
 from ..errors import DelphiError, LadderError, RegistryError, TargetError
 from ..forecasting.completion_refit import WarmCompletion
+from ..forecasting.target_curve import run_deviation
 from ..inputs.schedules import Schedule, warmup_end
 from .scoring import score_outcome
 from .core import Registry
@@ -417,7 +418,6 @@ class Reviser:
         mu_l, sd_l = self.mu_ladder, self.sd_ladder
         anchored = None
         if self._carry_f is not None:
-            from ..forecasting.target_curve import run_deviation
             self._dev_f.append(fraction)
             # against the curve as the band scores it (linear in the fraction)
             self._dev_r.append(math.log(loss / float(np.interp(fraction, self._curve_f,
