@@ -186,7 +186,8 @@ def test_anchoring_is_deterministic(ladder, forecasts, tmp_path):
     assert outs[0] == outs[1]
 
 
-def test_cli_register_records_the_carry_over_unless_told_not_to(ladder, tmp_path):
+def test_cli_register_no_carry_over_records_none(ladder, tmp_path):
+    # (the default, recorded, is predict_curve's: the tests above)
     from delphi.presentation.cli.main import main
     csv = tmp_path / "ladder.csv"
     ladder.table.drop(columns=["row"], errors="ignore").to_csv(csv, index=False)
@@ -194,8 +195,7 @@ def test_cli_register_records_the_carry_over_unless_told_not_to(ladder, tmp_path
     base = ["register", str(csv), "--registry", str(reg), "--target-params",
             str(TARGET["params"]), "--target-steps", str(TARGET["steps"]), "--target-batch",
             str(BATCH), "--target-schedule", SPEC, "--curve", "--interval", "delta"]
-    assert main(base + ["--id", "on"]) == 0
     assert main(base + ["--id", "off", "--no-carry-over"]) == 0
-    r = delphi.Registry(reg)
-    assert r.get("on").forecast.band.carry_over
-    assert r.get("off").forecast.band.carry_over is None
+    entry = delphi.Registry(reg).get("off")
+    assert entry.forecast.band.carry_over is None
+    assert entry.forecast.band.completion_error and "carry_over" not in entry.line
