@@ -421,3 +421,33 @@ def test_compute_frontier_on_arrays_matches_on_the_bundled_ladders(data_dir):
         pts, _ = load(name).final_points()
         _same_frontier(pts)
 
+
+# ---------------------------------------------------------------- final points on lists
+def test_final_points_names_each_left_out_run_with_its_reason():
+    """final_points reads the run ids once as a list (issue 27): each branch that names a
+    run (last row dropped as invalid, diverged, unfinished) still names the right one, and
+    select's compute cut names the runs above it, in sorted run order."""
+    frame = pd.DataFrame({
+        "run": ["z", "z", "m", "m", "a", "a", "q", "q"],
+        "step": [1.0, 2, 1, 2, 1, 2, 1, 2],
+        "params": [1e6, 1e6, 2e6, 2e6, 3e6, 3e6, 4e6, 4e6],
+        "tokens": [1e8, 2e8, 1e8, 2e8, 1e8, 2e8, 1e8, 2e8],
+        "loss": [3.0, 2.9, 3.0, 3.5, 3.0, 2.8, 3.0, -1.0],   # m diverges; q's last row invalid
+        "fraction": [0.5, 1.0, 0.5, 1.0, 0.5, 0.6, np.nan, 1.0],  # a stops at 60%
+    })
+    with pytest.warns(LadderWarning, match="dropped 1 row"):
+        ladder = Ladder(frame, drop_invalid=True)
+    assert ladder.cut_runs == {"q": 7}
+    pts, excluded = ladder.final_points()
+    assert pts["run"].tolist() == ["z"]
+    reasons = {e.run: e.reason for e in excluded}
+    assert [e.run for e in excluded] == ["a", "m", "q"]
+    assert reasons["q"].startswith("unfinished: its last row (row 7) was dropped as invalid")
+    assert reasons["m"].startswith("diverged: last loss 3.5 is")
+    assert "unfinished" in reasons["a"]
+    small = ladder.select(max_flops=1.3e15)
+    assert small.runs == ["z"] and [e.run for e in small.exclusions[-3:]] == ["a", "m", "q"]
+    assert [e.reason for e in small.exclusions[-3:]] == [
+        f"compute {c} FLOPs above --fit-max-flops 1.3e+15" for c in ("3.6e+15", "2.4e+15", "2.4e+15")]
+    with pytest.raises(LadderError, match=r"unknown run\(s\) \['nope'\]"):
+        ladder.select(runs=["z", "nope"])
