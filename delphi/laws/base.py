@@ -159,7 +159,9 @@ class Law:
         """``d log phi / d theta``, shape (n, k, m), when it does not depend on ``theta``
         (the law's log basis is linear in its non-linear parameters): the derivative
         :meth:`log_basis_batch` returns for every row. None (the default) when it depends on
-        ``theta``. Batched refits take it once per problem instead of once per evaluation."""
+        ``theta``. Batched refits take it once per problem instead of once per evaluation,
+        with :meth:`log_basis_values`: a subclass that changes the law's basis overrides the
+        three methods together."""
         return None
 
     #: ``stack_inputs(xs) -> (pre, dlogphi (M, n, k, m))`` and ``log_basis_stacked(thetas (B,
