@@ -126,3 +126,26 @@ def test_layers_fitting_reads_law_inputs_not_curves():
     assert not any(m.split(".")[0] in {"forecasting", "fitting"} for m in below), below
     for name in ("presentation/cli", "analyses", "inputs", "forecasting", "core"):  # packages
         assert (root / name / "__init__.py").exists()
+
+
+def test_a_serial_predict_does_not_import_joblib(data_dir):
+    """joblib (~40 ms of imports) is loaded only when jobs run in parallel (issue 27): a serial
+    predict whose bootstrap and calibration go through map_jobs leaves it unimported."""
+    res = loaded_after(cli(["predict", "gadre2024", "--target-flops", "1e22", "--json"]))
+    assert res["rc"] == 0
+    assert "delphi.core.parallel" in res["modules"]   # the jobs did go through map_jobs
+    assert "joblib" not in res["modules"]
+
+
+def test_n_jobs_without_joblib_imported_resolves_as_joblib_does():
+    """The shortcut taken while joblib is unimported gives joblib's own answer (its default
+    backend, nothing configured) for every n_jobs."""
+    code = ("from delphi.core import parallel\n"
+            "cases = [None, 1, 2, 3, 64, -1, -2, -5]\n"
+            "extra['lazy'] = [parallel._resolve_n_jobs(n) for n in cases]\n"
+            "extra['lazy_imported'] = 'joblib' in sys.modules\n"
+            "import joblib\n"
+            "extra['joblib'] = [parallel._resolve_n_jobs(n) for n in cases]\n")
+    res = loaded_after(code)
+    assert res["lazy_imported"] is False
+    assert res["lazy"] == res["joblib"]

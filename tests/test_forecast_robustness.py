@@ -371,3 +371,39 @@ def test_too_few_prefixes_names_the_law_and_a_smaller_one(tmp_path, capsys):
     assert main(["backtest", str(path), "--prefixes"]) == 1
     err_text = capsys.readouterr().err
     assert "law 'chinchilla'" in err_text and "--law power" in err_text
+
+
+def test_a_rung_named_first_reuses_its_deleted_residual_refit(data_dir, monkeypatch):
+    """Issue 27: the forecast without a rung alone is the deleted-residual refit already made
+    for it when it was named with every other rung in (the same points, start and settings):
+    no fit runs twice, and each rung's forecast without it is the one a fresh refit gives,
+    bit for bit. Epoch's Chinchilla points: two rungs named."""
+    from delphi import robustness
+    from delphi.fitting import fit_arrays
+
+    e = pd.read_csv(data_dir / "epoch_chinchilla" / "svg_extracted_data.csv")
+    e = e.sort_values("loss", kind="mergesort").iloc[:-5]
+    n = e["Model Size"].to_numpy(float)
+    x = {"params": n, "tokens": e["Training FLOP"].to_numpy(float) / (6 * n)}
+    fit = fit_arrays("chinchilla", x, e["loss"].to_numpy(float),
+                     labels=[str(i) for i in range(len(n))])
+    at = {"params": np.array([7e10]), "tokens": np.array([1.4e12])}
+    calls = []
+    real = robustness.fit_arrays
+
+    def spy(law, xs, ys, **kw):
+        calls.append((ys.tobytes(), tuple(sorted((kw.get("warm_start") or {}).items()))))
+        return real(law, xs, ys, **kw)
+
+    monkeypatch.setattr(robustness, "fit_arrays", spy)
+    ot = find_off_trend(fit, at)
+    assert ot is not None and len(ot.rungs) == 2
+    assert len(calls) == len(set(calls)), "a refit ran twice"
+    monkeypatch.setattr(robustness, "fit_arrays", real)
+    labels = np.array(fit.labels, dtype=object)
+    settings = dict(fixed=dict(fit.fixed) or None, bounds=None, delta=fit.delta, seed=0)
+    for rung in ot.rungs:
+        keep = labels != rung.run
+        fresh = robustness._fit_without(fit, fit.x, fit.y, labels, keep, settings,
+                                        start=fit.params)
+        assert rung.loss_without == float(fresh.predict(at)[0])

@@ -6,13 +6,16 @@ the small tables here are crafted to hit each check, several bad rows at once. N
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pandas as pd
 import pytest
 
 import delphi
 from delphi.errors import LadderError, LadderWarning
-from delphi.fitting.api import compute_frontier, _dominated
+from delphi.fitting.api import BUDGET_TOLERANCE, HPARAM_COLUMNS, compute_frontier, _dominated
+from delphi.inputs.ladder import Exclusion
 from delphi.ladder import Ladder
 from delphi.laws import get_law
 
@@ -252,3 +255,199 @@ def test_fast_fingerprint_text_is_pandas_csv_byte_for_byte():
         index=False, float_format="%.17g", lineterminator="\n")
     quoted = table.assign(run=["a,b"] + table["run"].tolist()[1:])
     assert _fast_csv(quoted, header=False) is None  # pandas quotes it: leave it to pandas
+
+
+# ---------------------------------------------------------------- compute frontier
+def _hparam_configs_reference(rows):
+    """(hyperparameter columns that vary, one hashable config per row), values rounded to 6
+    significant digits so float noise in a logged value does not split a config."""
+    cols = [c for c in HPARAM_COLUMNS if c in rows.columns]
+    if "peak_lr" not in cols and "lr" in rows.columns:
+        cols.insert(0, "lr")
+
+    def key(v):
+        if isinstance(v, (float, np.floating)) and math.isnan(v):
+            return None
+        if isinstance(v, (int, float, np.integer, np.floating)):
+            return float(f"{float(v):.6g}")
+        return str(v)
+
+    keys = {c: [key(v) for v in rows[c].tolist()] for c in cols}
+    varying = [c for c in cols if len(set(keys[c])) > 1]
+    return varying, [tuple(keys[c][i] for c in varying) for i in range(len(rows))]
+
+
+def _compute_frontier_reference(pts):
+    """compute_frontier as it was before issue 27: each one-size budget selected from the
+    frame, row by row."""
+    order = pts.sort_values("flops", kind="mergesort")
+    c = order["flops"].to_numpy(float)
+    ids = np.empty(len(c), dtype=np.int64)
+    budget, start = 0, 0
+    while start < len(c):   # one step per budget: it ends at the first run > its first x 1.05
+        end = int(np.searchsorted(c, c[start] * BUDGET_TOLERANCE, side="right"))
+        budget += 1
+        ids[start:end] = budget
+        start = end
+    order = order.assign(_budget=ids)
+    notes: list[str] = []
+    if "params" in order.columns and order["params"].notna().all():
+        # Only an isoFLOP budget (several model sizes at one compute) has a frontier: runs of
+        # one size at one compute are repeated seeds, and keeping the luckiest of them would
+        # bias the law low and hide the noise. Those budgets keep every run.
+        n = order["params"].to_numpy(float)
+        span = (pd.Series(n).groupby(ids).max() / pd.Series(n).groupby(ids).min()).to_numpy()
+        sizes = pd.Series(ids).groupby(ids).size().to_numpy()
+        seeds = (sizes > 1) & (span <= BUDGET_TOLERANCE)
+        sweep_out: list[Exclusion] = []
+        n_seed = n_sweep = 0
+        next_id = 1
+        swept: set[str] = set()
+        for b in np.flatnonzero(seeds) + 1:
+            rows = order[order["_budget"] == b]
+            varying, configs = _hparam_configs_reference(rows)
+            keep = np.ones(len(rows), bool)
+            if varying:
+                # A sweep at one size: the best configuration's runs (its seeds) stand for the
+                # size; the mis-tuned ones would pull the law up.
+                best_cfg = configs[int(np.argmin(rows["loss"].to_numpy(float)))]
+                keep = np.array([k == best_cfg for k in configs])
+                n_sweep += 1
+                swept.update(varying)
+                won = ", ".join(f"{c}={v:g}" if isinstance(v, float) else f"{c}={v}"
+                                for c, v in zip(varying, best_cfg))
+                sweep_out += [Exclusion(r, f"hyperparameter sweep: not the best "
+                                           f"{'/'.join(varying)} of its model size and compute "
+                                           f"budget (~{c:.3g} FLOPs; {won} has the lowest loss)")
+                              for r, c in zip(rows["run"][~keep], rows["flops"][~keep])]
+            if keep.sum() > 1:
+                n_seed += 1
+            # Each kept run its own (negative) group, so the frontier step keeps them all.
+            idx = rows.index[keep]
+            order.loc[idx, "_budget"] = -np.arange(next_id, next_id + len(idx))
+            next_id += len(idx)
+            order = order.drop(index=rows.index[~keep])
+        if n_seed:
+            known = any(c in order.columns for c in HPARAM_COLUMNS + ("lr",))
+            notes.append(f"{n_seed} compute budget(s) hold runs of one model size "
+                         + ("with equal hyperparameters" if known else
+                            "and the ladder has no hyperparameter column (peak_lr, "
+                            "batch_size...) to tell seeds from a sweep")
+                         + ": taken as repeated seeds, not an isoFLOP sweep; all their runs "
+                           "are fitted")
+        if n_sweep:
+            notes.append(f"{n_sweep} compute budget(s) hold runs of one model size that differ "
+                         f"in {', '.join(c for c in HPARAM_COLUMNS + ('lr',) if c in swept)} (a "
+                         f"hyperparameter sweep, not seeds): each keeps its best-tuned run(s) "
+                         f"(lowest loss), {len(sweep_out)} mis-tuned run(s) excluded")
+    else:
+        sweep_out = []
+    best = order.loc[order.groupby("_budget")["loss"].idxmin()]
+    others = order.drop(index=best.index)
+    if others.empty:
+        if not sweep_out:
+            return pts, [], notes
+        return best.drop(columns="_budget").reset_index(drop=True), sweep_out, notes
+    reasons: dict[str, str] = {}      # one string per distinct budget text, shared
+    excluded = [Exclusion(r, reasons.setdefault(f"{c:.3g}", f"isoFLOP point: not the lowest loss "
+                                                           f"of its compute budget (~{c:.3g} FLOPs)"))
+                for r, c in zip(others["run"].tolist(), others["flops"].tolist())]
+    note = (f"{len(others)} run(s) share a compute budget with a lower-loss run of another "
+            f"size (an isoFLOP sweep); a power law in C is fitted to the compute-optimal frontier "
+            f"({int(best['_budget'].gt(0).sum())} budgets of the sweep), the rest are excluded (use "
+            f"chinchilla to fit every run)")
+    return (best.drop(columns="_budget").reset_index(drop=True), sweep_out + excluded,
+            notes + [note])
+
+
+def _frontier_frames(seed: int) -> list[pd.DataFrame]:
+    """Random final points: isoFLOP budgets, one-size budgets of seeds and of LR/batch
+    sweeps (NaN and text hyperparameters too), budgets that chain within 5%."""
+    rng = np.random.default_rng(seed)
+    out = []
+    for trial in range(40):
+        rows = []
+        for b in range(rng.integers(1, 9)):
+            c = 1e18 * 3.0 ** b * rng.uniform(1, 1.04)
+            kind = rng.choice(["iso", "seeds", "sweep", "single"])
+            k = 1 if kind == "single" else int(rng.integers(2, 6))
+            n = (np.full(k, 1e8 * 2.0 ** b) * rng.uniform(1, 1.04, k) if kind != "iso"
+                 else 1e8 * 2.0 ** (b + np.arange(k)))
+            lr = (rng.choice([1e-3, 2e-3, 4e-3], k) if kind == "sweep" else np.full(k, 1e-3))
+            for i in range(k):
+                rows.append(dict(run=f"b{b}-{i}", flops=c * rng.uniform(1, 1.01), params=n[i],
+                                 loss=float(rng.choice([3.0, 3.1]) if trial % 5 == 0
+                                            else rng.uniform(2.5, 3.5)), peak_lr=lr[i],
+                                 batch_size=float(rng.choice([256, 512])) if trial % 3 == 0
+                                 else 256.0,
+                                 schedule=str(rng.choice(["cos", "wsd"])) if trial % 4 == 1
+                                 else "cos"))
+        frame = pd.DataFrame(rows).sample(frac=1.0, random_state=trial).reset_index(drop=True)
+        if trial % 7 == 3:
+            frame.loc[frame.index[:2], "peak_lr"] = np.nan
+        if trial % 6 == 2:
+            frame = frame.drop(columns=["peak_lr"]).assign(lr=frame["peak_lr"])
+        if trial % 8 == 5:
+            frame = frame.drop(columns="params")
+        out.append(frame)
+    return out
+
+
+def _same_frontier(pts):
+    new, new_out, new_notes = compute_frontier(pts)
+    ref, ref_out, ref_notes = _compute_frontier_reference(pts)
+    pd.testing.assert_frame_equal(new, ref, check_exact=True)
+    assert [(e.run, e.reason) for e in new_out] == [(e.run, e.reason) for e in ref_out]
+    assert new_notes == ref_notes
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_compute_frontier_on_arrays_is_the_row_by_row_frontier(seed):
+    """Issue 27: one-size budgets (seeds kept, sweeps cut to their best configuration) read
+    from arrays give the row-by-row code's frame, exclusions and notes exactly."""
+    frames = _frontier_frames(seed)
+    swept = 0
+    for pts in frames:
+        _same_frontier(pts)
+        swept += any("hyperparameter sweep" in n for n in compute_frontier(pts)[2])
+    assert swept >= 5    # the sweep branch was exercised
+
+
+def test_compute_frontier_on_arrays_matches_on_the_bundled_ladders(data_dir):
+    from bundled import load
+
+    for name in ("misfitting2025-final", "marin-isoflop-dclm", "porian2024-rw", "gadre2024",
+                 "epoch-chinchilla", "marin-delphi-dense"):
+        pts, _ = load(name).final_points()
+        _same_frontier(pts)
+
+
+# ---------------------------------------------------------------- final points on lists
+def test_final_points_names_each_left_out_run_with_its_reason():
+    """final_points reads the run ids once as a list (issue 27): each branch that names a
+    run (last row dropped as invalid, diverged, unfinished) still names the right one, and
+    select's compute cut names the runs above it, in sorted run order."""
+    frame = pd.DataFrame({
+        "run": ["z", "z", "m", "m", "a", "a", "q", "q"],
+        "step": [1.0, 2, 1, 2, 1, 2, 1, 2],
+        "params": [1e6, 1e6, 2e6, 2e6, 3e6, 3e6, 4e6, 4e6],
+        "tokens": [1e8, 2e8, 1e8, 2e8, 1e8, 2e8, 1e8, 2e8],
+        "loss": [3.0, 2.9, 3.0, 3.5, 3.0, 2.8, 3.0, -1.0],   # m diverges; q's last row invalid
+        "fraction": [0.5, 1.0, 0.5, 1.0, 0.5, 0.6, np.nan, 1.0],  # a stops at 60%
+    })
+    with pytest.warns(LadderWarning, match="dropped 1 row"):
+        ladder = Ladder(frame, drop_invalid=True)
+    assert ladder.cut_runs == {"q": 7}
+    pts, excluded = ladder.final_points()
+    assert pts["run"].tolist() == ["z"]
+    reasons = {e.run: e.reason for e in excluded}
+    assert [e.run for e in excluded] == ["a", "m", "q"]
+    assert reasons["q"].startswith("unfinished: its last row (row 7) was dropped as invalid")
+    assert reasons["m"].startswith("diverged: last loss 3.5 is")
+    assert "unfinished" in reasons["a"]
+    small = ladder.select(max_flops=1.3e15)
+    assert small.runs == ["z"] and [e.run for e in small.exclusions[-3:]] == ["a", "m", "q"]
+    assert [e.reason for e in small.exclusions[-3:]] == [
+        f"compute {c} FLOPs above --fit-max-flops 1.3e+15" for c in ("3.6e+15", "2.4e+15", "2.4e+15")]
+    with pytest.raises(LadderError, match=r"unknown run\(s\) \['nope'\]"):
+        ladder.select(runs=["z", "nope"])

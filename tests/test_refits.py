@@ -286,3 +286,64 @@ def test_warm_refit_without_the_polish_is_at_the_polished_optimum(epoch_fit):
         for k, v in warm.params.items():
             assert polished[k] == pytest.approx(v, rel=1e-5), (share, k)
     assert skipped >= 3     # the path under test was taken
+
+
+def _general_path(problem):
+    """``problem`` refined by the general path: its law's derivative taken from
+    log_basis_batch at every evaluation (a law without a constant derivative)."""
+    other = dataclasses.replace(problem)
+    other.__dict__["_refit_constant_jacobian"] = None
+    return other
+
+
+@pytest.mark.parametrize("case", ["epoch-chinchilla", "power", "power-bounded", "annealing",
+                                  "chinchilla-ckpt"])
+def test_a_constant_derivative_refines_bit_for_bit_as_the_general_path(case, data_dir):
+    """Issue 27: a law whose derivative does not depend on theta hands it over once per
+    problem (Law.constant_derivative, log_basis_values) and the Jacobian is written in one
+    array; every evaluation and every refined draw is the general path's, bit for bit."""
+    from delphi.fitting.refit import _evaluate
+    from delphi.laws import get_law
+
+    rng = np.random.default_rng(3)
+    fixed, bounds = None, None
+    if case == "epoch-chinchilla":
+        e = pd.read_csv(data_dir / "epoch_chinchilla" / "svg_extracted_data.csv")
+        n = e["Model Size"].to_numpy(float)
+        law, x, y = get_law("chinchilla"), {"params": n, "tokens": e["Training FLOP"].to_numpy(
+            float) / (6 * n)}, e["loss"].to_numpy(float)
+    elif case.startswith("power"):
+        c = np.logspace(18, 21, 25)
+        law, x = get_law("power"), {"flops": c}
+        y = (1.8 + 150 * c ** -0.12) * np.exp(rng.normal(0, 0.004, c.size))
+        if case == "power-bounded":    # the floor held at its bound: the reduced steps
+            bounds = {"E": (1.9, 3.0)}
+    elif case == "annealing":
+        law = get_law("annealing")
+        s1 = np.linspace(1.0, 40.0, 30)
+        s2 = np.where(s1 > 25, (s1 - 25) * 0.4, 0.0)
+        x = {"S1": s1, "S2": s2}
+        y = (2.0 + 1.5 * s1 ** -0.5 - 0.05 * s2) * np.exp(rng.normal(0, 0.003, s1.size))
+    else:
+        law = get_law("chinchilla-ckpt")
+        n = np.repeat([1e8, 3e8, 1e9], 8)
+        d = np.tile(np.linspace(2e9, 2e10, 8), 3)
+        h = np.tile(np.linspace(1.0, 0.0, 8), 3)
+        x = {"params": n, "tokens": d, "h": h}
+        y = (1.8 + 400 * n ** -0.34 + 400 * d ** -0.28 + 0.1 * h) * np.exp(
+            rng.normal(0, 0.003, n.size))
+    assert law.constant_derivative(x) is not None
+    fit = fit_arrays(law, x, y, fixed=fixed, bounds=bounds)
+    prep = prepare(law, fit.x, fit.y, fixed=fit.fixed, bounds=bounds)
+    general = _general_path(prep.problem)
+    z0 = safe_start(prep.problem, fit.params, prep.ibounds)
+    w = rng.poisson(1.0, (12, len(fit.y))).astype(float)
+    zs = z0 + rng.normal(0, 0.05, (12, len(z0)))
+    for new, old in zip(_evaluate(prep.problem, zs, w), _evaluate(general, zs, w)):
+        assert new.tobytes() == old.tobytes()
+    for rows in (w, w[:1]):
+        new, old = (refine_batch(p, z0, rows, prep.ibounds) for p in (prep.problem, general))
+        assert new.z.tobytes() == old.z.tobytes()
+        assert new.objective.tobytes() == old.objective.tobytes()
+        assert np.array_equal(new.converged, old.converged) and new.iterations == old.iterations
+    assert prep.problem.__dict__["_refit_constant_jacobian"] is not None    # the new path ran

@@ -140,16 +140,28 @@ def _reissue(chunks):
         yield from results
 
 
+def _local_jobs(n_jobs: int) -> int:
+    # Local workers beyond the cores only add start-up cost and contention.
+    cores = os.cpu_count() or 1
+    return cores if n_jobs > cores else (max(1, cores + 1 + n_jobs) if n_jobs < 0 else n_jobs)
+
+
 def _resolve_n_jobs(n_jobs: int | None) -> int:
+    if "joblib" not in sys.modules:
+        # joblib's import costs ~40 ms, a sizeable share of a serial command. Unimported, no
+        # parallel_config can be active, so its backend is the default one: local workers
+        # (loky; threads when JOBLIB_MULTIPROCESSING=0, whose None means all cores: ask
+        # joblib then).
+        if n_jobs is not None:
+            return _local_jobs(n_jobs)
+        if "JOBLIB_MULTIPROCESSING" not in os.environ:
+            return 1
     from joblib.parallel import get_active_backend
     backend, configured_jobs = get_active_backend()
     if n_jobs is not None:
         if type(backend).__name__ in ("LokyBackend", "SequentialBackend", "MultiprocessingBackend",
                                       "ThreadingBackend"):
-            # Local workers beyond the cores only add start-up cost and contention.
-            cores = os.cpu_count() or 1
-            n_jobs = cores if n_jobs > cores else (max(1, cores + 1 + n_jobs) if n_jobs < 0
-                                                   else n_jobs)
+            n_jobs = _local_jobs(n_jobs)
         return n_jobs
     # Nothing configured (joblib's default loky backend, no n_jobs): serial. A configured
     # backend (e.g. Dask, threads) without n_jobs gets all its workers.

@@ -313,9 +313,9 @@ HPARAM_COLUMNS = ("peak_lr", "learning_rate", "batch_size", "warmup", "warmup_st
                    "weight_decay", "beta1", "beta2", "optimizer", "schedule")
 
 
-def _hparam_configs(rows: pd.DataFrame) -> tuple[list[str], list[tuple]]:
-    """(hyperparameter columns that vary, one hashable config per row), values rounded to 6
-    significant digits so float noise in a logged value does not split a config."""
+def _hparam_keys(rows: pd.DataFrame) -> tuple[list[str], dict[str, list]]:
+    """(hyperparameter columns present, one hashable key per row of each), values rounded to
+    6 significant digits so float noise in a logged value does not split a config."""
     cols = [c for c in HPARAM_COLUMNS if c in rows.columns]
     if "peak_lr" not in cols and "lr" in rows.columns:
         cols.insert(0, "lr")
@@ -327,9 +327,7 @@ def _hparam_configs(rows: pd.DataFrame) -> tuple[list[str], list[tuple]]:
             return float(f"{float(v):.6g}")
         return str(v)
 
-    keys = {c: [key(v) for v in rows[c].tolist()] for c in cols}
-    varying = [c for c in cols if len(set(keys[c])) > 1]
-    return varying, [tuple(keys[c][i] for c in varying) for i in range(len(rows))]
+    return cols, {c: [key(v) for v in rows[c].tolist()] for c in cols}
 
 
 def compute_frontier(pts: pd.DataFrame) -> tuple[pd.DataFrame, list[Exclusion], list[str]]:
@@ -367,32 +365,47 @@ def compute_frontier(pts: pd.DataFrame) -> tuple[pd.DataFrame, list[Exclusion], 
         seeds = (sizes > 1) & (span <= BUDGET_TOLERANCE)
         sweep_out: list[Exclusion] = []
         n_seed = n_sweep = 0
-        next_id = 1
         swept: set[str] = set()
-        for b in np.flatnonzero(seeds) + 1:
-            rows = order[order["_budget"] == b]
-            varying, configs = _hparam_configs(rows)
-            keep = np.ones(len(rows), bool)
-            if varying:
-                # A sweep at one size: the best configuration's runs (its seeds) stand for the
-                # size; the mis-tuned ones would pull the law up.
-                best_cfg = configs[int(np.argmin(rows["loss"].to_numpy(float)))]
-                keep = np.array([k == best_cfg for k in configs])
-                n_sweep += 1
-                swept.update(varying)
-                won = ", ".join(f"{c}={v:g}" if isinstance(v, float) else f"{c}={v}"
-                                for c, v in zip(varying, best_cfg))
-                sweep_out += [Exclusion(r, f"hyperparameter sweep: not the best "
-                                           f"{'/'.join(varying)} of its model size and compute "
-                                           f"budget (~{c:.3g} FLOPs; {won} has the lowest loss)")
-                              for r, c in zip(rows["run"][~keep], rows["flops"][~keep])]
-            if keep.sum() > 1:
-                n_seed += 1
-            # Each kept run its own (negative) group, so the frontier step keeps them all.
-            idx = rows.index[keep]
-            order.loc[idx, "_budget"] = -np.arange(next_id, next_id + len(idx))
-            next_id += len(idx)
-            order = order.drop(index=rows.index[~keep])
+        seed_budgets = np.flatnonzero(seeds)
+        if len(seed_budgets):
+            # Budgets are consecutive blocks of the sorted rows: each one-size budget is read
+            # from arrays (one pass over the rows for all of them), not selected from the frame.
+            bounds = np.flatnonzero(np.diff(ids, prepend=0, append=budget + 1))
+            cols, keys = _hparam_keys(order)
+            loss = order["loss"].to_numpy(float)
+            run_ids, flops = order["run"].tolist(), c.tolist()
+            keep_all = np.ones(len(order), bool)
+            new_ids = ids.copy()
+            next_id = 1
+            for b in seed_budgets:
+                lo, hi = int(bounds[b]), int(bounds[b + 1])
+                varying = [col for col in cols if len(set(keys[col][lo:hi])) > 1]
+                configs = [tuple(keys[col][i] for col in varying) for i in range(lo, hi)]
+                keep = np.ones(hi - lo, bool)
+                if varying:
+                    # A sweep at one size: the best configuration's runs (its seeds) stand for
+                    # the size; the mis-tuned ones would pull the law up.
+                    best_cfg = configs[int(np.argmin(loss[lo:hi]))]
+                    keep = np.array([k == best_cfg for k in configs])
+                    n_sweep += 1
+                    swept.update(varying)
+                    won = ", ".join(f"{col}={v:g}" if isinstance(v, float) else f"{col}={v}"
+                                    for col, v in zip(varying, best_cfg))
+                    sweep_out += [Exclusion(run_ids[i], f"hyperparameter sweep: not the best "
+                                            f"{'/'.join(varying)} of its model size and compute "
+                                            f"budget (~{flops[i]:.3g} FLOPs; {won} has the lowest "
+                                            f"loss)")
+                                  for i in range(lo, hi) if not keep[i - lo]]
+                if keep.sum() > 1:
+                    n_seed += 1
+                # Each kept run its own (negative) group, so the frontier step keeps them all.
+                kept = lo + np.flatnonzero(keep)
+                new_ids[kept] = -np.arange(next_id, next_id + len(kept))
+                next_id += len(kept)
+                keep_all[lo:hi] = keep
+            order = order.assign(_budget=new_ids)
+            if not keep_all.all():
+                order = order.drop(index=order.index[~keep_all])
         if n_seed:
             known = any(c in order.columns for c in HPARAM_COLUMNS + ("lr",))
             notes.append(f"{n_seed} compute budget(s) hold runs of one model size "

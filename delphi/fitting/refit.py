@@ -112,12 +112,16 @@ def _evaluate(problem: Problem, z: np.ndarray, weights: np.ndarray, member=None)
     theta = np.repeat(problem.theta_fixed[None, :], b, axis=0)
     gamma[:, problem.free_lin] = z[:, :nk]
     theta[:, problem.free_nl] = z[:, nk:]
-    if member is None:
-        logphi, dlogphi = problem.law.log_basis_batch(theta, problem.x)
-        log_y = problem.log_y[None, :]
-    else:
+    const = None if member is not None else _constant_jacobian(problem)
+    if member is not None:
         logphi = problem.law.log_basis_stacked(theta, problem.basis_inputs, member)
         log_y = problem.log_y[member]
+    elif const is not None:
+        logphi = problem.law.log_basis_values(theta, problem.x)
+        log_y = problem.log_y[None, :]
+    else:
+        logphi, dlogphi = problem.law.log_basis_batch(theta, problem.x)
+        log_y = problem.log_y[None, :]
     k = logphi.shape[2]
     with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
         terms = []
@@ -137,6 +141,8 @@ def _evaluate(problem: Problem, z: np.ndarray, weights: np.ndarray, member=None)
         s_safe = np.where(pos, s, 1.0)
         r = m + np.log(s_safe) - log_y
         w = [ej / s_safe for ej in e]
+    if const is not None:
+        return _huber(problem, r, _constant_jac(problem, const, w, r), weights, ok)
     if member is not None:
         cols = [w[j] for j in problem.free_lin]
         for i in problem.free_nl:
@@ -146,7 +152,7 @@ def _evaluate(problem: Problem, z: np.ndarray, weights: np.ndarray, member=None)
                     term = w[j] * problem.dcols[j, i][member]
                     col = term if col is None else col + term
             cols.append(col if col is not None else np.zeros_like(r))
-        return _huber(problem, r, cols, weights, ok)
+        return _huber(problem, r, _stack(cols, r), weights, ok)
     # Which (term, parameter) derivatives can be non-zero: from one row when the law
     # returned the same derivative for every draw (a broadcast view).
     shared = dlogphi.strides[0] == 0
@@ -166,13 +172,74 @@ def _evaluate(problem: Problem, z: np.ndarray, weights: np.ndarray, member=None)
                     term = w[j] * np.where(np.isfinite(dj), dj, 0.0)
                 col = term if col is None else col + term
         cols.append(col if col is not None else np.zeros_like(r))
-    return _huber(problem, r, cols, weights, ok)
+    return _huber(problem, r, _stack(cols, r), weights, ok)
 
 
-def _huber(problem, r, cols, weights, ok):
-    """The end of :func:`_evaluate`: (f, g, r, jac) from the log residuals and the Jacobian's
-    columns."""
-    jac = np.stack(cols, axis=2) if cols else np.zeros(r.shape + (0,))
+@dataclass
+class _ConstantJacobian:
+    """A law's theta-free derivative, prepared once per problem: for each free non-linear
+    parameter the terms whose derivative can be non-zero and those derivatives (non-finite
+    ones as 0), shape (n,) each; ``single`` when every such parameter has exactly one (then
+    its Jacobian columns are one product of arrays)."""
+
+    terms: list[list[int]]
+    cols: list[list[np.ndarray]]
+    single: np.ndarray | None    # (n, m_free): the one derivative of each parameter
+    term_of: list[int]
+
+
+def _constant_jacobian(problem: Problem) -> _ConstantJacobian | None:
+    """The problem's :class:`_ConstantJacobian` (cached on it), or None when the law's
+    derivative depends on theta (:meth:`delphi.laws.Law.constant_derivative`)."""
+    cached = problem.__dict__.get("_refit_constant_jacobian", False)
+    if cached is not False:
+        return cached
+    d = problem.law.constant_derivative(problem.x)
+    out = None
+    if d is not None:
+        # The numbers _evaluate takes from a shared derivative: its non-zero pattern and its
+        # derivatives with non-finite ones as 0.
+        d = np.asarray(d, dtype=float)
+        nonzero = np.any(d != 0, axis=0)
+        clean = np.where(np.isfinite(d), d, 0.0)
+        terms = [[j for j in range(d.shape[1]) if nonzero[j, i]] for i in problem.free_nl]
+        cols = [[clean[:, j, i] for j in js] for i, js in zip(problem.free_nl, terms)]
+        single = None
+        if terms and all(len(js) == 1 for js in terms):
+            single = np.stack([c[0] for c in cols], axis=1)
+        out = _ConstantJacobian(terms, cols, single, [js[0] if js else -1 for js in terms])
+    problem.__dict__["_refit_constant_jacobian"] = out
+    return out
+
+
+def _constant_jac(problem: Problem, const: _ConstantJacobian, w: list, r: np.ndarray
+                  ) -> np.ndarray:
+    """The Jacobian (B, n, p) from the terms' weights ``w`` (k arrays (B, n)) and a constant
+    derivative: the numbers of the general path (the same products and sums, in the same
+    order), written into one array instead of stacked from columns."""
+    nk, nfree = len(problem.free_lin), len(problem.free_nl)
+    jac = np.empty(r.shape + (nk + nfree,))
+    for c, j in enumerate(problem.free_lin):
+        jac[:, :, c] = w[j]
+    if const.single is not None:
+        # One term per parameter: all the non-linear columns in one product.
+        jac[:, :, nk:] = np.stack([w[j] for j in const.term_of], axis=2) * const.single
+        return jac
+    for c, (js, cs) in enumerate(zip(const.terms, const.cols)):
+        col = None
+        for j, dcol in zip(js, cs):
+            term = w[j] * dcol
+            col = term if col is None else col + term
+        jac[:, :, nk + c] = col if col is not None else 0.0
+    return jac
+
+
+def _stack(cols: list, r: np.ndarray) -> np.ndarray:
+    return np.stack(cols, axis=2) if cols else np.zeros(r.shape + (0,))
+
+
+def _huber(problem, r, jac, weights, ok):
+    """The end of :func:`_evaluate`: (f, g, r, jac) from the log residuals and the Jacobian."""
     d = problem.delta
     a = np.abs(r)
     # A trial step far outside the data's range overflows here; it scores +inf (rejected).
@@ -336,7 +403,10 @@ def refine_batch(problem: Problem, z0: np.ndarray, weights: np.ndarray, ibounds,
         s = z_new - za
         yv = g_new - ga
         sy = (s * yv).sum(axis=1)
-        upd = accepted & (sy > 1e-12 * np.linalg.norm(s, axis=1) * np.linalg.norm(yv, axis=1))
+        # np.linalg.norm(., axis=1)'s own arithmetic, without its dispatch (a sizeable share
+        # of an iteration of a one-row batch).
+        norms = np.sqrt(np.add.reduce(s * s, axis=1)) * np.sqrt(np.add.reduce(yv * yv, axis=1))
+        upd = accepted & (sy > 1e-12 * norms)
         if upd.any():
             with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
                 rho = 1.0 / sy[upd]

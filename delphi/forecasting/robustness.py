@@ -455,12 +455,16 @@ def held_inputs(ladder, result: Fit) -> dict[str, np.ndarray] | None:
 
 
 def _fit_without(result: Fit, x, y, labels, keep: np.ndarray, settings: dict,
-                 start: Mapping[str, float] | None = None) -> Fit:
+                 start: Mapping[str, float] | None = None, warm_fit=None,
+                 labelled: bool = True) -> Fit:
     """The law refitted without the rungs ``keep`` leaves out: warm-started from ``start`` (a
-    fit one to three rungs away, whose optimum moves little), by the global search when that
-    fails or no start is given."""
+    fit one to three rungs away, whose optimum moves little; by ``warm_fit(keep, start,
+    labelled)`` when given, which reuses a refit already made), by the global search when
+    that fails or no start is given."""
     if start is not None:
         try:
+            if warm_fit is not None:
+                return warm_fit(keep, start, labelled)
             return fit_arrays(result.law, _take(x, keep), y[keep], labels=list(labels[keep]),
                               warm_start=dict(start), **settings)
         except DelphiError:
@@ -545,6 +549,23 @@ def find_off_trend(result: Fit, target_inputs: Mapping[str, Sequence[float]] | N
     named: list[tuple[int, OffTrendRung]] = []
     current = result
     alive = np.ones(len(y), dtype=bool)
+    # Warm refits made here, by their points and start: the same refit is asked for more than
+    # once (the fit without a rung alone is its deleted-residual refit of the first round;
+    # the fit without every named rung may be the last round's), and runs once. The numbers
+    # do not depend on the labels, which only a labelled fit carries (the one reported).
+    made: dict[tuple, Fit] = {}
+
+    def warm_fit(keep: np.ndarray, start, labelled: bool) -> Fit:
+        key = (keep.tobytes(), tuple(start.items()))
+        got = made.get((*key, True))
+        if got is None and not labelled:
+            got = made.get((*key, False))
+        if got is None:
+            got = fit_arrays(result.law, _take(x, keep), y[keep],
+                             labels=list(labels[keep]) if labelled else None,
+                             warm_start=dict(start), **settings)
+            made[(*key, labelled)] = got
+        return got
 
     def refit_without(i: int):
         """The law of the alive rungs but ``i`` (warm from ``current``), the trend it
@@ -553,9 +574,7 @@ def find_off_trend(result: Fit, target_inputs: Mapping[str, Sequence[float]] | N
         keep = alive.copy()
         keep[i] = False
         try:
-            loo = fit_arrays(result.law, _take(x, keep), y[keep], fixed=settings["fixed"],
-                             bounds=bounds, delta=result.delta, seed=seed,
-                             warm_start=dict(current.params))
+            loo = warm_fit(keep, current.params, labelled=False)
             trend = float(loo.predict(_take(x, [i]))[0])
         except DelphiError:
             return None
@@ -581,8 +600,7 @@ def find_off_trend(result: Fit, target_inputs: Mapping[str, Sequence[float]] | N
         alive[best[1]] = False
         # The next round starts from the refit without this rung (warm), as does the fit
         # reported without the named rungs, below.
-        current = fit_arrays(result.law, _take(x, alive), y[alive], labels=list(labels[alive]),
-                             warm_start=dict(best[3].params), **settings)
+        current = warm_fit(alive.copy(), best[3].params, labelled=True)
 
     pairs = _pair_indices(result, held, min_gap)
 
@@ -630,7 +648,8 @@ def find_off_trend(result: Fit, target_inputs: Mapping[str, Sequence[float]] | N
     if at is None:
         at = _take(x, [int(np.argmax(np.asarray(next(iter(x.values())))))])
     loss_with = float(result.predict(at)[0])
-    without = _fit_without(result, x, y, labels, alive, settings, start=current.params)
+    without = _fit_without(result, x, y, labels, alive, settings, start=current.params,
+                           warm_fit=warm_fit)
     loss_without = float(without.predict(at)[0])
     rungs = []
     for i, rung in named:
@@ -641,7 +660,8 @@ def find_off_trend(result: Fit, target_inputs: Mapping[str, Sequence[float]] | N
             keep[i] = False
             try:
                 alone = float(_fit_without(result, x, y, labels, keep, settings,
-                                           start=result.params).predict(at)[0])
+                                           start=result.params, warm_fit=warm_fit,
+                                           labelled=False).predict(at)[0])
             except DelphiError:
                 alone = None
         rungs.append(replace(rung, loss_without=alone))

@@ -1337,7 +1337,7 @@ class Ladder:
         keep = pd.Series(True, index=t.index)
         if runs is not None:
             wanted = set(map(str, runs))
-            unknown = wanted - set(t["run"])
+            unknown = wanted - set(t["run"].tolist())
             if unknown:
                 raise LadderError(f"unknown run(s) {sorted(unknown)}; known: {self.runs}")
             keep &= t["run"].isin(wanted)
@@ -1353,9 +1353,11 @@ class Ladder:
             over = pd.Series(over_run[codes], index=t.index)
             dropped = np.zeros(len(names), dtype=bool)
             dropped[codes[(over & keep).to_numpy()]] = True
+            run_ids = names.tolist()    # a list: pandas arrays index slowly one id at a time
             for code in np.flatnonzero(dropped):          # sorted run order
-                excluded.append(Exclusion(names[code], f"compute {float(run_max[code]):.3g} FLOPs "
-                                                       f"above --fit-max-flops {max_flops:.3g}"))
+                excluded.append(Exclusion(run_ids[code], f"compute {float(run_max[code]):.3g} "
+                                                         f"FLOPs above --fit-max-flops "
+                                                         f"{max_flops:.3g}"))
             keep &= ~over
         if not keep.any():
             raise LadderError(f"no runs of ladder {self.name!r} are left after selection")
@@ -1414,21 +1416,25 @@ class Ladder:
         last_loss = loss[chosen]
         n_runs = len(starts)
         reasons: list = list(st.reason)
-        for k in range(n_runs):
-            run = str(names[k])
-            if reasons[k] is None and run in getattr(self, "cut_runs", {}) and not (
-                    st.fin[k] == 1 or st.reached[k] == 1):
-                reasons[k] = (f"unfinished: its last row (row {self.cut_runs[run]}) was dropped "
-                              f"as invalid, so its final loss is unknown; final-loss laws need "
-                              f"finished runs")
+        # The ids as a list: indexing a pandas array one run at a time costs microseconds each.
+        run_ids = names.tolist()
+        cut_runs = getattr(self, "cut_runs", {})
+        if cut_runs:
+            for k in range(n_runs):
+                run = str(run_ids[k])
+                if reasons[k] is None and run in cut_runs and not (
+                        st.fin[k] == 1 or st.reached[k] == 1):
+                    reasons[k] = (f"unfinished: its last row (row {self.cut_runs[run]}) was "
+                                  f"dropped as invalid, so its final loss is unknown; "
+                                  f"final-loss laws need finished runs")
         for k, why in not_annealed(s, c, names, st, self.schedule).items():
             if reasons[k] is None:
                 reasons[k] = why
         restarts = getattr(self, "restarts", None) or {}
-        for k in range(n_runs):
+        for k in (range(n_runs) if restarts else ()):
             # A restarted step counter puts the run's real end anywhere in step order, so its
             # highest step is not known to be its final loss unless a row says final = true.
-            counter = [r for r in restarts.get(str(names[k]), ()) if r.kind == "counter"]
+            counter = [r for r in restarts.get(str(run_ids[k]), ()) if r.kind == "counter"]
             if counter and reasons[k] is None and st.fin[k] != 1:
                 r = counter[0]
                 reasons[k] = (f"resumed with a restarted step counter (row {r.row}: step "
@@ -1440,12 +1446,12 @@ class Ladder:
         excluded = []
         for k in np.flatnonzero(out):
             if left_out[k]:
-                excluded.append(Exclusion(names[k], reasons[k]))
+                excluded.append(Exclusion(run_ids[k], reasons[k]))
             else:
                 b, last = float(best[k]), float(last_loss[k])
                 excluded.append(Exclusion(
-                    names[k], f"diverged: last loss {last:.4g} is {percent(last / b - 1, 1)} above the "
-                              f"run's best {b:.4g}"))
+                    run_ids[k], f"diverged: last loss {last:.4g} is {percent(last / b - 1, 1)} above the "
+                                f"run's best {b:.4g}"))
         if out.all():
             reasons = "; ".join(f"{e.run}: {e.reason}" for e in excluded[:5])
             raise LadderError(f"ladder {self.name!r} has no finished runs to fit ({reasons})")
@@ -1455,8 +1461,10 @@ class Ladder:
         """Per run (shape (n_runs,)): whether its step counter restarted (its step says
         nothing about how far it got)."""
         restarts = getattr(self, "restarts", None) or {}
+        if not restarts:
+            return np.zeros(len(names), dtype=bool)
         return np.array([any(r.kind == "counter" for r in restarts.get(str(n), ()))
-                         for n in names], dtype=bool)
+                         for n in names.tolist()], dtype=bool)
 
     def run_states(self) -> pd.DataFrame:
         """Each run's state by the one rule of :mod:`delphi.runstate`, one row per run.

@@ -149,6 +149,21 @@ class Law:
         pairs = [self.log_basis(t, x) for t in thetas]
         return np.stack([p[0] for p in pairs]), np.stack([p[1] for p in pairs])
 
+    def log_basis_values(self, thetas: np.ndarray, x: Inputs) -> np.ndarray:
+        """``log phi`` alone at many parameter vectors: thetas (B, m) -> (B, n, k), the
+        first part of :meth:`log_basis_batch` (laws with a :meth:`constant_derivative`
+        override it to skip the derivative)."""
+        return self.log_basis_batch(thetas, x)[0]
+
+    def constant_derivative(self, x: Inputs) -> np.ndarray | None:
+        """``d log phi / d theta``, shape (n, k, m), when it does not depend on ``theta``
+        (the law's log basis is linear in its non-linear parameters): the derivative
+        :meth:`log_basis_batch` returns for every row. None (the default) when it depends on
+        ``theta``. Batched refits take it once per problem instead of once per evaluation,
+        with :meth:`log_basis_values`: a subclass that changes the law's basis overrides the
+        three methods together."""
+        return None
+
     #: ``stack_inputs(xs) -> (pre, dlogphi (M, n, k, m))`` and ``log_basis_stacked(thetas (B,
     #: m), pre, member (B,)) -> logphi (B, n, k)``: :meth:`log_basis_batch` for rows of M
     #: problems of the same size at once (``member[b]``: the problem of row b), where the

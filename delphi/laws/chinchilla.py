@@ -40,8 +40,14 @@ class ChinchillaLaw(Law):
     def log_basis_batch(self, thetas: np.ndarray, x: Inputs) -> tuple[np.ndarray, np.ndarray]:
         logphi = self.log_basis_grid(thetas, x)
         # Linear in theta: the derivative is the same for every draw (log_basis's).
-        dlogphi = _dlogphi(np.log(x["params"]), np.log(x["tokens"]))
+        dlogphi = self.constant_derivative(x)
         return logphi, np.broadcast_to(dlogphi, (len(thetas),) + dlogphi.shape)
+
+    def log_basis_values(self, thetas: np.ndarray, x: Inputs) -> np.ndarray:
+        return self.log_basis_grid(thetas, x)
+
+    def constant_derivative(self, x: Inputs) -> np.ndarray:
+        return _dlogphi(np.log(x["params"]), np.log(x["tokens"]))
 
 
 #: E, A, B of the Chinchilla law, shared by the laws that extend it (linear parameters first).

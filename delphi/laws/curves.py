@@ -54,6 +54,12 @@ class AnnealingLaw(Law):
         return (self.log_basis_grid(thetas, x),
                 np.broadcast_to(dlogphi, (len(thetas),) + dlogphi.shape))
 
+    def log_basis_values(self, thetas: np.ndarray, x: Inputs) -> np.ndarray:
+        return self.log_basis_grid(thetas, x)
+
+    def constant_derivative(self, x: Inputs) -> np.ndarray:
+        return self.log_basis(np.zeros(len(self.nonlinear_names)), x)[1]
+
     def stack_inputs(self, xs) -> tuple[tuple[np.ndarray, np.ndarray], np.ndarray]:
         """ln S1 and ln S2 of M problems of n points each, (M, n) each, and each one's
         derivative (M, n, 3, 1) (see :attr:`delphi.laws.Law.stack_inputs`)."""

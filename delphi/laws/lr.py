@@ -163,6 +163,12 @@ class ChinchillaCkptLaw(Law):
         return (self.log_basis_grid(thetas, x),
                 np.broadcast_to(dlogphi, (len(thetas),) + dlogphi.shape))
 
+    def log_basis_values(self, thetas: np.ndarray, x: Inputs) -> np.ndarray:
+        return self.log_basis_grid(thetas, x)
+
+    def constant_derivative(self, x: Inputs) -> np.ndarray:
+        return self.log_basis(np.zeros(len(self.nonlinear_names)), x)[1]
+
 
 CHINCHILLA_CKPT = ChinchillaCkptLaw(
     name="chinchilla-ckpt",

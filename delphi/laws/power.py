@@ -39,6 +39,12 @@ class PowerLaw(Law):
         _, dlogphi = self.log_basis(thetas[0], x)  # linear in theta: the same for every draw
         return logphi, np.broadcast_to(dlogphi, (len(thetas),) + dlogphi.shape)
 
+    def log_basis_values(self, thetas: np.ndarray, x: Inputs) -> np.ndarray:
+        return self.log_basis_grid(thetas, x)
+
+    def constant_derivative(self, x: Inputs) -> np.ndarray:
+        return self.log_basis(np.zeros(1), x)[1]
+
 
 POWER = PowerLaw(
     name="power",

@@ -9,6 +9,7 @@ becomes a :class:`~delphi.ladder.Ladder`.
 from __future__ import annotations
 
 import codecs
+import csv
 import glob
 import gzip
 import io
@@ -459,14 +460,9 @@ def read_file(path: Path, fmt: str, text_columns: Sequence[str] = ()) -> pd.Data
         gz = sniff_content(path, fmt)
         compression = "gzip" if gz else None
         if fmt == "csv":
-            header = pd.read_csv(_for_pandas(path), nrows=0, compression=compression).columns
-            _check_header(path, compression)
-            text = _text_columns(header, text_columns)
-            # Pandas reads "NA", "null", "None", "N/A"... as missing in every column; in an id
-            # column they are ids, so only an empty cell is missing there.
-            na = {c: ([""] if c in text else _NA_STRINGS) for c in header}
-            frame = pd.read_csv(_for_pandas(path), dtype=text, compression=compression,
-                                keep_default_na=False, na_values=na)
+            frame = _read_csv_quickly(path, compression, text_columns)
+            if frame is None:
+                frame = _read_csv(path, compression, text_columns)
         elif fmt == "parquet":
             _check_parquet_names(path)
             frame = pd.read_parquet(_for_pandas(path))
@@ -510,6 +506,72 @@ def read_file(path: Path, fmt: str, text_columns: Sequence[str] = ()) -> pd.Data
         frame = pd.concat([frame, pd.DataFrame({"row": np.arange(len(frame))},
                                                index=frame.index)], axis=1)
     return frame
+
+
+def _read_csv(path: Path | InMemoryFile, compression: str | None,
+              text_columns: Sequence[str]) -> pd.DataFrame:
+    """A CSV file as :func:`read_file` reads it: the header first (refused if it names a
+    column twice), then the table with the id columns as text."""
+    header = pd.read_csv(_for_pandas(path), nrows=0, compression=compression).columns
+    _check_header(path, compression)
+    text = _text_columns(header, text_columns)
+    # Pandas reads "NA", "null", "None", "N/A"... as missing in every column; in an id
+    # column they are ids, so only an empty cell is missing there.
+    na = {c: ([""] if c in text else _NA_STRINGS) for c in header}
+    return pd.read_csv(_for_pandas(path), dtype=text, compression=compression,
+                       keep_default_na=False, na_values=na)
+
+
+def _read_csv_quickly(path: Path | InMemoryFile, compression: str | None,
+                      text_columns: Sequence[str]) -> pd.DataFrame | None:
+    """:func:`_read_csv`'s frame in one pandas read, or None where it cannot be sure of it
+    (the caller then takes :func:`_read_csv`, whose errors and checks are the reference).
+
+    :func:`_read_csv` costs three reads of the file, and a per-column ``na_values`` dict
+    makes pandas convert the missing-value strings once per column (on W&B histories with
+    ~100 columns, most of a ladder's load). Here the header is guessed from the first line,
+    one list of missing-value strings serves every column (pandas' meaning of the dict with
+    that list in each column), and the result is kept only if it must equal the reference:
+    the id columns found in the table are the guessed ones and hold no missing cell (so none
+    held a missing-value string that the reference keeps as an id; otherwise the reference
+    is read), and a name that could be pandas' renaming of a repeated one (``loss.1`` beside
+    ``loss``) or an index taken from a short header sends the file through the header check.
+    """
+    try:
+        with _open_text(path, compression) as fh:
+            names = next(csv.reader(fh), [])
+        text = _text_columns(names, text_columns)
+        frame = pd.read_csv(_for_pandas(path), dtype=text, compression=compression,
+                            keep_default_na=False, na_values=_NA_STRINGS)
+    except Exception:
+        return None
+    if (_text_columns(frame.columns, text_columns) != text
+            or any(frame[c].isna().any() for c in text)):
+        with warnings.catch_warnings():     # pandas' warnings on this file were given once
+            warnings.simplefilter("ignore")
+            return _read_csv(path, compression, text_columns)
+    if not isinstance(frame.index, pd.RangeIndex) or _maybe_renamed(frame.columns):
+        _check_header(path, compression)
+    return frame
+
+
+def _open_text(path: Path | InMemoryFile, compression: str | None):
+    raw = path.open("rb")
+    if compression == "gzip":
+        raw = gzip.GzipFile(fileobj=raw)
+    return io.TextIOWrapper(raw, encoding="utf-8-sig", newline="")
+
+
+def _maybe_renamed(names) -> bool:
+    """Whether a column name could be pandas' rename of a repeated header name (``x.1``
+    beside ``x``)."""
+    present = set(names)
+    for name in names:
+        if isinstance(name, str) and "." in name:
+            stem, _, digits = name.rpartition(".")
+            if digits.isdigit() and stem in present:
+                return True
+    return False
 
 
 def _first_line(exc: BaseException) -> str:
