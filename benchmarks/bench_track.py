@@ -72,27 +72,33 @@ from delphi.inputs.schedules import Schedule  # noqa: E402
 
 SECTION = "## Issue 26: tracking the big run while it trains (`benchmarks/bench_track.py`)"
 FRACTIONS = (0.25, 0.5, 0.75)
-#: Revision rules replayed side by side: (early completion, correlated weights). Every
+#: Revision rules replayed side by side: (early completion, use of the correlation: False,
+#: "weights" = BLUE, "variance" = inverse-variance weights with the correlated variance). Every
 #: forecast is made with both measured; a variant registers it with the others' fields removed.
 VARIANTS = {"independent": (False, False), "early": (True, False),
-            "correlated": (False, True), "early+correlated": (True, True)}
+            "correlated weights": (False, "weights"),
+            "correlated variance": (False, "variance"),
+            "early+correlated weights": (True, "weights")}
 
 
 def default_variant() -> str:
     """The variant ``predict_curve``'s defaults register."""
     import inspect
     p = inspect.signature(predict_curve).parameters
-    on = (p["early_completion"].default, p["correlated"].default)
+    corr = p["correlated"].default
+    on = (p["early_completion"].default, "weights" if corr is True else corr)
     return next(k for k, v in VARIANTS.items() if v == on)
 
 
-def variant(cf, early: bool, correlated: bool):
+def variant(cf, early: bool, correlated):
     """``cf`` with the early completion error and the carry-over's correlations kept or
-    removed (what a record registered without them holds)."""
+    removed (what a record registered without them holds), the correlation used as
+    ``correlated`` says."""
     from dataclasses import replace
     return replace(cf, early_completion_error=cf.early_completion_error if early else (),
                    carry_over=tuple(replace(c, corr=c.corr if correlated else None)
-                                    for c in cf.carry_over))
+                                    for c in cf.carry_over),
+                   correlation_use=correlated or "weights")
 
 
 def _sub(ladder: Ladder, keep, name: str) -> Ladder:
@@ -204,11 +210,13 @@ def replay_one(cf_all, t_forecast, run, target, log, folder):
     # the run-only completion scored at every fraction: the tracker's (from the curve's
     # start), else the early one (from warm-up), as the early variant revises with
     _, _, at_early = scored(runs["early"])
+    _, _, at_start = scored(runs["independent"])
     by_variant = {k: scored(v)[2] for k, v in runs.items()}
 
     def with_run_only(at):
         for q, a in at.items():
             a["run"] = at_early[q]["run"]
+            a["run_start"] = at_start[q]["run"]     # the tracker's only (None before it fits)
         return at
     cps, inside, at = scored(res)
     _, inside0, at0 = scored(res0)
@@ -274,20 +282,25 @@ def _med(xs):
 def stats(groups, inside="inside", at="at"):
     """Pooled figures of one configuration under one band rule."""
     pooled_in, cov, per = [], [], []
-    q_err = {q: {"revised": [], "ladder": [], "run": [], "anchored": []} for q in FRACTIONS}
+    keys = ("revised", "ladder", "run", "anchored", "run_start")
+    q_err = {q: {k: [] for k in keys} for q in FRACTIONS}
     for name, results in groups:
         lad = [x for r in results for x in r[inside]]
         pooled_in += lad
         per.append((name, float(np.mean(lad)) if lad else float("nan"), len(lad)))
         for r in results:
             for q, a in r[at].items():
-                for k in ("revised", "ladder", "run", "anchored"):
+                for k in keys:
                     q_err[q][k].append(a.get(k))
                 cov.append(a["covered"])
     med = {q: tuple(_med(q_err[q][k]) for k in ("revised", "ladder", "run")) for q in FRACTIONS}
     wins = sum(rv < ld and rv < ro for rv, ld, ro in med.values())
     anchored = {q: _med(q_err[q]["anchored"]) for q in FRACTIONS}
-    return {"band": float(np.mean(pooled_in)) if pooled_in else float("nan"),
+    # against the tracker's own completion only, over the runs that have one there
+    start = {q: _med(q_err[q]["run_start"]) for q in FRACTIONS}
+    n_start = {q: sum(x is not None for x in q_err[q]["run_start"]) for q in FRACTIONS}
+    wins_start = sum(med[q][0] < med[q][1] and med[q][0] < start[q] for q in FRACTIONS)
+    return {"run_start": start, "n_start": n_start, "wins_start": wins_start,"band": float(np.mean(pooled_in)) if pooled_in else float("nan"),
             "n": len(pooled_in), "per": per, "med": med, "wins": wins, "anchored": anchored,
             "revised_cov": float(np.mean(cov)) if cov else float("nan"), "n_cov": len(cov)}
 
@@ -398,8 +411,9 @@ def summarise(groups, oos, syn, base, mp, anchor=True) -> list[str]:
                   "at 25/50/75%, the revised interval's coverage of the final loss over "
                   "(run, fraction) pairs, pooled and at each fraction:", "",
               "| heroes | rule | revised 25/50/75% | run only 25/50/75% | ladder only | "
-              "covers final (pooled) | covers at 25/50/75% | revised below both (of 3) |",
-              "|---|---|---|---|---|---|---|---|"]
+              "covers final (pooled) | covers at 25/50/75% | revised below both (of 3) | "
+              "below both, against the tracker's completion only (of 3) |",
+              "|---|---|---|---|---|---|---|---|---|"]
     for label, g in (("in sample", groups), ("out of sample", oos or [])):
         for k in (VARIANTS if g else ()):
             sx = stats(g, "inside", f"at_{k}")
@@ -408,11 +422,21 @@ def summarise(groups, oos, syn, base, mp, anchor=True) -> list[str]:
                 c = [r[f"at_{k}"][q]["covered"] for _, rs in g for r in rs
                      if q in r[f"at_{k}"]]
                 cov_q.append(f"{np.sum(c)}/{len(c)}")
-            pct = " / ".join(f"{sx['med'][q][0]:.2%}" for q in FRACTIONS)
-            ro = " / ".join(f"{sx['med'][q][2]:.2%}" for q in FRACTIONS)
+            pct = " / ".join(f"{sx['med'][q][0]:.3%}" for q in FRACTIONS)
+            ro = " / ".join(f"{sx['med'][q][2]:.3%}" for q in FRACTIONS)
             lines.append(f"| {label} | {k} | {pct} | {ro} | {sx['med'][0.25][1]:.2%} | "
                          f"{sx['revised_cov']:.1%} of {sx['n_cov']} | {' / '.join(cov_q)} | "
-                         f"{sx['wins']} |")
+                         f"{sx['wins']} | {sx['wins_start']} |")
+    lines += ["", "The tracker's own completion alone (from the curve's start; over the runs "
+                  "that have one at the fraction), the comparator before the early completion "
+                  "filled the gaps: " + "; ".join(
+                      f"{label} " + ", ".join(
+                          f"{q:.0%} " + ("none" if not stats(g)["n_start"][q] else
+                                         f"{stats(g)['run_start'][q]:.3%} "
+                                         f"({stats(g)['n_start'][q]} runs)")
+                          for q in FRACTIONS)
+                      for label, g in (("in sample", groups), ("out of sample", oos or []))
+                      if g) + ".", ""]
     lines += ["", "Final-loss error, median |ln(final / forecast)| over runs, at the first "
                   "checkpoint at or after each fraction (both ladders pooled; per ladder "
                   "below):", "",

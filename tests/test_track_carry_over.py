@@ -253,14 +253,17 @@ def test_correlated_weights_are_the_blue_of_two_correlated_estimates(forecasts, 
     cor = replace(on, carry_over=tuple(replace(c, corr=corr) for c in on.carry_over))
     # recorded, and only then: a record without it keeps its line
     e_ind, e_cor = _entry(reg, on, "ind"), _entry(reg, cor, "cor")
+    e_var = _entry(reg, replace(cor, correlation_use="variance"), "var")
     assert '"corr"' not in e_ind.line and '"corr":0.6' in e_cor.line
+    assert "correlation_use" not in e_cor.line and '"correlation_use":"variance"' in e_var.line
     assert Entry.model_validate_json(e_cor.line).line == e_cor.line
-    a, b = Reviser(e_ind), Reviser(e_cor)
+    a, b, v = Reviser(e_ind), Reviser(e_cor), Reviser(e_var)
     checked = 0
     for step, loss in zip(*_run_log().to_numpy().T):
         revise = step / TARGET["steps"] >= a.start_fraction
         ra = a.add(int(step), float(loss), revise=revise)
         rb = b.add(int(step), float(loss), revise=revise)
+        rv = v.add(int(step), float(loss), revise=revise)
         if ra is None or ra.run_sd is None or step >= TARGET["steps"]:
             continue
         assert ra.anchored == rb.anchored and ra.run_only == rb.run_only
@@ -276,6 +279,12 @@ def test_correlated_weights_are_the_blue_of_two_correlated_estimates(forecasts, 
         assert math.log(rb.upper / rb.loss) == pytest.approx(a.z * sd, rel=1e-9)
         # positively correlated estimates are worth less together than independent ones
         assert rb.upper / rb.lower >= ra.upper / ra.lower * (1 - 1e-12)
+        # "variance": the independent weights and loss, their variance under the correlation
+        w = ra.ladder_weight
+        sd = math.sqrt(w * w * s_l ** 2 + (1 - w) ** 2 * s_r ** 2 + 2 * w * (1 - w) * cov)
+        assert rv.loss == pytest.approx(ra.loss, rel=1e-12)
+        assert rv.ladder_weight == pytest.approx(w, rel=1e-9)
+        assert math.log(rv.upper / rv.loss) == pytest.approx(a.z * sd, rel=1e-9)
         checked += 1
     assert checked > 20
 

@@ -53,7 +53,9 @@ completion's error at the same checkpoint (the completion from 25% on when it ca
 else the early one); ``corr`` = sum(a b) / sqrt(sum a^2 sum b^2) (uncentred, as the rms is),
 clipped to [0, 0.95]: never a narrower interval than independence gives. The tracker then
 combines the two by the best linear unbiased (generalised least-squares) weights for
-correlated estimates instead of the inverse-variance ones.
+correlated estimates instead of the inverse-variance ones (``correlated="weights"``), or keeps
+the inverse-variance weights and only gives their combination its variance under the
+correlation (``correlated="variance"``: the same revised loss, a wider interval).
 """
 
 from __future__ import annotations
@@ -265,6 +267,10 @@ class CurveForecast:
     carry_over: tuple = ()
     """:class:`CarryOver` per fraction, measured on :attr:`size_folds` (:func:`carry_over`);
     empty when not measured or turned off: the tracker then does not anchor."""
+    correlation_use: str = "weights"
+    """How the tracker uses :attr:`CarryOver.corr`: ``"weights"`` (the BLUE weights and their
+    variance) or ``"variance"`` (inverse-variance weights, their variance under the
+    correlation)."""
     early_completion_error: tuple[tuple[float, float], ...] = ()
     """(fraction, RMS log error) of the early completion (from warm-up) on the ladder's runs
     (:func:`completion_errors` with ``start=0``); empty when not measured: the tracker then has
@@ -623,7 +629,7 @@ def size_band(folds, params: float, tokens: float, max_params: float, noise: flo
 def predict_curve(ladder, target, law: str | None = None, *, level: float = DEFAULT_LEVEL,
                   points: int = DEFAULT_POINTS, completion: bool = True,
                   completion_runs: int = 12, size_errors=True, carry: bool = True,
-                  early_completion: bool = False, correlated: bool = False,
+                  early_completion: bool = False, correlated: bool | str = False,
                   seed: int = 0, **options) -> CurveForecast:
     """Forecast the target run's whole loss curve, with a band at each fraction.
 
@@ -659,7 +665,8 @@ def predict_curve(ladder, target, law: str | None = None, *, level: float = DEFA
     correlated: also measure, with the carry-over, the correlation of the anchored ladder
         forecast's and the run-only completion's errors on the size folds
         (:attr:`CarryOver.corr`), so that tracking combines them by the correlated (BLUE)
-        weights.
+        weights (True or ``"weights"``), or by the inverse-variance weights with the variance
+        their combination has under the correlation (``"variance"``).
     seed, options: passed to :func:`delphi.predict` (``interval``, ``n_boot``, ``fixed``...).
 
     Returns
@@ -761,7 +768,10 @@ def predict_curve(ladder, target, law: str | None = None, *, level: float = DEFA
     if completion and early_completion:
         early = completion_errors(ladder, fractions=EARLY_FRACTIONS, max_runs=completion_runs,
                                   start=0.0)
-    carried = carry_over(folds, correlated=correlated) if carry else ()
+    if correlated not in (False, True, "weights", "variance"):
+        raise TargetError(f"correlated must be False, True, 'weights' or 'variance', got "
+                          f"{correlated!r}")
+    carried = carry_over(folds, correlated=bool(correlated)) if carry else ()
     if carried:
         found.append(Finding.note(
             "curve", "carry-over of a run's deviation from the curve to its final loss, on "
@@ -770,5 +780,6 @@ def predict_curve(ladder, target, law: str | None = None, *, level: float = DEFA
     return CurveForecast(forecast=fc, points=pts, level=float(fc.interval.level),
                          schedule=sched.spec(), completion_error=errs, size_folds=folds,
                          carry_over=carried, early_completion_error=early,
+                         correlation_use="variance" if correlated == "variance" else "weights",
                          band_method=method,
                          curve_findings=tuple(found))

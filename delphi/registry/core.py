@@ -184,6 +184,8 @@ def _band(forecast) -> "CurveBandRecord":
                 window=plain_number(c.window),
                 corr=None if getattr(c, "corr", None) is None else plain_number(c.corr))
                 for c in getattr(forecast, "carry_over", ())) or None,
+            correlation_use=("variance" if getattr(forecast, "correlation_use", None)
+                             == "variance" else None),
             early_completion_error=tuple(
                 (plain_number(f), plain_number(e))
                 for f, e in getattr(forecast, "early_completion_error", ())) or None)

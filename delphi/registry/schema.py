@@ -206,6 +206,10 @@ class CurveBandRecord(_Strict):
     carry_over: tuple[CarryOverRecord, ...] | None = None
     """The carry-over per fraction the tracker anchors the ladder's final forecast by; absent
     (not null) in entries registered without it, which track as before anchoring existed."""
+    correlation_use: Literal["variance"] | None = None
+    """``"variance"``: the tracker keeps the inverse-variance weights and gives their
+    combination its variance under the carry-over's ``corr``; absent: the correlated (BLUE)
+    weights when a ``corr`` is recorded."""
     early_completion_error: tuple[tuple[Fraction, Positive], ...] | None = None
     """``(fraction, RMS log error)`` of the early run-only completion (from warm-up) on the
     ladder; absent in entries registered without it (no run-only completion before 6
@@ -475,7 +479,7 @@ class Entry(_Strict):
                 fc.pop(key, None)     # entries written before it existed stay canonical
         band = fc.get("band") if isinstance(fc, dict) else None
         if isinstance(band, dict):
-            for key in ("carry_over", "early_completion_error"):
+            for key in ("carry_over", "early_completion_error", "correlation_use"):
                 if band.get(key) is None:
                     band.pop(key, None)
             for c in band.get("carry_over") or ():

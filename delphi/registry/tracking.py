@@ -399,6 +399,7 @@ class Reviser:
             with_corr = [c for c in carry if c.corr is not None]
             self._corr_f = np.array([c.fraction for c in with_corr]) if with_corr else None
             self._corr_r = np.array([c.corr for c in with_corr]) if with_corr else None
+            self._corr_weights = fc.band.correlation_use != "variance"
         else:
             self._carry_f = None
             self._corr_f = None
@@ -451,6 +452,13 @@ class Reviser:
                 mu = (p_l * mu_l + p_r * math.log(run)) / (p_l + p_r)
                 sd = (p_l + p_r) ** -0.5
                 w_l = p_l / (p_l + p_r)
+            elif not self._corr_weights:
+                # the inverse-variance weights, with their combination's variance under the
+                # correlation (the same revised loss, a wider interval)
+                w_l = sd_r ** 2 / (sd_l ** 2 + sd_r ** 2)
+                mu = w_l * mu_l + (1.0 - w_l) * math.log(run)
+                sd = math.sqrt(w_l ** 2 * sd_l ** 2 + (1.0 - w_l) ** 2 * sd_r ** 2
+                               + 2.0 * w_l * (1.0 - w_l) * corr * sd_l * sd_r)
             else:
                 # best linear unbiased weights of two correlated estimates (Aitken's
                 # generalised least squares), clipped to [0, 1]: no extrapolation beyond either
