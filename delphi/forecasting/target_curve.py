@@ -775,8 +775,10 @@ def predict_curve(ladder, target, law: str | None = None, *, level: float = DEFA
     if carried:
         found.append(Finding.note(
             "curve", "carry-over of a run's deviation from the curve to its final loss, on "
-            "the size folds (rho, residual sd / rms): " + ", ".join(
-                f"{c.fraction:g}: {c.rho:.2f}, {c.sd / c.rms:.2f}" for c in carried)))
+            "the size folds (rho, residual sd / rms"
+            + (", correlation with the run-only completion" if correlated else "") + "): "
+            + ", ".join(f"{c.fraction:g}: {c.rho:.2f}, {c.sd / c.rms:.2f}"
+                        + ("" if c.corr is None else f", {c.corr:.2f}") for c in carried)))
     return CurveForecast(forecast=fc, points=pts, level=float(fc.interval.level),
                          schedule=sched.spec(), completion_error=errs, size_folds=folds,
                          carry_over=carried, early_completion_error=early,

@@ -30,6 +30,18 @@ yet recorded:
    * revised: mu = (mu_L / sigma_L^2 + mu_R / sigma_R^2) / (1 / sigma_L^2 + 1 / sigma_R^2),
      sigma = (1 / sigma_L^2 + 1 / sigma_R^2)^-1/2, interval exp(mu +- z sigma).
 
+   Two options a prediction can be registered with (``predict_curve(early_completion=True,
+   correlated=...)``; off by default, see ``benchmarks/RESULTS.md``, issue 26, 2026-12-03):
+   the *early* completion (the same law fitted from the end of warm-up, its error measured
+   on the ladder the same way, ``band.early_completion_error``) stands in for the run's own
+   completion while that one has fewer than 6 checkpoints; and with a correlation r of the
+   anchored forecast's and the completion's errors measured on the size folds
+   (``band.carry_over[].corr``), the two are combined as correlated estimates: the best
+   linear unbiased weights w_L = (s_R^2 - r s_L s_R) / (s_L^2 + s_R^2 - 2 r s_L s_R),
+   clipped to [0, 1], sigma^2 = w_L^2 s_L^2 + (1 - w_L)^2 s_R^2 + 2 w_L (1 - w_L) r s_L s_R
+   (Aitken's generalised least squares); or (``band.correlation_use = "variance"``) the
+   inverse-variance weights with that sigma. Records without these fields revise as above.
+
 4. counts consecutive checkpoints outside the band: ``patience`` in a row is the alarm.
 """
 
