@@ -35,6 +35,12 @@ Figures:
 * the multi-power completion of ``bench_curves.py`` (one 2,000-step run, 1,600 checkpoints)
   over the same Epoch fit (issue 8 target <= 20x; not changed by this issue).
 
+Revision rules side by side: every forecast is made with the early completion's error
+(``predict_curve(early_completion=True)``) and the fold correlations (``correlated=True``)
+measured, and replayed once per rule of ``VARIANTS`` with the other fields removed (the
+main tables: ``predict_curve``'s defaults); the run-only figures are the tracker's completion,
+else the early one (from warm-up), the same for every rule.
+
 Carry-over anchoring (the ladder forecast anchored to the run's deviation so far, rho and sd
 measured on each fit ladder's own size folds: ``target_curve.carry_over``) is on; ``--no-anchor``
 registers the forecasts without it (the figures before it). The per-fraction errors are shown
@@ -72,6 +78,33 @@ from delphi.inputs.schedules import Schedule  # noqa: E402
 
 SECTION = "## Issue 26: tracking the big run while it trains (`benchmarks/bench_track.py`)"
 FRACTIONS = (0.25, 0.5, 0.75)
+#: Revision rules replayed side by side: (early completion, use of the correlation: False,
+#: "weights" = BLUE, "variance" = inverse-variance weights with the correlated variance). Every
+#: forecast is made with both measured; a variant registers it with the others' fields removed.
+VARIANTS = {"independent": (False, False), "early": (True, False),
+            "correlated weights": (False, "weights"),
+            "correlated variance": (False, "variance"),
+            "early+correlated weights": (True, "weights")}
+
+
+def default_variant() -> str:
+    """The variant ``predict_curve``'s defaults register."""
+    import inspect
+    p = inspect.signature(predict_curve).parameters
+    corr = p["correlated"].default
+    on = (p["early_completion"].default, "weights" if corr is True else corr)
+    return next(k for k, v in VARIANTS.items() if v == on)
+
+
+def variant(cf, early: bool, correlated):
+    """``cf`` with the early completion error and the carry-over's correlations kept or
+    removed (what a record registered without them holds), the correlation used as
+    ``correlated`` says."""
+    from dataclasses import replace
+    return replace(cf, early_completion_error=cf.early_completion_error if early else (),
+                   carry_over=tuple(replace(c, corr=c.corr if correlated else None)
+                                    for c in cf.carry_over),
+                   correlation_use=correlated or "weights")
 
 
 def _sub(ladder: Ladder, keep, name: str) -> Ladder:
@@ -153,9 +186,12 @@ def _replay(cf, run, target, log, folder, tag):
     return res, time.perf_counter() - t0
 
 
-def replay_one(cf, t_forecast, run, target, log, folder):
+def replay_one(cf_all, t_forecast, run, target, log, folder):
+    cf = variant(cf_all, *VARIANTS[default_variant()])
     res, t_replay = _replay(cf, run, target, log, folder, "band")
     res0, _ = _replay(without_size_band(cf), run, target, log, folder, "interval")
+    runs = {k: _replay(variant(cf_all, *v), run, target, log, folder, k)[0]
+            for k, v in VARIANTS.items()}
     final_step = int(target["steps"])
     last = log.iloc[-1]
     actual = float(last["loss"]) if int(last["step"]) >= final_step else None
@@ -177,11 +213,24 @@ def replay_one(cf, t_forecast, run, target, log, folder):
                          "ladder_weight": r.ladder_weight}
         return cps, [bool(c.inside) for c in cps if c.inside is not None], at
 
+    # the run-only completion scored at every fraction: the tracker's (from the curve's
+    # start), else the early one (from warm-up), as the early variant revises with
+    _, _, at_early = scored(runs["early"])
+    _, _, at_start = scored(runs["independent"])
+    by_variant = {k: scored(v)[2] for k, v in runs.items()}
+
+    def with_run_only(at):
+        for q, a in at.items():
+            a["run"] = at_early[q]["run"]
+            a["run_start"] = at_start[q]["run"]     # the tracker's only (None before it fits)
+        return at
     cps, inside, at = scored(res)
     _, inside0, at0 = scored(res0)
+    at, at0 = with_run_only(at), with_run_only(at0)
+    by_variant = {k: with_run_only(v) for k, v in by_variant.items()}
     last_pt = cf.points[-1]
     return {"cf": cf, "run": run, "n_checkpoints": len(cps), "inside": inside, "at": at,
-            "inside0": inside0, "at0": at0,
+            "inside0": inside0, "at0": at0, **{f"at_{k}": v for k, v in by_variant.items()},
             "forecast": cf.loss, "lower": last_pt.lower, "upper": last_pt.upper,
             "lower0": cf.lower, "upper0": cf.upper, "actual": actual,
             "t_forecast": t_forecast, "t_replay": t_replay, "alarm": res.alarm,
@@ -239,29 +288,34 @@ def _med(xs):
 def stats(groups, inside="inside", at="at"):
     """Pooled figures of one configuration under one band rule."""
     pooled_in, cov, per = [], [], []
-    q_err = {q: {"revised": [], "ladder": [], "run": [], "anchored": []} for q in FRACTIONS}
+    keys = ("revised", "ladder", "run", "anchored", "run_start")
+    q_err = {q: {k: [] for k in keys} for q in FRACTIONS}
     for name, results in groups:
         lad = [x for r in results for x in r[inside]]
         pooled_in += lad
         per.append((name, float(np.mean(lad)) if lad else float("nan"), len(lad)))
         for r in results:
             for q, a in r[at].items():
-                for k in ("revised", "ladder", "run", "anchored"):
+                for k in keys:
                     q_err[q][k].append(a.get(k))
                 cov.append(a["covered"])
     med = {q: tuple(_med(q_err[q][k]) for k in ("revised", "ladder", "run")) for q in FRACTIONS}
     wins = sum(rv < ld and rv < ro for rv, ld, ro in med.values())
     anchored = {q: _med(q_err[q]["anchored"]) for q in FRACTIONS}
-    return {"band": float(np.mean(pooled_in)) if pooled_in else float("nan"),
+    # against the tracker's own completion only, over the runs that have one there
+    start = {q: _med(q_err[q]["run_start"]) for q in FRACTIONS}
+    n_start = {q: sum(x is not None for x in q_err[q]["run_start"]) for q in FRACTIONS}
+    wins_start = sum(med[q][0] < med[q][1] and med[q][0] < start[q] for q in FRACTIONS)
+    return {"run_start": start, "n_start": n_start, "wins_start": wins_start,"band": float(np.mean(pooled_in)) if pooled_in else float("nan"),
             "n": len(pooled_in), "per": per, "med": med, "wins": wins, "anchored": anchored,
             "revised_cov": float(np.mean(cov)) if cov else float("nan"), "n_cov": len(cov)}
 
 
 def summarise(groups, oos, syn, base, mp, anchor=True) -> list[str]:
     lines = [SECTION, "",
-             "(run-only: no value at 25%, where the curve and the recorded checkpoints start "
-             "and the completion has fewer than 6 checkpoints; there the revised forecast is "
-             "the ladder's.)", "",
+             "(run only at 25%: the tracker's completion from the curve's start has fewer "
+             "than 6 checkpoints there; the run-only figures at 25% are the early "
+             "completion's, the same law fitted from the end of warm-up.)", "",
              "Each hero run is forecast from the smaller rungs only (`predict_curve`, "
              "`chinchilla-ckpt`, default interval; band = the final 90% new-run interval's "
              "relative widths, widened to contain the law's leave-one-size-out errors at the "
@@ -355,6 +409,40 @@ def summarise(groups, oos, syn, base, mp, anchor=True) -> list[str]:
                          f"{'yes' if rv < ld else 'no'} |")
         lines.append(f"| {label} | revised interval covers final | {sx['revised_cov']:.1%} of "
                      f"{sx['n_cov']} | | | | | |")
+    lines += ["", "Revision rules side by side (every forecast made once with the early "
+                  "completion error and the correlations measured; each rule registers it "
+                  "with the others' fields removed; run only = the tracker's completion from "
+                  "the curve's start, else the early one from warm-up, the same for every "
+                  f"rule; default rule: {default_variant()}). Median |ln(final / forecast)| "
+                  "at 25/50/75%, the revised interval's coverage of the final loss over "
+                  "(run, fraction) pairs, pooled and at each fraction:", "",
+              "| heroes | rule | revised 25/50/75% | run only 25/50/75% | ladder only | "
+              "covers final (pooled) | covers at 25/50/75% | revised below both (of 3) | "
+              "below both, against the tracker's completion only (of 3) |",
+              "|---|---|---|---|---|---|---|---|---|"]
+    for label, g in (("in sample", groups), ("out of sample", oos or [])):
+        for k in (VARIANTS if g else ()):
+            sx = stats(g, "inside", f"at_{k}")
+            cov_q = []
+            for q in FRACTIONS:
+                c = [r[f"at_{k}"][q]["covered"] for _, rs in g for r in rs
+                     if q in r[f"at_{k}"]]
+                cov_q.append(f"{np.sum(c)}/{len(c)}")
+            pct = " / ".join(f"{sx['med'][q][0]:.3%}" for q in FRACTIONS)
+            ro = " / ".join(f"{sx['med'][q][2]:.3%}" for q in FRACTIONS)
+            lines.append(f"| {label} | {k} | {pct} | {ro} | {sx['med'][0.25][1]:.2%} | "
+                         f"{sx['revised_cov']:.1%} of {sx['n_cov']} | {' / '.join(cov_q)} | "
+                         f"{sx['wins']} | {sx['wins_start']} |")
+    lines += ["", "The tracker's own completion alone (from the curve's start; over the runs "
+                  "that have one at the fraction), the comparator before the early completion "
+                  "filled the gaps: " + "; ".join(
+                      f"{label} " + ", ".join(
+                          f"{q:.0%} " + ("none" if not stats(g)["n_start"][q] else
+                                         f"{stats(g)['run_start'][q]:.3%} "
+                                         f"({stats(g)['n_start'][q]} runs)")
+                          for q in FRACTIONS)
+                      for label, g in (("in sample", groups), ("out of sample", oos or []))
+                      if g) + ".", ""]
     lines += ["", "Final-loss error, median |ln(final / forecast)| over runs, at the first "
                   "checkpoint at or after each fraction (both ladders pooled; per ladder "
                   "below):", "",
@@ -375,9 +463,15 @@ def summarise(groups, oos, syn, base, mp, anchor=True) -> list[str]:
                          f"{np.mean([x['covered'] for x in a]):.0%} of {len(a)} | "
                          f"{_med([x['ladder_weight'] for x in a]):.2f} |")
     cov, wins = st["revised_cov"], st["wins"]
+    so = stats(oos) if oos else None
     lines += ["", f"- Revised error below both the ladder-only and the run-only forecast "
                   f"(median over runs) at 25/50/75%: **{'met' if wins == 3 else 'not met'}** "
-                  f"({wins} of 3 fractions).",
+                  f"({wins} of 3 fractions; the run-only forecast at 25%, and for runs whose "
+                  f"tracker completion has fewer than 6 checkpoints, is the early completion, "
+                  f"from warm-up" + ("" if so is None else f"; out of sample {so['wins']} of "
+                                     f"3") + f"). Against the tracker's own completion only "
+                  f"(none at 25%): {st['wins_start']} of 3" + (
+                      "" if so is None else f" ({so['wins_start']} of 3 out of sample)") + ".",
               f"- Revised interval covers the final loss in {cov:.1%} of {st['n_cov']} "
               f"(run, fraction) pairs (target 85-95%): "
               f"**{'met' if 0.85 <= cov <= 0.95 else 'not met'}**."]
@@ -421,7 +515,8 @@ def run_config(down, only, n_boot, folder, syn_box, anchor=True):
             if key not in cache:
                 t0 = time.perf_counter()
                 cf = predict_curve(fit_ladder, target, n_boot=n_boot, seed=0,
-                                   size_errors=folds, carry=anchor)
+                                   size_errors=folds, carry=anchor, early_completion=True,
+                                   correlated=anchor)
                 cache[key] = (cf, time.perf_counter() - t0 + t_folds)
             cf, t_forecast = cache[key]
             r = replay_one(cf, t_forecast, run, target, log, folder)
@@ -431,7 +526,8 @@ def run_config(down, only, n_boot, folder, syn_box, anchor=True):
                   f"replay {r['t_replay']:.2f}s", flush=True)
             results.append(r)
             if run == "3B-10xC" and down == 0 and syn_box is not None:
-                syn_box.append(synthetic_replay(cf, target, folder))
+                syn_box.append(synthetic_replay(variant(cf, *VARIANTS[default_variant()]),
+                                                target, folder))
                 print("synthetic", syn_box[-1], flush=True)
         groups.append((name, results))
     return groups

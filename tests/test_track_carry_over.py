@@ -199,3 +199,124 @@ def test_cli_register_no_carry_over_records_none(ladder, tmp_path):
     entry = delphi.Registry(reg).get("off")
     assert entry.forecast.band.carry_over is None
     assert entry.forecast.band.completion_error and "carry_over" not in entry.line
+
+
+# --- the early completion and the correlated (BLUE) weights (issue 26, target 2)
+
+def test_carry_over_correlation_is_uncentred_and_clipped():
+    d = np.array([0.01, -0.02, 0.03, 0.015])
+    e = 0.5 * d + np.array([0.002, -0.001, 0.001, -0.002])
+    res = e - float(d @ e / (d @ d)) * d
+    c = np.array([0.004, -0.001, 0.003, -0.003])
+
+    def fold(comps):
+        return SizeFold(params=4e8, fitted_params=2e8, tokens_per_param=(10.0,),
+                        errors=(0.0,), deviations=tuple((0.5, float(a), float(b))
+                                                        for a, b in zip(d, e)),
+                        completion_errors=comps)
+    (r,) = carry_over((fold(tuple(map(float, c))),), correlated=True)
+    assert r.corr == pytest.approx(float(res @ c / math.sqrt((res @ res) * (c @ c))))
+    assert 0 < r.corr < 0.95
+    # not asked for, a negative correlation, one of 1, too few completions
+    assert carry_over((fold(tuple(map(float, c))),))[0].corr is None
+    assert carry_over((fold(tuple(map(float, -c))),), correlated=True)[0].corr == 0.0
+    assert carry_over((fold(tuple(map(float, 3 * res))),), correlated=True)[0].corr == 0.95
+    assert carry_over((fold((0.01, None, None, 0.02)),), correlated=True)[0].corr is None
+
+
+def test_folds_record_the_run_only_completion_at_each_deviation(forecasts):
+    folds, _, _ = forecasts
+    for f in folds:
+        assert len(f.completion_errors) == len(f.deviations)
+        # fitted past the early descent, and closer to the final loss the more it has seen
+        at = {}
+        for (q, _, _), c in zip(f.deviations, f.completion_errors):
+            at.setdefault(q, []).append(c)
+        assert all(c is not None and abs(c) < 0.1 for q in at if q >= 0.6 for c in at[q])
+        assert np.mean(np.abs(at[0.9])) < np.mean(np.abs(at[0.6])) < np.mean(np.abs(at[0.3]))
+
+
+def _entry(reg, cf, id, **band):
+    reg.register(cf, id=id)
+    e = reg.get(id)
+    if not band:
+        return e
+    b = e.forecast.band.model_copy(update=band)
+    return e.model_copy(update={"forecast": e.forecast.model_copy(update={"band": b})})
+
+
+def test_correlated_weights_are_the_blue_of_two_correlated_estimates(forecasts, tmp_path):
+    from dataclasses import replace
+    _, on, _ = forecasts
+    reg = delphi.Registry(tmp_path / "r.jsonl")
+    corr = 0.6
+    cor = replace(on, carry_over=tuple(replace(c, corr=corr) for c in on.carry_over))
+    # recorded, and only then: a record without it keeps its line
+    e_ind, e_cor = _entry(reg, on, "ind"), _entry(reg, cor, "cor")
+    e_var = _entry(reg, replace(cor, correlation_use="variance"), "var")
+    assert '"corr"' not in e_ind.line and '"corr":0.6' in e_cor.line
+    assert "correlation_use" not in e_cor.line and '"correlation_use":"variance"' in e_var.line
+    assert Entry.model_validate_json(e_cor.line).line == e_cor.line
+    a, b, v = Reviser(e_ind), Reviser(e_cor), Reviser(e_var)
+    checked = 0
+    for step, loss in zip(*_run_log().to_numpy().T):
+        revise = step / TARGET["steps"] >= a.start_fraction
+        ra = a.add(int(step), float(loss), revise=revise)
+        rb = b.add(int(step), float(loss), revise=revise)
+        rv = v.add(int(step), float(loss), revise=revise)
+        if ra is None or ra.run_sd is None or step >= TARGET["steps"]:
+            continue
+        assert ra.anchored == rb.anchored and ra.run_only == rb.run_only
+        # the anchored sd from the independent weights: w = s_R^2 / (s_L^2 + s_R^2)
+        s_r = ra.run_sd
+        s_l = s_r * math.sqrt((1 - ra.ladder_weight) / ra.ladder_weight)
+        cov = corr * s_l * s_r
+        w = min(1.0, max(0.0, (s_r ** 2 - cov) / (s_l ** 2 + s_r ** 2 - 2 * cov)))
+        sd = math.sqrt(w * w * s_l ** 2 + (1 - w) ** 2 * s_r ** 2 + 2 * w * (1 - w) * cov)
+        mu = w * math.log(rb.anchored) + (1 - w) * math.log(rb.run_only)
+        assert rb.ladder_weight == pytest.approx(w, abs=1e-9)
+        assert rb.loss == pytest.approx(math.exp(mu), rel=1e-12)
+        assert math.log(rb.upper / rb.loss) == pytest.approx(a.z * sd, rel=1e-9)
+        # positively correlated estimates are worth less together than independent ones
+        assert rb.upper / rb.lower >= ra.upper / ra.lower * (1 - 1e-12)
+        # "variance": the independent weights and loss, their variance under the correlation
+        w = ra.ladder_weight
+        sd = math.sqrt(w * w * s_l ** 2 + (1 - w) ** 2 * s_r ** 2 + 2 * w * (1 - w) * cov)
+        assert rv.loss == pytest.approx(ra.loss, rel=1e-12)
+        assert rv.ladder_weight == pytest.approx(w, rel=1e-9)
+        assert math.log(rv.upper / rv.loss) == pytest.approx(a.z * sd, rel=1e-9)
+        checked += 1
+    assert checked > 20
+
+
+def test_early_completion_fills_the_start_of_the_curve(ladder, forecasts, tmp_path):
+    from delphi.forecasting.target_curve import completion_errors
+    _, on, _ = forecasts
+    # at 30% (6 checkpoints from warm-up, 2 from 25%) only the completion from warm-up can be
+    # fitted on the ladder's runs
+    assert completion_errors(ladder, fractions=(0.3,)) == ()
+    ((f, err),) = completion_errors(ladder, fractions=(0.3,), start=0.0)
+    assert f == 0.3 and 0 < err < 1
+    reg = delphi.Registry(tmp_path / "r.jsonl")
+    base = _entry(reg, on, "base")
+    assert "early_completion_error" not in base.line
+    early = _entry(reg, on, "early", early_completion_error=((0.25, 0.02), (0.5, 0.01)))
+    a, b = Reviser(base), Reviser(early)
+    filled = same = 0
+    for step, loss in zip(*_run_log().to_numpy().T):
+        revise = step / TARGET["steps"] >= a.start_fraction
+        ra = a.add(int(step), float(loss), revise=revise)
+        rb = b.add(int(step), float(loss), revise=revise)
+        if ra is None or step >= TARGET["steps"]:
+            continue
+        if ra.run_only is None:
+            # the tracker's completion is not fitted yet: the early one is, weighed by its
+            # own preregistered error
+            assert rb.run_only is not None and rb.ladder_weight < 1
+            assert rb.run_sd == pytest.approx(float(np.interp(step / TARGET["steps"],
+                                                              [0.25, 0.5], [0.02, 0.01])))
+            filled += 1
+        else:
+            assert rb.to_dict() == ra.to_dict()
+            same += 1
+    assert filled >= 3 and same > 20

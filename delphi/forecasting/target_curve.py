@@ -37,6 +37,25 @@ anchors the ladder's final forecast: ln L = ln L_ladder + rho d, its sd the ladd
 scaled by sd / rms (the share of the final error the carry-over leaves unexplained, a ratio,
 so a target further above the ladder than the folds keeps its wider ladder sd). Never
 measured on the target runs.
+
+The early completion and the correlation (both recorded only when asked for:
+``predict_curve(early_completion=True, correlated=True)``; see ``benchmarks/RESULTS.md`` for
+whether they are on by default). The run-only completion fits the checkpoints from the
+curve's start (25% of the run) on, so it needs 6 of them and does not exist at 25%. The
+*early* completion fits the same law to every checkpoint after warm-up instead (the early
+descent included, which the law describes worse); its error is measured on the ladder's
+runs exactly as :func:`completion_errors` measures the other's (``start=0``: from warm-up,
+at :data:`EARLY_FRACTIONS`), and the tracker uses it only while the other cannot be fitted.
+The anchored ladder forecast and the run-only completion both read the run's own
+checkpoints, so their errors may be correlated: on the same size folds, at each carry
+fraction, the held-out run's anchored residual e - rho d is set against its run-only
+completion's error at the same checkpoint (the completion from 25% on when it can be fitted,
+else the early one); ``corr`` = sum(a b) / sqrt(sum a^2 sum b^2) (uncentred, as the rms is),
+clipped to [0, 0.95]: never a narrower interval than independence gives. The tracker then
+combines the two by the best linear unbiased (generalised least-squares) weights for
+correlated estimates instead of the inverse-variance ones (``correlated="weights"``), or keeps
+the inverse-variance weights and only gives their combination its variance under the
+correlation (``correlated="variance"``: the same revised loss, a wider interval).
 """
 
 from __future__ import annotations
@@ -64,7 +83,7 @@ from ..inputs.law_inputs import curve_inputs
 
 __all__ = ["CurvePoint", "CurveForecast", "predict_curve", "completion_errors",
            "size_holdout_errors", "SizeFold", "CarryOver", "carry_over", "run_deviation",
-           "CARRY_FRACTIONS", "CARRY_WINDOW", "target_schedule", "COMPLETION_FRACTIONS", "CURVE_LAW", "DEFAULT_POINTS"]
+           "CARRY_FRACTIONS", "CARRY_WINDOW", "EARLY_FRACTIONS", "MAX_CORR", "target_schedule", "COMPLETION_FRACTIONS", "CURVE_LAW", "DEFAULT_POINTS"]
 
 #: The checkpoint law ``--curve`` fits when none is named.
 CURVE_LAW = "chinchilla-ckpt"
@@ -91,6 +110,11 @@ CARRY_FRACTIONS = (0.25, 0.3, 0.4, 0.5, 0.6, 0.7, 0.75, 0.8, 0.9)
 CARRY_WINDOW = 0.1
 #: Held-out runs needed at a fraction to estimate the carry-over there.
 MIN_CARRY_RUNS = 3
+#: Fractions at which the early completion's (from warm-up) error is measured on the ladder.
+EARLY_FRACTIONS = (0.25, 0.3, 0.4, 0.5)
+#: Upper clip of the anchored/run-only correlation (a correlation of 1 makes the weights
+#: undefined; a negative one is clipped to 0).
+MAX_CORR = 0.95
 
 
 @dataclass(frozen=True)
@@ -109,6 +133,10 @@ class SizeFold:
     """(fraction q, deviation d, final error e) per held-out run and q of
     :data:`CARRY_FRACTIONS`: d = :func:`run_deviation` of its curve from the fold's forecast
     at its first checkpoint at or after q, e = ln(actual final / forecast final) [log loss]."""
+    completion_errors: tuple = ()
+    """Aligned with :attr:`deviations`: ln(actual final / the run-only completion at the same
+    checkpoint) (from 25% of the run on when it can be fitted, else from warm-up), or None
+    when neither can be fitted; empty when not measured."""
 
     def error_at(self, tokens_per_param: float) -> float:
         """The fold's log error at ``tokens_per_param``: linear in ln(D/N) between the held-out
@@ -137,6 +165,10 @@ class CarryOver:
     """Held-out runs it was measured on."""
     window: float = CARRY_WINDOW
     """Share of the run the deviation averages (:func:`run_deviation`)."""
+    corr: float | None = None
+    """Correlation of the anchored residual e - rho d with the run-only completion's error,
+    in [0, :data:`MAX_CORR`]; None when not measured (the tracker then weighs the two as
+    independent)."""
 
 
 def run_deviation(fractions, log_ratios, at: float, window: float = CARRY_WINDOW) -> float | None:
@@ -150,26 +182,41 @@ def run_deviation(fractions, log_ratios, at: float, window: float = CARRY_WINDOW
     return float(np.mean(np.asarray(log_ratios, float)[keep]))
 
 
-def carry_over(folds, *, fractions=CARRY_FRACTIONS, min_runs: int = MIN_CARRY_RUNS
-               ) -> tuple[CarryOver, ...]:
+def carry_over(folds, *, fractions=CARRY_FRACTIONS, min_runs: int = MIN_CARRY_RUNS,
+               correlated: bool = False) -> tuple[CarryOver, ...]:
     """The carry-over at each fraction from the size folds' ``deviations``
     (:func:`size_holdout_errors`), pooled over folds: rho = sum(d e) / sum(d^2) clipped to
     [0, 1] (least squares through the origin), sd = sqrt(sum((e - rho d)^2) / (n - 1)), rms =
-    sqrt(mean(e^2)). Fractions with fewer than ``min_runs`` runs are left out; empty without
-    deviations."""
+    sqrt(mean(e^2)). With ``correlated``, also ``corr`` = sum(a c) / sqrt(sum a^2 sum c^2),
+    a = e - rho d, c the run's completion error (:attr:`SizeFold.completion_errors`), over the
+    runs with both (at least ``min_runs``; else None), clipped to [0, :data:`MAX_CORR`].
+    Fractions with fewer than ``min_runs`` runs are left out; empty without deviations."""
     out = []
     for q in fractions:
-        pts = [(d, e) for f in folds for fq, d, e in getattr(f, "deviations", ())
-               if abs(fq - q) < 1e-9]
+        pts, comp = [], []
+        for f in folds:
+            devs = getattr(f, "deviations", ())
+            errs = getattr(f, "completion_errors", ()) or (None,) * len(devs)
+            for (fq, d, e), c in zip(devs, errs):
+                if abs(fq - q) < 1e-9:
+                    pts.append((d, e))
+                    comp.append(c)
         if len(pts) < min_runs:
             continue
         d, e = np.array(pts, float).T
         dd = float(np.dot(d, d))
         rho = 0.0 if dd <= 0 else min(1.0, max(0.0, float(np.dot(d, e)) / dd))
         res = e - rho * d
+        corr = None
+        both = [(a, c) for a, c in zip(res, comp) if c is not None]
+        if correlated and len(both) >= min_runs:
+            a, c = np.array(both, float).T
+            den = math.sqrt(float(np.dot(a, a)) * float(np.dot(c, c)))
+            corr = 0.0 if den <= 0 else min(MAX_CORR, max(0.0, float(np.dot(a, c)) / den))
         out.append(CarryOver(fraction=float(q), rho=rho,
                              sd=max(1e-6, float(np.sqrt(np.dot(res, res) / (len(e) - 1)))),
-                             rms=max(1e-6, float(np.sqrt(np.mean(e * e)))), n=int(len(e))))
+                             rms=max(1e-6, float(np.sqrt(np.mean(e * e)))), n=int(len(e)),
+                             corr=corr))
     return tuple(out)
 
 
@@ -220,6 +267,14 @@ class CurveForecast:
     carry_over: tuple = ()
     """:class:`CarryOver` per fraction, measured on :attr:`size_folds` (:func:`carry_over`);
     empty when not measured or turned off: the tracker then does not anchor."""
+    correlation_use: str = "weights"
+    """How the tracker uses :attr:`CarryOver.corr`: ``"weights"`` (the BLUE weights and their
+    variance) or ``"variance"`` (inverse-variance weights, their variance under the
+    correlation)."""
+    early_completion_error: tuple[tuple[float, float], ...] = ()
+    """(fraction, RMS log error) of the early completion (from warm-up) on the ladder's runs
+    (:func:`completion_errors` with ``start=0``); empty when not measured: the tracker then has
+    no run-only completion before 6 checkpoints from the curve's start."""
     band_method: str = BAND_METHOD
     """How the band was made (recorded by ``register``)."""
     curve_findings: tuple[Finding, ...] = field(default=())
@@ -353,7 +408,8 @@ def target_schedule(target: Target, ladder: Ladder | None = None) -> tuple[Sched
     return sched, steps, batch
 
 
-def completion_errors(ladder: Ladder, *, fractions=COMPLETION_FRACTIONS, max_runs: int = 12
+def completion_errors(ladder: Ladder, *, fractions=COMPLETION_FRACTIONS, max_runs: int = 12,
+                      start: float = MIN_CHECKPOINT_FRACTION
                       ) -> tuple[tuple[float, float], ...]:
     """How far a run-only completion is off, by the share of the run it has seen, measured
     on the ladder's own finished curves.
@@ -361,8 +417,9 @@ def completion_errors(ladder: Ladder, *, fractions=COMPLETION_FRACTIONS, max_run
     Each finished run with at least :data:`MIN_CHECKPOINTS` checkpoints (the ``max_runs``
     largest by parameters, then tokens) is completed from its checkpoints up to each fraction
     in turn, exactly as the tracker completes a run (:class:`WarmCompletion`: the
-    ``annealing`` law, Tissue et al. 2024 Eq. 1, fitted to the checkpoints from 25% of the run
-    on, where a forecast curve starts, refitted warm as the fraction grows); the error is
+    ``annealing`` law, Tissue et al. 2024 Eq. 1, fitted to the checkpoints from ``start`` of the
+    run on (default 25%, where a forecast curve starts; 0: from the end of warm-up, the early
+    completion), refitted warm as the fraction grows); the error is
     ln(actual final / completed). The result per fraction is the root mean square
     over runs (bias included), floored at 1e-4.
 
@@ -399,7 +456,7 @@ def completion_errors(ladder: Ladder, *, fractions=COMPLETION_FRACTIONS, max_run
             continue                     # not finished, or not one curve in step order
         actual = float(losses[-1])
         wc = WarmCompletion(schedules[0].lrs(),
-                            start_step=math.ceil(MIN_CHECKPOINT_FRACTION * total))
+                            start_step=math.ceil(start * total))
         for f in sorted(fractions):
             keep = steps <= math.floor(f * total)
             value = wc.predict(steps[keep], losses[keep])
@@ -478,16 +535,42 @@ def size_holdout_errors(ladder, law: str | None = None, *, folds: int = SIZE_FOL
         err = np.log(actual[ok] / pred[ok])
         u, inv = np.unique(np.round(tpp, 6), return_inverse=True)
         mean = np.bincount(inv, weights=err) / np.bincount(inv)
-        devs = _fold_deviations(f, law_obj, ladder, t, held) if "run" in held.columns else ()
+        devs, comps = (_fold_deviations(f, law_obj, ladder, t, held)
+                       if "run" in held.columns else ((), ()))
         out.append(SizeFold(params=float(n_k), fitted_params=float(sizes[k - 1]),
                             tokens_per_param=tuple(float(v) for v in u),
-                            errors=tuple(float(v) for v in mean), deviations=devs))
+                            errors=tuple(float(v) for v in mean), deviations=devs,
+                            completion_errors=comps))
     return tuple(out)
 
 
-def _fold_deviations(fit, law_obj, ladder, t, held) -> tuple:
-    """(q, d, e) of each held-out finished run's curve (see :attr:`SizeFold.deviations`)."""
-    out = []
+def _completer(ladder, run, rows):
+    """f(step) -> the run-only completion's final loss from ``rows``' checkpoints up to that
+    step, as the tracker makes it (from 25% of the run on, else from warm-up; steps
+    increasing between calls), or None when neither can be fitted or the run has no schedule."""
+    try:
+        _, _, schedules, _ = curve_inputs(ladder, [run])
+    except DelphiError:
+        return None
+    lrs = schedules[0].lrs()
+    total = int(schedules[0].total_steps)
+    steps = np.minimum(rows["step"].to_numpy(float).astype(np.int64), total)
+    losses = rows["loss"].to_numpy(float)
+    main = WarmCompletion(lrs, start_step=math.ceil(MIN_CHECKPOINT_FRACTION * total))
+    early = WarmCompletion(lrs)
+
+    def at(step):
+        keep = steps <= step
+        value = main.predict(steps[keep], losses[keep])
+        return value if value is not None else early.predict(steps[keep], losses[keep])
+    return at
+
+
+def _fold_deviations(fit, law_obj, ladder, t, held) -> tuple[tuple, tuple]:
+    """(q, d, e) of each held-out finished run's curve (see :attr:`SizeFold.deviations`), and
+    aligned with them the run-only completion's final log error there
+    (:attr:`SizeFold.completion_errors`)."""
+    out, comps = [], []
     for run, final in zip(held["run"], held["loss"].to_numpy(float)):
         rows = t[t["run"] == run].sort_values("step") if "step" in t.columns else t.iloc[:0]
         if len(rows) < 2:
@@ -502,8 +585,10 @@ def _fold_deviations(fit, law_obj, ladder, t, held) -> tuple:
         ok = np.isfinite(pred) & (pred > 0) & (frac >= MIN_CHECKPOINT_FRACTION - 1e-12)
         if not ok[-1] or frac[-1] < 1.0 - 1e-9:
             continue
+        step = rows["step"].to_numpy(float)[ok] if "step" in rows.columns else None
         frac, ratio = frac[ok], np.log(rows["loss"].to_numpy(float)[ok] / pred[ok])
         e = math.log(float(final) / float(pred[-1]))
+        complete = _completer(ladder, run, rows) if step is not None else None
         for q in CARRY_FRACTIONS:
             idx = np.flatnonzero((frac >= q - 1e-12) & (frac < 1.0 - 1e-9))
             if not idx.size:
@@ -511,7 +596,9 @@ def _fold_deviations(fit, law_obj, ladder, t, held) -> tuple:
             d = run_deviation(frac, ratio, float(frac[idx[0]]))
             if d is not None:
                 out.append((float(q), d, e))
-    return tuple(out)
+                value = None if complete is None else complete(int(step[idx[0]]))
+                comps.append(None if value is None else math.log(float(final) / value))
+    return tuple(out), tuple(comps)
 
 
 def size_band(folds, params: float, tokens: float, max_params: float, noise: float,
@@ -542,6 +629,7 @@ def size_band(folds, params: float, tokens: float, max_params: float, noise: flo
 def predict_curve(ladder, target, law: str | None = None, *, level: float = DEFAULT_LEVEL,
                   points: int = DEFAULT_POINTS, completion: bool = True,
                   completion_runs: int = 12, size_errors=True, carry: bool = True,
+                  early_completion: bool = False, correlated: bool | str = False,
                   seed: int = 0, **options) -> CurveForecast:
     """Forecast the target run's whole loss curve, with a band at each fraction.
 
@@ -570,6 +658,15 @@ def predict_curve(ladder, target, law: str | None = None, *, level: float = DEFA
     carry: measure the carry-over of a run's deviation on the size folds (:func:`carry_over`;
         no extra fits), so that tracking anchors the ladder's final forecast to the run's
         deviation so far; False records none (the tracker's rule before anchoring).
+    early_completion: also measure the early completion's error (from warm-up, at
+        :data:`EARLY_FRACTIONS`; :func:`completion_errors` with ``start=0``), so that tracking
+        has a run-only completion before 6 checkpoints from the curve's start (module
+        docstring).
+    correlated: also measure, with the carry-over, the correlation of the anchored ladder
+        forecast's and the run-only completion's errors on the size folds
+        (:attr:`CarryOver.corr`), so that tracking combines them by the correlated (BLUE)
+        weights (True or ``"weights"``), or by the inverse-variance weights with the variance
+        their combination has under the correlation (``"variance"``).
     seed, options: passed to :func:`delphi.predict` (``interval``, ``n_boot``, ``fixed``...).
 
     Returns
@@ -667,14 +764,24 @@ def predict_curve(ladder, target, law: str | None = None, *, level: float = DEFA
                 "few finished curves): tracking's revised forecast then stays the ladder's "
                 "until the run ends"))
             warnings.warn(found[-1].message, FitWarning, stacklevel=user_stacklevel())
-    carried = carry_over(folds) if carry else ()
+    early: tuple = ()
+    if completion and early_completion:
+        early = completion_errors(ladder, fractions=EARLY_FRACTIONS, max_runs=completion_runs,
+                                  start=0.0)
+    if correlated not in (False, True, "weights", "variance"):
+        raise TargetError(f"correlated must be False, True, 'weights' or 'variance', got "
+                          f"{correlated!r}")
+    carried = carry_over(folds, correlated=bool(correlated)) if carry else ()
     if carried:
         found.append(Finding.note(
             "curve", "carry-over of a run's deviation from the curve to its final loss, on "
-            "the size folds (rho, residual sd / rms): " + ", ".join(
-                f"{c.fraction:g}: {c.rho:.2f}, {c.sd / c.rms:.2f}" for c in carried)))
+            "the size folds (rho, residual sd / rms"
+            + (", correlation with the run-only completion" if correlated else "") + "): "
+            + ", ".join(f"{c.fraction:g}: {c.rho:.2f}, {c.sd / c.rms:.2f}"
+                        + ("" if c.corr is None else f", {c.corr:.2f}") for c in carried)))
     return CurveForecast(forecast=fc, points=pts, level=float(fc.interval.level),
                          schedule=sched.spec(), completion_error=errs, size_folds=folds,
-                         carry_over=carried,
+                         carry_over=carried, early_completion_error=early,
+                         correlation_use="variance" if correlated == "variance" else "weights",
                          band_method=method,
                          curve_findings=tuple(found))

@@ -181,8 +181,14 @@ def _band(forecast) -> "CurveBandRecord":
             carry_over=tuple(CarryOverRecord(
                 fraction=plain_number(c.fraction), rho=plain_number(c.rho),
                 sd=plain_number(c.sd), rms=plain_number(c.rms), n=int(c.n),
-                window=plain_number(c.window))
-                for c in getattr(forecast, "carry_over", ())) or None)
+                window=plain_number(c.window),
+                corr=None if getattr(c, "corr", None) is None else plain_number(c.corr))
+                for c in getattr(forecast, "carry_over", ())) or None,
+            correlation_use=("variance" if getattr(forecast, "correlation_use", None)
+                             == "variance" else None),
+            early_completion_error=tuple(
+                (plain_number(f), plain_number(e))
+                for f, e in getattr(forecast, "early_completion_error", ())) or None)
     except ValidationError as exc:
         raise RegistryError(validation_message(exc, "forecast curve band")) from None
 

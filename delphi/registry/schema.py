@@ -180,6 +180,9 @@ class CarryOverRecord(_Strict):
     n: Annotated[int, Field(ge=2)]
     window: Fraction
     """Share of the run the deviation so far averages."""
+    corr: Annotated[float, Field(ge=0, lt=1, allow_inf_nan=False)] | None = None
+    """Correlation of the anchored forecast's and the run-only completion's errors on the
+    folds; absent when not measured (the tracker then weighs them as independent)."""
 
 
 class CurveBandRecord(_Strict):
@@ -203,6 +206,14 @@ class CurveBandRecord(_Strict):
     carry_over: tuple[CarryOverRecord, ...] | None = None
     """The carry-over per fraction the tracker anchors the ladder's final forecast by; absent
     (not null) in entries registered without it, which track as before anchoring existed."""
+    correlation_use: Literal["variance"] | None = None
+    """``"variance"``: the tracker keeps the inverse-variance weights and gives their
+    combination its variance under the carry-over's ``corr``; absent: the correlated (BLUE)
+    weights when a ``corr`` is recorded."""
+    early_completion_error: tuple[tuple[Fraction, Positive], ...] | None = None
+    """``(fraction, RMS log error)`` of the early run-only completion (from warm-up) on the
+    ladder; absent in entries registered without it (no run-only completion before 6
+    checkpoints from the curve's start)."""
 
 
 class ForecastRecord(_Strict):
@@ -467,8 +478,13 @@ class Entry(_Strict):
             if isinstance(fc, dict) and fc.get(key) is None:
                 fc.pop(key, None)     # entries written before it existed stay canonical
         band = fc.get("band") if isinstance(fc, dict) else None
-        if isinstance(band, dict) and band.get("carry_over") is None:
-            band.pop("carry_over", None)
+        if isinstance(band, dict):
+            for key in ("carry_over", "early_completion_error", "correlation_use"):
+                if band.get(key) is None:
+                    band.pop(key, None)
+            for c in band.get("carry_over") or ():
+                if isinstance(c, dict) and c.get("corr") is None:
+                    c.pop("corr", None)
         if data.get("comparison") is None:
             data.pop("comparison", None)
         oc = data.get("outcome")

@@ -30,6 +30,18 @@ yet recorded:
    * revised: mu = (mu_L / sigma_L^2 + mu_R / sigma_R^2) / (1 / sigma_L^2 + 1 / sigma_R^2),
      sigma = (1 / sigma_L^2 + 1 / sigma_R^2)^-1/2, interval exp(mu +- z sigma).
 
+   Two options a prediction can be registered with (``predict_curve(early_completion=True,
+   correlated=...)``; off by default, see ``benchmarks/RESULTS.md``, issue 26, 2026-12-03):
+   the *early* completion (the same law fitted from the end of warm-up, its error measured
+   on the ladder the same way, ``band.early_completion_error``) stands in for the run's own
+   completion while that one has fewer than 6 checkpoints; and with a correlation r of the
+   anchored forecast's and the completion's errors measured on the size folds
+   (``band.carry_over[].corr``), the two are combined as correlated estimates: the best
+   linear unbiased weights w_L = (s_R^2 - r s_L s_R) / (s_L^2 + s_R^2 - 2 r s_L s_R),
+   clipped to [0, 1], sigma^2 = w_L^2 s_L^2 + (1 - w_L)^2 s_R^2 + 2 w_L (1 - w_L) r s_L s_R
+   (Aitken's generalised least squares); or (``band.correlation_use = "variance"``) the
+   inverse-variance weights with that sigma. Records without these fields revise as above.
+
 4. counts consecutive checkpoints outside the band: ``patience`` in a row is the alarm.
 """
 
@@ -381,6 +393,11 @@ class Reviser:
         self._refit = WarmCompletion(
             self.schedule.lrs(), start_step=math.ceil(self.start_fraction * self.total_steps
                                                       - 1e-9))
+        early = fc.band.early_completion_error
+        # until that one has its 6 checkpoints: the early completion, from warm-up
+        self._early = WarmCompletion(self.schedule.lrs()) if early else None
+        self._early_f = np.array([f for f, _ in early]) if early else None
+        self._early_s = np.array([e for _, e in early]) if early else None
         self._steps: list[int] = []
         self._losses: list[float] = []
         carry = fc.band.carry_over
@@ -391,8 +408,13 @@ class Reviser:
             self._carry_window = float(carry[0].window)
             self._curve_f = np.array([f for f, _ in fc.curve])
             self._curve_l = np.array([v for _, v in fc.curve])
+            with_corr = [c for c in carry if c.corr is not None]
+            self._corr_f = np.array([c.fraction for c in with_corr]) if with_corr else None
+            self._corr_r = np.array([c.corr for c in with_corr]) if with_corr else None
+            self._corr_weights = fc.band.correlation_use != "variance"
         else:
             self._carry_f = None
+            self._corr_f = None
         self._dev_f: list[float] = []       # fraction and ln(observed / curve), from the start
         self._dev_r: list[float] = []
 
@@ -415,8 +437,12 @@ class Reviser:
                            run_only=float(loss), run_sd=0.0, ladder_weight=0.0)
         fraction = step / self.total_steps
         run = self._refit.predict(self._steps, self._losses)
+        err_f, err_s = self._err_f, self._err_s
+        if run is None and self._early is not None:
+            run = self._early.predict(self._steps, self._losses)
+            err_f, err_s = self._early_f, self._early_s
         mu_l, sd_l = self.mu_ladder, self.sd_ladder
-        anchored = None
+        anchored, corr = None, None
         if self._carry_f is not None:
             self._dev_f.append(fraction)
             # against the curve as the band scores it (linear in the fraction)
@@ -427,15 +453,32 @@ class Reviser:
                 mu_l = mu_l + float(np.interp(fraction, self._carry_f, self._carry_rho)) * d
                 sd_l = sd_l * float(np.interp(fraction, self._carry_f, self._carry_ratio))
                 anchored = math.exp(mu_l)
-        if run is None or self._err_f is None:
+                if self._corr_f is not None:
+                    corr = float(np.interp(fraction, self._corr_f, self._corr_r))
+        if run is None or err_f is None:
             mu, sd, w_l, sd_r = mu_l, sd_l, 1.0, None
         else:
-            sd_r = float(np.interp(fraction, self._err_f, self._err_s,
-                                   left=float(self._err_s[0])))
-            p_l, p_r = 1.0 / sd_l ** 2, 1.0 / sd_r ** 2
-            mu = (p_l * mu_l + p_r * math.log(run)) / (p_l + p_r)
-            sd = (p_l + p_r) ** -0.5
-            w_l = p_l / (p_l + p_r)
+            sd_r = float(np.interp(fraction, err_f, err_s, left=float(err_s[0])))
+            if corr is None:
+                p_l, p_r = 1.0 / sd_l ** 2, 1.0 / sd_r ** 2
+                mu = (p_l * mu_l + p_r * math.log(run)) / (p_l + p_r)
+                sd = (p_l + p_r) ** -0.5
+                w_l = p_l / (p_l + p_r)
+            elif not self._corr_weights:
+                # the inverse-variance weights, with their combination's variance under the
+                # correlation (the same revised loss, a wider interval)
+                w_l = sd_r ** 2 / (sd_l ** 2 + sd_r ** 2)
+                mu = w_l * mu_l + (1.0 - w_l) * math.log(run)
+                sd = math.sqrt(w_l ** 2 * sd_l ** 2 + (1.0 - w_l) ** 2 * sd_r ** 2
+                               + 2.0 * w_l * (1.0 - w_l) * corr * sd_l * sd_r)
+            else:
+                # best linear unbiased weights of two correlated estimates (Aitken's
+                # generalised least squares), clipped to [0, 1]: no extrapolation beyond either
+                cov = corr * sd_l * sd_r
+                w_l = min(1.0, max(0.0, (sd_r ** 2 - cov) / (sd_l ** 2 + sd_r ** 2 - 2 * cov)))
+                mu = w_l * mu_l + (1.0 - w_l) * math.log(run)
+                sd = math.sqrt(w_l ** 2 * sd_l ** 2 + (1.0 - w_l) ** 2 * sd_r ** 2
+                               + 2.0 * w_l * (1.0 - w_l) * cov)
         return Revised(loss=math.exp(mu), lower=math.exp(mu - self.z * sd),
                        upper=math.exp(mu + self.z * sd), run_only=run, run_sd=sd_r,
                        ladder_weight=float(w_l), anchored=anchored)
