@@ -509,8 +509,9 @@ def main(argv=None) -> int:
         ap.error("--random-seeds must be >= 0")
     if args.from_json:
         import json
-        if not args.variants:
-            ap.error("--from-json renders the pick-criteria section: give --variants")
+        if not (args.variants and args.choose):
+            ap.error("--from-json renders the pick-criteria section: give --variants and "
+                     "--choose")
         saved = json.loads(Path(args.from_json).read_text(encoding="utf-8"))
         results, sums, table = saved["results"], saved["summaries"], saved["scores"]
         lines = choice_section(results, table, criteria, set(SELECTION), saved["command"],
@@ -551,6 +552,13 @@ def main(argv=None) -> int:
             {"command": command, "criteria": list(criteria), "results": results,
              "summaries": sums, "scores": table, "agreement": ag, "timing": tm,
              "load": [load0, load1], "seconds": time.perf_counter() - t0}, indent=1, default=float), encoding="utf-8")
+    if args.variants and not args.choose:
+        # the figures per criterion only: the section is of the out-of-sample choice
+        for n, row in table.items():
+            print(n, row)
+        if args.write:
+            ap.error("--write with --variants needs --choose (the section shows the choice)")
+        return 0
     if args.variants:
         lines = choice_section(results, table, criteria, set(SELECTION), command,
                                time.perf_counter() - t0, (load0, load1))
