@@ -146,6 +146,18 @@ def key_of(criterion: str) -> str:
     return "suggest" if criterion == DEFAULT_CRITERION else f"suggest-{criterion}"
 
 
+def candidates_of(full, left: pd.DataFrame) -> pd.DataFrame:
+    """The pool's runs as candidates: their given FLOPs, except where those are more than
+    25% from the ladder's k x 6 N D (Marin's nominal budgets on some rows), which
+    read_candidates refuses: those rows cost k x 6 N D in suggest's budget (the study's
+    accounting stays in the ladder's FLOPs)."""
+    from delphi.analyses.design import _FLOPS_RTOL, _k_convention
+    out = left[["run", "params", "tokens", "flops"]].copy()
+    six_nd = _k_convention(full) * 6.0 * out["params"] * out["tokens"]
+    out.loc[(out["flops"] / six_nd - 1).abs() > _FLOPS_RTOL, "flops"] = np.nan
+    return out
+
+
 def suggest_design(full, t, start, pool, main, spend, criterion):
     """Rounds of suggest_runs for ``main``, losses revealed between rounds."""
     import delphi
@@ -160,7 +172,7 @@ def suggest_design(full, t, start, pool, main, spend, criterion):
             warnings.simplefilter("ignore")
             s = delphi.suggest_runs(ladder, {"params": main.params, "tokens": main.tokens},
                                     LAW, budget=spend - spent, n=ROUND, repeats=False,
-                                    candidates=left[["run", "params", "tokens", "flops"]],
+                                    candidates=candidates_of(full, left),
                                     criterion=criterion)
         picks = [c.run.name for c in s.candidates]
         expected = s.candidates[-1].width_after / s.loss
@@ -494,7 +506,7 @@ def main(argv=None) -> int:
                     help=f"random-pick seeds (default {len(RANDOM_SEEDS)}; 0: none)")
     ap.add_argument("--no-extras", action="store_true",
                     help="skip the Fisher/refit agreement and the timing")
-    ap.add_argument("--from-json", metavar="PATH",
+    ap.add_argument("--from-json", metavar="PATH", nargs="+",
                     help="with --variants: render (and --write) the section from a --json "
                          "file of an earlier run instead of running the study again")
     args = ap.parse_args(argv)
@@ -512,10 +524,16 @@ def main(argv=None) -> int:
         if not (args.variants and args.choose):
             ap.error("--from-json renders the pick-criteria section: give --variants and "
                      "--choose")
-        saved = json.loads(Path(args.from_json).read_text(encoding="utf-8"))
-        results, sums, table = saved["results"], saved["summaries"], saved["scores"]
-        lines = choice_section(results, table, criteria, set(SELECTION), saved["command"],
-                               saved["seconds"], tuple(saved["load"]))
+        # several files: runs of disjoint ladder sets (--only), merged in the order given
+        parts = [json.loads(Path(p).read_text(encoding="utf-8")) for p in args.from_json]
+        results = [r for p in parts for r in p["results"]]
+        sums = {k: v for p in parts for k, v in p["summaries"].items()}
+        table = {k: v for p in parts for k, v in p["scores"].items()}
+        lines = choice_section(results, table, criteria, set(SELECTION),
+                               "` and `".join(p["command"] for p in parts),
+                               max(p["seconds"] for p in parts),
+                               (" | ".join(p["load"][0] for p in parts),
+                                " | ".join(p["load"][1] for p in parts)))
         print("\n".join(lines))
         if args.write:
             from run_all import write_section
