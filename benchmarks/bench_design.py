@@ -161,18 +161,23 @@ def candidates_of(full, left: pd.DataFrame) -> pd.DataFrame:
 def suggest_design(full, t, start, pool, main, spend, criterion):
     """Rounds of suggest_runs for ``main``, losses revealed between rounds."""
     import delphi
+    from delphi.analyses.design import _k_convention
     chosen: list[str] = []
     spent, rounds, t0, expected = 0.0, 0, time.perf_counter(), float("nan")
     while rounds < MAX_ROUNDS:
         left = pool[~pool.run.isin(chosen) & (pool.flops <= spend - spent)]
-        if left.empty:
+        cands = candidates_of(full, left)
+        # a row without its given FLOPs costs k 6 N D in suggest's budget: it must fit too
+        six_nd = _k_convention(full) * 6.0 * cands["params"] * cands["tokens"]
+        cands = cands[cands["flops"].fillna(six_nd) <= (spend - spent) * (1 + 1e-9)]
+        if cands.empty:
             break
         ladder = full.select(runs=list(start.run) + chosen)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             s = delphi.suggest_runs(ladder, {"params": main.params, "tokens": main.tokens},
                                     LAW, budget=spend - spent, n=ROUND, repeats=False,
-                                    candidates=candidates_of(full, left),
+                                    candidates=cands,
                                     criterion=criterion)
         picks = [c.run.name for c in s.candidates]
         expected = s.candidates[-1].width_after / s.loss
@@ -468,7 +473,7 @@ def choice_section(results, table, criteria, selection, command, seconds, load) 
             if not over:
                 continue
             m, mm, c, t, met = pooled(pick, over)
-            lines.append(f"| {label} | {what} | {m:.3f} | {mm:.3f} | {c}/{t} ({c / t:.0%}) "
+            lines.append(f"| {label} | {what} | {m:.3f} | {mm:.3f} | {c}/{t} ({c / t:.1%}) "
                          f"| {met} of {len(over)} |")
     n_width = sum(out_[n] == DEFAULT_CRITERION for n in names)
     m, mm, c, t, met = pooled(lambda n: out_[n], study_) if study_ else (0, 0, 0, 1, 0)
@@ -478,7 +483,7 @@ def choice_section(results, table, criteria, selection, command, seconds, load) 
               "", f"Target 1 (>= 25% narrower than the usual rule at equal FLOPs on at least "
               f"two of the study ladders, no larger error, coverage 85-95% pooled), with the "
               f"criterion chosen out of sample: met on {met} of {len(study_)} study ladders, "
-              f"coverage {c}/{t} ({c / t:.0%}){'' if ok_cov else ', outside 85-95%'} -- "
+              f"coverage {c}/{t} ({c / t:.1%}){'' if ok_cov else ', outside 85-95%'} -- "
               + ("**met**." if met >= 2 and ok_cov else "**not met**."), "",
               "Picks per criterion and ladder (runs added, largest run):", ""]
     for res in results:

@@ -57,5 +57,5 @@ def test_the_section_states_the_target():
     assert lines[0] == B.CHOICE_SECTION
     # out of sample T1 and T2 get spread (chosen on S1): main ratio 0.6 on both, but the
     # pooled coverage 100% is outside 85-95%
-    assert "met on 2 of 2 study ladders, coverage 6/6 (100%), outside 85-95% -- **not met**." \
+    assert "met on 2 of 2 study ladders, coverage 6/6 (100.0%), outside 85-95% -- **not met**." \
         in text
