@@ -58,8 +58,11 @@ shrinks the interval most.
   once the picked runs' losses are known (``suggest`` holds it fixed), so the gain the width
   criterion expects from a lower r is partly taken back on real ladders
   (``benchmarks/RESULTS.md``, "Issue 25"), whereas the fit's own spread is what a new run
-  is known to shrink. Whether it helps is a benchmark question (``benchmarks/bench_design.py
-  --variants width spread --choose``); the default stays ``"width"``.
+  is known to shrink. It did not earn the default: chosen leave one ladder out on five
+  selection ladders (``benchmarks/bench_design.py --variants width spread --selection
+  --choose``), ``"width"`` won on 8 of 9 ladders, and on the four study ladders ``"spread"``
+  stopped at lower compute and gave wider intervals (``benchmarks/RESULTS.md``, "Issue 25:
+  pick criteria, chosen out of sample").
 
 The widths before and after reported for every candidate are the calibrated interval's under
 either criterion; with ``"spread"`` each suggestion also carries the spread after it.
