@@ -524,6 +524,9 @@ def main(argv=None) -> int:
         ap.error("--choose needs --variants with two or more criteria")
     if args.random_seeds < 0:
         ap.error("--random-seeds must be >= 0")
+    if not args.variants and (args.no_extras or args.random_seeds == 0):
+        ap.error("the Issue 25 section needs the random picks and the extras: --random-seeds "
+                 "0 and --no-extras go with --variants")
     if args.from_json:
         import json
         if not (args.variants and args.choose):
@@ -587,8 +590,6 @@ def main(argv=None) -> int:
                                time.perf_counter() - t0, (load0, load1))
         target = CHOICE_SECTION
     else:
-        if ag is None or args.random_seeds == 0:
-            ap.error("the Issue 25 section needs the random picks and the extras")
         lines = section(results, sums, tm, command, time.perf_counter() - t0, ag)
         target = SECTION
     print("\n".join(lines))
