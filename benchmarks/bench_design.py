@@ -26,9 +26,24 @@ coverage, FLOPs spent. Plus the timing of ``delphi suggest`` on the Epoch ladder
 the default grid; the CLI in a subprocess, 3 runs, median) against ``delphi predict`` for the
 same target in the same way.
 
+**Pick criteria, chosen out of sample** (``--variants width spread --selection --choose``):
+suggest runs once per criterion of ``delphi.suggest_runs`` (``criterion=``), on the four
+study ladders above and on five **selection** ladders -- Marin's isoFLOP sweeps
+(marin-isoflop-comma, -dclm, -nemotron), Open-Athena's Llama 3 isoFLOP points
+(openathena-isoflops) and Gadre et al. 2024's over-training grid (gadre2024) -- split the same
+way (:data:`SELECTION`). The criterion is chosen on selection ladders only, leave one ladder
+out: for each ladder, the criterion chosen on the selection ladders other than it (all five
+for a study ladder), then scored on it. The choice rule, fixed before any run: among the
+criteria whose pooled coverage on the choosing ladders is at least 85% (all, if none is),
+the lowest mean over those ladders of the mean width ratio suggest / usual; a tie keeps the
+default, ``width``. ``--random-seeds 0`` leaves the random picks out and ``--no-extras`` the
+Fisher/refit agreement and the timing (to keep such a run within about half an hour).
+
 Deterministic (seed 0), no network. Usage:
-python benchmarks/bench_design.py [--write]   (--write replaces the "Issue 25" section of
-benchmarks/RESULTS.md)
+python benchmarks/bench_design.py [--write] [--only LADDER ...] [--variants width spread]
+    [--selection] [--choose] [--json PATH] [--random-seeds K] [--no-extras]
+(--write replaces the "Issue 25" section of benchmarks/RESULTS.md; with --variants, the
+"Issue 25: pick criteria" section instead)
 """
 
 from __future__ import annotations
@@ -49,6 +64,7 @@ import pandas as pd
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 SECTION = "## Issue 25: which run to train next (`benchmarks/bench_design.py`)"
+CHOICE_SECTION = "## Issue 25: pick criteria, chosen out of sample"
 
 #: Per ladder: start below ``start`` FLOPs, pool up to ``pool``, held out from ``hold``;
 #: ``tol`` groups runs into compute bins (runs within 1 + tol of a bin's smallest share it).
@@ -58,6 +74,19 @@ SETUPS = {
     "porian2024-rw": dict(start=1.1e17, pool=1.7e18, hold=6e18, tol=0.05),
     "misfitting2025-final": dict(start=1.5e17, pool=3e18, hold=9e18, tol=1.0, best_lr=True),
 }
+#: Ladders the pick criterion is chosen on (never the study ladders above), split by the same
+#: rule -- start at the two or three smallest budgets, a pool of the next three, targets the
+#: top budgets after a gap -- fixed from the ladders' budgets alone, before any run.
+SELECTION = {
+    "marin-isoflop-comma": dict(start=1.5e19, pool=1.5e20, hold=1.5e20, tol=0.05),
+    "marin-isoflop-dclm": dict(start=1.5e19, pool=1.5e20, hold=1.5e20, tol=0.05),
+    "marin-isoflop-nemotron": dict(start=1.5e19, pool=1.5e20, hold=1.5e20, tol=0.05),
+    "openathena-isoflops": dict(start=2e19, pool=2e20, hold=5e20, tol=0.3),
+    "gadre2024": dict(start=1e18, pool=1e20, hold=3e20, tol=1.0),
+}
+#: The rule that picks a criterion on a set of ladders (module docstring).
+MIN_COVERAGE = 0.85
+DEFAULT_CRITERION = "width"
 LAW = "chinchilla"
 ROUND = 4
 MAX_ROUNDS = 6
@@ -112,7 +141,54 @@ def forecast_all(full, runs: list[str], targets: pd.DataFrame, seed: int = 0) ->
     return out
 
 
-def study(name: str, setup: dict) -> dict:
+def key_of(criterion: str) -> str:
+    """The design's key: ``suggest`` for the default criterion, ``suggest-<criterion>``."""
+    return "suggest" if criterion == DEFAULT_CRITERION else f"suggest-{criterion}"
+
+
+def candidates_of(full, left: pd.DataFrame) -> pd.DataFrame:
+    """The pool's runs as candidates: their given FLOPs, except where those are more than
+    25% from the ladder's k x 6 N D (Marin's nominal budgets on some rows), which
+    read_candidates refuses: those rows cost k x 6 N D in suggest's budget (the study's
+    accounting stays in the ladder's FLOPs)."""
+    from delphi.analyses.design import _FLOPS_RTOL, _k_convention
+    out = left[["run", "params", "tokens", "flops"]].copy()
+    six_nd = _k_convention(full) * 6.0 * out["params"] * out["tokens"]
+    out.loc[(out["flops"] / six_nd - 1).abs() > _FLOPS_RTOL, "flops"] = np.nan
+    return out
+
+
+def suggest_design(full, t, start, pool, main, spend, criterion):
+    """Rounds of suggest_runs for ``main``, losses revealed between rounds."""
+    import delphi
+    from delphi.analyses.design import _k_convention
+    chosen: list[str] = []
+    spent, rounds, t0, expected = 0.0, 0, time.perf_counter(), float("nan")
+    while rounds < MAX_ROUNDS:
+        left = pool[~pool.run.isin(chosen) & (pool.flops <= spend - spent)]
+        cands = candidates_of(full, left)
+        # a row without its given FLOPs costs k 6 N D in suggest's budget: it must fit too
+        six_nd = _k_convention(full) * 6.0 * cands["params"] * cands["tokens"]
+        cands = cands[cands["flops"].fillna(six_nd) <= (spend - spent) * (1 + 1e-9)]
+        if cands.empty:
+            break
+        ladder = full.select(runs=list(start.run) + chosen)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            s = delphi.suggest_runs(ladder, {"params": main.params, "tokens": main.tokens},
+                                    LAW, budget=spend - spent, n=ROUND, repeats=False,
+                                    candidates=cands,
+                                    criterion=criterion)
+        picks = [c.run.name for c in s.candidates]
+        expected = s.candidates[-1].width_after / s.loss
+        chosen += picks
+        spent += float(t.set_index("run").loc[picks, "flops"].sum())
+        rounds += 1
+    return chosen, rounds, time.perf_counter() - t0, expected
+
+
+def study(name: str, setup: dict, criteria=(DEFAULT_CRITERION,),
+          random_seeds=RANDOM_SEEDS) -> dict:
     import delphi
     full, t = runs_table(name, setup)
     start = t[t.flops < setup["start"]]
@@ -124,27 +200,13 @@ def study(name: str, setup: dict) -> dict:
     usual = pool[pool["bin"].isin(nxt)]
     spend = float(usual["flops"].sum())
     designs: dict[str, list[str]] = {"usual": list(start.run) + list(usual.run)}
-    # suggest: rounds of greedy picks, losses revealed between rounds
-    chosen: list[str] = []
-    spent, rounds, t0, expected = 0.0, 0, time.perf_counter(), float("nan")
-    while rounds < MAX_ROUNDS:
-        left = pool[~pool.run.isin(chosen) & (pool.flops <= spend - spent)]
-        if left.empty:
-            break
-        ladder = full.select(runs=list(start.run) + chosen)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            s = delphi.suggest_runs(ladder, {"params": main.params, "tokens": main.tokens},
-                                    LAW, budget=spend - spent, n=ROUND, repeats=False,
-                                    candidates=left[["run", "params", "tokens", "flops"]])
-        picks = [c.run.name for c in s.candidates]
-        expected = s.candidates[-1].width_after / s.loss
-        chosen += picks
-        spent += float(t.set_index("run").loc[picks, "flops"].sum())
-        rounds += 1
-    suggest_seconds = time.perf_counter() - t0
-    designs["suggest"] = list(start.run) + chosen
-    for seed in RANDOM_SEEDS:
+    runs_of = {}
+    for crit in criteria:
+        runs_of[crit] = suggest_design(full, t, start, pool, main, spend, crit)
+        designs[key_of(crit)] = list(start.run) + runs_of[crit][0]
+    first = runs_of[criteria[0]]
+    rounds, suggest_seconds, expected = first[1], first[2], first[3]
+    for seed in random_seeds:
         order = pool.sample(frac=1.0, random_state=seed)
         take, used = [], 0.0
         for r in order.itertuples():
@@ -156,7 +218,10 @@ def study(name: str, setup: dict) -> dict:
     result = {"ladder": name, "n_start": len(start), "n_pool": len(pool),
               "targets": list(targets.run), "main": main.run, "spend": spend,
               "start_flops": float(start.flops.sum()), "rounds": rounds,
-              "suggest_seconds": suggest_seconds, "expected": expected, "designs": {}}
+              "suggest_seconds": suggest_seconds, "expected": expected, "designs": {},
+              "criteria": list(criteria),
+              "by_criterion": {c: {"rounds": r[1], "seconds": r[2], "expected": r[3]}
+                               for c, r in runs_of.items()}}
     for key, runs in designs.items():
         rows = forecast_all(full, runs, targets)
         result["designs"][key] = {
@@ -179,6 +244,8 @@ def summarize(res: dict) -> dict:
                     "covered": sum(r["covered"] for r in rows), "n": len(rows),
                     "methods": sorted({str(r["method"]) for r in rows})}
     rnd = [out[k] for k in out if k.startswith("random")]
+    if not rnd:
+        return out
     out["random"] = {k: float(np.mean([r[k] for r in rnd])) for k in
                      ("n_added", "flops", "max_flops", "width_main", "err_main", "width", "err")}
     out["random"].update(covered=sum(r["covered"] for r in rnd), n=sum(r["n"] for r in rnd),
@@ -313,33 +380,222 @@ def section(results, sums, tm, command, seconds, ag) -> list[str]:
     return lines
 
 
+def scores(res: dict, s: dict, criteria) -> dict:
+    """Per criterion on one ladder: width ratios against the usual rule (at the main target
+    and the mean over targets), mean |log error| (and the usual rule's), coverage."""
+    u = s["usual"]
+    out = {}
+    for crit in criteria:
+        d = s[key_of(crit)]
+        ratio = d["width_main"] / u["width_main"]
+        out[crit] = {"ratio_main": ratio, "ratio_mean": d["width"] / u["width"],
+                     "err": d["err"], "err_usual": u["err"], "covered": d["covered"],
+                     "n": d["n"], "n_added": d["n_added"], "max_flops": d["max_flops"],
+                     "meets": bool(ratio <= 0.75 and d["err"] <= u["err"])}
+    return out
+
+
+def choose(table: dict, criteria, on) -> str:
+    """The criterion the fixed rule picks on ladders ``on`` (module docstring): coverage
+    pooled over them at least :data:`MIN_COVERAGE` (all, if none is), then the lowest mean of
+    the mean width ratio; ties keep :data:`DEFAULT_CRITERION`."""
+    def cov(c):
+        return (sum(table[n][c]["covered"] for n in on)
+                / max(1, sum(table[n][c]["n"] for n in on)))
+    if not on:
+        return DEFAULT_CRITERION            # nothing to choose on: the default stands
+    ok = [c for c in criteria if cov(c) >= MIN_COVERAGE] or list(criteria)
+    mean = {c: float(np.mean([table[n][c]["ratio_mean"] for n in on])) for c in ok}
+    best = min(mean.values())
+    tied = [c for c in ok if mean[c] <= best + 1e-12]
+    return DEFAULT_CRITERION if DEFAULT_CRITERION in tied else tied[0]
+
+
+def lolo(table: dict, criteria, selection) -> dict:
+    """Per ladder: the criterion chosen on the selection ladders other than it."""
+    return {n: choose(table, criteria, [m for m in selection if m != n and m in table])
+            for n in table}
+
+
+def choice_section(results, table, criteria, selection, command, seconds, load) -> list[str]:
+    stamp = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    names = [r["ladder"] for r in results]
+    sel = [n for n in names if n in selection]
+    study_ = [n for n in names if n not in selection]
+    chosen_all = choose(table, criteria, sel) if sel else DEFAULT_CRITERION
+    out_ = lolo(table, criteria, sel) if sel else {n: DEFAULT_CRITERION for n in names}
+    lines = [CHOICE_SECTION, "",
+             f"`{command}` ({stamp}; Python {platform.python_version()}, {os.cpu_count()} "
+             f"cores shared with other jobs; load average (1, 5, 15 min) at the start "
+             f"{load[0]}, at the end {load[1]}; {seconds:.0f} s). The splits, the usual rule, "
+             f"suggest's rounds (n = {ROUND}, at most {MAX_ROUNDS}) and the intervals are the "
+             f"\"Issue 25\" section's; each criterion of `suggest_runs(criterion=...)` "
+             f"picks its own runs. Width ratio = the criterion's 90% interval width / the "
+             f"usual rule's at equal FLOPs (main = the largest held-out target; mean = "
+             f"mean over the held-out targets); error = mean |log(forecast / loss)|.", "",
+             f"Choice rule (fixed before the run): among the criteria whose pooled coverage "
+             f"on the choosing ladders is at least {MIN_COVERAGE:.0%}, the lowest mean of the "
+             f"mean width ratio; ties keep `{DEFAULT_CRITERION}`. Chosen on selection ladders "
+             f"only ({', '.join(sel) or 'none'}); the study ladders "
+             f"({', '.join(study_) or 'none'}) are never used to choose.", "",
+             "| ladder | role | " + " | ".join(
+                 f"{c}: ratio main / mean, error (usual), covered" for c in criteria)
+             + " | in-sample choice | out-of-sample (LOLO) choice | LOLO: ratio main / mean, "
+               "error, covered |",
+             "|---|---|" + "---|" * len(criteria) + "---|---|---|"]
+    for n in names:
+        row = table[n]
+        cells = [f"{row[c]['ratio_main']:.3f} / {row[c]['ratio_mean']:.3f}, "
+                 f"{row[c]['err']:.2%} ({row[c]['err_usual']:.2%}), "
+                 f"{row[c]['covered']}/{row[c]['n']}" for c in criteria]
+        o = row[out_[n]]
+        lines.append(f"| {n} | {'selection' if n in selection else 'study'} | "
+                     + " | ".join(cells) + f" | {chosen_all} | {out_[n]} | "
+                     f"{o['ratio_main']:.3f} / {o['ratio_mean']:.3f}, {o['err']:.2%}, "
+                     f"{o['covered']}/{o['n']} |")
+
+    def pooled(pick, over):
+        cov = sum(table[n][pick(n)]["covered"] for n in over)
+        tot = sum(table[n][pick(n)]["n"] for n in over)
+        mean = float(np.mean([table[n][pick(n)]["ratio_mean"] for n in over]))
+        main_ = float(np.mean([table[n][pick(n)]["ratio_main"] for n in over]))
+        met = sum(table[n][pick(n)]["meets"] for n in over)
+        return mean, main_, cov, tot, met
+
+    lines += ["", "| design | ladders | mean of mean width ratio | mean of main-target ratio "
+              "| coverage pooled | target 1 met on (main ratio <= 0.75, error <= usual) |",
+              "|---|---|---:|---:|---:|---:|"]
+    for label, pick in [*[(f"`{c}` everywhere", (lambda c: lambda n: c)(c))
+                          for c in criteria],
+                        ("in-sample choice", lambda n: chosen_all),
+                        ("out-of-sample (LOLO) choice", lambda n: out_[n])]:
+        for over, what in ((names, f"all {len(names)}"), (study_, f"study {len(study_)}")):
+            if not over:
+                continue
+            m, mm, c, t, met = pooled(pick, over)
+            lines.append(f"| {label} | {what} | {m:.3f} | {mm:.3f} | {c}/{t} ({c / t:.1%}) "
+                         f"| {met} of {len(over)} |")
+    n_width = sum(out_[n] == DEFAULT_CRITERION for n in names)
+    m, mm, c, t, met = pooled(lambda n: out_[n], study_) if study_ else (0, 0, 0, 1, 0)
+    ok_cov = 0.85 <= c / t <= 0.95
+    lines += ["", f"Leave one ladder out chose `{DEFAULT_CRITERION}` on {n_width} of "
+              f"{len(names)} ladders; on all selection ladders, `{chosen_all}`.",
+              "", f"Target 1 (>= 25% narrower than the usual rule at equal FLOPs on at least "
+              f"two of the study ladders, no larger error, coverage 85-95% pooled), with the "
+              f"criterion chosen out of sample: met on {met} of {len(study_)} study ladders, "
+              f"coverage {c}/{t} ({c / t:.1%}){'' if ok_cov else ', outside 85-95%'} -- "
+              + ("**met**." if met >= 2 and ok_cov else "**not met**."), "",
+              "Picks per criterion and ladder (runs added, largest run):", ""]
+    for res in results:
+        n = res["ladder"]
+        lines.append(f"- {n}: " + "; ".join(
+            f"{c} {table[n][c]['n_added']} runs, largest {table[n][c]['max_flops']:.3g}"
+            for c in criteria)
+            + f"; usual {res['designs']['usual']['n_added']} runs")
+    return lines
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--write", action="store_true", help="write the RESULTS.md section")
     ap.add_argument("--only", nargs="*", help="ladders to run (default all)")
+    ap.add_argument("--variants", nargs="+", metavar="CRITERION",
+                    help="pick criteria of suggest_runs to compare (e.g. width spread); "
+                         "the section written is then the pick-criteria one")
+    ap.add_argument("--selection", action="store_true",
+                    help="add the selection ladders (the criterion is chosen on them only)")
+    ap.add_argument("--choose", action="store_true",
+                    help="choose the criterion leave one ladder out (needs --variants)")
+    ap.add_argument("--json", metavar="PATH", help="write every result as JSON here")
+    ap.add_argument("--random-seeds", type=int, default=len(RANDOM_SEEDS), metavar="K",
+                    help=f"random-pick seeds (default {len(RANDOM_SEEDS)}; 0: none)")
+    ap.add_argument("--no-extras", action="store_true",
+                    help="skip the Fisher/refit agreement and the timing")
+    ap.add_argument("--from-json", metavar="PATH", nargs="+",
+                    help="with --variants: render (and --write) the section from a --json "
+                         "file of an earlier run instead of running the study again")
     args = ap.parse_args(argv)
+    from delphi.analyses.design import CRITERIA
+    criteria = tuple(args.variants or (DEFAULT_CRITERION,))
+    bad = [c for c in criteria if c not in CRITERIA]
+    if bad:
+        ap.error(f"unknown criterion {', '.join(bad)}; use {' or '.join(CRITERIA)}")
+    if args.choose and len(criteria) < 2:
+        ap.error("--choose needs --variants with two or more criteria")
+    if args.random_seeds < 0:
+        ap.error("--random-seeds must be >= 0")
+    if not args.variants and (args.no_extras or args.random_seeds == 0):
+        ap.error("the Issue 25 section needs the random picks and the extras: --random-seeds "
+                 "0 and --no-extras go with --variants")
+    if args.from_json:
+        import json
+        if not (args.variants and args.choose):
+            ap.error("--from-json renders the pick-criteria section: give --variants and "
+                     "--choose")
+        # several files: runs of disjoint ladder sets (--only), merged in the order given
+        parts = [json.loads(Path(p).read_text(encoding="utf-8")) for p in args.from_json]
+        results = [r for p in parts for r in p["results"]]
+        sums = {k: v for p in parts for k, v in p["summaries"].items()}
+        table = {k: v for p in parts for k, v in p["scores"].items()}
+        lines = choice_section(results, table, criteria, set(SELECTION),
+                               "` and `".join(p["command"] for p in parts),
+                               max(p["seconds"] for p in parts),
+                               (" | ".join(p["load"][0] for p in parts),
+                                " | ".join(p["load"][1] for p in parts)))
+        print("\n".join(lines))
+        if args.write:
+            from run_all import write_section
+            write_section(HERE / "RESULTS.md", CHOICE_SECTION, lines)
+        return 0
+    load0 = " ".join(f"{x:.2f}" for x in os.getloadavg())
     t0 = time.perf_counter()
+    setups = {**SETUPS, **(SELECTION if args.selection else {})}
     results, sums = [], {}
-    for name, setup in SETUPS.items():
+    for name, setup in setups.items():
         if args.only and name not in args.only:
             continue
         print(f"{name} ...", flush=True)
-        res = study(name, setup)
+        res = study(name, setup, criteria, RANDOM_SEEDS[:args.random_seeds])
         results.append(res)
         sums[name] = summarize(res)
-        for k in ("suggest", "usual", "random"):
+        for k in [key_of(c) for c in criteria] + ["usual"] + (
+                ["random"] if args.random_seeds else []):
             print(f"  {k}: {sums[name][k]}", flush=True)
-    print("Fisher vs refit ...", flush=True)
-    ag = agreement()
-    print(f"  {ag}", flush=True)
-    print("timing ...", flush=True)
-    tm = timing()
-    command = "python benchmarks/bench_design.py" + (" --write" if args.write else "")
-    lines = section(results, sums, tm, command, time.perf_counter() - t0, ag)
+    table = {r["ladder"]: scores(r, sums[r["ladder"]], criteria) for r in results}
+    ag = tm = None
+    if not args.no_extras:
+        print("Fisher vs refit ...", flush=True)
+        ag = agreement()
+        print(f"  {ag}", flush=True)
+        print("timing ...", flush=True)
+        tm = timing()
+    command = "python benchmarks/bench_design.py " + " ".join(
+        argv if argv is not None else sys.argv[1:])
+    command = command.rstrip()
+    load1 = " ".join(f"{x:.2f}" for x in os.getloadavg())
+    if args.json:
+        Path(args.json).write_text(__import__("json").dumps(
+            {"command": command, "criteria": list(criteria), "results": results,
+             "summaries": sums, "scores": table, "agreement": ag, "timing": tm,
+             "load": [load0, load1], "seconds": time.perf_counter() - t0}, indent=1, default=float), encoding="utf-8")
+    if args.variants and not args.choose:
+        # the figures per criterion only: the section is of the out-of-sample choice
+        for n, row in table.items():
+            print(n, row)
+        if args.write:
+            ap.error("--write with --variants needs --choose (the section shows the choice)")
+        return 0
+    if args.variants:
+        lines = choice_section(results, table, criteria, set(SELECTION), command,
+                               time.perf_counter() - t0, (load0, load1))
+        target = CHOICE_SECTION
+    else:
+        lines = section(results, sums, tm, command, time.perf_counter() - t0, ag)
+        target = SECTION
     print("\n".join(lines))
     if args.write:
         from run_all import write_section
-        write_section(HERE / "RESULTS.md", SECTION, lines)
+        write_section(HERE / "RESULTS.md", target, lines)
     return 0
 
 

@@ -293,3 +293,73 @@ def test_candidates_and_designs_by_compute_alone_serve_a_law_of_compute(tmp_path
                                                                        "alpha": 0.08},
                          law="power")
     assert score.n_runs == 5 and score.width > 0
+
+
+# ---- the pick criterion (criterion="width" | "spread")
+
+
+def test_spread_criterion_ranks_by_the_fits_own_spread(ladder, forecast):
+    """Width ranks first the run above the largest fitted compute (it lowers r, most of the
+    width); spread leaves the extrapolation term out and ranks first the over-trained run,
+    the most information per FLOP about the over-trained target's log loss. The Fisher path
+    and the refits (independent computations of param_sd after) agree on that order."""
+    width = suggest_runs(ladder, TARGET, "chinchilla", candidates=MIXED, budget=1e19,
+                         forecast=forecast)
+    fast = suggest_runs(ladder, TARGET, "chinchilla", candidates=MIXED, budget=1e19,
+                        forecast=forecast, criterion="spread")
+    slow = suggest_runs(ladder, TARGET, "chinchilla", candidates=MIXED, budget=1e19,
+                        forecast=forecast, criterion="spread", method="refit", n_refit=48)
+    assert width.best.run.name == "up" and width.best.reduces == "extrapolation"
+    assert fast.best.run.name == "over" and slow.best.run.name == "over"
+    assert [c.run.name for c in fast.candidates][:2] == [c.run.name for c in slow.candidates][:2]
+    # what is ranked: the spread's reduction per FLOP, best first
+    per = [c.spread_reduction_per_flop for c in fast.candidates]
+    assert per == sorted(per, reverse=True) and per[0] > 0
+    assert all(c.spread_before == pytest.approx(fast.spread) for c in fast.candidates)
+    # the widths reported are the calibrated interval's under either criterion
+    by_w = {c.run.name: c.width_after for c in width.candidates}
+    assert all(c.width_after == by_w[c.run.name] for c in fast.candidates)
+    # among runs that leave r unchanged the two criteria rank alike
+    same_r = lambda s: [c.run.name for c in s.candidates if c.ratio_after == s.ratio]
+    assert same_r(width) == same_r(fast) and len(same_r(fast)) == 3
+    d = fast.to_dict()
+    assert d["criterion"] == "spread" and d["spread"] == fast.spread
+    assert d["candidates"][0]["spread_after"] == fast.best.spread_after
+    assert width.to_dict()["criterion"] == "width" and "spread" not in width.to_dict()
+    assert "criterion  spread" in fast.report() and "criterion" not in width.report()
+
+
+def test_unknown_criterion_names_the_allowed_values(ladder, forecast):
+    from delphi.errors import FitError
+    with pytest.raises(FitError, match=r"unknown criterion 'calibration'; use width or spread"):
+        suggest_runs(ladder, TARGET, "chinchilla", candidates=MIXED, budget=1e19,
+                     forecast=forecast, criterion="calibration")
+
+
+def test_spread_criterion_is_deterministic_by_seed(ladder, forecast):
+    kw = dict(candidates=MIXED, budget=2e19, forecast=forecast, criterion="spread",
+              method="refit", n_refit=16, n=2)
+    a = suggest_runs(ladder, TARGET, "chinchilla", seed=5, **kw).to_dict()
+    b = suggest_runs(ladder, TARGET, "chinchilla", seed=5, **kw).to_dict()
+    c = suggest_runs(ladder, TARGET, "chinchilla", seed=6, **kw).to_dict()
+    assert json.dumps(a) == json.dumps(b)
+    assert json.dumps(a) != json.dumps(c)     # the seed does reach the refits
+
+
+def test_cli_suggest_criterion(tmp_path, capsys):
+    from delphi.presentation.cli.main import main
+    runs = tmp_path / "runs.csv"
+    _frame().to_csv(runs, index=False)
+    cands = tmp_path / "next.csv"
+    MIXED.to_csv(cands, index=False)
+    args = ["suggest", str(runs), "--target-params", "1e9", "--target-tokens", "2e11",
+            "--law", "chinchilla", "--candidates", str(cands), "--budget", "1e19",
+            "--interval", "reference", "--n-boot", "20", "--json", "-q"]
+    assert main(args + ["--criterion", "spread"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["criterion"] == "spread" and out["candidates"][0]["name"] == "over"
+    assert main(args) == 0
+    assert json.loads(capsys.readouterr().out)["criterion"] == "width"
+    with pytest.raises(SystemExit):
+        main(args + ["--criterion", "calibration"])
+    assert "invalid choice: 'calibration'" in capsys.readouterr().err

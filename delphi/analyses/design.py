@@ -41,6 +41,32 @@ the parameters (so param_sd). The calibration model itself and the run noise are
 candidates alike and that the top suggestion is the run a brute-force refit study says
 shrinks the interval most.
 
+**What is ranked** (``criterion``):
+
+* ``"width"`` (default): the reduction of the calibrated (or reference) new-run interval's
+  width, all three terms above, per FLOP of the run.
+* ``"spread"``: the reduction of the spread of the bootstrap forecasts at the target alone,
+  per FLOP: the width of the interval +-z param_sd around the forecast, L (e^{z param_sd} -
+  e^{-z param_sd}) [loss unit], before and after the candidate (param_sd after it by
+  ``method``, as above). The extrapolation term f sigma(r) and the run noise are left out.
+  It can rank differently from ``"width"`` because, in the width, a run that lowers r gains
+  through f sigma(r), which is most of the width at large r, while a fall of param_sd counts
+  only as much as param_sd's share of the quadrature sum; ``"spread"`` instead ranks runs by
+  the information they add about the target's log loss, whether or not they are above the
+  largest fitted compute. Among runs that leave r unchanged the two rank alike (the width is
+  increasing in param_sd at fixed r). Why it might help: the calibration sigma(r) is refitted
+  once the picked runs' losses are known (``suggest`` holds it fixed), so the gain the width
+  criterion expects from a lower r is partly taken back on real ladders
+  (``benchmarks/RESULTS.md``, "Issue 25"), whereas the fit's own spread is what a new run
+  is known to shrink. It did not earn the default: chosen leave one ladder out on five
+  selection ladders (``benchmarks/bench_design.py --variants width spread --selection
+  --choose``), ``"width"`` won on 8 of 9 ladders, and on the four study ladders ``"spread"``
+  stopped at lower compute and gave wider intervals (``benchmarks/RESULTS.md``, "Issue 25:
+  pick criteria, chosen out of sample").
+
+The widths before and after reported for every candidate are the calibrated interval's under
+either criterion; with ``"spread"`` each suggestion also carries the spread after it.
+
 **Greedy batches.** ``n=K`` picks K runs one at a time, each the best per FLOP given the
 ones before (added to M, or to the refits at their predicted loss), while the batch's total
 cost stays within ``budget``; greedy selection is the usual approximation to the batch
@@ -87,10 +113,14 @@ from ..forecasting.forecast import Target, predict, target_inputs
 from ..fitting.engine import internal_bounds, prepare
 
 __all__ = ["CandidateRun", "RunSuggestion", "Suggestions", "DesignScore", "suggest_runs",
-           "score_design", "read_candidates", "candidate_grid", "METHODS", "DEFAULT_NOISE"]
+           "score_design", "read_candidates", "candidate_grid", "METHODS", "CRITERIA",
+           "DEFAULT_NOISE"]
 
 #: How param_sd after a candidate is computed (see the module docstring).
 METHODS = ("fisher", "refit")
+#: What :func:`suggest_runs` ranks candidates by (see the module docstring): the calibrated
+#: interval's width (default) or the bootstrap forecasts' spread at the target.
+CRITERIA = ("width", "spread")
 #: Run-to-run noise [sd of log loss] :func:`score_design` assumes for a prior given as bare
 #: parameters when no ``noise`` is given: about the residual scale of the public ladders'
 #: Chinchilla fits (Epoch's 0.5%, Porian's 0.3-1%).
@@ -145,6 +175,20 @@ class RunSuggestion:
     """The target's extrapolation ratio r with it added."""
     param_sd_after: float
     """Parameter spread at the target with it added [sd of log loss]."""
+    spread_before: float | None = None
+    """``criterion="spread"``: the bootstrap forecasts' spread at the target before it, L
+    (e^{z param_sd} - e^{-z param_sd}) [loss unit] (in a batch, after the picks before it);
+    None under ``"width"``."""
+    spread_after: float | None = None
+    """``criterion="spread"``: the same with it added; None under ``"width"``."""
+
+    @property
+    def spread_reduction_per_flop(self) -> float | None:
+        """``criterion="spread"``: (spread_before - spread_after) / FLOPs, what is ranked
+        [loss unit / FLOP]; None under ``"width"``."""
+        if self.spread_before is None or self.spread_after is None:
+            return None
+        return (self.spread_before - self.spread_after) / self.run.flops
 
     @property
     def reduction(self) -> float:
@@ -157,12 +201,16 @@ class RunSuggestion:
         return self.reduction / self.run.flops
 
     def to_dict(self) -> dict:
-        return jsonable({**self.run.to_dict(), "width_before": self.width_before,
-                         "width_after": self.width_after, "reduction": self.reduction,
-                         "reduction_per_flop": self.reduction_per_flop,
-                         "reduction_per_1e18_flops": self.reduction_per_flop * 1e18,
-                         "reduces": self.reduces, "ratio_after": self.ratio_after,
-                         "param_sd_after": self.param_sd_after})
+        out = {**self.run.to_dict(), "width_before": self.width_before,
+               "width_after": self.width_after, "reduction": self.reduction,
+               "reduction_per_flop": self.reduction_per_flop,
+               "reduction_per_1e18_flops": self.reduction_per_flop * 1e18,
+               "reduces": self.reduces, "ratio_after": self.ratio_after,
+               "param_sd_after": self.param_sd_after}
+        if self.spread_after is not None:
+            out.update(spread_before=self.spread_before, spread_after=self.spread_after,
+                       spread_reduction_per_flop=self.spread_reduction_per_flop)
+        return jsonable(out)
 
 
 @dataclass(frozen=True)
@@ -198,11 +246,18 @@ class Suggestions:
     n_candidates: int
     """Candidates considered."""
     notes: tuple[str, ...] = ()
+    criterion: str = "width"
+    """What the candidates are ranked by (:data:`CRITERIA`)."""
+    spread: float | None = None
+    """``criterion="spread"``: the bootstrap forecasts' spread at the target now [loss unit];
+    None under ``"width"``."""
 
     def __repr__(self) -> str:
         best = self.candidates[0].run.name if self.candidates else None
+        crit = "" if self.criterion == "width" else f", criterion={self.criterion!r}"
         return (f"Suggestions(law={self.law!r}, loss={self.loss:.4g}, width={self.width:.4g}, "
-                f"interval_method={self.interval_method!r}, candidates={len(self.candidates)}"
+                f"interval_method={self.interval_method!r}{crit}, "
+                f"candidates={len(self.candidates)}"
                 f" of {self.n_candidates}, best={best!r})")
 
     def _repr_pretty_(self, p, cycle) -> None:      # IPython / Jupyter: the text report
@@ -217,16 +272,21 @@ class Suggestions:
     def to_frame(self) -> pd.DataFrame:
         """One row per suggestion: name, params, tokens, flops, peak_lr, width_before,
         width_after, reduction, reduction_per_flop, reduction_per_1e18_flops, reduces,
-        ratio_after, param_sd_after."""
+        ratio_after, param_sd_after (and, under ``criterion="spread"``, spread_before,
+        spread_after, spread_reduction_per_flop)."""
         return pd.DataFrame([s.to_dict() for s in self.candidates])
 
     def to_dict(self) -> dict:
         """The JSON of ``delphi suggest --json``: ``target``, ``width`` (now) and
-        ``candidates`` (best first), with the settings and the width's terms."""
+        ``candidates`` (best first), with the settings (``criterion`` among them) and the
+        width's terms; ``"spread"`` adds ``spread`` (now) and each candidate's
+        ``spread_after``."""
+        extra = {} if self.spread is None else {"spread": self.spread}
         return jsonable({
-            "target": self.target, "width": self.width, "loss": self.loss, "unit": self.unit,
-            "level": self.level, "interval_method": self.interval_method,
-            "method": self.method, "law": self.law, "budget": self.budget,
+            "target": self.target, "width": self.width, **extra, "loss": self.loss,
+            "unit": self.unit, "level": self.level, "interval_method": self.interval_method,
+            "method": self.method, "criterion": self.criterion, "law": self.law,
+            "budget": self.budget,
             "ratio": self.ratio, "sigma_used": self.sigma_used, "param_sd": self.param_sd,
             "run_sd": self.run_sd, "n_candidates": self.n_candidates, "ladder": self.ladder,
             "candidates": [s.to_dict() for s in self.candidates], "notes": list(self.notes)})
@@ -245,15 +305,25 @@ class Suggestions:
                  f"param sd {self.param_sd:.2%}, run noise {self.run_sd:.2%} (log loss)",
                  f"method     {self.method}; law {self.law}; budget {self.budget:.3g} FLOPs; "
                  f"{plural(self.n_candidates, 'candidate')}"]
+        if self.criterion != "width":
+            lines.append(f"criterion  {self.criterion}: ranked by the bootstrap spread's "
+                         f"reduction per FLOP (spread now {self.spread:.4g}); before/after "
+                         f"are the {self.interval_method} interval's widths")
+        spread = self.criterion == "spread"
+        # under "spread" the ranked figure (the spread's reduction per 1e18) is shown beside
+        # the width's, so the order of the rows can be read off the table
         lines.append(f"{'rank':>4} {'candidate':<22} {'params':>9} {'tokens':>9} "
                      f"{'flops':>9} {'peak_lr':>8} {'before':>8} {'after':>8} "
-                     f"{'per 1e18':>9}  reduces")
+                     f"{'per 1e18':>9}" + (f" {'spread/1e18':>11}" if spread else "")
+                     + "  reduces")
         for i, s in enumerate(self.candidates[:limit], 1):
             r = s.run
             lr = f"{r.peak_lr:.3g}" if r.peak_lr is not None else "-"
+            sp = (f" {s.spread_reduction_per_flop * 1e18:>11.3g}"
+                  if s.spread_reduction_per_flop is not None else "")
             lines.append(f"{i:>4} {r.name[:22]:<22} {_g(r.params):>9} {_g(r.tokens):>9} "
                          f"{r.flops:>9.3g} {lr:>8} {s.width_before:>8.4f} "
-                         f"{s.width_after:>8.4f} {s.reduction_per_flop * 1e18:>9.3g}  "
+                         f"{s.width_after:>8.4f} {s.reduction_per_flop * 1e18:>9.3g}{sp}  "
                          f"{s.reduces}")
         if len(self.candidates) > limit:
             lines.append(f"     ... {len(self.candidates) - limit} more (--json for all)")
@@ -619,7 +689,7 @@ def suggest_runs(ladder: Ladder, target, law: str | Law | None = None, *,
                  budget: float | None = None, n: int = 1, candidates=None,
                  method: str = "fisher", level: float | None = None, interval: str = "auto",
                  n_boot: int = 200, n_refit: int = 64, seed: int = 0, repeats: bool = True,
-                 forecast=None, **predict_kwargs) -> Suggestions:
+                 forecast=None, criterion: str = "width", **predict_kwargs) -> Suggestions:
     """Rank candidate runs by the expected reduction of the target forecast's calibrated
     (or reference) new-run interval width per FLOP (see the module docstring for the method).
 
@@ -648,6 +718,10 @@ def suggest_runs(ladder: Ladder, target, law: str | Law | None = None, *,
         study).
     forecast: a :class:`delphi.Forecast` of ``target`` on ``ladder`` already made (reused
         instead of predicting again).
+    criterion: what is ranked per FLOP (:data:`CRITERIA`): ``"width"`` (default), the
+        calibrated (or reference) interval's width; ``"spread"``, the bootstrap forecasts'
+        spread at the target alone, without the extrapolation term and the run noise (module
+        docstring: what it is and when it ranks differently).
     predict_kwargs: other keywords of :func:`delphi.predict` (``fixed``, ``bounds``,
         ``delta``, ``fit_max_flops``...).
 
@@ -659,13 +733,16 @@ def suggest_runs(ladder: Ladder, target, law: str | Law | None = None, *,
     ------
     LadderError: a bad candidates file (row and column named), a candidate from a file that
         costs more than ``budget`` (named), no candidate within the budget, a bad ``n``.
-    FitError: an unknown method, an interval without a calibration (``interval="bootstrap"``
-        or ``"delta"``), a forecast without an interval, ``n_refit`` below 8.
+    FitError: an unknown method or criterion (the allowed values named), an interval without
+        a calibration (``interval="bootstrap"`` or ``"delta"``), a forecast without an
+        interval, ``n_refit`` below 8.
     TargetError, LawError: as :func:`delphi.predict`.
     """
 
     if method not in METHODS:
         raise FitError(f"unknown method {method!r}; use {' or '.join(METHODS)}")
+    if not isinstance(criterion, str) or criterion not in CRITERIA:
+        raise FitError(f"unknown criterion {criterion!r}; use {' or '.join(CRITERIA)}")
     if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
         raise LadderError(f"n (runs to pick) must be an integer >= 1, got {n!r}")
     if isinstance(n_refit, bool) or not isinstance(n_refit, (int, np.integer)) or n_refit < 8:
@@ -795,11 +872,21 @@ def suggest_runs(ladder: Ladder, target, law: str | Law | None = None, *,
         w_after = terms.width(r_after, p_after)
         d_cal = terms.sigma_used(r_now) ** 2 - terms.sigma_used(r_after) ** 2
         d_par = p_now ** 2 - p_after ** 2
-        per = np.where(avail, (w_before - w_after) / cost, -np.inf)
+        if criterion == "spread":
+            s_before = float(_width(terms.loss, p_now, terms.z))
+            s_after = _width(terms.loss, p_after, terms.z)
+            gain = s_before - s_after
+        else:
+            s_before, s_after = None, [None] * len(pool)
+            gain = w_before - w_after
+        per = np.where(avail, gain / cost, -np.inf)
         made = [RunSuggestion(run=pool[i], width_before=w_before, width_after=float(w_after[i]),
                               reduces=("nothing" if w_after[i] >= w_before else
                                        "extrapolation" if d_cal[i] > d_par[i] else top[i]),
-                              ratio_after=float(r_after[i]), param_sd_after=float(p_after[i]))
+                              ratio_after=float(r_after[i]), param_sd_after=float(p_after[i]),
+                              spread_before=s_before,
+                              spread_after=(None if s_after[i] is None
+                                            else float(s_after[i])))
                 for i in range(len(pool))]
         order = sorted(np.flatnonzero(avail), key=lambda i: (-per[i], cost[i], i))
         if n == 1:
@@ -855,7 +942,10 @@ def suggest_runs(ladder: Ladder, target, law: str | Law | None = None, *,
                        law=flaw.name, budget=float(budget), ratio=terms.ratio,
                        sigma_used=float(terms.sigma_used(terms.ratio)),
                        param_sd=terms.param_sd, run_sd=terms.run_sd, candidates=out,
-                       n_candidates=len(pool), notes=tuple(notes), ladder=ladder.name)
+                       n_candidates=len(pool), notes=tuple(notes), ladder=ladder.name,
+                       criterion=criterion,
+                       spread=(float(_width(terms.loss, terms.param_sd, terms.z))
+                               if criterion == "spread" else None))
 
 
 def _g(x: float | None) -> str:

@@ -63,6 +63,10 @@ def _add_suggest(sub) -> None:
                         "fisher; refit is slower)")
     p.add_argument("--interval", choices=("auto", "calibrated", "reference"), default="auto",
                    help="the interval whose width is narrowed (default auto, as predict)")
+    p.add_argument("--criterion", choices=("width", "spread"), default="width",
+                   help="what is ranked per FLOP: width (default), the interval's width; "
+                        "spread, the bootstrap forecasts' spread at the target alone (no "
+                        "extrapolation term, no run noise)")
     add_level_option(p)
     p.add_argument("--n-boot", type=count(20), default=200, metavar="N",
                    help="the forecast's bootstrap draws (default 200)")
@@ -86,7 +90,7 @@ def _cmd_suggest(args) -> int:
                           candidates=args.candidates, method=args.method, level=args.level,
                           interval=args.interval, n_boot=args.n_boot, n_refit=args.n_refit,
                           seed=args.seed, n_jobs=args.jobs, repeats=args.repeats,
-                          **settings)
+                          criterion=args.criterion, **settings)
     print(_dump(result.to_dict()) if args.json else result.report(limit=args.show))
     return 0
 
