@@ -156,6 +156,29 @@ def test_ld_grid_scratch_buffers_kept_between_calls_change_no_number():
         assert none is None and np.array_equal(ld_only, ref_ld)
 
 
+@pytest.mark.parametrize("spec", ["cosine:warmup=30,final=0.1", "wsd:warmup=30,decay=0.2",
+                                  "constant:warmup=30"])
+def test_screen_blocks_change_no_number(monkeypatch, spec):
+    """log_basis_grid's blocks of points (the screen; 2^18 elements since 2026-12-03, 2^21
+    before, one point per block as the extreme) give the same numbers bit for bit, on
+    cosine, WSD and constant schedules, C = 0 and the ends of the bounds included."""
+    from delphi.laws import curves as lc
+    sched = Schedule.parse(spec, peak_lr=3e-3, total_steps=1000)
+    steps = np.arange(1, 801)
+    x = {"S1": features(sched, steps)["S1"], "step": steps.astype(float),
+         "_group": np.zeros(steps.size, int), "_lrs": [sched.lrs()]}
+    rng = np.random.default_rng(11)
+    th = np.column_stack([rng.uniform(0.05, 2, 40), 10 ** rng.uniform(-6, 6, 40),
+                          rng.uniform(1e-3, 10, 40), rng.uniform(0, 3, 40)])
+    th[0, 1], th[1, 1:] = 0.0, (1e6, 10.0, 3.0)
+    now = MULTIPOWER.log_basis_grid(th, x)
+    for elements in (1 << 21, 1):
+        monkeypatch.setattr(lc, "_SCREEN_BLOCK_ELEMENTS", elements)
+        assert np.array_equal(MULTIPOWER.log_basis_grid(th, x), now, equal_nan=True)
+    for i in (0, 1, 7):   # each point as log_basis gives it alone
+        assert np.array_equal(now[i], MULTIPOWER.log_basis(th[i], x)[0], equal_nan=True)
+
+
 def test_all_points_polish_is_least_squares_deterministic_and_falls_back_when_not_stationary(
         completed, monkeypatch):
     """The subsample's optima are polished on all the points by trust-region least squares
