@@ -98,3 +98,29 @@ def test_a_backtest_reuses_the_fit_of_the_same_points(runs, data_dir):
     assert len(runs) == alone                       # the backtest's full fit came from the memo
     _same(full, fit(ladder, "chinchilla"))
     assert shared.to_dict() == plain.to_dict()
+
+
+def test_a_selection_and_its_final_points_are_made_once(data_dir, monkeypatch):
+    # compare cuts every candidate law at the same budgets: each cut's runs are selected once
+    # and their final points read once; each caller still gets its own table.
+    import pandas as pd
+    from delphi.inputs.ladder import Ladder
+
+    ladder = load("marin-isoflop-dclm")
+    runs = ladder.runs[:12]
+    fresh_sel = ladder.select(runs=runs)
+    fresh, fresh_out = fresh_sel.final_points()
+    made = []
+    real = Ladder._final_points
+    monkeypatch.setattr(Ladder, "_final_points", lambda self, *a: made.append(1) or real(self, *a))
+    with shared_fits():
+        sel = ladder.select(runs=iter(runs))
+        assert ladder.select(runs=list(reversed(runs))) is sel
+        assert ladder.select(runs=runs[:-1]) is not sel
+        first, out = sel.final_points()
+        first["loss"] = 0.0                         # the caller's copy
+        again, out2 = sel.final_points()
+        assert len(made) == 1
+    pd.testing.assert_frame_equal(again, fresh, check_exact=True)
+    assert out2 == fresh_out and out == fresh_out
+    assert sel.table.equals(fresh_sel.table) and sel.exclusions == fresh_sel.exclusions

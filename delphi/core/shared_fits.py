@@ -89,19 +89,21 @@ def fit_key(law, x: Mapping, y, *, labels, fixed, bounds, delta, seed, starts, i
         return None
 
 
-def lookup(key: tuple | None, law):
-    """The Fit kept for ``key`` (of the same law object), else None."""
+def lookup(key: tuple | None, owner):
+    """What was kept for ``key`` with ``owner`` (the law object of a fit, the ladder of a
+    selection), else None."""
     memo = _ACTIVE.get()
     if memo is None or key is None:
         return None
     hit = memo.get(key)
-    if hit is None or hit[0] is not law:
+    if hit is None or hit[0] is not owner:
         return None
     return hit[1]
 
 
-def store(key: tuple | None, law, result) -> None:
-    """Keep ``result`` for ``key`` (the law is held too, so its id is not reused)."""
+def store(key: tuple | None, owner, result) -> None:
+    """Keep ``result`` for ``key``; ``owner`` (whose id the key holds) is kept too, so its id
+    is not reused while the scope lasts."""
     memo = _ACTIVE.get()
     if memo is not None and key is not None:
-        memo[key] = (law, result)
+        memo[key] = (owner, result)

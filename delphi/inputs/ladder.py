@@ -49,6 +49,7 @@ import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ..errors import LadderError, LadderWarning, TargetError, option, user_stacklevel
+from ..core import shared_fits as shared
 from ..core.records import positive_number
 from ..core.text import plural
 from .runstate import Invalid, invalid_message, not_annealed, run_states, status_kinds
@@ -1332,6 +1333,20 @@ class Ladder:
         LadderError: an unknown run, a ``max_flops`` that is not a positive finite number, or
             no run left.
         """
+        key = None
+        if shared.active():
+            # compare cuts every candidate law at the same budgets: one selection per cut
+            runs = None if runs is None else list(runs)
+            key = ("select", id(self), id(self.table),
+                   None if runs is None else frozenset(map(str, runs)), repr(max_flops))
+            hit = shared.lookup(key, self)
+            if hit is not None:
+                return hit
+        new = self._select(max_flops=max_flops, runs=runs)
+        shared.store(key, self, new)
+        return new
+
+    def _select(self, *, max_flops: float | None, runs) -> "Ladder":
         t = self.table
         excluded = []
         keep = pd.Series(True, index=t.index)
@@ -1394,6 +1409,20 @@ class Ladder:
             No run is left; or (for a table not validated by :class:`Ladder`) a run with
             several ``final`` rows or contradictory state.
         """
+        key = None
+        if shared.active():
+            # the same ladder's final points are asked for by every fit and cut of a command
+            key = ("final_points", id(self), id(self.table), bool(include_unfinished),
+                   repr(divergence_rise))
+            hit = shared.lookup(key, self)
+            if hit is None:
+                hit = self._final_points(include_unfinished, divergence_rise)
+                shared.store(key, self, hit)
+            return hit[0].copy(), list(hit[1])      # a caller may change its copy
+        return self._final_points(include_unfinished, divergence_rise)
+
+    def _final_points(self, include_unfinished: bool, divergence_rise: float
+                      ) -> tuple[pd.DataFrame, list[Exclusion]]:
         t = self.table
         codes, names = _run_codes(t["run"])
         perm = None if _is_sorted(codes) else np.argsort(codes, kind="stable")
