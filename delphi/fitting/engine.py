@@ -340,6 +340,10 @@ def fit_arrays(law: str | Law, x: Mapping[str, np.ndarray], y: np.ndarray, *,
         and L-BFGS-B refines from there only. Faster, but it finds the optimum of the basin it
         starts in: callers check a sample of warm starts against the global search.
 
+    Inside :func:`delphi.core.shared_fits.shared_fits` (every CLI command runs in one) a call
+    with the same law, inputs, losses, labels and settings as an earlier one returns the Fit
+    that call made (the same bits: the fit is deterministic) instead of fitting again.
+
     Returns
     -------
     Fit

@@ -1326,7 +1326,9 @@ class Ladder:
         """A new ladder restricted to ``runs`` and/or runs whose final FLOPs are <= ``max_flops``.
 
         A run's compute is its largest ``flops`` value (its last row). Dropped runs are
-        recorded in :attr:`exclusions` with the reason.
+        recorded in :attr:`exclusions` with the reason. Inside
+        :func:`delphi.core.shared_fits.shared_fits` the same selection of this ladder (the same
+        run set, in any order, and ``max_flops``) returns the ladder made the first time.
 
         Raises
         ------
@@ -1395,7 +1397,9 @@ class Ladder:
         runs whose last row was dropped as invalid (:attr:`cut_runs`), and runs whose end row
         is still at its peak LR on a decaying schedule (not annealed), unless
         ``include_unfinished``; and a run whose last loss is more than ``divergence_rise``
-        (relative) above its own best checkpoint (diverged).
+        (relative) above its own best checkpoint (diverged). Inside
+        :func:`delphi.core.shared_fits.shared_fits` they are found once per ladder and
+        settings; each call gets its own copy of the table.
 
         Returns
         -------
