@@ -25,6 +25,7 @@ import numpy as np
 
 from ..errors import DelphiError, FitError, IdentifiabilityError, LawError
 from ..laws import Law, get_law
+from ..core import shared_fits as memo
 from ..core.parallel import one_blas_thread
 from .objective import Problem
 from .result import Fit
@@ -339,6 +340,10 @@ def fit_arrays(law: str | Law, x: Mapping[str, np.ndarray], y: np.ndarray, *,
         and L-BFGS-B refines from there only. Faster, but it finds the optimum of the basin it
         starts in: callers check a sample of warm starts against the global search.
 
+    Inside :func:`delphi.core.shared_fits.shared_fits` (every CLI command runs in one) a call
+    with the same law, inputs, losses, labels and settings as an earlier one returns the Fit
+    that call made (the same bits: the fit is deterministic) instead of fitting again.
+
     Returns
     -------
     Fit
@@ -355,9 +360,22 @@ def fit_arrays(law: str | Law, x: Mapping[str, np.ndarray], y: np.ndarray, *,
     """
     # The linear algebra here is on tiny matrices: BLAS threads only contend for the cores
     # (20-40x slower on a busy 2-core machine), so the fit runs single-threaded.
-    with one_blas_thread():
-        return _fit_arrays(law, x, y, labels=labels, fixed=fixed, bounds=bounds, delta=delta,
+    key = None
+    if memo.active():
+        # Inside one command the same fit may be asked for twice (a report's page and its
+        # backtest): deterministic, so it runs once (delphi.core.shared_fits).
+        law = get_law(law)
+        key = memo.fit_key(law, x, y, labels=labels, fixed=fixed, bounds=bounds, delta=delta,
                            seed=seed, starts=starts, init=init, warm_start=warm_start)
+        hit = memo.lookup(key, law)
+        if hit is not None:
+            return hit
+    with one_blas_thread():
+        result = _fit_arrays(law, x, y, labels=labels, fixed=fixed, bounds=bounds,
+                             delta=delta, seed=seed, starts=starts, init=init,
+                             warm_start=warm_start)
+    memo.store(key, law, result)
+    return result
 
 
 def fit_arrays_many(requests: Sequence[Mapping]) -> list:

@@ -49,6 +49,7 @@ import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ..errors import LadderError, LadderWarning, TargetError, option, user_stacklevel
+from ..core import shared_fits as shared
 from ..core.records import positive_number
 from ..core.text import plural
 from .runstate import Invalid, invalid_message, not_annealed, run_states, status_kinds
@@ -1325,13 +1326,29 @@ class Ladder:
         """A new ladder restricted to ``runs`` and/or runs whose final FLOPs are <= ``max_flops``.
 
         A run's compute is its largest ``flops`` value (its last row). Dropped runs are
-        recorded in :attr:`exclusions` with the reason.
+        recorded in :attr:`exclusions` with the reason. Inside
+        :func:`delphi.core.shared_fits.shared_fits` the same selection of this ladder (the same
+        run set, in any order, and ``max_flops``) returns the ladder made the first time.
 
         Raises
         ------
         LadderError: an unknown run, a ``max_flops`` that is not a positive finite number, or
             no run left.
         """
+        key = None
+        if shared.active():
+            # compare cuts every candidate law at the same budgets: one selection per cut
+            runs = None if runs is None else list(runs)
+            key = ("select", id(self), id(self.table),
+                   None if runs is None else frozenset(map(str, runs)), repr(max_flops))
+            hit = shared.lookup(key, self)
+            if hit is not None:
+                return hit
+        new = self._select(max_flops=max_flops, runs=runs)
+        shared.store(key, self, new)
+        return new
+
+    def _select(self, *, max_flops: float | None, runs) -> "Ladder":
         t = self.table
         excluded = []
         keep = pd.Series(True, index=t.index)
@@ -1380,7 +1397,9 @@ class Ladder:
         runs whose last row was dropped as invalid (:attr:`cut_runs`), and runs whose end row
         is still at its peak LR on a decaying schedule (not annealed), unless
         ``include_unfinished``; and a run whose last loss is more than ``divergence_rise``
-        (relative) above its own best checkpoint (diverged).
+        (relative) above its own best checkpoint (diverged). Inside
+        :func:`delphi.core.shared_fits.shared_fits` they are found once per ladder and
+        settings; each call gets its own copy of the table.
 
         Returns
         -------
@@ -1394,6 +1413,20 @@ class Ladder:
             No run is left; or (for a table not validated by :class:`Ladder`) a run with
             several ``final`` rows or contradictory state.
         """
+        key = None
+        if shared.active():
+            # the same ladder's final points are asked for by every fit and cut of a command
+            key = ("final_points", id(self), id(self.table), bool(include_unfinished),
+                   repr(divergence_rise))
+            hit = shared.lookup(key, self)
+            if hit is None:
+                hit = self._final_points(include_unfinished, divergence_rise)
+                shared.store(key, self, hit)
+            return hit[0].copy(), list(hit[1])      # a caller may change its copy
+        return self._final_points(include_unfinished, divergence_rise)
+
+    def _final_points(self, include_unfinished: bool, divergence_rise: float
+                      ) -> tuple[pd.DataFrame, list[Exclusion]]:
         t = self.table
         codes, names = _run_codes(t["run"])
         perm = None if _is_sorted(codes) else np.argsort(codes, kind="stable")

@@ -23,6 +23,7 @@ from ... import __version__
 from ...core import parallel
 from ...errors import DelphiError, DelphiWarning, for_cli
 from ...core.parallel import set_quiet
+from ...core.shared_fits import shared_fits
 from . import accuracy as accuracy_cmd
 from . import analyses, forecast, output, registry, report
 from . import design as design_cmd
@@ -183,7 +184,8 @@ def _run(args, handlers: dict) -> int:
     try:
         sys.stdout = out
         _check_environment()
-        code = handlers[args.command](args)
+        with shared_fits():     # a fit asked for twice in one command runs once
+            code = handlers[args.command](args)
         failed = False
     except UsageError as exc:
         sys.stdout = real_stdout
