@@ -116,6 +116,11 @@ class SigmoidLaw(Law):
         z, dz = self._z(np.asarray(thetas, dtype=float), x)
         return _sigmoid_basis(z, dz)
 
+    def log_basis_values(self, thetas: np.ndarray, x: Inputs) -> np.ndarray:
+        """``log phi`` alone (B, n, 2): :meth:`log_basis_batch`'s first part, bit for bit (the
+        same expressions), without the derivative (the objective alone needs none)."""
+        return self.log_basis_grid(thetas, x)
+
 
 @dataclass(frozen=True)
 class OneStepLaw(Law):
@@ -147,6 +152,11 @@ class OneStepLaw(Law):
     def log_basis_batch(self, thetas: np.ndarray, x: Inputs) -> tuple[np.ndarray, np.ndarray]:
         z, dz = self._z(np.asarray(thetas, dtype=float), x)
         return _sigmoid_basis(z, dz)
+
+    def log_basis_values(self, thetas: np.ndarray, x: Inputs) -> np.ndarray:
+        """``log phi`` alone (B, n, 2): :meth:`log_basis_batch`'s first part, bit for bit (the
+        same expressions), without the derivative (the objective alone needs none)."""
+        return self.log_basis_grid(thetas, x)
 
 
 def _asymptotes(chance: float) -> tuple[Param, Param]:
