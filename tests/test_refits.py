@@ -427,3 +427,31 @@ def test_stacked_chinchilla_problems_refine_bit_for_bit_as_alone():
         assert together.objective[rows].tobytes() == alone.objective.tobytes()
         assert np.array_equal(together.converged[rows], alone.converged)
     assert together.iterations > 3
+
+
+def test_the_guards_basin_probes_reuse_the_fits_screen(monkeypatch):
+    """Issue 27: basin_probes screens the full-data problem its fit's global search has just
+    screened; the screen is kept by its inputs and answered again (copies), with the probes
+    a fresh screen gives; other points are screened anew."""
+    from delphi.fitting import engine
+    from delphi.fitting.engine import basin_probes, global_search
+    from delphi.laws.task import sigmoid_law
+
+    loss = np.linspace(0.6, 1.6, 60)
+    y = 0.25 + 0.7 / (1 + np.exp(6 * (loss - 1.1))) + np.random.default_rng(2).normal(
+        0, 0.01, loss.size)
+    law = sigmoid_law(0.25)
+    calls = []
+    real = engine.screen
+    monkeypatch.setattr(engine, "screen", lambda *a: calls.append(1) or real(*a))
+    monkeypatch.setattr(engine, "_SCREENS", type(engine._SCREENS)())
+    prep = prepare(law, {"task_loss": loss}, y, fixed={"U": 1.0}, bounds={"C": (0.25, 1.0)})
+    global_search(prep, seed=0)
+    kept = basin_probes(prep, seed=0)
+    assert len(calls) == 1
+    engine._SCREENS.clear()
+    assert kept.tobytes() == basin_probes(prep, seed=0).tobytes() and len(calls) == 2
+    other = prepare(law, {"task_loss": loss}, y * 1.01, fixed={"U": 1.0},
+                    bounds={"C": (0.25, 1.0)})
+    basin_probes(other, seed=0)
+    assert len(calls) == 3
