@@ -1330,9 +1330,11 @@ def predict_accuracy(ladder, task: str | Task, *, target_params,
         a warning above 2% worse); 0 turns it off.
     n_jobs: for ``task="all"``, the tasks run as parallel jobs
         (:func:`delphi.parallel.map_jobs`, joblib's convention: None the active
-        ``parallel_config``, else serial; 1 serial; -1 every core). Each task is computed
-        exactly as serially (same fits and seeded draws): the results do not depend on it.
-        Ignored for one task.
+        ``parallel_config``, else serial; 1 serial; -1 every core), one share of the tasks
+        per worker. Serially, and within a share, the tasks' bootstrap refits of the same
+        step share one batched BFGS (:func:`_predict_stacked`). Each task is computed
+        exactly as alone (same fits and seeded draws, bit for bit): the results do not depend
+        on it. Ignored for one task.
 
     Returns
     -------
@@ -1368,11 +1370,17 @@ def predict_accuracy(ladder, task: str | Task, *, target_params,
                   calibration_draws=calibration_draws, step1_delta=step1_delta)
     if isinstance(task, str) and task == "all":
         items = [(ladder, t, targets, kwargs) for t in load_tasks(tasks_manifest).values()]
-        if _resolve_n_jobs(check_n_jobs(n_jobs)) == 1:
+        jobs = _resolve_n_jobs(check_n_jobs(n_jobs))
+        if jobs == 1:
             outs = _predict_stacked(items)
         else:
-            outs = map_jobs(_predict_job, items, n_jobs=n_jobs, desc="accuracy", unit="task",
-                            show_progress=False)
+            # One job per worker, each stacking its share of the tasks (contiguous, in order).
+            k = len(items) if jobs < 1 else min(jobs, len(items))
+            bounds = np.linspace(0, len(items), k + 1).round().astype(int)
+            shares = [items[a:b] for a, b in zip(bounds[:-1], bounds[1:]) if b > a]
+            outs = [out for share in map_jobs(_predict_stacked, shares, n_jobs=n_jobs,
+                                              desc="accuracy", unit="share of the tasks",
+                                              show_progress=False) for out in share]
         return outs if several else [out[0] for out in outs]
     out = _predict_one(ladder, _resolve_task(task, tasks_manifest), targets, **kwargs)
     return out if several else out[0]
