@@ -431,8 +431,9 @@ def test_stacked_chinchilla_problems_refine_bit_for_bit_as_alone():
 
 def test_the_guards_basin_probes_reuse_the_fits_screen(monkeypatch):
     """Issue 27: basin_probes screens the full-data problem its fit's global search has just
-    screened; the screen is kept by its inputs and answered again (copies), with the probes
-    a fresh screen gives; other points are screened anew."""
+    screened; the screen is kept by its inputs and answered again to basin_probes (copies),
+    with the probes a fresh screen gives; other points, and a global search run again, are
+    screened anew."""
     from delphi.fitting import engine
     from delphi.fitting.engine import basin_probes, global_search
     from delphi.laws.task import sigmoid_law
@@ -447,11 +448,13 @@ def test_the_guards_basin_probes_reuse_the_fits_screen(monkeypatch):
     monkeypatch.setattr(engine, "_SCREENS", type(engine._SCREENS)())
     prep = prepare(law, {"task_loss": loss}, y, fixed={"U": 1.0}, bounds={"C": (0.25, 1.0)})
     global_search(prep, seed=0)
+    global_search(prep, seed=0)       # a search run again screens again
+    assert len(calls) == 2
     kept = basin_probes(prep, seed=0)
-    assert len(calls) == 1
+    assert len(calls) == 2
     engine._SCREENS.clear()
-    assert kept.tobytes() == basin_probes(prep, seed=0).tobytes() and len(calls) == 2
+    assert kept.tobytes() == basin_probes(prep, seed=0).tobytes() and len(calls) == 3
     other = prepare(law, {"task_loss": loss}, y * 1.01, fixed={"U": 1.0},
                     bounds={"C": (0.25, 1.0)})
     basin_probes(other, seed=0)
-    assert len(calls) == 3
+    assert len(calls) == 4
