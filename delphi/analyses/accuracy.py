@@ -140,7 +140,7 @@ from ..inputs.readers import load_ladder
 from ..inputs.ladder import Ladder
 from ..forecasting.calibration import MIN_FOLDS
 from ..core.quantiles import norm_ppf
-from ..core.parallel import _resolve_n_jobs, check_n_jobs, map_jobs, one_blas_thread
+from ..core.parallel import map_jobs, one_blas_thread, resolved_jobs
 from .. import __version__
 
 __all__ = ["Task", "load_tasks", "task_table", "AccuracyForecast", "predict_accuracy",
@@ -1370,7 +1370,7 @@ def predict_accuracy(ladder, task: str | Task, *, target_params,
                   calibration_draws=calibration_draws, step1_delta=step1_delta)
     if isinstance(task, str) and task == "all":
         items = [(ladder, t, targets, kwargs) for t in load_tasks(tasks_manifest).values()]
-        jobs = _resolve_n_jobs(check_n_jobs(n_jobs))
+        jobs = resolved_jobs(n_jobs)
         if jobs == 1:
             outs = _predict_stacked(items)
         else:
