@@ -685,3 +685,51 @@ def test_task_all_in_parallel_is_the_serial_result(sim_files, tmp_path, capsys):
     assert "runs serially" not in two.err
     assert [line.split()[0] for line in two.out.splitlines() if line.split()[:1] in (["a"], ["b"])] \
         == ["a", "b"], two.out
+
+
+def test_task_all_stacks_the_tasks_refits_and_gives_each_tasks_own_result(sim_files, tmp_path,
+                                                                         monkeypatch):
+    """Issue 27: serially, ``task="all"`` refines the tasks' bootstrap draws of the same step
+    in one batched BFGS (accuracy._predict_stacked); each forecast is the one the task gets
+    alone, byte for byte; a task that fails makes the call raise that task's error, as
+    serially."""
+    from delphi.analyses import accuracy as acc
+    from delphi.errors import FitError
+    from delphi.fitting import refit
+
+    data, _ = sim_files
+    frame = pd.read_csv(data)
+    frame["bpb/b"] = frame["bpb/sim"] * 1.3 + 0.02
+    path = tmp_path / "sim.csv"
+    frame.to_csv(path, index=False)
+    tasks = tmp_path / "two.toml"
+    tasks.write_text('[tasks.a]\nbpb = "bpb/sim"\naccuracy = "acc/sim"\nchance = 0.25\n'
+                     '[tasks.b]\nbpb = "bpb/b"\naccuracy = "acc/sim"\nchance = 0.2\n')
+    kw = dict(target_params=1.6e9, target_tokens=3.2e10, tasks_manifest=str(tasks),
+              n_boot=8, calibration_draws=10)
+    stacked = []
+    real = acc.refine_batch
+
+    def spy(problem, *args, **kwargs):
+        if isinstance(problem, refit.StackedProblems):
+            stacked.append(len(problem.log_y))
+        return real(problem, *args, **kwargs)
+
+    monkeypatch.setattr(acc, "refine_batch", spy)
+    together = delphi.predict_accuracy(str(path), "all", **kw)
+    assert len(stacked) >= 3 and set(stacked) == {2}   # main bootstrap and cuts, 2 tasks
+    ladder = delphi.load_ladder(str(path))
+    alone = [acc._predict_one(ladder, t, [{"params": 1.6e9, "tokens": 3.2e10}], level=0.9,
+                              n_boot=8, seed=0, runs=None, fit_max_params=None,
+                              step1_law="chinchilla", smooth=acc.SMOOTH,
+                              skip_fraction=acc.SKIP_FRACTION, helper_point=False,
+                              design="two-step", upper=1.0, calibration_draws=10)[0]
+             for t in acc.load_tasks(str(tasks)).values()]
+    assert [json.dumps(f.to_dict()) for f in together] == [json.dumps(f.to_dict())
+                                                            for f in alone]
+    assert together[0].step1.params != together[1].step1.params   # two different problems
+    # Task b cannot be fitted: the same error as one task after another.
+    tasks.write_text('[tasks.a]\nbpb = "bpb/sim"\naccuracy = "acc/sim"\nchance = 0.25\n'
+                     '[tasks.b]\nbpb = "bpb/b"\naccuracy = "acc/sim"\nchance = 0.99\n')
+    with pytest.raises(FitError, match="task b: its chance level 0.99"):
+        delphi.predict_accuracy(str(path), "all", **{**kw, "calibrate": False})

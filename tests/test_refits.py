@@ -347,3 +347,114 @@ def test_a_constant_derivative_refines_bit_for_bit_as_the_general_path(case, dat
         assert new.objective.tobytes() == old.objective.tobytes()
         assert np.array_equal(new.converged, old.converged) and new.iterations == old.iterations
     assert prep.problem.__dict__["_refit_constant_jacobian"] is not None    # the new path ran
+
+
+@pytest.mark.parametrize("case", ["sigmoid", "onestep", "chinchilla", "annealing"])
+def test_weighted_objective_is_the_evaluated_objective_bit_for_bit(case):
+    """Issue 27: the objective alone (no gradient or Jacobian; the guard's basin check scores
+    B x 16 probes with it) is the one the batched refinement evaluates, bit for bit, with
+    +inf where a row's prediction is not positive."""
+    from delphi.fitting.refit import _evaluate
+    from delphi.laws import get_law
+    from delphi.laws.task import onestep_law, sigmoid_law
+
+    rng = np.random.default_rng(5)
+    if case == "sigmoid":
+        law, loss = sigmoid_law(0.25), np.linspace(0.6, 1.6, 40)
+        x = {"task_loss": loss}
+        y = 0.25 + 0.7 / (1 + np.exp(6 * (loss - 1.1))) + rng.normal(0, 0.01, loss.size)
+    elif case == "onestep":
+        law = onestep_law(0.25)
+        n = np.repeat([2e8, 6e8, 1e9, 3e9], 4)
+        d = n * np.tile([20.0, 40, 80, 160], 4)
+        x = {"params": n, "tokens": d}
+        y = 0.25 + 0.5 * (n / 3e9) ** 0.3 * (d / 5e11) ** 0.1 + rng.normal(0, 0.01, n.size)
+    elif case == "chinchilla":
+        law = get_law("chinchilla")
+        n = np.repeat([1e8, 3e8, 1e9], 5)
+        d = n * np.tile([10.0, 20, 40, 80, 160], 3)
+        x = {"params": n, "tokens": d}
+        y = (1.8 + 400 * n ** -0.34 + 400 * d ** -0.28) * np.exp(rng.normal(0, 0.003, n.size))
+    else:
+        law = get_law("annealing")
+        s1 = np.linspace(1.0, 40.0, 30)
+        x = {"S1": s1, "S2": np.where(s1 > 25, (s1 - 25) * 0.4, 0.0)}
+        y = (2.0 + 1.5 * s1 ** -0.5 - 0.05 * x["S2"]) * np.exp(rng.normal(0, 0.003, s1.size))
+    prep = prepare(law, x, np.clip(y, 1e-3, None))
+    p = prep.problem
+    fit = fit_arrays(law, x, np.clip(y, 1e-3, None))
+    z0 = safe_start(p, fit.params, prep.ibounds)
+    zs = z0 + rng.normal(0, 0.3, (64, len(z0)))
+    zs[:4] = z0 + rng.normal(0, 30.0, (4, len(z0)))     # far off: overflow, non-positive rows
+    w = rng.poisson(1.0, (64, len(p.log_y))).astype(float)
+    old = _evaluate(p, zs, w)[0] * p.delta
+    new = weighted_objective(p, zs, w)
+    assert new.tobytes() == old.tobytes()
+    assert np.isfinite(new).sum() >= 32
+    one = weighted_objective(p, zs[7], w[7])
+    assert one.shape == (1,) and one.tobytes() == old[7:8].tobytes()
+
+
+def test_stacked_chinchilla_problems_refine_bit_for_bit_as_alone():
+    """Issue 27: Chinchilla problems of one size stacked in one batched BFGS (the OLMo tasks'
+    step-1 bootstraps, accuracy._refine_many) give each problem's own refinement, bit for
+    bit: the stacked basis is the law's own arithmetic, row by row."""
+    from delphi.fitting.refit import StackedProblems, stack_key
+    from delphi.laws import get_law
+
+    law = get_law("chinchilla")
+    rng = np.random.default_rng(11)
+    n = np.repeat([1.5e8, 3e8, 7e8, 1e9], 4)
+    problems, starts, weights = [], [], []
+    for m in range(3):
+        d = n * np.tile([5.0, 10, 20, 40], 4) * (1 + 0.1 * m)
+        y = (0.5 + 300 * n ** (-0.3 - 0.02 * m) + 900 * d ** -0.3) * np.exp(
+            rng.normal(0, 0.01, n.size))
+        fit = fit_arrays(law, {"params": n, "tokens": d}, y)
+        prep = prepare(law, fit.x, fit.y)
+        problems.append(prep.problem)
+        starts.append(safe_start(prep.problem, fit.params, prep.ibounds))
+        weights.append(rng.poisson(1.0, (7 + m, n.size)).astype(float))
+    assert len({stack_key(p) for p in problems}) == 1
+    sizes = [len(w) for w in weights]
+    member = np.repeat(np.arange(3), sizes)
+    together = refine_batch(StackedProblems(problems), np.repeat(np.stack(starts), sizes, 0),
+                            np.concatenate(weights), prep.ibounds, member=member)
+    for m, (p, z0, w) in enumerate(zip(problems, starts, weights)):
+        alone = refine_batch(p, z0, w, prep.ibounds)
+        rows = member == m
+        assert together.z[rows].tobytes() == alone.z.tobytes()
+        assert together.objective[rows].tobytes() == alone.objective.tobytes()
+        assert np.array_equal(together.converged[rows], alone.converged)
+    assert together.iterations > 3
+
+
+def test_the_guards_basin_probes_reuse_the_fits_screen(monkeypatch):
+    """Issue 27: basin_probes screens the full-data problem its fit's global search has just
+    screened; the screen is kept by its inputs and answered again to basin_probes (copies),
+    with the probes a fresh screen gives; other points, and a global search run again, are
+    screened anew."""
+    from delphi.fitting import engine
+    from delphi.fitting.engine import basin_probes, global_search
+    from delphi.laws.task import sigmoid_law
+
+    loss = np.linspace(0.6, 1.6, 60)
+    y = 0.25 + 0.7 / (1 + np.exp(6 * (loss - 1.1))) + np.random.default_rng(2).normal(
+        0, 0.01, loss.size)
+    law = sigmoid_law(0.25)
+    calls = []
+    real = engine.screen
+    monkeypatch.setattr(engine, "screen", lambda *a: calls.append(1) or real(*a))
+    monkeypatch.setattr(engine, "_SCREENS", type(engine._SCREENS)())
+    prep = prepare(law, {"task_loss": loss}, y, fixed={"U": 1.0}, bounds={"C": (0.25, 1.0)})
+    global_search(prep, seed=0)
+    global_search(prep, seed=0)       # a search run again screens again
+    assert len(calls) == 2
+    kept = basin_probes(prep, seed=0)
+    assert len(calls) == 2
+    engine._SCREENS.clear()
+    assert kept.tobytes() == basin_probes(prep, seed=0).tobytes() and len(calls) == 3
+    other = prepare(law, {"task_loss": loss}, y * 1.01, fixed={"U": 1.0},
+                    bounds={"C": (0.25, 1.0)})
+    basin_probes(other, seed=0)
+    assert len(calls) == 4

@@ -130,7 +130,8 @@ import pandas as pd
 from ..errors import DelphiError, FitError, LadderError, ManifestError, TargetError
 from ..fitting import DEFAULT_DELTA, Fit, fit_arrays
 from ..fitting.engine import basin_probes, prepare, safe_start
-from ..fitting.refit import refine_batch, refine_one, weighted_objective
+from ..fitting.refit import (StackedProblems, WeightedBatch, refine_batch, refine_one,
+                             stack_key, weighted_objective)
 from ..forecasting.uncertainty import (WORSE_ATOL, WORSE_RTOL, basin_suspects, design_failure,
                                        resample_optimum, run_noise)
 from ..laws import LAWS, get_law, onestep_law, sigmoid_law
@@ -139,7 +140,7 @@ from ..inputs.readers import load_ladder
 from ..inputs.ladder import Ladder
 from ..forecasting.calibration import MIN_FOLDS
 from ..core.quantiles import norm_ppf
-from ..core.parallel import map_jobs
+from ..core.parallel import map_jobs, one_blas_thread, resolved_jobs
 from .. import __version__
 
 __all__ = ["Task", "load_tasks", "task_table", "AccuracyForecast", "predict_accuracy",
@@ -591,8 +592,38 @@ def _k_flops(ladder) -> float:
     return float(k) if k and math.isfinite(k) else 1.0
 
 
+@dataclass
+class _Refine:
+    """One batched refinement a computation asks for (the arguments of
+    :func:`delphi.fitting.refit.refine_batch`); answered with its WeightedBatch."""
+
+    problem: Any
+    z0: np.ndarray
+    weights: np.ndarray
+    ibounds: list
+    max_iter: int
+
+
+def _serially(steps):
+    """Run a generator of :class:`_Refine` requests to its end, answering each with its own
+    :func:`refine_batch` call; return the generator's value."""
+    try:
+        req = next(steps)
+        while True:
+            req = steps.send(refine_batch(req.problem, req.z0, req.weights, req.ibounds,
+                                          max_iter=req.max_iter))
+    except StopIteration as stop:
+        return stop.value
+
+
 def _refits(fit: Fit, weights: np.ndarray, checked: np.ndarray | None = None,
             seed: int = 0) -> tuple[list[dict | None], int, int]:
+    """:func:`_refits_steps` run serially."""
+    return _serially(_refits_steps(fit, weights, checked, seed))
+
+
+def _refits_steps(fit: Fit, weights: np.ndarray, checked: np.ndarray | None = None,
+                  seed: int = 0):
     """Warm-started refits of ``fit`` with point multiplicities ``weights`` (B, n).
 
     Every draw is refined at once from the full-data optimum by the engine's batched BFGS
@@ -607,7 +638,9 @@ def _refits(fit: Fit, weights: np.ndarray, checked: np.ndarray | None = None,
     kept. (Unlike the loss bootstrap, a draw the batch left unfinished is not sent to the
     global search for that alone: the step-1 valley leaves many, and the fallback finishes
     them in their basin.) Each draw's arithmetic involves only its own row, so results do
-    not depend on the batch.
+    not depend on the batch. A generator: it yields its one batched refinement as a
+    :class:`_Refine` and is sent the result (so that :func:`_predict_stacked` can refine the
+    same step of several tasks in one batch).
 
     Returns (params per draw, None for a draw with too few distinct points; draws checked;
     checked draws whose warm start was worse than the global search by > 1e-9 relative).
@@ -626,7 +659,7 @@ def _refits(fit: Fit, weights: np.ndarray, checked: np.ndarray | None = None,
     ok = np.array([not design_failure(prep, w) for w in weights])
     if not ok.any():
         return out, 0, 0
-    batch = refine_batch(problem, z0, weights[ok], prep.ibounds, max_iter=_BATCH_ITER)
+    batch = yield _Refine(problem, z0, weights[ok], prep.ibounds, _BATCH_ITER)
     rows = np.flatnonzero(ok)
     zs, objs = batch.z.copy(), batch.objective.copy()
     for a, b in enumerate(rows):
@@ -905,13 +938,22 @@ class _ChainDraws:
 
 def _chain_bootstrap(data: _Data, step1: Fit, step2: Fit, xt: dict, *, n_boot: int, seed: int,
                      check_every: int, noise: float, sigma1: float) -> _ChainDraws:
+    """:func:`_chain_bootstrap_steps` run serially."""
+    return _serially(_chain_bootstrap_steps(data, step1, step2, xt, n_boot=n_boot, seed=seed,
+                                            check_every=check_every, noise=noise,
+                                            sigma1=sigma1))
+
+
+def _chain_bootstrap_steps(data: _Data, step1: Fit, step2: Fit, xt: dict, *, n_boot: int,
+                           seed: int, check_every: int, noise: float, sigma1: float):
     """Bootstrap over runs through both steps at the step-1 inputs ``xt`` (arrays of m).
 
     One resample of runs drives both fits (their errors stay correlated); each is refitted
     warm-started (:func:`_refits`, with the guard every ``check_every``-th draw). Each draw
     adds :data:`_NOISE_DRAWS` new-run draws: the step-1 run noise (log sd ``sigma1``) on the
     task loss and the checkpoint noise (sd ``noise``, fraction) on the accuracy. Draws whose
-    resample cannot identify a law are dropped. Seeded: same inputs, same draws.
+    resample cannot identify a law are dropped. Seeded: same inputs, same draws. A
+    generator of the refits' :class:`_Refine` requests (see :func:`_refits_steps`).
     """
     law1, law2 = step1.law, step2.law
     children = np.random.SeedSequence(seed).spawn(n_boot + 1)
@@ -927,8 +969,8 @@ def _chain_bootstrap(data: _Data, step1: Fit, step2: Fit, xt: dict, *, n_boot: i
         checked = np.zeros(n_boot, dtype=bool)
         offset = int(np.random.default_rng(children[n_boot]).integers(min(check_every, n_boot)))
         checked[offset::check_every] = True
-    p1, c1, bad1 = _refits(step1, w1, checked, seed)
-    p2, c2, bad2 = _refits(step2, w2, checked, seed)
+    p1, c1, bad1 = yield from _refits_steps(step1, w1, checked, seed)
+    p2, c2, bad2 = yield from _refits_steps(step2, w2, checked, seed)
     m = len(next(iter(xt.values())))
     loss_b, acc_b, new = [], [], []
     rng = np.random.default_rng(children[n_boot])
@@ -955,6 +997,18 @@ def _lfo_errors(ladder, task: Task, data: _Data, *, step1_law: str = "chinchilla
                 upper: float | str = 1.0, lower: float | str = "fit", k_flops: float = 1.0,
                 max_folds: int = 12, n_boot: int = CAL_DRAWS, seed: int = 0,
                 step1_delta: float | None = None) -> tuple[pd.DataFrame, list[str]]:
+    """:func:`_lfo_errors_steps` run serially."""
+    return _serially(_lfo_errors_steps(ladder, task, data, step1_law=step1_law, column=column,
+                                       helper_point=helper_point, upper=upper, lower=lower,
+                                       k_flops=k_flops, max_folds=max_folds, n_boot=n_boot,
+                                       seed=seed, step1_delta=step1_delta))
+
+
+def _lfo_errors_steps(ladder, task: Task, data: _Data, *, step1_law: str = "chinchilla",
+                      column: str = "task_loss", helper_point: bool = False,
+                      upper: float | str = 1.0, lower: float | str = "fit",
+                      k_flops: float = 1.0, max_folds: int = 12, n_boot: int = CAL_DRAWS,
+                      seed: int = 0, step1_delta: float | None = None):
     """Leave-future-out predictions of the chained model *inside* the fitted runs, each
     with its bootstrap, so that its error can be put on the bootstrap's scale.
 
@@ -972,7 +1026,8 @@ def _lfo_errors(ladder, task: Task, data: _Data, *, step1_law: str = "chinchilla
     ``params``, ``tokens``, ``ratio`` (:func:`_extrapolation_ratio`), ``predicted``,
     ``actual`` (fractions), ``error`` (predicted - actual, fraction), ``pit`` (share of the
     cut's new-run draws below the actual, (k + 1/2) / (n + 1)) and ``z`` (Phi^-1(pit): the
-    error in units of the bootstrap's spread); notes on skipped cuts).
+    error in units of the bootstrap's spread); notes on skipped cuts). A generator of the
+    bootstraps' :class:`_Refine` requests (see :func:`_refits_steps`).
     """
 
 
@@ -1012,8 +1067,8 @@ def _lfo_errors(ladder, task: Task, data: _Data, *, step1_law: str = "chinchilla
                                    "tokens": held["tokens"].to_numpy(float)}, k_flops)
         pred = s2.law.predict(s2.params, {"task_loss": s1.law.predict(s1.params, x)})
         cut_seed = int(np.random.SeedSequence([seed, 13, i]).generate_state(1)[0])
-        boot = _chain_bootstrap(sub, s1, s2, x, n_boot=n_boot, seed=cut_seed, check_every=0,
-                                noise=noise, sigma1=sigma1)
+        boot = yield from _chain_bootstrap_steps(sub, s1, s2, x, n_boot=n_boot, seed=cut_seed,
+                                                 check_every=0, noise=noise, sigma1=sigma1)
         if boot.loss.shape[0] < max(2, n_boot // 2):
             notes.append(f"calibration cut at N D <= {c:.3g}: skipped (most bootstrap "
                          f"resamples of its {len(inside)} runs cannot identify the laws)")
@@ -1033,9 +1088,9 @@ def _lfo_errors(ladder, task: Task, data: _Data, *, step1_law: str = "chinchilla
     return pd.DataFrame(rows, columns=cols), notes
 
 
-def _calibration(ladder, task: Task, data: _Data, *, seed: int, draws: int, step1_law: str,
-                 column: str, step1_delta: float | None,
-                 helper_point: bool, upper, lower, k_flops: float) -> tuple[dict | None, str]:
+def _calibration_steps(ladder, task: Task, data: _Data, *, seed: int, draws: int,
+                       step1_law: str, column: str, step1_delta: float | None,
+                       helper_point: bool, upper, lower, k_flops: float):
     """The extrapolation-calibration scale: (block for JSON, note); the block is None (with
     a note saying why) when fewer than MIN_FOLDS cuts could be made.
 
@@ -1043,13 +1098,12 @@ def _calibration(ladder, task: Task, data: _Data, *, seed: int, draws: int, step
     :func:`_lfo_errors`, z being each error in units of that cut's own bootstrap spread (a
     robust standard deviation of the studentized errors: 1 when the bootstrap is
     calibrated). The new-run draws are then stretched about their median by ``scale``.
+    A generator of the bootstraps' :class:`_Refine` requests (see :func:`_refits_steps`).
     """
-
-
-    errors, skipped = _lfo_errors(ladder, task, data, step1_law=step1_law, column=column,
-                                  helper_point=helper_point, upper=upper, lower=lower,
-                                  k_flops=k_flops, seed=seed, n_boot=draws,
-                                  step1_delta=step1_delta)
+    errors, skipped = yield from _lfo_errors_steps(
+        ladder, task, data, step1_law=step1_law, column=column, helper_point=helper_point,
+        upper=upper, lower=lower, k_flops=k_flops, seed=seed, n_boot=draws,
+        step1_delta=step1_delta)
     n_folds = int(errors["cut"].nunique()) if len(errors) else 0
     if n_folds < MIN_FOLDS:
         return None, (f"no extrapolation calibration: {n_folds} leave-future-out cut(s) inside "
@@ -1106,6 +1160,22 @@ def _predict_one(ladder, task: Task, targets: Sequence[dict], *, level: float, n
                  ) -> list[AccuracyForecast]:
     """One task at every target: both fits, one bootstrap (all targets at once) and one
     calibration, then a forecast per target (in order)."""
+    return _serially(_predict_one_steps(
+        ladder, task, targets, level=level, n_boot=n_boot, seed=seed, runs=runs,
+        fit_max_params=fit_max_params, step1_law=step1_law, smooth=smooth,
+        skip_fraction=skip_fraction, helper_point=helper_point, design=design, upper=upper,
+        lower=lower, calibrate=calibrate, check_every=check_every,
+        calibration_draws=calibration_draws, step1_delta=step1_delta))
+
+
+def _predict_one_steps(ladder, task: Task, targets: Sequence[dict], *, level: float,
+                       n_boot: int, seed: int, runs, fit_max_params, step1_law: str,
+                       smooth: int, skip_fraction: float, helper_point: bool, design: str,
+                       upper, lower="fit", calibrate: bool = True,
+                       check_every: int = _CHECK_EVERY, calibration_draws: int = CAL_DRAWS,
+                       step1_delta: float | None = None):
+    """:func:`_predict_one` as a generator of its bootstraps' :class:`_Refine` requests (see
+    :func:`_refits_steps`); its value is the list of forecasts."""
 
     data = _data(ladder, task, runs, fit_max_params, smooth=smooth, skip_fraction=skip_fraction)
     column = "task_loss" if design == "two-step" else "loss"
@@ -1142,8 +1212,9 @@ def _predict_one(ladder, task: Task, targets: Sequence[dict], *, level: float, n
     for w in step2.warnings:
         warns.append(f"step 2: {w}")
 
-    boot = _chain_bootstrap(data, step1, step2, xt, n_boot=n_boot, seed=seed,
-                            check_every=check_every, noise=noise, sigma1=sigma1)
+    boot = yield from _chain_bootstrap_steps(data, step1, step2, xt, n_boot=n_boot, seed=seed,
+                                             check_every=check_every, noise=noise,
+                                             sigma1=sigma1)
     R, n_checked, n_worse = len(data.runs), boot.n_checked, boot.n_worse
     if n_checked and n_worse / n_checked > 0.02:
         warns.append(f"warm-start guard: {n_worse} of {n_checked} checked bootstrap refits "
@@ -1158,10 +1229,10 @@ def _predict_one(ladder, task: Task, targets: Sequence[dict], *, level: float, n
                  f"noise (sd {100 * noise:.2f} points)")
     cal = None
     if calibrate:
-        cal, cal_note = _calibration(ladder, task, data, seed=seed, draws=calibration_draws,
-                                     step1_law=step1_law, step1_delta=step1_delta,
-                                     column=column, helper_point=helper_point, upper=upper,
-                                     lower=lower, k_flops=k_flops)
+        cal, cal_note = yield from _calibration_steps(
+            ladder, task, data, seed=seed, draws=calibration_draws, step1_law=step1_law,
+            step1_delta=step1_delta, column=column, helper_point=helper_point, upper=upper,
+            lower=lower, k_flops=k_flops)
         notes.append(cal_note)
     name = getattr(ladder, "name", "")
     sizes = data.final["params"]
@@ -1259,9 +1330,11 @@ def predict_accuracy(ladder, task: str | Task, *, target_params,
         a warning above 2% worse); 0 turns it off.
     n_jobs: for ``task="all"``, the tasks run as parallel jobs
         (:func:`delphi.parallel.map_jobs`, joblib's convention: None the active
-        ``parallel_config``, else serial; 1 serial; -1 every core). Each task is computed
-        exactly as serially (same fits and seeded draws): the results do not depend on it.
-        Ignored for one task.
+        ``parallel_config``, else serial; 1 serial; -1 every core), one share of the tasks
+        per worker. Serially, and within a share, the tasks' bootstrap refits of the same
+        step share one batched BFGS (:func:`_predict_stacked`). Each task is computed
+        exactly as alone (same fits and seeded draws, bit for bit): the results do not depend
+        on it. Ignored for one task.
 
     Returns
     -------
@@ -1297,8 +1370,17 @@ def predict_accuracy(ladder, task: str | Task, *, target_params,
                   calibration_draws=calibration_draws, step1_delta=step1_delta)
     if isinstance(task, str) and task == "all":
         items = [(ladder, t, targets, kwargs) for t in load_tasks(tasks_manifest).values()]
-        outs = map_jobs(_predict_job, items, n_jobs=n_jobs, desc="accuracy", unit="task",
-                        show_progress=False)
+        jobs = resolved_jobs(n_jobs)
+        if jobs == 1:
+            outs = _predict_stacked(items)
+        else:
+            # One job per worker, each stacking its share of the tasks (contiguous, in order).
+            k = len(items) if jobs < 1 else min(jobs, len(items))
+            bounds = np.linspace(0, len(items), k + 1).round().astype(int)
+            shares = [items[a:b] for a, b in zip(bounds[:-1], bounds[1:]) if b > a]
+            outs = [out for share in map_jobs(_predict_stacked, shares, n_jobs=n_jobs,
+                                              desc="accuracy", unit="share of the tasks",
+                                              show_progress=False) for out in share]
         return outs if several else [out[0] for out in outs]
     out = _predict_one(ladder, _resolve_task(task, tasks_manifest), targets, **kwargs)
     return out if several else out[0]
@@ -1308,6 +1390,71 @@ def _predict_job(item: tuple) -> list[AccuracyForecast]:
     """One task of ``predict_accuracy(task="all")`` (module level: pickled for workers)."""
     ladder, task, targets, kwargs = item
     return _predict_one(ladder, task, targets, **kwargs)
+
+
+def _predict_stacked(items: Sequence[tuple]) -> list[list[AccuracyForecast]]:
+    """``[_predict_job(item) for item in items]`` serially, with the tasks' bootstrap
+    refinements of the same step (the main bootstrap's step 1, each calibration cut's...)
+    refined in one batch (:func:`_refine_many`).
+
+    The tasks advance in lockstep, each up to its next :class:`_Refine` request; a request's
+    rows are refined bit-identically to a call of their own, so every forecast is the serial
+    one, byte for byte: only the batched BFGS's per-iteration overhead is shared (the step-1
+    straggler draws of OLMo's eight tasks run together instead of one task after another).
+    Should any task raise, the tasks are run again one by one, so that the first task's error
+    is raised, as serially.
+    """
+    try:
+        with one_blas_thread():
+            steps = [_predict_one_steps(ladder, task, targets, **kwargs)
+                     for ladder, task, targets, kwargs in items]
+            out: list = [None] * len(steps)
+            pending: dict[int, _Refine] = {}
+            answers: dict[int, WeightedBatch | None] = {i: None for i in range(len(steps))}
+            while answers:
+                for i, ans in answers.items():
+                    try:
+                        pending[i] = next(steps[i]) if ans is None else steps[i].send(ans)
+                    except StopIteration as stop:
+                        out[i] = stop.value
+                keys = list(pending)
+                answers = dict(zip(keys, _refine_many([pending.pop(i) for i in keys])))
+            return out
+    except Exception:   # noqa: BLE001 - rerun serially: the error is raised where it arises
+        return map_jobs(_predict_job, items, n_jobs=1, show_progress=False)
+
+
+def _refine_many(requests: Sequence[_Refine]) -> list[WeightedBatch]:
+    """Each request's :func:`refine_batch`; requests of one law, size and settings
+    (:func:`delphi.fitting.refit.stack_key`, the same bounds and iteration cap) share one
+    batched BFGS (:class:`delphi.fitting.refit.StackedProblems`), bit-identical to a call of
+    their own (``iterations`` is then the group's largest)."""
+    groups: dict = {}
+    for i, req in enumerate(requests):
+        key = stack_key(req.problem)
+        key = ("alone", i) if key is None else (key, repr(req.ibounds), req.max_iter,
+                                                 req.z0.shape)
+        groups.setdefault(key, []).append(i)
+    out: list = [None] * len(requests)
+    for members in groups.values():
+        if len(members) == 1:
+            r = requests[members[0]]
+            out[members[0]] = refine_batch(r.problem, r.z0, r.weights, r.ibounds,
+                                           max_iter=r.max_iter)
+            continue
+        reqs = [requests[i] for i in members]
+        sizes = [len(r.weights) for r in reqs]
+        member = np.repeat(np.arange(len(reqs)), sizes)
+        z0 = np.repeat(np.stack([r.z0 for r in reqs]), sizes, axis=0)
+        batch = refine_batch(StackedProblems([r.problem for r in reqs]), z0,
+                             np.concatenate([r.weights for r in reqs]), reqs[0].ibounds,
+                             max_iter=reqs[0].max_iter, member=member)
+        for m, i in enumerate(members):
+            rows = member == m
+            out[i] = WeightedBatch(z=batch.z[rows], objective=batch.objective[rows],
+                                   converged=batch.converged[rows],
+                                   iterations=batch.iterations)
+    return out
 
 
 # ---------------------------------------------------------------------------- compare

@@ -26,7 +26,7 @@ from typing import Any, Callable, Iterable, Sequence
 from ..errors import FitError, option, user_stacklevel
 
 __all__ = ["map_jobs", "progress", "set_quiet", "is_quiet", "check_n_jobs", "progress_delay",
-           "one_blas_thread", "runs_serially"]
+           "one_blas_thread", "runs_serially", "resolved_jobs"]
 
 _QUIET = False
 #: A bar appears only once a job has run this long [s] (tqdm's ``delay``): quick jobs stay
@@ -167,6 +167,18 @@ def _resolve_n_jobs(n_jobs: int | None) -> int:
     # backend (e.g. Dask, threads) without n_jobs gets all its workers.
     default = type(backend).__name__ in ("LokyBackend", "SequentialBackend")
     return (configured_jobs or 1) if default else (configured_jobs or -1)
+
+
+def resolved_jobs(n_jobs: int | None) -> int:
+    """The jobs :func:`map_jobs` runs with this ``n_jobs`` (joblib's convention and the active
+    ``parallel_config``) before its cap at the number of items: 1 serially, the local
+    workers (capped at the cores), or a configured backend's count (-1 when unknown).
+
+    Raises
+    ------
+    FitError: a bad ``n_jobs``.
+    """
+    return _resolve_n_jobs(check_n_jobs(n_jobs))
 
 
 def runs_serially(n_jobs: int | None) -> bool:

@@ -97,31 +97,20 @@ class StackedProblems:
                       for j in range(d.shape[2]) for i in range(d.shape[3])}
 
 
-def _evaluate(problem: Problem, z: np.ndarray, weights: np.ndarray, member=None):
-    """Scaled objective f (B,), gradient (B, p), log residuals r (B, n), Jacobian (B, n, p).
-
-    f is the objective of :meth:`Problem.scaled_objective_and_grad` with point i counted
-    ``weights[b, i]`` times; +inf where the law's prediction is not positive. The law has few
-    terms, so the log-sum-exp runs over them as a Python loop of (B, n) array operations
-    (reductions over a short last axis are several times slower in numpy). With ``member``
-    (B,), ``problem`` is a :class:`StackedProblems` and row b is its problem ``member[b]``.
-    """
+def _params(problem: Problem, z: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(gamma (B, k), theta (B, m)) of internal parameter rows z (B, p)."""
     b = z.shape[0]
     nk = len(problem.free_lin)
     gamma = np.repeat(problem.gamma_fixed[None, :], b, axis=0)
     theta = np.repeat(problem.theta_fixed[None, :], b, axis=0)
     gamma[:, problem.free_lin] = z[:, :nk]
     theta[:, problem.free_nl] = z[:, nk:]
-    const = None if member is not None else _constant_jacobian(problem)
-    if member is not None:
-        logphi = problem.law.log_basis_stacked(theta, problem.basis_inputs, member)
-        log_y = problem.log_y[member]
-    elif const is not None:
-        logphi = problem.law.log_basis_values(theta, problem.x)
-        log_y = problem.log_y[None, :]
-    else:
-        logphi, dlogphi = problem.law.log_basis_batch(theta, problem.x)
-        log_y = problem.log_y[None, :]
+    return gamma, theta
+
+
+def _residuals(problem, gamma, logphi, log_y, weights_too: bool = True):
+    """(log residuals r (B, n), each term's share of the prediction w (k arrays (B, n)) or
+    None, rows whose prediction is positive everywhere ok (B,))."""
     k = logphi.shape[2]
     with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
         terms = []
@@ -140,7 +129,32 @@ def _evaluate(problem: Problem, z: np.ndarray, weights: np.ndarray, member=None)
         ok = np.all(pos, axis=1)
         s_safe = np.where(pos, s, 1.0)
         r = m + np.log(s_safe) - log_y
-        w = [ej / s_safe for ej in e]
+        w = [ej / s_safe for ej in e] if weights_too else None
+    return r, w, ok
+
+
+def _evaluate(problem: Problem, z: np.ndarray, weights: np.ndarray, member=None):
+    """Scaled objective f (B,), gradient (B, p), log residuals r (B, n), Jacobian (B, n, p).
+
+    f is the objective of :meth:`Problem.scaled_objective_and_grad` with point i counted
+    ``weights[b, i]`` times; +inf where the law's prediction is not positive. The law has few
+    terms, so the log-sum-exp runs over them as a Python loop of (B, n) array operations
+    (reductions over a short last axis are several times slower in numpy). With ``member``
+    (B,), ``problem`` is a :class:`StackedProblems` and row b is its problem ``member[b]``.
+    """
+    gamma, theta = _params(problem, z)
+    const = None if member is not None else _constant_jacobian(problem)
+    if member is not None:
+        logphi = problem.law.log_basis_stacked(theta, problem.basis_inputs, member)
+        log_y = problem.log_y[member]
+    elif const is not None:
+        logphi = problem.law.log_basis_values(theta, problem.x)
+        log_y = problem.log_y[None, :]
+    else:
+        logphi, dlogphi = problem.law.log_basis_batch(theta, problem.x)
+        log_y = problem.log_y[None, :]
+    k = logphi.shape[2]
+    r, w, ok = _residuals(problem, gamma, logphi, log_y)
     if const is not None:
         return _huber(problem, r, _constant_jac(problem, const, w, r), weights, ok)
     if member is not None:
@@ -241,20 +255,33 @@ def _stack(cols: list, r: np.ndarray) -> np.ndarray:
 def _huber(problem, r, jac, weights, ok):
     """The end of :func:`_evaluate`: (f, g, r, jac) from the log residuals and the Jacobian."""
     d = problem.delta
-    a = np.abs(r)
     # A trial step far outside the data's range overflows here; it scores +inf (rejected).
     with np.errstate(over="ignore", invalid="ignore"):
-        f = np.sum(weights * np.where(a <= d, 0.5 * r * r / d, a - 0.5 * d), axis=1)
+        f = _huber_value(r, d, weights)
         psi = weights * np.clip(r / d, -1.0, 1.0)
         g = (psi[:, None, :] @ jac)[:, 0, :]
     f = np.where(ok & np.isfinite(f), f, np.inf)
     return f, g, r, jac
 
 
+def _huber_value(r, d, weights):
+    a = np.abs(r)
+    return np.sum(weights * np.where(a <= d, 0.5 * r * r / d, a - 0.5 * d), axis=1)
+
+
 def weighted_objective(problem: Problem, z: np.ndarray, weights: np.ndarray) -> np.ndarray:
     """Summed Huber objective (scipy convention) of each weighted problem: z (B, p),
-    weights (B, n) -> (B,)."""
-    return _evaluate(problem, np.atleast_2d(z), np.atleast_2d(weights))[0] * problem.delta
+    weights (B, n) -> (B,).
+
+    The objective of :func:`_evaluate`, bit for bit, without the gradient and Jacobian (the
+    guard's basin check scores B x 16 probes: the Jacobian was most of its cost)."""
+    z, weights = np.atleast_2d(z), np.atleast_2d(weights)
+    gamma, theta = _params(problem, z)
+    logphi = problem.law.log_basis_values(theta, problem.x)
+    r, _, ok = _residuals(problem, gamma, logphi, problem.log_y[None, :], weights_too=False)
+    with np.errstate(over="ignore", invalid="ignore"):
+        f = _huber_value(r, problem.delta, weights)
+    return np.where(ok & np.isfinite(f), f, np.inf) * problem.delta
 
 
 def _lohi(ibounds) -> tuple[np.ndarray, np.ndarray]:

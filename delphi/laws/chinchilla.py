@@ -49,6 +49,22 @@ class ChinchillaLaw(Law):
     def constant_derivative(self, x: Inputs) -> np.ndarray:
         return _dlogphi(np.log(x["params"]), np.log(x["tokens"]))
 
+    def stack_inputs(self, xs) -> tuple[tuple[np.ndarray, np.ndarray], np.ndarray]:
+        """ln N and ln D of M problems of n points each, (M, n) each, and each one's
+        derivative (M, n, 3, 2) (see :attr:`delphi.laws.Law.stack_inputs`)."""
+        log_n = np.stack([np.log(x["params"]) for x in xs])
+        log_d = np.stack([np.log(x["tokens"]) for x in xs])
+        return (log_n, log_d), np.stack([_dlogphi(a, b) for a, b in zip(log_n, log_d)])
+
+    def log_basis_stacked(self, thetas: np.ndarray, pre, member: np.ndarray) -> np.ndarray:
+        """:meth:`log_basis_grid` with row b on the inputs of problem ``member[b]`` (the
+        same arithmetic, element by element): thetas (B, 2) -> (B, n, 3)."""
+        log_n, log_d = pre
+        out = np.zeros((len(thetas), log_n.shape[1], 3))
+        out[:, :, 1] = -thetas[:, :1] * log_n[member]
+        out[:, :, 2] = -thetas[:, 1:2] * log_d[member]
+        return out
+
 
 #: E, A, B of the Chinchilla law, shared by the laws that extend it (linear parameters first).
 CHINCHILLA_COEFFICIENTS = (

@@ -69,9 +69,13 @@ def _sigmoid_basis(z: np.ndarray, dz: np.ndarray) -> tuple[np.ndarray, np.ndarra
     """
     log_u = -np.logaddexp(0.0, z)
     log_c = -np.logaddexp(0.0, -z)
-    s = np.exp(-np.logaddexp(0.0, -z))          # sigmoid(z), overflow-free
+    s = np.exp(log_c)          # sigmoid(z), overflow-free
     logphi = np.stack([log_u, log_c], axis=-1)
-    dlogphi = np.stack([-s[..., None] * dz, (1.0 - s)[..., None] * dz], axis=-2)
+    # Written into one array: the products of stacking -s dz and (1 - s) dz, element by
+    # element, without the intermediate stacks.
+    dlogphi = np.empty(dz.shape[:-1] + (2, dz.shape[-1]))
+    np.multiply((-s)[..., None], dz, out=dlogphi[..., 0, :])
+    np.multiply((1.0 - s)[..., None], dz, out=dlogphi[..., 1, :])
     return logphi, dlogphi
 
 
@@ -116,6 +120,11 @@ class SigmoidLaw(Law):
         z, dz = self._z(np.asarray(thetas, dtype=float), x)
         return _sigmoid_basis(z, dz)
 
+    def log_basis_values(self, thetas: np.ndarray, x: Inputs) -> np.ndarray:
+        """``log phi`` alone (B, n, 2): :meth:`log_basis_batch`'s first part, bit for bit (the
+        same expressions), without the derivative (the objective alone needs none)."""
+        return self.log_basis_grid(thetas, x)
+
 
 @dataclass(frozen=True)
 class OneStepLaw(Law):
@@ -147,6 +156,11 @@ class OneStepLaw(Law):
     def log_basis_batch(self, thetas: np.ndarray, x: Inputs) -> tuple[np.ndarray, np.ndarray]:
         z, dz = self._z(np.asarray(thetas, dtype=float), x)
         return _sigmoid_basis(z, dz)
+
+    def log_basis_values(self, thetas: np.ndarray, x: Inputs) -> np.ndarray:
+        """``log phi`` alone (B, n, 2): :meth:`log_basis_batch`'s first part, bit for bit (the
+        same expressions), without the derivative (the objective alone needs none)."""
+        return self.log_basis_grid(thetas, x)
 
 
 def _asymptotes(chance: float) -> tuple[Param, Param]:
