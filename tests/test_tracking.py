@@ -207,6 +207,36 @@ def test_cli_track_json_and_alarm_exit(registry, registered, tmp_path, capsys):
     assert summary["summary"]["n_recorded"] == 0 and "notes" in summary["summary"]
 
 
+def test_cli_follow_json_interrupted_ends_the_stream_with_one_line(registry, registered,
+                                                                   tmp_path, capsys,
+                                                                   monkeypatch):
+    # Killed while it waits for the next read: the error used to be an indented document
+    # spread over 6 lines of the JSON Lines stream, which a line-by-line reader cannot parse.
+    import delphi.registry.tracking as tracking
+
+    csv = tmp_path / "run.csv"
+    _run_log(registered[1]).iloc[:8].to_csv(csv, index=False)
+
+    def stopped(_):
+        raise KeyboardInterrupt
+
+    real = tracking.track
+    monkeypatch.setattr(tracking, "track", lambda *a, **k: real(*a, **k, sleep=stopped))
+    code = main(["track", "--registry", str(registry), "--id", "hero", str(csv), "--json",
+                 "--follow", "--interval", "1"])
+    lines = capsys.readouterr().out.strip().splitlines()
+    *records, last = [json.loads(x) for x in lines]
+    assert code == 130 and len(records) == 4 and all(r["recorded"] for r in records)
+    assert last["error"]["type"] == "Interrupted"
+    assert "records above were written" in last["error"]["message"]
+    assert len(delphi.Registry(registry).outcomes("hero")) == 4
+    # without --follow the JSON error is still the usual indented document
+    main(["track", "--registry", str(registry), "--id", "hero", str(tmp_path / "no.csv"),
+          "--json"])
+    out = capsys.readouterr().out
+    assert out.startswith("{\n") and json.loads(out)["error"]["type"]
+
+
 def test_run_log_errors_name_the_column(tmp_path):
     csv = tmp_path / "run.csv"
     pd.DataFrame({"step": [1, 2], "val": [3.0, 2.9]}).to_csv(csv, index=False)

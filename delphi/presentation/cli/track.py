@@ -65,9 +65,11 @@ def add_commands(sub) -> dict[str, Handler]:
 
 def _cmd_track(args) -> int:
     from ...registry.tracking import ALARM_EXIT, track
+    from . import output
     from .output import command_stdout
 
     out = command_stdout()
+    output.JSON_LINES = bool(args.follow and args.json)
 
     def emit(cp) -> None:
         # --follow: each checkpoint as soon as it is recorded, straight to the real stdout
