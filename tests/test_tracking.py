@@ -246,6 +246,17 @@ def test_run_log_errors_name_the_column(tmp_path):
     assert table["loss"].tolist() == [3.0, 2.9]
 
 
+def test_run_log_step_that_is_not_a_number_is_named_not_called_empty(tmp_path):
+    # The step 'abc' used to be reported as "without a loss or step (empty or NaN)".
+    csv = tmp_path / "run.csv"
+    csv.write_text("step,loss\n100,3.1\nabc,3.0\n300,2.9\n,2.8\n")
+    table, notes = read_run_log(csv)
+    assert table["step"].tolist() == [100.0, 300.0]
+    assert any("1 log row with a step that is not a number left out (e.g. 'abc' at row 2)"
+               in n for n in notes)
+    assert any("1 log row(s) without a loss or step (empty or NaN)" in n for n in notes)
+
+
 def test_tracking_needs_a_curve_band(tmp_path, registered):
     reg = delphi.Registry(tmp_path / "r.jsonl")
     reg.register(registered[1].forecast, id="no-curve")
