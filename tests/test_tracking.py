@@ -257,6 +257,17 @@ def test_run_log_step_that_is_not_a_number_is_named_not_called_empty(tmp_path):
     assert any("1 log row(s) without a loss or step (empty or NaN)" in n for n in notes)
 
 
+def test_cli_track_empty_stdin_says_to_pipe_the_run_log(registry, capsys, monkeypatch):
+    # It used to say "no runs ... e.g. `cat runs.csv | delphi predict - --target-flops 1e22`".
+    import io
+
+    monkeypatch.setattr("sys.stdin", io.StringIO(""))
+    code = main(["track", "--registry", str(registry), "--id", "hero", "-"])
+    err = capsys.readouterr().err
+    assert code == 1 and "no run log on standard input (it is empty)" in err
+    assert "delphi track --registry" in err and "delphi predict" not in err
+
+
 def test_tracking_needs_a_curve_band(tmp_path, registered):
     reg = delphi.Registry(tmp_path / "r.jsonl")
     reg.register(registered[1].forecast, id="no-curve")

@@ -88,7 +88,10 @@ def _cmd_track(args) -> int:
             from .output import UsageError
             raise UsageError("a TensorBoard log is a folder, not standard input")
         from ...inputs.readers.tabular import read_stream
-        run_log = read_stream(sys.stdin, args.format or "csv").frame
+        run_log = read_stream(
+            sys.stdin, args.format or "csv", what="run log",
+            example="pipe the run's log, e.g. `cat run.csv | delphi track --registry "
+                    "preds.jsonl --id ID -`").frame
     result = track(args.registry, args.id, run_log, patience=args.patience,
                    follow=args.follow, interval=args.interval, timeout=args.timeout,
                    sign_key=args.sign_key, format=args.format, loss_column=args.loss_column,
