@@ -153,6 +153,9 @@ def test_candidate_beyond_budget_is_refused(ladder, forecast):
     (pd.DataFrame({"params": [1e8], "D": [1e9]}), r"missing column\(s\) tokens"),
     (pd.DataFrame({"params": [1e8, -3], "tokens": [1e9, 1e9]}), r"row 2, column 'params'"),
     (pd.DataFrame({"params": [1e8], "tokens": ["many"]}), r"row 1, column 'tokens'"),
+    # an empty cell used to be reported as "nan is not a positive finite number"
+    (pd.DataFrame({"params": [1e8, None], "tokens": [1e9, 2e9]}),
+     r"row 2, column 'params' is empty; a candidate needs a positive finite number"),
     (pd.DataFrame({"params": [1e8], "tokens": [1e9], "flops": [1e20]}),
      r"row 1, column 'flops'.*disagrees"),
     # a fresh user's: a typo'd optional column and a loss were accepted silently

@@ -207,6 +207,36 @@ def test_cli_track_json_and_alarm_exit(registry, registered, tmp_path, capsys):
     assert summary["summary"]["n_recorded"] == 0 and "notes" in summary["summary"]
 
 
+def test_cli_follow_json_interrupted_ends_the_stream_with_one_line(registry, registered,
+                                                                   tmp_path, capsys,
+                                                                   monkeypatch):
+    # Killed while it waits for the next read: the error used to be an indented document
+    # spread over 6 lines of the JSON Lines stream, which a line-by-line reader cannot parse.
+    import delphi.registry.tracking as tracking
+
+    csv = tmp_path / "run.csv"
+    _run_log(registered[1]).iloc[:8].to_csv(csv, index=False)
+
+    def stopped(_):
+        raise KeyboardInterrupt
+
+    real = tracking.track
+    monkeypatch.setattr(tracking, "track", lambda *a, **k: real(*a, **k, sleep=stopped))
+    code = main(["track", "--registry", str(registry), "--id", "hero", str(csv), "--json",
+                 "--follow", "--interval", "1"])
+    lines = capsys.readouterr().out.strip().splitlines()
+    *records, last = [json.loads(x) for x in lines]
+    assert code == 130 and len(records) == 4 and all(r["recorded"] for r in records)
+    assert last["error"]["type"] == "Interrupted"
+    assert "records above were written" in last["error"]["message"]
+    assert len(delphi.Registry(registry).outcomes("hero")) == 4
+    # without --follow the JSON error is still the usual indented document
+    main(["track", "--registry", str(registry), "--id", "hero", str(tmp_path / "no.csv"),
+          "--json"])
+    out = capsys.readouterr().out
+    assert out.startswith("{\n") and json.loads(out)["error"]["type"]
+
+
 def test_run_log_errors_name_the_column(tmp_path):
     csv = tmp_path / "run.csv"
     pd.DataFrame({"step": [1, 2], "val": [3.0, 2.9]}).to_csv(csv, index=False)
@@ -214,6 +244,28 @@ def test_run_log_errors_name_the_column(tmp_path):
         read_run_log(csv)
     table, _ = read_run_log(csv, loss_column="val")
     assert table["loss"].tolist() == [3.0, 2.9]
+
+
+def test_run_log_step_that_is_not_a_number_is_named_not_called_empty(tmp_path):
+    # The step 'abc' used to be reported as "without a loss or step (empty or NaN)".
+    csv = tmp_path / "run.csv"
+    csv.write_text("step,loss\n100,3.1\nabc,3.0\n300,2.9\n,2.8\n")
+    table, notes = read_run_log(csv)
+    assert table["step"].tolist() == [100.0, 300.0]
+    assert any("1 log row with a step that is not a number left out (e.g. 'abc' at row 2)"
+               in n for n in notes)
+    assert any("1 log row(s) without a loss or step (empty or NaN)" in n for n in notes)
+
+
+def test_cli_track_empty_stdin_says_to_pipe_the_run_log(registry, capsys, monkeypatch):
+    # It used to say "no runs ... e.g. `cat runs.csv | delphi predict - --target-flops 1e22`".
+    import io
+
+    monkeypatch.setattr("sys.stdin", io.StringIO(""))
+    code = main(["track", "--registry", str(registry), "--id", "hero", "-"])
+    err = capsys.readouterr().err
+    assert code == 1 and "no run log on standard input (it is empty)" in err
+    assert "delphi track --registry" in err and "delphi predict" not in err
 
 
 def test_tracking_needs_a_curve_band(tmp_path, registered):

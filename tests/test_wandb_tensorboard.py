@@ -78,6 +78,25 @@ def test_runs_table_header_detection(header, expected):
     assert is_runs_table(header) is expected
 
 
+def test_columns_mapping_a_name_column_to_run_reads_a_tidy_table(tmp_path):
+    # A tidy table whose run names sit in a `name` column looks like a trimmed W&B export;
+    # `--columns run=name,...` used to be refused ("columns= is for tidy tables").
+    frame = pd.DataFrame({"name": ["a", "b", "c", "d"], "n_params": [1e8, 2e8, 4e8, 8e8],
+                          "D": [2e9, 4e9, 8e9, 1.6e10], "C": [1.2e18, 4.8e18, 1.92e19, 7.68e19],
+                          "val_loss": [3.4, 3.1, 2.9, 2.75]})
+    path = write_csv(tmp_path, frame)
+    mapping = {"run": "name", "params": "n_params", "tokens": "D", "flops": "C",
+               "loss": "val_loss"}
+    ladder = load_ladder(path, columns=mapping)
+    table = ladder.table.sort_values("run")
+    assert list(table["run"]) == ["a", "b", "c", "d"]
+    assert list(table["loss"]) == [3.4, 3.1, 2.9, 2.75]
+    assert list(table["params"]) == [1e8, 2e8, 4e8, 8e8]
+    # Without a run mapping it is still a runs table, and the error says how to read it tidy.
+    with pytest.raises(LadderError, match=r"map its run names too, e\.g\. run=Name"):
+        load_ladder(path, columns={"params": "n_params"})
+
+
 def test_runs_table_is_read_by_load_ladder_without_a_manifest(tmp_path):
     path = write_csv(tmp_path, runs_table())
     ladder = load_ladder(path)

@@ -458,6 +458,10 @@ def read_candidates(source, *, k: float = 1.0, what: str = "candidates") -> list
                 x = float(v)
             except (TypeError, ValueError):
                 x = math.nan
+            if v is None or (isinstance(v, float) and math.isnan(v)):
+                # an empty cell (or NA, null...): not "nan is not a number"
+                raise LadderError(f"{label}: row {i}, column {col!r} is empty; a candidate "
+                                  f"needs a positive finite number there")
             if isinstance(v, bool) or not (math.isfinite(x) and x > 0):
                 raise LadderError(f"{label}: row {i}, column {col!r}: {v!r} is not a positive "
                                   f"finite number")

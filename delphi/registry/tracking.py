@@ -312,6 +312,16 @@ def read_run_log(source, *, format: str | None = None, loss_column: str | None =
         i = int(np.flatnonzero(words)[0])
         notes.append(f"{plural(int(words.sum()), 'log row')} with a loss that is not a number "
                      f"left out (e.g. {raw.iloc[i]!r} at row {i + 1})")
+    if step is not None:    # the same for a step column ("abc" is not an empty step)
+        raw_step = frame[step].reset_index(drop=True)
+        step_words = (raw_step.notna().to_numpy() & out["step"].isna().to_numpy()
+                      & ~raw_step.astype(str).str.strip().str.lower().isin(
+                          ["", "nan", "none", "null"]).to_numpy() & ~words)
+        if step_words.any():
+            i = int(np.flatnonzero(step_words)[0])
+            notes.append(f"{plural(int(step_words.sum()), 'log row')} with a step that is not "
+                         f"a number left out (e.g. {raw_step.iloc[i]!r} at row {i + 1})")
+            words = words | step_words
     missing = out["loss"].isna() | out["step"].isna()
     if (missing & ~words).any():
         notes.append(f"{int((missing & ~words).sum())} log row(s) without a loss or step "

@@ -223,10 +223,17 @@ def _read_data_file(path: Path, metric: str | None,
             header = pd.read_csv(path, nrows=0, compression="gzip" if gz else None).columns
         except Exception:       # unreadable: the tidy reader says why, with the line
             header = []
+        if columns:
+            # The header as the tidy reader would see it: a column mapped to run makes it a
+            # tidy table (is_runs_table wants no run column), as a file with one already is.
+            source_to_name = {v: k for k, v in columns.items()}
+            header = [source_to_name.get(c, c) for c in header]
         if is_runs_table(header):
             if columns:
-                raise LadderError(f"{str(path)!r} is a W&B runs-table export, read with its "
-                                  f"own column mapping; columns= is for tidy tables")
+                raise LadderError(f"{str(path)!r} is read as a W&B runs-table export (a Name "
+                                  f"column and no run column), with its own column mapping; "
+                                  f"columns= is for tidy tables: to read it as one, map its "
+                                  f"run names too, e.g. run=Name")
             return read_wandb_runs(path, metric=metric)
     return read_table(path, metric=metric, columns=columns)
 

@@ -68,8 +68,8 @@ _STDIN_EXAMPLE = ("pipe a table, e.g. `cat runs.csv | delphi predict - --target-
                   "`delphi fit - --format jsonl < runs.jsonl`")
 
 
-def stream_bytes(stream: IO | None, fmt: str = "csv", *, label: str = STDIN_LABEL
-                 ) -> InMemoryFile:
+def stream_bytes(stream: IO | None, fmt: str = "csv", *, label: str = STDIN_LABEL,
+                 what: str = "runs", example: str = _STDIN_EXAMPLE) -> InMemoryFile:
     """The table on ``stream`` (standard input) as an :class:`InMemoryFile` for the readers:
     all its bytes (a text stream's underlying ``.buffer`` when it has one, so Parquet's bytes
     and a CSV's encoding reach the reader unchanged), gzip content decompressed.
@@ -80,14 +80,15 @@ def stream_bytes(stream: IO | None, fmt: str = "csv", *, label: str = STDIN_LABE
         No stream (closed), a terminal (nothing piped; checked before reading, which would
         wait for typing), no bytes, Parquet bytes where text is expected or the reverse,
         content compressed other than with gzip, or corrupt gzip data; each message says
-        what to pipe instead.
+        what to pipe instead (``what`` the stream should hold, ``example`` how to pipe it:
+        a ladder's runs by default).
     """
     if stream is None:
-        raise LadderError(f"no runs on standard input (it is closed): {_STDIN_EXAMPLE}")
+        raise LadderError(f"no {what} on standard input (it is closed): {example}")
     isatty = getattr(stream, "isatty", None)
     if isatty is not None and isatty():
-        raise LadderError(f"no runs on standard input (it is a terminal, nothing is piped): "
-                          f"{_STDIN_EXAMPLE}")
+        raise LadderError(f"no {what} on standard input (it is a terminal, nothing is "
+                          f"piped): {example}")
     raw = getattr(stream, "buffer", stream)
     data = raw.read()
     if isinstance(data, str):          # a text stream without bytes underneath (io.StringIO)
@@ -96,7 +97,7 @@ def stream_bytes(stream: IO | None, fmt: str = "csv", *, label: str = STDIN_LABE
                               f"sys.stdin.buffer), not text")
         data = data.encode("utf-8")
     if not data.strip():
-        raise LadderError(f"no runs on standard input (it is empty): {_STDIN_EXAMPLE}")
+        raise LadderError(f"no {what} on standard input (it is empty): {example}")
     if data.startswith(b"\x1f\x8b") and fmt != "parquet":
         try:
             data = gzip.decompress(data)
@@ -119,7 +120,8 @@ def stream_bytes(stream: IO | None, fmt: str = "csv", *, label: str = STDIN_LABE
 def read_stream(stream: IO | None, fmt: str = "csv", *,
                 columns: Mapping[str, str] | None = None,
                 scale: Mapping[str, float] | None = None, metric: str | None = None,
-                label: str = STDIN_LABEL) -> SourceTable:
+                label: str = STDIN_LABEL, what: str = "runs",
+                example: str = _STDIN_EXAMPLE) -> SourceTable:
     """Read a tidy table from a stream (standard input: ``sys.stdin``), in memory, with the
     reader a file of format ``fmt`` gets (:func:`read_csv`, :func:`read_jsonl`,
     :func:`read_parquet`): the same columns, checks and messages, with rows named from 0 and
@@ -134,6 +136,8 @@ def read_stream(stream: IO | None, fmt: str = "csv", *,
         content of a text format is decompressed.
     columns, scale, metric:
         As in :func:`read_csv`.
+    what, example:
+        As in :func:`stream_bytes` (what an empty stream lacks, how to pipe it).
 
     Raises
     ------
@@ -149,7 +153,7 @@ def read_stream(stream: IO | None, fmt: str = "csv", *,
         raise LadderError(f"unknown format {fmt!r} for {label}; choose one of "
                           f"{', '.join(STREAM_FORMATS)}")
 
-    buffer = stream_bytes(stream, fmt, label=label)
+    buffer = stream_bytes(stream, fmt, label=label, what=what, example=example)
     head = buffer.data[:4096].lstrip()
     if fmt == "csv" and head.startswith(b"{"):
         # A stream has no suffix to tell its format: JSON Lines read as CSV would give a

@@ -290,7 +290,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         else:
             what, how, code = "interrupted", "Ctrl-C", 130
         if wants_json(argv):
-            json_error("Interrupted", f"{what} ({how}); nothing was computed to the end")
+            json_error("Interrupted", f"{what} ({how}); " + (
+                "the records above were written before it" if output.JSON_LINES
+                else "nothing was computed to the end"))
         print_error(what if code == 130 else f"{what} ({how})")
         return code
     except OutputError as exc:
@@ -301,6 +303,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
     finally:
         set_quiet(was_quiet)
+        output.JSON_LINES = False
         _restore_handlers(previous_handlers)
 
 

@@ -45,11 +45,17 @@ def wants_json(argv: Sequence[str]) -> bool:
     return False
 
 
+#: True while a command streams JSON Lines to stdout (``track --follow --json``): an error
+#: then closes the stream as one more line, so that every line of it parses.
+JSON_LINES = False
+
+
 def json_error(kind: str, message: str) -> None:
     """Print ``{"error": {"type": kind, "message": message}}`` on stdout (the JSON error
-    contract); a reader that has gone away, or a stdout that cannot be written, is ignored
-    (the error is also printed on stderr)."""
-    text = json.dumps({"error": {"type": kind, "message": for_cli(message)}}, indent=2)
+    contract; on one line when :data:`JSON_LINES`); a reader that has gone away, or a stdout
+    that cannot be written, is ignored (the error is also printed on stderr)."""
+    text = json.dumps({"error": {"type": kind, "message": for_cli(message)}},
+                      indent=None if JSON_LINES else 2)
     try:
         print(text, flush=True)
     except OSError:  # BrokenPipeError, or a full / closed stdout

@@ -65,9 +65,11 @@ def add_commands(sub) -> dict[str, Handler]:
 
 def _cmd_track(args) -> int:
     from ...registry.tracking import ALARM_EXIT, track
+    from . import output
     from .output import command_stdout
 
     out = command_stdout()
+    output.JSON_LINES = bool(args.follow and args.json)
 
     def emit(cp) -> None:
         # --follow: each checkpoint as soon as it is recorded, straight to the real stdout
@@ -86,7 +88,10 @@ def _cmd_track(args) -> int:
             from .output import UsageError
             raise UsageError("a TensorBoard log is a folder, not standard input")
         from ...inputs.readers.tabular import read_stream
-        run_log = read_stream(sys.stdin, args.format or "csv").frame
+        run_log = read_stream(
+            sys.stdin, args.format or "csv", what="run log",
+            example="pipe the run's log, e.g. `cat run.csv | delphi track --registry "
+                    "preds.jsonl --id ID -`").frame
     result = track(args.registry, args.id, run_log, patience=args.patience,
                    follow=args.follow, interval=args.interval, timeout=args.timeout,
                    sign_key=args.sign_key, format=args.format, loss_column=args.loss_column,
