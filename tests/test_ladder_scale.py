@@ -14,7 +14,8 @@ import pytest
 
 import delphi
 from delphi.errors import LadderError, LadderWarning
-from delphi.fitting.api import BUDGET_TOLERANCE, HPARAM_COLUMNS, compute_frontier, _dominated
+from delphi.fitting.api import (BUDGET_TOLERANCE, HPARAM_COLUMNS, compute_frontier, _dominated,
+                                _frontier_of, _one_size_notes)
 from delphi.inputs.ladder import Exclusion
 from delphi.ladder import Ladder
 from delphi.laws import get_law
@@ -279,7 +280,7 @@ def _hparam_configs_reference(rows):
 
 def _compute_frontier_reference(pts):
     """compute_frontier as it was before issue 27: each one-size budget selected from the
-    frame, row by row."""
+    frame, row by row (its notes and last step are compute_frontier's own helpers)."""
     order = pts.sort_values("flops", kind="mergesort")
     c = order["flops"].to_numpy(float)
     ids = np.empty(len(c), dtype=np.int64)
@@ -327,37 +328,10 @@ def _compute_frontier_reference(pts):
             order.loc[idx, "_budget"] = -np.arange(next_id, next_id + len(idx))
             next_id += len(idx)
             order = order.drop(index=rows.index[~keep])
-        if n_seed:
-            known = any(c in order.columns for c in HPARAM_COLUMNS + ("lr",))
-            notes.append(f"{n_seed} compute budget(s) hold runs of one model size "
-                         + ("with equal hyperparameters" if known else
-                            "and the ladder has no hyperparameter column (peak_lr, "
-                            "batch_size...) to tell seeds from a sweep")
-                         + ": taken as repeated seeds, not an isoFLOP sweep; all their runs "
-                           "are fitted")
-        if n_sweep:
-            notes.append(f"{n_sweep} compute budget(s) hold runs of one model size that differ "
-                         f"in {', '.join(c for c in HPARAM_COLUMNS + ('lr',) if c in swept)} (a "
-                         f"hyperparameter sweep, not seeds): each keeps its best-tuned run(s) "
-                         f"(lowest loss), {len(sweep_out)} mis-tuned run(s) excluded")
+        notes += _one_size_notes(order, n_seed, n_sweep, swept, len(sweep_out))
     else:
         sweep_out = []
-    best = order.loc[order.groupby("_budget")["loss"].idxmin()]
-    others = order.drop(index=best.index)
-    if others.empty:
-        if not sweep_out:
-            return pts, [], notes
-        return best.drop(columns="_budget").reset_index(drop=True), sweep_out, notes
-    reasons: dict[str, str] = {}      # one string per distinct budget text, shared
-    excluded = [Exclusion(r, reasons.setdefault(f"{c:.3g}", f"isoFLOP point: not the lowest loss "
-                                                           f"of its compute budget (~{c:.3g} FLOPs)"))
-                for r, c in zip(others["run"].tolist(), others["flops"].tolist())]
-    note = (f"{len(others)} run(s) share a compute budget with a lower-loss run of another "
-            f"size (an isoFLOP sweep); a power law in C is fitted to the compute-optimal frontier "
-            f"({int(best['_budget'].gt(0).sum())} budgets of the sweep), the rest are excluded (use "
-            f"chinchilla to fit every run)")
-    return (best.drop(columns="_budget").reset_index(drop=True), sweep_out + excluded,
-            notes + [note])
+    return _frontier_of(pts, order, sweep_out, notes)
 
 
 def _frontier_frames(seed: int) -> list[pd.DataFrame]:

@@ -406,21 +406,36 @@ def compute_frontier(pts: pd.DataFrame) -> tuple[pd.DataFrame, list[Exclusion], 
             order = order.assign(_budget=new_ids)
             if not keep_all.all():
                 order = order.drop(index=order.index[~keep_all])
-        if n_seed:
-            known = any(c in order.columns for c in HPARAM_COLUMNS + ("lr",))
-            notes.append(f"{n_seed} compute budget(s) hold runs of one model size "
-                         + ("with equal hyperparameters" if known else
-                            "and the ladder has no hyperparameter column (peak_lr, "
-                            "batch_size...) to tell seeds from a sweep")
-                         + ": taken as repeated seeds, not an isoFLOP sweep; all their runs "
-                           "are fitted")
-        if n_sweep:
-            notes.append(f"{n_sweep} compute budget(s) hold runs of one model size that differ "
-                         f"in {', '.join(c for c in HPARAM_COLUMNS + ('lr',) if c in swept)} (a "
-                         f"hyperparameter sweep, not seeds): each keeps its best-tuned run(s) "
-                         f"(lowest loss), {len(sweep_out)} mis-tuned run(s) excluded")
+        notes += _one_size_notes(order, n_seed, n_sweep, swept, len(sweep_out))
     else:
         sweep_out = []
+    return _frontier_of(pts, order, sweep_out, notes)
+
+
+def _one_size_notes(order: pd.DataFrame, n_seed: int, n_sweep: int, swept: set[str],
+                    n_out: int) -> list[str]:
+    """compute_frontier's notes on its one-size budgets (seeds kept, sweeps' best kept)."""
+    notes = []
+    if n_seed:
+        known = any(c in order.columns for c in HPARAM_COLUMNS + ("lr",))
+        notes.append(f"{n_seed} compute budget(s) hold runs of one model size "
+                     + ("with equal hyperparameters" if known else
+                        "and the ladder has no hyperparameter column (peak_lr, "
+                        "batch_size...) to tell seeds from a sweep")
+                     + ": taken as repeated seeds, not an isoFLOP sweep; all their runs "
+                       "are fitted")
+    if n_sweep:
+        notes.append(f"{n_sweep} compute budget(s) hold runs of one model size that differ "
+                     f"in {', '.join(c for c in HPARAM_COLUMNS + ('lr',) if c in swept)} (a "
+                     f"hyperparameter sweep, not seeds): each keeps its best-tuned run(s) "
+                     f"(lowest loss), {n_out} mis-tuned run(s) excluded")
+    return notes
+
+
+def _frontier_of(pts: pd.DataFrame, order: pd.DataFrame, sweep_out: list[Exclusion],
+                 notes: list[str]) -> tuple[pd.DataFrame, list[Exclusion], list[str]]:
+    """compute_frontier's last step: the lowest-loss run of each ``_budget`` group of
+    ``order`` (one-size budgets' kept runs are groups of their own), the rest excluded."""
     best = order.loc[order.groupby("_budget")["loss"].idxmin()]
     others = order.drop(index=best.index)
     if others.empty:
