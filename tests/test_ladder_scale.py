@@ -6,7 +6,6 @@ the small tables here are crafted to hit each check, several bad rows at once. N
 
 from __future__ import annotations
 
-import math
 
 import numpy as np
 import pandas as pd
@@ -15,7 +14,7 @@ import pytest
 import delphi
 from delphi.errors import LadderError, LadderWarning
 from delphi.fitting.api import (BUDGET_TOLERANCE, HPARAM_COLUMNS, compute_frontier, _dominated,
-                                _frontier_of, _one_size_notes)
+                                _budgets, _frontier_of, _hparam_keys, _one_size_notes)
 from delphi.inputs.ladder import Exclusion
 from delphi.ladder import Ladder
 from delphi.laws import get_law
@@ -260,46 +259,19 @@ def test_fast_fingerprint_text_is_pandas_csv_byte_for_byte():
 
 # ---------------------------------------------------------------- compute frontier
 def _hparam_configs_reference(rows):
-    """(hyperparameter columns that vary, one hashable config per row), values rounded to 6
-    significant digits so float noise in a logged value does not split a config."""
-    cols = [c for c in HPARAM_COLUMNS if c in rows.columns]
-    if "peak_lr" not in cols and "lr" in rows.columns:
-        cols.insert(0, "lr")
-
-    def key(v):
-        if isinstance(v, (float, np.floating)) and math.isnan(v):
-            return None
-        if isinstance(v, (int, float, np.integer, np.floating)):
-            return float(f"{float(v):.6g}")
-        return str(v)
-
-    keys = {c: [key(v) for v in rows[c].tolist()] for c in cols}
+    """(hyperparameter columns that vary, one hashable config per row), from the rows of one
+    budget selected from the frame (the keys are compute_frontier's own)."""
+    cols, keys = _hparam_keys(rows)
     varying = [c for c in cols if len(set(keys[c])) > 1]
     return varying, [tuple(keys[c][i] for c in varying) for i in range(len(rows))]
 
 
 def _compute_frontier_reference(pts):
     """compute_frontier as it was before issue 27: each one-size budget selected from the
-    frame, row by row (its notes and last step are compute_frontier's own helpers)."""
-    order = pts.sort_values("flops", kind="mergesort")
-    c = order["flops"].to_numpy(float)
-    ids = np.empty(len(c), dtype=np.int64)
-    budget, start = 0, 0
-    while start < len(c):   # one step per budget: it ends at the first run > its first x 1.05
-        end = int(np.searchsorted(c, c[start] * BUDGET_TOLERANCE, side="right"))
-        budget += 1
-        ids[start:end] = budget
-        start = end
-    order = order.assign(_budget=ids)
+    frame, row by row (its budgets, notes and last step are compute_frontier's own helpers)."""
+    order, ids, seeds = _budgets(pts)
     notes: list[str] = []
-    if "params" in order.columns and order["params"].notna().all():
-        # Only an isoFLOP budget (several model sizes at one compute) has a frontier: runs of
-        # one size at one compute are repeated seeds, and keeping the luckiest of them would
-        # bias the law low and hide the noise. Those budgets keep every run.
-        n = order["params"].to_numpy(float)
-        span = (pd.Series(n).groupby(ids).max() / pd.Series(n).groupby(ids).min()).to_numpy()
-        sizes = pd.Series(ids).groupby(ids).size().to_numpy()
-        seeds = (sizes > 1) & (span <= BUDGET_TOLERANCE)
+    if seeds is not None:
         sweep_out: list[Exclusion] = []
         n_seed = n_sweep = 0
         next_id = 1

@@ -330,6 +330,31 @@ def _hparam_keys(rows: pd.DataFrame) -> tuple[list[str], dict[str, list]]:
     return cols, {c: [key(v) for v in rows[c].tolist()] for c in cols}
 
 
+def _budgets(pts: pd.DataFrame) -> tuple[pd.DataFrame, np.ndarray, np.ndarray | None]:
+    """``pts`` sorted by compute with its budget ids 1, 2, ... in ``_budget`` (a budget ends
+    at the first run above its first run's FLOPs x BUDGET_TOLERANCE), and, when every run has
+    its N, which budgets hold several runs of one model size (None without N)."""
+    order = pts.sort_values("flops", kind="mergesort")
+    c = order["flops"].to_numpy(float)
+    ids = np.empty(len(c), dtype=np.int64)
+    budget, start = 0, 0
+    while start < len(c):   # one step per budget: it ends at the first run > its first x 1.05
+        end = int(np.searchsorted(c, c[start] * BUDGET_TOLERANCE, side="right"))
+        budget += 1
+        ids[start:end] = budget
+        start = end
+    order = order.assign(_budget=ids)
+    if not ("params" in order.columns and order["params"].notna().all()):
+        return order, ids, None
+    # Only an isoFLOP budget (several model sizes at one compute) has a frontier: runs of
+    # one size at one compute are repeated seeds, and keeping the luckiest of them would
+    # bias the law low and hide the noise. Those budgets keep every run.
+    n = order["params"].to_numpy(float)
+    span = (pd.Series(n).groupby(ids).max() / pd.Series(n).groupby(ids).min()).to_numpy()
+    sizes = pd.Series(ids).groupby(ids).size().to_numpy()
+    return order, ids, (sizes > 1) & (span <= BUDGET_TOLERANCE)
+
+
 def compute_frontier(pts: pd.DataFrame) -> tuple[pd.DataFrame, list[Exclusion], list[str]]:
     """For a compute-only law: the lowest-loss run of each compute budget.
 
@@ -344,25 +369,10 @@ def compute_frontier(pts: pd.DataFrame) -> tuple[pd.DataFrame, list[Exclusion], 
 
     Returns (kept points, exclusions, notes).
     """
-    order = pts.sort_values("flops", kind="mergesort")
-    c = order["flops"].to_numpy(float)
-    ids = np.empty(len(c), dtype=np.int64)
-    budget, start = 0, 0
-    while start < len(c):   # one step per budget: it ends at the first run > its first x 1.05
-        end = int(np.searchsorted(c, c[start] * BUDGET_TOLERANCE, side="right"))
-        budget += 1
-        ids[start:end] = budget
-        start = end
-    order = order.assign(_budget=ids)
+    order, ids, seeds = _budgets(pts)
+    c, budget = order["flops"].to_numpy(float), int(ids.max(initial=0))
     notes: list[str] = []
-    if "params" in order.columns and order["params"].notna().all():
-        # Only an isoFLOP budget (several model sizes at one compute) has a frontier: runs of
-        # one size at one compute are repeated seeds, and keeping the luckiest of them would
-        # bias the law low and hide the noise. Those budgets keep every run.
-        n = order["params"].to_numpy(float)
-        span = (pd.Series(n).groupby(ids).max() / pd.Series(n).groupby(ids).min()).to_numpy()
-        sizes = pd.Series(ids).groupby(ids).size().to_numpy()
-        seeds = (sizes > 1) & (span <= BUDGET_TOLERANCE)
+    if seeds is not None:
         sweep_out: list[Exclusion] = []
         n_seed = n_sweep = 0
         swept: set[str] = set()
