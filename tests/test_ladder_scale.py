@@ -6,7 +6,6 @@ the small tables here are crafted to hit each check, several bad rows at once. N
 
 from __future__ import annotations
 
-
 import numpy as np
 import pandas as pd
 import pytest
