@@ -662,47 +662,22 @@ def test_step1_huber_delta_reaches_the_fit(sim_files, capsys, ladder4, uncalibra
 
 
 
-def test_task_all_in_parallel_is_the_serial_result(sim_files, tmp_path, capsys):
-    """``task="all"`` with ``n_jobs=2`` (the CLI's -j 2) runs the tasks as parallel jobs and
-    gives the serial forecasts exactly (each task's fits and seeded draws are its own)."""
-    data, _ = sim_files
-    tasks = tmp_path / "two.toml"
-    tasks.write_text('[tasks.a]\nbpb = "bpb/sim"\naccuracy = "acc/sim"\nchance = 0.25\n'
-                     '[tasks.b]\nbpb = "bpb/sim"\naccuracy = "acc/sim"\nchance = 0.2\n')
-    kw = dict(target_params=1.6e9, target_tokens=3.2e10, tasks_manifest=str(tasks),
-              n_boot=20, calibration_draws=10)
-    serial = delphi.predict_accuracy(data, "all", **kw)
-    parallel = delphi.predict_accuracy(data, "all", n_jobs=2, **kw)
-    assert [f.task.name for f in parallel] == ["a", "b"]
-    assert [json.dumps(f.to_dict()) for f in parallel] == [json.dumps(f.to_dict())
-                                                            for f in serial]
-    base = ["accuracy", data, "--tasks", str(tasks), "--target-params", "1.6e9",
-            "--target-tokens", "3.2e10", "--n-boot", "20", "--task", "all"]
-    # The CLI's -j 2 reaches the same parallel path (its serial twin is the API check above;
-    # running the CLI serially as well doubled this test's cost).
-    assert main(base + ["-j", "2"]) == 0
-    two = capsys.readouterr()
-    assert "runs serially" not in two.err
-    assert [line.split()[0] for line in two.out.splitlines() if line.split()[:1] in (["a"], ["b"])] \
-        == ["a", "b"], two.out
-
-
-def test_task_all_stacks_the_tasks_refits_and_gives_each_tasks_own_result(sim_files, tmp_path,
-                                                                         monkeypatch):
-    """Issue 27: serially, ``task="all"`` refines the tasks' bootstrap draws of the same step
-    in one batched BFGS (accuracy._predict_stacked); each forecast is the one the task gets
-    alone, byte for byte; a task that fails makes the call raise that task's error, as
-    serially."""
+@pytest.fixture(scope="module")
+def two_tasks(sim_files, tmp_path_factory):
+    """``task="all"`` computed serially once, for the stacked-tasks test and the
+    parallel-vs-serial test (each used to compute it on its own): the quiet ladder with a
+    second task loss ``bpb/b``, tasks a and b, and the batch sizes ``refine_batch`` was called
+    with (a spy) during the serial call."""
     from delphi.analyses import accuracy as acc
-    from delphi.errors import FitError
     from delphi.fitting import refit
 
     data, _ = sim_files
+    folder = tmp_path_factory.mktemp("two_tasks")
     frame = pd.read_csv(data)
     frame["bpb/b"] = frame["bpb/sim"] * 1.3 + 0.02
-    path = tmp_path / "sim.csv"
+    path = folder / "sim.csv"
     frame.to_csv(path, index=False)
-    tasks = tmp_path / "two.toml"
+    tasks = folder / "two.toml"
     tasks.write_text('[tasks.a]\nbpb = "bpb/sim"\naccuracy = "acc/sim"\nchance = 0.25\n'
                      '[tasks.b]\nbpb = "bpb/b"\naccuracy = "acc/sim"\nchance = 0.2\n')
     kw = dict(target_params=1.6e9, target_tokens=3.2e10, tasks_manifest=str(tasks),
@@ -715,8 +690,43 @@ def test_task_all_stacks_the_tasks_refits_and_gives_each_tasks_own_result(sim_fi
             stacked.append(len(problem.log_y))
         return real(problem, *args, **kwargs)
 
-    monkeypatch.setattr(acc, "refine_batch", spy)
-    together = delphi.predict_accuracy(str(path), "all", **kw)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(acc, "refine_batch", spy)
+        together = delphi.predict_accuracy(str(path), "all", **kw)
+    return dict(path=path, tasks=tasks, kw=kw, together=together, stacked=stacked)
+
+
+def test_task_all_in_parallel_is_the_serial_result(two_tasks, capsys):
+    """``task="all"`` with ``n_jobs=2`` (the CLI's -j 2) runs the tasks as parallel jobs and
+    gives the serial forecasts exactly (each task's fits and seeded draws are its own)."""
+    path, tasks, kw = two_tasks["path"], two_tasks["tasks"], two_tasks["kw"]
+    serial = two_tasks["together"]
+    parallel = delphi.predict_accuracy(str(path), "all", n_jobs=2, **kw)
+    assert [f.task.name for f in parallel] == ["a", "b"]
+    assert [json.dumps(f.to_dict()) for f in parallel] == [json.dumps(f.to_dict())
+                                                            for f in serial]
+    base = ["accuracy", str(path), "--tasks", str(tasks), "--target-params", "1.6e9",
+            "--target-tokens", "3.2e10", "--n-boot", "20", "--task", "all"]
+    # The CLI's -j 2 reaches the same parallel path (its serial twin is the API check above;
+    # running the CLI serially as well doubled this test's cost).
+    assert main(base + ["-j", "2"]) == 0
+    two = capsys.readouterr()
+    assert "runs serially" not in two.err
+    assert [line.split()[0] for line in two.out.splitlines() if line.split()[:1] in (["a"], ["b"])] \
+        == ["a", "b"], two.out
+
+
+def test_task_all_stacks_the_tasks_refits_and_gives_each_tasks_own_result(two_tasks,
+                                                                         tmp_path):
+    """Issue 27: serially, ``task="all"`` refines the tasks' bootstrap draws of the same step
+    in one batched BFGS (accuracy._predict_stacked); each forecast is the one the task gets
+    alone, byte for byte; a task that fails makes the call raise that task's error, as
+    serially."""
+    from delphi.analyses import accuracy as acc
+    from delphi.errors import FitError
+
+    path, tasks, kw = two_tasks["path"], two_tasks["tasks"], two_tasks["kw"]
+    together, stacked = two_tasks["together"], two_tasks["stacked"]
     assert len(stacked) >= 3 and set(stacked) == {2}   # main bootstrap and cuts, 2 tasks
     ladder = delphi.load_ladder(str(path))
     alone = [acc._predict_one(ladder, t, [{"params": 1.6e9, "tokens": 3.2e10}], level=0.9,
@@ -728,8 +738,11 @@ def test_task_all_stacks_the_tasks_refits_and_gives_each_tasks_own_result(sim_fi
     assert [json.dumps(f.to_dict()) for f in together] == [json.dumps(f.to_dict())
                                                             for f in alone]
     assert together[0].step1.params != together[1].step1.params   # two different problems
-    # Task b cannot be fitted: the same error as one task after another.
+    # Task b cannot be fitted: the same error as one task after another. (A manifest of its
+    # own: the fixture's is shared.)
+    tasks = tmp_path / "bad.toml"
     tasks.write_text('[tasks.a]\nbpb = "bpb/sim"\naccuracy = "acc/sim"\nchance = 0.25\n'
                      '[tasks.b]\nbpb = "bpb/b"\naccuracy = "acc/sim"\nchance = 0.99\n')
     with pytest.raises(FitError, match="task b: its chance level 0.99"):
-        delphi.predict_accuracy(str(path), "all", **{**kw, "calibrate": False})
+        delphi.predict_accuracy(str(path), "all", **{**kw, "calibrate": False,
+                                                     "tasks_manifest": str(tasks)})
