@@ -83,7 +83,8 @@ from ..inputs.law_inputs import curve_inputs
 
 __all__ = ["CurvePoint", "CurveForecast", "predict_curve", "completion_errors",
            "size_holdout_errors", "SizeFold", "CarryOver", "carry_over", "run_deviation",
-           "CARRY_FRACTIONS", "CARRY_WINDOW", "EARLY_FRACTIONS", "MAX_CORR", "target_schedule", "COMPLETION_FRACTIONS", "CURVE_LAW", "DEFAULT_POINTS"]
+           "CARRY_FRACTIONS", "CARRY_WINDOW", "EARLY_FRACTIONS", "MAX_CORR", "target_schedule",
+           "COMPLETION_FRACTIONS", "CURVE_LAW", "DEFAULT_POINTS"]
 
 #: The checkpoint law ``--curve`` fits when none is named.
 CURVE_LAW = "chinchilla-ckpt"
