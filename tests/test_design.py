@@ -171,6 +171,16 @@ def test_bad_candidate_files_name_row_and_column(tmp_path, frame, message):
         read_candidates(path)
 
 
+def test_a_semicolon_separated_candidate_file_is_named_as_such(tmp_path):
+    # a fresh user's: a spreadsheet export with ';' was told only "missing column(s)"
+    path = tmp_path / "next.csv"
+    path.write_text("run;params;tokens\nr1;1e8;2e9\n")
+    with pytest.raises(LadderError, match=r"missing column\(s\) params, tokens.*columns are "
+                                          r"run;params;tokens; its fields look separated by "
+                                          r"semicolons: save it comma-separated"):
+        read_candidates(path)
+
+
 def test_score_design_is_deterministic_by_seed():
     design = _frame()[["params", "tokens"]]
     prior = {k: v * (1.1 if k in ("A", "B") else 1.0) for k, v in TRUTH.items()}

@@ -422,10 +422,16 @@ def read_candidates(source, *, k: float = 1.0, what: str = "candidates") -> list
     # compute alone (no N, no D) is a candidate for a law of C (power in C)
     by_compute = len(missing) == 2 and "flops" in frame.columns
     if missing and not by_compute:
+        # one column whose name holds a separator: a spreadsheet's export in a locale with
+        # decimal commas (the ladder readers say the same)
+        seps = [name for sep, name in ((";", "semicolons"), ("\t", "tabs"), ("|", "'|'"))
+                if len(frame.columns) == 1 and sep in frame.columns[0]]
+        hint = (f"; its fields look separated by {seps[0]}: save it comma-separated"
+                if seps else "")
         raise LadderError(f"{label}: missing column(s) {', '.join(missing)} (a candidate is "
                           f"a run: params, tokens, optionally flops, peak_lr, run; or flops "
                           f"alone for a law of compute); columns are "
-                          f"{', '.join(frame.columns) or 'none'}")
+                          f"{', '.join(frame.columns) or 'none'}{hint}")
     if frame.empty:
         raise LadderError(f"{label}: no candidate rows")
     if "loss" in frame.columns:
