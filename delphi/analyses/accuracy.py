@@ -616,12 +616,6 @@ def _serially(steps):
         return stop.value
 
 
-def _refits(fit: Fit, weights: np.ndarray, checked: np.ndarray | None = None,
-            seed: int = 0) -> tuple[list[dict | None], int, int]:
-    """:func:`_refits_steps` run serially."""
-    return _serially(_refits_steps(fit, weights, checked, seed))
-
-
 def _refits_steps(fit: Fit, weights: np.ndarray, checked: np.ndarray | None = None,
                   seed: int = 0):
     """Warm-started refits of ``fit`` with point multiplicities ``weights`` (B, n).
@@ -936,20 +930,12 @@ class _ChainDraws:
     n_worse: int
 
 
-def _chain_bootstrap(data: _Data, step1: Fit, step2: Fit, xt: dict, *, n_boot: int, seed: int,
-                     check_every: int, noise: float, sigma1: float) -> _ChainDraws:
-    """:func:`_chain_bootstrap_steps` run serially."""
-    return _serially(_chain_bootstrap_steps(data, step1, step2, xt, n_boot=n_boot, seed=seed,
-                                            check_every=check_every, noise=noise,
-                                            sigma1=sigma1))
-
-
 def _chain_bootstrap_steps(data: _Data, step1: Fit, step2: Fit, xt: dict, *, n_boot: int,
                            seed: int, check_every: int, noise: float, sigma1: float):
     """Bootstrap over runs through both steps at the step-1 inputs ``xt`` (arrays of m).
 
     One resample of runs drives both fits (their errors stay correlated); each is refitted
-    warm-started (:func:`_refits`, with the guard every ``check_every``-th draw). Each draw
+    warm-started (:func:`_refits_steps`, with the guard every ``check_every``-th draw). Each draw
     adds :data:`_NOISE_DRAWS` new-run draws: the step-1 run noise (log sd ``sigma1``) on the
     task loss and the checkpoint noise (sd ``noise``, fraction) on the accuracy. Draws whose
     resample cannot identify a law are dropped. Seeded: same inputs, same draws. A
@@ -1016,7 +1002,7 @@ def _lfo_errors_steps(ladder, task: Task, data: _Data, *, step1_law: str = "chin
     free step-1 parameters + 2 runs and two model sizes, to the second-largest compute; at
     most ``max_folds`` evenly spaced), both steps are refitted on the runs at or below the
     cut (step 2 on those runs' checkpoints only) and predict the final accuracy of every
-    fitted run above it, with the new-run draws of :func:`_chain_bootstrap` (``n_boot``
+    fitted run above it, with the new-run draws of :func:`_chain_bootstrap_steps` (``n_boot``
     resamples of the runs at or below the cut, no guard; seeded per cut from ``seed``).
     Nothing outside ``data`` is read: when ``data`` holds the fit runs of a held-out test,
     the test runs never inform these errors (nested). A cut whose fit or run noise cannot
