@@ -171,6 +171,21 @@ def test_bad_candidate_files_name_row_and_column(tmp_path, frame, message):
         read_candidates(path)
 
 
+def test_every_bad_candidate_row_is_named_in_one_error(tmp_path):
+    # a fresh user's: only the first bad row was reported, so a file took a pass per row
+    path = tmp_path / "next.csv"
+    pd.DataFrame({"params": [1e8, -3, 2e8, None], "tokens": [1e9, 1e9, "x", 2e9]}).to_csv(
+        path, index=False)
+    with pytest.raises(LadderError, match=r"3 bad candidate rows:\n  row 2, column 'params'"
+                                          r".*\n  row 3, column 'tokens'.*\n  row 4, column "
+                                          r"'params' is empty"):
+        read_candidates(path)
+    many = pd.DataFrame({"params": [-1.0] * 12, "tokens": [1e9] * 12})
+    with pytest.raises(LadderError, match=r"12 bad candidate rows:(.|\n)*row 10, column "
+                                          r"'params'.*\n  \.\.\. and 2 more bad row\(s\)$"):
+        read_candidates(many)
+
+
 def test_a_semicolon_separated_candidate_file_is_named_as_such(tmp_path):
     # a fresh user's: a spreadsheet export with ';' was told only "missing column(s)"
     path = tmp_path / "next.csv"

@@ -400,7 +400,8 @@ def read_candidates(source, *, k: float = 1.0, what: str = "candidates") -> list
     ------
     LadderError: the file is missing or unreadable, a required column is missing, or a
         value is not a positive finite number or a given ``flops`` is more than 25% away
-        from k 6 N D (naming the row, counted from 1 after the header, and the column).
+        from k 6 N D (naming each bad row, counted from 1 after the header, and its column;
+        up to 10 rows in one error).
     """
     if isinstance(source, (str, Path)):
         path = Path(source).expanduser()
@@ -450,46 +451,73 @@ def read_candidates(source, *, k: float = 1.0, what: str = "candidates") -> list
                           f"of the run, not read")
     names = (frame["run"] if "run" in frame.columns else
              frame["name"] if "name" in frame.columns else None)
-    out = []
+    out, problems = [], []
     for i, row in enumerate(frame.to_dict("records"), 1):
-        vals = {}
-        for col in ("params", "tokens", "flops", "peak_lr"):
-            if col not in frame.columns:
-                continue
-            v = row[col]
-            if col in ("flops", "peak_lr") and not (by_compute and col == "flops") and (
-                    v is None or (isinstance(v, float) and math.isnan(v))):
-                continue        # optional, left empty on this row
-            try:
-                x = float(v)
-            except (TypeError, ValueError):
-                x = math.nan
-            if v is None or (isinstance(v, float) and math.isnan(v)):
-                # an empty cell (or NA, null...): not "nan is not a number"
-                raise LadderError(f"{label}: row {i}, column {col!r} is empty; a candidate "
-                                  f"needs a positive finite number there")
-            if isinstance(v, bool) or not (math.isfinite(x) and x > 0):
-                raise LadderError(f"{label}: row {i}, column {col!r}: {v!r} is not a positive "
-                                  f"finite number")
-            vals[col] = x
-        given = (str(names.iloc[i - 1]) if names is not None and pd.notna(names.iloc[i - 1])
-                 else None)
-        if by_compute:
-            out.append(CandidateRun(params=None, tokens=None, flops=vals["flops"],
-                                    peak_lr=vals.get("peak_lr"),
-                                    name=given if given is not None else f"C{vals['flops']:.3g}",
-                                    row=i))
-            continue
-        six_nd = FLOPS_PER_PARAM_TOKEN * vals["params"] * vals["tokens"]
-        flops = vals.get("flops", k * six_nd)
-        if "flops" in vals and abs(flops / (k * six_nd) - 1) > _FLOPS_RTOL:
-            raise LadderError(f"{label}: row {i}, column 'flops': {flops:.4g} disagrees with "
-                              f"k x 6 x params x tokens = {k * six_nd:.4g} (k = {k:.3g}, the "
-                              f"ladder's FLOP convention) by more than {_FLOPS_RTOL:.0%}")
-        name = given if given is not None else f"N{vals['params']:.3g}-D{vals['tokens']:.3g}"
-        out.append(CandidateRun(params=vals["params"], tokens=vals["tokens"], flops=flops,
-                                peak_lr=vals.get("peak_lr"), name=name, row=i))
+        try:
+            out.append(_candidate_row(i, row, frame.columns, names, by_compute, k))
+        except _BadCell as exc:
+            problems.append(str(exc))
+    if problems:
+        # every bad row at once, as the ladder readers do: a user fixes the file in one pass
+        shown = problems[:_MAX_SHOWN]
+        more = (f"\n  ... and {len(problems) - _MAX_SHOWN} more bad row(s)"
+                if len(problems) > _MAX_SHOWN else "")
+        if len(problems) == 1:
+            raise LadderError(f"{label}: {problems[0]}")
+        raise LadderError(f"{label}: {len(problems)} bad candidate rows:\n  "
+                          + "\n  ".join(shown) + more)
     return out
+
+
+_MAX_SHOWN = 10
+"""Bad candidate rows named in one error; the rest are counted."""
+
+
+class _BadCell(ValueError):
+    """A candidate row's problem, before the file's label is put in front."""
+
+
+def _candidate_row(i: int, row: dict, columns, names, by_compute: bool,
+                   k: float) -> CandidateRun:
+    """One candidates-file row (numbered i from 1 after the header) as a CandidateRun.
+
+    Raises _BadCell naming the row and column (an empty cell, a value that is not a
+    positive finite number, or a ``flops`` more than 25% from k 6 N D).
+    """
+    vals = {}
+    for col in ("params", "tokens", "flops", "peak_lr"):
+        if col not in columns:
+            continue
+        v = row[col]
+        if col in ("flops", "peak_lr") and not (by_compute and col == "flops") and (
+                v is None or (isinstance(v, float) and math.isnan(v))):
+            continue        # optional, left empty on this row
+        try:
+            x = float(v)
+        except (TypeError, ValueError):
+            x = math.nan
+        if v is None or (isinstance(v, float) and math.isnan(v)):
+            # an empty cell (or NA, null...): not "nan is not a number"
+            raise _BadCell(f"row {i}, column {col!r} is empty; a candidate needs a positive "
+                           f"finite number there")
+        if isinstance(v, bool) or not (math.isfinite(x) and x > 0):
+            raise _BadCell(f"row {i}, column {col!r}: {v!r} is not a positive finite number")
+        vals[col] = x
+    given = (str(names.iloc[i - 1]) if names is not None and pd.notna(names.iloc[i - 1])
+             else None)
+    if by_compute:
+        return CandidateRun(params=None, tokens=None, flops=vals["flops"],
+                            peak_lr=vals.get("peak_lr"),
+                            name=given if given is not None else f"C{vals['flops']:.3g}", row=i)
+    six_nd = FLOPS_PER_PARAM_TOKEN * vals["params"] * vals["tokens"]
+    flops = vals.get("flops", k * six_nd)
+    if "flops" in vals and abs(flops / (k * six_nd) - 1) > _FLOPS_RTOL:
+        raise _BadCell(f"row {i}, column 'flops': {flops:.4g} disagrees with k x 6 x params x "
+                       f"tokens = {k * six_nd:.4g} (k = {k:.3g}, the ladder's FLOP convention) "
+                       f"by more than {_FLOPS_RTOL:.0%}")
+    name = given if given is not None else f"N{vals['params']:.3g}-D{vals['tokens']:.3g}"
+    return CandidateRun(params=vals["params"], tokens=vals["tokens"], flops=flops,
+                        peak_lr=vals.get("peak_lr"), name=name, row=i)
 
 
 def candidate_grid(fit: Fit, budget: float, *, k: float = 1.0,
