@@ -292,6 +292,19 @@ def test_suggestions_repr_is_short(ladder, forecast):
     assert len(repr(out)) < 300 and repr(out).startswith("Suggestions(law='chinchilla'")
 
 
+def test_the_peak_lr_column_is_shown_only_when_a_candidate_has_one(ladder, forecast):
+    # a new user's: chinchilla (no LR term) showed a peak_lr column of dashes
+    plain = suggest_runs(ladder, TARGET, "chinchilla", candidates=MIXED, budget=1e30,
+                         forecast=forecast).report()
+    header = next(line for line in plain.splitlines() if line.startswith("rank"))
+    assert "peak_lr" not in header and header.split()[4:6] == ["flops", "before"]
+    given = suggest_runs(ladder, TARGET, "chinchilla", candidates=MIXED.assign(peak_lr=3e-3),
+                         budget=1e30, forecast=forecast).report()
+    header = next(line for line in given.splitlines() if line.startswith("rank"))
+    assert header.split()[4:7] == ["flops", "peak_lr", "before"]
+    assert all(" 0.003 " in line for line in given.splitlines() if line[:4].strip().isdigit())
+
+
 def test_score_names_its_target_and_an_extrapolated_reference():
     design = _frame()[["params", "tokens"]]
     out = score_design(design, {"params": 1e9, "tokens": 2e10}, TRUTH)

@@ -312,17 +312,21 @@ class Suggestions:
         spread = self.criterion == "spread"
         # under "spread" the ranked figure (the spread's reduction per 1e18) is shown beside
         # the width's, so the order of the rows can be read off the table
+        # a law without a learning-rate term has no peak LR to show (unless the file gave one)
+        show_lr = any(s.run.peak_lr is not None for s in self.candidates[:limit])
         lines.append(f"{'rank':>4} {'candidate':<22} {'params':>9} {'tokens':>9} "
-                     f"{'flops':>9} {'peak_lr':>8} {'before':>8} {'after':>8} "
+                     f"{'flops':>9} " + (f"{'peak_lr':>8} " if show_lr else "")
+                     + f"{'before':>8} {'after':>8} "
                      f"{'per 1e18':>9}" + (f" {'spread/1e18':>11}" if spread else "")
                      + "  reduces")
         for i, s in enumerate(self.candidates[:limit], 1):
             r = s.run
-            lr = f"{r.peak_lr:.3g}" if r.peak_lr is not None else "-"
+            lr = (f"{r.peak_lr:.3g}" if r.peak_lr is not None else "-") if show_lr else ""
             sp = (f" {s.spread_reduction_per_flop * 1e18:>11.3g}"
                   if s.spread_reduction_per_flop is not None else "")
             lines.append(f"{i:>4} {r.name[:22]:<22} {_g(r.params):>9} {_g(r.tokens):>9} "
-                         f"{r.flops:>9.3g} {lr:>8} {s.width_before:>8.4f} "
+                         f"{r.flops:>9.3g} " + (f"{lr:>8} " if show_lr else "")
+                         + f"{s.width_before:>8.4f} "
                          f"{s.width_after:>8.4f} {s.reduction_per_flop * 1e18:>9.3g}{sp}  "
                          f"{s.reduces}")
         if len(self.candidates) > limit:
