@@ -42,7 +42,8 @@ that the laws are slightly wrong and that the error grows with the extrapolation
 out-of-sample errors set the widening, here *studentized*: leave-future-out cuts inside the
 fitted runs (:func:`_lfo_errors`: runs ordered by N D; both steps refitted on the runs at or
 below each cut, which predict the final accuracy of those above it), each with its own
-bootstrap (:data:`CAL_DRAWS` resamples of the runs at or below the cut, with both noises).
+bootstrap (20-40 resamples of the runs at or below the cut, sized to the interval's
+Monte-Carlo error, or ``calibration_draws``; with both noises).
 Each error becomes z = Phi^-1(PIT), its place among its own bootstrap's draws, and the
 stretch is max(1, median |z| / Phi^-1(0.75)) (a robust sd of the z's: 1 when the bootstrap
 is calibrated; Williams & Goodman 1971 empirical prediction intervals, on the bootstrap's
@@ -167,8 +168,23 @@ _NOISE_DRAWS = 20   # new-run noise draws per bootstrap draw
 _BATCH_ITER = 1000  # batched BFGS iterations before a draw goes to L-BFGS-B
 _FALLBACK_ITER = 50  # L-BFGS-B iterations for a draw the batched refit leaves unfinished
 _CHECK_EVERY = 250  # guard: every draw basin-checked, every 250th also by the global search
-#: Bootstrap draws per leave-future-out cut of the extrapolation calibration.
+#: Bootstrap draws per leave-future-out cut of the extrapolation calibration, when given
+#: a fixed count (``calibration_draws=40`` is the count before issue 27).
 CAL_DRAWS = 40
+#: Draws sized to their Monte-Carlo error (``n_boot=None``, ``calibration_draws=None``, the
+#: defaults): (floor, block, cap) of the main bootstrap and of each calibration cut's. The
+#: caps are the fixed counts before issue 27 (200 and 40), so a ladder whose interval needs
+#: them gets exactly the old draws (prefix-stable seeding, :class:`_Chain`).
+AUTO_BOOT = (100, 100, 200)
+AUTO_CAL = (20, 20, 40)
+#: Stop adding draws once each end of every target's interval has a Monte-Carlo standard
+#: error at most this share of the interval's width (:func:`_interval_mc`): about what the
+#: old fixed counts give on the OLMo ladder's least precise task (mmlu's lower end), so the
+#: rule keeps that precision; checked on simulated ladders it was not chosen on (RESULTS.md,
+#: benchmarks/bench_accuracy_sizing.py).
+MC_FRACTION = 0.1
+#: Resamples of the draws that estimate that standard error.
+MC_REPS = 200
 
 
 # ---------------------------------------------------------------------------- tasks
@@ -728,7 +744,8 @@ class AccuracyForecast:
     step1, step2: the two fits (:class:`~delphi.fitting.Fit`).
     noise_sd: checkpoint-to-checkpoint noise of the accuracy (fraction), pooled sd.
     step1_noise: run-to-run noise of the task loss (sd of its log) used for new runs.
-    n_boot, n_failed, seed: bootstrap draws asked for, failed, and the seed.
+    n_boot, n_failed, seed: bootstrap draws made (the fixed count, or as many as the
+        Monte-Carlo sizing used), failed, and the seed.
     design: ``"two-step"`` or ``"c4-loss"`` (step 2 on the ladder's own loss).
     warnings, notes: messages for the report.
     bootstrap_lower, bootstrap_upper: the new-run interval before the extrapolation
@@ -739,6 +756,11 @@ class AccuracyForecast:
     n_checked, n_worse: bootstrap refits checked by the guard (the basin check, and the
         global search where it fails or on the audit sample), and those whose warm start
         was worse (the global optimum kept).
+    sizing: None when both draw counts were fixed; else how they were sized to the
+        interval's Monte-Carlo error (:func:`predict_accuracy`'s ``n_boot=None``): the rule,
+        ``met`` (False: a cap was reached first), the floors, blocks and caps, and this
+        target's ``mc_se_lower``/``mc_se_upper`` (Monte-Carlo standard errors of
+        ``lower``/``upper``) and ``mc_width`` (fractions; :func:`_interval_mc`).
     """
 
     task: Task
@@ -768,6 +790,7 @@ class AccuracyForecast:
     calibration: dict | None = None
     n_checked: int = 0
     n_worse: int = 0
+    sizing: dict | None = None
 
     @property
     def fitted_sha256(self) -> str:
@@ -814,7 +837,8 @@ class AccuracyForecast:
             "bootstrap": {"n": self.n_boot, "failed": self.n_failed, "seed": self.seed,
                           "unit": "run", "lower": _json_float(self.bootstrap_lower),
                           "upper": _json_float(self.bootstrap_upper),
-                          "guard": {"checked": self.n_checked, "worse": self.n_worse}},
+                          "guard": {"checked": self.n_checked, "worse": self.n_worse},
+                          "sizing": self.sizing},
             "calibration": self.calibration,
             "step1": self.step1.to_dict(),
             "step2": step2,
@@ -928,6 +952,90 @@ class _ChainDraws:
     new: np.ndarray     # (B' * _NOISE_DRAWS, m) one new run's accuracy (with both noises)
     n_checked: int
     n_worse: int
+    n_drawn: int = 0    # draws made (successful or not)
+
+
+@dataclass
+class _Chain:
+    """A chained bootstrap drawn in blocks (:func:`_chain_extend_steps`): the resamples and
+    the noise stream are those of one ``cap``-draw bootstrap, so its first ``b`` draws are
+    the same whatever the blocks (prefix-stable)."""
+
+    data: Any
+    step1: Fit
+    step2: Fit
+    xt: dict
+    seed: int
+    noise: float
+    sigma1: float
+    w1: np.ndarray       # (cap, n1) point multiplicities of step 1
+    w2: np.ndarray       # (cap, n2) of step 2
+    checked: np.ndarray | None
+    rng: Any             # the new-run noise stream (consumed draw by draw, failed ones too)
+    drawn: int = 0
+    loss: list = field(default_factory=list)
+    acc: list = field(default_factory=list)
+    new: list = field(default_factory=list)
+    n_checked: int = 0
+    n_worse: int = 0
+
+    def draws(self) -> _ChainDraws:
+        m = len(next(iter(self.xt.values())))
+        empty = np.zeros((0, m))
+        return _ChainDraws(loss=np.array(self.loss) if self.loss else empty,
+                           acc=np.array(self.acc) if self.acc else empty,
+                           new=np.concatenate(self.new) if self.new else empty,
+                           n_checked=self.n_checked, n_worse=self.n_worse,
+                           n_drawn=self.drawn)
+
+
+def _chain_setup(data: _Data, step1: Fit, step2: Fit, xt: dict, *, cap: int, seed: int,
+                 check_every: int, noise: float, sigma1: float) -> _Chain:
+    """The ``cap`` resamples of a chained bootstrap and its seeded streams (no refit yet)."""
+    children = np.random.SeedSequence(seed).spawn(cap + 1)
+    R = len(data.runs)
+    counts = np.zeros((cap, R))
+    for b in range(cap):
+        rng = np.random.default_rng(children[b])
+        np.add.at(counts[b], rng.integers(0, R, size=R), 1.0)
+    checked = None   # guard off
+    if check_every and check_every > 0:
+        checked = np.zeros(cap, dtype=bool)
+        offset = int(np.random.default_rng(children[cap]).integers(min(check_every, cap)))
+        checked[offset::check_every] = True
+    return _Chain(data, step1, step2, xt, seed, noise, sigma1,
+                  _unit_weights(step1.labels, data.runs, counts),
+                  _unit_weights(step2.labels, data.runs, counts), checked,
+                  np.random.default_rng(children[cap]))
+
+
+def _chain_extend_steps(ch: _Chain, upto: int):
+    """Refit draws ``ch.drawn`` to ``upto`` of the chained bootstrap ``ch`` (both steps,
+    one batched refinement each) and add their predictions and new-run draws to it. A
+    generator of the refits' :class:`_Refine` requests (see :func:`_refits_steps`)."""
+    a, b = ch.drawn, min(upto, len(ch.w1))
+    if b <= a:
+        return ch
+    law1, law2 = ch.step1.law, ch.step2.law
+    chk = None if ch.checked is None else ch.checked[a:b]
+    p1, c1, bad1 = yield from _refits_steps(ch.step1, ch.w1[a:b], chk, ch.seed)
+    p2, c2, bad2 = yield from _refits_steps(ch.step2, ch.w2[a:b], chk, ch.seed)
+    m = len(next(iter(ch.xt.values())))
+    for q1, q2 in zip(p1, p2):
+        eps1 = ch.rng.normal(0.0, ch.sigma1, _NOISE_DRAWS)
+        eps2 = ch.rng.normal(0.0, ch.noise, _NOISE_DRAWS)
+        if q1 is None or q2 is None:
+            continue
+        lb = law1.predict(q1, ch.xt)
+        ch.loss.append(lb)
+        ch.acc.append(law2.predict(q2, {"task_loss": lb}))
+        ln = (lb[None, :] * np.exp(eps1)[:, None]).ravel()
+        ch.new.append(law2.predict(q2, {"task_loss": ln}).reshape(_NOISE_DRAWS, m)
+                      + eps2[:, None])
+    ch.drawn = b
+    ch.n_checked += c1 + c2
+    ch.n_worse += bad1 + bad2
+    return ch
 
 
 def _chain_bootstrap_steps(data: _Data, step1: Fit, step2: Fit, xt: dict, *, n_boot: int,
@@ -940,42 +1048,12 @@ def _chain_bootstrap_steps(data: _Data, step1: Fit, step2: Fit, xt: dict, *, n_b
     task loss and the checkpoint noise (sd ``noise``, fraction) on the accuracy. Draws whose
     resample cannot identify a law are dropped. Seeded: same inputs, same draws. A
     generator of the refits' :class:`_Refine` requests (see :func:`_refits_steps`).
+    (:func:`_chain_setup` and :func:`_chain_extend_steps` in one block of ``n_boot``.)
     """
-    law1, law2 = step1.law, step2.law
-    children = np.random.SeedSequence(seed).spawn(n_boot + 1)
-    R = len(data.runs)
-    counts = np.zeros((n_boot, R))
-    for b in range(n_boot):
-        rng = np.random.default_rng(children[b])
-        np.add.at(counts[b], rng.integers(0, R, size=R), 1.0)
-    w1 = _unit_weights(step1.labels, data.runs, counts)
-    w2 = _unit_weights(step2.labels, data.runs, counts)
-    checked = None   # guard off
-    if check_every and check_every > 0:
-        checked = np.zeros(n_boot, dtype=bool)
-        offset = int(np.random.default_rng(children[n_boot]).integers(min(check_every, n_boot)))
-        checked[offset::check_every] = True
-    p1, c1, bad1 = yield from _refits_steps(step1, w1, checked, seed)
-    p2, c2, bad2 = yield from _refits_steps(step2, w2, checked, seed)
-    m = len(next(iter(xt.values())))
-    loss_b, acc_b, new = [], [], []
-    rng = np.random.default_rng(children[n_boot])
-    for a, b in zip(p1, p2):
-        eps1 = rng.normal(0.0, sigma1, _NOISE_DRAWS)
-        eps2 = rng.normal(0.0, noise, _NOISE_DRAWS)
-        if a is None or b is None:
-            continue
-        lb = law1.predict(a, xt)
-        loss_b.append(lb)
-        acc_b.append(law2.predict(b, {"task_loss": lb}))
-        ln = (lb[None, :] * np.exp(eps1)[:, None]).ravel()
-        new.append(law2.predict(b, {"task_loss": ln}).reshape(_NOISE_DRAWS, m)
-                   + eps2[:, None])
-    empty = np.zeros((0, m))
-    return _ChainDraws(loss=np.array(loss_b) if loss_b else empty,
-                       acc=np.array(acc_b) if acc_b else empty,
-                       new=np.concatenate(new) if new else empty,
-                       n_checked=c1 + c2, n_worse=bad1 + bad2)
+    ch = _chain_setup(data, step1, step2, xt, cap=n_boot, seed=seed, check_every=check_every,
+                      noise=noise, sigma1=sigma1)
+    yield from _chain_extend_steps(ch, n_boot)
+    return ch.draws()
 
 
 def _lfo_errors(ladder, task: Task, data: _Data, *, step1_law: str = "chinchilla",
@@ -1017,6 +1095,19 @@ def _lfo_errors_steps(ladder, task: Task, data: _Data, *, step1_law: str = "chin
     """
 
 
+    cuts = yield from _lfo_cuts_steps(ladder, task, data, step1_law=step1_law, column=column,
+                                      helper_point=helper_point, upper=upper, lower=lower,
+                                      k_flops=k_flops, max_folds=max_folds, n_boot=n_boot,
+                                      cap=n_boot, seed=seed, step1_delta=step1_delta)
+    return _lfo_frame(cuts)
+
+
+def _lfo_cuts_steps(ladder, task: Task, data: _Data, *, step1_law: str, column: str,
+                    helper_point: bool, upper, lower, k_flops: float, max_folds: int,
+                    n_boot: int, cap: int, seed: int, step1_delta: float | None):
+    """The cuts of :func:`_lfo_errors_steps`, fitted, each with the first ``n_boot`` draws of
+    its ``cap``-draw bootstrap (:class:`_Chain`; more added by :func:`_lfo_extend_steps`).
+    Returns a list, in cut order, of a note (str: a cut skipped) or a cut (dict)."""
     fin = data.final.assign(nd=data.final["params"] * data.final["tokens"])
     fin = fin.sort_values("nd", kind="stable").reset_index(drop=True)
     need = sum(1 for _ in get_law(step1_law).params) + 2
@@ -1027,7 +1118,7 @@ def _lfo_errors_steps(ladder, task: Task, data: _Data, *, step1_law: str = "chin
         cuts = [cuts[i] for i in np.unique(np.round(np.linspace(0, len(cuts) - 1,
                                                                 max_folds)).astype(int))]
     noise = data.noise if math.isfinite(data.noise) else 0.0
-    rows, notes = [], []
+    out: list = []
     warm: tuple = (None, None)
     for i, c in enumerate(cuts):
         inside = fin[fin["nd"] <= c]
@@ -1046,21 +1137,51 @@ def _lfo_errors_steps(ladder, task: Task, data: _Data, *, step1_law: str = "chin
                 s2 = _fit_step2(task, sub, column, helper_point, upper, lower)
             sigma1, _ = run_noise(s1)
         except DelphiError as exc:
-            notes.append(f"calibration cut at N D <= {c:.3g}: skipped ({exc})")
+            out.append(f"calibration cut at N D <= {c:.3g}: skipped ({exc})")
             continue
         warm = (dict(s1.params), {k: v for k, v in s2.params.items() if k not in s2.fixed})
         x = _step1_inputs(s1.law, {"params": held["params"].to_numpy(float),
                                    "tokens": held["tokens"].to_numpy(float)}, k_flops)
         pred = s2.law.predict(s2.params, {"task_loss": s1.law.predict(s1.params, x)})
         cut_seed = int(np.random.SeedSequence([seed, 13, i]).generate_state(1)[0])
-        boot = yield from _chain_bootstrap_steps(sub, s1, s2, x, n_boot=n_boot, seed=cut_seed,
-                                                 check_every=0, noise=noise, sigma1=sigma1)
-        if boot.loss.shape[0] < max(2, n_boot // 2):
+        ch = _chain_setup(sub, s1, s2, x, cap=cap, seed=cut_seed, check_every=0, noise=noise,
+                          sigma1=sigma1)
+        out.append({"cut": float(c), "inside": inside, "held": held, "pred": pred,
+                    "chain": ch})
+    yield from _lfo_extend_steps(out, n_boot)
+    return out
+
+
+def _lfo_extend_steps(cuts: list, upto: int):
+    """Every cut's bootstrap drawn up to ``upto`` draws (a generator of :class:`_Refine`
+    requests)."""
+    for item in cuts:
+        if isinstance(item, dict):
+            yield from _chain_extend_steps(item["chain"], upto)
+    return cuts
+
+
+def _cut_pit(new: np.ndarray, actual: np.ndarray) -> np.ndarray:
+    """Share of a cut's new-run draws (k, n) below each actual (n,): (k + 1/2) / (K + 1)."""
+    return ((new < actual[None, :]).sum(axis=0) + 0.5) / (new.shape[0] + 1)
+
+
+def _lfo_frame(cuts: list) -> tuple[pd.DataFrame, list[str]]:
+    """The rows and notes of :func:`_lfo_errors_steps` from its cuts' draws so far."""
+    rows, notes = [], []
+    for item in cuts:
+        if isinstance(item, str):
+            notes.append(item)
+            continue
+        c, inside, held, pred, ch = (item[k] for k in ("cut", "inside", "held", "pred",
+                                                        "chain"))
+        boot = ch.draws()
+        if boot.loss.shape[0] < max(2, ch.drawn // 2):
             notes.append(f"calibration cut at N D <= {c:.3g}: skipped (most bootstrap "
                          f"resamples of its {len(inside)} runs cannot identify the laws)")
             continue
         actual = held["accuracy"].to_numpy(float)
-        pit = ((boot.new < actual[None, :]).sum(axis=0) + 0.5) / (boot.new.shape[0] + 1)
+        pit = _cut_pit(boot.new, actual)
         ratio = _extrapolation_ratio(held["params"], held["tokens"], inside["params"].max(),
                                      inside["nd"].max())
         for (r, n, d, a), pr, q, u in zip(held[["run", "params", "tokens", "accuracy"]]
@@ -1090,6 +1211,11 @@ def _calibration_steps(ladder, task: Task, data: _Data, *, seed: int, draws: int
         ladder, task, data, step1_law=step1_law, column=column, helper_point=helper_point,
         upper=upper, lower=lower, k_flops=k_flops, seed=seed, n_boot=draws,
         step1_delta=step1_delta)
+    return _calibration_block(errors, skipped, draws)
+
+
+def _calibration_block(errors: pd.DataFrame, skipped: list[str], draws: int):
+    """:func:`_calibration_steps`'s (block, note) from the leave-future-out errors."""
     n_folds = int(errors["cut"].nunique()) if len(errors) else 0
     if n_folds < MIN_FOLDS:
         return None, (f"no extrapolation calibration: {n_folds} leave-future-out cut(s) inside "
@@ -1138,11 +1264,85 @@ def _extrapolation_warnings(target: dict, final: pd.DataFrame) -> list[str]:
     return out
 
 
-def _predict_one(ladder, task: Task, targets: Sequence[dict], *, level: float, n_boot: int,
+def _check_boot(task: Task, ch: _Chain) -> None:
+    """FitError when most draws made so far failed (too few runs to resample)."""
+    ok = len(ch.loss)
+    if ok < max(2, ch.drawn // 2):
+        raise FitError(f"task {task.name!r}: {ch.drawn - ok} of {ch.drawn} bootstrap draws "
+                       f"failed; the ladder has too few runs to resample")
+
+
+def _cal_scale(cal: list) -> float:
+    """max(1, median |z| / Phi^-1(0.75)) of the cuts' (draws (K, ND, n), actual (n,))."""
+    z = np.concatenate([norm_ppf(_cut_pit(new.reshape(-1, new.shape[-1]), a))
+                        for new, a in cal])
+    return max(1.0, float(np.median(np.abs(z)) / norm_ppf(0.75)))
+
+
+def _interval_mc(boot: _ChainDraws, cuts: list | None, level: float, seed: int) -> dict:
+    """Monte-Carlo standard error of the new-run interval's ends, from the draws so far.
+
+    Method: the draws are resampled with replacement (:data:`MC_REPS` times, seeded from
+    ``seed`` and the draw counts), a bootstrap draw with its :data:`_NOISE_DRAWS` new-run
+    draws as one unit (they share the refit): (1) the main bootstrap's draws, the stretch
+    held at its estimate; (2) each calibration cut's draws, the stretch recomputed
+    (max(1, median |z| / 0.6745) as in :func:`_calibration_steps`) and applied to the main
+    draws. An end of the interval is mid + stretch (q - mid), q the draws' quantile and mid
+    their median (clipped to [0, 1]), as the forecast computes it. The two sources are
+    independent, so their variances add: se (2, m) = sqrt(var(1) + var(2)) for the lower and
+    upper end of each of the m targets (fractions). Also: ``width`` (m,) of the interval,
+    ``main_share`` (the main bootstrap's share of the variance at the worst end, relative
+    to the width) and ``calibrated`` (whether the calibration has enough cuts to count).
+    """
+    nd = _NOISE_DRAWS
+    B, m = boot.new.shape[0] // nd, boot.new.shape[1]
+    draws = boot.new.reshape(B, nd, m)
+    cal = []
+    if cuts is not None:
+        for item in cuts:
+            if not isinstance(item, dict):
+                continue
+            d = item["chain"].draws()
+            if d.loss.shape[0] < max(2, item["chain"].drawn // 2):
+                continue
+            cal.append((d.new.reshape(-1, nd, d.new.shape[1]),
+                        item["held"]["accuracy"].to_numpy(float)))
+    calibrated = len(cal) >= MIN_FOLDS
+    a = (1 - level) / 2
+
+    def ends(d: np.ndarray, s: np.ndarray) -> np.ndarray:
+        # d (..., B, nd, m), s (...,) -> (..., 2, m)
+        flat = d.reshape(d.shape[:-3] + (-1, m))
+        mid = np.median(flat, axis=-2)
+        q = np.moveaxis(np.quantile(flat, [a, 1 - a], axis=-2), 0, -2)
+        return np.clip(mid[..., None, :] + s[..., None, None] * (q - mid[..., None, :]),
+                       0.0, 1.0)
+
+    s0 = _cal_scale(cal) if calibrated else 1.0
+    est = ends(draws, np.array(s0))
+    rng = np.random.default_rng(np.random.SeedSequence(
+        [seed, 27, B] + [c[0].shape[0] for c in cal]))
+    idx = rng.integers(0, B, size=(MC_REPS, B))
+    var_main = ends(draws[idx], np.full(MC_REPS, s0)).var(axis=0)
+    var_cal = np.zeros_like(var_main)
+    if calibrated:
+        scales = np.array([_cal_scale([(new[rng.integers(0, new.shape[0], new.shape[0])], act)
+                                       for new, act in cal]) for _ in range(MC_REPS)])
+        var_cal = ends(draws, scales).var(axis=0) if m else var_cal
+    se = np.sqrt(var_main + var_cal)
+    width = est[1] - est[0]
+    worst = np.unravel_index(np.argmax(se / np.maximum(width, 1e-300)[None, :]), se.shape)
+    tot = var_main[worst] + var_cal[worst]
+    return {"se": se, "width": width, "calibrated": calibrated,
+            "main_share": float(var_main[worst] / tot) if tot > 0 else 1.0}
+
+
+def _predict_one(ladder, task: Task, targets: Sequence[dict], *, level: float,
+                 n_boot: int | None,
                  seed: int, runs, fit_max_params, step1_law: str, smooth: int,
                  skip_fraction: float, helper_point: bool, design: str, upper, lower="fit",
                  calibrate: bool = True, check_every: int = _CHECK_EVERY,
-                 calibration_draws: int = CAL_DRAWS, step1_delta: float | None = None
+                 calibration_draws: int | None = None, step1_delta: float | None = None
                  ) -> list[AccuracyForecast]:
     """One task at every target: both fits, one bootstrap (all targets at once) and one
     calibration, then a forecast per target (in order)."""
@@ -1155,10 +1355,10 @@ def _predict_one(ladder, task: Task, targets: Sequence[dict], *, level: float, n
 
 
 def _predict_one_steps(ladder, task: Task, targets: Sequence[dict], *, level: float,
-                       n_boot: int, seed: int, runs, fit_max_params, step1_law: str,
+                       n_boot: int | None, seed: int, runs, fit_max_params, step1_law: str,
                        smooth: int, skip_fraction: float, helper_point: bool, design: str,
                        upper, lower="fit", calibrate: bool = True,
-                       check_every: int = _CHECK_EVERY, calibration_draws: int = CAL_DRAWS,
+                       check_every: int = _CHECK_EVERY, calibration_draws: int | None = None,
                        step1_delta: float | None = None):
     """:func:`_predict_one` as a generator of its bootstraps' :class:`_Refine` requests (see
     :func:`_refits_steps`); its value is the list of forecasts."""
@@ -1198,27 +1398,66 @@ def _predict_one_steps(ladder, task: Task, targets: Sequence[dict], *, level: fl
     for w in step2.warnings:
         warns.append(f"step 2: {w}")
 
-    boot = yield from _chain_bootstrap_steps(data, step1, step2, xt, n_boot=n_boot, seed=seed,
-                                             check_every=check_every, noise=noise,
-                                             sigma1=sigma1)
+    auto_b = n_boot is None
+    auto_c = calibrate and calibration_draws is None
+    cap_b = AUTO_BOOT[2] if auto_b else n_boot
+    ch = _chain_setup(data, step1, step2, xt, cap=cap_b, seed=seed, check_every=check_every,
+                      noise=noise, sigma1=sigma1)
+    yield from _chain_extend_steps(ch, AUTO_BOOT[0] if auto_b else n_boot)
+    _check_boot(task, ch)
+    cuts = None
+    if calibrate:
+        cap_c = AUTO_CAL[2] if auto_c else calibration_draws
+        cuts = yield from _lfo_cuts_steps(
+            ladder, task, data, step1_law=step1_law, column=column, helper_point=helper_point,
+            upper=upper, lower=lower, k_flops=k_flops, max_folds=12,
+            n_boot=AUTO_CAL[0] if auto_c else calibration_draws, cap=cap_c, seed=seed,
+            step1_delta=step1_delta)
+    sizing = None
+    if auto_b or auto_c:
+        while True:
+            mc = _interval_mc(ch.draws(), cuts, level, seed)
+            ok = bool(np.all(mc["se"] <= MC_FRACTION * mc["width"][None, :]))
+            drawn_c = max((c["chain"].drawn for c in cuts or () if isinstance(c, dict)),
+                          default=0)
+            can_b = auto_b and ch.drawn < cap_b
+            can_c = auto_c and mc["calibrated"] and drawn_c < cap_c
+            if ok or not (can_b or can_c):
+                break
+            # More draws where the worst endpoint's Monte-Carlo variance comes from.
+            if can_b and (not can_c or mc["main_share"] >= 0.5):
+                yield from _chain_extend_steps(ch, ch.drawn + AUTO_BOOT[1])
+            else:
+                yield from _lfo_extend_steps(cuts, drawn_c + AUTO_CAL[1])
+        sizing = {"rule": f"draws added in blocks until each end's Monte-Carlo standard error "
+                          f"<= {MC_FRACTION:g} x the interval's width (or the cap)",
+                  "met": ok, "mc_fraction": MC_FRACTION, "resamples": MC_REPS,
+                  "bootstrap": ({"floor": AUTO_BOOT[0], "block": AUTO_BOOT[1],
+                                 "cap": AUTO_BOOT[2]} if auto_b else "fixed by n_boot"),
+                  "calibration": ({"floor": AUTO_CAL[0], "block": AUTO_CAL[1],
+                                   "cap": AUTO_CAL[2]} if auto_c else
+                                  ("fixed by calibration_draws" if calibrate else "off")),
+                  "_se": mc["se"], "_width": mc["width"]}
+    boot = ch.draws()
+    n_boot = ch.drawn
     R, n_checked, n_worse = len(data.runs), boot.n_checked, boot.n_worse
     if n_checked and n_worse / n_checked > 0.02:
         warns.append(f"warm-start guard: {n_worse} of {n_checked} checked bootstrap refits "
                      f"were worse than the global search (kept the better)")
     n_failed = n_boot - boot.loss.shape[0]
-    if boot.loss.shape[0] < max(2, n_boot // 2):
-        raise FitError(f"task {task.name!r}: {n_failed} of {n_boot} bootstrap draws failed; "
-                       f"the ladder has too few runs to resample")
-    notes.append(f"interval: bootstrap over {R} runs ({n_boot} draws, both steps refitted per "
-                 f"draw; guard: {n_checked} refits checked, {n_worse} worse than the global "
-                 f"search) + step-1 run noise (log sd {sigma1:.3g}) + checkpoint "
+    _check_boot(task, ch)
+    sized = ("" if sizing is None or not auto_b else
+             f", sized to its Monte-Carlo error: {AUTO_BOOT[0]}-{AUTO_BOOT[2]} draws in blocks "
+             f"of {AUTO_BOOT[1]}")
+    notes.append(f"interval: bootstrap over {R} runs ({n_boot} draws{sized}, both steps "
+                 f"refitted per draw; guard: {n_checked} refits checked, {n_worse} worse than "
+                 f"the global search) + step-1 run noise (log sd {sigma1:.3g}) + checkpoint "
                  f"noise (sd {100 * noise:.2f} points)")
     cal = None
     if calibrate:
-        cal, cal_note = yield from _calibration_steps(
-            ladder, task, data, seed=seed, draws=calibration_draws, step1_law=step1_law,
-            step1_delta=step1_delta, column=column, helper_point=helper_point, upper=upper,
-            lower=lower, k_flops=k_flops)
+        errors, skipped = _lfo_frame(cuts)
+        used = max((c["chain"].drawn for c in cuts if isinstance(c, dict)), default=0)
+        cal, cal_note = _calibration_block(errors, skipped, used)
         notes.append(cal_note)
     name = getattr(ladder, "name", "")
     sizes = data.final["params"]
@@ -1252,18 +1491,25 @@ def _predict_one_steps(ladder, task: Task, targets: Sequence[dict], *, level: fl
             edge = ckpt_loss.min() if loss_hat[j] < ckpt_loss.min() else ckpt_loss.max()
             tnotes.append(f"step 2 is extrapolated: the predicted task loss {loss_hat[j]:.4f} "
                           f"is {where} fitted checkpoint's ({edge:.4f})")
+        tsizing = None
+        if sizing is not None:
+            tsizing = {k: v for k, v in sizing.items() if not k.startswith("_")}
+            tsizing.update(mc_se_lower=float(sizing["_se"][0, j]),
+                           mc_se_upper=float(sizing["_se"][1, j]),
+                           mc_width=float(sizing["_width"][j]), unit="fraction")
         out.append(AccuracyForecast(
             task=task, target=dict(target), task_loss=float(loss_hat[j]),
             accuracy=float(acc_hat[j]), lower=lo, upper=hi, mean_lower=mlo, mean_upper=mhi,
             task_loss_lower=llo, task_loss_upper=lhi, level=level, step1=step1, step2=step2,
             noise_sd=noise, step1_noise=sigma1, n_boot=n_boot, n_failed=n_failed, seed=seed,
             ladder=name, design=design, warnings=tw, notes=tnotes, bootstrap_lower=blo,
-            bootstrap_upper=bhi, calibration=cal, n_checked=n_checked, n_worse=n_worse))
+            bootstrap_upper=bhi, calibration=cal, n_checked=n_checked, n_worse=n_worse,
+            sizing=tsizing))
     return out
 
 
 def predict_accuracy(ladder, task: str | Task, *, target_params,
-                     target_tokens, level: float = DEFAULT_LEVEL, n_boot: int = 200,
+                     target_tokens, level: float = DEFAULT_LEVEL, n_boot: int | None = None,
                      seed: int = 0, runs: Iterable[str] | None = None,
                      fit_max_params: float | None = None,
                      tasks_manifest: str | Path | None = None, step1_law: str = "chinchilla",
@@ -1271,7 +1517,7 @@ def predict_accuracy(ladder, task: str | Task, *, target_params,
                      helper_point: bool = False, design: str = "two-step",
                      upper: float | str = 1.0, lower: float | str = "fit",
                      calibrate: bool = True, check_every: int = _CHECK_EVERY,
-                     calibration_draws: int = CAL_DRAWS, step1_delta: float | None = None,
+                     calibration_draws: int | None = None, step1_delta: float | None = None,
                      n_jobs: int | None = None):
     """Predict a task's accuracy at (N, D) in two steps (see the module docstring).
 
@@ -1284,7 +1530,14 @@ def predict_accuracy(ladder, task: str | Task, *, target_params,
         of the same length (a scalar pairs with each element of the other) for several
         targets at once, which share the fits, the bootstrap and the calibration.
     level: the interval's level, in (0, 1).
-    n_boot: bootstrap draws (resamples of runs), >= 2.
+    n_boot: bootstrap draws (resamples of runs), >= 2: exactly that many. None (default):
+        sized to the interval's Monte-Carlo error: :data:`AUTO_BOOT` (100 draws, then 100
+        more up to 200, the fixed default before issue 27) until each end of every target's
+        new-run interval has a Monte-Carlo standard error at most :data:`MC_FRACTION` (0.1)
+        of the interval's width (:func:`_interval_mc`: the draws resampled, seeded). The
+        draws are those of the 200-draw bootstrap, in order, so a forecast that needs the cap
+        is the fixed-200 one bit for bit. The count used is the forecast's ``n_boot``; the
+        rule and the standard errors are in ``sizing`` (``to_dict()["bootstrap"]["sizing"]``).
     seed: the seed of the bootstrap and noise draws; same inputs and seed give bit-identical
         results.
     runs: fit only these runs (default: every finished run); ``fit_max_params``: only runs
@@ -1305,8 +1558,12 @@ def predict_accuracy(ladder, task: str | Task, *, target_params,
     calibrate: stretch the interval by how far leave-future-out predictions inside the
         fitted runs fell outside their own bootstrap (default; see the module docstring).
         Needs 3 leave-future-out cuts, else a note.
-    calibration_draws: bootstrap draws per leave-future-out cut of the calibration (default
-        :data:`CAL_DRAWS`), >= 10.
+    calibration_draws: bootstrap draws per leave-future-out cut of the calibration, >= 10:
+        exactly that many (:data:`CAL_DRAWS` = 40 was the default before issue 27). None
+        (default): sized by the same rule as ``n_boot`` (:data:`AUTO_CAL`: 20 per cut, then
+        40), the draws added where the worst end's Monte-Carlo variance mostly comes from
+        (the main bootstrap or the calibration's stretch). ``n_boot=200,
+        calibration_draws=40`` gives the forecasts before issue 27, bit for bit.
     step1_delta: the Huber delta of step 1 on log residuals (default the engine's,
         :data:`delphi.fitting.DEFAULT_DELTA`); the step-1 fit's warnings suggest a larger
         one when most residuals exceed it.
@@ -1339,13 +1596,16 @@ def predict_accuracy(ladder, task: str | Task, *, target_params,
     _check_step1_law(step1_law)
     if not (isinstance(level, float) and 0 < level < 1):
         raise FitError(f"level must be in (0, 1), got {level!r}")
-    if not (isinstance(n_boot, int) and n_boot >= 2):
-        raise FitError(f"n_boot must be an integer >= 2, got {n_boot!r}")
+    if not (n_boot is None or (isinstance(n_boot, int) and n_boot >= 2)):
+        raise FitError(f"n_boot must be None (sized to its Monte-Carlo error) or an integer "
+                       f">= 2, got {n_boot!r}")
     if step1_delta is not None and not (isinstance(step1_delta, (int, float))
                                         and math.isfinite(step1_delta) and step1_delta > 0):
         raise FitError(f"step1_delta must be a positive number, got {step1_delta!r}")
-    if not (isinstance(calibration_draws, int) and calibration_draws >= 10):
-        raise FitError(f"calibration_draws must be an integer >= 10, got {calibration_draws!r}")
+    if not (calibration_draws is None
+            or (isinstance(calibration_draws, int) and calibration_draws >= 10)):
+        raise FitError(f"calibration_draws must be None (sized to the interval's Monte-Carlo "
+                       f"error) or an integer >= 10, got {calibration_draws!r}")
     if design not in ("two-step", "c4-loss"):
         raise FitError(f"design must be 'two-step' or 'c4-loss', got {design!r}")
     ladder = _load(ladder)
