@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import Mapping, Sequence
 
 import numpy as np
-from scipy.optimize import linprog
+from ..core.quantile_line import quantile_line
 from ..core.quantiles import norm_ppf, t_ppf
 
 from ..inputs.law_inputs import budget_labels, rows_inputs
@@ -308,8 +308,8 @@ class CalibrationModel:
     """Spread of a law's extrapolation error against the extrapolation ratio r:
     sigma(r) = sigma_0 + k log10(max(r, 1)), an sd of log loss.
 
-    Fitted (:meth:`fit`) by median regression (L1, Koenker & Bassett 1978, solved as a linear
-    programme) of |e| / Phi^-1(0.75) on log10 r over the leave-future-out log errors e, with
+    Fitted (:meth:`fit`) by median regression (L1, Koenker & Bassett 1978, solved exactly by
+    :func:`~delphi.core.quantile_line.quantile_line`) of |e| / Phi^-1(0.75) on log10 r over the leave-future-out log errors e, with
     k >= 0 and sigma_0 >= :data:`SIGMA_FLOOR`: for e ~ N(0, sigma(r)) the median of |e| is
     Phi^-1(0.75) sigma(r), and the median is robust to the few large errors of a cut far from
     the rest. These are the empirical prediction intervals of Williams & Goodman (1971),
@@ -437,22 +437,10 @@ class CalibrationModel:
 
 
 def _median_line(x: np.ndarray, y: np.ndarray) -> tuple[float, float]:
-    """(a, b) minimising sum |y - a - b x| with a >= SIGMA_FLOOR, b >= 0 (an L1 line, as a
-    linear programme: y_i - a - b x_i = u_i - v_i, u, v >= 0, minimise sum u + v)."""
-    from scipy import sparse
-    n = len(y)
-    # Sparse: a dense identity pair is 2 n^2 numbers (30 MB for compare's 1,400 errors), the
-    # same matrix HiGHS would build from it.
-    eye = sparse.identity(n, format="csc")
-    a_eq = sparse.hstack([sparse.csc_matrix(np.stack([np.ones(n), x], axis=1)), eye, -eye],
-                         format="csc")
-    cost = np.concatenate([[0.0, 0.0], np.ones(2 * n)])
-    res = linprog(cost, A_eq=a_eq, b_eq=y,
-                  bounds=[(SIGMA_FLOOR, None), (0, None)] + [(0, None)] * (2 * n),
-                  method="highs")
-    if not res.success:
-        raise FitError(f"calibration median regression failed: {res.message}")
-    return float(res.x[0]), float(res.x[1])
+    """(a, b) minimising sum |y - a - b x| with a >= SIGMA_FLOOR, b >= 0: the L1 line, found
+    exactly by :func:`delphi.core.quantile_line.quantile_line` (the linear programme's
+    optimum; the midpoint of the optimal lines where it is not unique)."""
+    return quantile_line(x, y, 0.5, a_min=SIGMA_FLOOR, b_min=0.0)
 
 
 def log_sd(iv, new_run: bool = True) -> float:
