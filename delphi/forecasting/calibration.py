@@ -33,7 +33,7 @@ from ..fitting.api import (DIVERGENCE_THRESHOLD, compute_frontier, screen_domina
                           screen_cap)
 from ..inputs.ladder import Ladder
 from ..laws import Law, get_law
-from .uncertainty import DEFAULT_LEVEL, delta_interval
+from .uncertainty import DEFAULT_LEVEL, delta_interval, delta_rows
 
 __all__ = ["LFOErrors", "leave_future_out", "cut_levels", "CalibrationModel",
            "calibrated_interval", "calibrate", "CalibrationBacktest", "calibration_backtest",
@@ -498,6 +498,35 @@ def calibrated_interval(base, centre: float, model: CalibrationModel, ratio: flo
                    calibration=info)
 
 
+def _fold_intervals(result, x, model, pred, ratio, level) -> dict | None:
+    """The delta-method and calibrated new-run intervals of one fold's predictions at once
+    (:func:`~delphi.uncertainty.delta_rows`; then :meth:`CalibrationModel.interval`'s
+    arithmetic on arrays, as :func:`calibrated_interval` does it at one point: the same
+    bits). ``lower``, ``upper``, ``cal_lower``, ``cal_upper`` and ``ok`` have shape (m,); None
+    (or ``ok`` False) where a point must be computed alone."""
+    rows = delta_rows(result, x, level=level)
+    if rows is None:
+        return None
+    ok = rows["ok"]
+    pred, ratio = np.asarray(pred, float), np.asarray(ratio, float)
+    z = float(norm_ppf(0.5 + level / 2))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        # log_sd of the expected-loss interval, at each point as alone
+        param = np.array([max(math.log(hi / lo) / (2 * z), 0.0) if good else 0.0
+                          for lo, hi, good in zip(rows["mean_lower"], rows["mean_upper"], ok)])
+    run = np.where(ok, rows["noise"], 0.0)
+    if not (np.all(np.isfinite(pred) & (pred > 0)) and np.all(np.isfinite(ratio) & (ratio > 0))
+            and np.all(np.isfinite(param)) and np.all(np.isfinite(run) & (run >= 0))):
+        return None
+    f = model.small_sample_factor(level)
+    # (f sigma)^2 as numpy's scalar power computes it at one point (its pow() rounds apart
+    # from an array's square in ~1 of 1,000 cases); the other squares are squares either way
+    spread = np.array([(f * s) ** 2 for s in np.asarray(model.sigma(ratio), float)])
+    sd = np.sqrt(spread + param ** 2 + run ** 2)
+    rows["cal_lower"], rows["cal_upper"] = pred * np.exp(-z * sd), pred * np.exp(z * sd)
+    return rows
+
+
 def calibrate(ladder: Ladder, law: str | Law, *, fixed: Mapping[str, float] | None = None,
               bounds: Mapping[str, Sequence[float]] | None = None,
               delta: float = DEFAULT_DELTA, max_folds: int | None = MAX_FOLDS,
@@ -631,24 +660,31 @@ def calibration_backtest(ladder: Ladder, law: str | Law, *,
         model = CalibrationModel.fit(sub)
         held = finals.loc[[str(r) for r in errors.run[mine]]].reset_index()
         x = rows_inputs(law, ladder, held)
+        rows = _fold_intervals(result, x, model, errors.predicted[mine], errors.ratio[mine],
+                               level)
         for j, i in enumerate(mine):
-            xi = {k: v[j:j + 1] for k, v in x.items()}
-            try:
-                base = delta_interval(result, xi, level=level)
-            except DelphiError as exc:
-                notes.append(f"fold {c_k:.3g}: run {errors.run[i]!r} has no delta interval "
-                             f"({exc})")
-                continue
             pred, act = float(errors.predicted[i]), float(errors.actual[i])
-            cal = calibrated_interval(base, pred, model, float(errors.ratio[i]))
+            if rows is not None and rows["ok"][j]:
+                lo, hi, cal_lo, cal_hi = (rows["lower"][j], rows["upper"][j],
+                                          rows["cal_lower"][j], rows["cal_upper"][j])
+            else:       # the point alone: its interval, or the error its note names
+                xi = {k: v[j:j + 1] for k, v in x.items()}
+                try:
+                    base = delta_interval(result, xi, level=level)
+                except DelphiError as exc:
+                    notes.append(f"fold {c_k:.3g}: run {errors.run[i]!r} has no delta "
+                                 f"interval ({exc})")
+                    continue
+                cal = calibrated_interval(base, pred, model, float(errors.ratio[i]))
+                lo, hi, cal_lo, cal_hi = base.lower, base.upper, cal.lower, cal.upper
             cols["run"].append(str(errors.run[i]))
             cols["cut"].append(c_k)
             cols["ratio"].append(float(errors.ratio[i]))
             cols["log_error"].append(float(errors.log_error[i]))
-            cols["inside_before"].append(bool(base.lower <= act <= base.upper))
-            cols["inside_after"].append(bool(cal.lower <= act <= cal.upper))
-            cols["width_before"].append(math.log(base.upper / pred))
-            cols["width_after"].append(math.log(cal.upper / pred))
+            cols["inside_before"].append(bool(lo <= act <= hi))
+            cols["inside_after"].append(bool(cal_lo <= act <= cal_hi))
+            cols["width_before"].append(math.log(hi / pred))
+            cols["width_after"].append(math.log(cal_hi / pred))
     if uncalibrated:
         notes.append(f"{uncalibrated} prediction(s) of the first folds have no calibrated "
                      f"interval: fewer than {MIN_FOLDS} earlier folds to calibrate on")
