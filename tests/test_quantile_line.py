@@ -38,7 +38,7 @@ def _vertex_minimum(x, y, tau, w, a_min, b_min):
 
 def _problems():
     rng = np.random.default_rng(7)
-    for case in range(40):
+    for case in range(24):
         n = int(rng.integers(3, 60))
         if case % 3 == 0:      # few distinct x and rounded y: tied (non-unique) optima
             x = rng.integers(0, 4, n).astype(float)
