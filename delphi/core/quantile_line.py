@@ -64,8 +64,13 @@ def _argmin_1d(s: np.ndarray, c: np.ndarray, t: np.ndarray, largest: bool = True
 
 
 def _on_line(x, y, a, b, scale):
-    """Points the line passes through, within rounding."""
-    return np.flatnonzero(np.abs(y - a - b * x) <= 1e-12 * scale * (1.0 + abs(b)))
+    """Points the line passes through, within rounding; one of each repeated (x, y), which
+    give the same pivot problem (a tied line can pass through thousands)."""
+    on = np.flatnonzero(np.abs(y - a - b * x) <= 1e-12 * scale * (1.0 + abs(b)))
+    if len(on) > 1:
+        _, first = np.unique(np.stack([x[on], y[on]], axis=1), axis=0, return_index=True)
+        on = on[np.sort(first)]
+    return on
 
 
 def _free_line(x, y, w, tau):
@@ -85,7 +90,8 @@ def _free_line(x, y, w, tau):
         moved = False
         # Pivots: k first, then every other point the line passes through (a degenerate
         # vertex), until one gives a strictly lower objective.
-        for p in [k] + [int(i) for i in _on_line(x, y, a, b, scale) if i != k]:
+        for p in [k] + [int(i) for i in _on_line(x, y, a, b, scale)
+                        if not (x[i] == x[k] and y[i] == y[k])]:
             d = x - x[p]
             m = np.flatnonzero(d != 0)
             if len(m) == 0:
