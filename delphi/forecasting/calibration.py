@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import Mapping, Sequence
 
 import numpy as np
-from scipy.optimize import linprog
+from ..core.quantile_line import quantile_line
 from ..core.quantiles import norm_ppf, t_ppf
 
 from ..inputs.law_inputs import budget_labels, rows_inputs
@@ -33,7 +33,7 @@ from ..fitting.api import (DIVERGENCE_THRESHOLD, compute_frontier, screen_domina
                           screen_cap)
 from ..inputs.ladder import Ladder
 from ..laws import Law, get_law
-from .uncertainty import DEFAULT_LEVEL, delta_interval
+from .uncertainty import DEFAULT_LEVEL, delta_interval, delta_rows
 
 __all__ = ["LFOErrors", "leave_future_out", "cut_levels", "CalibrationModel",
            "calibrated_interval", "calibrate", "CalibrationBacktest", "calibration_backtest",
@@ -308,8 +308,8 @@ class CalibrationModel:
     """Spread of a law's extrapolation error against the extrapolation ratio r:
     sigma(r) = sigma_0 + k log10(max(r, 1)), an sd of log loss.
 
-    Fitted (:meth:`fit`) by median regression (L1, Koenker & Bassett 1978, solved as a linear
-    programme) of |e| / Phi^-1(0.75) on log10 r over the leave-future-out log errors e, with
+    Fitted (:meth:`fit`) by median regression (L1, Koenker & Bassett 1978, solved exactly by
+    :func:`~delphi.core.quantile_line.quantile_line`) of |e| / Phi^-1(0.75) on log10 r over the leave-future-out log errors e, with
     k >= 0 and sigma_0 >= :data:`SIGMA_FLOOR`: for e ~ N(0, sigma(r)) the median of |e| is
     Phi^-1(0.75) sigma(r), and the median is robust to the few large errors of a cut far from
     the rest. These are the empirical prediction intervals of Williams & Goodman (1971),
@@ -437,22 +437,10 @@ class CalibrationModel:
 
 
 def _median_line(x: np.ndarray, y: np.ndarray) -> tuple[float, float]:
-    """(a, b) minimising sum |y - a - b x| with a >= SIGMA_FLOOR, b >= 0 (an L1 line, as a
-    linear programme: y_i - a - b x_i = u_i - v_i, u, v >= 0, minimise sum u + v)."""
-    from scipy import sparse
-    n = len(y)
-    # Sparse: a dense identity pair is 2 n^2 numbers (30 MB for compare's 1,400 errors), the
-    # same matrix HiGHS would build from it.
-    eye = sparse.identity(n, format="csc")
-    a_eq = sparse.hstack([sparse.csc_matrix(np.stack([np.ones(n), x], axis=1)), eye, -eye],
-                         format="csc")
-    cost = np.concatenate([[0.0, 0.0], np.ones(2 * n)])
-    res = linprog(cost, A_eq=a_eq, b_eq=y,
-                  bounds=[(SIGMA_FLOOR, None), (0, None)] + [(0, None)] * (2 * n),
-                  method="highs")
-    if not res.success:
-        raise FitError(f"calibration median regression failed: {res.message}")
-    return float(res.x[0]), float(res.x[1])
+    """(a, b) minimising sum |y - a - b x| with a >= SIGMA_FLOOR, b >= 0: the L1 line, found
+    exactly by :func:`delphi.core.quantile_line.quantile_line` (the linear programme's
+    optimum; the midpoint of the optimal lines where it is not unique)."""
+    return quantile_line(x, y, 0.5, a_min=SIGMA_FLOOR, b_min=0.0)
 
 
 def log_sd(iv, new_run: bool = True) -> float:
@@ -508,6 +496,35 @@ def calibrated_interval(base, centre: float, model: CalibrationModel, ratio: flo
     return replace(base, lower=lo, upper=hi, mean_lower=centre * math.exp(-z * sd_mean),
                    mean_upper=centre * math.exp(z * sd_mean), method=info["method"],
                    calibration=info)
+
+
+def _fold_intervals(result, x, model, pred, ratio, level) -> dict | None:
+    """The delta-method and calibrated new-run intervals of one fold's predictions at once
+    (:func:`~delphi.uncertainty.delta_rows`; then :meth:`CalibrationModel.interval`'s
+    arithmetic on arrays, as :func:`calibrated_interval` does it at one point: the same
+    bits). ``lower``, ``upper``, ``cal_lower``, ``cal_upper`` and ``ok`` have shape (m,); None
+    (or ``ok`` False) where a point must be computed alone."""
+    rows = delta_rows(result, x, level=level)
+    if rows is None:
+        return None
+    ok = rows["ok"]
+    pred, ratio = np.asarray(pred, float), np.asarray(ratio, float)
+    z = float(norm_ppf(0.5 + level / 2))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        # log_sd of the expected-loss interval, at each point as alone
+        param = np.array([max(math.log(hi / lo) / (2 * z), 0.0) if good else 0.0
+                          for lo, hi, good in zip(rows["mean_lower"], rows["mean_upper"], ok)])
+    run = np.where(ok, rows["noise"], 0.0)
+    if not (np.all(np.isfinite(pred) & (pred > 0)) and np.all(np.isfinite(ratio) & (ratio > 0))
+            and np.all(np.isfinite(param)) and np.all(np.isfinite(run) & (run >= 0))):
+        return None
+    f = model.small_sample_factor(level)
+    # (f sigma)^2 as numpy's scalar power computes it at one point (its pow() rounds apart
+    # from an array's square in ~1 of 1,000 cases); the other squares are squares either way
+    spread = np.array([(f * s) ** 2 for s in np.asarray(model.sigma(ratio), float)])
+    sd = np.sqrt(spread + param ** 2 + run ** 2)
+    rows["cal_lower"], rows["cal_upper"] = pred * np.exp(-z * sd), pred * np.exp(z * sd)
+    return rows
 
 
 def calibrate(ladder: Ladder, law: str | Law, *, fixed: Mapping[str, float] | None = None,
@@ -643,24 +660,31 @@ def calibration_backtest(ladder: Ladder, law: str | Law, *,
         model = CalibrationModel.fit(sub)
         held = finals.loc[[str(r) for r in errors.run[mine]]].reset_index()
         x = rows_inputs(law, ladder, held)
+        rows = _fold_intervals(result, x, model, errors.predicted[mine], errors.ratio[mine],
+                               level)
         for j, i in enumerate(mine):
-            xi = {k: v[j:j + 1] for k, v in x.items()}
-            try:
-                base = delta_interval(result, xi, level=level)
-            except DelphiError as exc:
-                notes.append(f"fold {c_k:.3g}: run {errors.run[i]!r} has no delta interval "
-                             f"({exc})")
-                continue
             pred, act = float(errors.predicted[i]), float(errors.actual[i])
-            cal = calibrated_interval(base, pred, model, float(errors.ratio[i]))
+            if rows is not None and rows["ok"][j]:
+                lo, hi, cal_lo, cal_hi = (rows["lower"][j], rows["upper"][j],
+                                          rows["cal_lower"][j], rows["cal_upper"][j])
+            else:       # the point alone: its interval, or the error its note names
+                xi = {k: v[j:j + 1] for k, v in x.items()}
+                try:
+                    base = delta_interval(result, xi, level=level)
+                except DelphiError as exc:
+                    notes.append(f"fold {c_k:.3g}: run {errors.run[i]!r} has no delta "
+                                 f"interval ({exc})")
+                    continue
+                cal = calibrated_interval(base, pred, model, float(errors.ratio[i]))
+                lo, hi, cal_lo, cal_hi = base.lower, base.upper, cal.lower, cal.upper
             cols["run"].append(str(errors.run[i]))
             cols["cut"].append(c_k)
             cols["ratio"].append(float(errors.ratio[i]))
             cols["log_error"].append(float(errors.log_error[i]))
-            cols["inside_before"].append(bool(base.lower <= act <= base.upper))
-            cols["inside_after"].append(bool(cal.lower <= act <= cal.upper))
-            cols["width_before"].append(math.log(base.upper / pred))
-            cols["width_after"].append(math.log(cal.upper / pred))
+            cols["inside_before"].append(bool(lo <= act <= hi))
+            cols["inside_after"].append(bool(cal_lo <= act <= cal_hi))
+            cols["width_before"].append(math.log(hi / pred))
+            cols["width_after"].append(math.log(cal_hi / pred))
     if uncalibrated:
         notes.append(f"{uncalibrated} prediction(s) of the first folds have no calibrated "
                      f"interval: fewer than {MIN_FOLDS} earlier folds to calibrate on")

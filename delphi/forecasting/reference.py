@@ -51,6 +51,7 @@ import numpy as np
 import pandas as pd
 from scipy import sparse
 from scipy.optimize import linprog
+from ..core.quantile_line import quantile_line
 from ..core.quantiles import norm_ppf
 
 from .calibration import MAX_FOLDS, SIGMA_FLOOR, CalibrationModel, LFOErrors, leave_future_out
@@ -129,7 +130,11 @@ def _quantile_line(x: np.ndarray, y: np.ndarray, tau: float, w: np.ndarray,
     """(a, b[, c]) minimising sum_i w_i rho_tau(y_i - a - b x_i [- c s_i]), a >= SIGMA_FLOOR,
     b, c >= 0: weighted linear quantile regression (Koenker & Bassett 1978) as a sparse
     linear programme, y_i - a - b x_i - c s_i = u_i - v_i with u, v >= 0 and cost
-    tau w u + (1 - tau) w v."""
+    tau w u + (1 - tau) w v. Without s, the line is found exactly without the programme
+    (:func:`delphi.core.quantile_line.quantile_line`: the same optimum; the midpoint of the
+    optimal lines where it is not unique)."""
+    if s is None:
+        return quantile_line(x, y, tau, w, a_min=SIGMA_FLOOR, b_min=0.0)
     n = len(y)
     cols = [np.ones(n), x] + ([s] if s is not None else [])
     p = len(cols)
