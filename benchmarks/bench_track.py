@@ -84,27 +84,77 @@ FRACTIONS = (0.25, 0.5, 0.75)
 VARIANTS = {"independent": (False, False), "early": (True, False),
             "correlated weights": (False, "weights"),
             "correlated variance": (False, "variance"),
-            "early+correlated weights": (True, "weights")}
+            "early+correlated weights": (True, "weights"),
+            # 2026-12-03: BLUE only where the fold correlation is significant; the ladder
+            # weight measured on the folds (their combination's least squares), shrunk
+            # towards the precision weight by the share given (FOLD_WEIGHT_SHARE chosen on
+            # the in-sample heroes among these)
+            "significant correlated weights": (False, "significant"),
+            "fold weights 0.25": (False, False, 0.25),
+            "fold weights 0.5": (False, False, 0.5),
+            "fold weights 0.75": (False, False, 0.75),
+            "fold weights 1": (False, False, 1.0)}
 
 
 def default_variant() -> str:
     """The variant ``predict_curve``'s defaults register."""
     import inspect
     p = inspect.signature(predict_curve).parameters
-    corr = p["correlated"].default
-    on = (p["early_completion"].default, "weights" if corr is True else corr)
-    return next(k for k, v in VARIANTS.items() if v == on)
+    from delphi.forecasting.target_curve import FOLD_WEIGHT_SHARE
+    corr, fw = p["correlated"].default, p["fold_weights"].default
+    on = (p["early_completion"].default, "weights" if corr is True else corr,
+          FOLD_WEIGHT_SHARE if fw is True else (None if fw is False else fw))
+    return next(k for k, v in VARIANTS.items() if (v + (None,))[:3] == on)
 
 
-def variant(cf, early: bool, correlated):
-    """``cf`` with the early completion error and the carry-over's correlations kept or
-    removed (what a record registered without them holds), the correlation used as
-    ``correlated`` says."""
+#: One-sided level of the test that the folds' correlation is above 0 ("significant").
+SIGNIFICANCE = 0.05
+
+
+def fold_pairs(cf) -> dict:
+    """{fraction: runs with both the anchored residual and the completion error} on ``cf``'s
+    size folds (the n of each carry-over correlation)."""
+    n = {}
+    for f in cf.size_folds:
+        errs = getattr(f, "completion_errors", ()) or (None,) * len(f.deviations)
+        for (q, _, _), c in zip(f.deviations, errs):
+            if c is not None:
+                n[round(q, 9)] = n.get(round(q, 9), 0) + 1
+    return n
+
+
+def significant(r: float, n: int, level: float = SIGNIFICANCE) -> bool:
+    """Whether a correlation r of n pairs is above 0 at one-sided ``level`` (Student's t with
+    n - 2 degrees of freedom, t = r sqrt((n - 2) / (1 - r^2)))."""
+    from scipy.stats import t as student_t
+    if n < 3 or r <= 0:
+        return False
+    return r * math.sqrt((n - 2) / (1 - r * r)) > student_t.ppf(1 - level, n - 2)
+
+
+def variant(cf, early: bool, correlated, fold_share: float | None = None):
+    """``cf`` with the early completion error, the carry-over's correlations and its fold
+    weights kept or removed (what a record registered without them holds), the correlation
+    used as ``correlated`` says (``"significant"``: the BLUE weights with the correlation
+    set to 0 at the fractions where it is not significantly above 0), the fold weights with
+    share ``fold_share`` (None: removed)."""
+    fold_w = fold_share is not None
     from dataclasses import replace
+    n = fold_pairs(cf) if correlated == "significant" else {}
+
+    def corr(c):
+        if not correlated or c.corr is None:
+            return None
+        if correlated == "significant":
+            return c.corr if significant(c.corr, n.get(round(c.fraction, 9), 0)) else 0.0
+        return c.corr
     return replace(cf, early_completion_error=cf.early_completion_error if early else (),
-                   carry_over=tuple(replace(c, corr=c.corr if correlated else None)
+                   carry_over=tuple(replace(c, corr=corr(c),
+                                            weight=c.weight if fold_w else None)
                                     for c in cf.carry_over),
-                   correlation_use=correlated or "weights")
+                   correlation_use=("weights" if correlated in (False, "significant")
+                                    else correlated),
+                   fold_weight_share=fold_share)
 
 
 def _sub(ladder: Ladder, keep, name: str) -> Ladder:
@@ -516,7 +566,7 @@ def run_config(down, only, n_boot, folder, syn_box, anchor=True):
                 t0 = time.perf_counter()
                 cf = predict_curve(fit_ladder, target, n_boot=n_boot, seed=0,
                                    size_errors=folds, carry=anchor, early_completion=True,
-                                   correlated=anchor)
+                                   correlated=anchor, fold_weights=anchor)
                 cache[key] = (cf, time.perf_counter() - t0 + t_folds)
             cf, t_forecast = cache[key]
             r = replay_one(cf, t_forecast, run, target, log, folder)
