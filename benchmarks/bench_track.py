@@ -41,6 +41,11 @@ measured, and replayed once per rule of ``VARIANTS`` with the other fields remov
 main tables: ``predict_curve``'s defaults); the run-only figures are the tracker's completion,
 else the early one (from warm-up), the same for every rule.
 
+Fold weights (on by default since 2026-12-03): once anchored, the ladder forecast's weight
+is shrunk from the precision weight towards the weight measured on the fit ladder's size folds
+(``FOLD_WEIGHT_SHARE`` = 0.25, chosen on the in-sample heroes among the shares of
+``VARIANTS`` before the out-of-sample replay).
+
 Carry-over anchoring (the ladder forecast anchored to the run's deviation so far, rho and sd
 measured on each fit ladder's own size folds: ``target_curve.carry_over``) is on; ``--no-anchor``
 registers the forecasts without it (the figures before it). The per-fraction errors are shown
@@ -377,7 +382,10 @@ def summarise(groups, oos, syn, base, mp, anchor=True) -> list[str]:
              "registered, then replayed checkpoint by checkpoint with `delphi.track` (outcome "
              "appended, scored against the band, final forecast revised by precision weighting "
              "in log space with the band at fraction 1 as the ladder's uncertainty, alarm at 3 "
-             "consecutive out-of-band checkpoints). Runs sharing N, length, batch and schedule "
+             "consecutive out-of-band checkpoints; once the ladder forecast is anchored, "
+             "the default records fold weights: its weight is a quarter of the way from the "
+             "precision weight to the weight that minimised the fit ladder's size folds' "
+             "squared combined error, `FOLD_WEIGHT_SHARE`). Runs sharing N, length, batch and schedule "
              "(the (Mis)Fitting peak LRs) share one forecast; its time is shown on each.", ""]
     lines += ["| ladder | run | checkpoints | band coverage (interval only) | ladder forecast "
               "[90% band at the end] (interval) | final | alarm at step | forecast s | "
@@ -442,9 +450,11 @@ def summarise(groups, oos, syn, base, mp, anchor=True) -> list[str]:
                   "ladder forecast anchored by the carry-over, " + (
                       "measured on each fit ladder's size folds, never on these runs):"
                       if anchor else "off in this run, `--no-anchor`):"), "",
-              "| heroes | fraction | revised | ladder only | anchored ladder | run only | "
-              "revised below both | revised below ladder only |",
-              "|---|---|---|---|---|---|---|---|"]
+              "| heroes | fraction | revised | ladder only | anchored ladder | run only "
+              "(tracker's completion, else the early one) | tracker's completion only "
+              "(runs) | revised below both | below both, against the tracker's completion "
+              "only | revised below ladder only |",
+              "|---|---|---|---|---|---|---|---|---|---|"]
     for label, g in (("in sample", groups), ("out of sample", oos or [])):
         if not g:
             continue
@@ -452,13 +462,16 @@ def summarise(groups, oos, syn, base, mp, anchor=True) -> list[str]:
         for q in FRACTIONS:
             rv, ld, ro = sx["med"][q]
             an = sx["anchored"][q]
+            rs, ns = sx["run_start"][q], sx["n_start"][q]
             lines.append(f"| {label} | {q:.0%} | {rv:.2%} | {ld:.2%} | "
                          f"{'-' if math.isnan(an) else f'{an:.2%}'} | "
                          f"{'none' if math.isnan(ro) else f'{ro:.2%}'} | "
+                         f"{'none' if not ns else f'{rs:.2%} ({ns})'} | "
                          f"{'yes' if rv < ld and rv < ro else 'no'} | "
+                         f"{'yes' if ns and rv < ld and rv < rs else 'no'} | "
                          f"{'yes' if rv < ld else 'no'} |")
         lines.append(f"| {label} | revised interval covers final | {sx['revised_cov']:.1%} of "
-                     f"{sx['n_cov']} | | | | | |")
+                     f"{sx['n_cov']} | | | | | | | |")
     lines += ["", "Revision rules side by side (every forecast made once with the early "
                   "completion error and the correlations measured; each rule registers it "
                   "with the others' fields removed; run only = the tracker's completion from "
