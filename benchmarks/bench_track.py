@@ -41,17 +41,18 @@ measured, and replayed once per rule of ``VARIANTS`` with the other fields remov
 main tables: ``predict_curve``'s defaults); the run-only figures are the tracker's completion,
 else the early one (from warm-up), the same for every rule.
 
-Fold weights (on by default since 2026-12-03): once anchored, the ladder forecast's weight
-is shrunk from the precision weight towards the weight measured on the fit ladder's size folds
-(``FOLD_WEIGHT_SHARE`` = 0.25, chosen on the in-sample heroes among the shares of
-``VARIANTS`` before the out-of-sample replay).
+Fold weights (``predict_curve(fold_weights=...)``, off by default; replayed as variants):
+once anchored, the ladder forecast's weight is shrunk from the precision weight towards the
+weight measured on the fit ladder's size folds by a share (``FOLD_WEIGHT_SHARE`` = 0.25, chosen
+on the in-sample heroes among the shares of ``VARIANTS`` before the out-of-sample replays).
+``--oos-down 1 2 3`` replays three out-of-sample sets (one, two and three sizes down).
 
 Carry-over anchoring (the ladder forecast anchored to the run's deviation so far, rho and sd
 measured on each fit ladder's own size folds: ``target_curve.carry_over``) is on; ``--no-anchor``
 registers the forecasts without it (the figures before it). The per-fraction errors are shown
 in sample (the issue's heroes) and out of sample (one size down, ``--oos``).
 
-Usage: ``python benchmarks/bench_track.py [--n-boot 200] [--oos misfitting] [--no-anchor]
+Usage: ``python benchmarks/bench_track.py [--n-boot 200] [--oos misfitting] [--oos-down 1 2 3] [--no-anchor]
 [--write]``;
 ``--multipower-only K`` times only the multi-power completion against one Epoch fit, K times.
 """
@@ -366,6 +367,18 @@ def stats(groups, inside="inside", at="at"):
             "revised_cov": float(np.mean(cov)) if cov else float("nan"), "n_cov": len(cov)}
 
 
+def _sets(groups, oos):
+    """(label, groups) of the in-sample heroes, then of each out-of-sample set when there are
+    several (``--oos-down``), then of all out-of-sample heroes pooled."""
+    out = [("in sample", groups)]
+    if oos and len(oos) > 1:
+        out += [(f"out of sample, {name.split(' (')[0]}", [(name, rs)]) for name, rs in oos]
+        out.append(("out of sample, pooled", oos))
+    elif oos:
+        out.append(("out of sample", oos))
+    return out
+
+
 def summarise(groups, oos, syn, base, mp, anchor=True) -> list[str]:
     lines = [SECTION, "",
              "(run only at 25%: the tracker's completion from the curve's start has fewer "
@@ -382,10 +395,7 @@ def summarise(groups, oos, syn, base, mp, anchor=True) -> list[str]:
              "registered, then replayed checkpoint by checkpoint with `delphi.track` (outcome "
              "appended, scored against the band, final forecast revised by precision weighting "
              "in log space with the band at fraction 1 as the ladder's uncertainty, alarm at 3 "
-             "consecutive out-of-band checkpoints; once the ladder forecast is anchored, "
-             "the default records fold weights: its weight is a quarter of the way from the "
-             "precision weight to the weight that minimised the fit ladder's size folds' "
-             "squared combined error, `FOLD_WEIGHT_SHARE`). Runs sharing N, length, batch and schedule "
+             "consecutive out-of-band checkpoints). Runs sharing N, length, batch and schedule "
              "(the (Mis)Fitting peak LRs) share one forecast; its time is shown on each.", ""]
     lines += ["| ladder | run | checkpoints | band coverage (interval only) | ladder forecast "
               "[90% band at the end] (interval) | final | alarm at step | forecast s | "
@@ -455,9 +465,7 @@ def summarise(groups, oos, syn, base, mp, anchor=True) -> list[str]:
               "(runs) | revised below both | below both, against the tracker's completion "
               "only | revised below ladder only |",
               "|---|---|---|---|---|---|---|---|---|---|"]
-    for label, g in (("in sample", groups), ("out of sample", oos or [])):
-        if not g:
-            continue
+    for label, g in _sets(groups, oos):
         sx = stats(g)
         for q in FRACTIONS:
             rv, ld, ro = sx["med"][q]
@@ -483,8 +491,8 @@ def summarise(groups, oos, syn, base, mp, anchor=True) -> list[str]:
               "covers final (pooled) | covers at 25/50/75% | revised below both (of 3) | "
               "below both, against the tracker's completion only (of 3) |",
               "|---|---|---|---|---|---|---|---|---|"]
-    for label, g in (("in sample", groups), ("out of sample", oos or [])):
-        for k in (VARIANTS if g else ()):
+    for label, g in _sets(groups, oos):
+        for k in VARIANTS:
             sx = stats(g, "inside", f"at_{k}")
             cov_q = []
             for q in FRACTIONS:
@@ -504,8 +512,7 @@ def summarise(groups, oos, syn, base, mp, anchor=True) -> list[str]:
                                          f"{stats(g)['run_start'][q]:.3%} "
                                          f"({stats(g)['n_start'][q]} runs)")
                           for q in FRACTIONS)
-                      for label, g in (("in sample", groups), ("out of sample", oos or []))
-                      if g) + ".", ""]
+                      for label, g in _sets(groups, oos)) + ".", ""]
     lines += ["", "Final-loss error, median |ln(final / forecast)| over runs, at the first "
                   "checkpoint at or after each fraction (both ladders pooled; per ladder "
                   "below):", "",
@@ -608,6 +615,9 @@ def main(argv=None) -> int:
     ap.add_argument("--multipower-only", type=int, metavar="K", default=0,
                     help="only time the multi-power completion against one Epoch fit, K times "
                          "(no replay, nothing written)")
+    ap.add_argument("--oos-down", type=int, nargs="+", default=[1], metavar="K",
+                    help="out-of-sample sets: the K-th size below the largest, fitted on the "
+                         "sizes below it (default 1; e.g. 1 2 3)")
     ap.add_argument("--oos", choices=("misfitting", "olmo", "all", "none"),
                     default="misfitting",
                     help="ladders whose second-largest size is replayed out of sample (default "
@@ -632,12 +642,16 @@ def main(argv=None) -> int:
         groups = run_config(0, args.only, args.n_boot, folder, syn_box, anchor)
         oos_only = {"all": args.only, "none": None}.get(args.oos, args.oos)
         oos = [] if args.oos == "none" or (args.only and args.oos not in ("all", args.only)) \
-            else run_config(1, oos_only, args.n_boot, folder, None, anchor)
+            else [g for k in args.oos_down
+                  for g in run_config(k, oos_only, args.n_boot, folder, None, anchor)]
         mp = float("nan") if args.skip_multipower else multipower_seconds()
     syn = syn_box[0] if syn_box else None
     lines = summarise(groups, oos, syn, base, mp, anchor)
     lines.insert(2, f"Command: `python benchmarks/bench_track.py --n-boot {args.n_boot} "
-                    f"--oos {args.oos}{' --no-anchor' if args.no_anchor else ''} --write` ({time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, "
+                    f"--oos {args.oos}"
+                    + ("" if args.oos_down == [1] else
+                       f" --oos-down {' '.join(map(str, args.oos_down))}")
+                    + f"{' --no-anchor' if args.no_anchor else ''} --write` ({time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, "
                     f"{time.perf_counter() - t_start:.0f} s).")
     lines.insert(3, "")
     print("\n".join(lines))

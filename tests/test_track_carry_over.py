@@ -362,10 +362,13 @@ def test_fold_weight_is_the_least_squares_weight_of_the_combination_clipped():
 def test_fold_weights_shrink_towards_the_precision_weight(forecasts, tmp_path):
     from dataclasses import replace
     from delphi.forecasting.target_curve import FOLD_WEIGHT_SHARE
-    _, on, _ = forecasts
-    assert on.fold_weight_share == FOLD_WEIGHT_SHARE            # recorded by default
+    folds, ind, _ = forecasts
+    assert ind.fold_weight_share is None                     # not recorded by default
+    assert all(c.weight is None for c in ind.carry_over)
+    on = replace(ind, carry_over=carry_over(folds, fold_weights=True),
+                 fold_weight_share=FOLD_WEIGHT_SHARE)
+    assert [replace(c, weight=None) for c in on.carry_over] == list(ind.carry_over)
     assert sum(c.weight is not None for c in on.carry_over) >= 5
-    ind = _without_fold_weights(on)
     reg = delphi.Registry(tmp_path / "r.jsonl")
     e_ind, e_on = _entry(reg, ind, "ind"), _entry(reg, on, "on")
     e_zero = _entry(reg, replace(on, fold_weight_share=0.0), "zero")
@@ -408,20 +411,18 @@ def test_fold_weights_shrink_towards_the_precision_weight(forecasts, tmp_path):
 
 def test_fold_weights_option_and_cli(ladder, tmp_path):
     from delphi.errors import TargetError
+    from delphi.forecasting.target_curve import FOLD_WEIGHT_SHARE
     from delphi.presentation.cli.main import main
-    folds = size_holdout_errors(ladder)
-    off = predict_curve(ladder, TARGET, size_errors=folds, fold_weights=False, **KW)
-    assert off.carry_over and off.fold_weight_share is None
-    assert all(c.weight is None for c in off.carry_over)
     with pytest.raises(TargetError, match="fold_weights"):
-        predict_curve(ladder, TARGET, size_errors=folds, fold_weights=2.0, **KW)
+        predict_curve(ladder, TARGET, fold_weights=2.0, **KW)
     csv = tmp_path / "ladder.csv"
     ladder.table.drop(columns=["row"], errors="ignore").to_csv(csv, index=False)
     reg = tmp_path / "r.jsonl"
     assert main(["register", str(csv), "--registry", str(reg), "--target-params",
                  str(TARGET["params"]), "--target-steps", str(TARGET["steps"]),
                  "--target-batch", str(BATCH), "--target-schedule", SPEC, "--curve",
-                 "--interval", "delta", "--id", "nofw", "--no-fold-weights"]) == 0
-    entry = delphi.Registry(reg).get("nofw")
-    assert entry.forecast.band.carry_over and entry.forecast.band.fold_weight_share is None
-    assert '"weight"' not in entry.line
+                 "--interval", "delta", "--id", "fw", "--fold-weights"]) == 0
+    band = delphi.Registry(reg).get("fw").forecast.band
+    assert band.fold_weight_share == FOLD_WEIGHT_SHARE
+    assert [c.weight for c in band.carry_over] == [
+        c.weight for c in carry_over(size_holdout_errors(ladder), fold_weights=True)]

@@ -57,7 +57,8 @@ correlated estimates instead of the inverse-variance ones (``correlated="weights
 the inverse-variance weights and only gives their combination its variance under the
 correlation (``correlated="variance"``: the same revised loss, a wider interval).
 
-Fold weights (on by default: ``predict_curve(fold_weights=True)``). On the same size folds,
+Fold weights (recorded only when asked for: ``predict_curve(fold_weights=True)``; off by
+default, see ``benchmarks/RESULTS.md``). On the same size folds,
 at each carry fraction, the ladder weight that minimises the held-out runs' squared error of
 the combination w a + (1 - w) c (a the anchored residual, c the run-only completion's error)
 is w = sum(c (c - a)) / sum((a - c)^2), clipped to [0, 1] (:attr:`CarryOver.weight`; the
@@ -125,9 +126,9 @@ MIN_CARRY_RUNS = 3
 #: Fractions at which the early completion's (from warm-up) error is measured on the ladder.
 EARLY_FRACTIONS = (0.25, 0.3, 0.4, 0.5)
 #: Share of the size folds' combination weight (:attr:`CarryOver.weight`) in the tracker's
-#: ladder weight, the rest the precision weight: chosen on the issue's in-sample heroes among
-#: 0, 0.25, 0.5, 0.75, 1 before the out-of-sample replay (``benchmarks/RESULTS.md``, issue 26,
-#: 2026-12-03, fold weights).
+#: ladder weight, the rest the precision weight, with ``fold_weights=True``: chosen on the
+#: issue's in-sample heroes among 0, 0.25, 0.5, 0.75, 1 before the out-of-sample replays
+#: (``benchmarks/RESULTS.md``, issue 26, 2026-12-03, fold weights).
 FOLD_WEIGHT_SHARE = 0.25
 #: Upper clip of the anchored/run-only correlation (a correlation of 1 makes the weights
 #: undefined; a negative one is clipped to 0).
@@ -662,7 +663,7 @@ def predict_curve(ladder, target, law: str | None = None, *, level: float = DEFA
                   points: int = DEFAULT_POINTS, completion: bool = True,
                   completion_runs: int = 12, size_errors=True, carry: bool = True,
                   early_completion: bool = False, correlated: bool | str = False,
-                  fold_weights: bool | float = True, seed: int = 0,
+                  fold_weights: bool | float = False, seed: int = 0,
                   **options) -> CurveForecast:
     """Forecast the target run's whole loss curve, with a band at each fraction.
 
@@ -705,8 +706,9 @@ def predict_curve(ladder, target, law: str | None = None, *, level: float = DEFA
         tracking combines the anchored forecast and the run-only completion with that weight
         shrunk towards the precision weight: ladder weight = share x fold weight + (1 -
         share) x s_R^2 / (s_L^2 + s_R^2), share :data:`FOLD_WEIGHT_SHARE` (True) or the
-        number given, in [0, 1]; False records none (the sds' weights alone). Module
-        docstring; ``benchmarks/RESULTS.md``, issue 26, 2026-12-03, for the choice.
+        number given, in [0, 1]; False (default) records none (the sds' weights alone).
+        Off by default: it did not hold out of sample (``benchmarks/RESULTS.md``, issue 26,
+        2026-12-03, fold weights).
     seed, options: passed to :func:`delphi.predict` (``interval``, ``n_boot``, ``fixed``...).
 
     Returns

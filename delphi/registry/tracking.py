@@ -42,8 +42,8 @@ yet recorded:
    (Aitken's generalised least squares); or (``band.correlation_use = "variance"``) the
    inverse-variance weights with that sigma. Records without these fields revise as above.
 
-   Fold weights (recorded by default since 2026-12-03, ``band.carry_over[].weight`` and
-   ``band.fold_weight_share``; :mod:`delphi.forecasting.target_curve`): once the ladder's
+   Fold weights (``predict_curve(fold_weights=True)``, off by default; ``band.carry_over[].weight``
+   and ``band.fold_weight_share``; :mod:`delphi.forecasting.target_curve`): once the ladder's
    forecast is anchored, its weight is w_L = s w + (1 - s) sigma_R^2 / (sigma_L^2 +
    sigma_R^2), w the weight that minimised the size folds' squared combined error
    (interpolated in the fraction), s the recorded share; mu = w_L mu_L + (1 - w_L) mu_R,
