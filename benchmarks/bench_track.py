@@ -41,12 +41,18 @@ measured, and replayed once per rule of ``VARIANTS`` with the other fields remov
 main tables: ``predict_curve``'s defaults); the run-only figures are the tracker's completion,
 else the early one (from warm-up), the same for every rule.
 
+Fold weights (``predict_curve(fold_weights=...)``, off by default; replayed as variants):
+once anchored, the ladder forecast's weight is shrunk from the precision weight towards the
+weight measured on the fit ladder's size folds by a share (``FOLD_WEIGHT_SHARE`` = 0.25, chosen
+on the in-sample heroes among the shares of ``VARIANTS`` before the out-of-sample replays).
+``--oos-down 1 2 3`` replays three out-of-sample sets (one, two and three sizes down).
+
 Carry-over anchoring (the ladder forecast anchored to the run's deviation so far, rho and sd
 measured on each fit ladder's own size folds: ``target_curve.carry_over``) is on; ``--no-anchor``
 registers the forecasts without it (the figures before it). The per-fraction errors are shown
 in sample (the issue's heroes) and out of sample (one size down, ``--oos``).
 
-Usage: ``python benchmarks/bench_track.py [--n-boot 200] [--oos misfitting] [--no-anchor]
+Usage: ``python benchmarks/bench_track.py [--n-boot 200] [--oos misfitting] [--oos-down 1 2 3] [--no-anchor]
 [--write]``;
 ``--multipower-only K`` times only the multi-power completion against one Epoch fit, K times.
 """
@@ -84,27 +90,77 @@ FRACTIONS = (0.25, 0.5, 0.75)
 VARIANTS = {"independent": (False, False), "early": (True, False),
             "correlated weights": (False, "weights"),
             "correlated variance": (False, "variance"),
-            "early+correlated weights": (True, "weights")}
+            "early+correlated weights": (True, "weights"),
+            # 2026-12-03: BLUE only where the fold correlation is significant; the ladder
+            # weight measured on the folds (their combination's least squares), shrunk
+            # towards the precision weight by the share given (FOLD_WEIGHT_SHARE chosen on
+            # the in-sample heroes among these)
+            "significant correlated weights": (False, "significant"),
+            "fold weights 0.25": (False, False, 0.25),
+            "fold weights 0.5": (False, False, 0.5),
+            "fold weights 0.75": (False, False, 0.75),
+            "fold weights 1": (False, False, 1.0)}
 
 
 def default_variant() -> str:
     """The variant ``predict_curve``'s defaults register."""
     import inspect
     p = inspect.signature(predict_curve).parameters
-    corr = p["correlated"].default
-    on = (p["early_completion"].default, "weights" if corr is True else corr)
-    return next(k for k, v in VARIANTS.items() if v == on)
+    from delphi.forecasting.target_curve import FOLD_WEIGHT_SHARE
+    corr, fw = p["correlated"].default, p["fold_weights"].default
+    on = (p["early_completion"].default, "weights" if corr is True else corr,
+          FOLD_WEIGHT_SHARE if fw is True else (None if fw is False else fw))
+    return next(k for k, v in VARIANTS.items() if (v + (None,))[:3] == on)
 
 
-def variant(cf, early: bool, correlated):
-    """``cf`` with the early completion error and the carry-over's correlations kept or
-    removed (what a record registered without them holds), the correlation used as
-    ``correlated`` says."""
+#: One-sided level of the test that the folds' correlation is above 0 ("significant").
+SIGNIFICANCE = 0.05
+
+
+def fold_pairs(cf) -> dict:
+    """{fraction: runs with both the anchored residual and the completion error} on ``cf``'s
+    size folds (the n of each carry-over correlation)."""
+    n = {}
+    for f in cf.size_folds:
+        errs = getattr(f, "completion_errors", ()) or (None,) * len(f.deviations)
+        for (q, _, _), c in zip(f.deviations, errs):
+            if c is not None:
+                n[round(q, 9)] = n.get(round(q, 9), 0) + 1
+    return n
+
+
+def significant(r: float, n: int, level: float = SIGNIFICANCE) -> bool:
+    """Whether a correlation r of n pairs is above 0 at one-sided ``level`` (Student's t with
+    n - 2 degrees of freedom, t = r sqrt((n - 2) / (1 - r^2)))."""
+    from scipy.stats import t as student_t
+    if n < 3 or r <= 0:
+        return False
+    return r * math.sqrt((n - 2) / (1 - r * r)) > student_t.ppf(1 - level, n - 2)
+
+
+def variant(cf, early: bool, correlated, fold_share: float | None = None):
+    """``cf`` with the early completion error, the carry-over's correlations and its fold
+    weights kept or removed (what a record registered without them holds), the correlation
+    used as ``correlated`` says (``"significant"``: the BLUE weights with the correlation
+    set to 0 at the fractions where it is not significantly above 0), the fold weights with
+    share ``fold_share`` (None: removed)."""
+    fold_w = fold_share is not None
     from dataclasses import replace
+    n = fold_pairs(cf) if correlated == "significant" else {}
+
+    def corr(c):
+        if not correlated or c.corr is None:
+            return None
+        if correlated == "significant":
+            return c.corr if significant(c.corr, n.get(round(c.fraction, 9), 0)) else 0.0
+        return c.corr
     return replace(cf, early_completion_error=cf.early_completion_error if early else (),
-                   carry_over=tuple(replace(c, corr=c.corr if correlated else None)
+                   carry_over=tuple(replace(c, corr=corr(c),
+                                            weight=c.weight if fold_w else None)
                                     for c in cf.carry_over),
-                   correlation_use=correlated or "weights")
+                   correlation_use=("weights" if correlated in (False, "significant")
+                                    else correlated),
+                   fold_weight_share=fold_share)
 
 
 def _sub(ladder: Ladder, keep, name: str) -> Ladder:
@@ -311,6 +367,18 @@ def stats(groups, inside="inside", at="at"):
             "revised_cov": float(np.mean(cov)) if cov else float("nan"), "n_cov": len(cov)}
 
 
+def _sets(groups, oos):
+    """(label, groups) of the in-sample heroes, then of each out-of-sample set when there are
+    several (``--oos-down``), then of all out-of-sample heroes pooled."""
+    out = [("in sample", groups)]
+    if oos and len(oos) > 1:
+        out += [(f"out of sample, {name.split(' (')[0]}", [(name, rs)]) for name, rs in oos]
+        out.append(("out of sample, pooled", oos))
+    elif oos:
+        out.append(("out of sample", oos))
+    return out
+
+
 def summarise(groups, oos, syn, base, mp, anchor=True) -> list[str]:
     lines = [SECTION, "",
              "(run only at 25%: the tracker's completion from the curve's start has fewer "
@@ -392,23 +460,26 @@ def summarise(groups, oos, syn, base, mp, anchor=True) -> list[str]:
                   "ladder forecast anchored by the carry-over, " + (
                       "measured on each fit ladder's size folds, never on these runs):"
                       if anchor else "off in this run, `--no-anchor`):"), "",
-              "| heroes | fraction | revised | ladder only | anchored ladder | run only | "
-              "revised below both | revised below ladder only |",
-              "|---|---|---|---|---|---|---|---|"]
-    for label, g in (("in sample", groups), ("out of sample", oos or [])):
-        if not g:
-            continue
+              "| heroes | fraction | revised | ladder only | anchored ladder | run only "
+              "(tracker's completion, else the early one) | tracker's completion only "
+              "(runs) | revised below both | below both, against the tracker's completion "
+              "only | revised below ladder only |",
+              "|---|---|---|---|---|---|---|---|---|---|"]
+    for label, g in _sets(groups, oos):
         sx = stats(g)
         for q in FRACTIONS:
             rv, ld, ro = sx["med"][q]
             an = sx["anchored"][q]
+            rs, ns = sx["run_start"][q], sx["n_start"][q]
             lines.append(f"| {label} | {q:.0%} | {rv:.2%} | {ld:.2%} | "
                          f"{'-' if math.isnan(an) else f'{an:.2%}'} | "
                          f"{'none' if math.isnan(ro) else f'{ro:.2%}'} | "
+                         f"{'none' if not ns else f'{rs:.2%} ({ns})'} | "
                          f"{'yes' if rv < ld and rv < ro else 'no'} | "
+                         f"{'yes' if ns and rv < ld and rv < rs else 'no'} | "
                          f"{'yes' if rv < ld else 'no'} |")
         lines.append(f"| {label} | revised interval covers final | {sx['revised_cov']:.1%} of "
-                     f"{sx['n_cov']} | | | | | |")
+                     f"{sx['n_cov']} | | | | | | | |")
     lines += ["", "Revision rules side by side (every forecast made once with the early "
                   "completion error and the correlations measured; each rule registers it "
                   "with the others' fields removed; run only = the tracker's completion from "
@@ -420,8 +491,8 @@ def summarise(groups, oos, syn, base, mp, anchor=True) -> list[str]:
               "covers final (pooled) | covers at 25/50/75% | revised below both (of 3) | "
               "below both, against the tracker's completion only (of 3) |",
               "|---|---|---|---|---|---|---|---|---|"]
-    for label, g in (("in sample", groups), ("out of sample", oos or [])):
-        for k in (VARIANTS if g else ()):
+    for label, g in _sets(groups, oos):
+        for k in VARIANTS:
             sx = stats(g, "inside", f"at_{k}")
             cov_q = []
             for q in FRACTIONS:
@@ -441,8 +512,7 @@ def summarise(groups, oos, syn, base, mp, anchor=True) -> list[str]:
                                          f"{stats(g)['run_start'][q]:.3%} "
                                          f"({stats(g)['n_start'][q]} runs)")
                           for q in FRACTIONS)
-                      for label, g in (("in sample", groups), ("out of sample", oos or []))
-                      if g) + ".", ""]
+                      for label, g in _sets(groups, oos)) + ".", ""]
     lines += ["", "Final-loss error, median |ln(final / forecast)| over runs, at the first "
                   "checkpoint at or after each fraction (both ladders pooled; per ladder "
                   "below):", "",
@@ -516,7 +586,7 @@ def run_config(down, only, n_boot, folder, syn_box, anchor=True):
                 t0 = time.perf_counter()
                 cf = predict_curve(fit_ladder, target, n_boot=n_boot, seed=0,
                                    size_errors=folds, carry=anchor, early_completion=True,
-                                   correlated=anchor)
+                                   correlated=anchor, fold_weights=anchor)
                 cache[key] = (cf, time.perf_counter() - t0 + t_folds)
             cf, t_forecast = cache[key]
             r = replay_one(cf, t_forecast, run, target, log, folder)
@@ -545,6 +615,9 @@ def main(argv=None) -> int:
     ap.add_argument("--multipower-only", type=int, metavar="K", default=0,
                     help="only time the multi-power completion against one Epoch fit, K times "
                          "(no replay, nothing written)")
+    ap.add_argument("--oos-down", type=int, nargs="+", default=[1], metavar="K",
+                    help="out-of-sample sets: the K-th size below the largest, fitted on the "
+                         "sizes below it (default 1; e.g. 1 2 3)")
     ap.add_argument("--oos", choices=("misfitting", "olmo", "all", "none"),
                     default="misfitting",
                     help="ladders whose second-largest size is replayed out of sample (default "
@@ -569,12 +642,16 @@ def main(argv=None) -> int:
         groups = run_config(0, args.only, args.n_boot, folder, syn_box, anchor)
         oos_only = {"all": args.only, "none": None}.get(args.oos, args.oos)
         oos = [] if args.oos == "none" or (args.only and args.oos not in ("all", args.only)) \
-            else run_config(1, oos_only, args.n_boot, folder, None, anchor)
+            else [g for k in args.oos_down
+                  for g in run_config(k, oos_only, args.n_boot, folder, None, anchor)]
         mp = float("nan") if args.skip_multipower else multipower_seconds()
     syn = syn_box[0] if syn_box else None
     lines = summarise(groups, oos, syn, base, mp, anchor)
     lines.insert(2, f"Command: `python benchmarks/bench_track.py --n-boot {args.n_boot} "
-                    f"--oos {args.oos}{' --no-anchor' if args.no_anchor else ''} --write` ({time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, "
+                    f"--oos {args.oos}"
+                    + ("" if args.oos_down == [1] else
+                       f" --oos-down {' '.join(map(str, args.oos_down))}")
+                    + f"{' --no-anchor' if args.no_anchor else ''} --write` ({time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, "
                     f"{time.perf_counter() - t_start:.0f} s).")
     lines.insert(3, "")
     print("\n".join(lines))

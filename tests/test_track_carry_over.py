@@ -245,9 +245,16 @@ def _entry(reg, cf, id, **band):
     return e.model_copy(update={"forecast": e.forecast.model_copy(update={"band": b})})
 
 
+def _without_fold_weights(cf):
+    from dataclasses import replace
+    return replace(cf, carry_over=tuple(replace(c, weight=None) for c in cf.carry_over),
+                   fold_weight_share=None)
+
+
 def test_correlated_weights_are_the_blue_of_two_correlated_estimates(forecasts, tmp_path):
     from dataclasses import replace
     _, on, _ = forecasts
+    on = _without_fold_weights(on)
     reg = delphi.Registry(tmp_path / "r.jsonl")
     corr = 0.6
     cor = replace(on, carry_over=tuple(replace(c, corr=corr) for c in on.carry_over))
@@ -320,3 +327,102 @@ def test_early_completion_fills_the_start_of_the_curve(ladder, forecasts, tmp_pa
             assert rb.to_dict() == ra.to_dict()
             same += 1
     assert filled >= 3 and same > 20
+
+
+# --- fold weights (issue 26, target 2, 2026-12-03)
+
+def test_fold_weight_is_the_least_squares_weight_of_the_combination_clipped():
+    d = np.array([0.01, -0.02, 0.03, 0.015, -0.005])
+    e = 0.5 * d + np.array([0.002, -0.001, 0.001, -0.002, 0.003])
+    a = e - float(d @ e / (d @ d)) * d
+    c = np.array([0.004, -0.001, 0.003, -0.003, -0.002])
+
+    def fold(comps):
+        return SizeFold(params=4e8, fitted_params=2e8, tokens_per_param=(10.0,),
+                        errors=(0.0,), deviations=tuple((0.5, float(x), float(y))
+                                                        for x, y in zip(d, e)),
+                        completion_errors=tuple(None if v is None else float(v)
+                                                for v in comps))
+    (r,) = carry_over((fold(c),), fold_weights=True)
+    w = float(c @ (c - a) / ((a - c) @ (a - c)))
+    assert 0 < w < 1 and r.weight == pytest.approx(w, rel=1e-12)
+    # it minimises the folds' squared combined error
+    grid = np.linspace(0, 1, 1001)
+    sse = [float(np.sum((g * a + (1 - g) * c) ** 2)) for g in grid]
+    assert abs(grid[int(np.argmin(sse))] - r.weight) <= 1e-3
+    assert r.corr is None and carry_over((fold(c),))[0].weight is None
+    # clipped: a completion that is always worse gets none, one always exact all
+    assert carry_over((fold(10 * a),), fold_weights=True)[0].weight == 1.0
+    assert carry_over((fold(0 * a),), fold_weights=True)[0].weight == 0.0
+    assert carry_over((fold(a),), fold_weights=True)[0].weight == 0.5     # a = c: undecided
+    assert carry_over((fold((0.01, None, None, None, 0.02)),),
+                      fold_weights=True)[0].weight is None              # too few runs
+
+
+def test_fold_weights_shrink_towards_the_precision_weight(forecasts, tmp_path):
+    from dataclasses import replace
+    from delphi.forecasting.target_curve import FOLD_WEIGHT_SHARE
+    folds, ind, _ = forecasts
+    assert ind.fold_weight_share is None                     # not recorded by default
+    assert all(c.weight is None for c in ind.carry_over)
+    on = replace(ind, carry_over=carry_over(folds, fold_weights=True),
+                 fold_weight_share=FOLD_WEIGHT_SHARE)
+    assert [replace(c, weight=None) for c in on.carry_over] == list(ind.carry_over)
+    assert sum(c.weight is not None for c in on.carry_over) >= 5
+    reg = delphi.Registry(tmp_path / "r.jsonl")
+    e_ind, e_on = _entry(reg, ind, "ind"), _entry(reg, on, "on")
+    e_zero = _entry(reg, replace(on, fold_weight_share=0.0), "zero")
+    e_corr = _entry(reg, replace(on, carry_over=tuple(replace(c, corr=0.5)
+                                                       for c in on.carry_over)), "corr")
+    # only a record with them carries the fields; both lines read back to themselves
+    assert '"weight"' not in e_ind.line and "fold_weight_share" not in e_ind.line
+    assert '"weight"' in e_on.line and f'"fold_weight_share":{FOLD_WEIGHT_SHARE}' in e_on.line
+    assert Entry.model_validate_json(e_on.line).line == e_on.line
+    fw_f = [c.fraction for c in on.carry_over if c.weight is not None]
+    fw = [c.weight for c in on.carry_over if c.weight is not None]
+    a, b, z, k = Reviser(e_ind), Reviser(e_on), Reviser(e_zero), Reviser(e_corr)
+    checked = 0
+    for step, loss in zip(*_run_log().to_numpy().T):
+        revise = step / TARGET["steps"] >= a.start_fraction
+        ra, rb, rz, rk = (r.add(int(step), float(loss), revise=revise) for r in (a, b, z, k))
+        if ra is None or ra.run_sd is None or step >= TARGET["steps"]:
+            continue
+        assert ra.anchored == rb.anchored and ra.run_only == rb.run_only
+        s_r = ra.run_sd
+        s_l = s_r * math.sqrt((1 - ra.ladder_weight) / ra.ladder_weight)
+        prec = s_r ** 2 / (s_l ** 2 + s_r ** 2)
+        w = (FOLD_WEIGHT_SHARE * float(np.interp(step / TARGET["steps"], fw_f, fw))
+             + (1 - FOLD_WEIGHT_SHARE) * prec)
+        mu = w * math.log(rb.anchored) + (1 - w) * math.log(rb.run_only)
+        sd = math.sqrt(w * w * s_l ** 2 + (1 - w) ** 2 * s_r ** 2)
+        assert rb.ladder_weight == pytest.approx(w, abs=1e-9)
+        assert rb.loss == pytest.approx(math.exp(mu), rel=1e-12)
+        assert math.log(rb.upper / rb.loss) == pytest.approx(a.z * sd, rel=1e-9)
+        # a share of 0 is the precision weighting itself
+        assert rz.loss == pytest.approx(ra.loss, rel=1e-12)
+        assert rz.upper == pytest.approx(ra.upper, rel=1e-12)
+        # with a correlation recorded: the same weight, the variance under it
+        sd_k = math.sqrt(sd ** 2 + 2 * w * (1 - w) * 0.5 * s_l * s_r)
+        assert rk.loss == rb.loss
+        assert math.log(rk.upper / rk.loss) == pytest.approx(a.z * sd_k, rel=1e-9)
+        checked += 1
+    assert checked > 20
+
+
+def test_fold_weights_option_and_cli(ladder, tmp_path):
+    from delphi.errors import TargetError
+    from delphi.forecasting.target_curve import FOLD_WEIGHT_SHARE
+    from delphi.presentation.cli.main import main
+    with pytest.raises(TargetError, match="fold_weights"):
+        predict_curve(ladder, TARGET, fold_weights=2.0, **KW)
+    csv = tmp_path / "ladder.csv"
+    ladder.table.drop(columns=["row"], errors="ignore").to_csv(csv, index=False)
+    reg = tmp_path / "r.jsonl"
+    assert main(["register", str(csv), "--registry", str(reg), "--target-params",
+                 str(TARGET["params"]), "--target-steps", str(TARGET["steps"]),
+                 "--target-batch", str(BATCH), "--target-schedule", SPEC, "--curve",
+                 "--interval", "delta", "--id", "fw", "--fold-weights"]) == 0
+    band = delphi.Registry(reg).get("fw").forecast.band
+    assert band.fold_weight_share == FOLD_WEIGHT_SHARE
+    assert [c.weight for c in band.carry_over] == [
+        c.weight for c in carry_over(size_holdout_errors(ladder), fold_weights=True)]

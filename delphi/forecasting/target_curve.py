@@ -56,6 +56,18 @@ combines the two by the best linear unbiased (generalised least-squares) weights
 correlated estimates instead of the inverse-variance ones (``correlated="weights"``), or keeps
 the inverse-variance weights and only gives their combination its variance under the
 correlation (``correlated="variance"``: the same revised loss, a wider interval).
+
+Fold weights (recorded only when asked for: ``predict_curve(fold_weights=True)``; off by
+default, see ``benchmarks/RESULTS.md``). On the same size folds,
+at each carry fraction, the ladder weight that minimises the held-out runs' squared error of
+the combination w a + (1 - w) c (a the anchored residual, c the run-only completion's error)
+is w = sum(c (c - a)) / sum((a - c)^2), clipped to [0, 1] (:attr:`CarryOver.weight`; the
+optimal combination from the sample second moments, Bates & Granger 1969, which the two sds'
+precision weights approximate by assuming the errors independent). Measured on 5-30 runs it
+jumps between 0 and 1 from one fraction to the next, so the tracker shrinks it towards the
+precision weight: w_L = s w + (1 - s) s_R^2 / (s_L^2 + s_R^2), s = :data:`FOLD_WEIGHT_SHARE`,
+its interval that of the weighted mean of independent estimates (under ``corr`` when one is
+recorded).
 """
 
 from __future__ import annotations
@@ -83,7 +95,7 @@ from ..inputs.law_inputs import curve_inputs
 
 __all__ = ["CurvePoint", "CurveForecast", "predict_curve", "completion_errors",
            "size_holdout_errors", "SizeFold", "CarryOver", "carry_over", "run_deviation",
-           "CARRY_FRACTIONS", "CARRY_WINDOW", "EARLY_FRACTIONS", "MAX_CORR", "target_schedule",
+           "CARRY_FRACTIONS", "CARRY_WINDOW", "EARLY_FRACTIONS", "MAX_CORR", "FOLD_WEIGHT_SHARE", "target_schedule",
            "COMPLETION_FRACTIONS", "CURVE_LAW", "DEFAULT_POINTS"]
 
 #: The checkpoint law ``--curve`` fits when none is named.
@@ -113,6 +125,11 @@ CARRY_WINDOW = 0.1
 MIN_CARRY_RUNS = 3
 #: Fractions at which the early completion's (from warm-up) error is measured on the ladder.
 EARLY_FRACTIONS = (0.25, 0.3, 0.4, 0.5)
+#: Share of the size folds' combination weight (:attr:`CarryOver.weight`) in the tracker's
+#: ladder weight, the rest the precision weight, with ``fold_weights=True``: chosen on the
+#: issue's in-sample heroes among 0, 0.25, 0.5, 0.75, 1 before the out-of-sample replays
+#: (``benchmarks/RESULTS.md``, issue 26, 2026-12-03, fold weights).
+FOLD_WEIGHT_SHARE = 0.25
 #: Upper clip of the anchored/run-only correlation (a correlation of 1 makes the weights
 #: undefined; a negative one is clipped to 0).
 MAX_CORR = 0.95
@@ -170,6 +187,10 @@ class CarryOver:
     """Correlation of the anchored residual e - rho d with the run-only completion's error,
     in [0, :data:`MAX_CORR`]; None when not measured (the tracker then weighs the two as
     independent)."""
+    weight: float | None = None
+    """The ladder weight that minimises the folds' squared error of the combination
+    w a + (1 - w) c (a the anchored residual, c the run-only completion's error), in [0, 1];
+    None when not measured (the tracker then weighs by the two sds)."""
 
 
 def run_deviation(fractions, log_ratios, at: float, window: float = CARRY_WINDOW) -> float | None:
@@ -184,13 +205,17 @@ def run_deviation(fractions, log_ratios, at: float, window: float = CARRY_WINDOW
 
 
 def carry_over(folds, *, fractions=CARRY_FRACTIONS, min_runs: int = MIN_CARRY_RUNS,
-               correlated: bool = False) -> tuple[CarryOver, ...]:
+               correlated: bool = False, fold_weights: bool = False) -> tuple[CarryOver, ...]:
     """The carry-over at each fraction from the size folds' ``deviations``
     (:func:`size_holdout_errors`), pooled over folds: rho = sum(d e) / sum(d^2) clipped to
     [0, 1] (least squares through the origin), sd = sqrt(sum((e - rho d)^2) / (n - 1)), rms =
     sqrt(mean(e^2)). With ``correlated``, also ``corr`` = sum(a c) / sqrt(sum a^2 sum c^2),
     a = e - rho d, c the run's completion error (:attr:`SizeFold.completion_errors`), over the
     runs with both (at least ``min_runs``; else None), clipped to [0, :data:`MAX_CORR`].
+    With ``fold_weights``, also ``weight`` = sum(c (c - a)) / sum((a - c)^2) over the same
+    runs, clipped to [0, 1]: the weight of the anchored forecast that minimises the folds'
+    sum of squared combined errors (the optimal combination of two forecasts from their
+    sample second moments, Bates & Granger 1969; 0.5 when a = c on every run).
     Fractions with fewer than ``min_runs`` runs are left out; empty without deviations."""
     out = []
     for q in fractions:
@@ -208,16 +233,20 @@ def carry_over(folds, *, fractions=CARRY_FRACTIONS, min_runs: int = MIN_CARRY_RU
         dd = float(np.dot(d, d))
         rho = 0.0 if dd <= 0 else min(1.0, max(0.0, float(np.dot(d, e)) / dd))
         res = e - rho * d
-        corr = None
+        corr, weight = None, None
         both = [(a, c) for a, c in zip(res, comp) if c is not None]
-        if correlated and len(both) >= min_runs:
+        if (correlated or fold_weights) and len(both) >= min_runs:
             a, c = np.array(both, float).T
-            den = math.sqrt(float(np.dot(a, a)) * float(np.dot(c, c)))
-            corr = 0.0 if den <= 0 else min(MAX_CORR, max(0.0, float(np.dot(a, c)) / den))
+            if correlated:
+                den = math.sqrt(float(np.dot(a, a)) * float(np.dot(c, c)))
+                corr = 0.0 if den <= 0 else min(MAX_CORR, max(0.0, float(np.dot(a, c)) / den))
+            if fold_weights:
+                den = float(np.dot(a - c, a - c))
+                weight = 0.5 if den <= 0 else min(1.0, max(0.0, float(np.dot(c, c - a)) / den))
         out.append(CarryOver(fraction=float(q), rho=rho,
                              sd=max(1e-6, float(np.sqrt(np.dot(res, res) / (len(e) - 1)))),
                              rms=max(1e-6, float(np.sqrt(np.mean(e * e)))), n=int(len(e)),
-                             corr=corr))
+                             corr=corr, weight=weight))
     return tuple(out)
 
 
@@ -272,6 +301,9 @@ class CurveForecast:
     """How the tracker uses :attr:`CarryOver.corr`: ``"weights"`` (the BLUE weights and their
     variance) or ``"variance"`` (inverse-variance weights, their variance under the
     correlation)."""
+    fold_weight_share: float | None = None
+    """Share of the folds' combination weight (:attr:`CarryOver.weight`) in the tracker's
+    ladder weight, the rest the precision weight; None when no fold weight is recorded."""
     early_completion_error: tuple[tuple[float, float], ...] = ()
     """(fraction, RMS log error) of the early completion (from warm-up) on the ladder's runs
     (:func:`completion_errors` with ``start=0``); empty when not measured: the tracker then has
@@ -631,7 +663,8 @@ def predict_curve(ladder, target, law: str | None = None, *, level: float = DEFA
                   points: int = DEFAULT_POINTS, completion: bool = True,
                   completion_runs: int = 12, size_errors=True, carry: bool = True,
                   early_completion: bool = False, correlated: bool | str = False,
-                  seed: int = 0, **options) -> CurveForecast:
+                  fold_weights: bool | float = False, seed: int = 0,
+                  **options) -> CurveForecast:
     """Forecast the target run's whole loss curve, with a band at each fraction.
 
     Parameters
@@ -668,6 +701,14 @@ def predict_curve(ladder, target, law: str | None = None, *, level: float = DEFA
         (:attr:`CarryOver.corr`), so that tracking combines them by the correlated (BLUE)
         weights (True or ``"weights"``), or by the inverse-variance weights with the variance
         their combination has under the correlation (``"variance"``).
+    fold_weights: also measure, with the carry-over, the ladder weight that minimises the
+        folds' squared error of the combined forecast (:attr:`CarryOver.weight`), so that
+        tracking combines the anchored forecast and the run-only completion with that weight
+        shrunk towards the precision weight: ladder weight = share x fold weight + (1 -
+        share) x s_R^2 / (s_L^2 + s_R^2), share :data:`FOLD_WEIGHT_SHARE` (True) or the
+        number given, in [0, 1]; False (default) records none (the sds' weights alone).
+        Off by default: it did not hold out of sample (``benchmarks/RESULTS.md``, issue 26,
+        2026-12-03, fold weights).
     seed, options: passed to :func:`delphi.predict` (``interval``, ``n_boot``, ``fixed``...).
 
     Returns
@@ -678,10 +719,20 @@ def predict_curve(ladder, target, law: str | None = None, *, level: float = DEFA
     Raises
     ------
     TargetError: no steps, batch or schedule for the target; a law that is not a checkpoint
-        law (a final-loss law has no curve). LawError, LadderError, FitError: as
-        :func:`delphi.predict`.
+        law (a final-loss law has no curve); ``fold_weights`` not True, False or a share
+        in [0, 1]. LawError, LadderError, FitError: as :func:`delphi.predict`.
     """
 
+    if fold_weights is True:
+        share = FOLD_WEIGHT_SHARE
+    elif fold_weights is False:
+        share = None
+    elif (isinstance(fold_weights, (int, float)) and math.isfinite(fold_weights)
+          and 0.0 <= fold_weights <= 1.0):
+        share = float(fold_weights)
+    else:
+        raise TargetError(f"fold_weights must be True, False or a share in [0, 1], got "
+                          f"{fold_weights!r}")
     ladder = as_ladder(ladder)
     target = as_target(target)
     law_obj = get_law(law or CURVE_LAW)
@@ -772,17 +823,23 @@ def predict_curve(ladder, target, law: str | None = None, *, level: float = DEFA
     if correlated not in (False, True, "weights", "variance"):
         raise TargetError(f"correlated must be False, True, 'weights' or 'variance', got "
                           f"{correlated!r}")
-    carried = carry_over(folds, correlated=bool(correlated)) if carry else ()
+    carried = (carry_over(folds, correlated=bool(correlated), fold_weights=share is not None)
+               if carry else ())
+    if not any(c.weight is not None for c in carried):
+        share = None
     if carried:
         found.append(Finding.note(
             "curve", "carry-over of a run's deviation from the curve to its final loss, on "
             "the size folds (rho, residual sd / rms"
             + (", correlation with the run-only completion" if correlated else "") + "): "
             + ", ".join(f"{c.fraction:g}: {c.rho:.2f}, {c.sd / c.rms:.2f}"
-                        + ("" if c.corr is None else f", {c.corr:.2f}") for c in carried)))
+                        + ("" if c.corr is None else f", {c.corr:.2f}")
+                        + ("" if c.weight is None else f", weight {c.weight:.2f}")
+                        for c in carried)))
     return CurveForecast(forecast=fc, points=pts, level=float(fc.interval.level),
                          schedule=sched.spec(), completion_error=errs, size_folds=folds,
                          carry_over=carried, early_completion_error=early,
                          correlation_use="variance" if correlated == "variance" else "weights",
+                         fold_weight_share=share,
                          band_method=method,
                          curve_findings=tuple(found))

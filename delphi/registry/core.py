@@ -182,10 +182,14 @@ def _band(forecast) -> "CurveBandRecord":
                 fraction=plain_number(c.fraction), rho=plain_number(c.rho),
                 sd=plain_number(c.sd), rms=plain_number(c.rms), n=int(c.n),
                 window=plain_number(c.window),
-                corr=None if getattr(c, "corr", None) is None else plain_number(c.corr))
+                corr=None if getattr(c, "corr", None) is None else plain_number(c.corr),
+                weight=(None if getattr(c, "weight", None) is None
+                        else plain_number(c.weight)))
                 for c in getattr(forecast, "carry_over", ())) or None,
             correlation_use=("variance" if getattr(forecast, "correlation_use", None)
                              == "variance" else None),
+            fold_weight_share=(None if getattr(forecast, "fold_weight_share", None) is None
+                               else plain_number(forecast.fold_weight_share)),
             early_completion_error=tuple(
                 (plain_number(f), plain_number(e))
                 for f, e in getattr(forecast, "early_completion_error", ())) or None)

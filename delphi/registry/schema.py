@@ -183,6 +183,9 @@ class CarryOverRecord(_Strict):
     corr: Annotated[float, Field(ge=0, lt=1, allow_inf_nan=False)] | None = None
     """Correlation of the anchored forecast's and the run-only completion's errors on the
     folds; absent when not measured (the tracker then weighs them as independent)."""
+    weight: Annotated[float, Field(ge=0, le=1, allow_inf_nan=False)] | None = None
+    """The anchored forecast's weight that minimises the folds' squared combined error;
+    absent when not measured (the tracker then weighs by the two sds)."""
 
 
 class CurveBandRecord(_Strict):
@@ -210,6 +213,9 @@ class CurveBandRecord(_Strict):
     """``"variance"``: the tracker keeps the inverse-variance weights and gives their
     combination its variance under the carry-over's ``corr``; absent: the correlated (BLUE)
     weights when a ``corr`` is recorded."""
+    fold_weight_share: Annotated[float, Field(ge=0, le=1, allow_inf_nan=False)] | None = None
+    """Share of the carry-over's fold ``weight`` in the tracker's ladder weight (the rest the
+    precision weight); absent in entries registered without fold weights."""
     early_completion_error: tuple[tuple[Fraction, Positive], ...] | None = None
     """``(fraction, RMS log error)`` of the early run-only completion (from warm-up) on the
     ladder; absent in entries registered without it (no run-only completion before 6
@@ -479,12 +485,14 @@ class Entry(_Strict):
                 fc.pop(key, None)     # entries written before it existed stay canonical
         band = fc.get("band") if isinstance(fc, dict) else None
         if isinstance(band, dict):
-            for key in ("carry_over", "early_completion_error", "correlation_use"):
+            for key in ("carry_over", "early_completion_error", "correlation_use",
+                        "fold_weight_share"):
                 if band.get(key) is None:
                     band.pop(key, None)
             for c in band.get("carry_over") or ():
-                if isinstance(c, dict) and c.get("corr") is None:
-                    c.pop("corr", None)
+                for key in ("corr", "weight"):
+                    if isinstance(c, dict) and c.get(key) is None:
+                        c.pop(key, None)
         if data.get("comparison") is None:
             data.pop("comparison", None)
         oc = data.get("outcome")

@@ -42,6 +42,14 @@ yet recorded:
    (Aitken's generalised least squares); or (``band.correlation_use = "variance"``) the
    inverse-variance weights with that sigma. Records without these fields revise as above.
 
+   Fold weights (``predict_curve(fold_weights=True)``, off by default; ``band.carry_over[].weight``
+   and ``band.fold_weight_share``; :mod:`delphi.forecasting.target_curve`): once the ladder's
+   forecast is anchored, its weight is w_L = s w + (1 - s) sigma_R^2 / (sigma_L^2 +
+   sigma_R^2), w the weight that minimised the size folds' squared combined error
+   (interpolated in the fraction), s the recorded share; mu = w_L mu_L + (1 - w_L) mu_R,
+   sigma^2 = w_L^2 sigma_L^2 + (1 - w_L)^2 sigma_R^2 (+ 2 w_L (1 - w_L) r sigma_L sigma_R
+   when a correlation r is recorded). Records without them revise as above.
+
 4. counts consecutive checkpoints outside the band: ``patience`` in a row is the alarm.
 """
 
@@ -59,7 +67,7 @@ import pandas as pd
 
 from ..errors import DelphiError, LadderError, RegistryError, TargetError
 from ..forecasting.completion_refit import WarmCompletion
-from ..forecasting.target_curve import run_deviation
+from ..forecasting.target_curve import FOLD_WEIGHT_SHARE, run_deviation
 from ..inputs.schedules import Schedule, warmup_end
 from .scoring import score_outcome
 from .core import Registry
@@ -422,9 +430,15 @@ class Reviser:
             self._corr_f = np.array([c.fraction for c in with_corr]) if with_corr else None
             self._corr_r = np.array([c.corr for c in with_corr]) if with_corr else None
             self._corr_weights = fc.band.correlation_use != "variance"
+            with_w = [c for c in carry if getattr(c, "weight", None) is not None]
+            self._fold_w_f = np.array([c.fraction for c in with_w]) if with_w else None
+            self._fold_w = np.array([c.weight for c in with_w]) if with_w else None
+            share = getattr(fc.band, "fold_weight_share", None)
+            self._fold_share = FOLD_WEIGHT_SHARE if share is None else float(share)
         else:
             self._carry_f = None
             self._corr_f = None
+            self._fold_w_f = None
         self._dev_f: list[float] = []       # fraction and ln(observed / curve), from the start
         self._dev_r: list[float] = []
 
@@ -452,7 +466,7 @@ class Reviser:
             run = self._early.predict(self._steps, self._losses)
             err_f, err_s = self._early_f, self._early_s
         mu_l, sd_l = self.mu_ladder, self.sd_ladder
-        anchored, corr = None, None
+        anchored, corr, fold_w = None, None, None
         if self._carry_f is not None:
             self._dev_f.append(fraction)
             # against the curve as the band scores it (linear in the fraction)
@@ -465,11 +479,24 @@ class Reviser:
                 anchored = math.exp(mu_l)
                 if self._corr_f is not None:
                     corr = float(np.interp(fraction, self._corr_f, self._corr_r))
+                if self._fold_w_f is not None:
+                    fold_w = float(np.interp(fraction, self._fold_w_f, self._fold_w))
         if run is None or err_f is None:
             mu, sd, w_l, sd_r = mu_l, sd_l, 1.0, None
         else:
             sd_r = float(np.interp(fraction, err_f, err_s, left=float(err_s[0])))
-            if corr is None:
+            if fold_w is not None:
+                # the weight measured on the size folds (their combination's least squares),
+                # shrunk towards the precision weight (the fold weight rests on 5-20 runs and
+                # jumps between 0 and 1 from one fraction to the next); the variance of that
+                # weighted mean under the correlation when one is recorded, else as
+                # independent estimates
+                w_l = (self._fold_share * fold_w
+                       + (1.0 - self._fold_share) * sd_r ** 2 / (sd_l ** 2 + sd_r ** 2))
+                mu = w_l * mu_l + (1.0 - w_l) * math.log(run)
+                sd = math.sqrt(w_l ** 2 * sd_l ** 2 + (1.0 - w_l) ** 2 * sd_r ** 2
+                               + 2.0 * w_l * (1.0 - w_l) * (corr or 0.0) * sd_l * sd_r)
+            elif corr is None:
                 p_l, p_r = 1.0 / sd_l ** 2, 1.0 / sd_r ** 2
                 mu = (p_l * mu_l + p_r * math.log(run)) / (p_l + p_r)
                 sd = (p_l + p_r) ** -0.5

@@ -31,6 +31,11 @@ def add_curve_options(p, flag: bool = True) -> None:
                    help="--curve: record no carry-over of a run's deviation (measured on the "
                         "ladder's size folds), so tracking revises the ladder's final forecast "
                         "unanchored")
+    p.add_argument("--fold-weights", action="store_true",
+                   help="--curve: also record fold weights (the anchored forecast's weight in "
+                        "the revised forecast measured on the size folds), which tracking "
+                        "mixes with the weights from the two sds (off by default: it did not "
+                        "hold out of sample)")
 
 
 def curve_forecast(args, ladder, target, settings: dict, chosen: dict, floor_range=None):
@@ -44,7 +49,8 @@ def curve_forecast(args, ladder, target, settings: dict, chosen: dict, floor_ran
     if floor_range is not None:
         raise TargetError("--curve and a floor range (--floor LO:HI) cannot be combined")
     return predict_curve(ladder, target, args.law, points=args.curve_points,
-                         carry=not getattr(args, "no_carry_over", False), **settings,
+                         carry=not getattr(args, "no_carry_over", False),
+                         fold_weights=getattr(args, "fold_weights", False), **settings,
                          **interval_settings(args), **jobs_kwargs(args),
                          allow_degenerate=getattr(args, "allow_degenerate", False))
 
