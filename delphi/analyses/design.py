@@ -470,6 +470,16 @@ def read_candidates(source, *, k: float = 1.0, what: str = "candidates") -> list
             raise LadderError(f"{label}: {problems[0]}")
         raise LadderError(f"{label}: {len(problems)} bad candidate rows:\n  "
                           + "\n  ".join(shown) + more)
+    rows_of: dict[str, list[int]] = {}
+    for c in out:
+        rows_of.setdefault(c.name, []).append(c.row)
+    twice = {n: r for n, r in rows_of.items() if len(r) > 1}
+    if twice:       # a ranking names candidates: two of one name cannot be told apart
+        n, r = next(iter(twice.items()))
+        more = f" (and {len(twice) - 1} more names)" if len(twice) > 1 else ""
+        raise LadderError(f"{label}: candidate name {n!r} is on rows "
+                          f"{', '.join(map(str, r[:-1]))} and {r[-1]}{more}; give each "
+                          f"candidate its own name (column run), or drop the repeated row")
     return out
 
 
