@@ -417,3 +417,11 @@ def test_two_candidates_with_one_name_are_refused(tmp_path):
     path.write_text("params,tokens\n1e9,2e10\n1e9,2e10\n")
     with pytest.raises(LadderError, match=r"'N1e\+09-D2e\+10' is on rows 1 and 2"):
         read_candidates(path)
+
+
+def test_an_empty_candidates_file_is_called_empty(tmp_path):
+    # Before: pandas' "No columns to parse from file".
+    path = tmp_path / "none.csv"
+    path.write_text("")
+    with pytest.raises(LadderError, match=r"candidates file .*none.csv is empty: give a header"):
+        read_candidates(path)

@@ -415,6 +415,10 @@ def read_candidates(source, *, k: float = 1.0, what: str = "candidates") -> list
             raise LadderError(f"{what} file not found: {path}")
         try:
             frame = pd.read_csv(path)
+        except pd.errors.EmptyDataError:
+            raise LadderError(f"{what} file {path} is empty: give a header row (params, "
+                              f"tokens, optionally flops, peak_lr, run) and a row per "
+                              f"candidate") from None
         except (ValueError, OSError, UnicodeDecodeError) as exc:
             raise LadderError(f"cannot read {what} from {path}: {exc}") from None
         label = str(path)
