@@ -359,3 +359,14 @@ def test_columns_naming_one_column_twice_is_a_usage_error(tmp_path, capsys):
         main(["fit", path, "--columns", "loss=loss,loss=flops"])
     assert exc.value.code == 2
     assert "argument --columns: 'loss' is named twice" in capsys.readouterr().err
+
+
+def test_a_bad_draw_count_is_named_in_both_spellings():
+    # Before: the library's error named only the flag ("draws (--n-boot)") to a Python user.
+    import delphi
+    from delphi.errors import FitError
+    ladder = delphi.load_ladder(good_frame())
+    with pytest.raises(FitError, match=r"n_boot \(CLI --n-boot\) must be 20 to 1,000,000 "
+                                       r"bootstrap draws, got 5") as exc:
+        delphi.predict(ladder, {"flops": 1e22}, interval="bootstrap", n_boot=5)
+    assert for_cli(str(exc.value)).startswith("--n-boot must be 20")

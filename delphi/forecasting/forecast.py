@@ -1175,8 +1175,8 @@ def _interval(result: Fit, inputs, method, level, n_boot, unit, seed, n_jobs, no
     if not (isinstance(level, (int, float)) and 0 < level < 1):
         raise FitError(f"interval level must be in (0, 1), got {level!r}")
     if not (isinstance(n_boot, int) and 20 <= n_boot <= MAX_DRAWS):
-        raise FitError(f"a bootstrap interval needs 20 to {MAX_DRAWS:,} draws (--n-boot), got "
-                       f"{n_boot!r}")
+        raise FitError(f"{option('n_boot', '--n-boot')} must be 20 to {MAX_DRAWS:,} bootstrap "
+                       f"draws, got {n_boot!r}")
     if not (isinstance(seed, int) and seed >= 0):
         raise FitError(f"seed must be a non-negative integer, got {seed!r}")
     if unit not in ("run", "budget"):
@@ -1306,8 +1306,9 @@ def predict_selected(ladder: Ladder, target, *, ensemble: bool = False,
                 f"gives no {' or '.join(missing) or 'inputs they read'} (give {what} to compare "
                 f"them too)")
         if not candidates:
-            raise TargetError("no default candidate law can be evaluated at this target: give "
-                              "its parameters and tokens, or name the candidates (--laws)")
+            raise TargetError(f"no default candidate law can be evaluated at this target: give "
+                              f"its parameters and tokens, or name the candidates "
+                              f"({option('laws', '--laws')})")
         if base_fixed:
             pinned = ", ".join(f"{k} = {v:g}" for k, v in base_fixed.items())
             floors = option("candidates=[...]", f"--floors free,{base_fixed.get('E', 'VALUE')}")
