@@ -193,3 +193,19 @@ def test_a_unit_column_that_contradicts_the_ladders_unit_is_an_error(tmp_path, c
     path.write_text(ROWS.format(metric="loss,unit").replace("\n", ",gpu\n").replace(
         "loss,unit,gpu", "loss,unit"))
     assert delphi.load_ladder(str(path)).unit == "nats/token"
+
+
+def test_a_ladder_in_pflops_beside_a_target_in_flops_gets_a_hint():
+    # Before: a ladder whose compute was in PFLOPs (1e3..3e5) predicted a 1e22-FLOPs target
+    # with "3.33e+16x ... more than four orders of magnitude" and no word of units.
+    c = np.array([1e18, 3e18, 1e19, 3e19, 1e20, 3e20])
+    frame = pd.DataFrame({"run": [f"r{i}" for i in range(6)], "flops": c / 1e15,
+                          "loss": 1.8 + 300 * c ** -0.12})
+    with pytest.warns(delphi.FitWarning, match=r"orders of magnitude of extrapolation; the "
+                      r"largest fitted run has only 3e\+05 FLOPs.*PFLOPs"):
+        delphi.predict(delphi.load_ladder(frame), {"flops": 1e22}, interval="none")
+    # the same ladder in FLOPs, 3.3e4x out: far, but no word of units
+    with pytest.warns(delphi.FitWarning, match="orders of magnitude") as rec:
+        delphi.predict(delphi.load_ladder(frame.assign(flops=c)), {"flops": 1e25},
+                       interval="none")
+    assert not [w for w in rec if "PFLOPs" in str(w.message)]

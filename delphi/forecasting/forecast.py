@@ -783,9 +783,15 @@ def point_stage(fitted: FittedLaw, target: Target | Mapping[str, float], *,
             "ratio-from-n", f"the target's compute is not given: its extrapolation ratio is "
             f"N / N_max = {extrapolation:.3g} (at one D, C grows as N)", "target"))
     if extrapolation is not None and extrapolation > 1e4:
+        # a ladder in PFLOPs or PF-days beside a target in FLOPs looks like this: below 1e12
+        # FLOPs (a 1M-parameter model on 170k tokens) no language model was trained
+        units = (f"; the largest fitted run has only {largest:.3g} FLOPs, less than any "
+                 f"language-model training run: is the ladder's compute in other units "
+                 f"(PFLOPs = 1e15 FLOPs, PF-days = 8.64e19) than the target's?"
+                 if largest and largest < 1e12 else "")
         found.append(Finding.warning(
             "far-extrapolation", f"the target is {extrapolation:.3g}x the largest fitted run's "
-            f"compute: more than four orders of magnitude of extrapolation", "target"))
+            f"compute: more than four orders of magnitude of extrapolation{units}", "target"))
     if smallest and target.flops and target.flops < smallest:
         found.append(Finding.warning(
             "below-smallest", f"the target's compute {target.flops:.3g} is below the smallest "
