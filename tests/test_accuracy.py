@@ -746,3 +746,15 @@ def test_task_all_stacks_the_tasks_refits_and_gives_each_tasks_own_result(two_ta
     with pytest.raises(FitError, match="task b: its chance level 0.99"):
         delphi.predict_accuracy(str(path), "all", **{**kw, "calibrate": False,
                                                      "tasks_manifest": str(tasks)})
+
+
+def test_a_run_filter_that_leaves_no_run_says_why(ladder4):
+    # Before: "no finished runs of ladder ... are left to fit", whichever filter emptied it.
+    smallest = float(ladder4.final_points()[0]["params"].min())
+    cap = smallest / 2
+    import re
+    with pytest.raises(LadderError, match=re.escape(
+            f"fit_max_params={cap:g} (CLI --fit-max-params {cap:g}) is below the smallest "
+            f"finished run's params, {smallest:.3g}")):
+        predict_accuracy(ladder4, SIM_TASK, target_params=N_T, target_tokens=D_T,
+                         fit_max_params=cap)

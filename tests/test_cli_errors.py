@@ -350,3 +350,23 @@ def test_a_usage_error_of_a_command_with_many_options_is_two_lines(capsys):
                    "delphi plot --help)",
                    "delphi plot: error: argument -o/--output: cannot tell the format of 'x.jpg' "
                    "from its suffix '.jpg': use .png, .svg, .pdf"]
+
+
+def test_columns_naming_one_column_twice_is_a_usage_error(tmp_path, capsys):
+    # Before: --columns loss=loss,loss=flops kept the last mapping without a word.
+    path = ladder_csv(tmp_path, good_frame())
+    with pytest.raises(SystemExit) as exc:
+        main(["fit", path, "--columns", "loss=loss,loss=flops"])
+    assert exc.value.code == 2
+    assert "argument --columns: 'loss' is named twice" in capsys.readouterr().err
+
+
+def test_a_bad_draw_count_is_named_in_both_spellings():
+    # Before: the library's error named only the flag ("draws (--n-boot)") to a Python user.
+    import delphi
+    from delphi.errors import FitError
+    ladder = delphi.load_ladder(good_frame())
+    with pytest.raises(FitError, match=r"n_boot \(CLI --n-boot\) must be 20 to 1,000,000 "
+                                       r"bootstrap draws, got 5") as exc:
+        delphi.predict(ladder, {"flops": 1e22}, interval="bootstrap", n_boot=5)
+    assert for_cli(str(exc.value)).startswith("--n-boot must be 20")

@@ -404,3 +404,24 @@ def test_cli_suggest_criterion(tmp_path, capsys):
     with pytest.raises(SystemExit):
         main(args + ["--criterion", "calibration"])
     assert "invalid choice: 'calibration'" in capsys.readouterr().err
+
+
+def test_two_candidates_with_one_name_are_refused(tmp_path):
+    # Before: two rows named c1 (different N, D) were ranked as two candidates both shown as
+    # "c1": which one to train could not be told from the ranking.
+    path = tmp_path / "cands.csv"
+    path.write_text("run,params,tokens\nc1,1e9,2e10\nc1,2e9,4e10\nc2,1e9,2e10\n")
+    with pytest.raises(LadderError, match=r"cands.csv: candidate name 'c1' is on rows 1 and 2"):
+        read_candidates(path)
+    # unnamed candidates take their N and D as name: the same run twice is one candidate
+    path.write_text("params,tokens\n1e9,2e10\n1e9,2e10\n")
+    with pytest.raises(LadderError, match=r"'N1e\+09-D2e\+10' is on rows 1 and 2"):
+        read_candidates(path)
+
+
+def test_an_empty_candidates_file_is_called_empty(tmp_path):
+    # Before: pandas' "No columns to parse from file".
+    path = tmp_path / "none.csv"
+    path.write_text("")
+    with pytest.raises(LadderError, match=r"candidates file .*none.csv is empty: give a header"):
+        read_candidates(path)

@@ -218,6 +218,16 @@ def test_report_and_json_are_complete():
     assert fit_hparams(ladder, "steplaw").lr_fit.params == fit.lr_fit.params
 
 
+def test_a_missing_column_lists_the_files_columns_not_the_readers_row(tmp_path):
+    # A ladder read from a file gains the reader's own "row" column; the error listed it
+    # among the user's columns ("columns found: run, flops, loss, row").
+    path = tmp_path / "runs.csv"
+    path.write_text("run,flops,loss\nr0,1e18,3.9\nr1,1e19,3.4\nr2,1e20,3.0\n")
+    with pytest.raises(LadderError) as err:
+        fit_hparams(load_ladder(str(path)))
+    assert str(err.value).endswith("columns found: run, flops, loss")
+
+
 def test_bad_inputs_raise_typed_errors():
     ladder = sweep_ladder(grid(NS[:2], D_PER_N[:2]), lambda n, d: 1e-3)
     with pytest.raises(LawError, match="'deepseek', 'steplaw'"):

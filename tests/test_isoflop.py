@@ -378,3 +378,12 @@ def test_cli_isoflop_json(tmp_path, capsys):
     assert d["params_law"]["exponent"] == pytest.approx(0.5, abs=0.03)
     code, out = _run_cli(["isoflop", str(path), "--bootstrap", "none"], capsys)
     assert code == 0 and "N* = " in out
+
+
+def test_grouping_a_table_without_n_and_d_lists_the_users_columns():
+    # Before: the reader's own 'row' column was listed among the user's ("..., loss, row").
+    table = pd.DataFrame({"run": ["a", "b"], "flops": [1e18, 1e19], "loss": [3.5, 3.1],
+                          "row": [0, 1]})
+    with pytest.raises(LadderError) as err:
+        group_budgets(table)
+    assert str(err.value).endswith("columns found: run, flops, loss")

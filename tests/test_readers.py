@@ -640,3 +640,16 @@ def test_the_one_read_csv_path_still_refuses_a_repeated_header_name(tmp_path):
     gz.write_bytes(gzip.compress(b"run,run\na,b\n"))
     with pytest.raises(LadderError, match="both named 'run'"):
         read_file(gz, "csv")
+
+
+def test_a_header_row_repeated_inside_a_csv_is_named_by_its_line(tmp_path):
+    # Before: two exports joined with `cat` gave "run 'run' (row 6): column 'flops' is not a
+    # number: 'flops'" and the same for every other column.
+    path = tmp_path / "joined.csv"
+    path.write_text("run,flops,loss\nr0,1e18,3.9\nr1,1e19,3.4\n Run , flops,loss\nr2,1e20,3.0\n")
+    with pytest.raises(LadderError, match=r"joined.csv, line 4: a repeat of the header row "
+                                          r"\(two CSV files joined\?\)"):
+        load_ladder(str(path))
+    # a run whose name is only the first column's name is not a header
+    path.write_text("run,flops,loss\nr0,1e18,3.9\nrun,1e19,3.4\nr2,1e20,3.0\n")
+    assert load_ladder(str(path)).table["run"].nunique() == 3

@@ -252,8 +252,8 @@ def test_run_log_step_that_is_not_a_number_is_named_not_called_empty(tmp_path):
     csv.write_text("step,loss\n100,3.1\nabc,3.0\n300,2.9\n,2.8\n")
     table, notes = read_run_log(csv)
     assert table["step"].tolist() == [100.0, 300.0]
-    assert any("1 log row with a step that is not a number left out (e.g. 'abc' at row 2)"
-               in n for n in notes)
+    assert any("1 log row with a step that is not a number left out (e.g. 'abc' at row 1; rows "
+               "count the records from 0" in n for n in notes)
     assert any("1 log row(s) without a loss or step (empty or NaN)" in n for n in notes)
 
 
@@ -389,7 +389,18 @@ def test_run_log_rows_that_are_not_numbers_and_steps_out_of_order_are_said():
     log = pd.DataFrame({"step": [300, 100, 200, 400], "loss": ["3.1", "3.5", "abc", ""]})
     out, notes = read_run_log(log)
     assert list(out["step"]) == [100, 300]
-    assert any("1 log row with a loss that is not a number left out (e.g. 'abc' at row 3)" in n
-               for n in notes)
+    assert any("1 log row with a loss that is not a number left out (e.g. 'abc' at step 200, "
+               "row 2;" in n for n in notes)
     assert any("1 log row(s) without a loss or step (empty or NaN)" in n for n in notes)
     assert any("not in order" in n for n in notes)
+
+
+def test_run_log_rows_are_counted_as_the_ladder_readers_count_them(tmp_path):
+    # Before: the run log's notes counted rows from 1 ("row 3" for the third data row), the
+    # ladder readers from 0 ("row 2"), and a log of several runs counted within --run's rows.
+    from delphi.registry.tracking import read_run_log
+    csv = tmp_path / "runs.csv"
+    csv.write_text("run,step,loss\nother,100,3.2\nme,100,3.1\nother,200,3.0\nme,200,x\n"
+                   "me,300,2.9\n")
+    _, notes = read_run_log(csv, run="me")
+    assert any("'x' at step 200, row 3; rows count the records from 0" in n for n in notes)

@@ -165,3 +165,47 @@ def test_cli_bpb_metric_with_an_explicit_nats_unit_gets_a_note(tmp_path, capsys)
     assert code == 0 and "[nats/token]" in out
     assert ("metric 'eval/paloma/bpb' is named as bits per byte (bits/byte), but the unit "
             "given is nats/token: the given unit is used" in out)
+
+
+def test_a_unit_column_that_contradicts_the_ladders_unit_is_an_error(tmp_path, capsys):
+    # Before: a "unit" column saying one run was in bits/token was read as nats/token with no
+    # word (delphi never converts units, so the run was fitted in the wrong one).
+    mixed = ROWS.format(metric="loss,unit").replace("\n", ",nats\n").replace(
+        "loss,unit,nats", "loss,unit").replace("r3,4.0e8,8.0e9,3.03,nats", "r3,4.0e8,8.0e9,2.19,bits")
+    path = tmp_path / "mixed.csv"
+    path.write_text(mixed)
+    with pytest.raises(LadderError) as err:
+        delphi.load_ladder(str(path))
+    msg = str(err.value)
+    assert "column 'unit'" in msg and "'r3' (row 2)" in msg and "bits/token" in msg
+    assert "nats/token" in msg and "unit='bits/token' (CLI --unit bits/token)" not in msg
+    # one other unit on every row: the ladder is not read in the default unit
+    same = mixed.replace(",nats\n", ",bpb\n").replace(",bits\n", ",bpb\n")
+    path.write_text(same)
+    with pytest.raises(LadderError, match=r"bits/byte on every row.*unit='bits/byte' \(CLI "
+                                          r"--unit bits/byte\)"):
+        delphi.load_ladder(str(path))
+    assert delphi.load_ladder(str(path), unit="bpb").unit == "bits/byte"
+    assert main(["fit", str(path)]) == 1
+    assert "--unit bits/byte" in capsys.readouterr().err
+    assert main(["fit", str(path), "--unit", "bpb", "--law", "power", "--floor", "1.5"]) == 0
+    # a column named unit whose values are not loss units is left alone
+    path.write_text(ROWS.format(metric="loss,unit").replace("\n", ",gpu\n").replace(
+        "loss,unit,gpu", "loss,unit"))
+    assert delphi.load_ladder(str(path)).unit == "nats/token"
+
+
+def test_a_ladder_in_pflops_beside_a_target_in_flops_gets_a_hint():
+    # Before: a ladder whose compute was in PFLOPs (1e3..3e5) predicted a 1e22-FLOPs target
+    # with "3.33e+16x ... more than four orders of magnitude" and no word of units.
+    c = np.array([1e18, 3e18, 1e19, 3e19, 1e20, 3e20])
+    frame = pd.DataFrame({"run": [f"r{i}" for i in range(6)], "flops": c / 1e15,
+                          "loss": 1.8 + 300 * c ** -0.12})
+    with pytest.warns(delphi.FitWarning, match=r"orders of magnitude of extrapolation; the "
+                      r"largest fitted run has only 3e\+05 FLOPs.*PFLOPs"):
+        delphi.predict(delphi.load_ladder(frame), {"flops": 1e22}, interval="none")
+    # the same ladder in FLOPs, 3.3e4x out: far, but no word of units
+    with pytest.warns(delphi.FitWarning, match="orders of magnitude") as rec:
+        delphi.predict(delphi.load_ladder(frame.assign(flops=c)), {"flops": 1e25},
+                       interval="none")
+    assert not [w for w in rec if "PFLOPs" in str(w.message)]

@@ -128,7 +128,7 @@ from typing import Any, Iterable, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from ..errors import DelphiError, FitError, LadderError, ManifestError, TargetError
+from ..errors import DelphiError, FitError, LadderError, ManifestError, TargetError, option
 from ..fitting import DEFAULT_DELTA, Fit, fit_arrays
 from ..fitting.engine import basin_probes, prepare, safe_start
 from ..fitting.refit import (StackedProblems, WeightedBatch, refine_batch, refine_one,
@@ -417,7 +417,14 @@ def _select_runs(ladder, runs, fit_max_params) -> tuple[list[str], list[str]]:
         if "params" not in final.columns:
             raise LadderError(f"ladder {ladder.name!r} has no params column for the fit filter")
         p = dict(zip(final["run"].astype(str), final["params"].astype(float)))
-        names = [r for r in names if p[r] <= fit_max_params * (1 + 1e-9)]
+        kept = [r for r in names if p[r] <= fit_max_params * (1 + 1e-9)]
+        if names and not kept:
+            low = min(p[r] for r in names)
+            flag = option(f"fit_max_params={fit_max_params:g}",
+                          f"--fit-max-params {fit_max_params:g}")
+            raise LadderError(f"no finished run of ladder {ladder.name!r} is left to fit: "
+                              f"{flag} is below the smallest finished run's params, {low:.3g}")
+        names = kept
     if not names:
         raise LadderError(f"no finished runs of ladder {ladder.name!r} are left to fit")
     return sorted(names), notes

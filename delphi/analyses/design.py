@@ -415,6 +415,10 @@ def read_candidates(source, *, k: float = 1.0, what: str = "candidates") -> list
             raise LadderError(f"{what} file not found: {path}")
         try:
             frame = pd.read_csv(path)
+        except pd.errors.EmptyDataError:
+            raise LadderError(f"{what} file {path} is empty: give a header row (params, "
+                              f"tokens, optionally flops, peak_lr, run) and a row per "
+                              f"candidate") from None
         except (ValueError, OSError, UnicodeDecodeError) as exc:
             raise LadderError(f"cannot read {what} from {path}: {exc}") from None
         label = str(path)
@@ -470,6 +474,16 @@ def read_candidates(source, *, k: float = 1.0, what: str = "candidates") -> list
             raise LadderError(f"{label}: {problems[0]}")
         raise LadderError(f"{label}: {len(problems)} bad candidate rows:\n  "
                           + "\n  ".join(shown) + more)
+    rows_of: dict[str, list[int]] = {}
+    for c in out:
+        rows_of.setdefault(c.name, []).append(c.row)
+    twice = {n: r for n, r in rows_of.items() if len(r) > 1}
+    if twice:       # a ranking names candidates: two of one name cannot be told apart
+        n, r = next(iter(twice.items()))
+        more = f" (and {len(twice) - 1} more names)" if len(twice) > 1 else ""
+        raise LadderError(f"{label}: candidate name {n!r} is on rows "
+                          f"{', '.join(map(str, r[:-1]))} and {r[-1]}{more}; give each "
+                          f"candidate its own name (column run), or drop the repeated row")
     return out
 
 

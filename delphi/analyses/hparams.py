@@ -38,7 +38,7 @@ import pandas as pd
 from ..errors import FitError, LadderError, LawError, TargetError, option
 from ..fitting.engine import DEFAULT_DELTA, fit_arrays
 from ..fitting.result import Fit
-from ..inputs.ladder import FLOPS_PER_PARAM_TOKEN, Exclusion, Ladder
+from ..inputs.ladder import FLOPS_PER_PARAM_TOKEN, Exclusion, Ladder, columns_found
 from ..laws.base import Law
 from ..laws.hparams import DEEPSEEK_BATCH, DEEPSEEK_LR, STEPLAW_BATCH, STEPLAW_LR
 from ..core.parallel import map_jobs
@@ -323,7 +323,7 @@ def _check_columns(ladder: Ladder, needed: Sequence[str], what: str) -> None:
     if missing:
         raise LadderError(
             f"ladder {ladder.name!r} has no {', '.join(missing)} column (or it is empty), "
-            f"needed {what}; columns found: {', '.join(map(str, ladder.table.columns))}")
+            f"needed {what}; {columns_found(ladder.table.columns)}")
 
 
 def _group_optimum(job: tuple) -> tuple[dict, bool, bool]:

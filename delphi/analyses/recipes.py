@@ -1567,7 +1567,8 @@ def _check_common(ladders, names, pairing, level, n_boot, seed):
     if not (isinstance(level, float) and 0 < level < 1):
         raise FitError(f"interval level must be in (0, 1), got {level!r}")
     if not (isinstance(n_boot, int) and not isinstance(n_boot, bool) and 20 <= n_boot <= 100_000):
-        raise FitError(f"a paired bootstrap needs 20 to 100,000 draws (--n-boot), got {n_boot!r}")
+        raise FitError(f"{option('n_boot', '--n-boot')} must be 20 to 100,000 paired bootstrap "
+                       f"draws, got {n_boot!r}")
     if not (isinstance(seed, int) and seed >= 0):
         raise FitError(f"seed must be a non-negative integer, got {seed!r}")
     if names is not None:

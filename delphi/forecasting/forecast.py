@@ -783,9 +783,15 @@ def point_stage(fitted: FittedLaw, target: Target | Mapping[str, float], *,
             "ratio-from-n", f"the target's compute is not given: its extrapolation ratio is "
             f"N / N_max = {extrapolation:.3g} (at one D, C grows as N)", "target"))
     if extrapolation is not None and extrapolation > 1e4:
+        # a ladder in PFLOPs or PF-days beside a target in FLOPs looks like this: below 1e12
+        # FLOPs (a 1M-parameter model on 170k tokens) no language model was trained
+        units = (f"; the largest fitted run has only {largest:.3g} FLOPs, less than any "
+                 f"language-model training run: is the ladder's compute in other units "
+                 f"(PFLOPs = 1e15 FLOPs, PF-days = 8.64e19) than the target's?"
+                 if largest and largest < 1e12 else "")
         found.append(Finding.warning(
             "far-extrapolation", f"the target is {extrapolation:.3g}x the largest fitted run's "
-            f"compute: more than four orders of magnitude of extrapolation", "target"))
+            f"compute: more than four orders of magnitude of extrapolation{units}", "target"))
     if smallest and target.flops and target.flops < smallest:
         found.append(Finding.warning(
             "below-smallest", f"the target's compute {target.flops:.3g} is below the smallest "
@@ -1175,8 +1181,8 @@ def _interval(result: Fit, inputs, method, level, n_boot, unit, seed, n_jobs, no
     if not (isinstance(level, (int, float)) and 0 < level < 1):
         raise FitError(f"interval level must be in (0, 1), got {level!r}")
     if not (isinstance(n_boot, int) and 20 <= n_boot <= MAX_DRAWS):
-        raise FitError(f"a bootstrap interval needs 20 to {MAX_DRAWS:,} draws (--n-boot), got "
-                       f"{n_boot!r}")
+        raise FitError(f"{option('n_boot', '--n-boot')} must be 20 to {MAX_DRAWS:,} bootstrap "
+                       f"draws, got {n_boot!r}")
     if not (isinstance(seed, int) and seed >= 0):
         raise FitError(f"seed must be a non-negative integer, got {seed!r}")
     if unit not in ("run", "budget"):
@@ -1306,8 +1312,9 @@ def predict_selected(ladder: Ladder, target, *, ensemble: bool = False,
                 f"gives no {' or '.join(missing) or 'inputs they read'} (give {what} to compare "
                 f"them too)")
         if not candidates:
-            raise TargetError("no default candidate law can be evaluated at this target: give "
-                              "its parameters and tokens, or name the candidates (--laws)")
+            raise TargetError(f"no default candidate law can be evaluated at this target: give "
+                              f"its parameters and tokens, or name the candidates "
+                              f"({option('laws', '--laws')})")
         if base_fixed:
             pinned = ", ".join(f"{k} = {v:g}" for k, v in base_fixed.items())
             floors = option("candidates=[...]", f"--floors free,{base_fixed.get('E', 'VALUE')}")

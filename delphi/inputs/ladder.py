@@ -636,6 +636,7 @@ class Ladder:
         self.dropped: tuple[int, int] = (0, 0)
         # A shallow copy: columns are replaced, never written into (copy-on-write).
         self.table = self._validate(pd.DataFrame(table).copy(deep=False), drop_invalid)
+        self._check_unit_column()
         self._check_unit_steps()
         self._check_loss_range()
 
@@ -660,6 +661,45 @@ class Ladder:
                    f"{' ...' if len(runs) > 3 else ''}) {'has' if out.sum() == 1 else 'have'} "
                    f"a {self.metric} outside the plausible {lo:g}..{hi:g} {self.unit} ({seen})"
                    f"{hint}; a registry refuses forecasts outside it")
+
+    def _check_unit_column(self) -> None:
+        """Refuse a ``unit`` column (any case; ``units``, ``loss_unit``) naming a loss unit
+        other than :attr:`unit` on some row: delphi never converts units, so such a row would
+        be fitted in the wrong one. Values that are not loss units (``gpu``) leave the column
+        alone; empty cells are skipped."""
+        col = next((c for c in self.table.columns
+                    if str(c).strip().lower() in ("unit", "units", "loss_unit")), None)
+        if col is None:
+            return
+        named = {}
+        for v in self.table[col].dropna().astype(str).str.strip().unique():
+            if not v:
+                continue
+            try:
+                named[v] = normalize_unit(v)
+            except LadderError:
+                return     # not a column of loss units
+        t = self.table
+        unit = t[col].astype(str).str.strip().map(named)
+        off = unit.notna() & (unit != self.unit)
+        if not off.any():
+            return
+        rows = t.loc[off]
+        where = ", ".join(f"{r!r} (row {int(i)})" for r, i in
+                          zip(rows["run"].astype(str)[:5],
+                              rows["row"] if "row" in t.columns else rows.index))
+        more = f" and {int(off.sum()) - 5} more" if off.sum() > 5 else ""
+        others = sorted(set(unit[off]))
+        if off.all() and len(others) == 1:
+            raise LadderError(
+                f"ladder {self.name!r}: column {str(col)!r} says {others[0]} on every row, but "
+                f"the ladder is read as {self.unit}; delphi never converts units: say so with "
+                f"{option(f'unit={others[0]!r}', f'--unit {others[0]}')}")
+        raise LadderError(
+            f"ladder {self.name!r}: column {str(col)!r} names {', '.join(others)} for run(s) "
+            f"{where}{more}, but the ladder is read as {self.unit}; delphi never converts "
+            f"units (bits/token = nats/token / ln 2; bits/byte needs the eval set's bytes per "
+            f"token): convert those losses, or fit the runs of each unit as their own ladder")
 
     def _check_unit_steps(self) -> None:
         """Warn when the best loss of one compute budget jumps from the next by at least

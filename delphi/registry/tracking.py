@@ -75,6 +75,7 @@ from .signing import load_signing_key
 from ..core.text import plural
 from ..inputs.units import LOSS_RANGE
 from ..inputs.ladder import LOSS_LIKE
+from ..inputs.runstate import ROWS_FROM_ZERO
 from ..inputs.readers.tensorboard import read_scalars
 from ..inputs.readers.tabular import read_csv, read_jsonl
 from ..inputs.readers import read_table
@@ -313,13 +314,18 @@ def read_run_log(source, *, format: str | None = None, loss_column: str | None =
     out = pd.DataFrame({"step": steps.to_numpy(float),
                         "loss": pd.to_numeric(frame[loss], errors="coerce").to_numpy(float)})
     raw = frame[loss].reset_index(drop=True)
+    # rows named as the ladder readers name them: the source's records from 0, of the whole
+    # file even when --run keeps some
+    source_row = (frame["row"].to_numpy() if "row" in cols
+                  else np.arange(len(frame)))
     # text that is not a number is told apart from an empty loss (a logger's "nan" or "")
     words = raw.notna().to_numpy() & out["loss"].isna().to_numpy() & ~raw.astype(str).str.strip(
         ).str.lower().isin(["", "nan", "none", "null"]).to_numpy()
     if words.any():
         i = int(np.flatnonzero(words)[0])
         notes.append(f"{plural(int(words.sum()), 'log row')} with a loss that is not a number "
-                     f"left out (e.g. {raw.iloc[i]!r} at row {i + 1})")
+                     f"left out (e.g. {raw.iloc[i]!r}{_at_step(out['step'].iloc[i])}, row "
+                     f"{int(source_row[i])}; {ROWS_FROM_ZERO})")
     if step is not None:    # the same for a step column ("abc" is not an empty step)
         raw_step = frame[step].reset_index(drop=True)
         step_words = (raw_step.notna().to_numpy() & out["step"].isna().to_numpy()
@@ -328,7 +334,8 @@ def read_run_log(source, *, format: str | None = None, loss_column: str | None =
         if step_words.any():
             i = int(np.flatnonzero(step_words)[0])
             notes.append(f"{plural(int(step_words.sum()), 'log row')} with a step that is not "
-                         f"a number left out (e.g. {raw_step.iloc[i]!r} at row {i + 1})")
+                         f"a number left out (e.g. {raw_step.iloc[i]!r} at row "
+                         f"{int(source_row[i])}; {ROWS_FROM_ZERO})")
             words = words | step_words
     missing = out["loss"].isna() | out["step"].isna()
     if (missing & ~words).any():
@@ -359,6 +366,11 @@ def read_run_log(source, *, format: str | None = None, loss_column: str | None =
                      f"used")
     out = out.drop_duplicates("step", keep="last").sort_values("step")
     return out.reset_index(drop=True), notes
+
+
+def _at_step(step: float) -> str:
+    """`` at step 600`` for a note, or nothing when the row's step is unknown."""
+    return f" at step {step:g}" if math.isfinite(step) else ""
 
 
 class Reviser:

@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 
 from ...errors import LadderError
-from ...inputs.ladder import Exclusion, Ladder
+from ...inputs.ladder import Exclusion, Ladder, columns_found
 from ._common import MAX_LISTED, TIE_MIN
 
 
@@ -99,8 +99,8 @@ def group_budgets(table: pd.DataFrame | Ladder, *, tolerance: float = 0.05,
         table, _ = final_table(table)
     missing = [c for c in ("run", "params", "tokens", "flops", "loss") if c not in table.columns]
     if missing:
-        raise LadderError(f"isoFLOP grouping needs column(s) {', '.join(missing)}; columns "
-                          f"found: {', '.join(map(str, table.columns))}")
+        raise LadderError(f"isoFLOP grouping needs column(s) {', '.join(missing)}; "
+                          f"{columns_found(table.columns)}")
     if not (math.isfinite(tolerance) and tolerance > 0):
         raise LadderError(f"budget tolerance must be a positive number, got {tolerance!r}")
     t = table.reset_index(drop=True)

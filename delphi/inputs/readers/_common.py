@@ -463,6 +463,7 @@ def read_file(path: Path, fmt: str, text_columns: Sequence[str] = ()) -> pd.Data
             frame = _read_csv_quickly(path, compression, text_columns)
             if frame is None:
                 frame = _read_csv(path, compression, text_columns)
+            _refuse_repeated_header(path, frame)
         elif fmt == "parquet":
             _check_parquet_names(path)
             frame = pd.read_parquet(_for_pandas(path))
@@ -506,6 +507,25 @@ def read_file(path: Path, fmt: str, text_columns: Sequence[str] = ()) -> pd.Data
         frame = pd.concat([frame, pd.DataFrame({"row": np.arange(len(frame))},
                                                index=frame.index)], axis=1)
     return frame
+
+
+def _refuse_repeated_header(path, frame: pd.DataFrame) -> None:
+    """Refuse a data row that spells the header again (case and spaces aside), as two CSV
+    exports joined with ``cat`` have: otherwise each of its cells is a separate "not a
+    number". Only text columns can hold a name, so a table with none costs nothing."""
+    if len(frame.columns) < 2 or any(pd.api.types.is_numeric_dtype(frame[c].dtype)
+                                     for c in frame.columns):
+        return      # a numeric column cannot hold its own name: no header was repeated
+
+    def key(v) -> str:
+        return str(v).strip().lower()
+
+    first = frame.columns[0]
+    hit = frame[first].map(key, na_action="ignore").eq(key(first)).to_numpy()
+    for k in np.flatnonzero(hit):
+        if all(key(frame[c].iat[k]) == key(c) for c in frame.columns):
+            raise LadderError(f"{path}, line {k + 2}: a repeat of the header row (two CSV files "
+                              f"joined?); remove it")
 
 
 def _read_csv(path: Path | InMemoryFile, compression: str | None,

@@ -149,6 +149,9 @@ def column_map(text: str) -> dict[str, str]:
         if not sep or not name.strip() or not column.strip():
             raise argparse.ArgumentTypeError(f"expected NAME=COLUMN[,NAME=COLUMN...], got "
                                              f"{text!r}")
+        if name.strip() in out:
+            raise argparse.ArgumentTypeError(f"{name.strip()!r} is named twice "
+                                             f"({text!r}); map each column once")
         out[name.strip()] = column.strip()
     return out
 
