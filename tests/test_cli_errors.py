@@ -370,3 +370,19 @@ def test_a_bad_draw_count_is_named_in_both_spellings():
                                        r"bootstrap draws, got 5") as exc:
         delphi.predict(ladder, {"flops": 1e22}, interval="bootstrap", n_boot=5)
     assert for_cli(str(exc.value)).startswith("--n-boot must be 20")
+
+
+@pytest.mark.parametrize("argv, message", [
+    # Before: argparse's "invalid float value: '2,45'" without a hint
+    (["--actual", "2,45"], "argument --actual: not a number: '2,45' (a decimal comma? write 2.45)"),
+    (["--actual", "two"], "argument --actual: not a number: 'two'"),
+    # Before: the outcome schema's "fraction: Input should be greater than 0 (got 0.0)"
+    (["--actual", "2.05", "--fraction", "0"],
+     "argument --fraction: a share of training done is in (0, 1], e.g. 0.56"),
+    (["--actual", "2.05", "--fraction", "1.5"], "argument --fraction: a share of training done"),
+])
+def test_score_names_a_decimal_comma_and_a_share_out_of_range(argv, message, tmp_path, capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(["score", "--registry", str(tmp_path / "r.jsonl"), "--id", "x", *argv])
+    assert exc.value.code == 2
+    assert message in capsys.readouterr().err

@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import Callable
 
 from .options import (LADDER_HELP, METRIC_HELP, add_ladder_options, add_level_option,
-                      bound_triple, count, examples, fixed_pair, load_from_args, positive_float,
-                      serial)
+                      bound_triple, count, examples, fixed_pair, load_from_args, not_a_number,
+                      positive_float, serial)
 from ...errors import FitError, LadderError, TargetError
 
 __all__ = ["add_commands"]
@@ -28,7 +28,7 @@ def number(text: str) -> float:
     try:
         return float(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+        raise not_a_number(text) from None
 
 
 def integer(text: str) -> int:

@@ -156,12 +156,33 @@ def column_map(text: str) -> dict[str, str]:
     return out
 
 
+def not_a_number(text: str) -> argparse.ArgumentTypeError:
+    """The usage error for a value that is not a number; a decimal comma (2,45) is named."""
+    hint = ""
+    if "," in text:
+        try:
+            float(text.replace(",", "."))
+            hint = f" (a decimal comma? write {text.replace(',', '.')})"
+        except ValueError:
+            pass
+    return argparse.ArgumentTypeError(f"not a number: {text!r}{hint}")
+
+
 def positive_float(text: str) -> float:
     try:
         value = float(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+        raise not_a_number(text) from None
     return value  # range checks happen in the library, which names the quantity
+
+
+def training_share(text: str) -> float:
+    """A share of training done, in (0, 1] (1 = the final checkpoint)."""
+    value = positive_float(text)
+    if not 0 < value <= 1:
+        raise argparse.ArgumentTypeError(f"a share of training done is in (0, 1], e.g. 0.56 "
+                                         f"for 56% of the run or 1 for its end; got {text!r}")
+    return value
 
 
 def level(text: str) -> float:

@@ -18,7 +18,7 @@ from ...errors import RegistryError
 from .options import (Parser, add_fit_options, add_interval_options, add_selection_options,
                       add_target_options, examples, fit_settings, interval_settings,
                       jobs_kwargs, load_with_defaults, selection_settings, serial,
-                      target_from)
+                      positive_float, target_from, training_share)
 from . import forecast as forecast_cmd
 from .output import note
 
@@ -147,7 +147,7 @@ def add_commands(subparsers) -> dict[str, Handler]:
                         "most 5 minutes in the future)")
     _add_sign_key(p)
     ext = p.add_argument_group("external forecast (made outside delphi)")
-    ext.add_argument("--external-loss", type=float, metavar="LOSS",
+    ext.add_argument("--external-loss", type=positive_float, metavar="LOSS",
                      help="record this forecast loss instead of fitting LADDER")
     ext.add_argument("--external-source", metavar="TEXT",
                      help="where the external forecast was published (required with it)")
@@ -171,16 +171,16 @@ def add_commands(subparsers) -> dict[str, Handler]:
     p.add_argument("--registry", required=True, metavar="PATH",
                    help="registry file (JSON Lines)")
     p.add_argument("--id", required=True, metavar="ID", help="the prediction's id")
-    p.add_argument("--actual", type=float, metavar="LOSS",
+    p.add_argument("--actual", type=positive_float, metavar="LOSS",
                    help="observed loss (for an accuracy prediction: the accuracy as a "
                         "fraction, 0.612)")
-    p.add_argument("--loss-a", type=float, metavar="LA",
+    p.add_argument("--loss-a", type=positive_float, metavar="LA",
                    help="a comparison of recipes (`compare-recipes --registry`): the "
                         "reference's (A's) observed final loss, with --loss-b; the difference "
                         "LB - LA is scored against the registered interval")
-    p.add_argument("--loss-b", type=float, metavar="LB",
+    p.add_argument("--loss-b", type=positive_float, metavar="LB",
                    help="a comparison of recipes: the recipe's (B's) observed final loss")
-    p.add_argument("--fraction", type=float, default=1.0, metavar="F",
+    p.add_argument("--fraction", type=training_share, default=1.0, metavar="F",
                    help="share of training done when measured, in (0, 1] (default 1: final)")
     p.add_argument("--source", metavar="TEXT",
                    help="where the number comes from (W&B run, issue...)")
