@@ -112,5 +112,28 @@ def test_an_explicit_count_is_exactly_that_count(pairs, small_counts):
     lad = pairs[10][0]
     g = predict_accuracy(lad, TASK, n_boot=13, calibrate=False, seed=0, **KW)
     assert g.n_boot == 13 and g.sizing is None and g.to_dict()["bootstrap"]["n"] == 13
-    with pytest.raises(delphi.errors.FitError, match="n_boot must be None"):
+    with pytest.raises(delphi.errors.FitError, match=r"n_boot \(CLI --n-boot\) must be None"):
         predict_accuracy(lad, TASK, n_boot=1, **KW)
+
+
+def test_a_huge_draw_count_is_refused_naming_its_setting(pairs):
+    """A count past the bootstrap's cap is an error naming it (it was numpy's OverflowError
+    from ``SeedSequence.spawn``, a traceback at the command line)."""
+    lad = pairs[10][0]
+    with pytest.raises(delphi.errors.FitError, match=r"n_boot \(CLI --n-boot\) .*1,000,000"):
+        predict_accuracy(lad, TASK, n_boot=10**20, **KW)
+    with pytest.raises(delphi.errors.FitError,
+                       match=r"calibration_draws \(CLI --calibration-draws\) .*1,000,000"):
+        predict_accuracy(lad, TASK, calibration_draws=10**20, **KW)
+
+
+@pytest.mark.parametrize("flag", ["--n-boot", "--calibration-draws"])
+def test_the_command_line_caps_the_draw_counts(flag, capsys):
+    """At the command line too: a usage error naming the option, before any fit."""
+    from delphi.cli.main import main
+    from delphi.forecasting.uncertainty import MAX_DRAWS
+    with pytest.raises(SystemExit) as exc:
+        main(["accuracy", "--task", "hellaswag", "--target-params", "7e9",
+              "--target-tokens", "2e12", flag, str(10**20)])
+    assert exc.value.code == 2
+    assert f"argument {flag}: must be at most {MAX_DRAWS:,}" in capsys.readouterr().err

@@ -133,8 +133,8 @@ from ..fitting import DEFAULT_DELTA, Fit, fit_arrays
 from ..fitting.engine import basin_probes, prepare, safe_start
 from ..fitting.refit import (StackedProblems, WeightedBatch, refine_batch, refine_one,
                              stack_key, weighted_objective)
-from ..forecasting.uncertainty import (WORSE_ATOL, WORSE_RTOL, basin_suspects, design_failure,
-                                       resample_optimum, run_noise)
+from ..forecasting.uncertainty import (MAX_DRAWS, WORSE_ATOL, WORSE_RTOL, basin_suspects,
+                                       design_failure, resample_optimum, run_noise)
 from ..laws import LAWS, get_law, onestep_law, sigmoid_law
 from ..inputs.readers.paths import BUNDLED_DIR
 from ..inputs.readers import load_ladder
@@ -1537,7 +1537,8 @@ def predict_accuracy(ladder, task: str | Task, *, target_params,
         of the same length (a scalar pairs with each element of the other) for several
         targets at once, which share the fits, the bootstrap and the calibration.
     level: the interval's level, in (0, 1).
-    n_boot: bootstrap draws (resamples of runs), >= 2: exactly that many. None (default):
+    n_boot: bootstrap draws (resamples of runs), 2 to :data:`MAX_DRAWS` (1,000,000): exactly
+        that many. None (default):
         sized to the interval's Monte-Carlo error: :data:`AUTO_BOOT` (100 draws, then 100
         more up to 200, the fixed default before issue 27) until each end of every target's
         new-run interval has a Monte-Carlo standard error at most :data:`MC_FRACTION` (0.1)
@@ -1565,7 +1566,8 @@ def predict_accuracy(ladder, task: str | Task, *, target_params,
     calibrate: stretch the interval by how far leave-future-out predictions inside the
         fitted runs fell outside their own bootstrap (default; see the module docstring).
         Needs 3 leave-future-out cuts, else a note.
-    calibration_draws: bootstrap draws per leave-future-out cut of the calibration, >= 10:
+    calibration_draws: bootstrap draws per leave-future-out cut of the calibration, 10 to
+        :data:`MAX_DRAWS`:
         exactly that many (:data:`CAL_DRAWS` = 40 was the default before issue 27). None
         (default): sized by the same rule as ``n_boot`` (:data:`AUTO_CAL`: 20 per cut, then
         40), the draws added where the worst end's Monte-Carlo variance mostly comes from
@@ -1603,16 +1605,18 @@ def predict_accuracy(ladder, task: str | Task, *, target_params,
     _check_step1_law(step1_law)
     if not (isinstance(level, float) and 0 < level < 1):
         raise FitError(f"level must be in (0, 1), got {level!r}")
-    if not (n_boot is None or (isinstance(n_boot, int) and n_boot >= 2)):
-        raise FitError(f"n_boot must be None (sized to its Monte-Carlo error) or an integer "
-                       f">= 2, got {n_boot!r}")
+    if not (n_boot is None or (isinstance(n_boot, int) and 2 <= n_boot <= MAX_DRAWS)):
+        raise FitError(f"{option('n_boot', '--n-boot')} must be None (sized to its "
+                       f"Monte-Carlo error) or an integer from 2 to {MAX_DRAWS:,}, got "
+                       f"{n_boot!r}")
     if step1_delta is not None and not (isinstance(step1_delta, (int, float))
                                         and math.isfinite(step1_delta) and step1_delta > 0):
         raise FitError(f"step1_delta must be a positive number, got {step1_delta!r}")
     if not (calibration_draws is None
-            or (isinstance(calibration_draws, int) and calibration_draws >= 10)):
-        raise FitError(f"calibration_draws must be None (sized to the interval's Monte-Carlo "
-                       f"error) or an integer >= 10, got {calibration_draws!r}")
+            or (isinstance(calibration_draws, int) and 10 <= calibration_draws <= MAX_DRAWS)):
+        raise FitError(f"{option('calibration_draws', '--calibration-draws')} must be None "
+                       f"(sized to the interval's Monte-Carlo error) or an integer from 10 to "
+                       f"{MAX_DRAWS:,}, got {calibration_draws!r}")
     if design not in ("two-step", "c4-loss"):
         raise FitError(f"design must be 'two-step' or 'c4-loss', got {design!r}")
     ladder = _load(ladder)

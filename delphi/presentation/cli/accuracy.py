@@ -39,11 +39,12 @@ def add_commands(sub) -> dict:
     p.add_argument("--target-tokens", type=positive_float, required=True, metavar="D",
                    help="target training tokens D")
     add_level_option(p)
-    p.add_argument("--n-boot", type=count(20), default=None, metavar="N",
+    # 1,000,000: the bootstrap's MAX_DRAWS (not imported, to keep --help's imports light).
+    p.add_argument("--n-boot", type=count(20, 1_000_000), default=None, metavar="N",
                    help="bootstrap draws over runs, both steps refitted per draw, at least 20: "
                         "exactly N (default: 100-200, sized so that each end of the interval "
                         "has a Monte-Carlo standard error <= 0.1 of its width; 200 before)")
-    p.add_argument("--calibration-draws", type=count(10), default=None, metavar="N",
+    p.add_argument("--calibration-draws", type=count(10, 1_000_000), default=None, metavar="N",
                    help="bootstrap draws per leave-future-out cut of the calibration, at least "
                         "10: exactly N (default: 20-40, sized as --n-boot; 40 before). "
                         "--n-boot 200 --calibration-draws 40 gives the fixed counts of before")

@@ -192,7 +192,7 @@ def level(text: str) -> float:
     return value
 
 
-def count(minimum: int):
+def count(minimum: int, maximum: int | None = None):
     def parse(text: str) -> int:
         try:
             value = int(text)
@@ -200,6 +200,8 @@ def count(minimum: int):
             raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
         if value < minimum:
             raise argparse.ArgumentTypeError(f"must be at least {minimum}, got {value}")
+        if maximum is not None and value > maximum:
+            raise argparse.ArgumentTypeError(f"must be at most {maximum:,}, got {value}")
         return value
     return parse
 
