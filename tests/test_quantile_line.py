@@ -92,3 +92,14 @@ def test_bad_inputs_are_refused():
         quantile_line([1.0, 2.0], [1.0, 2.0], w=[1.0, 0.0])
     with pytest.raises(ValueError, match="tau"):
         quantile_line([1.0, 2.0], [1.0, 2.0], tau=1.0)
+    with pytest.raises(ValueError, match="tau must be a number"):
+        quantile_line([1.0, 2.0], [1.0, 2.0], tau="0.5")
+    # A bound no line meets was an IndexError (no side of the boundary to search).
+    for bad in (np.nan, np.inf):
+        with pytest.raises(ValueError, match="a_min must be a number below"):
+            quantile_line([1.0, 2.0, 3.0], [1.0, 2.0, 3.0], a_min=bad)
+        with pytest.raises(ValueError, match="b_min must be a number below"):
+            quantile_line([1.0, 2.0, 3.0], [3.0, 2.0, 1.0], b_min=bad)
+    # A (2, 2) x beside a length-4 y was flattened silently.
+    with pytest.raises(ValueError, match="one-dimensional"):
+        quantile_line([[1.0, 2.0], [3.0, 4.0]], [1.0, 2.0, 3.0, 4.0])

@@ -155,19 +155,30 @@ def quantile_line(x, y, tau: float = 0.5, w=None, *, a_min: float = -np.inf,
     x, y: shape (n,), finite; w: shape (n,) positive weights (1 when None); tau in (0, 1).
     Returns floats (intercept a in y's unit, slope b in y's unit per x's unit).
 
-    Raises ValueError for empty or mismatched inputs, non-finite values, weights <= 0 or
-    tau outside (0, 1).
+    Raises ValueError for empty, mismatched or multi-dimensional inputs, non-finite
+    values, weights <= 0, tau outside (0, 1), or a bound that is NaN or +inf.
     """
-    x, y = np.asarray(x, float).ravel(), np.asarray(y, float).ravel()
-    w = np.ones(len(y)) if w is None else np.asarray(w, float).ravel()
+    x, y = np.asarray(x, float), np.asarray(y, float)
+    w = np.ones(y.shape) if w is None else np.asarray(w, float)
+    if max(x.ndim, y.ndim, w.ndim) > 1:
+        # ravel would pair a (2, 2) x with a length-4 y silently, in an order the caller
+        # did not choose.
+        raise ValueError(f"quantile_line needs one-dimensional x, y and w, got shapes "
+                         f"{x.shape}, {y.shape}, {w.shape}")
+    x, y, w = x.ravel(), y.ravel(), w.ravel()
     if not (len(x) == len(y) == len(w) > 0):
         raise ValueError(f"quantile_line needs x, y and w of one length > 0, got {len(x)}, "
                          f"{len(y)}, {len(w)}")
     if not (np.all(np.isfinite(x)) and np.all(np.isfinite(y)) and np.all(np.isfinite(w))
             and np.all(w > 0)):
         raise ValueError("quantile_line needs finite x and y and finite weights > 0")
-    if not 0 < tau < 1:
-        raise ValueError(f"tau must be in (0, 1), got {tau!r}")
+    if not (isinstance(tau, (int, float, np.integer, np.floating)) and 0 < tau < 1):
+        raise ValueError(f"tau must be a number in (0, 1), got {tau!r}")
+    # A NaN or +inf bound has no feasible line (it found no side to search: an IndexError).
+    for name, bound in (("a_min", a_min), ("b_min", b_min)):
+        if not (isinstance(bound, (int, float, np.integer, np.floating)) and bound < np.inf):
+            raise ValueError(f"{name} must be a number below +inf (or -inf for no bound), "
+                             f"got {bound!r}")
     a, b = _free_line(x, y, w, tau)
     if a >= a_min and b >= b_min:
         return a, b
