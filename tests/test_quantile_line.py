@@ -103,3 +103,11 @@ def test_bad_inputs_are_refused():
     # A (2, 2) x beside a length-4 y was flattened silently.
     with pytest.raises(ValueError, match="one-dimensional"):
         quantile_line([[1.0, 2.0], [3.0, 4.0]], [1.0, 2.0, 3.0, 4.0])
+
+
+def test_the_line_does_not_depend_on_the_weights_scale():
+    """Weights near the float limit (sums overflowed to inf: y = x gave a = 1, b = 0.5)."""
+    x, y = [1.0, 2.0, 3.0, 4.0], [1.0, 2.0, 3.0, 4.5]
+    for scale in (1e-300, 1e200, 1e308):
+        assert quantile_line(x, x, w=[scale] * 4) == (0.0, 1.0)
+        assert quantile_line(x, y, w=[scale] * 4) == quantile_line(x, y)

@@ -179,6 +179,11 @@ def quantile_line(x, y, tau: float = 0.5, w=None, *, a_min: float = -np.inf,
         if not (isinstance(bound, (int, float, np.integer, np.floating)) and bound < np.inf):
             raise ValueError(f"{name} must be a number below +inf (or -inf for no bound), "
                              f"got {bound!r}")
+    if w.max() > 1e150:
+        # The line does not depend on the weights' scale; sums of weights near the float
+        # limit overflow to inf (four weights of 1e308 gave a wrong line). A power of two
+        # scales exactly; smaller weights are left as given, bit for bit.
+        w = np.ldexp(w, -int(np.frexp(w.max())[1]))
     a, b = _free_line(x, y, w, tau)
     if a >= a_min and b >= b_min:
         return a, b
