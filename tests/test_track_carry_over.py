@@ -426,3 +426,28 @@ def test_fold_weights_option_and_cli(ladder, tmp_path):
     assert band.fold_weight_share == FOLD_WEIGHT_SHARE
     assert [c.weight for c in band.carry_over] == [
         c.weight for c in carry_over(size_holdout_errors(ladder), fold_weights=True)]
+
+
+def test_fold_weights_and_no_carry_over_only_with_the_curve_alone(ladder, tmp_path, capsys):
+    """--fold-weights / --no-carry-over without --curve (or with a FRACTION:LOSS list) were
+    accepted and dropped; with each other, no fold weights were recorded."""
+    from delphi.errors import TargetError
+    from delphi.presentation.cli.main import main
+    with pytest.raises(TargetError, match="fold_weights needs carry=True"):
+        predict_curve(ladder, TARGET, carry=False, fold_weights=True, **KW)
+    csv = tmp_path / "ladder.csv"
+    ladder.table.drop(columns=["row"], errors="ignore").to_csv(csv, index=False)
+    reg = tmp_path / "r.jsonl"
+    target = ["--target-params", str(TARGET["params"]), "--target-steps", str(TARGET["steps"]),
+              "--target-batch", str(BATCH), "--target-schedule", SPEC]
+    base = ["register", str(csv), "--registry", str(reg), *target, "--interval", "delta"]
+    for extra in (["--fold-weights"], ["--no-carry-over"], ["--curve", "0.5:3,1:2.9",
+                                                            "--fold-weights"]):
+        assert main(base + ["--id", "x", *extra]) == 1
+        assert "the forecast curve of --curve alone" in capsys.readouterr().err
+    assert main(["predict", str(csv), *target, "--fold-weights", "--json"]) == 1
+    doc = json.loads(capsys.readouterr().out)
+    assert "--fold-weights shapes the forecast curve" in doc["error"]["message"]
+    assert main(base + ["--id", "x", "--curve", "--no-carry-over", "--fold-weights"]) == 1
+    assert "--fold-weights without --no-carry-over" in capsys.readouterr().err
+    assert not reg.exists()

@@ -720,7 +720,7 @@ def predict_curve(ladder, target, law: str | None = None, *, level: float = DEFA
     ------
     TargetError: no steps, batch or schedule for the target; a law that is not a checkpoint
         law (a final-loss law has no curve); ``fold_weights`` not True, False or a share
-        in [0, 1]. LawError, LadderError, FitError: as :func:`delphi.predict`.
+        in [0, 1], or given with ``carry=False``. LawError, LadderError, FitError: as :func:`delphi.predict`.
     """
 
     if fold_weights is True:
@@ -733,6 +733,10 @@ def predict_curve(ladder, target, law: str | None = None, *, level: float = DEFA
     else:
         raise TargetError(f"fold_weights must be True, False or a share in [0, 1], got "
                           f"{fold_weights!r}")
+    if share is not None and not carry:
+        # The fold weights are measured with the carry-over: without it none were recorded.
+        raise TargetError("fold_weights needs carry=True (CLI: --fold-weights without "
+                          "--no-carry-over): the fold weights are measured with the carry-over")
     ladder = as_ladder(ladder)
     target = as_target(target)
     law_obj = get_law(law or CURVE_LAW)

@@ -15,7 +15,7 @@ from .options import (LADDER_HELP, METRIC_HELP, add_fit_options, add_interval_op
                       selection_settings, serial, target_from)
 from .output import note
 
-__all__ = ["add_commands", "add_curve_options", "curve_forecast"]
+__all__ = ["add_commands", "add_curve_options", "check_curve_flags", "curve_forecast"]
 
 
 def add_curve_options(p, flag: bool = True) -> None:
@@ -36,6 +36,21 @@ def add_curve_options(p, flag: bool = True) -> None:
                         "the revised forecast measured on the size folds), which tracking "
                         "mixes with the weights from the two sds (off by default: it did not "
                         "hold out of sample)")
+
+
+def check_curve_flags(args) -> None:
+    """--no-carry-over and --fold-weights shape the forecast of --curve alone; elsewhere
+    they would be dropped without a word."""
+    from ...errors import TargetError
+
+    given = [flag for flag, used in (("--no-carry-over", getattr(args, "no_carry_over", False)),
+                                     ("--fold-weights", getattr(args, "fold_weights", False)))
+             if used]
+    if given and getattr(args, "curve", None) is not True:
+        raise TargetError(f"{' and '.join(given)} {'shape' if len(given) > 1 else 'shapes'} "
+                          f"the forecast curve of --curve alone "
+                          f"(no FRACTION:LOSS list); add --curve or leave "
+                          f"{'them' if len(given) > 1 else 'it'} out")
 
 
 def curve_forecast(args, ladder, target, settings: dict, chosen: dict, floor_range=None):
@@ -157,6 +172,7 @@ def add_commands(sub) -> dict:
 def _cmd_predict(args) -> int:
     # The ladder first: a bad name or file is told before the fitting stack (scipy) is
     # imported, about half the cost of a command that ends in that error.
+    check_curve_flags(args)
     ladder, defaults = load_with_defaults(args)
     from ...forecasting.forecast import default_law, predict
 

@@ -323,6 +323,7 @@ def _print_json(obj) -> None:
 def _cmd_register(args) -> int:
     from ...registry import load_signing_key
 
+    forecast_cmd.check_curve_flags(args)
     reg = _registry(args.registry)
     key = None if args.sign_key is None else load_signing_key(args.sign_key)  # before the fit
     if reg.path.exists() and any(e.id == args.id for e in reg.entries()):
