@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 import delphi
 import delphi.analyses.accuracy as acc
 import pytest
@@ -137,3 +139,14 @@ def test_the_command_line_caps_the_draw_counts(flag, capsys):
               "--target-tokens", "2e12", flag, str(10**20)])
     assert exc.value.code == 2
     assert f"argument {flag}: must be at most {MAX_DRAWS:,}" in capsys.readouterr().err
+
+
+def test_numpy_integer_counts_are_counts(pairs):
+    """A notebook's ``np.int64`` count is the same count (it was refused as not an integer);
+    a bool is still not a count."""
+    lad = pairs[10][0]
+    got = predict_accuracy(lad, TASK, n_boot=np.int64(20), calibrate=False, **KW)
+    want = predict_accuracy(lad, TASK, n_boot=20, calibrate=False, **KW)
+    assert got.to_dict() == want.to_dict()
+    with pytest.raises(delphi.errors.FitError, match=r"n_boot \(CLI --n-boot\) must be None"):
+        predict_accuracy(lad, TASK, n_boot=True, **KW)

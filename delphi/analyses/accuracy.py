@@ -119,6 +119,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import numbers
 import tomllib
 import warnings
 from dataclasses import dataclass, field
@@ -1605,6 +1606,10 @@ def predict_accuracy(ladder, task: str | Task, *, target_params,
     _check_step1_law(step1_law)
     if not (isinstance(level, float) and 0 < level < 1):
         raise FitError(f"level must be in (0, 1), got {level!r}")
+    # numpy integers (a notebook's np.int64 count) are counts too; bools are not
+    n_boot, calibration_draws = (int(v) if isinstance(v, numbers.Integral)
+                                 and not isinstance(v, bool) else v
+                                 for v in (n_boot, calibration_draws))
     if not (n_boot is None or (isinstance(n_boot, int) and 2 <= n_boot <= MAX_DRAWS)):
         raise FitError(f"{option('n_boot', '--n-boot')} must be None (sized to its "
                        f"Monte-Carlo error) or an integer from 2 to {MAX_DRAWS:,}, got "
