@@ -987,6 +987,11 @@ class _Chain:
     n_checked: int = 0
     n_worse: int = 0
 
+    @property
+    def identified(self) -> bool:
+        """At least half the draws made so far (and 2) identified both laws."""
+        return len(self.loss) >= max(2, self.drawn // 2)
+
     def draws(self) -> _ChainDraws:
         m = len(next(iter(self.xt.values())))
         empty = np.zeros((0, m))
@@ -1160,6 +1165,11 @@ def _lfo_cuts_steps(ladder, task: Task, data: _Data, *, step1_law: str, column: 
     return out
 
 
+def _cut_draws(cuts: list | None) -> int:
+    """Draws made so far per calibration cut (the most of any cut; 0 without cuts)."""
+    return max((c["chain"].drawn for c in cuts or () if isinstance(c, dict)), default=0)
+
+
 def _lfo_extend_steps(cuts: list, upto: int):
     """Every cut's bootstrap drawn up to ``upto`` draws (a generator of :class:`_Refine`
     requests)."""
@@ -1183,11 +1193,11 @@ def _lfo_frame(cuts: list) -> tuple[pd.DataFrame, list[str]]:
             continue
         c, inside, held, pred, ch = (item[k] for k in ("cut", "inside", "held", "pred",
                                                         "chain"))
-        boot = ch.draws()
-        if boot.loss.shape[0] < max(2, ch.drawn // 2):
+        if not ch.identified:
             notes.append(f"calibration cut at N D <= {c:.3g}: skipped (most bootstrap "
                          f"resamples of its {len(inside)} runs cannot identify the laws)")
             continue
+        boot = ch.draws()
         actual = held["accuracy"].to_numpy(float)
         pit = _cut_pit(boot.new, actual)
         ratio = _extrapolation_ratio(held["params"], held["tokens"], inside["params"].max(),
@@ -1231,7 +1241,7 @@ def _calibration_block(errors: pd.DataFrame, skipped: list[str], draws: int):
                       f"interval is the bootstrap's alone" + (f"; {skipped[0]}" if skipped
                                                               else ""))
     z = errors["z"].to_numpy(float)
-    raw = float(np.median(np.abs(z)) / norm_ppf(0.75))
+    raw = _stretch_raw(z)
     scale = max(1.0, raw)
     block = {"method": "studentized leave-future-out inside the fitted runs",
              "model": "new-run draws stretched about their median by scale = max(1, median "
@@ -1274,17 +1284,22 @@ def _extrapolation_warnings(target: dict, final: pd.DataFrame) -> list[str]:
 
 def _check_boot(task: Task, ch: _Chain) -> None:
     """FitError when most draws made so far failed (too few runs to resample)."""
-    ok = len(ch.loss)
-    if ok < max(2, ch.drawn // 2):
-        raise FitError(f"task {task.name!r}: {ch.drawn - ok} of {ch.drawn} bootstrap draws "
-                       f"failed; the ladder has too few runs to resample")
+    if not ch.identified:
+        raise FitError(f"task {task.name!r}: {ch.drawn - len(ch.loss)} of {ch.drawn} "
+                       f"bootstrap draws failed; the ladder has too few runs to resample")
+
+
+def _stretch_raw(z: np.ndarray) -> float:
+    """median |z| / Phi^-1(0.75): a robust sd of the calibration's z's (the stretch is
+    max(1, this))."""
+    return float(np.median(np.abs(z)) / norm_ppf(0.75))
 
 
 def _cal_scale(cal: list) -> float:
     """max(1, median |z| / Phi^-1(0.75)) of the cuts' (draws (K, ND, n), actual (n,))."""
     z = np.concatenate([norm_ppf(_cut_pit(new.reshape(-1, new.shape[-1]), a))
                         for new, a in cal])
-    return max(1.0, float(np.median(np.abs(z)) / norm_ppf(0.75)))
+    return max(1.0, _stretch_raw(z))
 
 
 def _interval_mc(boot: _ChainDraws, cuts: list | None, level: float, seed: int) -> dict:
@@ -1310,9 +1325,9 @@ def _interval_mc(boot: _ChainDraws, cuts: list | None, level: float, seed: int) 
         for item in cuts:
             if not isinstance(item, dict):
                 continue
-            d = item["chain"].draws()
-            if d.loss.shape[0] < max(2, item["chain"].drawn // 2):
+            if not item["chain"].identified:
                 continue
+            d = item["chain"].draws()
             cal.append((d.new.reshape(-1, nd, d.new.shape[1]),
                         item["held"]["accuracy"].to_numpy(float)))
     calibrated = len(cal) >= MIN_FOLDS
@@ -1426,8 +1441,7 @@ def _predict_one_steps(ladder, task: Task, targets: Sequence[dict], *, level: fl
         while True:
             mc = _interval_mc(ch.draws(), cuts, level, seed)
             ok = bool(np.all(mc["se"] <= MC_FRACTION * mc["width"][None, :]))
-            drawn_c = max((c["chain"].drawn for c in cuts or () if isinstance(c, dict)),
-                          default=0)
+            drawn_c = _cut_draws(cuts)
             can_b = auto_b and ch.drawn < cap_b
             can_c = auto_c and mc["calibrated"] and drawn_c < cap_c
             if ok or not (can_b or can_c):
@@ -1464,8 +1478,7 @@ def _predict_one_steps(ladder, task: Task, targets: Sequence[dict], *, level: fl
     cal = None
     if calibrate:
         errors, skipped = _lfo_frame(cuts)
-        used = max((c["chain"].drawn for c in cuts if isinstance(c, dict)), default=0)
-        cal, cal_note = _calibration_block(errors, skipped, used)
+        cal, cal_note = _calibration_block(errors, skipped, _cut_draws(cuts))
         notes.append(cal_note)
     name = getattr(ladder, "name", "")
     sizes = data.final["params"]
