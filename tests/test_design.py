@@ -144,20 +144,20 @@ def test_the_default_grid_stops_below_the_target(ladder, forecast):
 
 
 def test_candidate_beyond_budget_is_refused(ladder, forecast):
-    with pytest.raises(LadderError, match=r"candidate 'r2' \(row 1.*beyond the budget"):
+    with pytest.raises(LadderError, match=r"candidate 'r2' \(row 0.*beyond the budget"):
         suggest_runs(ladder, TARGET, "chinchilla", candidates=CANDIDATES, budget=5e17,
                      forecast=forecast)
 
 
 @pytest.mark.parametrize("frame, message", [
     (pd.DataFrame({"params": [1e8], "D": [1e9]}), r"missing column\(s\) tokens"),
-    (pd.DataFrame({"params": [1e8, -3], "tokens": [1e9, 1e9]}), r"row 2, column 'params'"),
-    (pd.DataFrame({"params": [1e8], "tokens": ["many"]}), r"row 1, column 'tokens'"),
+    (pd.DataFrame({"params": [1e8, -3], "tokens": [1e9, 1e9]}), r"row 1, column 'params'"),
+    (pd.DataFrame({"params": [1e8], "tokens": ["many"]}), r"row 0, column 'tokens'"),
     # an empty cell used to be reported as "nan is not a positive finite number"
     (pd.DataFrame({"params": [1e8, None], "tokens": [1e9, 2e9]}),
-     r"row 2, column 'params' is empty; a candidate needs a positive finite number"),
+     r"row 1, column 'params' is empty; a candidate needs a positive finite number"),
     (pd.DataFrame({"params": [1e8], "tokens": [1e9], "flops": [1e20]}),
-     r"row 1, column 'flops'.*disagrees"),
+     r"row 0, column 'flops'.*disagrees"),
     # a fresh user's: a typo'd optional column and a loss were accepted silently
     (pd.DataFrame({"params": [1e8], "tokens": [1e9], "peak_rl": [1e-3]}),
      r"column\(s\) 'peak_rl' \(did you mean 'peak_lr'\?\)"),
@@ -176,12 +176,13 @@ def test_every_bad_candidate_row_is_named_in_one_error(tmp_path):
     path = tmp_path / "next.csv"
     pd.DataFrame({"params": [1e8, -3, 2e8, None], "tokens": [1e9, 1e9, "x", 2e9]}).to_csv(
         path, index=False)
-    with pytest.raises(LadderError, match=r"3 bad candidate rows:\n  row 2, column 'params'"
-                                          r".*\n  row 3, column 'tokens'.*\n  row 4, column "
+    with pytest.raises(LadderError, match=r"3 bad candidate rows \(rows count the records from 0: row 0 is the first "
+                                          r"data row \(line 2 of a CSV.*\):\n  row 1, column 'params'"
+                                          r".*\n  row 2, column 'tokens'.*\n  row 3, column "
                                           r"'params' is empty"):
         read_candidates(path)
     many = pd.DataFrame({"params": [-1.0] * 12, "tokens": [1e9] * 12})
-    with pytest.raises(LadderError, match=r"12 bad candidate rows:(.|\n)*row 10, column "
+    with pytest.raises(LadderError, match=r"12 bad candidate rows(.|\n)*row 9, column "
                                           r"'params'.*\n  \.\.\. and 2 more bad row\(s\)$"):
         read_candidates(many)
 
@@ -411,11 +412,11 @@ def test_two_candidates_with_one_name_are_refused(tmp_path):
     # "c1": which one to train could not be told from the ranking.
     path = tmp_path / "cands.csv"
     path.write_text("run,params,tokens\nc1,1e9,2e10\nc1,2e9,4e10\nc2,1e9,2e10\n")
-    with pytest.raises(LadderError, match=r"cands.csv: candidate name 'c1' is on rows 1 and 2"):
+    with pytest.raises(LadderError, match=r"cands.csv: candidate name 'c1' is on rows 0 and 1"):
         read_candidates(path)
     # unnamed candidates take their N and D as name: the same run twice is one candidate
     path.write_text("params,tokens\n1e9,2e10\n1e9,2e10\n")
-    with pytest.raises(LadderError, match=r"'N1e\+09-D2e\+10' is on rows 1 and 2"):
+    with pytest.raises(LadderError, match=r"'N1e\+09-D2e\+10' is on rows 0 and 1"):
         read_candidates(path)
 
 

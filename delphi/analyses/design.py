@@ -104,6 +104,7 @@ from ..fitting import Fit
 from ..fitting.objective import Problem
 from ..fitting.refit import refine_batch
 from ..inputs.ladder import FLOPS_PER_PARAM_TOKEN, Ladder, budget_labels
+from ..inputs.runstate import ROWS_FROM_ZERO
 from ..laws import Law, get_law
 from ..inputs.readers import as_ladder
 from ..forecasting.uncertainty import DEFAULT_LEVEL, run_noise
@@ -151,7 +152,8 @@ class CandidateRun:
     name: str = ""
     """A label: the candidate file's ``run``/``name`` column, else ``N..-D..``."""
     row: int | None = None
-    """Its row in the candidates file (from 1, after the header); None for the grid."""
+    """Its row in the candidates file, counted from 0 as the ladder readers count (row 0 is
+    the first data row: line 2 of a CSV); None for the grid."""
 
     def to_dict(self) -> dict:
         return jsonable({"name": self.name, "params": self.params, "tokens": self.tokens,
@@ -404,7 +406,8 @@ def read_candidates(source, *, k: float = 1.0, what: str = "candidates") -> list
     ------
     LadderError: the file is missing or unreadable, a required column is missing, or a
         value is not a positive finite number or a given ``flops`` is more than 25% away
-        from k 6 N D (naming each bad row, counted from 1 after the header, and its column;
+        from k 6 N D (naming each bad row, counted from 0 as the ladder readers do: row 0 is line 2 of
+        the CSV, and its column;
         up to 10 rows in one error).
     """
     if isinstance(source, (str, Path)):
@@ -460,7 +463,7 @@ def read_candidates(source, *, k: float = 1.0, what: str = "candidates") -> list
     names = (frame["run"] if "run" in frame.columns else
              frame["name"] if "name" in frame.columns else None)
     out, problems = [], []
-    for i, row in enumerate(frame.to_dict("records"), 1):
+    for i, row in enumerate(frame.to_dict("records")):
         try:
             out.append(_candidate_row(i, row, frame.columns, names, by_compute, k))
         except _BadCell as exc:
@@ -471,9 +474,9 @@ def read_candidates(source, *, k: float = 1.0, what: str = "candidates") -> list
         more = (f"\n  ... and {len(problems) - _MAX_SHOWN} more bad row(s)"
                 if len(problems) > _MAX_SHOWN else "")
         if len(problems) == 1:
-            raise LadderError(f"{label}: {problems[0]}")
-        raise LadderError(f"{label}: {len(problems)} bad candidate rows:\n  "
-                          + "\n  ".join(shown) + more)
+            raise LadderError(f"{label}: {problems[0]} [{ROWS_FROM_ZERO}]")
+        raise LadderError(f"{label}: {len(problems)} bad candidate rows ({ROWS_FROM_ZERO}):"
+                          f"\n  " + "\n  ".join(shown) + more)
     rows_of: dict[str, list[int]] = {}
     for c in out:
         rows_of.setdefault(c.name, []).append(c.row)
@@ -482,8 +485,9 @@ def read_candidates(source, *, k: float = 1.0, what: str = "candidates") -> list
         n, r = next(iter(twice.items()))
         more = f" (and {len(twice) - 1} more names)" if len(twice) > 1 else ""
         raise LadderError(f"{label}: candidate name {n!r} is on rows "
-                          f"{', '.join(map(str, r[:-1]))} and {r[-1]}{more}; give each "
-                          f"candidate its own name (column run), or drop the repeated row")
+                          f"{', '.join(map(str, r[:-1]))} and {r[-1]}{more} "
+                          f"({ROWS_FROM_ZERO}); give each candidate its own name (column "
+                          f"run), or drop the repeated row")
     return out
 
 
@@ -497,7 +501,7 @@ class _BadCell(ValueError):
 
 def _candidate_row(i: int, row: dict, columns, names, by_compute: bool,
                    k: float) -> CandidateRun:
-    """One candidates-file row (numbered i from 1 after the header) as a CandidateRun.
+    """One candidates-file row (numbered i from 0: line i + 2 of a CSV) as a CandidateRun.
 
     Raises _BadCell naming the row and column (an empty cell, a value that is not a
     positive finite number, or a ``flops`` more than 25% from k 6 N D).
@@ -521,7 +525,7 @@ def _candidate_row(i: int, row: dict, columns, names, by_compute: bool,
         if isinstance(v, bool) or not (math.isfinite(x) and x > 0):
             raise _BadCell(f"row {i}, column {col!r}: {v!r} is not a positive finite number")
         vals[col] = x
-    given = (str(names.iloc[i - 1]) if names is not None and pd.notna(names.iloc[i - 1])
+    given = (str(names.iloc[i]) if names is not None and pd.notna(names.iloc[i])
              else None)
     if by_compute:
         return CandidateRun(params=None, tokens=None, flops=vals["flops"],
