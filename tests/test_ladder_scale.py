@@ -396,3 +396,56 @@ def test_final_points_names_each_left_out_run_with_its_reason():
         f"compute {c} FLOPs above --fit-max-flops 1.3e+15" for c in ("3.6e+15", "2.4e+15", "2.4e+15")]
     with pytest.raises(LadderError, match=r"unknown run\(s\) \['nope'\]"):
         ladder.select(runs=["z", "nope"])
+
+
+def _fingerprint_reference(ladder, t):
+    """Ladder.fingerprint as pandas writes it: sort_values, then to_csv block by block."""
+    import hashlib
+
+    import delphi.inputs.ladder as lm
+    cols = [c for c in lm.CANONICAL_COLUMNS if c in t.columns]
+    order = [c for c in ("run", "step", "tokens", "flops") if c in cols]
+    canon = t[cols].sort_values(order, kind="mergesort")
+    digest = hashlib.sha256(f"unit={ladder.unit}\n".encode())
+    for start in range(0, max(len(canon), 1), lm._FINGERPRINT_ROWS):
+        block = canon.iloc[start:start + lm._FINGERPRINT_ROWS]
+        digest.update(block.to_csv(index=False, header=start == 0, float_format="%.17g",
+                                   lineterminator="\n").encode())
+    return digest.hexdigest()
+
+
+@pytest.mark.parametrize("rows", [None, 7])
+def test_fingerprint_without_pandas_sort_is_the_pandas_hash(monkeypatch, rows):
+    # The fast path (np.lexsort, columns written once) must hash pandas' exact text: ties in
+    # every sort key (stable order), NaN keys (last), -0.0, nullable final, empty tables;
+    # and leave to pandas what it would quote or a nullable integer column.
+    import delphi.inputs.ladder as lm
+    if rows is not None:
+        monkeypatch.setattr(lm, "_FINGERPRINT_ROWS", rows)
+    ladder = Ladder(table())
+    rng = np.random.default_rng(1)
+    n = 60
+    t = pd.DataFrame({
+        "run": rng.choice(["b", "a", "a-2", "é", "c.d", "A"], n),
+        "params": rng.choice([1e6, 2e6, -0.0, 0.0], n),
+        "tokens": rng.choice([1e8, 2e8, np.nan], n),
+        "flops": rng.choice([1e15, 3e15], n),
+        "loss": rng.random(n) * 4,
+        "step": rng.choice([1.0, 2.0, np.nan, 2.0], n),
+        "peak_lr": rng.choice([1e-3, np.nan], n),
+        "batch_size": rng.integers(1, 4, n),
+        "status": rng.choice(["finished", "crashed"], n),
+        "final": pd.array(rng.choice([True, False, None], n), dtype="boolean"),
+        "extra": rng.random(n),
+    })
+    fast_path = []
+    real = lm._fast_fingerprint
+    monkeypatch.setattr(lm, "_fast_fingerprint",
+                        lambda *a: fast_path.append(real(*a)) or fast_path[-1])
+    cases = [t, t.iloc[::-1], t.drop(columns=["step"]), t.iloc[:0], t.iloc[:1],
+             t.assign(run=["x,y"] + t["run"].tolist()[1:]),            # quoted: pandas
+             t.assign(step=pd.array([1] * (n - 1) + [None], dtype="Int64"))]   # pandas
+    for case in cases:
+        assert ladder.fingerprint(case) == _fingerprint_reference(ladder, case)
+    assert [s is not None for s in fast_path] == [True] * 5 + [False, False]
+    assert ladder.fingerprint() == _fingerprint_reference(ladder, ladder.table)

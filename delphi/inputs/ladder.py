@@ -1575,6 +1575,9 @@ class Ladder:
         t = self.table if table is None else table
         cols = [c for c in CANONICAL_COLUMNS if c in t.columns]
         order = [c for c in ("run", "step", "tokens", "flops") if c in cols]
+        fast = _fast_fingerprint(t, cols, order, self.unit)
+        if fast is not None:
+            return fast
         canon = t[cols].sort_values(order, kind="mergesort")
         # Hashed in blocks of rows: the same bytes as one CSV text, without holding it all.
         digest = hashlib.sha256(f"unit={self.unit}\n".encode())
@@ -1591,6 +1594,95 @@ class Ladder:
 _CSV_SPECIAL = re.compile(r'[,"\r\n]')
 
 
+def _fast_fingerprint(t: pd.DataFrame, cols: list[str], order: list[str], unit: str
+                      ) -> str | None:
+    """:meth:`Ladder.fingerprint` of ``t`` without pandas' sort and frame copies: the rows
+    ordered by ``np.lexsort`` (stable, NaN last: the order of ``sort_values(order,
+    kind="mergesort")``) and each column written once by :func:`_csv_column`, then hashed in
+    the same blocks of rows, so the same bytes. None when a sort key or a column is not
+    plain floats, integers or strings pandas writes unquoted (the caller then uses pandas).
+
+    The fits of a command fingerprint their points (``Fit.extra["sha256"]``): ``compare``
+    fits 39 subsets of Epoch's 240 points, where pandas' sort, copies and per-column lookups
+    were most of the ~2.6 ms a call."""
+    if not cols or not t.columns.is_unique:
+        return None
+    keys = []
+    for name in reversed(order):          # np.lexsort: the last key is the primary one
+        col = t[name]
+        kind = col.dtype.kind
+        if kind in "fiu" and isinstance(col.dtype, np.dtype):
+            keys.append(col.to_numpy())
+        elif name == "run":
+            values = col.tolist()
+            if not all(type(v) is str for v in values):
+                return None
+            _, codes = np.unique(np.array(values, dtype=object), return_inverse=True)
+            keys.append(codes.reshape(-1))
+        else:
+            return None
+    n = len(t)
+    perm = np.lexsort(keys) if keys else np.arange(n)
+    columns = []
+    for name in cols:
+        strings = _csv_column(t[name], perm)
+        if strings is None:
+            return None
+        columns.append(strings)
+    if any(_CSV_SPECIAL.search(str(c)) for c in cols):
+        return None
+    digest = hashlib.sha256(f"unit={unit}\n".encode())
+    head = ",".join(map(str, cols)) + "\n"
+    for start in range(0, max(n, 1), _FINGERPRINT_ROWS):
+        text = head if start == 0 else ""
+        rows = [c[start:start + _FINGERPRINT_ROWS] for c in columns]
+        if rows and rows[0]:
+            text += "\n".join(map(",".join, zip(*rows))) + "\n"
+        digest.update(text.encode())
+    return digest.hexdigest()
+
+
+def _csv_column(col: pd.Series, perm: np.ndarray | None = None) -> list[str] | None:
+    """The CSV cells of ``col`` (rows in the order ``perm``, default as they are), as
+    ``to_csv(index=False, float_format="%.17g")`` writes them; None when pandas would quote
+    a value or the dtype is not one written here (see :func:`_fast_csv`)."""
+    kind = col.dtype.kind
+    if kind in "fiu" and not isinstance(col.dtype, np.dtype):
+        return None                     # a nullable number column: pandas writes it
+    if kind == "f":
+        values = col.to_numpy(dtype=float)
+        if perm is not None:
+            values = values[perm]
+        # Format each distinct value once (N, peak LR, planned steps repeat along a run).
+        uniq, inverse = np.unique(values, return_inverse=True)
+        text = np.array(["" if v != v else format(v, ".17g") for v in uniq.tolist()],
+                        dtype=object)
+        strings = text[inverse.reshape(-1)].tolist()
+        # -0.0 == 0.0 in unique: one of them stands for both, so zeros are written by sign
+        zero = values == 0
+        if zero.any():
+            for i in np.flatnonzero(zero).tolist():
+                strings[i] = "-0" if np.signbit(values[i]) else "0"
+        return strings
+    if kind in "iu":
+        values = col.to_numpy()
+        return [str(v) for v in (values if perm is None else values[perm]).tolist()]
+    if kind == "b":
+        # A nullable final column: unknown cells are empty, as pandas writes them.
+        values = col.tolist()
+        if perm is not None:
+            values = [values[i] for i in perm.tolist()]
+        return ["" if v is pd.NA else "True" if v else "False" for v in values]
+    if kind in "OUT" or str(col.dtype) in ("str", "string"):
+        values = col.tolist()
+        if not all(type(v) is str for v in values):
+            return None
+        if any(_CSV_SPECIAL.search(v) or v == "" for v in values):
+            return None
+        return values if perm is None else [values[i] for i in perm.tolist()]
+    return None
+
+
 def _fast_csv(block: pd.DataFrame, *, header: bool) -> str | None:
     """``block.to_csv(index=False, float_format="%.17g", lineterminator="\\n")``, the same
     text, several times faster: floats formatted by Python directly instead of through
@@ -1598,30 +1690,8 @@ def _fast_csv(block: pd.DataFrame, *, header: bool) -> str | None:
     dtype (the caller then uses pandas)."""
     columns = []
     for name in block.columns:
-        col = block[name]
-        kind = col.dtype.kind
-        if kind == "f":
-            values = col.to_numpy(dtype=float)
-            # Format each distinct value once (N, peak LR, planned steps repeat along a run).
-            uniq, inverse = np.unique(values, return_inverse=True)
-            text = np.array(["" if v != v else format(v, ".17g") for v in uniq.tolist()],
-                            dtype=object)
-            strings = text[inverse.reshape(-1)].tolist()
-            for i in np.flatnonzero((values == 0) & np.signbit(values)):  # -0.0 == 0.0 in unique
-                strings[i] = format(-0.0, ".17g")
-        elif kind in "iu":
-            strings = [str(v) for v in col.tolist()]
-        elif kind == "b":
-            # A nullable final column: unknown cells are empty, as pandas writes them.
-            strings = ["" if v is pd.NA else "True" if v else "False" for v in col.tolist()]
-        elif kind in "OUT" or str(col.dtype) in ("str", "string"):
-            values = col.tolist()
-            if not all(type(v) is str for v in values):
-                return None
-            if any(_CSV_SPECIAL.search(v) or v == "" for v in values):
-                return None
-            strings = values
-        else:
+        strings = _csv_column(block[name])
+        if strings is None:
             return None
         columns.append(strings)
     head = ",".join(map(str, block.columns)) + "\n" if header else ""
