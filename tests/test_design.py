@@ -426,3 +426,40 @@ def test_an_empty_candidates_file_is_called_empty(tmp_path):
     path.write_text("")
     with pytest.raises(LadderError, match=r"candidates file .*none.csv is empty: give a header"):
         read_candidates(path)
+
+
+@pytest.mark.parametrize("row, message", [
+    # a new user's: params 1e-30 was blamed on "target flops 1.2e-19" (the candidate became a
+    # target), and params 1e300 "costs inf FLOPs, beyond the budget"
+    ({"params": 1e-30, "tokens": 2e10},
+     r"row 0, column 'params': 1e-30 is outside 1\.\.1e\+30: not a plausible parameter count"),
+    ({"params": 1e300, "tokens": 2e10}, r"row 0, column 'params': 1e\+300 is outside"),
+    ({"params": 1e9, "tokens": 1e-3}, r"row 0, column 'tokens': 0\.001 is outside"),
+    ({"params": 1e9, "tokens": 2e10, "peak_lr": 1e9},
+     r"row 0, column 'peak_lr': 1e\+09 is outside .*learning rate"),
+    ({"params": 1e20, "tokens": 1e25},
+     r"row 0: k x 6 x params x tokens = 6e\+45 FLOPs is outside 1\.\.1e\+40"),
+])
+def test_candidates_of_implausible_magnitude_are_named(tmp_path, row, message):
+    path = tmp_path / "next.csv"
+    pd.DataFrame([row]).to_csv(path, index=False)
+    with pytest.raises(LadderError, match=message):
+        read_candidates(path)
+
+
+def test_jsonl_and_parquet_candidate_files_are_read_by_suffix(tmp_path):
+    # a new user's: a .jsonl candidates file was read as a CSV, so the error listed the
+    # first JSON line as the one column ("columns are {"params":1e8, tokens:2e9}")
+    rows = [{"run": "a", "params": 1e8, "tokens": 2e9}, {"run": "b", "params": 2e8, "tokens": 4e9}]
+    (tmp_path / "next.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    pd.DataFrame(rows).to_parquet(tmp_path / "next.parquet")
+    for name in ("next.jsonl", "next.parquet"):
+        got = read_candidates(tmp_path / name)
+        assert [(c.name, c.params, c.tokens, c.row) for c in got] == [
+            ("a", 1e8, 2e9, 0), ("b", 2e8, 4e9, 1)], name
+    (tmp_path / "loss.jsonl").write_text('{"params": 1e8, "tokens": 2e9, "loss": 3.1}\n')
+    with pytest.raises(LadderError, match=r"a 'loss' column"):
+        read_candidates(tmp_path / "loss.jsonl")
+    (tmp_path / "empty.jsonl").write_text("")
+    with pytest.raises(LadderError, match=r"candidates file .*empty.jsonl is empty"):
+        read_candidates(tmp_path / "empty.jsonl")

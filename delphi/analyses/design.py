@@ -103,10 +103,12 @@ from ..errors import DelphiError, FitError, LadderError, LawError, TargetError, 
 from ..fitting import Fit
 from ..fitting.objective import Problem
 from ..fitting.refit import refine_batch
-from ..inputs.ladder import FLOPS_PER_PARAM_TOKEN, Ladder, budget_labels
+from ..inputs.ladder import _MAGNITUDE, FLOPS_PER_PARAM_TOKEN, Ladder, budget_labels
 from ..inputs.runstate import ROWS_FROM_ZERO
 from ..laws import Law, get_law
 from ..inputs.readers import as_ladder
+from ..inputs.readers._common import read_file
+from ..inputs.readers.tabular import format_of
 from ..forecasting.uncertainty import DEFAULT_LEVEL, run_noise
 from ..forecasting.target import as_target
 from ..forecasting.reference import load_reference, ReferenceClass
@@ -398,17 +400,19 @@ def _k_convention(ladder: Ladder | None) -> float:
 
 
 def read_candidates(source, *, k: float = 1.0, what: str = "candidates") -> list[CandidateRun]:
-    """Candidate runs from a CSV path, a DataFrame or a list of dicts: columns ``params``
-    and ``tokens`` (counts), optionally ``flops`` [FLOPs] (else k x 6 N D, k the ladder's FLOP
-    convention), ``peak_lr`` and ``run`` or ``name``. Losses are not read.
+    """Candidate runs from a file path (CSV; ``.jsonl``/``.ndjson`` or ``.parquet``/``.pq``
+    by suffix, read as the ladder readers read them), a DataFrame or a list of dicts: columns
+    ``params`` and ``tokens`` (counts), optionally ``flops`` [FLOPs] (else k x 6 N D, k the
+    ladder's FLOP convention), ``peak_lr`` and ``run`` or ``name``. Losses are not read.
 
     Raises
     ------
     LadderError: the file is missing or unreadable, a required column is missing, or a
-        value is not a positive finite number or a given ``flops`` is more than 25% away
-        from k 6 N D (naming each bad row, counted from 0 as the ladder readers do: row 0 is line 2 of
-        the CSV, and its column;
-        up to 10 rows in one error).
+        value is not a positive finite number, is outside the ladder readers' plausible
+        magnitudes (params and tokens 1..1e30, flops and k 6 N D 1..1e40, peak_lr
+        1e-30..1e6: :data:`delphi.inputs.ladder._MAGNITUDE`), or a given ``flops`` is more
+        than 25% away from k 6 N D (naming each bad row, counted from 0 as the ladder
+        readers do: row 0 is line 2 of the CSV, and its column; up to 10 rows in one error).
     """
     if isinstance(source, (str, Path)):
         path = Path(source).expanduser()
@@ -416,8 +420,19 @@ def read_candidates(source, *, k: float = 1.0, what: str = "candidates") -> list
             raise LadderError(f"{what} file {path} is a directory: give a CSV file")
         if not path.is_file():
             raise LadderError(f"{what} file not found: {path}")
+        fmt, _ = format_of(path)
         try:
-            frame = pd.read_csv(path)
+            if fmt in ("jsonl", "parquet"):
+                # as the ladder readers read them (a .jsonl read as CSV would be one column
+                # named after its first line); a CSV keeps pandas' reader and its messages
+                frame = read_file(path, fmt, ("run", "name"))
+                if (len(frame) and "row" in frame.columns
+                        and np.array_equal(frame["row"].to_numpy(), np.arange(len(frame)))):
+                    frame = frame.drop(columns="row")       # the reader's own numbering
+                if not len(frame.columns) or list(frame.columns) == ["row"]:
+                    raise pd.errors.EmptyDataError
+            else:
+                frame = pd.read_csv(path)
         except pd.errors.EmptyDataError:
             raise LadderError(f"{what} file {path} is empty: give a header row (params, "
                               f"tokens, optionally flops, peak_lr, run) and a row per "
@@ -524,6 +539,12 @@ def _candidate_row(i: int, row: dict, columns, names, by_compute: bool,
                            f"finite number there")
         if isinstance(v, bool) or not (math.isfinite(x) and x > 0):
             raise _BadCell(f"row {i}, column {col!r}: {v!r} is not a positive finite number")
+        lo, hi, noun = _MAGNITUDE[col]
+        if not lo <= x <= hi:
+            # the ladder readers' plausible magnitudes: beyond them 6 N D overflows, and a
+            # count below 1 is in other units (billions); a later message would blame the target
+            raise _BadCell(f"row {i}, column {col!r}: {x:.4g} is outside {lo:g}..{hi:g}: not "
+                           f"a plausible {noun} (in other units?)")
         vals[col] = x
     given = (str(names.iloc[i]) if names is not None and pd.notna(names.iloc[i])
              else None)
@@ -532,6 +553,11 @@ def _candidate_row(i: int, row: dict, columns, names, by_compute: bool,
                             peak_lr=vals.get("peak_lr"),
                             name=given if given is not None else f"C{vals['flops']:.3g}", row=i)
     six_nd = FLOPS_PER_PARAM_TOKEN * vals["params"] * vals["tokens"]
+    lo, hi, noun = _MAGNITUDE["flops"]
+    if not lo <= k * six_nd <= hi:
+        raise _BadCell(f"row {i}: k x 6 x params x tokens = {k * six_nd:.4g} FLOPs is outside "
+                       f"{lo:g}..{hi:g}: not a plausible {noun} (params or tokens in other "
+                       f"units?)")
     flops = vals.get("flops", k * six_nd)
     if "flops" in vals and abs(flops / (k * six_nd) - 1) > _FLOPS_RTOL:
         raise _BadCell(f"row {i}, column 'flops': {flops:.4g} disagrees with k x 6 x params x "
