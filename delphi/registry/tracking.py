@@ -196,10 +196,20 @@ class Tracking:
         out = list(self.notes)
         if self.checkpoints and self.checkpoints[-1].revised is not None \
                 and self.checkpoints[-1].revised.run_only is None:
-            out.append("the revised forecast is the ladder's alone (ladder weight 1): the "
-                       "run's own completion is not fitted yet (too few checkpoints from the "
-                       "curve's start, after warm-up); a run outside the band raises the "
-                       "alarm, it does not move the revision")
+            if self.checkpoints[-1].revised.anchored is not None:
+                # the anchored forecast moves with the run's deviation: "does not move the
+                # revision" was said of a revision that had moved (2.81 -> 1.15 on a log in
+                # another unit)
+                out.append("the revised forecast is the ladder's final forecast moved by the "
+                           "run's deviation from the curve so far (the carry-over recorded "
+                           "with the curve; ladder weight 1): the run's own completion is not "
+                           "fitted yet (too few checkpoints from the curve's start, after "
+                           "warm-up)")
+            else:
+                out.append("the revised forecast is the ladder's alone (ladder weight 1): the "
+                           "run's own completion is not fitted yet (too few checkpoints from "
+                           "the curve's start, after warm-up); a run outside the band raises "
+                           "the alarm, it does not move the revision")
         return out
 
     def to_dict(self) -> dict:
@@ -677,6 +687,13 @@ class RunTracker:
         return bool(steps) and steps[-1] >= self.total_steps
 
 
+_UNIT_RATIO = 1.3
+"""A tracked run whose out-of-band losses are, in the median, more than this factor above or
+below the registered curve gets a note asking whether its log is in another unit or metric
+(bits vs nats: 1.44x; bits/byte vs nats/token: ~2-3x). A hint in the output only: the alarm
+and the recorded outcomes do not depend on it."""
+
+
 def track(registry, id: str, run_log, *, patience: int = DEFAULT_PATIENCE,
           follow: bool = False, interval: float = 60.0, timeout: float | None = None,
           stop_on_alarm: bool | None = None, sign_key=None, format: str | None = None,
@@ -740,6 +757,15 @@ def track(registry, id: str, run_log, *, patience: int = DEFAULT_PATIENCE,
         notes.append(f"the log's loss differs from the outcome recorded before at "
                      f"{plural(len(changed), 'step')} ({', '.join(map(str, changed[:5]))}): the "
                      f"recorded one is kept (outcomes are immutable); is this the same run?")
+    far = [c.loss / c.predicted for c in cps if c.inside is False and c.predicted > 0]
+    if far and not 1 / _UNIT_RATIO <= float(np.median(far)) <= _UNIT_RATIO:
+        unit = getattr(tracker.prediction.target, "unit", None) or "the prediction's unit"
+        notes.append(f"the log's losses outside the band are {float(np.median(far)):.3g}x the "
+                     f"registered curve (median over {plural(len(far), 'checkpoint')}): is the "
+                     f"log in another unit or metric? The prediction is in {unit} (bits and "
+                     f"nats differ by 1/ln 2 = 1.44x, bits/byte and nats/token by ~2-3x); "
+                     f"--loss-column picks the log's column. Outcomes once recorded stay in "
+                     f"the registry")
     if not cps and not past:
         notes.append(f"no checkpoint after the start of the forecast curve (fraction "
                      f"{tracker.start_fraction:.3g}, step "
