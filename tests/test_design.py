@@ -463,3 +463,17 @@ def test_jsonl_and_parquet_candidate_files_are_read_by_suffix(tmp_path):
     (tmp_path / "empty.jsonl").write_text("")
     with pytest.raises(LadderError, match=r"candidates file .*empty.jsonl is empty"):
         read_candidates(tmp_path / "empty.jsonl")
+
+
+def test_empty_candidates_and_too_small_designs_say_what_is_needed():
+    # a new user's: an empty list was "missing column(s) params, tokens ... columns are none",
+    # and a 1-run design "cannot fit law 'chinchilla''s 5 parameters"
+    for empty in ([], pd.DataFrame()):
+        with pytest.raises(LadderError, match=r"^candidates: no candidate rows"):
+            read_candidates(empty)
+    prior = {"E": 1.69, "A": 406.4, "B": 410.7, "alpha": 0.34, "beta": 0.28}
+    with pytest.raises(LadderError, match=r"a design of 1 run cannot fit the 5 free parameters "
+                                          r"of law 'chinchilla': it needs more runs than free "
+                                          r"parameters \(6 or more\)"):
+        delphi.score_design([{"params": 1e8, "tokens": 2e9}],
+                            {"params": 7e10, "tokens": 1.4e12}, prior)

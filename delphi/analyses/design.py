@@ -445,6 +445,10 @@ def read_candidates(source, *, k: float = 1.0, what: str = "candidates") -> list
     else:
         frame, label = pd.DataFrame(list(source)), what
     frame.columns = [str(c).strip() for c in frame.columns]
+    if frame.empty and not len(frame.columns):
+        # an empty list or DataFrame: not "missing column(s) params, tokens ... columns are none"
+        raise LadderError(f"{label}: no candidate rows (give at least one run with params and "
+                          f"tokens)")
     missing = [c for c in ("params", "tokens") if c not in frame.columns]
     # compute alone (no N, no D) is a candidate for a law of C (power in C)
     by_compute = len(missing) == 2 and "flops" in frame.columns
@@ -1171,8 +1175,9 @@ def score_design(design, target, prior, *, law: str | Law | None = None,
         raise FitError(f"noise must be a positive sd of log loss, got {noise!r}")
     free = tuple(p for p in lw.param_names if p not in fixed)
     if len(runs) <= len(free):
-        raise LadderError(f"a design of {len(runs)} run(s) cannot fit law {lw.name!r}'s "
-                          f"{len(free)} parameters")
+        raise LadderError(f"a design of {plural(len(runs), 'run')} cannot fit the "
+                          f"{len(free)} free parameters of law {lw.name!r}: it needs more runs "
+                          f"than free parameters ({len(free) + 1} or more)")
     _check_by_compute(runs, lw, "design's runs")
     # The prior law as a Fit-like set of inputs; LR-aware laws read each run's peak LR.
     def inputs_of(rows_: Sequence[CandidateRun]) -> dict[str, np.ndarray]:
