@@ -282,7 +282,11 @@ def test_no_parameter_spread_and_no_candidate_above_the_ladder_are_said(capsys):
     out = capsys.readouterr().out
     assert "no parameter spread (param sd 0" in out
     assert "no candidate narrows the interval: none is above the largest fitted compute" in out
-    assert "give --budget C above the largest fitted compute" in out
+    # the default budget (1.58e21) is above the largest run (1.38e21) already: the note names
+    # the budget the doubling grid needs to reach above it (was "give --budget C above the
+    # largest fitted compute")
+    assert "a budget of 1.7e+21 FLOPs or more (--budget C) reaches above the largest" in out
+    assert "give --budget C above the largest fitted compute" not in out
     rows = [ln for ln in out.splitlines() if ln[:4].strip().isdigit()]
     assert rows and all(ln.rstrip().endswith("nothing") for ln in rows)
 
@@ -477,3 +481,19 @@ def test_empty_candidates_and_too_small_designs_say_what_is_needed():
                                           r"parameters \(6 or more\)"):
         delphi.score_design([{"params": 1e8, "tokens": 2e9}],
                             {"params": 7e10, "tokens": 1.4e12}, prior)
+
+
+def test_a_default_grid_that_stops_below_the_largest_run_says_which_budget_reaches_it():
+    # a new user's (marin-moe-535b): the default budget (1.58e21) was above the largest fitted
+    # run (1.38e21), but the grid's levels double from the smallest run and its top one
+    # (8.5e20) fell below it; the note said "give --budget C above the largest fitted
+    # compute", which was already so.
+    frame = pd.DataFrame({"run": list("abcd"), "flops": [1e18, 1e19, 1e20, 1.5e21],
+                          "loss": [3.2, 2.9, 2.68, 2.5]})
+    ladder = delphi.load_ladder(frame)
+    got = delphi.suggest_runs(ladder, {"flops": 1e24}, n_boot=20)
+    said = [n for n in got.notes if "default grid's levels double" in n]
+    assert said and "1.02e+21" in said[0] and "a budget of 2.05e+21 FLOPs or more" in said[0]
+    assert not any("give budget=C above the largest" in n for n in got.notes)
+    wider = delphi.suggest_runs(ladder, {"flops": 1e24}, n_boot=20, budget=2.05e21)
+    assert max(c.run.flops for c in wider.candidates) > 1.5e21

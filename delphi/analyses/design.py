@@ -318,9 +318,15 @@ class Suggestions:
         # the width's, so the order of the rows can be read off the table
         # a law without a learning-rate term has no peak LR to show (unless the file gave one)
         show_lr = any(s.run.peak_lr is not None for s in self.candidates[:limit])
+        # enough decimals that the largest reduction shown is visible (0.3365 -> 0.3364 read
+        # as no change at all for most of a table ranked by it)
+        shown = [s.width_before - s.width_after for s in self.candidates[:limit]
+                 if s.width_before > s.width_after]
+        dec = 4 if not shown else min(8, max(4, 1 - math.floor(math.log10(max(shown)))))
+        wid = max(8, dec + 4)
         lines.append(f"{'rank':>4} {'candidate':<22} {'params':>9} {'tokens':>9} "
                      f"{'flops':>9} " + (f"{'peak_lr':>8} " if show_lr else "")
-                     + f"{'before':>8} {'after':>8} "
+                     + f"{'before':>{wid}} {'after':>{wid}} "
                      f"{'per 1e18':>9}" + (f" {'spread/1e18':>11}" if spread else "")
                      + "  reduces")
         for i, s in enumerate(self.candidates[:limit], 1):
@@ -330,11 +336,18 @@ class Suggestions:
                   if s.spread_reduction_per_flop is not None else "")
             lines.append(f"{i:>4} {r.name[:22]:<22} {_g(r.params):>9} {_g(r.tokens):>9} "
                          f"{r.flops:>9.3g} " + (f"{lr:>8} " if show_lr else "")
-                         + f"{s.width_before:>8.4f} "
-                         f"{s.width_after:>8.4f} {s.reduction_per_flop * 1e18:>9.3g}{sp}  "
+                         + f"{s.width_before:>{wid}.{dec}f} "
+                         f"{s.width_after:>{wid}.{dec}f} {s.reduction_per_flop * 1e18:>9.3g}{sp}  "
                          f"{s.reduces}")
         if len(self.candidates) > limit:
             lines.append(f"     ... {len(self.candidates) - limit} more (--json for all)")
+        if self.candidates:
+            # the columns were unexplained: "per 1e18" had no unit, "reduces" showed E, B, A
+            lines.append(f"columns    before, after: the {self.level:.0%} new-run interval's "
+                         f"width [{self.unit}] without and with the candidate; per 1e18: the "
+                         f"width's reduction per 1e18 FLOPs of its cost; reduces: what it "
+                         f"mostly narrows (extrapolation: a lower r; else the free parameter "
+                         f"whose standard error falls most)")
         lines += [f"note       {n}" for n in self.notes]
         return "\n".join(lines)
 
@@ -880,6 +893,7 @@ def suggest_runs(ladder: Ladder, target, law: str | Law | None = None, *,
     if budget is None:
         budget = float(fitted_c.sum())
         notes.append(f"budget not given: the fitted runs' total compute, {budget:.3g} FLOPs")
+    grid_used = pool is None
     if pool is None:
         grid_top = budget
         if c_target is not None and budget > c_target:
@@ -1006,7 +1020,20 @@ def suggest_runs(ladder: Ladder, target, law: str | Law | None = None, *,
                      f"compute ({c_max:.3g} FLOPs; the largest candidate costs {top_c:.3g})"
                      if c_max and top_c <= c_max else
                      "no candidate narrows the interval")
-        if not budget_given:
+        lo_c = float(fitted_c.min()) if len(fitted_c) else 0.0
+        if grid_used and c_max and lo_c > 0 and top_c <= c_max < budget:
+            # the budget is above the largest fitted run, but the grid's levels double from
+            # the smallest run and its top one fell below it: "give --budget above the
+            # largest fitted compute" asked for what was given
+            need = lo_c * 2.0 ** (math.floor(math.log2(c_max / lo_c)) + 1)
+            digits = 10.0 ** (math.floor(math.log10(need)) - 2)
+            need = math.ceil(need / digits * (1 - 1e-12)) * digits  # 3 digits, rounded up
+            notes.append(f"the default grid's levels double from the smallest fitted run's "
+                         f"compute ({lo_c:.3g} FLOPs), so its largest within the budget "
+                         f"{budget:.3g} is {top_c:.3g}; a budget of {need:.3g} FLOPs or more "
+                         f"({option('budget=C', '--budget C')}) reaches above the largest "
+                         f"fitted compute, or give candidates of your own")
+        elif not budget_given:
             notes.append(f"give {option('budget=C', '--budget C')} above the largest fitted "
                          f"compute for candidates that lower r")
     if n > 1:
