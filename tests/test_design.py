@@ -497,3 +497,13 @@ def test_a_default_grid_that_stops_below_the_largest_run_says_which_budget_reach
     assert not any("give budget=C above the largest" in n for n in got.notes)
     wider = delphi.suggest_runs(ladder, {"flops": 1e24}, n_boot=20, budget=2.05e21)
     assert max(c.run.flops for c in wider.candidates) > 1.5e21
+
+
+def test_a_design_with_losses_is_not_told_about_suggest(tmp_path):
+    # a new user's (plan --score design.csv with a loss column): "candidates are runs not
+    # trained yet (their losses are what suggest predicts)"
+    path = tmp_path / "design.csv"
+    pd.DataFrame({"params": [1e8], "tokens": [2e9], "loss": [3.0]}).to_csv(path, index=False)
+    with pytest.raises(LadderError, match=r"a 'loss' column: a design's runs are not trained "
+                                          r"yet \(their losses are what the prior law gives\)"):
+        read_candidates(path, what="design")

@@ -479,6 +479,10 @@ def read_candidates(source, *, k: float = 1.0, what: str = "candidates") -> list
     if frame.empty:
         raise LadderError(f"{label}: no candidate rows")
     if "loss" in frame.columns:
+        if what == "design":        # plan --score / score_design: not suggest's candidates
+            raise LadderError(f"{label}: a 'loss' column: a design's runs are not trained yet "
+                              f"(their losses are what the prior law gives); drop the column, "
+                              f"or fit the trained runs as a ladder (delphi predict)")
         raise LadderError(f"{label}: a 'loss' column: candidates are runs not trained yet (their "
                           f"losses are what suggest predicts); drop the column, or add trained "
                           f"runs to the ladder instead")
