@@ -1171,3 +1171,23 @@ def test_a_held_lock_prints_a_note_while_waiting(tmp_path, capsys, monkeypatch):
     # No note when nobody holds the lock.
     code, _, err = run_cli(capsys, "score", "--registry", path, "--id", "a", "--actual", "2.5")
     assert code == 0 and "waiting" not in err
+
+
+def test_registry_show_prints_a_summary_not_the_whole_entry(capsys):
+    # a new user's: `registry show` without --json printed the entry's whole JSON (a curve
+    # prediction's: ~4,000 lines, 188 kB) before its scores
+    code, out, _ = run_cli(capsys, "registry", "show", "--registry", BUNDLED,
+                           "--id", "marin-535b-a23b")
+    assert code == 0
+    head = out.split("\n\n")[0].splitlines()
+    assert [ln.split()[0] for ln in head] == ["entry", "target", "ladder", "law", "forecast",
+                                              "hash", "full"]
+    assert head[4].startswith("forecast   2.0414 nats/token, no interval, 1.89e+03x")
+    assert "law        power: L(C) = E + A * C^(-alpha); A=83.04, E=1.5" in head[3]
+    assert not out.lstrip().startswith("{")
+    code, out, _ = run_cli(capsys, "registry", "show", "--registry", BUNDLED,
+                           "--id", "marin-moe-1e21/outcome-1")
+    assert code == 0 and "outcome    actual 2.599 at fraction 1 of marin-moe-1e21" in out
+    code, out, _ = run_cli(capsys, "registry", "show", "--registry", BUNDLED,
+                           "--id", "marin-moe-1e21", "--json")
+    assert code == 0 and json.loads(out)["entry"]["id"] == "marin-moe-1e21"
