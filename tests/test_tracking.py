@@ -440,3 +440,22 @@ def test_an_anchored_revision_is_not_called_the_ladders_alone():
     assert any("moved by the run's deviation" in n for n in moved)
     assert not any("does not move the revision" in n for n in moved)
     assert any("does not move the revision" in n for n in tracking(None).to_dict()["notes"])
+
+
+def test_a_loss_column_chosen_by_name_is_said():
+    # a new user's (a W&B export with train/loss and eval/loss, no "loss"): eval/loss was
+    # tracked with no word on which column was read; tokens became steps silently too
+    log = pd.DataFrame({"_step": [100, 200], "train/loss": [3.1, 3.0],
+                        "eval/loss": [3.05, 2.95]})
+    got, notes = read_run_log(log)
+    assert got["loss"].tolist() == [3.05, 2.95]
+    said = [n for n in notes if n.startswith("loss column 'eval/loss'")]
+    assert said and "other loss-like columns: train/loss" in said[0]
+    _, notes = read_run_log(log.rename(columns={"eval/loss": "loss"}))
+    assert not any(n.startswith("loss column") for n in notes)
+    _, notes = read_run_log(log, loss_column="train/loss")
+    assert not any(n.startswith("loss column") for n in notes)
+    got, notes = read_run_log(pd.DataFrame({"tokens": [2e6, 4e6], "loss": [3.0, 2.9]}),
+                              batch_size=1e6)
+    assert got["step"].tolist() == [2, 4]
+    assert any("steps from column 'tokens' / the registered batch of 1e+06" in n for n in notes)

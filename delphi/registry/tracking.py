@@ -253,7 +253,9 @@ def read_run_log(source, *, format: str | None = None, loss_column: str | None =
     source: a CSV / JSONL / Parquet file (a W&B history export included), a TensorBoard log
         directory, or a pandas DataFrame.
     format: ``tensorboard`` for a directory (the default for one); else from the suffix.
-    loss_column: the column (or TensorBoard tag) holding the loss; default ``loss``.
+    loss_column: the column (or TensorBoard tag) holding the loss; default the first of
+        :data:`_LOSS_NAMES` (``loss``, ``eval/loss``, ``val_loss``, ``eval_loss``) in the log,
+        named in a note when it is not ``loss``.
     step_column: the column holding the step; default ``step`` (or ``_step``, W&B's); a
         ``tokens`` column is divided by ``batch_size`` when there is no step.
     run: the run to read when the log holds several (a ``run`` column).
@@ -300,6 +302,13 @@ def read_run_log(source, *, format: str | None = None, loss_column: str | None =
         ask = "" if loss_column is not None else "; give --loss-column"
         raise LadderError(f"run log: no loss column {loss_column or 'loss'!r}{ask} (columns: "
                           f"{', '.join(shown[:30])}{' ...' if len(shown) > 30 else ''}){hint}")
+    if loss_column is None and loss != "loss":
+        # chosen by name, not given: say which (a W&B history has train and eval losses)
+        others = [str(c) for c in cols if str(c) not in (loss, "row")
+                  and LOSS_LIKE.search(str(c))]
+        notes.append(f"loss column {loss!r} (the first of {', '.join(_LOSS_NAMES)} in the log"
+                     + (f"; other loss-like columns: {', '.join(others[:5])}" if others else "")
+                     + "); --loss-column picks another")
     if "run" in cols and frame["run"].nunique() > 1:
         names = sorted(map(str, frame["run"].unique()))
         if run is None:
@@ -319,6 +328,8 @@ def read_run_log(source, *, format: str | None = None, loss_column: str | None =
                               f"with a known batch; give --step-column (columns: "
                               f"{', '.join(map(str, cols[:30]))})")
         steps = pd.to_numeric(frame[tok], errors="coerce") / float(batch_size)
+        notes.append(f"steps from column {tok!r} / the registered batch of {batch_size:g} "
+                     f"tokens (the log has no step column)")
     else:
         steps = pd.to_numeric(frame[step], errors="coerce")
     out = pd.DataFrame({"step": steps.to_numpy(float),
