@@ -507,3 +507,19 @@ def test_a_design_with_losses_is_not_told_about_suggest(tmp_path):
     with pytest.raises(LadderError, match=r"a 'loss' column: a design's runs are not trained "
                                           r"yet \(their losses are what the prior law gives\)"):
         read_candidates(path, what="design")
+
+
+def test_a_batch_that_runs_out_of_candidates_does_not_blame_the_budget(ladder, forecast):
+    # a new user's: --n 5 --no-repeats over 3 candidates, within the budget, was told "the
+    # budget allows only 3 of the 5 runs asked for"
+    three = MIXED.iloc[:3]
+    got = suggest_runs(ladder, TARGET, "chinchilla", candidates=three, budget=1e30, n=5,
+                       repeats=False, forecast=forecast)
+    assert len(got.candidates) == 3
+    assert any(n.startswith("only 3 candidates to pick from, each once under repeats=False "
+                            "(CLI --no-repeats): 3 of the 5 runs asked for") for n in got.notes)
+    assert not any("the budget allows only" in n for n in got.notes)
+    # a budget that does stop the batch (2e18: two runs of 'over', 1e18 each) still says so
+    tight = suggest_runs(ladder, TARGET, "chinchilla", candidates=three.iloc[2:], budget=2e18,
+                         n=5, forecast=forecast)
+    assert "the budget allows only 2 of the 5 runs asked for" in tight.notes

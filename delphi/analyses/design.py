@@ -961,11 +961,18 @@ def suggest_runs(ladder: Ladder, target, law: str | Law | None = None, *,
     avail = np.ones(len(pool), dtype=bool)
     ranking: list[RunSuggestion] = []
     for step in range(n):
+        unpicked = avail.copy()
         avail &= cost <= (budget - spent) * (1 + 1e-9)
         if not avail.any():
             if step == 0:
                 raise LadderError(f"no candidate costs at most the budget {budget:.3g} FLOPs")
-            notes.append(f"the budget allows only {step} of the {n} runs asked for")
+            if not unpicked.any():
+                # every candidate picked once: the budget was not what stopped it
+                notes.append(f"only {plural(len(pool), 'candidate')} to pick from, each once "
+                             f"under {option('repeats=False', '--no-repeats')}: {step} of the {n} "
+                             f"runs asked for, {spent:.3g} of the budget's {budget:.3g} FLOPs")
+            else:
+                notes.append(f"the budget allows only {step} of the {n} runs asked for")
             break
         ratio_f, top = fisher.ratios(rows)
         if refits is not None:
