@@ -1191,3 +1191,15 @@ def test_registry_show_prints_a_summary_not_the_whole_entry(capsys):
     code, out, _ = run_cli(capsys, "registry", "show", "--registry", BUNDLED,
                            "--id", "marin-moe-1e21", "--json")
     assert code == 0 and json.loads(out)["entry"]["id"] == "marin-moe-1e21"
+
+
+def test_a_registry_named_dash_or_empty_is_refused(tmp_path, monkeypatch, capsys):
+    # a pipe user's: `delphi register --registry - ...` appended to a file named '-'
+    monkeypatch.chdir(tmp_path)
+    for bad in ("-", ""):
+        with pytest.raises(RegistryError, match=r"a registry is a file \(appended to, then read "
+                                                r"back\): '-?' cannot be one"):
+            Registry(bad)
+    code, _, err = run_cli(capsys, "registry", "list", "--registry", "-")
+    assert code == 1 and "standard input and output are not files" in err
+    assert not (tmp_path / "-").exists()
