@@ -1203,3 +1203,20 @@ def test_a_registry_named_dash_or_empty_is_refused(tmp_path, monkeypatch, capsys
     code, _, err = run_cli(capsys, "registry", "list", "--registry", "-")
     assert code == 1 and "standard input and output are not files" in err
     assert not (tmp_path / "-").exists()
+
+
+def test_a_score_far_off_its_prediction_asks_about_the_unit():
+    # a new user's: an actual in bits/byte scored against a nats/token forecast was reported
+    # as a -63% miss with no word on the likely cause
+    from delphi.registry.scoring import Score
+
+    def score(actual):
+        return Score(prediction_id="p", outcome_id="p/outcome-1", fraction=1.0, actual=actual,
+                     predicted=2.8, error=actual - 2.8, rel_error=actual / 2.8 - 1,
+                     abs_error=abs(actual - 2.8), interval=None, inside=None, z=None, pit=None,
+                     no_interval_reason="none", external=False, target_name=None,
+                     unit="nats/token", source=None)
+    far = score(1.05).report()
+    assert ("check      the actual is 0.375x the prediction: another unit or metric? The "
+            "prediction is in nats/token") in far
+    assert "check" not in score(2.9).report()
