@@ -459,3 +459,11 @@ def test_a_loss_column_chosen_by_name_is_said():
                               batch_size=1e6)
     assert got["step"].tolist() == [2, 4]
     assert any("steps from column 'tokens' / the registered batch of 1e+06" in n for n in notes)
+
+
+def test_following_keeps_the_first_reads_notes(registry, registered):
+    # --follow dropped every note of reading the log, so which loss column was picked
+    # (eval/loss in a W&B export) was never said there
+    log = _run_log(registered[1]).iloc[:4].rename(columns={"loss": "eval/loss"})
+    res = track(registry, "hero", log, follow=True, timeout=0, sleep=lambda s: None)
+    assert sum(n.startswith("loss column 'eval/loss'") for n in res.notes) == 1

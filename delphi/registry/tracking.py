@@ -742,12 +742,16 @@ def track(registry, id: str, run_log, *, patience: int = DEFAULT_PATIENCE,
     stop = follow if stop_on_alarm is None else stop_on_alarm
     notes: list[str] = []
     started = time.monotonic()
+    first = True
     while True:
         log, read_notes = read_run_log(run_log, format=format, loss_column=loss_column,
                                        step_column=step_column, run=run,
                                        batch_size=tracker.batch_size)
-        if not follow:
+        if not follow or first:
+            # following: the first read's notes only (which loss column was picked, steps
+            # from tokens...); later reads repeat them with growing counts
             notes.extend(read_notes)
+        first = False
         tracker.update(log, on_checkpoint=on_checkpoint, stop_on_alarm=stop)
         if not follow or tracker.finished or (stop and tracker.alarm_):
             break
