@@ -467,3 +467,14 @@ def test_following_keeps_the_first_reads_notes(registry, registered):
     log = _run_log(registered[1]).iloc[:4].rename(columns={"loss": "eval/loss"})
     res = track(registry, "hero", log, follow=True, timeout=0, sleep=lambda s: None)
     assert sum(n.startswith("loss column 'eval/loss'") for n in res.notes) == 1
+
+
+def test_fractional_steps_are_said_when_rounded():
+    # a new user's: step 5000.5 was tracked as step 5000 with no word
+    got, notes = read_run_log(pd.DataFrame({"step": [5000.5, 6000, 7000.25],
+                                            "loss": [3.0, 2.9, 2.8]}))
+    assert got["step"].tolist() == [5000, 6000, 7000]
+    assert any(n.startswith("2 log rows with a step that is not a whole number (e.g. 5000.5)")
+               for n in notes)
+    _, notes = read_run_log(pd.DataFrame({"step": [5000, 6000], "loss": [3.0, 2.9]}))
+    assert not any("whole number" in n for n in notes)

@@ -376,6 +376,14 @@ def read_run_log(source, *, format: str | None = None, loss_column: str | None =
         raise LadderError(f"run log{name}: loss {float(first['loss']):.6g} at step "
                           f"{float(first['step']):g} is not a plausible loss ({lo:g}..{hi:g}; "
                           f"{plural(int(bad.sum()), 'row')} like it); nothing was recorded")
+    if step is not None:
+        # a step column of fractions (epochs, or steps / 1000) was rounded silently
+        frac = (out["step"] - out["step"].round()).abs() > 1e-6
+        if frac.any():
+            first = float(out.loc[frac, "step"].iloc[0])
+            notes.append(f"{plural(int(frac.sum()), 'log row')} with a step that is not a whole "
+                         f"number (e.g. {first:g}) rounded to whole steps: is column "
+                         f"{step!r} counted in optimizer steps?")
     out["step"] = out["step"].round().astype(np.int64)
     early = int((out["step"] < 1).sum())
     if early:
