@@ -180,7 +180,9 @@ def test_cli_register_score_report_show(tmp_path, capsys):
     assert rep["mean_abs_error_points"] == pytest.approx(abs(100 * (0.612 - pred)))
     assert main(["registry", "show", "--registry", path, "--id", "sim-8e8"]) == 0
     out = capsys.readouterr().out
-    assert '"unit": "accuracy"' in out and "61.20 points" in out
+    # a summary, not the entry's JSON (h90): the unit in the target line, the forecast in points
+    assert "[accuracy]" in out and f"forecast   {100 * pred:.2f} points" in out
+    assert "61.20 points" in out
     assert main(["registry", "list", "--registry", path]) == 0
     assert f"{100 * pred:.2f} pts" in capsys.readouterr().out
     assert main(base + ["--registry", path]) == 1          # --id missing

@@ -282,7 +282,11 @@ def test_no_parameter_spread_and_no_candidate_above_the_ladder_are_said(capsys):
     out = capsys.readouterr().out
     assert "no parameter spread (param sd 0" in out
     assert "no candidate narrows the interval: none is above the largest fitted compute" in out
-    assert "give --budget C above the largest fitted compute" in out
+    # the default budget (1.58e21) is above the largest run (1.38e21) already: the note names
+    # the budget the doubling grid needs to reach above it (was "give --budget C above the
+    # largest fitted compute")
+    assert "a budget of 1.7e+21 FLOPs or more (--budget C) reaches above the largest" in out
+    assert "give --budget C above the largest fitted compute" not in out
     rows = [ln for ln in out.splitlines() if ln[:4].strip().isdigit()]
     assert rows and all(ln.rstrip().endswith("nothing") for ln in rows)
 
@@ -426,3 +430,96 @@ def test_an_empty_candidates_file_is_called_empty(tmp_path):
     path.write_text("")
     with pytest.raises(LadderError, match=r"candidates file .*none.csv is empty: give a header"):
         read_candidates(path)
+
+
+@pytest.mark.parametrize("row, message", [
+    # a new user's: params 1e-30 was blamed on "target flops 1.2e-19" (the candidate became a
+    # target), and params 1e300 "costs inf FLOPs, beyond the budget"
+    ({"params": 1e-30, "tokens": 2e10},
+     r"row 0, column 'params': 1e-30 is outside 1\.\.1e\+30: not a plausible parameter count"),
+    ({"params": 1e300, "tokens": 2e10}, r"row 0, column 'params': 1e\+300 is outside"),
+    ({"params": 1e9, "tokens": 1e-3}, r"row 0, column 'tokens': 0\.001 is outside"),
+    ({"params": 1e9, "tokens": 2e10, "peak_lr": 1e9},
+     r"row 0, column 'peak_lr': 1e\+09 is outside .*learning rate"),
+    ({"params": 1e20, "tokens": 1e25},
+     r"row 0: k x 6 x params x tokens = 6e\+45 FLOPs is outside 1\.\.1e\+40"),
+])
+def test_candidates_of_implausible_magnitude_are_named(tmp_path, row, message):
+    path = tmp_path / "next.csv"
+    pd.DataFrame([row]).to_csv(path, index=False)
+    with pytest.raises(LadderError, match=message):
+        read_candidates(path)
+
+
+def test_jsonl_and_parquet_candidate_files_are_read_by_suffix(tmp_path):
+    # a new user's: a .jsonl candidates file was read as a CSV, so the error listed the
+    # first JSON line as the one column ("columns are {"params":1e8, tokens:2e9}")
+    rows = [{"run": "a", "params": 1e8, "tokens": 2e9}, {"run": "b", "params": 2e8, "tokens": 4e9}]
+    (tmp_path / "next.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    pd.DataFrame(rows).to_parquet(tmp_path / "next.parquet")
+    for name in ("next.jsonl", "next.parquet"):
+        got = read_candidates(tmp_path / name)
+        assert [(c.name, c.params, c.tokens, c.row) for c in got] == [
+            ("a", 1e8, 2e9, 0), ("b", 2e8, 4e9, 1)], name
+    (tmp_path / "loss.jsonl").write_text('{"params": 1e8, "tokens": 2e9, "loss": 3.1}\n')
+    with pytest.raises(LadderError, match=r"a 'loss' column"):
+        read_candidates(tmp_path / "loss.jsonl")
+    (tmp_path / "empty.jsonl").write_text("")
+    with pytest.raises(LadderError, match=r"candidates file .*empty.jsonl is empty"):
+        read_candidates(tmp_path / "empty.jsonl")
+
+
+def test_empty_candidates_and_too_small_designs_say_what_is_needed():
+    # a new user's: an empty list was "missing column(s) params, tokens ... columns are none",
+    # and a 1-run design "cannot fit law 'chinchilla''s 5 parameters"
+    for empty in ([], pd.DataFrame()):
+        with pytest.raises(LadderError, match=r"^candidates: no candidate rows"):
+            read_candidates(empty)
+    prior = {"E": 1.69, "A": 406.4, "B": 410.7, "alpha": 0.34, "beta": 0.28}
+    with pytest.raises(LadderError, match=r"a design of 1 run cannot fit the 5 free parameters "
+                                          r"of law 'chinchilla': it needs more runs than free "
+                                          r"parameters \(6 or more\)"):
+        delphi.score_design([{"params": 1e8, "tokens": 2e9}],
+                            {"params": 7e10, "tokens": 1.4e12}, prior)
+
+
+def test_a_default_grid_that_stops_below_the_largest_run_says_which_budget_reaches_it():
+    # a new user's (marin-moe-535b): the default budget (1.58e21) was above the largest fitted
+    # run (1.38e21), but the grid's levels double from the smallest run and its top one
+    # (8.5e20) fell below it; the note said "give --budget C above the largest fitted
+    # compute", which was already so.
+    frame = pd.DataFrame({"run": list("abcd"), "flops": [1e18, 1e19, 1e20, 1.5e21],
+                          "loss": [3.2, 2.9, 2.68, 2.5]})
+    ladder = delphi.load_ladder(frame)
+    got = delphi.suggest_runs(ladder, {"flops": 1e24}, n_boot=20)
+    said = [n for n in got.notes if "default grid's levels double" in n]
+    assert said and "1.02e+21" in said[0] and "a budget of 2.05e+21 FLOPs or more" in said[0]
+    assert not any("give budget=C above the largest" in n for n in got.notes)
+    wider = delphi.suggest_runs(ladder, {"flops": 1e24}, n_boot=20, budget=2.05e21)
+    assert max(c.run.flops for c in wider.candidates) > 1.5e21
+
+
+def test_a_design_with_losses_is_not_told_about_suggest(tmp_path):
+    # a new user's (plan --score design.csv with a loss column): "candidates are runs not
+    # trained yet (their losses are what suggest predicts)"
+    path = tmp_path / "design.csv"
+    pd.DataFrame({"params": [1e8], "tokens": [2e9], "loss": [3.0]}).to_csv(path, index=False)
+    with pytest.raises(LadderError, match=r"a 'loss' column: a design's runs are not trained "
+                                          r"yet \(their losses are what the prior law gives\)"):
+        read_candidates(path, what="design")
+
+
+def test_a_batch_that_runs_out_of_candidates_does_not_blame_the_budget(ladder, forecast):
+    # a new user's: --n 5 --no-repeats over 3 candidates, within the budget, was told "the
+    # budget allows only 3 of the 5 runs asked for"
+    three = MIXED.iloc[:3]
+    got = suggest_runs(ladder, TARGET, "chinchilla", candidates=three, budget=1e30, n=5,
+                       repeats=False, forecast=forecast)
+    assert len(got.candidates) == 3
+    assert any(n.startswith("only 3 candidates to pick from, each once under repeats=False "
+                            "(CLI --no-repeats): 3 of the 5 runs asked for") for n in got.notes)
+    assert not any("the budget allows only" in n for n in got.notes)
+    # a budget that does stop the batch (2e18: two runs of 'over', 1e18 each) still says so
+    tight = suggest_runs(ladder, TARGET, "chinchilla", candidates=three.iloc[2:], budget=2e18,
+                         n=5, forecast=forecast)
+    assert "the budget allows only 2 of the 5 runs asked for" in tight.notes

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import io
 import json
 import math
 
@@ -299,3 +300,16 @@ def test_optimal_allocation_takes_bootstrap_draws_as_returned():
     via_draws = optimal_allocation(BESIROGLU, CHINCHILLA_FLOPS, draws=draws)
     via_list = optimal_allocation(BESIROGLU, CHINCHILLA_FLOPS, draws=params)
     assert via_draws.intervals == via_list.intervals
+
+
+def test_cli_plan_csv_dash_writes_standard_output(tmp_path, capsys, monkeypatch):
+    # a pipe user's: `delphi plan --csv - | ...` wrote a file named '-' and piped the report
+    monkeypatch.chdir(tmp_path)
+    code, out = _run_cli(["plan", "--target-flops", "1e22", "--budgets", "3",
+                          "--sizes-per-budget", "3", "--csv", "-"], capsys)
+    assert code == 0 and not (tmp_path / "-").exists()
+    frame = pd.read_csv(io.StringIO(out))
+    assert list(frame.columns[:len(CSV_COLUMNS)]) == list(CSV_COLUMNS) and len(frame) == 9
+    from delphi.cli.output import UsageError
+    with pytest.raises(UsageError, match="--csv - writes the runs to standard output"):
+        _run_cli(["plan", "--target-flops", "1e22", "--csv", "-", "--json"], capsys)

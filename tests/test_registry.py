@@ -1171,3 +1171,52 @@ def test_a_held_lock_prints_a_note_while_waiting(tmp_path, capsys, monkeypatch):
     # No note when nobody holds the lock.
     code, _, err = run_cli(capsys, "score", "--registry", path, "--id", "a", "--actual", "2.5")
     assert code == 0 and "waiting" not in err
+
+
+def test_registry_show_prints_a_summary_not_the_whole_entry(capsys):
+    # a new user's: `registry show` without --json printed the entry's whole JSON (a curve
+    # prediction's: ~4,000 lines, 188 kB) before its scores
+    code, out, _ = run_cli(capsys, "registry", "show", "--registry", BUNDLED,
+                           "--id", "marin-535b-a23b")
+    assert code == 0
+    head = out.split("\n\n")[0].splitlines()
+    assert [ln.split()[0] for ln in head] == ["entry", "target", "ladder", "law", "forecast",
+                                              "hash", "full"]
+    assert head[4].startswith("forecast   2.0414 nats/token, no interval, 1.89e+03x")
+    assert "law        power: L(C) = E + A * C^(-alpha); A=83.04, E=1.5" in head[3]
+    assert not out.lstrip().startswith("{")
+    code, out, _ = run_cli(capsys, "registry", "show", "--registry", BUNDLED,
+                           "--id", "marin-moe-1e21/outcome-1")
+    assert code == 0 and "outcome    actual 2.599 at fraction 1 of marin-moe-1e21" in out
+    code, out, _ = run_cli(capsys, "registry", "show", "--registry", BUNDLED,
+                           "--id", "marin-moe-1e21", "--json")
+    assert code == 0 and json.loads(out)["entry"]["id"] == "marin-moe-1e21"
+
+
+def test_a_registry_named_dash_or_empty_is_refused(tmp_path, monkeypatch, capsys):
+    # a pipe user's: `delphi register --registry - ...` appended to a file named '-'
+    monkeypatch.chdir(tmp_path)
+    for bad in ("-", ""):
+        with pytest.raises(RegistryError, match=r"a registry is a file \(appended to, then read "
+                                                r"back\): '-?' cannot be one"):
+            Registry(bad)
+    code, _, err = run_cli(capsys, "registry", "list", "--registry", "-")
+    assert code == 1 and "standard input and output are not files" in err
+    assert not (tmp_path / "-").exists()
+
+
+def test_a_score_far_off_its_prediction_asks_about_the_unit():
+    # a new user's: an actual in bits/byte scored against a nats/token forecast was reported
+    # as a -63% miss with no word on the likely cause
+    from delphi.registry.scoring import Score
+
+    def score(actual):
+        return Score(prediction_id="p", outcome_id="p/outcome-1", fraction=1.0, actual=actual,
+                     predicted=2.8, error=actual - 2.8, rel_error=actual / 2.8 - 1,
+                     abs_error=abs(actual - 2.8), interval=None, inside=None, z=None, pit=None,
+                     no_interval_reason="none", external=False, target_name=None,
+                     unit="nats/token", source=None)
+    far = score(1.05).report()
+    assert ("check      the actual is 0.375x the prediction: another unit or metric? The "
+            "prediction is in nats/token") in far
+    assert "check" not in score(2.9).report()

@@ -8,6 +8,7 @@ target run on its own copy of that registry.
 from __future__ import annotations
 
 import json
+import re
 import shutil
 
 import numpy as np
@@ -404,3 +405,76 @@ def test_run_log_rows_are_counted_as_the_ladder_readers_count_them(tmp_path):
                    "me,300,2.9\n")
     _, notes = read_run_log(csv, run="me")
     assert any("'x' at step 200, row 3; rows count the records from 0" in n for n in notes)
+
+
+def test_a_log_in_another_unit_is_asked_about(registry, registered):
+    # Before (a new user): a bits/byte log tracked against a nats/token curve (losses 2.4x
+    # below it) raised the alarm with no word on the likely cause.
+    log = _run_log(registered[1]).iloc[4:10]
+    res = track(registry, "hero", log.assign(loss=log["loss"] / 2.5))
+    assert res.alarm
+    said = [n for n in res.notes if "another unit or metric" in n]
+    assert said and re.search(r"0\.[34]\d*x the registered curve", said[0])
+    assert "nats/token" in said[0]
+    assert said[0] in res.report()
+    # a run on its curve (or drifting by a few percent) gets no such note
+    fine = track(registry, "hero", _run_log(registered[1], drift_from=0.4))
+    assert not [n for n in fine.notes if "another unit" in n]
+
+
+def test_an_anchored_revision_is_not_called_the_ladders_alone():
+    # Before (a new user): with a recorded carry-over the revision moves with the run's
+    # deviation (2.81 -> 1.15), yet the note said "it does not move the revision".
+    from delphi.registry.tracking import Revised, TrackedCheckpoint, Tracking
+
+    def tracking(anchored):
+        r = Revised(loss=1.15, lower=1.1, upper=1.2, run_only=None, run_sd=None,
+                    ladder_weight=1.0, anchored=anchored)
+        cp = TrackedCheckpoint(step=10, fraction=0.5, loss=1.2, predicted=2.9, lower=2.7,
+                               upper=3.1, z=-14.0, pit=0.0, inside=False, revised=r,
+                               outcome_id="hero/outcome-1", recorded=True, streak=1,
+                               alarm=False)
+        return Tracking(id="hero", checkpoints=(cp,), alarm=False, alarm_step=None,
+                        patience=3, n_recorded=1)
+    moved = tracking(1.15).to_dict()["notes"]
+    assert any("moved by the run's deviation" in n for n in moved)
+    assert not any("does not move the revision" in n for n in moved)
+    assert any("does not move the revision" in n for n in tracking(None).to_dict()["notes"])
+
+
+def test_a_loss_column_chosen_by_name_is_said():
+    # a new user's (a W&B export with train/loss and eval/loss, no "loss"): eval/loss was
+    # tracked with no word on which column was read; tokens became steps silently too
+    log = pd.DataFrame({"_step": [100, 200], "train/loss": [3.1, 3.0],
+                        "eval/loss": [3.05, 2.95]})
+    got, notes = read_run_log(log)
+    assert got["loss"].tolist() == [3.05, 2.95]
+    said = [n for n in notes if n.startswith("loss column 'eval/loss'")]
+    assert said and "other loss-like columns: train/loss" in said[0]
+    _, notes = read_run_log(log.rename(columns={"eval/loss": "loss"}))
+    assert not any(n.startswith("loss column") for n in notes)
+    _, notes = read_run_log(log, loss_column="train/loss")
+    assert not any(n.startswith("loss column") for n in notes)
+    got, notes = read_run_log(pd.DataFrame({"tokens": [2e6, 4e6], "loss": [3.0, 2.9]}),
+                              batch_size=1e6)
+    assert got["step"].tolist() == [2, 4]
+    assert any("steps from column 'tokens' / the registered batch of 1e+06" in n for n in notes)
+
+
+def test_following_keeps_the_first_reads_notes(registry, registered):
+    # --follow dropped every note of reading the log, so which loss column was picked
+    # (eval/loss in a W&B export) was never said there
+    log = _run_log(registered[1]).iloc[:4].rename(columns={"loss": "eval/loss"})
+    res = track(registry, "hero", log, follow=True, timeout=0, sleep=lambda s: None)
+    assert sum(n.startswith("loss column 'eval/loss'") for n in res.notes) == 1
+
+
+def test_fractional_steps_are_said_when_rounded():
+    # a new user's: step 5000.5 was tracked as step 5000 with no word
+    got, notes = read_run_log(pd.DataFrame({"step": [5000.5, 6000, 7000.25],
+                                            "loss": [3.0, 2.9, 2.8]}))
+    assert got["step"].tolist() == [5000, 6000, 7000]
+    assert any(n.startswith("2 log rows with a step that is not a whole number (e.g. 5000.5)")
+               for n in notes)
+    _, notes = read_run_log(pd.DataFrame({"step": [5000, 6000], "loss": [3.0, 2.9]}))
+    assert not any("whole number" in n for n in notes)

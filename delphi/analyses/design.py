@@ -103,10 +103,12 @@ from ..errors import DelphiError, FitError, LadderError, LawError, TargetError, 
 from ..fitting import Fit
 from ..fitting.objective import Problem
 from ..fitting.refit import refine_batch
-from ..inputs.ladder import FLOPS_PER_PARAM_TOKEN, Ladder, budget_labels
+from ..inputs.ladder import _MAGNITUDE, FLOPS_PER_PARAM_TOKEN, Ladder, budget_labels
 from ..inputs.runstate import ROWS_FROM_ZERO
 from ..laws import Law, get_law
 from ..inputs.readers import as_ladder
+from ..inputs.readers._common import read_file
+from ..inputs.readers.tabular import format_of
 from ..forecasting.uncertainty import DEFAULT_LEVEL, run_noise
 from ..forecasting.target import as_target
 from ..forecasting.reference import load_reference, ReferenceClass
@@ -316,9 +318,15 @@ class Suggestions:
         # the width's, so the order of the rows can be read off the table
         # a law without a learning-rate term has no peak LR to show (unless the file gave one)
         show_lr = any(s.run.peak_lr is not None for s in self.candidates[:limit])
+        # enough decimals that the largest reduction shown is visible (0.3365 -> 0.3364 read
+        # as no change at all for most of a table ranked by it)
+        shown = [s.width_before - s.width_after for s in self.candidates[:limit]
+                 if s.width_before > s.width_after]
+        dec = 4 if not shown else min(8, max(4, 1 - math.floor(math.log10(max(shown)))))
+        wid = max(8, dec + 4)
         lines.append(f"{'rank':>4} {'candidate':<22} {'params':>9} {'tokens':>9} "
                      f"{'flops':>9} " + (f"{'peak_lr':>8} " if show_lr else "")
-                     + f"{'before':>8} {'after':>8} "
+                     + f"{'before':>{wid}} {'after':>{wid}} "
                      f"{'per 1e18':>9}" + (f" {'spread/1e18':>11}" if spread else "")
                      + "  reduces")
         for i, s in enumerate(self.candidates[:limit], 1):
@@ -328,11 +336,18 @@ class Suggestions:
                   if s.spread_reduction_per_flop is not None else "")
             lines.append(f"{i:>4} {r.name[:22]:<22} {_g(r.params):>9} {_g(r.tokens):>9} "
                          f"{r.flops:>9.3g} " + (f"{lr:>8} " if show_lr else "")
-                         + f"{s.width_before:>8.4f} "
-                         f"{s.width_after:>8.4f} {s.reduction_per_flop * 1e18:>9.3g}{sp}  "
+                         + f"{s.width_before:>{wid}.{dec}f} "
+                         f"{s.width_after:>{wid}.{dec}f} {s.reduction_per_flop * 1e18:>9.3g}{sp}  "
                          f"{s.reduces}")
         if len(self.candidates) > limit:
             lines.append(f"     ... {len(self.candidates) - limit} more (--json for all)")
+        if self.candidates:
+            # the columns were unexplained: "per 1e18" had no unit, "reduces" showed E, B, A
+            lines.append(f"columns    before, after: the {self.level:.0%} new-run interval's "
+                         f"width [{self.unit}] without and with the candidate; per 1e18: the "
+                         f"width's reduction per 1e18 FLOPs of its cost; reduces: what it "
+                         f"mostly narrows (extrapolation: a lower r; else the free parameter "
+                         f"whose standard error falls most)")
         lines += [f"note       {n}" for n in self.notes]
         return "\n".join(lines)
 
@@ -398,17 +413,19 @@ def _k_convention(ladder: Ladder | None) -> float:
 
 
 def read_candidates(source, *, k: float = 1.0, what: str = "candidates") -> list[CandidateRun]:
-    """Candidate runs from a CSV path, a DataFrame or a list of dicts: columns ``params``
-    and ``tokens`` (counts), optionally ``flops`` [FLOPs] (else k x 6 N D, k the ladder's FLOP
-    convention), ``peak_lr`` and ``run`` or ``name``. Losses are not read.
+    """Candidate runs from a file path (CSV; ``.jsonl``/``.ndjson`` or ``.parquet``/``.pq``
+    by suffix, read as the ladder readers read them), a DataFrame or a list of dicts: columns
+    ``params`` and ``tokens`` (counts), optionally ``flops`` [FLOPs] (else k x 6 N D, k the
+    ladder's FLOP convention), ``peak_lr`` and ``run`` or ``name``. Losses are not read.
 
     Raises
     ------
     LadderError: the file is missing or unreadable, a required column is missing, or a
-        value is not a positive finite number or a given ``flops`` is more than 25% away
-        from k 6 N D (naming each bad row, counted from 0 as the ladder readers do: row 0 is line 2 of
-        the CSV, and its column;
-        up to 10 rows in one error).
+        value is not a positive finite number, is outside the ladder readers' plausible
+        magnitudes (params and tokens 1..1e30, flops and k 6 N D 1..1e40, peak_lr
+        1e-30..1e6: :data:`delphi.inputs.ladder._MAGNITUDE`), or a given ``flops`` is more
+        than 25% away from k 6 N D (naming each bad row, counted from 0 as the ladder
+        readers do: row 0 is line 2 of the CSV, and its column; up to 10 rows in one error).
     """
     if isinstance(source, (str, Path)):
         path = Path(source).expanduser()
@@ -416,8 +433,19 @@ def read_candidates(source, *, k: float = 1.0, what: str = "candidates") -> list
             raise LadderError(f"{what} file {path} is a directory: give a CSV file")
         if not path.is_file():
             raise LadderError(f"{what} file not found: {path}")
+        fmt, _ = format_of(path)
         try:
-            frame = pd.read_csv(path)
+            if fmt in ("jsonl", "parquet"):
+                # as the ladder readers read them (a .jsonl read as CSV would be one column
+                # named after its first line); a CSV keeps pandas' reader and its messages
+                frame = read_file(path, fmt, ("run", "name"))
+                if (len(frame) and "row" in frame.columns
+                        and np.array_equal(frame["row"].to_numpy(), np.arange(len(frame)))):
+                    frame = frame.drop(columns="row")       # the reader's own numbering
+                if not len(frame.columns) or list(frame.columns) == ["row"]:
+                    raise pd.errors.EmptyDataError
+            else:
+                frame = pd.read_csv(path)
         except pd.errors.EmptyDataError:
             raise LadderError(f"{what} file {path} is empty: give a header row (params, "
                               f"tokens, optionally flops, peak_lr, run) and a row per "
@@ -430,6 +458,10 @@ def read_candidates(source, *, k: float = 1.0, what: str = "candidates") -> list
     else:
         frame, label = pd.DataFrame(list(source)), what
     frame.columns = [str(c).strip() for c in frame.columns]
+    if frame.empty and not len(frame.columns):
+        # an empty list or DataFrame: not "missing column(s) params, tokens ... columns are none"
+        raise LadderError(f"{label}: no candidate rows (give at least one run with params and "
+                          f"tokens)")
     missing = [c for c in ("params", "tokens") if c not in frame.columns]
     # compute alone (no N, no D) is a candidate for a law of C (power in C)
     by_compute = len(missing) == 2 and "flops" in frame.columns
@@ -447,6 +479,10 @@ def read_candidates(source, *, k: float = 1.0, what: str = "candidates") -> list
     if frame.empty:
         raise LadderError(f"{label}: no candidate rows")
     if "loss" in frame.columns:
+        if what == "design":        # plan --score / score_design: not suggest's candidates
+            raise LadderError(f"{label}: a 'loss' column: a design's runs are not trained yet "
+                              f"(their losses are what the prior law gives); drop the column, "
+                              f"or fit the trained runs as a ladder (delphi predict)")
         raise LadderError(f"{label}: a 'loss' column: candidates are runs not trained yet (their "
                           f"losses are what suggest predicts); drop the column, or add trained "
                           f"runs to the ladder instead")
@@ -524,6 +560,12 @@ def _candidate_row(i: int, row: dict, columns, names, by_compute: bool,
                            f"finite number there")
         if isinstance(v, bool) or not (math.isfinite(x) and x > 0):
             raise _BadCell(f"row {i}, column {col!r}: {v!r} is not a positive finite number")
+        lo, hi, noun = _MAGNITUDE[col]
+        if not lo <= x <= hi:
+            # the ladder readers' plausible magnitudes: beyond them 6 N D overflows, and a
+            # count below 1 is in other units (billions); a later message would blame the target
+            raise _BadCell(f"row {i}, column {col!r}: {x:.4g} is outside {lo:g}..{hi:g}: not "
+                           f"a plausible {noun} (in other units?)")
         vals[col] = x
     given = (str(names.iloc[i]) if names is not None and pd.notna(names.iloc[i])
              else None)
@@ -532,6 +574,11 @@ def _candidate_row(i: int, row: dict, columns, names, by_compute: bool,
                             peak_lr=vals.get("peak_lr"),
                             name=given if given is not None else f"C{vals['flops']:.3g}", row=i)
     six_nd = FLOPS_PER_PARAM_TOKEN * vals["params"] * vals["tokens"]
+    lo, hi, noun = _MAGNITUDE["flops"]
+    if not lo <= k * six_nd <= hi:
+        raise _BadCell(f"row {i}: k x 6 x params x tokens = {k * six_nd:.4g} FLOPs is outside "
+                       f"{lo:g}..{hi:g}: not a plausible {noun} (params or tokens in other "
+                       f"units?)")
     flops = vals.get("flops", k * six_nd)
     if "flops" in vals and abs(flops / (k * six_nd) - 1) > _FLOPS_RTOL:
         raise _BadCell(f"row {i}, column 'flops': {flops:.4g} disagrees with k x 6 x params x "
@@ -850,6 +897,7 @@ def suggest_runs(ladder: Ladder, target, law: str | Law | None = None, *,
     if budget is None:
         budget = float(fitted_c.sum())
         notes.append(f"budget not given: the fitted runs' total compute, {budget:.3g} FLOPs")
+    grid_used = pool is None
     if pool is None:
         grid_top = budget
         if c_target is not None and budget > c_target:
@@ -913,11 +961,18 @@ def suggest_runs(ladder: Ladder, target, law: str | Law | None = None, *,
     avail = np.ones(len(pool), dtype=bool)
     ranking: list[RunSuggestion] = []
     for step in range(n):
+        unpicked = avail.copy()
         avail &= cost <= (budget - spent) * (1 + 1e-9)
         if not avail.any():
             if step == 0:
                 raise LadderError(f"no candidate costs at most the budget {budget:.3g} FLOPs")
-            notes.append(f"the budget allows only {step} of the {n} runs asked for")
+            if not unpicked.any():
+                # every candidate picked once: the budget was not what stopped it
+                notes.append(f"only {plural(len(pool), 'candidate')} to pick from, each once "
+                             f"under {option('repeats=False', '--no-repeats')}: {step} of the {n} "
+                             f"runs asked for, {spent:.3g} of the budget's {budget:.3g} FLOPs")
+            else:
+                notes.append(f"the budget allows only {step} of the {n} runs asked for")
             break
         ratio_f, top = fisher.ratios(rows)
         if refits is not None:
@@ -976,7 +1031,20 @@ def suggest_runs(ladder: Ladder, target, law: str | Law | None = None, *,
                      f"compute ({c_max:.3g} FLOPs; the largest candidate costs {top_c:.3g})"
                      if c_max and top_c <= c_max else
                      "no candidate narrows the interval")
-        if not budget_given:
+        lo_c = float(fitted_c.min()) if len(fitted_c) else 0.0
+        if grid_used and c_max and lo_c > 0 and top_c <= c_max < budget:
+            # the budget is above the largest fitted run, but the grid's levels double from
+            # the smallest run and its top one fell below it: "give --budget above the
+            # largest fitted compute" asked for what was given
+            need = lo_c * 2.0 ** (math.floor(math.log2(c_max / lo_c)) + 1)
+            digits = 10.0 ** (math.floor(math.log10(need)) - 2)
+            need = math.ceil(need / digits * (1 - 1e-12)) * digits  # 3 digits, rounded up
+            notes.append(f"the default grid's levels double from the smallest fitted run's "
+                         f"compute ({lo_c:.3g} FLOPs), so its largest within the budget "
+                         f"{budget:.3g} is {top_c:.3g}; a budget of {need:.3g} FLOPs or more "
+                         f"({option('budget=C', '--budget C')}) reaches above the largest "
+                         f"fitted compute, or give candidates of your own")
+        elif not budget_given:
             notes.append(f"give {option('budget=C', '--budget C')} above the largest fitted "
                          f"compute for candidates that lower r")
     if n > 1:
@@ -1145,8 +1213,9 @@ def score_design(design, target, prior, *, law: str | Law | None = None,
         raise FitError(f"noise must be a positive sd of log loss, got {noise!r}")
     free = tuple(p for p in lw.param_names if p not in fixed)
     if len(runs) <= len(free):
-        raise LadderError(f"a design of {len(runs)} run(s) cannot fit law {lw.name!r}'s "
-                          f"{len(free)} parameters")
+        raise LadderError(f"a design of {plural(len(runs), 'run')} cannot fit the "
+                          f"{len(free)} free parameters of law {lw.name!r}: it needs more runs "
+                          f"than free parameters ({len(free) + 1} or more)")
     _check_by_compute(runs, lw, "design's runs")
     # The prior law as a Fit-like set of inputs; LR-aware laws read each run's peak LR.
     def inputs_of(rows_: Sequence[CandidateRun]) -> dict[str, np.ndarray]:

@@ -469,6 +469,14 @@ class Registry:
         if not isinstance(path, (str, os.PathLike)) or "\x00" in str(path):
             raise RegistryError(f"a registry is a path to its .jsonl file (str or os.PathLike, "
                                 f"no NUL character), got {type(path).__name__} {path!r:.60}")
+        if str(path) in ("-", ""):
+            # '-' reads a ladder or run log from standard input; a registry is appended to
+            # and read back, so `--registry -` made a file named '-' in the working directory
+            why = ("standard input and output are not files" if str(path) == "-"
+                   else "an empty path")
+            raise RegistryError(f"a registry is a file (appended to, then read back): "
+                                f"{str(path)!r} cannot be one ({why}); give a path, e.g. "
+                                f"preds.jsonl")
         self.path = Path(path)
         self.lock_timeout = float(lock_timeout)
         self.on_wait = on_wait

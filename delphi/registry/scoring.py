@@ -168,6 +168,13 @@ class Score:
                          f"PIT = {self.pit:.3f}")
         else:
             lines.append(f"interval   none: {self.no_interval_reason}")
+        ratio = self.actual / self.predicted if self.predicted > 0 else None
+        if ratio is not None and not 1 / UNIT_RATIO <= ratio <= UNIT_RATIO:
+            # a number in bits/byte scored against nats/token was reported as a -63% miss
+            # with no word on the likely cause
+            lines.append(f"check      the actual is {ratio:.3g}x the prediction: another unit or "
+                         f"metric? The prediction is in {self.unit or 'its unit'} (the "
+                         f"outcome is recorded as given)")
         return "\n".join(lines)
 
     def _accuracy_report(self) -> str:
@@ -191,6 +198,12 @@ class Score:
 
     def __str__(self) -> str:
         return self.report()
+
+
+UNIT_RATIO = 1.3
+"""An actual loss more than this factor above or below its prediction gets a ``check`` line
+asking whether it is in another unit or metric (bits vs nats: 1.44x; bits/byte vs nats/token:
+~2-3x); the score itself does not depend on it."""
 
 
 def z_and_pit(interval: IntervalRecord, actual: float) -> tuple[float, float]:

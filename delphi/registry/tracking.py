@@ -196,10 +196,20 @@ class Tracking:
         out = list(self.notes)
         if self.checkpoints and self.checkpoints[-1].revised is not None \
                 and self.checkpoints[-1].revised.run_only is None:
-            out.append("the revised forecast is the ladder's alone (ladder weight 1): the "
-                       "run's own completion is not fitted yet (too few checkpoints from the "
-                       "curve's start, after warm-up); a run outside the band raises the "
-                       "alarm, it does not move the revision")
+            if self.checkpoints[-1].revised.anchored is not None:
+                # the anchored forecast moves with the run's deviation: "does not move the
+                # revision" was said of a revision that had moved (2.81 -> 1.15 on a log in
+                # another unit)
+                out.append("the revised forecast is the ladder's final forecast moved by the "
+                           "run's deviation from the curve so far (the carry-over recorded "
+                           "with the curve; ladder weight 1): the run's own completion is not "
+                           "fitted yet (too few checkpoints from the curve's start, after "
+                           "warm-up)")
+            else:
+                out.append("the revised forecast is the ladder's alone (ladder weight 1): the "
+                           "run's own completion is not fitted yet (too few checkpoints from "
+                           "the curve's start, after warm-up); a run outside the band raises "
+                           "the alarm, it does not move the revision")
         return out
 
     def to_dict(self) -> dict:
@@ -243,7 +253,9 @@ def read_run_log(source, *, format: str | None = None, loss_column: str | None =
     source: a CSV / JSONL / Parquet file (a W&B history export included), a TensorBoard log
         directory, or a pandas DataFrame.
     format: ``tensorboard`` for a directory (the default for one); else from the suffix.
-    loss_column: the column (or TensorBoard tag) holding the loss; default ``loss``.
+    loss_column: the column (or TensorBoard tag) holding the loss; default the first of
+        :data:`_LOSS_NAMES` (``loss``, ``eval/loss``, ``val_loss``, ``eval_loss``) in the log,
+        named in a note when it is not ``loss``.
     step_column: the column holding the step; default ``step`` (or ``_step``, W&B's); a
         ``tokens`` column is divided by ``batch_size`` when there is no step.
     run: the run to read when the log holds several (a ``run`` column).
@@ -290,6 +302,13 @@ def read_run_log(source, *, format: str | None = None, loss_column: str | None =
         ask = "" if loss_column is not None else "; give --loss-column"
         raise LadderError(f"run log: no loss column {loss_column or 'loss'!r}{ask} (columns: "
                           f"{', '.join(shown[:30])}{' ...' if len(shown) > 30 else ''}){hint}")
+    if loss_column is None and loss != "loss":
+        # chosen by name, not given: say which (a W&B history has train and eval losses)
+        others = [str(c) for c in cols if str(c) not in (loss, "row")
+                  and LOSS_LIKE.search(str(c))]
+        notes.append(f"loss column {loss!r} (the first of {', '.join(_LOSS_NAMES)} in the log"
+                     + (f"; other loss-like columns: {', '.join(others[:5])}" if others else "")
+                     + "); --loss-column picks another")
     if "run" in cols and frame["run"].nunique() > 1:
         names = sorted(map(str, frame["run"].unique()))
         if run is None:
@@ -309,6 +328,8 @@ def read_run_log(source, *, format: str | None = None, loss_column: str | None =
                               f"with a known batch; give --step-column (columns: "
                               f"{', '.join(map(str, cols[:30]))})")
         steps = pd.to_numeric(frame[tok], errors="coerce") / float(batch_size)
+        notes.append(f"steps from column {tok!r} / the registered batch of {batch_size:g} "
+                     f"tokens (the log has no step column)")
     else:
         steps = pd.to_numeric(frame[step], errors="coerce")
     out = pd.DataFrame({"step": steps.to_numpy(float),
@@ -355,6 +376,14 @@ def read_run_log(source, *, format: str | None = None, loss_column: str | None =
         raise LadderError(f"run log{name}: loss {float(first['loss']):.6g} at step "
                           f"{float(first['step']):g} is not a plausible loss ({lo:g}..{hi:g}; "
                           f"{plural(int(bad.sum()), 'row')} like it); nothing was recorded")
+    if step is not None:
+        # a step column of fractions (epochs, or steps / 1000) was rounded silently
+        frac = (out["step"] - out["step"].round()).abs() > 1e-6
+        if frac.any():
+            first = float(out.loc[frac, "step"].iloc[0])
+            notes.append(f"{plural(int(frac.sum()), 'log row')} with a step that is not a whole "
+                         f"number (e.g. {first:g}) rounded to whole steps: is column "
+                         f"{step!r} counted in optimizer steps?")
     out["step"] = out["step"].round().astype(np.int64)
     early = int((out["step"] < 1).sum())
     if early:
@@ -677,6 +706,13 @@ class RunTracker:
         return bool(steps) and steps[-1] >= self.total_steps
 
 
+_UNIT_RATIO = 1.3
+"""A tracked run whose out-of-band losses are, in the median, more than this factor above or
+below the registered curve gets a note asking whether its log is in another unit or metric
+(bits vs nats: 1.44x; bits/byte vs nats/token: ~2-3x). A hint in the output only: the alarm
+and the recorded outcomes do not depend on it."""
+
+
 def track(registry, id: str, run_log, *, patience: int = DEFAULT_PATIENCE,
           follow: bool = False, interval: float = 60.0, timeout: float | None = None,
           stop_on_alarm: bool | None = None, sign_key=None, format: str | None = None,
@@ -714,12 +750,16 @@ def track(registry, id: str, run_log, *, patience: int = DEFAULT_PATIENCE,
     stop = follow if stop_on_alarm is None else stop_on_alarm
     notes: list[str] = []
     started = time.monotonic()
+    first = True
     while True:
         log, read_notes = read_run_log(run_log, format=format, loss_column=loss_column,
                                        step_column=step_column, run=run,
                                        batch_size=tracker.batch_size)
-        if not follow:
+        if not follow or first:
+            # following: the first read's notes only (which loss column was picked, steps
+            # from tokens...); later reads repeat them with growing counts
             notes.extend(read_notes)
+        first = False
         tracker.update(log, on_checkpoint=on_checkpoint, stop_on_alarm=stop)
         if not follow or tracker.finished or (stop and tracker.alarm_):
             break
@@ -740,6 +780,15 @@ def track(registry, id: str, run_log, *, patience: int = DEFAULT_PATIENCE,
         notes.append(f"the log's loss differs from the outcome recorded before at "
                      f"{plural(len(changed), 'step')} ({', '.join(map(str, changed[:5]))}): the "
                      f"recorded one is kept (outcomes are immutable); is this the same run?")
+    far = [c.loss / c.predicted for c in cps if c.inside is False and c.predicted > 0]
+    if far and not 1 / _UNIT_RATIO <= float(np.median(far)) <= _UNIT_RATIO:
+        unit = getattr(tracker.prediction.target, "unit", None) or "the prediction's unit"
+        notes.append(f"the log's losses outside the band are {float(np.median(far)):.3g}x the "
+                     f"registered curve (median over {plural(len(far), 'checkpoint')}): is the "
+                     f"log in another unit or metric? The prediction is in {unit} (bits and "
+                     f"nats differ by 1/ln 2 = 1.44x, bits/byte and nats/token by ~2-3x); "
+                     f"--loss-column picks the log's column. Outcomes once recorded stay in "
+                     f"the registry")
     if not cps and not past:
         notes.append(f"no checkpoint after the start of the forecast curve (fraction "
                      f"{tracker.start_fraction:.3g}, step "

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from pathlib import Path
 from typing import Callable
 
@@ -255,7 +256,8 @@ def _add_plan(sub) -> None:
                    help="how --from estimates N*(C): a Chinchilla law (Eq. 4) or an isoFLOP "
                         "power law (Approach 2) (default: chinchilla)")
     p.add_argument("--metric", metavar="COLUMN", help="loss column of the --from ladder")
-    p.add_argument("--csv", metavar="PATH", help="write the runs as a tidy CSV")
+    p.add_argument("--csv", metavar="PATH", help="write the runs as a tidy CSV (- for "
+                        "standard output; the report then goes to stderr)")
     from .design import add_score_options
     add_score_options(p)        # --score DESIGN.csv (issue 25)
     _common(p)
@@ -307,6 +309,17 @@ def _cmd_plan(args) -> int:
                        max_tokens_per_param=args.max_tokens_per_param, span=args.span,
                        spread=args.spread, unidentified=unidentified, outside=outside,
                        design_tokens_per_param=design)
+    if args.csv == "-":
+        # standard output, as '-' reads standard input for a ladder (it wrote a file named
+        # '-'); the text report goes to stderr, so `plan --csv - | ...` pipes the CSV alone
+        if args.json:
+            from .output import UsageError
+            raise UsageError("--csv - writes the runs to standard output, where --json "
+                             "writes its document: give --csv a file, or leave out --json")
+        plan.to_frame().to_csv(sys.stdout, index=False, float_format="%.6g")
+        if not getattr(args, "quiet", False):
+            print(plan.report(), file=sys.stderr)
+        return 0
     written = str(plan.to_csv(args.csv)) if args.csv else None
     if args.json:
         print(_dump({**plan.to_dict(), "csv": written}))

@@ -56,8 +56,8 @@ def _add_suggest(sub) -> None:
                    help="with --n: pick each candidate at most once (default: a candidate may "
                         "be picked again, as extra seeds of the same run)")
     p.add_argument("--candidates", default="grid", metavar="FILE|grid",
-                   help="CSV of candidate runs (columns params, tokens, optionally flops, "
-                        "peak_lr, run; no losses), or grid (default)")
+                   help="CSV (or .jsonl, .parquet) of candidate runs (columns params, tokens, "
+                        "optionally flops, peak_lr, run; no losses), or grid (default)")
     p.add_argument("--method", choices=("fisher", "refit"), default="fisher",
                    help="how the parameter spread after a candidate is computed (default "
                         "fisher; refit is slower)")

@@ -527,8 +527,9 @@ def _cmd_registry(args) -> int:
                          **({"comparison_scores": [c.to_dict() for c in compared]}
                             if entry.comparison is not None else {})})
         else:
-            print(json.dumps(entry.fields(), indent=2, sort_keys=True,
-                             allow_nan=False))
+            # a summary: the whole entry (a curve prediction's is ~4,000 lines of JSON) is
+            # --json's
+            print(_show_text(entry.fields()))
             for s in scores:
                 print()
                 print(s.report())
@@ -554,6 +555,72 @@ def _fingerprint(key: str) -> str:
     from ...registry.signing import fingerprint
 
     return fingerprint(key)
+
+
+def _show_text(d: dict) -> str:
+    """``registry show`` without --json: the entry's id, target, ladder, law, forecast and
+    hash in a few lines (``d`` is :meth:`Entry.fields`); the whole entry is --json's."""
+    def g(x) -> str:
+        return "-" if x is None else f"{x:.5g}" if isinstance(x, float) else str(x)
+
+    accuracy = (d.get("target") or {}).get("unit") == "accuracy"
+
+    def fl(x) -> str:       # a loss, as predict prints it; an accuracy in points, as list
+        return "-" if x is None else f"{100 * x:.2f}" if accuracy else f"{x:.4f}"
+
+    t = d.get("target") or {}
+    lines = [f"entry      {d.get('id')} ({d.get('kind')}), {d.get('created_at')}, author "
+             f"{g(d.get('author'))}, delphi {g(d.get('delphi_version'))}"]
+    o = d.get("outcome")
+    if o:
+        lines.append(f"outcome    actual {g(o.get('actual'))} at fraction "
+                     f"{g(o.get('fraction'))} of {o.get('of')}"
+                     + (f" ({o['source']})" if o.get("source") else ""))
+    if t:
+        what = ", ".join(f"{sym} = {int(t[k])}" if k == "steps" and float(t[k]).is_integer()
+                         else f"{sym} = {t[k]:.3g}" if isinstance(t[k], float) else
+                         f"{sym} = {t[k]}" for k, sym in
+                         (("flops", "C"), ("params", "N"), ("active_params", "N_active"),
+                          ("tokens", "D"), ("steps", "steps"), ("batch_size", "batch"),
+                          ("peak_lr", "peak_lr"), ("schedule", "schedule"))
+                         if t.get(k) is not None)
+        lines.append(f"target     {t.get('name') or '(unnamed)'}: {what or '-'}; metric "
+                     f"{g(t.get('metric'))} [{g(t.get('unit'))}]")
+    lad = d.get("ladder")
+    if lad:
+        sha = lad.get("sha256")
+        lines.append(f"ladder     {g(lad.get('name'))} ({g(lad.get('source'))}"
+                     + (f", sha256 {sha[:12]}...)" if sha else ")"))
+    law = d.get("law")
+    if law:
+        params = ", ".join(f"{k}={v:.4g}" for k, v in (law.get("params") or {}).items()
+                           if isinstance(v, (int, float)))
+        lines.append(f"law        {law.get('name')}"
+                     + (f": {law['formula']}" if law.get("formula") else "")
+                     + (f"; {params}" if params else ""))
+    f = d.get("forecast")
+    if f:
+        unit = "points" if accuracy else t.get("unit") or ""
+        iv = f.get("interval") or {}
+        text = f"forecast   {fl(f.get('loss'))} {unit}"
+        if iv.get("lower") is not None:
+            text += (f", {iv.get('level', 0):.0%} {iv.get('kind') or ''} interval "
+                     f"[{fl(iv['lower'])}, {fl(iv.get('upper'))}] ({iv.get('method')})")
+        else:
+            text += ", no interval"
+        if f.get("extrapolation") is not None:
+            text += f", {f['extrapolation']:.3g}x the largest fitted run's compute"
+        if f.get("curve"):
+            text += (f"; curve of {len(f['curve'])} points"
+                     + (" with a band" if f.get("band") else ""))
+        if f.get("external"):
+            text += "; external"
+        lines.append(text)
+        if f.get("source"):
+            lines.append(f"source     {f['source']}")
+    lines.append(f"hash       {d.get('hash')} (previous {str(d.get('prev_hash'))[:12]}...)")
+    lines.append("full entry --json")
+    return "\n".join(lines)
 
 
 def _summary_line(i: int, e) -> str:

@@ -37,7 +37,8 @@ def add_commands(sub) -> dict[str, Handler]:
     p.add_argument("--id", required=True, metavar="ID",
                    help="the prediction, registered with its curve (register LADDER --curve)")
     p.add_argument("--loss-column", metavar="COLUMN",
-                   help="log column (or TensorBoard tag) holding the loss (default: loss)")
+                   help="log column (or TensorBoard tag) holding the loss (default: loss, "
+                        "else the first of eval/loss, val_loss, eval_loss, named in a note)")
     p.add_argument("--step-column", metavar="COLUMN",
                    help="log column holding the step (default: step, or W&B's _step)")
     p.add_argument("--run", metavar="RUN", help="the run, when the log holds several")
