@@ -135,9 +135,6 @@ def test_a_serial_predict_does_not_import_joblib(data_dir):
     assert res["rc"] == 0
     assert "delphi.core.parallel" in res["modules"]   # the jobs did go through map_jobs
     assert "joblib" not in res["modules"]
-    # Nor are the selection paths (law auto / ensemble) imported by a forecast by one law.
-    assert "delphi.forecasting.selection" not in res["modules"]
-    assert "delphi.forecasting.candidates" not in res["modules"]
 
 
 def test_n_jobs_without_joblib_imported_resolves_as_joblib_does():

@@ -20,6 +20,8 @@ from ..fitting import DEFAULT_DELTA, DIVERGENCE_THRESHOLD, Fit, fit
 from ..inputs.ladder import (SEQUENCE_LENGTHS, FLOPS_PER_PARAM_TOKEN, FlopsConvention, Ladder,
                      check_target_value)
 from ..laws import Law, get_law
+from .candidates import ENSEMBLE_RULE, RECENCY, Candidate, default_candidates
+from .selection import MIN_WEIGHT, TIE, Comparison, compare
 from .target import DESIGN_FACTOR, K_PLAUSIBLE, MAX_FLOOR_POINTS, Target, as_target
 from .design import (ONE_D, SPLIT_SPAN, default_law, final_nd, ladder_design_notes,
                      one_token_count, ratio_span)
@@ -39,11 +41,7 @@ from ..core.parallel import check_n_jobs
 if TYPE_CHECKING:
     import pandas as pd
 
-    from .candidates import Candidate
     from .robustness import FloorScan, OffTrend
-    from .selection import Comparison
-# The selection paths (law="auto", ensemble=True) import delphi.selection and its candidates
-# when they run (predict_selected): a forecast by one law, the default, does not need them.
 
 __all__ = ["Target", "Forecast", "predict", "default_law", "one_token_count", "FittedLaw",
            "PointForecast", "fit_stage", "point_stage", "interval_stage", "calibration_stage",
@@ -451,7 +449,6 @@ def _selection_lines(sel: dict) -> list[str]:
         else:
             lines.append(f"           {c['label']:<24} score {score:>8}  mean |error| {err:>7}"
                          f"  weight {c['weight']:.2f}{loss}")
-    from .candidates import RECENCY
     if by_ref:
         lines.append("           (score: the law's mean leave-future-out |error| on the public "
                      "ladders at about this many rungs; what candidates are ranked by)")
@@ -1283,8 +1280,6 @@ def predict_selected(ladder: Ladder, target, *, ensemble: bool = False,
     FitError: no candidate could be backtested, or (ensemble) none could predict the target.
     TargetError, LadderError: as :func:`delphi.predict`.
     """
-    from .candidates import ENSEMBLE_RULE, Candidate, default_candidates
-    from .selection import MIN_WEIGHT, TIE, compare
 
     if settings.get("floor_range") is not None:
         auto = option("law='auto'", "--law auto")

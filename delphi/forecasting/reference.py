@@ -57,6 +57,7 @@ from ..core.quantiles import norm_ppf
 from .calibration import MAX_FOLDS, SIGMA_FLOOR, CalibrationModel, LFOErrors, leave_future_out
 from ..errors import DelphiError, FitError
 from .uncertainty import DEFAULT_LEVEL
+from .candidates import Candidate, default_candidates
 from ..laws import get_law
 from ..inputs.readers import as_ladder, load_ladder
 from ..fitting.diagnostics import residual_scale
@@ -537,7 +538,6 @@ def build_reference(ladders: Sequence, laws: Callable | None = None, *,
     only on a ladder whose frontier is close to compute-optimal (:data:`FRONTIER_SPAN`). A
     law that cannot be cut, or is not kept, is recorded in the provenance with why.
     """
-    from .candidates import Candidate, default_candidates   # building only, not a forecast
     frames, record = [], {}
     for ladder in ladders:
         ladder = load_ladder(ladder) if isinstance(ladder, (str, Path)) else as_ladder(ladder)
