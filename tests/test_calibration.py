@@ -467,3 +467,35 @@ def test_fold_intervals_calibrate_each_point_as_calibrated_interval_does(monkeyp
                         level=0.9, method="delta", noise=noise[i], noise_source="")
         c = cal.calibrated_interval(base, float(pred[i]), model, float(ratio[i]))
         assert (got["cal_lower"][i], got["cal_upper"][i]) == (c.lower, c.upper), i
+
+
+def test_lfo_points_found_once_per_command_and_each_caller_gets_its_own_notes(monkeypatch):
+    """Inside shared_fits (one CLI command) a forecast's calibration and its reference
+    class's rung count share one lfo_points of the ladder and law (issue 27); each caller gets
+    its own notes list, and outside the scope every call computes afresh."""
+    from delphi.core.shared_fits import shared_fits
+    from delphi.forecasting import calibration as cal
+    from delphi.laws import get_law
+
+    c = np.geomspace(1e18, 1e21, 8)
+    ladder = _ladder(c, 2.0 + 40 * c ** -0.1)
+    law = get_law("power")
+    calls = []
+    real = cal._lfo_points
+    monkeypatch.setattr(cal, "_lfo_points", lambda *a: calls.append(1) or real(*a))
+    with shared_fits():
+        first = cal.lfo_points(ladder, law)
+        first[5].append("a caller's note")
+        second = cal.lfo_points(ladder, law)
+        other = cal.lfo_points(ladder.select(max_flops=c[-2]), law)
+    assert len(calls) == 2                      # the same ladder once, the selection apart
+    assert "a caller's note" not in second[5]
+    for a, b in zip(first[:5], second[:5]):
+        if isinstance(a, pd.DataFrame):
+            pd.testing.assert_frame_equal(a, b)
+        else:
+            np.testing.assert_array_equal(np.asarray(list(a) if isinstance(a, dict) else a),
+                                          np.asarray(list(b) if isinstance(b, dict) else b))
+    assert len(other[1]) < len(first[1])
+    cal.lfo_points(ladder, law)
+    assert len(calls) == 3                      # no scope: computed again

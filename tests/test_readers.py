@@ -653,3 +653,22 @@ def test_a_header_row_repeated_inside_a_csv_is_named_by_its_line(tmp_path):
     # a run whose name is only the first column's name is not a header
     path.write_text("run,flops,loss\nr0,1e18,3.9\nrun,1e19,3.4\nr2,1e20,3.0\n")
     assert load_ladder(str(path)).table["run"].nunique() == 3
+
+
+def test_a_csv_ladder_is_consolidated_without_changing_its_table(data_dir):
+    """pandas 3 reads a CSV as one block per column; the readers consolidate a table of at
+    most CONSOLIDATE_CELLS cells before it becomes a Ladder (every later selection then takes
+    a few blocks, not one per column: issue 27). The table is the one read without it."""
+    import delphi.inputs.readers._common as common
+
+    fast = load_ladder("gadre2024")
+    assert fast.table._mgr.nblocks <= 8 < fast.table.shape[1]
+    saved = common.CONSOLIDATE_CELLS
+    common.CONSOLIDATE_CELLS = -1          # never consolidate: the table as read
+    try:
+        slow = load_ladder("gadre2024")
+    finally:
+        common.CONSOLIDATE_CELLS = saved
+    assert slow.table._mgr.nblocks > 50
+    pd.testing.assert_frame_equal(fast.table, slow.table, check_exact=True)
+    assert list(fast.table.dtypes) == list(slow.table.dtypes)

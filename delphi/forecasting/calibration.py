@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import Mapping, Sequence
 
 import numpy as np
+from ..core import shared_fits as shared
 from ..core.quantile_line import quantile_line
 from ..core.quantiles import norm_ppf, t_ppf
 
@@ -203,6 +204,13 @@ def leave_future_out(ladder: Ladder, law: str | Law, *,
                           f"(free parameters + 2) below it and a budget above it; the ladder "
                           f"has {len(levels)} budget(s) and {len(pts)} point(s)")
     b_finals = finals["run"].map(budget_of).to_numpy(float)
+    # The columns each cut reads, taken out of the tables once (as lists and arrays: pandas
+    # selections of a string column cost more than the cut's own arithmetic).
+    final_runs = finals["run"].tolist()
+    final_flops = finals["flops"].to_numpy(float)
+    held_runs, held_ids = pts["run"].tolist(), pts["run"].astype(str).tolist()
+    held_flops, held_loss = pts["flops"].to_numpy(float), pts["loss"].to_numpy(float)
+    held_x = None           # the law's inputs at every point (read when first needed)
     settings = dict(fixed=fixed or None, bounds=bounds, delta=delta, seed=seed, identify=False)
     cols: dict[str, list] = {k: [] for k in ("run", "cut", "flops", "ratio", "log_error",
                                               "predicted", "actual", "budget")}
@@ -211,7 +219,7 @@ def leave_future_out(ladder: Ladder, law: str | Law, *,
     first_error = None
     fold_fits: list = []
     for b in cuts:
-        train = ladder.select(runs=finals["run"][b_finals <= b].tolist())
+        train = ladder.select(runs=[r for r, k in zip(final_runs, b_finals <= b) if k])
         name = f"fit <= {b:.3g} FLOPs"
         try:
             result = fit(train, law, warm_start=warm, **settings)
@@ -227,26 +235,36 @@ def leave_future_out(ladder: Ladder, law: str | Law, *,
                 notes.append(f"cut '{name}' skipped: {exc2}")
                 continue
         fitted = set(result.labels)
-        c_max = float(finals.loc[finals["run"].isin(fitted), "flops"].max())
-        held = pts[b_pts > b]
-        x = rows_inputs(law, ladder, held)
+        in_fit = np.array([r in fitted for r in final_runs], dtype=bool)
+        # pandas' max of the fitted runs' compute: NaN when none is a run (labels of a law
+        # of checkpoints)
+        c_max = float(final_flops[in_fit].max()) if in_fit.any() else math.nan
+        sel = b_pts > b
+        idx = np.flatnonzero(sel)
+        if "h" in law.inputs:       # h comes from the ladder's schedules, row by row
+            x = rows_inputs(law, ladder, pts[sel])
+        else:
+            if held_x is None:
+                held_x = {c: pts[c].to_numpy(float) for c in law.inputs}
+            x = {c: v[sel] for c, v in held_x.items()}
         pred = np.asarray(result.predict(x), float)
-        obs = held["loss"].to_numpy(float)
+        obs = held_loss[sel]
         if not np.all(np.isfinite(pred) & (pred > 0)):
-            bad_runs = held["run"][~(np.isfinite(pred) & (pred > 0))].tolist()
+            bad_runs = [held_runs[i] for i in idx[~(np.isfinite(pred) & (pred > 0))]]
             raise FitError(f"leave-future-out cut '{name}': non-finite or non-positive "
                            f"prediction for run(s) {', '.join(map(repr, bad_runs[:5]))}")
-        cols["run"] += held["run"].astype(str).tolist()
-        cols["cut"] += [c_max] * len(held)
-        cols["budget"] += [float(b)] * len(held)
-        cols["flops"] += held["flops"].astype(float).tolist()
-        cols["ratio"] += (held["flops"].to_numpy(float) / c_max).tolist()
+        flops = held_flops[sel]
+        cols["run"] += [held_ids[i] for i in idx]
+        cols["cut"] += [c_max] * len(idx)
+        cols["budget"] += [float(b)] * len(idx)
+        cols["flops"] += flops.tolist()
+        cols["ratio"] += (flops / c_max).tolist()
         cols["log_error"] += (np.log(pred) - np.log(obs)).tolist()
         cols["predicted"] += pred.tolist()
         cols["actual"] += obs.tolist()
         folds.append({"cut": c_max, "budget": float(b),
                       "n_budgets": int((levels <= b * (1 + 1e-12)).sum()),
-                      "n_points": result.n_points, "n_predicted": len(held),
+                      "n_points": result.n_points, "n_predicted": len(idx),
                       "params": {k: float(v) for k, v in result.params.items()},
                       "converged": bool(result.converged), "warm_start": warm is not None,
                       "warnings": list(result.warnings)})
@@ -262,7 +280,24 @@ def leave_future_out(ladder: Ladder, law: str | Law, *,
 
 def lfo_points(ladder: Ladder, law: Law):
     """The finished runs, the points ``law`` predicts (the compute frontier for a law of C;
-    runs dominated by another are left out, noted), each point's budget, and the budgets."""
+    runs dominated by another are left out, noted), each point's budget, and the budgets.
+
+    Inside :func:`delphi.core.shared_fits.shared_fits` (one CLI command) they are found once
+    per ladder and law object: a forecast's calibration and its reference class's rung count
+    both ask. Each caller gets its own notes list and budget map; the tables and arrays are
+    shared and must not be changed."""
+    key = ("lfo_points", id(ladder), id(ladder.table), id(law)) if shared.active() else None
+    hit = shared.lookup(key, ladder)
+    if hit is not None and hit[0] is law:
+        finals, pts, budget_of, b_pts, levels, notes = hit[1]
+        return finals, pts, dict(budget_of), b_pts, levels, list(notes)
+    out = _lfo_points(ladder, law)
+    shared.store(key, ladder, (law, out))
+    finals, pts, budget_of, b_pts, levels, notes = out
+    return finals, pts, dict(budget_of), b_pts, levels, list(notes)
+
+
+def _lfo_points(ladder: Ladder, law: Law):
     finals, _ = ladder.final_points()
     if "flops" not in finals.columns or finals["flops"].isna().any():
         raise LadderError(f"leave-future-out needs each run's compute (flops, or params and "

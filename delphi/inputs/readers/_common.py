@@ -58,6 +58,13 @@ class ColumnDefault:
     source: str
     factor: float = 1.0
 
+#: A table of at most this many cells is consolidated (one pandas block per dtype) before it
+#: is validated into a Ladder. pandas 3 reads a CSV as one block per column, and every later
+#: row selection (each leave-future-out cut, each refit's points) takes each block apart: on
+#: the 98-column Gadre table, 97 takes per selection. A larger table keeps its blocks: copying
+#: it would double its memory, while the per-block cost is small beside its data.
+CONSOLIDATE_CELLS = 1_000_000
+
 
 @dataclass
 class SourceTable:
@@ -101,7 +108,10 @@ class SourceTable:
                   schedule: str | None = None, drop_invalid: bool = False) -> Ladder:
         """Validate into a :class:`Ladder`: raises :class:`LadderError` listing every invalid
         row, or with ``drop_invalid`` drops them and lists each in ``Ladder.exclusions``."""
-        ladder = Ladder(self.frame, source=source or self.source, name=name,
+        frame = self.frame
+        if frame.size <= CONSOLIDATE_CELLS:
+            frame = frame.copy()   # a deep copy is consolidated: the same values, fewer blocks
+        ladder = Ladder(frame, source=source or self.source, name=name,
                         metric=metric or self.metric or "loss", unit=unit,
                         exclusions=self.exclusions, schedule=schedule,
                         drop_invalid=drop_invalid)
