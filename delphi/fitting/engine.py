@@ -611,77 +611,8 @@ _LSQ_PROBE = 20
 _PROBE_STOP = "stopped after a"
 
 
-#: The polish on all points first runs on the law's approximate inputs (a law's
-#: ``approximate_inputs``, when it has them: the multi-power law's coarser groups of LR drops),
-#: then on the exact inputs from there (:func:`_polish_all_points`). False: exact only.
-APPROX_POLISH = True
-# Evaluations of the exact law a start other than the best gets to show it can beat the
-# best, after its probe on the approximate law (as _LSQ_PROBE).
-_APPROX_PROBE = 10
-# A start whose approximate polish ended more than this far above the best one's (relative;
-# the larger of the floor and the factor times the best start's approximate-vs-exact offset
-# at the two optima) is not probed on the exact law.
-_APPROX_MARGIN_MIN = 1e-5
-_APPROX_MARGIN_FACTOR = 100.0
-
-
 def _polish_all_points(problem: Problem, z0: np.ndarray, screened: Sequence[float],
                        ibounds) -> list:
-    """Refine the subsample's optima ``z0`` (S, p) on all the points: [(z, objective, success,
-    message)] per start, as :func:`_descend` returns; every objective returned is the exact
-    law's (``problem``'s).
-
-    For a law with approximate inputs (``law.approximate_inputs(x)``; the multi-power law's
-    groups of LR drops at ratio 1.25 instead of 1.08, ~2.4x fewer groups, LD within ~1e-3
-    relative of the law's own sum: Luo et al. 2025, arXiv 2503.12811, Eq. (MPL), grouped as
-    :func:`delphi.schedules.multipower_groups`), two stages:
-
-    1. :func:`_polish_exact`'s whole rule on the approximate inputs (the best start polished
-       to the end, each other one probed and continued only if it goes below the best): the
-       long crawl along the law's C beta valley is paid at the cheaper evaluation;
-    2. on the exact inputs: the approximate law's best end point polished to the end (16 of
-       the 194 exact evaluations on benchmarks/bench_curves.py's case), then every other end
-       point within a margin of it (:data:`_APPROX_MARGIN_MIN`, or
-       :data:`_APPROX_MARGIN_FACTOR` times the relative offset between the two laws' optima
-       of the best start) gets an exact probe of :data:`_APPROX_PROBE` evaluations from its
-       approximate end point and is polished to the end if it goes below the exact best.
-       Starts farther above report the exact objective at their approximate end point.
-
-    The optimum returned is thus the exact law's (stage 2's trust region only accepts
-    decreases of the exact objective, and stationarity is judged on it); the approximation
-    changes only the path, i.e. which basin a start reaches, as any search change does:
-    checked on the 12 cases of benchmarks/probe_multipower_cases.py (RESULTS.md, issue 26,
-    seventh pass). ``APPROX_POLISH = False`` gives the exact-only polish.
-    """
-    approx = getattr(problem.law, "approximate_inputs", None)
-    xa = approx(problem.x) if (APPROX_POLISH and approx is not None) else None
-    if xa is None:
-        return _polish_exact(problem, z0, screened, ibounds)
-    coarse = Problem(law=problem.law, x=xa, log_y=problem.log_y, delta=problem.delta,
-                     free=problem.free, fixed=problem.fixed)
-    pre = _polish_exact(coarse, z0, screened, ibounds)
-    z1 = np.stack([r[0] if np.all(np.isfinite(r[0])) else z for r, z in zip(pre, z0)])
-    fc = np.array([r[1] for r in pre], dtype=float)
-    order = np.argsort(fc, kind="stable").tolist()
-    b = order[0]
-    out = {b: _polish_exact(problem, z1[[b]], fc[[b]], ibounds)[0]}
-    fb = out[b][1]
-    offset = abs(fb - fc[b]) / abs(fc[b]) if math.isfinite(fb) and fc[b] != 0 else math.inf
-    margin = max(_APPROX_MARGIN_MIN, _APPROX_MARGIN_FACTOR * offset)
-    near = [i for i in order[1:] if not fc[i] > fc[b] * (1 + margin)]
-    if near:
-        out.update(zip(near, _polish_exact(problem, z1[near], fc[near], ibounds,
-                                           probe=_APPROX_PROBE, best=fb)))
-    for i in order[1:]:
-        if i not in out:
-            out[i] = (z1[i], problem.objective(z1[i]), pre[i][2],
-                      f"{_PROBE_STOP} {_LSQ_PROBE}-evaluation least-squares probe on the "
-                      f"approximate law, {fc[i] / fc[b] - 1:.1e} above its best start")
-    return [out[i] for i in range(len(z0))]
-
-
-def _polish_exact(problem: Problem, z0: np.ndarray, screened: Sequence[float],
-                  ibounds, probe: int = _LSQ_PROBE, best: float = math.inf) -> list:
     """Refine the subsample's optima ``z0`` (S, p) on all the points: [(z, objective, success,
     message)] per start, as :func:`_descend` returns.
 
@@ -699,16 +630,16 @@ def _polish_exact(problem: Problem, z0: np.ndarray, screened: Sequence[float],
     """
     order = np.argsort(np.asarray(screened, dtype=float), kind="stable")
     out: dict[int, tuple] = {}
-    first = 0 if math.isfinite(best) else 1   # with a best already known, every start probes
+    best = math.inf
     slow: list[int] = []
     ends: dict[int, np.ndarray] = {}
     for rank, i in enumerate(order.tolist()):
         start = z0[i]
-        if rank >= first and math.isfinite(best):
+        if rank > 0 and math.isfinite(best):
             zp, fp, _, status, said = refine_least_squares(problem, start, ibounds,
-                                                           max_nfev=probe)
+                                                           max_nfev=_LSQ_PROBE)
             if not fp < best * (1 - 1e-9):
-                out[i] = (zp, fp, status > 0, f"{_PROBE_STOP} {probe}-evaluation "
+                out[i] = (zp, fp, status > 0, f"{_PROBE_STOP} {_LSQ_PROBE}-evaluation "
                           f"least-squares probe above the best start ({said.strip().lower()})")
                 continue
             start = zp

@@ -132,16 +132,18 @@ class MultiPowerLaw(Law):
     def approximate_inputs(self, x: Inputs, ratio: float | None = None) -> Inputs | None:
         """The inputs ``x`` with coarser groups of LR drops (``ratio``, default
         :data:`APPROX_GROUP_RATIO`), for a cheaper, approximate evaluation of the law in the
-        intermediate steps of a fit, never for its final objective (the fitting engine's
-        polish on all points, :func:`delphi.fitting.engine._polish_all_points`). None when
-        ``x`` already is approximate.
+        intermediate steps of a fit (e.g. the subsample of a two-level search), never for its
+        final objective; not used by the fitting engine yet (issue 26, seventh pass:
+        benchmarks/probe_multipower_cases.py ``--approx-first-level``). None when ``x``
+        already is approximate.
 
         The groups are :func:`delphi.schedules.multipower_groups`'s at the larger ratio: the
         same midpoint rule for Luo et al. 2025's LD sum (arXiv 2503.12811, Sec. 3, Eq. (MPL))
         over wider bands of distance from each checkpoint, the nearest ``~1/(r - 1)`` drops
         still single exact terms. Error (checked, not proven: tests/test_multipower_approx.py
-        asserts 1e-2 at ratio 1.5 on cosine, linear, WSD and 1-sqrt WSD runs of 1,500 steps
-        over the search range; LD is 0 at the same rows, e.g. everywhere under a constant LR):
+        asserts 3e-3 at ratio 1.25 and 1e-2 at 1.5 on cosine, linear, WSD and 1-sqrt WSD runs
+        of 1,500 steps over the search range; LD is 0 at the same rows, e.g. everywhere
+        under a constant LR):
         LD's largest relative difference from the law's own groups (ratio 1.08) at six
         parameter points on 2,000-3,000-step runs was 1.7e-4 to 1.2e-3 at ratio 1.25
         (40,267 groups instead of 96,216 on a 2,000-step cosine run logged at every step to
