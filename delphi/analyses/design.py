@@ -103,7 +103,7 @@ from ..errors import DelphiError, FitError, LadderError, LawError, TargetError, 
 from ..fitting import Fit
 from ..fitting.objective import Problem
 from ..fitting.refit import refine_batch
-from ..inputs.ladder import _MAGNITUDE, FLOPS_PER_PARAM_TOKEN, Ladder, budget_labels
+from ..inputs.ladder import MAGNITUDES, FLOPS_PER_PARAM_TOKEN, Ladder, budget_labels
 from ..inputs.runstate import ROWS_FROM_ZERO
 from ..laws import Law, get_law
 from ..inputs.readers import as_ladder
@@ -423,7 +423,7 @@ def read_candidates(source, *, k: float = 1.0, what: str = "candidates") -> list
     LadderError: the file is missing or unreadable, a required column is missing, or a
         value is not a positive finite number, is outside the ladder readers' plausible
         magnitudes (params and tokens 1..1e30, flops and k 6 N D 1..1e40, peak_lr
-        1e-30..1e6: :data:`delphi.inputs.ladder._MAGNITUDE`), or a given ``flops`` is more
+        1e-30..1e6: :data:`delphi.inputs.ladder.MAGNITUDES`), or a given ``flops`` is more
         than 25% away from k 6 N D (naming each bad row, counted from 0 as the ladder
         readers do: row 0 is line 2 of the CSV, and its column; up to 10 rows in one error).
     """
@@ -560,7 +560,7 @@ def _candidate_row(i: int, row: dict, columns, names, by_compute: bool,
                            f"finite number there")
         if isinstance(v, bool) or not (math.isfinite(x) and x > 0):
             raise _BadCell(f"row {i}, column {col!r}: {v!r} is not a positive finite number")
-        lo, hi, noun = _MAGNITUDE[col]
+        lo, hi, noun = MAGNITUDES[col]
         if not lo <= x <= hi:
             # the ladder readers' plausible magnitudes: beyond them 6 N D overflows, and a
             # count below 1 is in other units (billions); a later message would blame the target
@@ -574,7 +574,7 @@ def _candidate_row(i: int, row: dict, columns, names, by_compute: bool,
                             peak_lr=vals.get("peak_lr"),
                             name=given if given is not None else f"C{vals['flops']:.3g}", row=i)
     six_nd = FLOPS_PER_PARAM_TOKEN * vals["params"] * vals["tokens"]
-    lo, hi, noun = _MAGNITUDE["flops"]
+    lo, hi, noun = MAGNITUDES["flops"]
     if not lo <= k * six_nd <= hi:
         raise _BadCell(f"row {i}: k x 6 x params x tokens = {k * six_nd:.4g} FLOPs is outside "
                        f"{lo:g}..{hi:g}: not a plausible {noun} (params or tokens in other "

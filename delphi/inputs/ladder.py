@@ -158,6 +158,11 @@ _MAGNITUDE = {"params": (1.0, 1e30, "parameter count"),
               "loss": (1e-30, 1e30, "loss"),
               "lr": (1e-30, 1e6, "learning rate"),
               "peak_lr": (1e-30, 1e6, "learning rate")}
+MAGNITUDES = _MAGNITUDE
+"""The plausible magnitudes per column, ``{column: (low, high, noun)}`` (:data:`_MAGNITUDE`),
+for readers of other tables (suggest's candidates) that check values as the ladder does."""
+
+
 def budget_labels(table: pd.DataFrame, tolerance: float = 1.05) -> pd.Series:
     """Each row's compute budget, as a label (``"1e+19"``): rows are taken in order of
     ``flops`` [FLOPs] and a new budget starts where C exceeds the current budget's first C by
