@@ -60,7 +60,9 @@ def add_commands(sub) -> dict[str, Handler]:
     p.add_argument("--json", action="store_true",
                    help="one JSON document {id, checkpoints, alarm} (with --follow JSON Lines: "
                         "one record per checkpoint, then {\"summary\": {id, alarm, notes, "
-                        "...}})")
+                        "...}}; stopped by Ctrl-C or SIGTERM, the stream ends with an "
+                        "{\"error\": {\"type\": \"Interrupted\", ...}} line instead, every "
+                        "checkpoint written before it being in the registry)")
     return {"track": _cmd_track}
 
 
