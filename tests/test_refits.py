@@ -458,3 +458,78 @@ def test_the_guards_basin_probes_reuse_the_fits_screen(monkeypatch):
                     bounds={"C": (0.25, 1.0)})
     basin_probes(other, seed=0)
     assert len(calls) == 4
+
+
+def _reduced_step_rows_unique(z, g, hinv, lo, hi, member=None):
+    """The reduced step before issue 27's h88 round: groups by np.unique(axis=0) of the rows
+    (held pattern, member); the reference the 1-D integer key must reproduce."""
+    d = -(hinv @ g[:, :, None])[:, :, 0]
+    held = ((z <= lo) & (g > 0)) | ((z >= hi) & (g < 0))
+    rows = np.flatnonzero(held.any(axis=1) & ~held.all(axis=1))
+    d[held.all(axis=1)] = 0.0
+    if rows.size == 0:
+        return d
+    key = held[rows] if member is None else np.column_stack(
+        [held[rows].astype(np.int64), np.asarray(member)[rows]])
+    patterns, which = np.unique(key, axis=0, return_inverse=True)
+    for k, pat in enumerate(patterns):
+        sel = rows[np.asarray(which).ravel() == k]
+        pat = np.asarray(pat[:z.shape[1]], dtype=bool)
+        a, f = np.flatnonzero(pat), np.flatnonzero(~pat)
+        h = hinv[sel]
+        hff, hfa, haa = h[:, f][:, :, f], h[:, f][:, :, a], h[:, a][:, :, a]
+        try:
+            red = hff - hfa @ np.linalg.solve(haa, hfa.transpose(0, 2, 1))
+        except np.linalg.LinAlgError:
+            red = hff
+        step = np.zeros((len(sel), z.shape[1]))
+        step[:, f] = -(red @ g[sel][:, f, None])[:, :, 0]
+        d[sel] = step
+    return d
+
+
+def test_line_search_halvings_in_one_call_are_the_sequential_search_bit_for_bit(monkeypatch):
+    """Issue 27 (h88): a batch's few straggler rows evaluate their next line-search halvings
+    in one call (t = 0.5^j exactly, rows independent) and the reduced step groups held rows
+    by a 1-D integer key; every refined draw is the one-halving-per-call search's with the
+    np.unique(axis=0) grouping, bit for bit (stacked problems, bounds held), in fewer
+    evaluations."""
+    import delphi.fitting.refit as R
+    from delphi.laws import get_law
+
+    rng = np.random.default_rng(11)
+    law = get_law("chinchilla")
+    n = np.repeat([1.9e8, 3.7e8, 7.6e8], 5)
+    d = n * np.tile([10.0, 20.0, 40.0, 100.0, 200.0], 3)
+    x = {"params": n, "tokens": d}
+    problems, z0s = [], []
+    for s in range(2):   # two task losses on the same runs: stacked
+        y = (0.4 + 30 * n ** -0.25 + 20 * d ** -0.22) * np.exp(rng.normal(0, 0.01, n.size))
+        # alpha bounded below its value: draws hold it at the bound (the reduced steps)
+        fit = fit_arrays(law, x, y, bounds={"alpha": (0.0, 0.2)})
+        prep = prepare(law, fit.x, fit.y, bounds={"alpha": (0.0, 0.2)})
+        problems.append(prep.problem)
+        z0s.append(safe_start(prep.problem, fit.params, prep.ibounds))
+    counts = np.stack([np.bincount(rng.integers(0, 15, 15), minlength=15) for _ in range(12)])
+    w = counts.astype(float)
+    member = np.repeat([0, 1], 6)
+    stacked = R.StackedProblems(problems)
+    z0 = np.stack([z0s[m] for m in member])
+    calls = {"n": 0}
+    evaluate = R._evaluate
+
+    def counting(*args, **kwargs):
+        calls["n"] += 1
+        return evaluate(*args, **kwargs)
+
+    monkeypatch.setattr(R, "_evaluate", counting)
+    new = R.refine_batch(stacked, z0, w, prep.ibounds, max_iter=120, member=member)
+    n_new, calls["n"] = calls["n"], 0
+    monkeypatch.setattr(R, "_LS_TRIALS", 1)
+    monkeypatch.setattr(R, "_reduced_step", _reduced_step_rows_unique)
+    old = R.refine_batch(stacked, z0, w, prep.ibounds, max_iter=120, member=member)
+    for a, b in ((new.z, old.z), (new.objective, old.objective),
+                 (new.converged, old.converged)):
+        assert a.tobytes() == b.tobytes()
+    assert new.iterations == old.iterations
+    assert n_new < calls["n"]

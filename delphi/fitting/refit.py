@@ -32,6 +32,11 @@ __all__ = ["WeightedBatch", "StackedProblems", "stack_key", "refine_batch", "ref
 _MAX_ITER = 200
 _ARMIJO = 1e-4
 _MAX_HALVINGS = 30
+# Line search: after the first trial, up to _LS_TRIALS halvings in one evaluation while
+# they hold at most _LS_ELEMENTS residuals (rows x points x trials).
+_LS_TRIALS = 8
+_LS_ELEMENTS = 4096
+_HALVES = 0.5 ** np.arange(_MAX_HALVINGS + 1)
 # A draw has converged when an iteration lowers the (scaled) objective by less than this,
 # relative, and its scale-free gradient is small.
 _FTOL = 1e-14
@@ -314,12 +319,16 @@ def _reduced_step(z: np.ndarray, g: np.ndarray, hinv: np.ndarray, lo, hi, member
     d[held.all(axis=1)] = 0.0
     if rows.size == 0:
         return d
-    key = held[rows] if member is None else np.column_stack(
-        [held[rows].astype(np.int64), np.asarray(member)[rows]])
-    patterns, which = np.unique(key, axis=0, return_inverse=True)
-    for k, pat in enumerate(patterns):
-        sel = rows[np.asarray(which).ravel() == k]
-        pat = np.asarray(pat[:z.shape[1]], dtype=bool)
+    # One group per (held pattern, member): the pattern's bits and the member in one
+    # integer (a 1-D unique; the same groups as the rows themselves would give).
+    hr = held[rows]
+    key = hr.astype(np.int64) @ (np.int64(1) << np.arange(z.shape[1], dtype=np.int64))
+    if member is not None:
+        key = key + (np.asarray(member, dtype=np.int64)[rows] << np.int64(z.shape[1]))
+    _, first, which = np.unique(key, return_index=True, return_inverse=True)
+    for k, at in enumerate(first):
+        sel = rows[which == k]
+        pat = hr[at]
         a, f = np.flatnonzero(pat), np.flatnonzero(~pat)
         h = hinv[sel]
         hff, hfa, haa = h[:, f][:, :, f], h[:, f][:, :, a], h[:, a][:, :, a]
@@ -415,18 +424,35 @@ def refine_batch(problem: Problem, z0: np.ndarray, weights: np.ndarray, ibounds,
         accepted = flat.copy()
         z_new = za.copy()
         f_new, g_new = fa.copy(), ga.copy()
-        for _ in range(_MAX_HALVINGS):
+        halvings = 0
+        while halvings < _MAX_HALVINGS:
             todo = np.flatnonzero(~accepted)
             if todo.size == 0:
                 break
-            trial = np.clip(za[todo] + t[todo, None] * d[todo], lo, hi)
-            ft, gt, _, _ = _evaluate(problem, trial, wa[todo], None if ma is None else ma[todo])
-            ok = ft <= fa[todo] + _ARMIJO * t[todo] * np.minimum(slope[todo], 0.0)
+            # After the first trial, a few small rows left (a batch's stragglers, whose
+            # steps are often halved many times, where each call's cost is its Python
+            # overhead): their next halvings are evaluated in one call, the first that
+            # passes kept. Each trial is the same arithmetic as in a call of its own
+            # (t = 0.5^j exactly, rows independent), so only the number of calls changes.
+            k = 1
+            if halvings:
+                k = max(1, min(_LS_TRIALS, _MAX_HALVINGS - halvings,
+                               _LS_ELEMENTS // (todo.size * wa.shape[1])))
+            halvings += k
+            tk = (t[todo][None, :] * _HALVES[:k, None]).ravel()          # (k R,), j-major
+            rows = np.tile(todo, k)
+            trial = np.clip(za[rows] + tk[:, None] * d[rows], lo, hi)
+            ft, gt, _, _ = _evaluate(problem, trial, wa[rows], None if ma is None else ma[rows])
+            ok = ft <= fa[rows] + _ARMIJO * tk * np.minimum(slope[rows], 0.0)
             ok &= np.isfinite(ft)
-            hit = todo[ok]
-            z_new[hit], f_new[hit], g_new[hit] = trial[ok], ft[ok], gt[ok]
+            ok = ok.reshape(k, todo.size)
+            first = np.argmax(ok, axis=0)                  # the first trial that passes
+            got = ok[first, np.arange(todo.size)]
+            pick = first[got] * todo.size + np.flatnonzero(got)
+            hit = todo[got]
+            z_new[hit], f_new[hit], g_new[hit] = trial[pick], ft[pick], gt[pick]
             accepted[hit] = True
-            t[todo[~ok]] *= 0.5
+            t[todo[~got]] *= _HALVES[k]
         s = z_new - za
         yv = g_new - ga
         sy = (s * yv).sum(axis=1)
