@@ -231,7 +231,7 @@ def valley_full(prep, results):
 
 
 def search(prep, variant):
-    sp, _, _, z0 = E._search_starts(prep, seed=0, starts=E._REFINE_STARTS)
+    sp, _, _, z0 = E._search_starts(prep, seed=0, starts=E.REFINE_STARTS)
     ib = prep.ibounds
     if variant.startswith("cap"):
         return E._second_level(prep, descend_capped(sp, z0, ib, int(variant[3:])))

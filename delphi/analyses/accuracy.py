@@ -132,9 +132,9 @@ import pandas as pd
 from ..errors import DelphiError, FitError, LadderError, ManifestError, TargetError, option
 from ..fitting import DEFAULT_DELTA, Fit, fit_arrays
 from ..core import shared_fits as memo
-from ..fitting.engine import (_REFINE_STARTS, _check_warm_start, _finish_fit, _refine,
-                              basin_probes, prepare, safe_start)
-from ..fitting.refit import (_MAX_ITER, StackedProblems, WeightedBatch, refine_batch,
+from ..fitting.engine import (REFINE_STARTS, basin_probes, prepare, safe_start,
+                              warm_fit_steps)
+from ..fitting.refit import (MAX_ITER, StackedProblems, WeightedBatch, refine_batch,
                              refine_one, stack_key, weighted_objective)
 from ..forecasting.uncertainty import (MAX_DRAWS, WORSE_ATOL, WORSE_RTOL, basin_suspects,
                                        design_failure, resample_optimum, run_noise)
@@ -559,24 +559,20 @@ def _fit_step1_steps(law, data: _Data, column: str, k_flops: float, warm_start=N
     key = None
     if memo.active():
         key = memo.fit_key(law, x, y, labels=labels, fixed=None, bounds=None, delta=delta,
-                           seed=0, starts=_REFINE_STARTS, init=None, warm_start=warm_start)
+                           seed=0, starts=REFINE_STARTS, init=None, warm_start=warm_start)
         hit = memo.lookup(key, law)
         if hit is not None:
             return hit
     with one_blas_thread():
         prep = prepare(law, x, y, labels=labels, fixed=None, bounds=None, delta=delta)
-        start = _check_warm_start(prep.law, warm_start, prep.fixed)
-        z0 = safe_start(prep.problem, {**prep.fixed, **dict(start)}, prep.ibounds)
-    batch = yield _Refine(prep.problem, z0, np.ones((1, len(prep.y))), prep.ibounds,
-                          _MAX_ITER)
+        steps = warm_fit_steps(prep, warm_start)
+        problem, z0, weights, ibounds = next(steps)
+    batch = yield _Refine(problem, z0, weights, ibounds, MAX_ITER)
     with one_blas_thread():
-        finite = np.all(np.isfinite(batch.z[0])) and np.isfinite(batch.objective[0])
-        if finite and batch.converged[0]:
-            results = [(batch.z[0], float(batch.objective[0]), True,
-                        "converged (batched BFGS)")]
-        else:
-            results = [_refine(prep.problem, batch.z[0] if finite else z0, prep.ibounds)]
-        result = _finish_fit(prep, results, None)
+        try:
+            steps.send(batch)
+        except StopIteration as done:
+            result = done.value
     memo.store(key, law, result)
     return result
 

@@ -30,15 +30,17 @@ from ..core import shared_fits as memo
 from ..core.parallel import one_blas_thread
 from .objective import Problem
 from .result import Fit
-from .refit import (StackedProblems, WeightedBatch, refine_batch, refine_least_squares,
-                    refine_one, stack_key)
+from .refit import (StackedProblems, WeightedBatch, refine_batch,
+                    refine_least_squares, refine_one, stack_key)
 from .search import local_minima, pick_starts, screen, theta_candidates
 
-__all__ = ["fit_arrays", "fit_arrays_many", "prepare", "Prepared", "safe_start", "basin_probes", "DEFAULT_DELTA"]
+__all__ = ["fit_arrays", "fit_arrays_many", "prepare", "Prepared", "safe_start", "basin_probes",
+           "warm_fit_steps", "DEFAULT_DELTA", "REFINE_STARTS"]
 
 #: Huber delta on log residuals (Hoffmann et al. 2022; Besiroglu et al. 2024).
 DEFAULT_DELTA = 1e-3
-_REFINE_STARTS = 6
+#: Starts a global search refines (fit_arrays' default ``starts``).
+REFINE_STARTS = 6
 _AGREE_RTOL = 1e-6
 # Scale-free stationarity (see _stationarity) below which a start counts as converged.
 _STATIONARY = 1e-5
@@ -316,7 +318,7 @@ def _identifiability(problem: Problem, z: np.ndarray, free: Sequence[str], at_bo
 def fit_arrays(law: str | Law, x: Mapping[str, np.ndarray], y: np.ndarray, *,
                labels: Sequence[str] | None = None, fixed: Mapping[str, float] | None = None,
                bounds: Mapping[str, Sequence[float]] | None = None, delta: float = DEFAULT_DELTA,
-               seed: int = 0, starts: int = _REFINE_STARTS,
+               seed: int = 0, starts: int = REFINE_STARTS,
                init: Mapping[str, float] | None = None,
                warm_start: Mapping[str, float] | None = None) -> Fit:
     """Fit ``law`` to losses ``y`` at inputs ``x`` by minimising the summed Huber loss.
@@ -413,7 +415,7 @@ def fit_arrays_many(requests: Sequence[Mapping]) -> list:
                                fixed=req.get("fixed"), bounds=req.get("bounds"),
                                delta=req.get("delta", DEFAULT_DELTA))
                 sp, _, big, z0 = _search_starts(prep, seed=req.get("seed", 0),
-                                                starts=req.get("starts", _REFINE_STARTS))
+                                                starts=req.get("starts", REFINE_STARTS))
             except DelphiError as err:
                 out[i] = err
                 continue
@@ -660,7 +662,7 @@ def _polish_all_points(problem: Problem, z0: np.ndarray, screened: Sequence[floa
     return [out[i] for i in range(len(z0))]
 
 
-def global_search(prep: Prepared, *, seed: int = 0, starts: int = _REFINE_STARTS) -> list:
+def global_search(prep: Prepared, *, seed: int = 0, starts: int = REFINE_STARTS) -> list:
     """Dense search over the non-linear parameters, then a local descent from the best
     distinct points: [(z, objective, success, message)] per start, unsorted.
 
@@ -855,24 +857,45 @@ def convergence_message(converged: bool, stationarity: float, scipy_said: str) -
 def _fit_arrays(law, x, y, *, labels, fixed, bounds, delta, seed, starts, init,
                 warm_start=None) -> Fit:
     prep = prepare(law, x, y, labels=labels, fixed=fixed, bounds=bounds, delta=delta)
-    problem, ibounds, y = prep.problem, prep.ibounds, prep.y
     if warm_start is None:
-        results = global_search(prep, seed=seed, starts=starts)
+        return _finish_fit(prep, global_search(prep, seed=seed, starts=starts), init)
+    steps = warm_fit_steps(prep, warm_start, init)
+    req = next(steps)
+    try:
+        steps.send(refine_batch(*req))
+    except StopIteration as done:
+        return done.value
+    raise AssertionError("warm_fit_steps asks for one batched refinement")  # pragma: no cover
+
+
+def warm_fit_steps(prep: Prepared, warm_start, init=None):
+    """The warm-started fit of :func:`fit_arrays` (``warm_start`` given) as a generator, so a
+    caller can stack many such refits in one batched BFGS.
+
+    Yields once the arguments of its :func:`delphi.fitting.refit.refine_batch` call,
+    ``(problem, z0 (p,), weights (1, n), ibounds)`` (its default ``max_iter``,
+    :data:`~delphi.fitting.refit.MAX_ITER`), and must be sent that call's
+    :class:`~delphi.fitting.refit.WeightedBatch` (one row; a row of a larger stacked batch
+    is the same arithmetic, as its rows are independent); returns the :class:`Fit`, the one
+    ``fit_arrays`` returns, bit for bit.
+
+    A refit of a law already fitted starts at that optimum and refines locally: the batched
+    BFGS (IRLS initial Hessian) gets there in a few steps where L-BFGS-B from the warm start
+    needs many. A converged batch is taken as the global search takes its converged starts
+    (its tolerances are those of refine_batch, tighter than the stationarity test of the
+    fit); L-BFGS-B polishes only a refit the batch left unfinished.
+
+    Raises LawError for a warm start that does not name the law's free parameters.
+    """
+    problem, ibounds = prep.problem, prep.ibounds
+    warm_start = _check_warm_start(prep.law, warm_start, prep.fixed)
+    z0 = safe_start(problem, {**prep.fixed, **dict(warm_start)}, ibounds)
+    batch = yield problem, z0, np.ones((1, len(prep.y))), ibounds
+    finite = np.all(np.isfinite(batch.z[0])) and np.isfinite(batch.objective[0])
+    if finite and batch.converged[0]:
+        results = [(batch.z[0], float(batch.objective[0]), True, "converged (batched BFGS)")]
     else:
-        warm_start = _check_warm_start(prep.law, warm_start, prep.fixed)
-        # A refit of a law already fitted: start at that optimum and refine locally. The
-        # batched BFGS (IRLS initial Hessian) gets there in a few steps where L-BFGS-B from
-        # the warm start needs many. A converged batch is taken as the global search takes
-        # its converged starts (its tolerances are those of refine_batch, tighter than the
-        # stationarity test below); L-BFGS-B polishes only a refit the batch left unfinished.
-        z0 = safe_start(problem, {**prep.fixed, **dict(warm_start)}, ibounds)
-        batch = refine_batch(problem, z0, np.ones((1, len(y))), ibounds)
-        finite = np.all(np.isfinite(batch.z[0])) and np.isfinite(batch.objective[0])
-        if finite and batch.converged[0]:
-            results = [(batch.z[0], float(batch.objective[0]), True,
-                        "converged (batched BFGS)")]
-        else:
-            results = [_refine(problem, batch.z[0] if finite else z0, ibounds)]
+        results = [_refine(problem, batch.z[0] if finite else z0, ibounds)]
     return _finish_fit(prep, results, init)
 
 

@@ -27,9 +27,10 @@ from scipy.optimize import least_squares, minimize
 from .objective import Problem
 
 __all__ = ["WeightedBatch", "StackedProblems", "stack_key", "refine_batch", "refine_one",
-           "refine_least_squares", "weighted_objective"]
+           "refine_least_squares", "weighted_objective", "MAX_ITER"]
 
-_MAX_ITER = 200
+#: refine_batch's default cap on iterations.
+MAX_ITER = 200
 _ARMIJO = 1e-4
 _MAX_HALVINGS = 30
 # Line search: after the first trial, up to _LS_TRIALS halvings in one evaluation while
@@ -343,7 +344,7 @@ def _reduced_step(z: np.ndarray, g: np.ndarray, hinv: np.ndarray, lo, hi, member
 
 
 def refine_batch(problem: Problem, z0: np.ndarray, weights: np.ndarray, ibounds, *,
-                 max_iter: int = _MAX_ITER, race: bool = False, member=None) -> WeightedBatch:
+                 max_iter: int = MAX_ITER, race: bool = False, member=None) -> WeightedBatch:
     """Refine every weighted problem from ``z0`` (p,) or (B, p) by batched BFGS.
 
     Parameters
