@@ -131,11 +131,9 @@ import pandas as pd
 
 from ..errors import DelphiError, FitError, LadderError, ManifestError, TargetError, option
 from ..fitting import DEFAULT_DELTA, Fit, fit_arrays
-from ..core import shared_fits as memo
-from ..fitting.engine import (_REFINE_STARTS, _check_warm_start, _finish_fit, _refine,
-                              basin_probes, prepare, safe_start)
-from ..fitting.refit import (_MAX_ITER, StackedProblems, WeightedBatch, refine_batch,
-                             refine_one, stack_key, weighted_objective)
+from ..fitting.engine import basin_probes, prepare, safe_start
+from ..fitting.refit import (StackedProblems, WeightedBatch, refine_batch, refine_one,
+                             stack_key, weighted_objective)
 from ..forecasting.uncertainty import (MAX_DRAWS, WORSE_ATOL, WORSE_RTOL, basin_suspects,
                                        design_failure, resample_optimum, run_noise)
 from ..laws import LAWS, get_law, onestep_law, sigmoid_law
@@ -536,49 +534,6 @@ def _fit_step1(law, data: _Data, column: str, k_flops: float, warm_start=None,
     return fit_arrays(law, x, data.final[column].to_numpy(float),
                       labels=data.final["run"].astype(str).tolist(), warm_start=warm_start,
                       delta=DEFAULT_DELTA if delta is None else delta)
-
-
-def _fit_step1_steps(law, data: _Data, column: str, k_flops: float, warm_start=None,
-                     delta: float | None = None):
-    """:func:`_fit_step1` as a generator of its one batched refinement (a :class:`_Refine`,
-    see :func:`_refits_steps`): with a warm start, the steps of
-    :func:`delphi.fitting.fit_arrays`'s warm path (the same prepared problem, start, one-row
-    batched BFGS, L-BFGS-B polish of an unfinished row and finish, and the same memo of
-    shared fits), so that :func:`_predict_stacked` refines the eight tasks' step-1 fits of
-    one calibration cut in one batch (their rows' arithmetic is that of a call of their own:
-    the Fit is the same, bit for bit). Without a warm start, :func:`_fit_step1` (a global
-    search; nothing yielded)."""
-    if warm_start is None:
-        return _fit_step1(law, data, column, k_flops, delta=delta)
-    law = get_law(law)
-    x = _step1_inputs(law, {c: data.final[c].to_numpy(float) for c in data.final.columns
-                            if c in ("params", "tokens", "flops")}, k_flops)
-    y = data.final[column].to_numpy(float)
-    labels = data.final["run"].astype(str).tolist()
-    delta = DEFAULT_DELTA if delta is None else delta
-    key = None
-    if memo.active():
-        key = memo.fit_key(law, x, y, labels=labels, fixed=None, bounds=None, delta=delta,
-                           seed=0, starts=_REFINE_STARTS, init=None, warm_start=warm_start)
-        hit = memo.lookup(key, law)
-        if hit is not None:
-            return hit
-    with one_blas_thread():
-        prep = prepare(law, x, y, labels=labels, fixed=None, bounds=None, delta=delta)
-        start = _check_warm_start(prep.law, warm_start, prep.fixed)
-        z0 = safe_start(prep.problem, {**prep.fixed, **dict(start)}, prep.ibounds)
-    batch = yield _Refine(prep.problem, z0, np.ones((1, len(prep.y))), prep.ibounds,
-                          _MAX_ITER)
-    with one_blas_thread():
-        finite = np.all(np.isfinite(batch.z[0])) and np.isfinite(batch.objective[0])
-        if finite and batch.converged[0]:
-            results = [(batch.z[0], float(batch.objective[0]), True,
-                        "converged (batched BFGS)")]
-        else:
-            results = [_refine(prep.problem, batch.z[0] if finite else z0, prep.ibounds)]
-        result = _finish_fit(prep, results, None)
-    memo.store(key, law, result)
-    return result
 
 
 def _step2_arrays(data: _Data, column: str, helper: bool):
@@ -1184,8 +1139,8 @@ def _lfo_cuts_steps(ladder, task: Task, data: _Data, *, step1_law: str, column: 
         sub = _subset(data, inside["run"].astype(str).tolist())
         try:
             try:   # warm-started from the previous cut (as delphi.calibration does)
-                s1 = yield from _fit_step1_steps(step1_law, sub, column, k_flops,
-                                                 warm_start=warm[0], delta=step1_delta)
+                s1 = _fit_step1(step1_law, sub, column, k_flops, warm_start=warm[0],
+                                delta=step1_delta)
                 s2 = _fit_step2(task, sub, column, helper_point, upper, lower,
                                 warm_start=warm[1])
             except DelphiError:
