@@ -758,33 +758,3 @@ def test_a_run_filter_that_leaves_no_run_says_why(ladder4):
             f"finished run's params, {smallest:.3g}")):
         predict_accuracy(ladder4, SIM_TASK, target_params=N_T, target_tokens=D_T,
                          fit_max_params=cap)
-
-
-def test_step1_warm_fit_as_a_request_is_fit_arrays_warm_fit_bit_for_bit(ladder):
-    """Issue 27 (h88): a calibration cut's warm-started step-1 fit is asked for as a batched
-    refinement (accuracy._fit_step1_steps, so that --task all refines the tasks' cut fits in
-    one batch); answered alone, it is the Fit of fit_arrays(warm_start=...), bit for bit,
-    inside and outside the command's memo of shared fits, and a missing warm start still
-    raises fit_arrays' error."""
-    from delphi.analyses import accuracy as acc
-    from delphi.core.shared_fits import shared_fits
-    from delphi.errors import LawError
-
-    data = acc._data(ladder, SIM_TASK, None, None, smooth=acc.SMOOTH,
-                     skip_fraction=acc.SKIP_FRACTION)
-    full = acc._fit_step1("chinchilla", data, "task_loss", 1.0)
-    sub = acc._subset(data, list(data.runs[:-3]))
-    warm = dict(full.params)
-    ref = acc._fit_step1("chinchilla", sub, "task_loss", 1.0, warm_start=warm)
-    got = acc._serially(acc._fit_step1_steps("chinchilla", sub, "task_loss", 1.0,
-                                             warm_start=warm))
-    assert json.dumps(got.to_dict()) == json.dumps(ref.to_dict())
-    with shared_fits():
-        first = acc._serially(acc._fit_step1_steps("chinchilla", sub, "task_loss", 1.0,
-                                                   warm_start=warm))
-        again = acc._fit_step1("chinchilla", sub, "task_loss", 1.0, warm_start=warm)
-        assert again is first                     # stored in the memo as fit_arrays does
-    assert json.dumps(first.to_dict()) == json.dumps(ref.to_dict())
-    with pytest.raises(LawError, match="warm_start must give a finite value"):
-        acc._serially(acc._fit_step1_steps("chinchilla", sub, "task_loss", 1.0,
-                                           warm_start={"E": 1.0}))
