@@ -141,7 +141,7 @@ from ..forecasting.uncertainty import (MAX_DRAWS, WORSE_ATOL, WORSE_RTOL, basin_
 from ..laws import LAWS, get_law, onestep_law, sigmoid_law
 from ..inputs.readers.paths import BUNDLED_DIR
 from ..inputs.readers import load_ladder
-from ..inputs.ladder import Ladder
+from ..inputs.ladder import Ladder, check_target_value
 from ..forecasting.calibration import MIN_FOLDS
 from ..core.quantiles import norm_ppf
 from ..core.parallel import map_jobs, one_blas_thread, resolved_jobs
@@ -966,7 +966,9 @@ def _check_target(target_params, target_tokens) -> dict:
             raise TargetError(f"target {name} must be a positive number, got {v!r}") from None
         if not (math.isfinite(f) and f > 0):
             raise TargetError(f"target {name} must be a positive finite number, got {v!r}")
-        out[name] = f
+        # the magnitudes predict's target and the ladder's columns are held to (1e-3
+        # parameters was extrapolated to)
+        out[name] = check_target_value(name, f)
     return out
 
 
