@@ -38,7 +38,8 @@ from .uncertainty import DEFAULT_LEVEL, delta_interval, delta_rows
 
 __all__ = ["LFOErrors", "leave_future_out", "cut_levels", "CalibrationModel",
            "calibrated_interval", "calibrate", "CalibrationBacktest", "calibration_backtest",
-           "MIN_FOLDS", "MAX_FOLDS", "SIGMA_FLOOR"]
+           "MIN_FOLDS", "MAX_FOLDS", "SIGMA_FLOOR", "FIRST_CUT_RULES", "FIRST_CUT_RULE",
+           "first_cut_points", "first_cut_formula"]
 
 #: Fewest leave-future-out folds (cuts) a calibration model is fitted from: with fewer, the
 #: growth of the error with r rests on one or two refits.
@@ -50,6 +51,19 @@ MAX_FOLDS = 12
 #: Smallest sigma_0 [log loss]: the run-noise floor used elsewhere in delphi, so no
 #: calibrated interval is zero-width.
 SIGMA_FLOOR = 1e-4
+#: Rules for the fewest fitted points at or below a leave-future-out cut, as a function of the
+#: law's free parameters p (the first cuts fitted are the least determined: 7 points for
+#: chinchilla's 5 under ``p+2``). Name -> (points for p free parameters, as a formula).
+FIRST_CUT_RULES = {"p+2": (lambda p: p + 2, "free parameters + 2"),
+                   "2p": (lambda p: 2 * p, "2 x free parameters"),
+                   "2p+2": (lambda p: 2 * p + 2, "2 x free parameters + 2"),
+                   "3p": (lambda p: 3 * p, "3 x free parameters")}
+#: The rule :func:`leave_future_out`, :func:`cut_levels` (and so :func:`delphi.selection.compare`'s
+#: shared cuts) apply, read at each call: at least p + 2 points (2 residual degrees of freedom)
+#: at or below the first cut. The stricter rules of :data:`FIRST_CUT_RULES` were scored leave
+#: one ladder out (``benchmarks/bench_cut_rule.py``; benchmarks/RESULTS.md, "Issue 27,
+#: 2026-12-04: the first leave-future-out cut, chosen leave one ladder out").
+FIRST_CUT_RULE = "p+2"
 #: median |Z| of a standard normal, Phi^-1(0.75): median |e| / this estimates a normal sd.
 _MEDIAN_ABS_Z = float(norm_ppf(0.75))
 
@@ -146,9 +160,10 @@ def leave_future_out(ladder: Ladder, law: str | Law, *,
 
     The finished runs are grouped into compute budgets (runs within 5% of compute, as in
     :func:`delphi.analyses.backtest.backtest`). For each cut k, from the first with at least
-    ``min_budgets`` budgets and at least (free parameters + 2) fitted points up to the
-    second-largest budget, the law is fitted to the runs of budgets <= k and predicts each run
-    of the budgets above, giving log L_pred - log L_obs and r = C_run / C_max_fitted.
+    ``min_budgets`` budgets and at least :func:`first_cut_points` fitted points (the rule
+    :data:`FIRST_CUT_RULE`: free parameters + 2) up to the second-largest budget, the law is
+    fitted to the runs of budgets <= k and predicts each run of the budgets above, giving
+    log L_pred - log L_obs and r = C_run / C_max_fitted.
 
     The first cut is fitted by the global search; each later cut is warm-started from the
     previous cut's parameters (``warm_start``, ``identify=False``: the fast refit path), and
@@ -187,7 +202,7 @@ def leave_future_out(ladder: Ladder, law: str | Law, *,
     fixed = dict(fixed or {})
     finals, pts, budget_of, b_pts, levels, notes = lfo_points(ladder, law)
     n_free = sum(p.name not in fixed for p in law.params)
-    need = n_free + 2
+    need, rule = first_cut_points(n_free), first_cut_formula()
     allowed = _cuts_of(b_pts, levels, need, min_budgets)
     if cuts is not None:
         wanted = np.asarray(list(cuts), float)
@@ -201,7 +216,7 @@ def leave_future_out(ladder: Ladder, law: str | Law, *,
     if not cuts:
         raise LadderError(f"leave-future-out of law {law.name!r} on ladder {ladder.name!r} needs "
                           f"a cut with >= {min_budgets} compute budgets and >= {need} points "
-                          f"(free parameters + 2) below it and a budget above it; the ladder "
+                          f"({rule}) below it and a budget above it; the ladder "
                           f"has {len(levels)} budget(s) and {len(pts)} point(s)")
     b_finals = finals["run"].map(budget_of).to_numpy(float)
     # The columns each cut reads, taken out of the tables once (as lists and arrays: pandas
@@ -322,6 +337,31 @@ def _lfo_points(ladder: Ladder, law: Law):
     return finals, pts, budget_of, b_pts, np.unique(b_pts), notes
 
 
+def first_cut_points(n_free: int, rule: str | None = None) -> int:
+    """Fewest fitted points at or below a leave-future-out cut of a law with ``n_free`` free
+    parameters, under ``rule`` (a key of :data:`FIRST_CUT_RULES`; default
+    :data:`FIRST_CUT_RULE`, read at the call): ``p+2`` gives n_free + 2.
+
+    Raises LadderError for an unknown rule or a negative ``n_free``."""
+    rule = FIRST_CUT_RULE if rule is None else rule
+    if rule not in FIRST_CUT_RULES:
+        raise LadderError(f"unknown first-cut rule {rule!r}; use one of "
+                          f"{', '.join(FIRST_CUT_RULES)}")
+    if isinstance(n_free, bool) or not isinstance(n_free, (int, np.integer)) or n_free < 0:
+        raise LadderError(f"free parameters must be a whole number >= 0, got {n_free!r}")
+    return int(FIRST_CUT_RULES[rule][0](int(n_free)))
+
+
+def first_cut_formula(rule: str | None = None) -> str:
+    """The formula of ``rule`` (default :data:`FIRST_CUT_RULE`) in words, for messages:
+    "free parameters + 2". Raises LadderError for an unknown rule."""
+    rule = FIRST_CUT_RULE if rule is None else rule
+    if rule not in FIRST_CUT_RULES:
+        raise LadderError(f"unknown first-cut rule {rule!r}; use one of "
+                          f"{', '.join(FIRST_CUT_RULES)}")
+    return FIRST_CUT_RULES[rule][1]
+
+
 def _cuts_of(b_pts: np.ndarray, levels: np.ndarray, need: int, min_budgets: int) -> list[float]:
     return [float(b) for i, b in enumerate(levels[:-1])
             if i + 1 >= min_budgets and int((b_pts <= b).sum()) >= need]
@@ -330,11 +370,11 @@ def _cuts_of(b_pts: np.ndarray, levels: np.ndarray, need: int, min_budgets: int)
 def cut_levels(ladder: Ladder, law: str | Law, *, fixed: Mapping[str, float] | None = None,
                min_budgets: int = 3) -> list[float]:
     """The budgets [FLOPs] :func:`leave_future_out` may cut ``law`` at on ``ladder``, in
-    increasing order (each with at least ``min_budgets`` budgets and free parameters + 2
+    increasing order (each with at least ``min_budgets`` budgets and :func:`first_cut_points`
     points at or below it, and a budget above). Raises LadderError as leave_future_out."""
     law = get_law(law)
     _, _, _, b_pts, levels, _ = lfo_points(ladder, law)
-    need = sum(p.name not in (fixed or {}) for p in law.params) + 2
+    need = first_cut_points(sum(p.name not in (fixed or {}) for p in law.params))
     return _cuts_of(b_pts, levels, need, min_budgets)
 
 

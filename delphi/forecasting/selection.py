@@ -35,7 +35,8 @@ from .candidates import (ENSEMBLE_RULE, RECENCY, Candidate, default_candidates,
                          parse_candidates)
 from .reference import FAMILY, ReferenceClass, load_reference
 from .design import SPLIT_SPAN, ratio_span
-from .calibration import MIN_FOLDS, calibration_backtest, cut_levels
+from .calibration import (MIN_FOLDS, calibration_backtest, cut_levels, first_cut_formula,
+                          first_cut_points)
 from ..inputs.readers import as_ladder
 from ..inputs.law_inputs import budget_labels
 from ..fitting.diagnostics import attach_identification, refuse_degenerate
@@ -331,9 +332,10 @@ def compare(ladder: Ladder, candidates: Sequence[Candidate | str] | None = None,
         if lv:
             levels[c.label] = lv
         else:
-            need = sum(p.name not in c.fixed for p in get_law(c.law).params) + 2
+            need = first_cut_points(sum(p.name not in c.fixed for p in get_law(c.law).params))
+            rule = first_cut_formula()
             failed[c.label] = (f"too few compute budgets for a leave-future-out cut (needs "
-                               f"{min_budgets} budgets and {need} points (free parameters + 2) "
+                               f"{min_budgets} budgets and {need} points ({rule}) "
                                f"at or below a cut, and a budget above it)")
     common = sorted(set.intersection(*(set(v) for v in levels.values()))) if levels else []
     dropped: dict[str, tuple[int, int]] = {}
