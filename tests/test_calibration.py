@@ -260,6 +260,34 @@ def test_calibrated_interval_rejects_a_bad_ratio():
 
 
 # ----------------------------------------------------------------------------- cuts and budgets
+def test_first_cut_rule_sets_the_fewest_points_below_the_first_cut(monkeypatch):
+    import delphi.forecasting.calibration as cal
+    from delphi.calibration import cut_levels, first_cut_formula, first_cut_points
+    assert cal.FIRST_CUT_RULE == "p+2"          # the default (benchmarks/bench_cut_rule.py)
+    assert [first_cut_points(5, r) for r in ("p+2", "2p", "2p+2", "3p")] == [7, 10, 12, 15]
+    assert first_cut_points(3) == 5 and first_cut_formula() == "free parameters + 2"
+    with pytest.raises(LadderError, match="unknown first-cut rule 'p\\+9'"):
+        first_cut_points(3, "p+9")
+    with pytest.raises(LadderError, match="whole number"):
+        first_cut_points(-1)
+    # one point per budget, power (3 free parameters): the first cut has need(3) points
+    c = 1e17 * 10 ** (0.5 * np.arange(12))
+    lad = _ladder(c, 1.8 + 2.0 * (c / 1e17) ** -0.3)
+    first = {}
+    for rule, need in (("p+2", 5), ("2p", 6), ("2p+2", 8), ("3p", 9)):
+        monkeypatch.setattr(cal, "FIRST_CUT_RULE", rule)
+        lv = cut_levels(lad, "power")
+        first[rule] = lv[0]
+        assert lv[0] == float(f"{c[need - 1]:.3g}"), rule
+        assert lv[-1] == float(f"{c[-2]:.3g}")
+    monkeypatch.setattr(cal, "FIRST_CUT_RULE", "3p")
+    e = leave_future_out(lad, "power")
+    assert e.folds[0]["n_points"] == 9 and e.folds[0]["budget"] == first["3p"]
+    small = _ladder(c[:9], 1.8 + 2.0 * (c[:9] / 1e17) ** -0.3)
+    with pytest.raises(LadderError, match=r">= 9 points \(3 x free parameters\)"):
+        leave_future_out(small, "power")
+
+
 def test_lfo_budget_is_the_cut_level_and_cuts_restrict_the_folds():
     from delphi.calibration import cut_levels
     c = 1e17 * 10 ** (0.5 * np.arange(9))
