@@ -223,10 +223,15 @@ def recency(value: float):
 @contextmanager
 def recorded_intervals():
     """Record the ``calibration`` dict of every calibrated interval
-    :func:`delphi.calibration.calibration_backtest` makes (it calls ``calibrated_interval``
-    once per row it keeps, in row order)."""
-    import delphi.calibration as cal
-    original = cal.calibrated_interval
+    :func:`delphi.calibration.calibration_backtest` makes, in row order.
+
+    The backtest computes a fold's intervals at once on arrays (``_fold_intervals``, the same
+    bits as one point at a time, commit 0a6f2d0) and calls ``calibrated_interval`` only for a
+    point that must be computed alone; while recording, the array path is switched off, so
+    every kept row goes through ``calibrated_interval`` (the same numbers: :func:`t_blocks`
+    checks today's factor reproduces the backtest's half-widths)."""
+    import delphi.forecasting.calibration as cal
+    original, arrays = cal.calibrated_interval, cal._fold_intervals
     log: list[dict] = []
 
     def recording(base, centre, model, ratio):
@@ -235,10 +240,11 @@ def recorded_intervals():
         return iv
 
     cal.calibrated_interval = recording
+    cal._fold_intervals = lambda *args, **kwargs: None
     try:
         yield log
     finally:
-        cal.calibrated_interval = original
+        cal.calibrated_interval, cal._fold_intervals = original, arrays
 
 
 def recency_blocks(ladder, max_folds: int) -> dict:
