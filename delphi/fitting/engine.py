@@ -30,8 +30,8 @@ from ..core import shared_fits as memo
 from ..core.parallel import one_blas_thread
 from .objective import Problem
 from .result import Fit
-from .refit import (StackedProblems, WeightedBatch, refine_batch,
-                    refine_least_squares, refine_one, stack_key)
+from .lm import refine_lm
+from .refit import StackedProblems, WeightedBatch, refine_batch, refine_one, stack_key
 from .search import local_minima, pick_starts, screen, theta_candidates
 
 __all__ = ["fit_arrays", "fit_arrays_many", "prepare", "Prepared", "safe_start", "basin_probes",
@@ -638,16 +638,15 @@ def _polish_all_points(problem: Problem, z0: np.ndarray, screened: Sequence[floa
     for rank, i in enumerate(order.tolist()):
         start = z0[i]
         if rank > 0 and math.isfinite(best):
-            zp, fp, _, status, said = refine_least_squares(problem, start, ibounds,
-                                                           max_nfev=_LSQ_PROBE)
+            zp, fp, _, status, said = refine_lm(problem, start, ibounds, max_nfev=_LSQ_PROBE)
             if not fp < best * (1 - 1e-9):
                 out[i] = (zp, fp, status > 0, f"{_PROBE_STOP} {_LSQ_PROBE}-evaluation "
                           f"least-squares probe above the best start ({said.strip().lower()})")
                 continue
             start = zp
-        z, f, nfev, status, said = refine_least_squares(problem, start, ibounds)
+        z, f, nfev, status, said = refine_lm(problem, start, ibounds)
         if status > 0 and math.isfinite(f) and _stationarity(problem, z, ibounds) < _LSQ_STATIONARY:
-            out[i] = (z, f, True, f"converged (trust-region least squares, {nfev} evaluations: "
+            out[i] = (z, f, True, f"converged (Levenberg-Marquardt least squares, {nfev} evaluations: "
                       f"{said.strip().rstrip('.').lower()})")
             best = min(best, f)
         else:
