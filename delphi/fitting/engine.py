@@ -603,8 +603,8 @@ def _descend(problem: Problem, z0: np.ndarray, ibounds, batch: WeightedBatch | N
     return [out[i] for i in range(len(z0))]
 
 
-# The polish on all points of a two-level search (issue 26): a start the trust-region least
-# squares leaves with a scale-free gradient above this (refine_batch's stalled tolerance) goes
+# The polish on all points of a two-level search (issue 26): a start the Levenberg-Marquardt
+# least squares leaves with a scale-free gradient above this (refine_batch's stalled tolerance) goes
 # to the batched BFGS + L-BFGS-B descent instead.
 _LSQ_STATIONARY = 1e-6
 # Evaluations a start other than the best gets to show it can beat the best before it is
@@ -618,17 +618,19 @@ def _polish_all_points(problem: Problem, z0: np.ndarray, screened: Sequence[floa
     """Refine the subsample's optima ``z0`` (S, p) on all the points: [(z, objective, success,
     message)] per start, as :func:`_descend` returns.
 
-    Each start is polished by trust-region least squares on the Huber objective
-    (:func:`~delphi.fitting.refit.refine_least_squares`), in the order of its subsample
+    Each start is polished by Levenberg-Marquardt least squares on the Huber objective
+    (:func:`~delphi.fitting.lm.refine_lm`), in the order of its subsample
     objective ``screened``: the best to the end, each other one first for a probe of
     :data:`_LSQ_PROBE` evaluations, continued only if it goes below the best so far. A
     polish that stops short of a stationary point (scale-free gradient, the engine's
     test, above :data:`_LSQ_STATIONARY`) is not taken: that start is descended as a small
     problem is (:func:`_descend`: batched BFGS, then L-BFGS-B), from where the least squares
-    stopped when that is lower, so a hard valley costs time, never a worse optimum. On the multi-power law's 1,551 checkpoints of one 2,000-step run
-    (benchmarks/bench_curves.py) this takes 231 evaluations on all the points (194 for the
-    best start, a 20-evaluation probe of the other) where the descent took 638 (batched BFGS
-    over both starts, then L-BFGS-B), at the same optimum (objective to 3e-15 relative).
+    stopped when that is lower, so a hard valley costs time, never a worse optimum. On the
+    multi-power law's 1,551 checkpoints of one 2,000-step run (benchmarks/bench_curves.py)
+    the best start's polish took 194 evaluations with scipy's trust-region least squares
+    (:func:`~delphi.fitting.refit.refine_least_squares`, used here until issue 26's eighth
+    pass) and takes 99 with Levenberg-Marquardt, at the same optimum (objective to 1e-15
+    relative); where the descent took 638 (batched BFGS, then L-BFGS-B).
     """
     order = np.argsort(np.asarray(screened, dtype=float), kind="stable")
     out: dict[int, tuple] = {}
@@ -668,7 +670,7 @@ def global_search(prep: Prepared, *, seed: int = 0, starts: int = REFINE_STARTS)
     Large problems (more than 4 x :data:`SCREEN_ROWS` points, counted in the law's
     :meth:`~delphi.laws.Law.row_cost`; see :func:`screen_problem`) are screened and first descended on
     an evenly spaced subsample; the distinct optima found there are then refined on all the
-    points (a two-level search: :func:`_polish_all_points`, trust-region least squares, with
+    points (a two-level search: :func:`_polish_all_points`, Levenberg-Marquardt, with
     the small problems' descent as its fallback), and each start reports the full-data
     optimum it led to.
 

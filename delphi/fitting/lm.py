@@ -30,6 +30,8 @@ __all__ = ["refine_lm"]
 # Objective returned when the law's prediction is not positive somewhere (the step is
 # rejected and the damping raised).
 _INFEASIBLE = math.inf
+# The first damping, relative to the scaled curvature (the system is H + mu diag(H)).
+_MU0 = 1e-3
 
 
 def _bounds(ibounds) -> tuple[np.ndarray, np.ndarray]:
@@ -102,7 +104,7 @@ def refine_lm(problem: Problem, z0: np.ndarray, ibounds, *, max_nfev: int = 400,
         col = np.einsum("ij,ij->j", j, j) * 1e-8
         dmax = np.maximum(dmax, np.maximum(np.diag(h), col))
         if mu is None:
-            mu = 1e-3 * float(dmax.max())
+            mu = _MU0
         # Active bounds: a parameter on a bound that the gradient pushes outwards stays there
         # this step (the others are solved for without it, so the projection does not bend
         # the step).
