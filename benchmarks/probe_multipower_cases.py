@@ -16,7 +16,7 @@ the completion (``time.process_time``) since the seventh pass (wall before).
 
 ``--approx-ratio R`` sets that ratio (default the law's, 1.25). ``--heldout`` runs the eighth
 pass's 14 held-out cases (``HELDOUT_CASES``, written before any variant was run on them) instead
-of the 12 of ``CASES``.
+of the 12 of ``CASES``; ``--heldout2`` its second held-out set (``HELDOUT2_CASES``, 10 runs).
 
 Usage: ``nice -n 10 python benchmarks/probe_multipower_cases.py [--approx-first-level
 [--approx-ratio R]] [--heldout] [CASE ...] > out.jsonl``.
@@ -99,7 +99,25 @@ HELDOUT_CASES = {
     "h-wsd2800-sqrt-noisy-T1": ("wsd:warmup=50,decay=0.2,cooldown=1-sqrt", 2800, 0.93, 34, T1,
                                 0.005),
 }
-ALL_CASES = {**CASES, **HELDOUT_CASES}
+# A second held-out set (issue 26, eighth pass), written after the first version of the
+# Levenberg-Marquardt polish failed on h-cos3200-T2 and before any variant was run on these:
+# seeds 41-50, true parameters T5 and T6, other lengths and schedules again, two at 0.5%
+# noise, a 5,000-step run and a high final LR (the degenerate case). Selected by ``--heldout2``.
+T5 = {"L0": 2.8, "A": 0.4, "B": 350.0, "alpha": 0.55, "C": 0.3, "beta": 2.0, "gamma": 0.2}
+T6 = {"L0": 3.0, "A": 0.7, "B": 200.0, "alpha": 0.4, "C": 15.0, "beta": 0.25, "gamma": 1.0}
+HELDOUT2_CASES = {
+    "h2-cos1700-T5": ("cosine:warmup=40,final=0.1", 1700, 0.75, 41, T5),
+    "h2-cos2700-T6": ("cosine:warmup=70,final=0.15", 2700, 0.7, 42, T6),
+    "h2-cos5000-T2": ("cosine:warmup=120,final=0.1", 5000, 0.6, 43, T2),
+    "h2-cos2400-hi-T2": ("cosine:warmup=60,final=0.25", 2400, 0.65, 44, T2),
+    "h2-lin1600-T6": ("linear:warmup=40,final=0.05", 1600, 0.8, 45, T6),
+    "h2-lin2800-T5": ("linear:warmup=70,final=0.2", 2800, 0.7, 46, T5),
+    "h2-wsd1800-sqrt-T5": ("wsd:warmup=40,decay=0.2,cooldown=1-sqrt", 1800, 0.9, 47, T5),
+    "h2-wsd2200-T6": ("wsd:warmup=50,decay=0.25", 2200, 0.88, 48, T6),
+    "h2-cos2100-noisy-T6": ("cosine:warmup=50,final=0.05", 2100, 0.7, 49, T6, 0.005),
+    "h2-wsd2600-noisy-T5": ("wsd:warmup=60,decay=0.2", 2600, 0.92, 50, T5, 0.005),
+}
+ALL_CASES = {**CASES, **HELDOUT_CASES, **HELDOUT2_CASES}
 
 
 def compare(old_path, new_path):
@@ -167,4 +185,7 @@ if __name__ == "__main__":
         if "--heldout" in args:
             args.remove("--heldout")
             default = list(HELDOUT_CASES)
+        if "--heldout2" in args:
+            args.remove("--heldout2")
+            default = list(HELDOUT2_CASES)
         main(args or default)
