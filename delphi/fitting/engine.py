@@ -31,7 +31,8 @@ from ..core.parallel import one_blas_thread
 from .objective import Problem
 from .result import Fit
 from .lm import refine_lm
-from .refit import StackedProblems, WeightedBatch, refine_batch, refine_one, stack_key
+from .refit import (StackedProblems, WeightedBatch, refine_batch,
+                    refine_least_squares, refine_one, stack_key)
 from .search import local_minima, pick_starts, screen, theta_candidates
 
 __all__ = ["fit_arrays", "fit_arrays_many", "prepare", "Prepared", "safe_start", "basin_probes",
@@ -640,7 +641,8 @@ def _polish_all_points(problem: Problem, z0: np.ndarray, screened: Sequence[floa
     for rank, i in enumerate(order.tolist()):
         start = z0[i]
         if rank > 0 and math.isfinite(best):
-            zp, fp, _, status, said = refine_lm(problem, start, ibounds, max_nfev=_LSQ_PROBE)
+            zp, fp, _, status, said = refine_least_squares(problem, start, ibounds,
+                                                           max_nfev=_LSQ_PROBE)
             if not fp < best * (1 - 1e-9):
                 out[i] = (zp, fp, status > 0, f"{_PROBE_STOP} {_LSQ_PROBE}-evaluation "
                           f"least-squares probe above the best start ({said.strip().lower()})")
