@@ -194,21 +194,20 @@ def test_screen_blocks_change_no_number(monkeypatch, spec):
 
 def test_all_points_polish_is_least_squares_deterministic_and_falls_back_when_not_stationary(
         completed, monkeypatch):
-    """The subsample's optima are polished on all the points by Levenberg-Marquardt least
-    squares (issue 26: ~400 evaluations with scipy's trust region, where the batched BFGS +
-    L-BFGS-B took ~1,200 equivalents; fewer since the eighth pass);
+    """The subsample's optima are polished on all the points by trust-region least squares
+    (issue 26: ~400 evaluations where the batched BFGS + L-BFGS-B took ~1,200 equivalents);
     the same inputs give the same fit bit for bit; a polish that stops short of a stationary
     point is not taken: the start is descended as before, and the fit reaches the same
     optimum (no silent bad fit)."""
     lad = _ladder()
     a = completed
     b = _complete(lad)                  # made afresh: the same inputs give the same fit
-    assert "Levenberg-Marquardt least squares" in a.fit.message
+    assert "trust-region least squares" in a.fit.message
     assert a.fit.converged
     assert a.fit.objective == b.fit.objective and a.fit.params == b.fit.params
 
-    from delphi.fitting import lm
-    real = lm.refine_lm
+    from delphi.fitting import refit
+    real = refit.refine_least_squares
     calls = []
 
     def stalls(problem, z0, ibounds, *, max_nfev=400):
@@ -216,12 +215,12 @@ def test_all_points_polish_is_least_squares_deterministic_and_falls_back_when_no
         calls.append(nfev)
         return z, f, nfev, 0, "stopped early (test)"
 
-    monkeypatch.setattr(engine, "refine_lm", stalls)
+    monkeypatch.setattr(engine, "refine_least_squares", stalls)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", delphi.DelphiWarning)
         c = complete(lad, "mp", "multipower")
     assert calls, "the polish was not tried"
-    assert "Levenberg-Marquardt" not in c.fit.message and c.fit.converged
+    assert "trust-region" not in c.fit.message and c.fit.converged
     assert c.fit.objective == pytest.approx(REF_OBJECTIVE, rel=1e-9)
     assert c.fit.objective == pytest.approx(a.fit.objective, rel=1e-9)
     for name, ref in REF_PARAMS.items():

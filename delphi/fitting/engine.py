@@ -30,7 +30,6 @@ from ..core import shared_fits as memo
 from ..core.parallel import one_blas_thread
 from .objective import Problem
 from .result import Fit
-from .lm import refine_lm
 from .refit import (StackedProblems, WeightedBatch, refine_batch,
                     refine_least_squares, refine_one, stack_key)
 from .search import local_minima, pick_starts, screen, theta_candidates
@@ -604,8 +603,8 @@ def _descend(problem: Problem, z0: np.ndarray, ibounds, batch: WeightedBatch | N
     return [out[i] for i in range(len(z0))]
 
 
-# The polish on all points of a two-level search (issue 26): a start the Levenberg-Marquardt
-# least squares leaves with a scale-free gradient above this (refine_batch's stalled tolerance) goes
+# The polish on all points of a two-level search (issue 26): a start the trust-region least
+# squares leaves with a scale-free gradient above this (refine_batch's stalled tolerance) goes
 # to the batched BFGS + L-BFGS-B descent instead.
 _LSQ_STATIONARY = 1e-6
 # Evaluations a start other than the best gets to show it can beat the best before it is
@@ -619,19 +618,17 @@ def _polish_all_points(problem: Problem, z0: np.ndarray, screened: Sequence[floa
     """Refine the subsample's optima ``z0`` (S, p) on all the points: [(z, objective, success,
     message)] per start, as :func:`_descend` returns.
 
-    Each start is polished by Levenberg-Marquardt least squares on the Huber objective
-    (:func:`~delphi.fitting.lm.refine_lm`), in the order of its subsample
+    Each start is polished by trust-region least squares on the Huber objective
+    (:func:`~delphi.fitting.refit.refine_least_squares`), in the order of its subsample
     objective ``screened``: the best to the end, each other one first for a probe of
     :data:`_LSQ_PROBE` evaluations, continued only if it goes below the best so far. A
     polish that stops short of a stationary point (scale-free gradient, the engine's
     test, above :data:`_LSQ_STATIONARY`) is not taken: that start is descended as a small
     problem is (:func:`_descend`: batched BFGS, then L-BFGS-B), from where the least squares
-    stopped when that is lower, so a hard valley costs time, never a worse optimum. On the
-    multi-power law's 1,551 checkpoints of one 2,000-step run (benchmarks/bench_curves.py)
-    the best start's polish took 194 evaluations with scipy's trust-region least squares
-    (:func:`~delphi.fitting.refit.refine_least_squares`, used here until issue 26's eighth
-    pass) and takes 99 with Levenberg-Marquardt, at the same optimum (objective to 1e-15
-    relative); where the descent took 638 (batched BFGS, then L-BFGS-B).
+    stopped when that is lower, so a hard valley costs time, never a worse optimum. On the multi-power law's 1,551 checkpoints of one 2,000-step run
+    (benchmarks/bench_curves.py) this takes 231 evaluations on all the points (194 for the
+    best start, a 20-evaluation probe of the other) where the descent took 638 (batched BFGS
+    over both starts, then L-BFGS-B), at the same optimum (objective to 3e-15 relative).
     """
     order = np.argsort(np.asarray(screened, dtype=float), kind="stable")
     out: dict[int, tuple] = {}
@@ -648,9 +645,9 @@ def _polish_all_points(problem: Problem, z0: np.ndarray, screened: Sequence[floa
                           f"least-squares probe above the best start ({said.strip().lower()})")
                 continue
             start = zp
-        z, f, nfev, status, said = refine_lm(problem, start, ibounds)
+        z, f, nfev, status, said = refine_least_squares(problem, start, ibounds)
         if status > 0 and math.isfinite(f) and _stationarity(problem, z, ibounds) < _LSQ_STATIONARY:
-            out[i] = (z, f, True, f"converged (Levenberg-Marquardt least squares, {nfev} evaluations: "
+            out[i] = (z, f, True, f"converged (trust-region least squares, {nfev} evaluations: "
                       f"{said.strip().rstrip('.').lower()})")
             best = min(best, f)
         else:
@@ -672,7 +669,7 @@ def global_search(prep: Prepared, *, seed: int = 0, starts: int = REFINE_STARTS)
     Large problems (more than 4 x :data:`SCREEN_ROWS` points, counted in the law's
     :meth:`~delphi.laws.Law.row_cost`; see :func:`screen_problem`) are screened and first descended on
     an evenly spaced subsample; the distinct optima found there are then refined on all the
-    points (a two-level search: :func:`_polish_all_points`, Levenberg-Marquardt, with
+    points (a two-level search: :func:`_polish_all_points`, trust-region least squares, with
     the small problems' descent as its fallback), and each start reports the full-data
     optimum it led to.
 

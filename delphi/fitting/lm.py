@@ -15,6 +15,14 @@ residual inside ``delta`` counts with weight 1, one outside with weight 0 in the
 and ``delta sign(r)`` in the gradient. Bounds by projection of each step onto the box
 (the gain ratio is taken for the projected step). Parameters with a positive lower bound
 are iterated in log coordinates, as :func:`delphi.fitting.refit.refine_least_squares` does.
+
+Not used by the fitting engine (issue 26, eighth pass, benchmarks/RESULTS.md): as the
+two-level search's full-data polish it took 72-99 evaluations where scipy's trust region took
+105-194 on the bench case, at the same optimum, but on a held-out run (a 3,200-step cosine run
+with a flat valley) its probes missed a lower basin that the trust region's path finds, and in
+the valley of 0.5%-noise WSD runs towards beta's lower bound (most residuals outside delta,
+so few of them carry curvature) it crawls: 400 evaluations where the trust region takes ~300,
+ending 3.4e-9 above its objective.
 """
 
 from __future__ import annotations
