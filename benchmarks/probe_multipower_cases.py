@@ -14,8 +14,12 @@ monkeypatch of ``engine._subsample``: the seventh pass's experiment, not in the 
 polish on all points and every objective reported stay the exact law's. Times are CPU seconds of
 the completion (``time.process_time``) since the seventh pass (wall before).
 
-Usage: ``nice -n 10 python benchmarks/probe_multipower_cases.py [--approx-first-level]
-[CASE ...] > out.jsonl``.
+``--approx-ratio R`` sets that ratio (default the law's, 1.25). ``--heldout`` runs the eighth
+pass's 14 held-out cases (``HELDOUT_CASES``, written before any variant was run on them) instead
+of the 12 of ``CASES``; ``--heldout2`` its second held-out set (``HELDOUT2_CASES``, 10 runs).
+
+Usage: ``nice -n 10 python benchmarks/probe_multipower_cases.py [--approx-first-level
+[--approx-ratio R]] [--heldout] [CASE ...] > out.jsonl``.
 """
 
 from __future__ import annotations
@@ -72,6 +76,49 @@ CASES = {
     "cos2000-noisy": ("cosine:warmup=50,final=0.1", 2000, 0.8, 11, T0, 0.005),
 }
 
+# Held-out cases (issue 26, eighth pass), written before any variant was run on them: new
+# noise seeds (21-34), two new sets of true parameters (T3, T4), lengths and schedules not in
+# CASES, three at 0.5% noise, one of 4,500 steps, WSD runs with a 1-sqrt cooldown. Selected
+# by ``--heldout``.
+T3 = {"L0": 2.7, "A": 0.6, "B": 400.0, "alpha": 0.45, "C": 1.0, "beta": 1.0, "gamma": 0.4}
+T4 = {"L0": 3.3, "A": 1.0, "B": 250.0, "alpha": 0.6, "C": 4.0, "beta": 0.45, "gamma": 0.65}
+HELDOUT_CASES = {
+    "h-cos1500-T3": ("cosine:warmup=40,final=0.05", 1500, 0.7, 21, T3),
+    "h-cos2500-T4": ("cosine:warmup=80,final=0.1", 2500, 0.8, 22, T4),
+    "h-cos4500": ("cosine:warmup=100,final=0.05", 4500, 0.65, 23, T0),
+    "h-lin1200-T3": ("linear:warmup=30,final=0.05", 1200, 0.85, 24, T3),
+    "h-lin2500-T1": ("linear:warmup=60,final=0.0", 2500, 0.7, 25, T1),
+    "h-wsd1500-sqrt-T4": ("wsd:warmup=40,decay=0.25,cooldown=1-sqrt", 1500, 0.92, 26, T4),
+    "h-wsd2500-T3": ("wsd:warmup=60,decay=0.15", 2500, 0.95, 27, T3),
+    "h-wsd3500-sqrt": ("wsd:warmup=80,decay=0.1,cooldown=1-sqrt,final=0.0", 3500, 0.97, 28, T0),
+    "h-cos1800-noisy-T3": ("cosine:warmup=50,final=0.0", 1800, 0.75, 29, T3, 0.005),
+    "h-lin2200-noisy-T4": ("linear:warmup=50,final=0.1", 2200, 0.8, 30, T4, 0.005),
+    "h-cos3200-T2": ("cosine:warmup=64,final=0.2", 3200, 0.55, 31, T2),
+    "h-wsd1200-T1": ("wsd:warmup=20,decay=0.3", 1200, 0.9, 32, T1),
+    "h-cos2200-60": ("cosine:warmup=50,final=0.1", 2200, 0.6, 33, T0),
+    "h-wsd2800-sqrt-noisy-T1": ("wsd:warmup=50,decay=0.2,cooldown=1-sqrt", 2800, 0.93, 34, T1,
+                                0.005),
+}
+# A second held-out set (issue 26, eighth pass), written after the first version of the
+# Levenberg-Marquardt polish failed on h-cos3200-T2 and before any variant was run on these:
+# seeds 41-50, true parameters T5 and T6, other lengths and schedules again, two at 0.5%
+# noise, a 5,000-step run and a high final LR (the degenerate case). Selected by ``--heldout2``.
+T5 = {"L0": 2.8, "A": 0.4, "B": 350.0, "alpha": 0.55, "C": 0.3, "beta": 2.0, "gamma": 0.2}
+T6 = {"L0": 3.0, "A": 0.7, "B": 200.0, "alpha": 0.4, "C": 15.0, "beta": 0.25, "gamma": 1.0}
+HELDOUT2_CASES = {
+    "h2-cos1700-T5": ("cosine:warmup=40,final=0.1", 1700, 0.75, 41, T5),
+    "h2-cos2700-T6": ("cosine:warmup=70,final=0.15", 2700, 0.7, 42, T6),
+    "h2-cos5000-T2": ("cosine:warmup=120,final=0.1", 5000, 0.6, 43, T2),
+    "h2-cos2400-hi-T2": ("cosine:warmup=60,final=0.25", 2400, 0.65, 44, T2),
+    "h2-lin1600-T6": ("linear:warmup=40,final=0.05", 1600, 0.8, 45, T6),
+    "h2-lin2800-T5": ("linear:warmup=70,final=0.2", 2800, 0.7, 46, T5),
+    "h2-wsd1800-sqrt-T5": ("wsd:warmup=40,decay=0.2,cooldown=1-sqrt", 1800, 0.9, 47, T5),
+    "h2-wsd2200-T6": ("wsd:warmup=50,decay=0.25", 2200, 0.88, 48, T6),
+    "h2-cos2100-noisy-T6": ("cosine:warmup=50,final=0.05", 2100, 0.7, 49, T6, 0.005),
+    "h2-wsd2600-noisy-T5": ("wsd:warmup=60,decay=0.2", 2600, 0.92, 50, T5, 0.005),
+}
+ALL_CASES = {**CASES, **HELDOUT_CASES, **HELDOUT2_CASES}
+
 
 def compare(old_path, new_path):
     b = {d["case"]: d for d in map(json.loads, open(old_path))}
@@ -88,15 +135,16 @@ def compare(old_path, new_path):
               f"parameters {rel[worst]:.1e} ({worst})  forecast {dl:+.1e}")
 
 
-def _approx_first_level():
-    """Monkeypatch: the subsample of a two-level search gets the law's approximate inputs."""
+def _approx_first_level(ratio=None):
+    """Monkeypatch: the subsample of a two-level search gets the law's approximate inputs
+    (group ratio ``ratio``; None: the law's default)."""
     from delphi.fitting import engine
     real = engine._subsample
 
     def subsample(problem, y, size):
         sp, sy = real(problem, y, size)
         approx = getattr(problem.law, "approximate_inputs", None)
-        xa = approx(sp.x) if approx is not None else None
+        xa = approx(sp.x, ratio) if approx is not None else None
         if xa is not None:
             sp.x = xa
         return sp, sy
@@ -109,7 +157,7 @@ def main(names):
     from scipy.stats import qmc  # noqa: F401  (the search's Sobol import, outside the timing)
     with threadpool_limits(limits=1):
         for name in names:
-            spec = CASES[name]
+            spec = ALL_CASES[name]
             lad = multipower_ladder() if spec is None else ladder(*spec)
             t0 = time.process_time()
             c = delphi.complete(lad, "mp-2000" if spec is None else "mp", "multipower")
@@ -125,7 +173,19 @@ if __name__ == "__main__":
         compare(*sys.argv[2:4])
     else:
         args = sys.argv[1:]
+        ratio = None
+        if "--approx-ratio" in args:
+            i = args.index("--approx-ratio")
+            ratio = float(args[i + 1])
+            del args[i:i + 2]
         if "--approx-first-level" in args:
             args.remove("--approx-first-level")
-            _approx_first_level()
-        main(args or list(CASES))
+            _approx_first_level(ratio)
+        default = list(CASES)
+        if "--heldout" in args:
+            args.remove("--heldout")
+            default = list(HELDOUT_CASES)
+        if "--heldout2" in args:
+            args.remove("--heldout2")
+            default = list(HELDOUT2_CASES)
+        main(args or default)
