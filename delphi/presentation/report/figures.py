@@ -31,7 +31,8 @@ if TYPE_CHECKING:  # pragma: no cover
     from ...fitting import Fit
     from ...registry import Entry, Score
 
-__all__ = ["new_figure", "to_svg", "residual_figure", "curve_figure", "point_compute"]
+__all__ = ["new_figure", "to_svg", "plain_text_tick_label", "residual_figure", "curve_figure",
+           "point_compute"]
 
 #: Figure size [inches] of the report's figures (rendered at most the page's width).
 FIGSIZE = (8.0, 4.8)
@@ -48,24 +49,31 @@ _ASCII = str.maketrans("⁰¹²³⁴⁵⁶⁷⁸⁹⁻", "0123456789-")
 _MATH_POWER = re.compile(r"\^\{(-?\d+)\}")
 # a tick label of plain_text_tick_label in matplotlib's SVG: <text style="font-size: 10px; ...
 _TICK_POWER = re.compile(r'(<text style="font-size: ([\d.]+)px;[^"]*"[^>]*>)'
-                         r'(\u2212?(?:\d+(?:\.\d+)?×)?\d+)([⁻⁰¹²³⁴⁵⁶⁷⁸⁹]+)</text>')
+                         r'(\u2212?(?:\d+(?:\.\d+)?\u2009×\u2009)?\d+)([⁻⁰¹²³⁴⁵⁶⁷⁸⁹]+)</text>')
 
 
 def new_figure(size: tuple[float, float] = FIGSIZE) -> "Figure":
-    """A new matplotlib Figure (not registered with pyplot) of ``size`` inches."""
+    """A new matplotlib Figure (not registered with pyplot) of ``size`` inches, with
+    constrained layout, on an Agg canvas of its own."""
     from matplotlib.figure import Figure
 
-    return Figure(figsize=size, layout="constrained")
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    fig = Figure(figsize=size, layout="constrained")
+    # An Agg canvas keeps one renderer for the figure (a bare Figure makes a new one each
+    # time a layout or a legend's placement measures text), so text is measured once.
+    FigureCanvasAgg(fig)
+    return fig
 
 
 def plain_text_tick_label(label: str) -> str:
     """A log axis' mathtext tick label as plain Unicode text: ``$\\mathdefault{10^{21}}$``
-    -> ``"10²¹"``, ``$\\mathdefault{2\\times10^{-3}}$`` -> ``"2×10⁻³"`` (a minus sign as
-    U+2212, as mathtext draws it). Drawn as text, such a label needs no mathtext parse (the
+    -> ``"10²¹"``, ``$\\mathdefault{2\\times10^{-3}}$`` -> ``"2 × 10⁻³"`` (thin spaces
+    around the sign, a leading minus sign as U+2212, as mathtext draws them). Drawn as text, such a label needs no mathtext parse (the
     costliest step of drawing a log axis). Any other label is returned unchanged."""
     if not (label.startswith("$\\mathdefault{") and label.endswith("}$")):
         return label
-    inner = label[len("$\\mathdefault{"):-2].replace("\\times", "×")
+    inner = label[len("$\\mathdefault{"):-2].replace("\\times", "\u2009×\u2009")
     inner = _MATH_POWER.sub(lambda m: m.group(1).translate(_SUPERSCRIPT), inner)
     if "$" in inner or "\\" in inner or "{" in inner:
         return label                                              # not one of the forms above
@@ -149,9 +157,10 @@ def _layout_done_once(fig: "Figure"):
     """While inside, ``fig``'s constrained layout, run once here, is frozen, so that
     ``savefig`` neither lays the figure out again (a draw with drawing disabled) nor needs
     ``bbox_inches="tight"``: constrained layout keeps the title, labels, legends and note
-    boxes of every Axes inside the figure. Yields True when it did, False (nothing changed)
-    when the figure has no constrained layout or the layout could not be made (matplotlib's
-    "axes sizes collapsed" warning): the caller then saves with ``bbox_inches="tight"``."""
+    boxes of every Axes inside the figure. Yields True when it did, False (the layout engine
+    unchanged) when the figure has no constrained layout, the layout could not be made
+    (matplotlib's "axes sizes collapsed" warning), or something drawn still reaches past the
+    figure's edge: the caller then saves with ``bbox_inches="tight"``."""
     from matplotlib.layout_engine import ConstrainedLayoutEngine
 
     engine = fig.get_layout_engine()
@@ -166,6 +175,13 @@ def _layout_done_once(fig: "Figure"):
         if "constrained_layout not applied" not in str(w.message):
             warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
     if failed:
+        yield False
+        return
+    # Whatever the layout could not keep inside (a legend anchored at a fraction of its
+    # Axes below them moves as the layout shrinks them) is kept by the tight bbox instead.
+    tight = fig.get_tightbbox()
+    width, height = fig.get_size_inches()
+    if tight.x0 < 0 or tight.y0 < 0 or tight.x1 > width or tight.y1 > height:
         yield False
         return
     fig.set_layout_engine(None)       # None, not "none": savefig then makes no layout draw
@@ -190,6 +206,14 @@ def to_svg(fig: "Figure", prefix: str, title: str = "") -> str:
     -------
     The SVG markup (text is kept as ``<text>`` elements, so a browser and a text search see
     the labels). Deterministic: the same figure gives the same string.
+
+    A figure with constrained layout (:func:`new_figure`'s) is laid out once and drawn once,
+    at its own size: the layout keeps every Axes' title, labels, legends and note boxes inside
+    it. Any other figure, or one whose layout collapses, is saved with
+    ``bbox_inches="tight"`` (matplotlib then lays it out and draws it again to find its
+    extent). Log axes with matplotlib's default tick labels get them as text with a raised
+    exponent (:func:`plain_text_tick_label`), drawn as mathtext drew them, without a mathtext
+    parse. The figure's own layout engine and tick formatters are put back on return.
     """
     import html
 
