@@ -368,7 +368,10 @@ def test_svg_figure_drawn_once_at_its_size_with_nothing_outside():
 
 def test_svg_figure_the_layout_cannot_hold_is_saved_tight():
     """What constrained layout leaves past the figure's edge (a figure's text or legend placed
-    there), or a layout that collapses, is kept by the tight bbox."""
+    there, an Axes it does not place), or a layout that collapses, is kept by the tight
+    bbox."""
+    from mpl_toolkits.axes_grid1 import make_axes_locatable
+
     from delphi.presentation.report.figures import new_figure, to_svg
 
     def size(svg):
@@ -385,6 +388,11 @@ def test_svg_figure_the_layout_cannot_hold_is_saved_tight():
     ax.plot([0, 1], [0, 1], label="a line")
     fig.legend(loc="center left", bbox_to_anchor=(1.0, 0.5))       # right of the figure
     assert size(to_svg(fig, "t-", "test"))[0] > 288             # wider than 4 in
+    fig = new_figure((4.0, 2.5))                  # an Axes appended under another (recipes')
+    ax = fig.subplots()
+    below = make_axes_locatable(ax).append_axes("bottom", size="65%", pad=0.12, sharex=ax)
+    below.set_xlabel("training compute C [FLOPs]")
+    assert size(to_svg(fig, "t-", "test"))[1] > 180
     fig = new_figure((1.0, 0.6))
     ax = fig.subplots()
     ax.set_ylabel("a long label\n" * 6)

@@ -158,13 +158,19 @@ def _layout_done_once(fig: "Figure"):
     ``savefig`` neither lays the figure out again (a draw with drawing disabled) nor needs
     ``bbox_inches="tight"``: constrained layout keeps the title, labels, legends and note
     boxes of every Axes inside the figure. Yields True when it did, False (the layout engine
-    unchanged) when the figure has no constrained layout, the layout could not be made
+    unchanged) when the figure has no constrained layout or an Axes it does not place (one
+    appended to another, with an axes locator, or added at a fixed place), the layout could
+    not be made
     (matplotlib's "axes sizes collapsed" warning), or something drawn still reaches past the
     figure's edge: the caller then saves with ``bbox_inches="tight"``."""
     from matplotlib.layout_engine import ConstrainedLayoutEngine
 
     engine = fig.get_layout_engine()
-    if not isinstance(engine, ConstrainedLayoutEngine):
+    # constrained layout places only the Axes of a grid: one added beside another
+    # (axes_grid1's append_axes, an axes locator) or at a fixed place is not its own
+    if not isinstance(engine, ConstrainedLayoutEngine) or any(
+            ax.get_subplotspec() is None or ax.get_axes_locator() is not None
+            for ax in fig.axes):
         yield False
         return
     with warnings.catch_warnings(record=True) as caught:
