@@ -55,9 +55,8 @@ _TICK_POWER = re.compile(r'(<text style="font-size: ([\d.]+)px;[^"]*"[^>]*>)'
 def new_figure(size: tuple[float, float] = FIGSIZE) -> "Figure":
     """A new matplotlib Figure (not registered with pyplot) of ``size`` inches, with
     constrained layout, on an Agg canvas of its own."""
-    from matplotlib.figure import Figure
-
     from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
 
     fig = Figure(figsize=size, layout="constrained")
     # An Agg canvas keeps one renderer for the figure (a bare Figure makes a new one each
@@ -69,8 +68,9 @@ def new_figure(size: tuple[float, float] = FIGSIZE) -> "Figure":
 def plain_text_tick_label(label: str) -> str:
     """A log axis' mathtext tick label as plain Unicode text: ``$\\mathdefault{10^{21}}$``
     -> ``"10²¹"``, ``$\\mathdefault{2\\times10^{-3}}$`` -> ``"2 × 10⁻³"`` (thin spaces
-    around the sign, a leading minus sign as U+2212, as mathtext draws them). Drawn as text, such a label needs no mathtext parse (the
-    costliest step of drawing a log axis). Any other label is returned unchanged."""
+    around the sign, a leading minus sign as U+2212, as mathtext draws them). Drawn as text,
+    such a label needs no mathtext parse (the costliest step of drawing a log axis). Any
+    other label is returned unchanged."""
     if not (label.startswith("$\\mathdefault{") and label.endswith("}$")):
         return label
     inner = label[len("$\\mathdefault{"):-2].replace("\\times", "\u2009×\u2009")
