@@ -327,6 +327,80 @@ def test_same_inputs_and_seed_give_the_same_bytes(dense_ladder, monkeypatch):
     assert other_seed != first                         # the bootstrap's draws are in it
 
 
+# ----------------------------------------------------------------------------- figures' SVG
+def test_log_tick_labels_are_text_not_mathtext():
+    from delphi.presentation.report.figures import plain_text_tick_label as plain
+
+    assert plain(r"$\mathdefault{10^{21}}$") == "10²¹"
+    assert plain(r"$\mathdefault{10^{-3}}$") == "10⁻³"
+    assert plain(r"$\mathdefault{2\times10^{21}}$") == "2\u2009×\u200910²¹"
+    assert plain(r"$\mathdefault{-10^{0}}$") == "\u221210⁰"
+    assert plain(r"$\mathdefault{0}$") == "0"
+    # anything else as it was: plain text, other mathtext, a non-integer exponent
+    for other in ("0.5", "", r"$\alpha$", r"$\mathdefault{10^{2.50}}$"):
+        assert plain(other) == other
+
+
+def test_svg_figure_drawn_once_at_its_size_with_nothing_outside():
+    """A constrained-layout figure is laid out once and saved at its own size (no tight
+    bbox), its labels inside it; log tick labels are text with the exponent raised (no
+    mathtext); the figure's layout engine and formatters come back."""
+    from matplotlib.ticker import LogFormatterSciNotation
+
+    from delphi.presentation.report.figures import new_figure, to_svg
+
+    fig = new_figure((4.0, 2.5))
+    ax = fig.subplots()
+    ax.loglog([1e18, 1e22], [3.0, 2.0], "o-", label="fit")
+    ax.set_xlabel("training compute C [FLOPs]", fontsize=14)    # past the default margin
+    ax.set_title("a title", fontsize=14)
+    ax.legend(loc="upper right")
+    engine = fig.get_layout_engine()
+    svg = to_svg(fig, "t-", "test")
+    assert 'width="288pt" height="180pt"' in svg                   # 4 x 2.5 in, not cropped
+    assert "mathdefault" not in svg
+    assert '>10<tspan dy="-4.130" style="font-size: 7px">18</tspan></text>' in svg
+    assert fig.get_layout_engine() is engine
+    assert type(ax.xaxis.get_major_formatter()) is LogFormatterSciNotation
+    tight = fig.get_tightbbox()                        # inches, at the layout to_svg made
+    assert tight.x0 >= 0 and tight.y0 >= 0 and tight.x1 <= 4.0 and tight.y1 <= 2.5, tight
+
+
+def test_svg_figure_the_layout_cannot_hold_is_saved_tight():
+    """What constrained layout leaves past the figure's edge (a figure's text or legend placed
+    there, an Axes it does not place), or a layout that collapses, is kept by the tight
+    bbox."""
+    from mpl_toolkits.axes_grid1 import make_axes_locatable
+
+    from delphi.presentation.report.figures import new_figure, to_svg
+
+    def size(svg):
+        return tuple(float(v) for v in re.search(r'width="([\d.]+)pt" height="([\d.]+)pt"',
+                                                 svg).groups())
+
+    fig = new_figure((4.0, 2.5))
+    ax = fig.subplots()
+    ax.plot([0, 1], [0, 1])
+    fig.text(0.5, -0.1, "a note under the figure", ha="center")
+    assert size(to_svg(fig, "t-", "test"))[1] > 180             # taller than 2.5 in
+    fig = new_figure((4.0, 2.5))
+    ax = fig.subplots()
+    ax.plot([0, 1], [0, 1], label="a line")
+    fig.legend(loc="center left", bbox_to_anchor=(1.0, 0.5))       # right of the figure
+    assert size(to_svg(fig, "t-", "test"))[0] > 288             # wider than 4 in
+    fig = new_figure((4.0, 2.5))                  # an Axes appended under another (recipes')
+    ax = fig.subplots()
+    below = make_axes_locatable(ax).append_axes("bottom", size="65%", pad=0.12, sharex=ax)
+    below.set_xlabel("training compute C [FLOPs]")
+    assert size(to_svg(fig, "t-", "test"))[1] > 180
+    fig = new_figure((1.0, 0.6))
+    ax = fig.subplots()
+    ax.set_ylabel("a long label\n" * 6)
+    with pytest.warns(UserWarning, match="collapsed"):
+        svg = to_svg(fig, "t-", "test")
+    assert size(svg)[1] > 0.6 * 72                     # the tight box holds the whole label
+
+
 def test_generated_time():
     assert generated_time(0) == "1970-01-01 00:00:00 UTC"
     assert generated_time("2026-12-01T13:00:00+01:00") == "2026-12-01 12:00:00 UTC"

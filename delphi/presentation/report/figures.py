@@ -13,6 +13,8 @@ global state (backend, open figures, rcParams) is touched.
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import io
 import re
 import warnings
@@ -29,7 +31,8 @@ if TYPE_CHECKING:  # pragma: no cover
     from ...fitting import Fit
     from ...registry import Entry, Score
 
-__all__ = ["new_figure", "to_svg", "residual_figure", "curve_figure", "point_compute"]
+__all__ = ["new_figure", "to_svg", "plain_text_tick_label", "residual_figure", "curve_figure",
+           "point_compute"]
 
 #: Figure size [inches] of the report's figures (rendered at most the page's width).
 FIGSIZE = (8.0, 4.8)
@@ -37,15 +40,183 @@ FIGSIZE = (8.0, 4.8)
 LABELLED = 3
 
 # Fixed salt: matplotlib derives SVG ids from it, so the same figure gives the same bytes.
-_RC = {"svg.hashsalt": "delphi-report", "svg.fonttype": "none", "font.size": 10}
+_RC = {"svg.hashsalt": "delphi-report", "svg.fonttype": "none", "font.size": 10,
+       # no layout engine comes back when to_svg takes the figure's away (for one draw)
+       "figure.autolayout": False, "figure.constrained_layout.use": False}
 _ID = re.compile(r'\bid="([^"]+)"')
+_SUPERSCRIPT = str.maketrans("0123456789-", "⁰¹²³⁴⁵⁶⁷⁸⁹⁻")
+_ASCII = str.maketrans("⁰¹²³⁴⁵⁶⁷⁸⁹⁻", "0123456789-")
+_MATH_POWER = re.compile(r"\^\{(-?\d+)\}")
+# a tick label of plain_text_tick_label in matplotlib's SVG: <text style="font-size: 10px; ...
+_TICK_POWER = re.compile(r'(<text style="font-size: ([\d.]+)px;[^"]*"[^>]*>)'
+                         r'(\u2212?(?:\d+(?:\.\d+)?\u2009×\u2009)?\d+)([⁻⁰¹²³⁴⁵⁶⁷⁸⁹]+)</text>')
 
 
 def new_figure(size: tuple[float, float] = FIGSIZE) -> "Figure":
-    """A new matplotlib Figure (not registered with pyplot) of ``size`` inches."""
+    """A new matplotlib Figure (not registered with pyplot) of ``size`` inches, with
+    constrained layout, on an Agg canvas of its own."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
-    return Figure(figsize=size, layout="constrained")
+    fig = Figure(figsize=size, layout="constrained")
+    # An Agg canvas keeps one renderer for the figure (a bare Figure makes a new one each
+    # time a layout or a legend's placement measures text), so text is measured once.
+    FigureCanvasAgg(fig)
+    return fig
+
+
+def plain_text_tick_label(label: str) -> str:
+    """A log axis' mathtext tick label as plain Unicode text: ``$\\mathdefault{10^{21}}$``
+    -> ``"10²¹"``, ``$\\mathdefault{2\\times10^{-3}}$`` -> ``"2 × 10⁻³"`` (thin spaces
+    around the sign, a leading minus sign as U+2212, as mathtext draws them). Drawn as text,
+    such a label needs no mathtext parse (the costliest step of drawing a log axis). Any
+    other label is returned unchanged."""
+    if not (label.startswith("$\\mathdefault{") and label.endswith("}$")):
+        return label
+    inner = label[len("$\\mathdefault{"):-2].replace("\\times", "\u2009×\u2009")
+    inner = _MATH_POWER.sub(lambda m: m.group(1).translate(_SUPERSCRIPT), inner)
+    if "$" in inner or "\\" in inner or "{" in inner:
+        return label                                              # not one of the forms above
+    return inner.replace("-", "\u2212")
+
+
+@contextlib.contextmanager
+def _plain_log_ticks(fig: "Figure"):
+    """While inside: every log axis of ``fig`` whose tick labels are matplotlib's default
+    (:class:`~matplotlib.ticker.LogFormatterSciNotation`) writes the same labels, at the same
+    ticks, as plain text (:func:`plain_text_tick_label`); the default formatter still chooses
+    them. The axes' own formatters are put back on the way out."""
+    from matplotlib.ticker import LogFormatterSciNotation
+
+    plain = _plain_formatter()
+    swapped = []
+    for ax in fig.axes:
+        for axis in (ax.xaxis, ax.yaxis):
+            major, minor = axis.get_major_formatter(), axis.get_minor_formatter()
+            if type(major) is LogFormatterSciNotation or type(minor) is LogFormatterSciNotation:
+                swapped.append((axis, major, minor))
+                if type(major) is LogFormatterSciNotation:
+                    axis.set_major_formatter(plain(major))
+                if type(minor) is LogFormatterSciNotation:
+                    axis.set_minor_formatter(plain(minor))
+    try:
+        yield
+    finally:
+        for axis, major, minor in swapped:
+            axis.set_major_formatter(major)
+            axis.set_minor_formatter(minor)
+
+
+@functools.cache
+def _plain_formatter() -> type:
+    """A :class:`~matplotlib.ticker.Formatter` that asks another for its labels and writes
+    them as plain text (made on first use: matplotlib is imported only when drawing)."""
+    from matplotlib.ticker import Formatter
+
+    class PlainText(Formatter):
+        def __init__(self, inner):
+            self.inner = inner
+
+        def set_axis(self, axis):
+            super().set_axis(axis)
+            self.inner.set_axis(axis)
+
+        def set_locs(self, locs):
+            self.inner.set_locs(locs)
+
+        def __call__(self, x, pos=None):
+            return plain_text_tick_label(self.inner(x, pos))
+
+        def format_data(self, value):
+            return self.inner.format_data(value)
+
+        def format_data_short(self, value):
+            return self.inner.format_data_short(value)
+
+        def get_offset(self):
+            return self.inner.get_offset()
+
+    return PlainText
+
+
+def _raised_exponents(svg: str) -> str:
+    """The plain-text powers of ten of :func:`plain_text_tick_label` (``10¹⁸``) drawn as
+    mathtext drew them: the exponent in ASCII digits, 70% of the label's size, raised by 0.41
+    of it (an SVG ``<tspan>``), so the page shows the label it showed before."""
+    def raise_(m: re.Match) -> str:
+        size = float(m.group(2))
+        digits = m.group(4).translate(_ASCII).replace("-", "\u2212")
+        return (f'{m.group(1)}{m.group(3)}<tspan dy="{-0.413 * size:.3f}" '
+                f'style="font-size: {0.7 * size:.3g}px">{digits}</tspan></text>')
+
+    return _TICK_POWER.sub(raise_, svg)
+
+
+@contextlib.contextmanager
+def _layout_done_once(fig: "Figure"):
+    """While inside, ``fig``'s constrained layout, run once here, is frozen, so that
+    ``savefig`` neither lays the figure out again (a draw with drawing disabled) nor needs
+    ``bbox_inches="tight"``: constrained layout keeps the title, labels, legends and note
+    boxes of every Axes inside the figure. Yields True when it did, False (the layout engine
+    unchanged) when the figure has no constrained layout or an Axes it does not place (one
+    appended to another, with an axes locator, or added at a fixed place), the layout could
+    not be made
+    (matplotlib's "axes sizes collapsed" warning), or something drawn still reaches past the
+    figure's edge: the caller then saves with ``bbox_inches="tight"``."""
+    from matplotlib.layout_engine import ConstrainedLayoutEngine
+
+    engine = fig.get_layout_engine()
+    # constrained layout places only the Axes of a grid: one added beside another
+    # (axes_grid1's append_axes, an axes locator) or at a fixed place is not its own
+    if not isinstance(engine, ConstrainedLayoutEngine) or any(
+            ax.get_subplotspec() is None or ax.get_axes_locator() is not None
+            for ax in fig.axes):
+        yield False
+        return
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        engine.execute(fig)
+    failed = any("constrained_layout not applied" in str(w.message) for w in caught)
+    for w in caught:
+        if "constrained_layout not applied" not in str(w.message):
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+    if failed:
+        yield False
+        return
+    if _reaches_out(fig):
+        yield False
+        return
+    fig.set_layout_engine(None)       # None, not "none": savefig then makes no layout draw
+    try:
+        yield True
+    finally:
+        fig.set_layout_engine(engine)
+
+
+def _reaches_out(fig: "Figure") -> bool:
+    """Whether something the layout does not place reaches past the figure's edge: a legend,
+    text, annotation or other artist of an Axes or of the figure, or an unclipped line,
+    patch or collection (the Axes, their tick labels, axis labels and titles are the
+    layout's own). Measured at the current layout, without updating the ticks: about 1 ms a
+    figure, where the whole figure's tight bbox costs 20-40 ms."""
+    renderer = fig.canvas.get_renderer() if hasattr(fig.canvas, "get_renderer") else None
+    loose = [*fig.legends, *fig.texts, *fig.artists]
+    for ax in fig.axes:
+        loose += [*([ax.get_legend()] if ax.get_legend() is not None else []),
+                  *ax.texts, *ax.artists]
+        loose += [a for a in (*ax.lines, *ax.patches, *ax.collections, *ax.images)
+                  if not a.get_clip_on()]
+    box = fig.bbox
+    for artist in loose:
+        if not artist.get_visible() or not artist.get_in_layout():
+            continue
+        bb = artist.get_tightbbox(renderer)
+        if bb is None or not (np.isfinite(bb.x0) and np.isfinite(bb.x1)) or \
+                bb.width == 0 and bb.height == 0:
+            continue
+        if bb.x0 < box.x0 or bb.y0 < box.y0 or bb.x1 > box.x1 or bb.y1 > box.y1:
+            return True
+    return False
 
 
 def to_svg(fig: "Figure", prefix: str, title: str = "") -> str:
@@ -63,20 +234,33 @@ def to_svg(fig: "Figure", prefix: str, title: str = "") -> str:
     -------
     The SVG markup (text is kept as ``<text>`` elements, so a browser and a text search see
     the labels). Deterministic: the same figure gives the same string.
+
+    A figure with constrained layout (:func:`new_figure`'s) is laid out once and drawn once,
+    at its own size: the layout keeps every Axes' title, labels, legends and note boxes inside
+    it. Any other figure, or one whose layout collapses, is saved with
+    ``bbox_inches="tight"`` (matplotlib then lays it out and draws it again to find its
+    extent). Log axes with matplotlib's default tick labels get them as text with a raised
+    exponent (:func:`plain_text_tick_label`), drawn as mathtext drew them, without a mathtext
+    parse. The figure's own layout engine and tick formatters are put back on return.
     """
     import html
 
     import matplotlib as mpl
 
     buf = io.StringIO()
-    with mpl.rc_context(_RC), warnings.catch_warnings():
+    with mpl.rc_context(_RC), warnings.catch_warnings(), _plain_log_ticks(fig):
         # a run named in a script the font lacks (CJK, emoji) is drawn as boxes; the page's
         # tables spell it out, so matplotlib's "Glyph ... missing" warning is not the user's
         warnings.filterwarnings("ignore", message=r"Glyph \d+ .*missing", category=UserWarning)
-        # tight: a legend or title placed outside the axes is kept whole
-        fig.savefig(buf, format="svg", metadata={"Date": None}, bbox_inches="tight",
-                    pad_inches=0.08)
-    text = buf.getvalue()
+        with _layout_done_once(fig) as laid_out:
+            if laid_out:
+                # one draw: the layout is done and keeps everything inside the figure
+                fig.savefig(buf, format="svg", metadata={"Date": None})
+            else:
+                # tight: a legend or title placed outside the axes is kept whole
+                fig.savefig(buf, format="svg", metadata={"Date": None}, bbox_inches="tight",
+                            pad_inches=0.08)
+    text = _raised_exponents(buf.getvalue())
     text = text[text.index("<svg"):]                                  # no prolog or DOCTYPE
     text = re.sub(r"\s*<metadata>.*?</metadata>", "", text, count=1, flags=re.S)
     ids = set(_ID.findall(text))
