@@ -464,7 +464,7 @@ def _frontier_of(pts: pd.DataFrame, order: pd.DataFrame, sweep_out: list[Exclusi
             notes + [note])
 
 
-def fit(ladder: Ladder, law: str | Law, *, fixed: Mapping[str, float] | None = None,
+def fit(ladder: Ladder, law: str | Law | None = None, *, fixed: Mapping[str, float] | None = None,
         bounds: Mapping[str, Sequence[float]] | None = None, delta: float = DEFAULT_DELTA,
         fit_max_flops: float | None = None, include_unfinished: bool = False,
         divergence_threshold: float | None = DIVERGENCE_THRESHOLD, seed: int = 0,
@@ -477,6 +477,8 @@ def fit(ladder: Ladder, law: str | Law, *, fixed: Mapping[str, float] | None = N
     ----------
     ladder: the runs (see :class:`~delphi.ladder.Ladder`).
     law: law name or object (``power``: reads ``flops``; ``chinchilla``: ``params``, ``tokens``).
+        Required: None (the default, there so that a call without one gets a useful message)
+        raises :class:`~delphi.errors.MissingArgumentError` listing the laws.
     fixed, bounds, delta, seed: as in :func:`~delphi.fitting.fit_arrays`.
     fit_max_flops: fit only runs whose compute is at most this many FLOPs.
     include_unfinished: also fit the last checkpoint of runs stopped early (biased low-compute
@@ -508,9 +510,10 @@ def fit(ladder: Ladder, law: str | Law, *, fixed: Mapping[str, float] | None = N
     ------
     LadderError: the ladder lacks a column the law reads, or has no finished run.
     LawError, FitError, IdentifiabilityError: see :func:`~delphi.fitting.fit_arrays`.
+    MissingArgumentError: no ``law`` given.
     """
+    law = get_law(law, needed_by="fit")
     ladder = as_ladder(ladder)      # a DataFrame is read as load_ladder reads it
-    law = get_law(law)
     excluded: list[Exclusion] = list(ladder.exclusions)
     if fit_max_flops is not None:
         ladder = ladder.select(max_flops=fit_max_flops)
