@@ -140,6 +140,20 @@ class Backtest:
     def __str__(self) -> str:
         return self.report()
 
+    def __repr__(self) -> str:
+        """One line: the law, the design, the runs scored, mean and max |rel. error|, the
+        coverage and the counts of folds and warnings (:meth:`report` is the full text)."""
+        s = self.summary
+        err = ("" if s["mean_abs_rel_error"] is None else
+               f", mean_abs_rel_error={s['mean_abs_rel_error']:.3%}, "
+               f"max_abs_rel_error={s['max_abs_rel_error']:.3%}")
+        cov = "" if s["coverage"] is None else f", coverage={s['coverage']:.0%} of {self.level:.0%}"
+        return (f"Backtest(law={self.law!r}, design={self.design!r}, n={s['n']}{err}{cov}, "
+                f"folds={len(self.fits)}, warnings={len(self.warnings)})")
+
+    def _repr_pretty_(self, p, cycle) -> None:      # IPython / Jupyter: the text report
+        p.text(self.report() if not cycle else repr(self))
+
 
 def _fold_fit(job) -> tuple[Fit, int, object, str]:
     """Fit one fold, and bootstrap it when asked: (fit, guard code, draws or None, note).

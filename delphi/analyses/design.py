@@ -405,6 +405,18 @@ class DesignScore:
     def __str__(self) -> str:
         return self.report()
 
+    def __repr__(self) -> str:
+        """One line with the key numbers: the expected interval and width at the target, the
+        design's size and cost, r and the prior (:meth:`report` is the full text)."""
+        return (f"DesignScore(width={self.width:.4g}, interval=[{self.lower:.4g}, "
+                f"{self.upper:.4g}] ({self.level:.0%}), loss={self.loss:.4g}, "
+                f"n_runs={self.n_runs}, n_budgets={self.n_budgets}, "
+                f"total_flops={self.total_flops:.3g}, ratio={self.ratio:.3g}, law={self.law!r}, "
+                f"method={self.method!r}, notes={len(self.notes)})")
+
+    def _repr_pretty_(self, p, cycle) -> None:      # IPython / Jupyter: the text report
+        p.text(self.report() if not cycle else repr(self))
+
 
 # ------------------------------------------------------------------------------ candidates
 def _k_convention(ladder: Ladder | None) -> float:

@@ -94,6 +94,18 @@ class Completion:
     def __str__(self) -> str:
         return self.report()
 
+    def __repr__(self) -> str:
+        """One line: the run, the predicted final loss and step, the checkpoints fitted, the
+        law, the actual loss when known and the count of warnings (:meth:`report` is the
+        full text)."""
+        act = "" if self.actual is None else f", actual={self.actual:.4g} ({self.rel_error:+.2%})"
+        return (f"Completion(run={self.run!r}, loss={self.loss:.4g} at step {self.total_steps}, "
+                f"law={self.fit.law.name!r}, n_checkpoints={self.n_checkpoints} up to step "
+                f"{self.fitted_upto_step}{act}, warnings={len(self.warnings)})")
+
+    def _repr_pretty_(self, p, cycle) -> None:      # IPython / Jupyter: the text report
+        p.text(self.report() if not cycle else repr(self))
+
 
 def complete(ladder: Ladder, run: str, law: str | Law = "annealing", *,
              upto_fraction: float | None = None, upto_step: int | None = None,

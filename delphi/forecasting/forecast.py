@@ -416,6 +416,24 @@ class Forecast:
     def __str__(self) -> str:
         return self.report()
 
+    def __repr__(self) -> str:
+        """One line with the key numbers (as :class:`~delphi.fitting.Fit`'s): the loss and
+        unit, the new-run interval with its level and method, the law, the target, the
+        extrapolation and the counts of warnings and notes. :meth:`report` is the full text;
+        the fields hold everything."""
+        t, iv = self.target, self.interval
+        ensemble = self.selection is not None and self.selection.get("rule") == "ensemble"
+        what = ", ".join(f"{k}={v:.3g}" for k, v in
+                         (("C", t.flops), ("N", t.params), ("D", t.tokens)) if v is not None)
+        band = (f"[{iv.lower:.4g}, {iv.upper:.4g}] ({100 * iv.level:.4g}% {iv.method})"
+                if iv is not None else "None")
+        ext = "" if self.extrapolation is None else f", extrapolation={self.extrapolation:.3g}x"
+        return (f"Forecast(loss={self.loss:.4g} {self.unit}, interval={band}, "
+                f"law={'ensemble' if ensemble else self.fit.law.name!r}, "
+                f"target=({t.name + ': ' if t.name else ''}{what}){ext}, "
+                f"ladder={self.ladder_name!r}, warnings={len(self.warnings)}, "
+                f"notes={len(self.notes)})")
+
     def _repr_pretty_(self, p, cycle) -> None:
         p.text(self.report())
 
