@@ -39,3 +39,75 @@ def test_a_target_given_as_n_and_d_says_which_fields_they_are():
     with pytest.raises(delphi.TargetError, match="N is 'params'; D is 'tokens'|"
                                                  "D is 'tokens'; N is 'params'"):
         delphi.predict(_ladder(), {"N": 1e10, "D": 2e11}, "chinchilla")
+
+
+# --------------------------------------------------------------------------- notebook reprs
+#: The public result records that have a text report: each gets a short one-line repr.
+RECORDS = ["Forecast", "Comparison", "DesignScore", "Backtest", "Completion", "AccuracyForecast",
+           "CurveForecast", "Suggestions", "Fit", "Tracking", "RecipeComparison"]
+
+
+@pytest.mark.parametrize("name", RECORDS)
+def test_every_result_record_defines_its_own_repr_and_pretty_text(name):
+    cls = getattr(delphi, name)
+    # a dataclass's generated __repr__ dumps every field (thousands of characters)
+    assert cls.__repr__.__code__.co_filename.startswith(str(
+        __import__("pathlib").Path(delphi.__file__).parent)), f"{name} uses the generated repr"
+    assert hasattr(cls, "_repr_pretty_")
+
+
+@pytest.fixture(scope="module")
+def forecast():
+    return delphi.predict(_ladder8(), {"params": 1e10, "tokens": 2e11}, "chinchilla",
+                          interval="delta", identify=False)
+
+
+def _ladder8():
+    rows = [{"run": f"r{i}", "params": n, "tokens": 20 * n,
+             "loss": (1.7 + 400 / n ** 0.3) * (1 + 0.01 * (-1) ** i)}
+            for i, n in enumerate([1e7, 2e7, 4e7, 8e7, 1.6e8, 3.2e8, 6.4e8, 1.3e9])]
+    return delphi.load_ladder(pd.DataFrame(rows))
+
+
+def _short(r: str) -> None:
+    assert "\n" not in r and len(r) < 400, r
+
+
+def test_forecast_repr_has_the_loss_interval_law_and_target(forecast):
+    r = repr(forecast)
+    _short(r)
+    assert r.startswith("Forecast(") and f"loss={forecast.loss:.4g} nats/token" in r
+    assert f"[{forecast.lower:.4g}, {forecast.upper:.4g}] (90% delta)" in r
+    assert "law='chinchilla'" in r and "N=1e+10" in r and "D=2e+11" in r
+    assert str(forecast) == forecast.report() and len(str(forecast)) > len(r)
+
+
+def test_curve_forecast_and_completion_reprs_are_one_line(forecast):
+    from delphi.forecasting.curves import Completion
+    from delphi.forecasting.target_curve import CurveForecast
+    cf = CurveForecast(forecast=forecast, points=(), level=0.9, schedule="cosine")
+    _short(repr(cf))
+    assert repr(cf).startswith("CurveForecast(loss=") and "schedule='cosine'" in repr(cf)
+    c = Completion(run="r1", loss=2.5, total_steps=1000, fitted_upto_step=400,
+                   n_checkpoints=8, schedule="cosine", fit=forecast.fit, actual=2.55)
+    _short(repr(c))
+    assert "loss=2.5 at step 1000" in repr(c) and "actual=2.55 (+2.00%)" in repr(c)
+
+
+def test_comparison_and_backtest_reprs_name_the_best_and_the_errors():
+    lad = _ladder8()
+    c = delphi.compare(lad, candidates=["power", "chinchilla"])
+    _short(repr(c))
+    assert f"best={c.best.candidate.label!r}" in repr(c) and f"cuts={len(c.cuts)}" in repr(c)
+    b = delphi.backtest(lad, "chinchilla", fit_max_flops=1e19)
+    _short(repr(b))
+    assert f"mean_abs_rel_error={b.summary['mean_abs_rel_error']:.3%}" in repr(b)
+
+
+def test_design_score_repr_has_the_width_and_interval():
+    design = [{"params": n, "tokens": r * n} for n in (1e7, 3e7, 1e8, 3e8) for r in (10, 40)]
+    prior = {"E": 1.69, "A": 406.4, "B": 410.7, "alpha": 0.34, "beta": 0.28}
+    s = delphi.score_design(design, {"params": 7e10, "tokens": 1.4e12}, prior)
+    _short(repr(s))
+    assert f"width={s.width:.4g}" in repr(s) and f"[{s.lower:.4g}, {s.upper:.4g}]" in repr(s)
+    assert str(s) == s.report()

@@ -240,6 +240,18 @@ class Comparison:
     def __str__(self) -> str:
         return self.report()
 
+    def __repr__(self) -> str:
+        """One line: the ladder, the rule, the cuts, the best candidate and its score, and
+        each ranked candidate's score (:meth:`report` is the full table)."""
+        key = ((lambda s: s.reference_error) if self.rule == "reference"
+               else (lambda s: s.rank_key))
+        ranked = ", ".join(f"{s.candidate.label}: {key(s):.2%}" for s in self.ranked[:6])
+        more = f", ... {len(self.ranked) - 6} more" if len(self.ranked) > 6 else ""
+        best = repr(self.best.candidate.label) if self.ranked else "None"
+        return (f"Comparison(ladder={self.ladder!r}, rule={self.rule!r}, "
+                f"cuts={len(self.cuts)}, best={best}, candidates={len(self.scores)} "
+                f"({len(self.ranked)} ranked: {ranked}{more}), notes={len(self.notes)})")
+
     def _repr_pretty_(self, p, cycle) -> None:
         p.text(self.report())
 
