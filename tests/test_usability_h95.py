@@ -111,3 +111,55 @@ def test_design_score_repr_has_the_width_and_interval():
     _short(repr(s))
     assert f"width={s.width:.4g}" in repr(s) and f"[{s.lower:.4g}, {s.upper:.4g}]" in repr(s)
     assert str(s) == s.report()
+
+
+# ------------------------------------------------------------------- notes: terminal vs pipe
+LONG = ("the ladder's FLOP convention k = C/(6ND) is 0.96 (median of 7 runs); a target given "
+        "by N and D gets C = k 6ND, and its flops_source says so in the JSON")
+
+
+class _Tty:
+    """A stderr that says it is a terminal and keeps what is written."""
+
+    def __init__(self):
+        self.text = ""
+
+    def isatty(self):
+        return True
+
+    def fileno(self):
+        raise OSError("not a real terminal")
+
+    def write(self, s):
+        self.text += s
+
+    def flush(self):
+        pass
+
+
+def test_a_note_on_a_terminal_is_wrapped_to_its_width(monkeypatch):
+    from delphi.presentation.cli import output
+    monkeypatch.setattr(output, "is_quiet", lambda: False)
+    tty = _Tty()
+    monkeypatch.setattr(output.sys, "stderr", tty)
+    monkeypatch.setenv("COLUMNS", "60")
+    output.note(LONG)
+    lines = tty.text.splitlines()
+    assert len(lines) > 2 and all(len(x) <= 60 for x in lines), lines
+    assert lines[0].startswith("delphi: note: the ladder's")
+    assert all(x.startswith(" " * 14) and x[14] != " " for x in lines[1:])
+    assert " ".join(x.strip() for x in lines) == "delphi: note: " + LONG   # no word lost
+    monkeypatch.delenv("COLUMNS")
+    tty.text = ""
+    output.note(LONG)           # no COLUMNS and no size to ask: 80 columns
+    lines = tty.text.splitlines()
+    assert all(len(x) <= 80 for x in lines) and max(map(len, lines)) > 60 and len(lines) > 1
+
+
+def test_a_note_to_a_pipe_stays_on_one_line(monkeypatch, capsys):
+    from delphi.presentation.cli import output
+    monkeypatch.setattr(output, "is_quiet", lambda: False)
+    monkeypatch.setenv("COLUMNS", "60")
+    output.note(LONG)
+    err = capsys.readouterr().err
+    assert err == "delphi: note: " + LONG + "\n"
