@@ -163,3 +163,29 @@ def test_a_note_to_a_pipe_stays_on_one_line(monkeypatch, capsys):
     output.note(LONG)
     err = capsys.readouterr().err
     assert err == "delphi: note: " + LONG + "\n"
+
+
+# ------------------------------------------------------------------ one --json shape: object
+def _cli(capsys, *argv):
+    from delphi.presentation.cli import main
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_ladders_json_is_an_object_with_the_list(capsys):
+    import json
+    code, out, _ = _cli(capsys, "ladders", "--json")
+    doc = json.loads(out)
+    assert code == 0 and isinstance(doc, dict) and doc["n_ladders"] == len(doc["ladders"]) > 0
+    assert {"name", "description"} <= set(doc["ladders"][0])
+
+
+def test_registry_list_json_is_an_object_with_the_entries(capsys):
+    import json
+    from pathlib import Path
+    path = Path(__file__).resolve().parents[1] / "ladders" / "marin-registry.jsonl"
+    code, out, _ = _cli(capsys, "registry", "list", "--registry", str(path), "--json")
+    doc = json.loads(out)
+    assert code == 0 and isinstance(doc, dict) and doc["registry"] == str(path)
+    assert doc["n_entries"] == len(doc["entries"]) > 0 and "id" in doc["entries"][0]

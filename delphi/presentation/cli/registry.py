@@ -509,7 +509,8 @@ def _cmd_registry(args) -> int:
     if action == "list":
         entries = reg.entries()
         if args.json:
-            _print_json([e.fields() for e in entries])
+            _print_json({"registry": str(reg.path), "n_entries": len(entries),
+                         "entries": [e.fields() for e in entries]})
         else:
             for i, e in enumerate(entries, 1):
                 print(_summary_line(i, e))
