@@ -99,6 +99,12 @@ def test_comparison_and_backtest_reprs_name_the_best_and_the_errors():
     c = delphi.compare(lad, candidates=["power", "chinchilla"])
     _short(repr(c))
     assert f"best={c.best.candidate.label!r}" in repr(c) and f"cuts={len(c.cuts)}" in repr(c)
+    # a candidate with no calibrated prediction: a cell a reader understands, and its meaning
+    uncal = [s for s in c.scores if s.scored and not s.n_calibrated]
+    assert uncal, "the fixture should have a candidate without calibrated predictions"
+    table = c.report()
+    assert "- -> - of 0" not in table and "none calibrated" in table
+    assert "\ncover      share of a candidate's calibrated" in table
     b = delphi.backtest(lad, "chinchilla", fit_max_flops=1e19)
     _short(repr(b))
     assert f"mean_abs_rel_error={b.summary['mean_abs_rel_error']:.3%}" in repr(b)
