@@ -195,3 +195,22 @@ def test_registry_list_json_is_an_object_with_the_entries(capsys):
     doc = json.loads(out)
     assert code == 0 and isinstance(doc, dict) and doc["registry"] == str(path)
     assert doc["n_entries"] == len(doc["entries"]) > 0 and "id" in doc["entries"][0]
+
+
+# ----------------------------------------------------- one run name: a missing run column
+def test_several_model_sizes_under_one_run_name_say_the_run_column_is_missing():
+    rows = [{"run": "exp1", "params": n, "tokens": 20 * n, "loss": 1.7 + 400 / n ** 0.3}
+            for n in (1e7, 2e7, 4e7, 8e7, 1.6e8)]
+    with pytest.raises(delphi.LadderError, match=r"every row of the ladder has run 'exp1'.*"
+                                                 r"run column missing.*--columns run=NAME"):
+        delphi.load_ladder(pd.DataFrame(rows))
+
+
+def test_a_token_sweep_under_one_run_name_is_a_ladder_error_not_a_one_point_fit():
+    rows = [{"run": "exp1", "params": 1e8, "tokens": r * 1e8, "loss": 1.7 + 400 / (r * 1e8) ** .3}
+            for r in (5, 10, 20, 40, 80)]
+    lad = delphi.load_ladder(pd.DataFrame(rows))
+    for law in ("power", "chinchilla"):
+        with pytest.raises(delphi.LadderError, match=r"all 5 rows have run 'exp1'.*1 point.*"
+                                                     r"tokens 5e\+08\.\.8e\+09.*run column"):
+            delphi.fit(lad, law)

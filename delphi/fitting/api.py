@@ -10,8 +10,9 @@ from typing import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from ..errors import DelphiError, FitError, FitWarning, NotFittedError, TargetError, user_stacklevel
-from ..inputs.ladder import Exclusion, Ladder, percent
+from ..errors import (DelphiError, FitError, FitWarning, LadderError, NotFittedError, TargetError,
+                     user_stacklevel)
+from ..inputs.ladder import RUN_COLUMN_HINT, Exclusion, Ladder, percent
 from ..laws import CHECKPOINT_LAWS, Law, get_law
 from ..inputs.law_inputs import law_points
 from .engine import DEFAULT_DELTA, fit_arrays
@@ -508,7 +509,8 @@ def fit(ladder: Ladder, law: str | Law | None = None, *, fixed: Mapping[str, flo
 
     Raises
     ------
-    LadderError: the ladder lacks a column the law reads, or has no finished run.
+    LadderError: the ladder lacks a column the law reads, or has no finished run, or all its
+        rows have one run name (a missing run column: one point to fit).
     LawError, FitError, IdentifiabilityError: see :func:`~delphi.fitting.fit_arrays`.
     MissingArgumentError: no ``law`` given.
     """
@@ -521,6 +523,7 @@ def fit(ladder: Ladder, law: str | Law | None = None, *, fixed: Mapping[str, flo
     pts, dropped = law_points(ladder, law, include_unfinished, min_checkpoint_fraction,
                               per_checkpoint=law.name in CHECKPOINT_LAWS)
     excluded += dropped
+    _refuse_one_run(ladder, pts, law, len(law.param_names) - len(fixed or {}))
     notes: list[str] = []
     if include_unfinished and "fraction" in pts.columns:
         partial = pts[pts["fraction"].notna() & (pts["fraction"] < 1)]
@@ -684,6 +687,27 @@ def _culprit(result: Fit, pts: pd.DataFrame, i: int, refit, threshold: float
             if suspects[k] != i and far[k]:
                 return suspects[k], _trend_reason(float(pts["loss"].iloc[suspects[k]]), r[k])
     return i, _outlier_reason(result, i)
+
+
+def _refuse_one_run(ladder: Ladder, pts: pd.DataFrame, law: Law, n_free: int) -> None:
+    """Raise LadderError when every row of ``ladder`` has one run name, so that its rows are
+    read as that run's checkpoints and the fit gets one point for ``n_free`` (> 1) free
+    parameters: a ladder of several runs whose run column is missing (or holds one value,
+    e.g. the experiment's name). Checkpoint laws fit every checkpoint and are left to their
+    own checks."""
+    if law.name in CHECKPOINT_LAWS or len(pts) > 1 or len(ladder) < 2 or n_free <= 1:
+        return
+    runs = ladder.runs
+    if len(runs) != 1:
+        return
+    t = ladder.table
+    spread = [f"{c} {t[c].min():.3g}..{t[c].max():.3g}" for c in ("params", "tokens", "flops")
+              if c in t.columns and t[c].nunique() > 1]
+    raise LadderError(
+        f"ladder {ladder.name!r}: all {len(t)} rows have run {runs[0]!r}, so they are read as "
+        f"the checkpoints of one run and the fit has 1 point"
+        f"{' (' + ', '.join(spread) + ')' if spread else ''}; a ladder is several runs: is the "
+        f"run column missing? The column {RUN_COLUMN_HINT}")
 
 
 def _listed(names: Sequence[str], at_most: int = 5) -> str:
