@@ -214,3 +214,32 @@ def test_a_token_sweep_under_one_run_name_is_a_ladder_error_not_a_one_point_fit(
         with pytest.raises(delphi.LadderError, match=r"all 5 rows have run 'exp1'.*1 point.*"
                                                      r"tokens 5e\+08\.\.8e\+09.*run column"):
             delphi.fit(lad, law)
+
+
+# ------------------------------------------- registry: tracked checkpoints are not "0 scored"
+def _tracked_registry(path):
+    from delphi.registry import Registry
+    reg = Registry(path)
+    reg.register_external(id="p", loss=2.0, target={"flops": 1e21}, source="test",
+                          curve=[(0.1, 3.0), (0.5, 2.4), (1.0, 2.0)])
+    for fr in (0.2, 0.3, 0.4):
+        reg.score("p", 2.8 - fr, fraction=fr)
+    return reg
+
+
+def test_registry_report_counts_tracked_checkpoints(tmp_path, capsys):
+    import json
+    reg = _tracked_registry(tmp_path / "r.jsonl")
+    board = reg.report()
+    assert (board.n_partial, board.tracked) == (3, ("p",))
+    assert board.counts_text() == "0 final outcomes, 3 tracked checkpoints (of 1 prediction)"
+    assert "3 tracked checkpoints (partial outcomes) of p" in board.to_markdown()
+    assert board.to_dict()["n_partial"] == 3
+    code, out, _ = _cli(capsys, "report", "--registry", str(reg.path), "--html",
+                        str(tmp_path / "page"))
+    assert code == 0 and "1 prediction, 0 final outcomes, 3 tracked checkpoints" in out
+    assert "0 scored" not in out
+    code, out, _ = _cli(capsys, "report", "--registry", str(reg.path), "--html",
+                        str(tmp_path / "page2"), "--json")
+    doc = json.loads(out)
+    assert (doc["n_scored"], doc["n_partial"], doc["tracked"]) == (0, 3, ["p"])

@@ -407,10 +407,32 @@ class Scoreboard:
         """Share of final outcomes with an interval that fell inside it."""
         return self.n_inside / self.n_with_interval if self.n_with_interval else None
 
+    @property
+    def n_partial(self) -> int:
+        """Partial outcomes (fraction < 1: checkpoints that ``delphi track`` or ``score
+        --fraction`` recorded), over every prediction."""
+        return sum(not s.final for s in self.scores)
+
+    @property
+    def tracked(self) -> tuple[str, ...]:
+        """Predictions with at least one partial outcome, in file order of their first."""
+        return tuple(dict.fromkeys(s.prediction_id for s in self.scores if not s.final))
+
+    def counts_text(self) -> str:
+        """``"0 final outcomes, 12 tracked checkpoints (of 1 prediction)"``: what has been
+        scored, final and partial (a registry that only tracks checkpoints is not "0
+        scored")."""
+        text = plural(len(self.final), "final outcome")
+        if self.n_partial:
+            text += (f", {plural(self.n_partial, 'tracked checkpoint')} (of "
+                     f"{plural(len(self.tracked), 'prediction')})")
+        return text
+
     def to_dict(self) -> dict:
         """JSON-ready dict (``delphi registry report --json``)."""
         return {"n_predictions": self.n_predictions, "n_projections": self.n_projections,
                 "n_scored": len(self.final), "unscored": list(self.unscored),
+                "n_partial": self.n_partial, "tracked": list(self.tracked),
                 "mean_abs_rel_error": self.mean_abs_rel_error,
                 "max_abs_rel_error": self.max_abs_rel_error,
                 "n_with_interval": self.n_with_interval, "n_inside": self.n_inside,
@@ -443,8 +465,10 @@ class Scoreboard:
             rows.append(f"| {name} | {s.target_name or ''} | {s.fraction:g} | {vals} | "
                         f"{s.error_text()} | {inside} | {fmt(s.z, '+.2f')} | "
                         f"{fmt(s.pit, '.3f')} | {s.source or ''} |")
+        partial = (f"; {plural(self.n_partial, 'tracked checkpoint')} (partial outcomes) of "
+                   f"{', '.join(self.tracked)}" if self.n_partial else "")
         summary = [f"**{len(self.final)} of {plural(self.n_predictions, 'prediction')} "
-                   f"scored**"
+                   f"scored**{' on a final outcome' if self.n_partial else ''}{partial}"
                    + (f" ({plural(self.n_projections, 'projection')}, never scored)."
                       if self.n_projections else ".")]
         if self.mean_abs_rel_error is not None:
