@@ -243,3 +243,24 @@ def test_registry_report_counts_tracked_checkpoints(tmp_path, capsys):
                         str(tmp_path / "page2"), "--json")
     doc = json.loads(out)
     assert (doc["n_scored"], doc["n_partial"], doc["tracked"]) == (0, 3, ["p"])
+
+
+# ------------------------------------------------------ suggest --n-refit: one minimum
+def test_suggest_n_refit_minimum_is_the_apis(capsys):
+    from delphi.analyses.design import MIN_REFIT
+    from delphi.presentation.cli import design as cli_design
+    assert cli_design.MIN_REFIT == MIN_REFIT == 8
+    from delphi.presentation.cli import main
+    with pytest.raises(SystemExit):
+        main(["suggest", "--help"])
+    assert "at least 8, one per noise stratum" in " ".join(capsys.readouterr().out.split())
+    # the CLI takes what the API takes: 8 parses, 7 is a usage error
+    from delphi.presentation.cli.main import build_parser
+    parser, _ = build_parser()
+    args = parser.parse_args(["suggest", "x.csv", "--target-flops", "1e22", "--n-refit", "8"])
+    assert args.n_refit == 8
+    with pytest.raises(SystemExit):
+        parser.parse_args(["suggest", "x.csv", "--target-flops", "1e22", "--n-refit", "7"])
+    with pytest.raises(delphi.FitError, match=">= 8"):
+        delphi.suggest_runs(_ladder8(), {"params": 1e10, "tokens": 2e11}, method="refit",
+                            n_refit=7)

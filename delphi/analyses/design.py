@@ -117,7 +117,7 @@ from ..fitting.engine import internal_bounds, prepare
 
 __all__ = ["CandidateRun", "RunSuggestion", "Suggestions", "DesignScore", "suggest_runs",
            "score_design", "read_candidates", "candidate_grid", "METHODS", "CRITERIA",
-           "DEFAULT_NOISE"]
+           "DEFAULT_NOISE", "MIN_REFIT"]
 
 #: How param_sd after a candidate is computed (see the module docstring).
 METHODS = ("fisher", "refit")
@@ -130,6 +130,9 @@ CRITERIA = ("width", "spread")
 DEFAULT_NOISE = 0.005
 # Noise strata of a refit candidate (its loss = prediction x exp(run_sd x quantile)).
 _STRATA = 8
+#: Fewest refit draws per candidate (``n_refit``, CLI ``--n-refit``): one per noise stratum of
+#: the candidate's added loss (draw b takes stratum b mod 8), so every stratum is drawn.
+MIN_REFIT = _STRATA
 # Compute levels of the default grid: a factor 2 apart, at most this many.
 _MAX_LEVELS = 14
 # Tokens per parameter of the default grid at each level.
@@ -829,7 +832,8 @@ def suggest_runs(ladder: Ladder, target, law: str | Law | None = None, *,
     method: ``"fisher"`` (default) or ``"refit"`` (:data:`METHODS`).
     level, interval: the interval (``"auto"``, ``"calibrated"`` or ``"reference"``; level
         default 0.9), as for :func:`delphi.predict`.
-    n_boot: the forecast's bootstrap draws. n_refit: draws per candidate for ``"refit"``.
+    n_boot: the forecast's bootstrap draws. n_refit: draws per candidate for ``"refit"``
+        (at least :data:`MIN_REFIT` = 8, one per noise stratum; default 64).
     seed: seeds the forecast's bootstrap and the refits; same inputs and seed give the same
         output.
     repeats: whether a batch may pick a candidate again (another seed of the same run;
@@ -864,8 +868,10 @@ def suggest_runs(ladder: Ladder, target, law: str | Law | None = None, *,
         raise FitError(f"unknown criterion {criterion!r}; use {' or '.join(CRITERIA)}")
     if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
         raise LadderError(f"n (runs to pick) must be an integer >= 1, got {n!r}")
-    if isinstance(n_refit, bool) or not isinstance(n_refit, (int, np.integer)) or n_refit < 8:
-        raise FitError(f"n_refit (draws per candidate) must be an integer >= 8, got {n_refit!r}")
+    if (isinstance(n_refit, bool) or not isinstance(n_refit, (int, np.integer))
+            or n_refit < MIN_REFIT):
+        raise FitError(f"n_refit (draws per candidate) must be an integer >= {MIN_REFIT} (one "
+                       f"per noise stratum), got {n_refit!r}")
     if interval not in ("auto", "calibrated", "reference"):
         raise FitError(f"suggestions rank runs by the calibrated or reference interval; "
                        f"interval must be auto, calibrated or reference, got {interval!r}")
