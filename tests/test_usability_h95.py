@@ -264,3 +264,40 @@ def test_suggest_n_refit_minimum_is_the_apis(capsys):
     with pytest.raises(delphi.FitError, match=">= 8"):
         delphi.suggest_runs(_ladder8(), {"params": 1e10, "tokens": 2e11}, method="refit",
                             n_refit=7)
+
+
+# -------------------------------------- a final loss in another unit is refused, not recorded
+@pytest.mark.parametrize("actual, likely", [
+    (2.4 / 0.6931471805599453, "1/ln 2: an actual in bits against a prediction in nats"),
+    (0.9, "bits/byte against a prediction in nats/token"),
+    (6.0, "another unit, metric or evaluation set"),
+])
+def test_a_final_loss_far_off_its_prediction_is_refused_unless_forced(tmp_path, capsys, actual,
+                                                                       likely):
+    import json
+    from delphi.registry import Registry
+    reg = Registry(tmp_path / "r.jsonl")
+    reg.register_external(id="p", loss=2.4, target={"flops": 1e21}, source="test")
+    before = reg.path.read_bytes()
+    with pytest.raises(delphi.RegistryError, match="not recorded") as e:
+        reg.score("p", actual)
+    assert f"{actual / 2.4:.3g}x the prediction" in str(e.value) and likely in str(e.value)
+    assert "force=True (CLI --force)" in str(e.value)
+    assert reg.path.read_bytes() == before                   # nothing written
+    code, out, err = _cli(capsys, "score", "--registry", str(reg.path), "--id", "p",
+                          "--actual", repr(actual), "--json")
+    assert code == 1 and json.loads(out)["error"]["type"] == "RegistryError"
+    assert "--force" in err and reg.path.read_bytes() == before
+    code, out, _ = _cli(capsys, "score", "--registry", str(reg.path), "--id", "p",
+                        "--actual", repr(actual), "--force", "--json")
+    assert code == 0 and json.loads(out)["actual"] == actual
+    assert reg.verify().ok and reg.verify().n_entries == 2
+
+
+def test_near_misses_and_partial_outcomes_are_not_refused(tmp_path):
+    from delphi.registry import Registry
+    reg = Registry(tmp_path / "r.jsonl")
+    reg.register_external(id="p", loss=2.4, target={"flops": 1e21}, source="test",
+                          curve=[(0.1, 3.0), (0.5, 2.6), (1.0, 2.4)])
+    assert reg.score("p", 4.5, fraction=0.5).fraction == 0.5    # 1.7x the curve: tracked
+    assert reg.score("p", 2.4 * 1.29).final                      # within 1.3x: recorded

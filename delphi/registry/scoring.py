@@ -14,7 +14,7 @@ from .schema import ACCURACY_UNIT, Entry, ForecastRecord, IntervalRecord
 
 
 __all__ = ["Score", "ComparisonScore", "Scoreboard", "predicted_at", "band_at", "score_outcome",
-           "score_comparison", "z_and_pit", "scoreboard"]
+           "score_comparison", "z_and_pit", "scoreboard", "UNIT_RATIO", "unit_mismatch"]
 
 
 def predicted_at(forecast: ForecastRecord, fraction: float, *, id: str = "?",
@@ -204,6 +204,31 @@ UNIT_RATIO = 1.3
 """An actual loss more than this factor above or below its prediction gets a ``check`` line
 asking whether it is in another unit or metric (bits vs nats: 1.44x; bits/byte vs nats/token:
 ~2-3x); the score itself does not depend on it."""
+
+
+def unit_mismatch(actual: float, predicted: float, unit: str | None) -> str | None:
+    """Why a loss ``actual`` [any unit] more than :data:`UNIT_RATIO` away from ``predicted``
+    (in ``unit``, e.g. ``nats/token``) looks like another unit: ``"it is 1.44x the
+    prediction, 1/ln 2: bits against a prediction in nats"``; None within the factor.
+    The ratios: bits/nats = 1/ln 2 = 1.443 (within 3%); bits/byte against nats/token =
+    1 / (ln 2 x bytes per token), 0.2-0.6 for 2.4-7 bytes a token (and its inverse)."""
+    if not predicted > 0 or 1 / UNIT_RATIO <= actual / predicted <= UNIT_RATIO:
+        return None
+    r, ln2 = actual / predicted, math.log(2)
+    unit = unit or "nats/token"
+    if abs(r * ln2 - 1) < 0.03:
+        why = "1/ln 2: an actual in bits against a prediction in nats?"
+    elif abs(r / ln2 - 1) < 0.03:
+        why = "ln 2: an actual in nats against a prediction in bits?"
+    elif "token" in unit and 0.2 <= r <= 0.6:
+        why = (f"about 1 / (ln 2 x bytes per token): an actual in bits/byte against a "
+               f"prediction in {unit}?")
+    elif "byte" in unit and 1 / 0.6 <= r <= 5:
+        why = (f"about ln 2 x bytes per token: an actual in nats/token against a prediction "
+               f"in {unit}?")
+    else:
+        why = "another unit, metric or evaluation set?"
+    return f"it is {r:.3g}x the prediction, {why}"
 
 
 def z_and_pit(interval: IntervalRecord, actual: float) -> tuple[float, float]:
