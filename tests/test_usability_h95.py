@@ -301,3 +301,28 @@ def test_near_misses_and_partial_outcomes_are_not_refused(tmp_path):
                           curve=[(0.1, 3.0), (0.5, 2.6), (1.0, 2.4)])
     assert reg.score("p", 4.5, fraction=0.5).fraction == 0.5    # 1.7x the curve: tracked
     assert reg.score("p", 2.4 * 1.29).final                      # within 1.3x: recorded
+
+
+# ------------------------------------------------ the notebook user's slips: say the fix
+def test_typos_of_a_law_or_ladder_name_suggest_the_name():
+    with pytest.raises(delphi.LawError, match=r"unknown law 'chinchila' \(did you mean "
+                                              r"'chinchilla'\?\)"):
+        delphi.fit(_ladder(), "chinchila")
+    with pytest.raises(delphi.LadderError, match=r"did you mean 'marin-delphi-dense'\?"):
+        delphi.load_ladder("marin-delphi-dens")
+    with pytest.raises(delphi.LawError) as e:      # nothing close: no guess
+        delphi.fit(_ladder(), "zzz")
+    assert "did you mean" not in str(e.value)
+
+
+def test_a_target_given_as_a_string_says_to_pass_the_number():
+    with pytest.raises(delphi.TargetError, match=r"pass the number 1e\+22, not the string '1e22'"):
+        delphi.predict(_ladder(), "1e22", "power")
+
+
+def test_complete_and_suggest_without_their_required_argument_say_what_to_give():
+    with pytest.raises(MissingArgumentError, match=r"complete\(\) needs a run: one of the "
+                                                   r"ladder's 5 runs \('r0', 'r1'"):
+        delphi.complete(_ladder())
+    with pytest.raises(MissingArgumentError, match=r"suggest_runs\(\) needs the target.*'flops'"):
+        delphi.suggest_runs(_ladder())

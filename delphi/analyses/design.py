@@ -99,7 +99,8 @@ import pandas as pd
 
 from ..core.records import jsonable, positive_number
 from ..core.text import plural
-from ..errors import DelphiError, FitError, LadderError, LawError, TargetError, option
+from ..errors import (DelphiError, FitError, LadderError, LawError, MissingArgumentError,
+                     TargetError, option)
 from ..fitting import Fit
 from ..fitting.objective import Problem
 from ..fitting.refit import refine_batch
@@ -807,7 +808,7 @@ class _Refits:
 
 
 # ------------------------------------------------------------------------------ suggest
-def suggest_runs(ladder: Ladder, target, law: str | Law | None = None, *,
+def suggest_runs(ladder: Ladder, target=None, law: str | Law | None = None, *,
                  budget: float | None = None, n: int = 1, candidates=None,
                  method: str = "fisher", level: float | None = None, interval: str = "auto",
                  n_boot: int = 200, n_refit: int = 64, seed: int = 0, repeats: bool = True,
@@ -860,8 +861,12 @@ def suggest_runs(ladder: Ladder, target, law: str | Law | None = None, *,
         a calibration (``interval="bootstrap"`` or ``"delta"``), a forecast without an
         interval, ``n_refit`` below 8.
     TargetError, LawError: as :func:`delphi.predict`.
+    MissingArgumentError: no ``target`` given (as :func:`delphi.predict`).
     """
-
+    if target is None:
+        raise MissingArgumentError(
+            "suggest_runs() needs the target the next runs should sharpen: {'flops': C} "
+            "[FLOPs] or {'params': N, 'tokens': D}, or a delphi.Target")
     if method not in METHODS:
         raise FitError(f"unknown method {method!r}; use {' or '.join(METHODS)}")
     if not isinstance(criterion, str) or criterion not in CRITERIA:

@@ -176,5 +176,11 @@ def as_target(target) -> Target:
                               f"{' (' + hint + ')' if hint else ''}; "
                               f"known: {', '.join(sorted(fields))}")
         return Target(**target)
+    number = ""
+    if isinstance(target, str):
+        try:
+            number = f": pass the number {float(target):g}, not the string {target!r}"
+        except ValueError:
+            number = f" {target!r}"
     raise TargetError(f"a target is a Target, a dict such as {{'flops': 1e23}} or a number of "
-                      f"FLOPs, got {type(target).__name__}")
+                      f"FLOPs, got {type(target).__name__}{number}")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import difflib
+
 from ..errors import LawError, MissingArgumentError
 from .base import Law, Param
 from .chinchilla import CHINCHILLA
@@ -51,5 +53,7 @@ def get_law(law: str | Law | None, *, needed_by: str | None = None) -> Law:
     try:
         return {**LAWS, **CURVE_LAWS, **HPARAM_LAWS, **TASK_LAWS}[str(law)]
     except KeyError:
-        known = ", ".join(sorted({**LAWS, **CURVE_LAWS, **TASK_LAWS}))
-        raise LawError(f"unknown law {law!r}; known laws: {known}") from None
+        names = sorted({**LAWS, **CURVE_LAWS, **TASK_LAWS})
+        close = difflib.get_close_matches(str(law), names, n=1, cutoff=0.75)
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        raise LawError(f"unknown law {law!r}{hint}; known laws: {', '.join(names)}") from None
