@@ -80,6 +80,9 @@ def test_forecast_repr_has_the_loss_interval_law_and_target(forecast):
     assert f"[{forecast.lower:.4g}, {forecast.upper:.4g}] (90% delta)" in r
     assert "law='chinchilla'" in r and "N=1e+10" in r and "D=2e+11" in r
     assert str(forecast) == forecast.report() and len(str(forecast)) > len(r)
+    iv = repr(forecast.interval)
+    _short(iv)
+    assert iv.startswith(f"Interval([{forecast.lower:.4g}, {forecast.upper:.4g}] new run")
 
 
 def test_curve_forecast_and_completion_reprs_are_one_line(forecast):
