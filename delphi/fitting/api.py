@@ -516,6 +516,7 @@ def fit(ladder: Ladder, law: str | Law | None = None, *, fixed: Mapping[str, flo
     """
     law = get_law(law, needed_by="fit")
     ladder = as_ladder(ladder)      # a DataFrame is read as load_ladder reads it
+    whole = ladder                  # before fit_max_flops: one run name there is the user's
     excluded: list[Exclusion] = list(ladder.exclusions)
     if fit_max_flops is not None:
         ladder = ladder.select(max_flops=fit_max_flops)
@@ -523,7 +524,7 @@ def fit(ladder: Ladder, law: str | Law | None = None, *, fixed: Mapping[str, flo
     pts, dropped = law_points(ladder, law, include_unfinished, min_checkpoint_fraction,
                               per_checkpoint=law.name in CHECKPOINT_LAWS)
     excluded += dropped
-    _refuse_one_run(ladder, pts, law, len(law.param_names) - len(fixed or {}))
+    _refuse_one_run(whole, pts, law, len(law.param_names) - len(fixed or {}))
     notes: list[str] = []
     if include_unfinished and "fraction" in pts.columns:
         partial = pts[pts["fraction"].notna() & (pts["fraction"] < 1)]
@@ -696,7 +697,7 @@ def _refuse_one_run(ladder: Ladder, pts: pd.DataFrame, law: Law, n_free: int) ->
     e.g. the experiment's name). Checkpoint laws fit every checkpoint and are left to their
     own checks."""
     if law.name in CHECKPOINT_LAWS or len(pts) > 1 or len(ladder) < 2 or n_free <= 1:
-        return
+        return      # (a ladder of several runs cut to one by fit_max_flops is not this)
     runs = ladder.runs
     if len(runs) != 1:
         return
