@@ -1149,7 +1149,7 @@ class Ladder:
                            else "")
                     add(f"column {c!r} must be constant within a run, found "
                         f"{', '.join(f'{v:g}' for v in vals[:4])}"
-                        f"{', ...' if len(vals) > 4 else ''} ({len(vals)} values, rows "
+                        f"{f', ... ({len(vals)} values)' if len(vals) > 4 else ''} (rows "
                         f"{src.min()}..{src.max()}){one}")
                 elif len(vals) == 1:
                     info[c] = float(vals[0])
