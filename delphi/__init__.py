@@ -22,8 +22,8 @@ __version__ = "0.1.0"
 # The errors are tiny and needed by every caller that catches them: imported eagerly.
 from .errors import (DataDirError, DegenerateFitError, DelphiError, DelphiWarning,  # noqa: E402
                      FitError, FitWarning, IdentifiabilityError, LadderError, LadderWarning,
-                     LawError, ManifestError, NotFittedError, RegistryError, TargetError,
-                     UnidentifiedError)
+                     LawError, ManifestError, MissingArgumentError, NotFittedError,
+                     RegistryError, TargetError, UnidentifiedError)
 
 #: Public name -> the submodule that defines it (imported on first access).
 _LAZY: dict[str, str] = {
@@ -81,7 +81,7 @@ __all__ = [
     "track", "Tracking", "predict_curve", "CurveForecast",
     "DelphiError", "LadderError", "DataDirError", "ManifestError", "LawError", "TargetError",
     "FitError", "NotFittedError", "IdentifiabilityError", "DegenerateFitError",
-    "UnidentifiedError", "RegistryError", "DelphiWarning", "LadderWarning", "FitWarning",
+    "UnidentifiedError", "RegistryError", "MissingArgumentError", "DelphiWarning", "LadderWarning", "FitWarning",
 ]
 
 

@@ -24,6 +24,7 @@ __all__ = [
     "DegenerateFitError",
     "UnidentifiedError",
     "RegistryError",
+    "MissingArgumentError",
     "DelphiWarning",
     "LadderWarning",
     "FitWarning",
@@ -88,6 +89,12 @@ class UnidentifiedError(IdentifiabilityError):
 
 class RegistryError(DelphiError):
     """The preregistration registry is malformed, altered or cannot be written."""
+
+
+class MissingArgumentError(DelphiError, TypeError):
+    """A public function was called without an argument it needs (``delphi.fit(ladder)``
+    with no law): the message names the argument and its choices. Also a TypeError, as
+    Python's own missing-argument error is, so ``except TypeError`` still catches it."""
 
 
 class DelphiWarning(UserWarning):

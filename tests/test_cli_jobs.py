@@ -128,7 +128,7 @@ def test_complete_several_runs(tmp_path, capsys):
         code, out, _ = run_cli(capsys, "complete", manifest, "--run", "a", "--run", "b",
                                "-j", jobs, "--json")
         assert code == 0
-        results.append(json.loads(out))
+        results.append(json.loads(out)["runs"])
     both = results[0]
     assert results[1] == both                      # bit-identical whatever -j
     assert [c["run"] for c in both] == ["a", "b"]
@@ -152,13 +152,15 @@ def test_all_runs_skips_failures_with_a_note_and_quiet_hides_it(tmp_path, capsys
     manifest = curve_ladder(tmp_path, runs=("a",), short=("z",))
     code, out, err = run_cli(capsys, "complete", manifest, "--all-runs", "--json")
     assert code == 0
-    records = json.loads(out)
+    doc = json.loads(out)
+    records = doc["runs"]
+    assert (doc["n_runs"], doc["n_completed"], doc["law"]) == (2, 1, "annealing")
     # Every run is in the JSON: the completed one, and the skipped one with its reason.
     assert [c["run"] for c in records] == ["a", "z"]
     assert "prediction" in records[0] and "error" not in records[0] and records[1]["error"]
     assert "delphi: note: run 'z' not completed" in err
     code, out, err = run_cli(capsys, "-q", "complete", manifest, "--all-runs", "--json")
-    assert code == 0 and err == "" and [c["run"] for c in json.loads(out)] == ["a", "z"]
+    assert code == 0 and err == "" and [c["run"] for c in json.loads(out)["runs"]] == ["a", "z"]
     # a named run that cannot be completed is an error, as for one run
     code, _, err = run_cli(capsys, "complete", manifest, "--run", "a", "--run", "z")
     assert code == 1 and err.startswith("delphi: error:")

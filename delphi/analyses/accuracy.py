@@ -928,6 +928,20 @@ class AccuracyForecast:
     def __str__(self) -> str:
         return self.report()
 
+    def __repr__(self) -> str:
+        """One line: the task, the accuracy and its new-run interval (fractions), the task
+        loss, the target, the design and the count of warnings (:meth:`report` is the full
+        text)."""
+        t = self.target
+        return (f"AccuracyForecast(task={self.task.name!r}, accuracy={self.accuracy:.4g}, "
+                f"interval=[{self.lower:.4g}, {self.upper:.4g}] ({self.level:.0%}), "
+                f"task_loss={self.task_loss:.4g}, target=(N={t['params']:.3g}, "
+                f"D={t['tokens']:.3g}), design={self.design!r}, ladder={self.ladder!r}, "
+                f"warnings={len(self.warnings)})")
+
+    def _repr_pretty_(self, p, cycle) -> None:      # IPython / Jupyter: the text report
+        p.text(self.report() if not cycle else repr(self))
+
 
 def _json_float(v: float):
     return float(v) if v is not None and math.isfinite(v) else None

@@ -140,6 +140,20 @@ class Backtest:
     def __str__(self) -> str:
         return self.report()
 
+    def __repr__(self) -> str:
+        """One line: the law, the design, the runs scored, mean and max |rel. error|, the
+        coverage and the counts of folds and warnings (:meth:`report` is the full text)."""
+        s = self.summary
+        err = ("" if s["mean_abs_rel_error"] is None else
+               f", mean_abs_rel_error={s['mean_abs_rel_error']:.3%}, "
+               f"max_abs_rel_error={s['max_abs_rel_error']:.3%}")
+        cov = "" if s["coverage"] is None else f", coverage={s['coverage']:.0%} of {self.level:.0%}"
+        return (f"Backtest(law={self.law!r}, design={self.design!r}, n={s['n']}{err}{cov}, "
+                f"folds={len(self.fits)}, warnings={len(self.warnings)})")
+
+    def _repr_pretty_(self, p, cycle) -> None:      # IPython / Jupyter: the text report
+        p.text(self.report() if not cycle else repr(self))
+
 
 def _fold_fit(job) -> tuple[Fit, int, object, str]:
     """Fit one fold, and bootstrap it when asked: (fit, guard code, draws or None, note).
@@ -167,7 +181,7 @@ def _fold_fit(job) -> tuple[Fit, int, object, str]:
     return result, code, draws, note
 
 
-def backtest(ladder: Ladder, law: str | Law, *, fit_max_flops: float | None = None,
+def backtest(ladder: Ladder, law: str | Law | None = None, *, fit_max_flops: float | None = None,
              leave_one_budget_out: bool = False, fixed: Mapping[str, float] | None = None,
              bounds: Mapping[str, Sequence[float]] | None = None, delta: float = DEFAULT_DELTA,
              interval: str | None = "delta", level: float = DEFAULT_LEVEL, n_boot: int = 100,
@@ -178,7 +192,8 @@ def backtest(ladder: Ladder, law: str | Law, *, fit_max_flops: float | None = No
     Parameters
     ----------
     ladder: the runs; held-out runs are scored on their final loss (finished runs only).
-    law: the law to test.
+    law: the law to test (required: None raises :class:`~delphi.errors.MissingArgumentError`
+        listing the laws).
     fit_max_flops: fit on runs at or below this compute [FLOPs], predict every larger run.
     leave_one_budget_out: instead, drop each compute budget (runs within 5% of compute) in
         turn, fit on the others and predict the dropped runs. The law is fitted once to the
@@ -200,9 +215,10 @@ def backtest(ladder: Ladder, law: str | Law, *, fit_max_flops: float | None = No
     ------
     LadderError: neither or both designs chosen, or nothing left to predict.
     FitError: a fold could not be fitted (the message names it).
+    MissingArgumentError: no ``law`` given.
     """
+    law = get_law(law, needed_by="backtest")
     ladder = as_ladder(ladder)      # a DataFrame is read as load_ladder reads it
-    law = get_law(law)
     n_jobs = check_n_jobs(n_jobs)
     if (fit_max_flops is None) == (not leave_one_budget_out):
         raise LadderError(f"choose one backtest design: "
@@ -496,7 +512,7 @@ def _steady_drift(values: list[float], ses: list[float | None], window: int,
     return out
 
 
-def prefix_fits(ladder: Ladder, law: str | Law, target=None, *,
+def prefix_fits(ladder: Ladder, law: str | Law | None = None, target=None, *,
                 fixed: Mapping[str, float] | None = None,
                 bounds: Mapping[str, Sequence[float]] | None = None, delta: float = DEFAULT_DELTA,
                 include_unfinished: bool = False, seed: int = 0, min_runs: int | None = None,
@@ -524,7 +540,8 @@ def prefix_fits(ladder: Ladder, law: str | Law, target=None, *,
     Parameters
     ----------
     ladder: the runs (final losses; ``include_unfinished`` as in :func:`delphi.fitting.fit`).
-    law: the law (final-loss law).
+    law: the law (final-loss law; required: None raises
+        :class:`~delphi.errors.MissingArgumentError` listing the laws).
     target: what to forecast at each prefix: a :class:`~delphi.forecast.Target`, a dict of its
         fields or a number of FLOPs; default the ladder's largest finished run (its C, N, D).
     fixed, bounds, delta, seed: as in :func:`delphi.fitting.fit`.
@@ -540,10 +557,10 @@ def prefix_fits(ladder: Ladder, law: str | Law, target=None, *,
     ------
     LadderError: no compute column, or fewer than 3 prefixes can be formed.
     LawError, TargetError: a bad law, setting or target.
+    MissingArgumentError: no ``law`` given.
     """
-
+    law = get_law(law, needed_by="prefix_fits")
     ladder = as_ladder(ladder)      # a DataFrame is read as load_ladder reads it
-    law = get_law(law)
     if not (isinstance(window, int) and window >= 3):
         raise LadderError(f"the drift window needs at least 3 prefixes, got {window!r}")
     if not (isinstance(n_se, (int, float)) and n_se > 0):

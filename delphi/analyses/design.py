@@ -99,7 +99,8 @@ import pandas as pd
 
 from ..core.records import jsonable, positive_number
 from ..core.text import plural
-from ..errors import DelphiError, FitError, LadderError, LawError, TargetError, option
+from ..errors import (DelphiError, FitError, LadderError, LawError, MissingArgumentError,
+                     TargetError, option)
 from ..fitting import Fit
 from ..fitting.objective import Problem
 from ..fitting.refit import refine_batch
@@ -117,7 +118,7 @@ from ..fitting.engine import internal_bounds, prepare
 
 __all__ = ["CandidateRun", "RunSuggestion", "Suggestions", "DesignScore", "suggest_runs",
            "score_design", "read_candidates", "candidate_grid", "METHODS", "CRITERIA",
-           "DEFAULT_NOISE"]
+           "DEFAULT_NOISE", "MIN_REFIT"]
 
 #: How param_sd after a candidate is computed (see the module docstring).
 METHODS = ("fisher", "refit")
@@ -130,6 +131,9 @@ CRITERIA = ("width", "spread")
 DEFAULT_NOISE = 0.005
 # Noise strata of a refit candidate (its loss = prediction x exp(run_sd x quantile)).
 _STRATA = 8
+#: Fewest refit draws per candidate (``n_refit``, CLI ``--n-refit``): one per noise stratum of
+#: the candidate's added loss (draw b takes stratum b mod 8), so every stratum is drawn.
+MIN_REFIT = _STRATA
 # Compute levels of the default grid: a factor 2 apart, at most this many.
 _MAX_LEVELS = 14
 # Tokens per parameter of the default grid at each level.
@@ -404,6 +408,18 @@ class DesignScore:
 
     def __str__(self) -> str:
         return self.report()
+
+    def __repr__(self) -> str:
+        """One line with the key numbers: the expected interval and width at the target, the
+        design's size and cost, r and the prior (:meth:`report` is the full text)."""
+        return (f"DesignScore(width={self.width:.4g}, interval=[{self.lower:.4g}, "
+                f"{self.upper:.4g}] ({self.level:.0%}), loss={self.loss:.4g}, "
+                f"n_runs={self.n_runs}, n_budgets={self.n_budgets}, "
+                f"total_flops={self.total_flops:.3g}, ratio={self.ratio:.3g}, law={self.law!r}, "
+                f"method={self.method!r}, notes={len(self.notes)})")
+
+    def _repr_pretty_(self, p, cycle) -> None:      # IPython / Jupyter: the text report
+        p.text(self.report() if not cycle else repr(self))
 
 
 # ------------------------------------------------------------------------------ candidates
@@ -792,7 +808,7 @@ class _Refits:
 
 
 # ------------------------------------------------------------------------------ suggest
-def suggest_runs(ladder: Ladder, target, law: str | Law | None = None, *,
+def suggest_runs(ladder: Ladder, target=None, law: str | Law | None = None, *,
                  budget: float | None = None, n: int = 1, candidates=None,
                  method: str = "fisher", level: float | None = None, interval: str = "auto",
                  n_boot: int = 200, n_refit: int = 64, seed: int = 0, repeats: bool = True,
@@ -817,7 +833,8 @@ def suggest_runs(ladder: Ladder, target, law: str | Law | None = None, *,
     method: ``"fisher"`` (default) or ``"refit"`` (:data:`METHODS`).
     level, interval: the interval (``"auto"``, ``"calibrated"`` or ``"reference"``; level
         default 0.9), as for :func:`delphi.predict`.
-    n_boot: the forecast's bootstrap draws. n_refit: draws per candidate for ``"refit"``.
+    n_boot: the forecast's bootstrap draws. n_refit: draws per candidate for ``"refit"``
+        (at least :data:`MIN_REFIT` = 8, one per noise stratum; default 64).
     seed: seeds the forecast's bootstrap and the refits; same inputs and seed give the same
         output.
     repeats: whether a batch may pick a candidate again (another seed of the same run;
@@ -844,16 +861,22 @@ def suggest_runs(ladder: Ladder, target, law: str | Law | None = None, *,
         a calibration (``interval="bootstrap"`` or ``"delta"``), a forecast without an
         interval, ``n_refit`` below 8.
     TargetError, LawError: as :func:`delphi.predict`.
+    MissingArgumentError: no ``target`` given (as :func:`delphi.predict`).
     """
-
+    if target is None:
+        raise MissingArgumentError(
+            "suggest_runs() needs the target the next runs should sharpen: {'flops': C} "
+            "[FLOPs] or {'params': N, 'tokens': D}, or a delphi.Target")
     if method not in METHODS:
         raise FitError(f"unknown method {method!r}; use {' or '.join(METHODS)}")
     if not isinstance(criterion, str) or criterion not in CRITERIA:
         raise FitError(f"unknown criterion {criterion!r}; use {' or '.join(CRITERIA)}")
     if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
         raise LadderError(f"n (runs to pick) must be an integer >= 1, got {n!r}")
-    if isinstance(n_refit, bool) or not isinstance(n_refit, (int, np.integer)) or n_refit < 8:
-        raise FitError(f"n_refit (draws per candidate) must be an integer >= 8, got {n_refit!r}")
+    if (isinstance(n_refit, bool) or not isinstance(n_refit, (int, np.integer))
+            or n_refit < MIN_REFIT):
+        raise FitError(f"n_refit (draws per candidate) must be an integer >= {MIN_REFIT} (one "
+                       f"per noise stratum), got {n_refit!r}")
     if interval not in ("auto", "calibrated", "reference"):
         raise FitError(f"suggestions rank runs by the calibrated or reference interval; "
                        f"interval must be auto, calibrated or reference, got {interval!r}")

@@ -10,8 +10,9 @@ from typing import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from ..errors import DelphiError, FitError, FitWarning, NotFittedError, TargetError, user_stacklevel
-from ..inputs.ladder import Exclusion, Ladder, percent
+from ..errors import (DelphiError, FitError, FitWarning, LadderError, NotFittedError, TargetError,
+                     user_stacklevel)
+from ..inputs.ladder import RUN_COLUMN_HINT, Exclusion, Ladder, percent
 from ..laws import CHECKPOINT_LAWS, Law, get_law
 from ..inputs.law_inputs import law_points
 from .engine import DEFAULT_DELTA, fit_arrays
@@ -464,7 +465,7 @@ def _frontier_of(pts: pd.DataFrame, order: pd.DataFrame, sweep_out: list[Exclusi
             notes + [note])
 
 
-def fit(ladder: Ladder, law: str | Law, *, fixed: Mapping[str, float] | None = None,
+def fit(ladder: Ladder, law: str | Law | None = None, *, fixed: Mapping[str, float] | None = None,
         bounds: Mapping[str, Sequence[float]] | None = None, delta: float = DEFAULT_DELTA,
         fit_max_flops: float | None = None, include_unfinished: bool = False,
         divergence_threshold: float | None = DIVERGENCE_THRESHOLD, seed: int = 0,
@@ -477,6 +478,8 @@ def fit(ladder: Ladder, law: str | Law, *, fixed: Mapping[str, float] | None = N
     ----------
     ladder: the runs (see :class:`~delphi.ladder.Ladder`).
     law: law name or object (``power``: reads ``flops``; ``chinchilla``: ``params``, ``tokens``).
+        Required: None (the default, there so that a call without one gets a useful message)
+        raises :class:`~delphi.errors.MissingArgumentError` listing the laws.
     fixed, bounds, delta, seed: as in :func:`~delphi.fitting.fit_arrays`.
     fit_max_flops: fit only runs whose compute is at most this many FLOPs.
     include_unfinished: also fit the last checkpoint of runs stopped early (biased low-compute
@@ -506,11 +509,14 @@ def fit(ladder: Ladder, law: str | Law, *, fixed: Mapping[str, float] | None = N
 
     Raises
     ------
-    LadderError: the ladder lacks a column the law reads, or has no finished run.
+    LadderError: the ladder lacks a column the law reads, or has no finished run, or all its
+        rows have one run name (a missing run column: one point to fit).
     LawError, FitError, IdentifiabilityError: see :func:`~delphi.fitting.fit_arrays`.
+    MissingArgumentError: no ``law`` given.
     """
+    law = get_law(law, needed_by="fit")
     ladder = as_ladder(ladder)      # a DataFrame is read as load_ladder reads it
-    law = get_law(law)
+    whole = ladder                  # before fit_max_flops: one run name there is the user's
     excluded: list[Exclusion] = list(ladder.exclusions)
     if fit_max_flops is not None:
         ladder = ladder.select(max_flops=fit_max_flops)
@@ -518,6 +524,7 @@ def fit(ladder: Ladder, law: str | Law, *, fixed: Mapping[str, float] | None = N
     pts, dropped = law_points(ladder, law, include_unfinished, min_checkpoint_fraction,
                               per_checkpoint=law.name in CHECKPOINT_LAWS)
     excluded += dropped
+    _refuse_one_run(whole, pts, law, len(law.param_names) - len(fixed or {}))
     notes: list[str] = []
     if include_unfinished and "fraction" in pts.columns:
         partial = pts[pts["fraction"].notna() & (pts["fraction"] < 1)]
@@ -681,6 +688,27 @@ def _culprit(result: Fit, pts: pd.DataFrame, i: int, refit, threshold: float
             if suspects[k] != i and far[k]:
                 return suspects[k], _trend_reason(float(pts["loss"].iloc[suspects[k]]), r[k])
     return i, _outlier_reason(result, i)
+
+
+def _refuse_one_run(ladder: Ladder, pts: pd.DataFrame, law: Law, n_free: int) -> None:
+    """Raise LadderError when every row of ``ladder`` has one run name, so that its rows are
+    read as that run's checkpoints and the fit gets one point for ``n_free`` (> 1) free
+    parameters: a ladder of several runs whose run column is missing (or holds one value,
+    e.g. the experiment's name). Checkpoint laws fit every checkpoint and are left to their
+    own checks."""
+    if law.name in CHECKPOINT_LAWS or len(pts) > 1 or len(ladder) < 2 or n_free <= 1:
+        return      # (a ladder of several runs cut to one by fit_max_flops is not this)
+    runs = ladder.runs
+    if len(runs) != 1:
+        return
+    t = ladder.table
+    spread = [f"{c} {t[c].min():.3g}..{t[c].max():.3g}" for c in ("params", "tokens", "flops")
+              if c in t.columns and t[c].nunique() > 1]
+    raise LadderError(
+        f"ladder {ladder.name!r}: all {len(t)} rows have run {runs[0]!r}, so they are read as "
+        f"the checkpoints of one run and the fit has 1 point"
+        f"{' (' + ', '.join(spread) + ')' if spread else ''}; a ladder is several runs: is the "
+        f"run column missing? The column {RUN_COLUMN_HINT}")
 
 
 def _listed(names: Sequence[str], at_most: int = 5) -> str:

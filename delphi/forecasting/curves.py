@@ -14,7 +14,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from ..errors import DelphiError, FitError, FitWarning, LadderError, option, user_stacklevel
+from ..errors import (DelphiError, FitError, FitWarning, LadderError, MissingArgumentError,
+                     option, user_stacklevel)
 from ..fitting import DEFAULT_DELTA, Fit, fit_arrays
 from ..fitting.engine import fit_arrays_many
 from ..inputs.ladder import Ladder, restart_fix, span
@@ -94,8 +95,20 @@ class Completion:
     def __str__(self) -> str:
         return self.report()
 
+    def __repr__(self) -> str:
+        """One line: the run, the predicted final loss and step, the checkpoints fitted, the
+        law, the actual loss when known and the count of warnings (:meth:`report` is the
+        full text)."""
+        act = "" if self.actual is None else f", actual={self.actual:.4g} ({self.rel_error:+.2%})"
+        return (f"Completion(run={self.run!r}, loss={self.loss:.4g} at step {self.total_steps}, "
+                f"law={self.fit.law.name!r}, n_checkpoints={self.n_checkpoints} up to step "
+                f"{self.fitted_upto_step}{act}, warnings={len(self.warnings)})")
 
-def complete(ladder: Ladder, run: str, law: str | Law = "annealing", *,
+    def _repr_pretty_(self, p, cycle) -> None:      # IPython / Jupyter: the text report
+        p.text(self.report() if not cycle else repr(self))
+
+
+def complete(ladder: Ladder, run: str | None = None, law: str | Law = "annealing", *,
              upto_fraction: float | None = None, upto_step: int | None = None,
              min_step_fraction: float = 0.0, siblings: bool = False, keep_warmup: bool = False,
              fixed=None, bounds=None, delta: float = DEFAULT_DELTA, seed: int = 0
@@ -106,7 +119,8 @@ def complete(ladder: Ladder, run: str, law: str | Law = "annealing", *,
     ----------
     ladder: a ladder with per-checkpoint rows (``step``, ``loss``) and either a schedule shape
         (``ladder.schedule`` with ``peak_lr``, ``total_steps``) or a logged ``lr``.
-    run: the run to complete.
+    run: the run to complete (required: None raises
+        :class:`~delphi.errors.MissingArgumentError` naming the ladder's runs).
     law: a curve law: ``annealing`` (default; Tissue et al. 2024: four parameters, fast) or
         ``multipower`` (Luo et al. 2025: seven parameters; needs long, well-sampled curves).
     upto_fraction, upto_step: fit only checkpoints up to this share of the planned run / step
@@ -133,7 +147,14 @@ def complete(ladder: Ladder, run: str, law: str | Law = "annealing", *,
     ------
     LadderError: unknown run, no schedule, no steps; a resumed run (its step goes back in file
         order, :attr:`delphi.Ladder.restarts`). FitError: too few checkpoints to fit.
+    MissingArgumentError: no ``run`` given.
     """
+    if run is None:
+        runs = as_ladder(ladder).runs
+        raise MissingArgumentError(
+            f"complete() needs a run: one of the ladder's {len(runs)} runs ("
+            f"{', '.join(map(repr, runs[:5]))}{', ...' if len(runs) > 5 else ''}); "
+            f"delphi.complete_many(ladder) completes every run")
     request, state = _setup(ladder, run, law, upto_fraction=upto_fraction,
                             upto_step=upto_step, min_step_fraction=min_step_fraction,
                             siblings=siblings, keep_warmup=keep_warmup, fixed=fixed,

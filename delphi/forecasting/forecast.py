@@ -14,8 +14,8 @@ import numpy as np
 
 from .. import __version__
 from ..core.findings import Finding, messages
-from ..errors import (DelphiError, FitError, FitWarning, LadderError, LawError, TargetError,
-                     option, user_stacklevel)
+from ..errors import (DelphiError, FitError, FitWarning, LadderError, LawError,
+                     MissingArgumentError, TargetError, option, user_stacklevel)
 from ..fitting import DEFAULT_DELTA, DIVERGENCE_THRESHOLD, Fit, fit
 from ..inputs.ladder import (SEQUENCE_LENGTHS, FLOPS_PER_PARAM_TOKEN, FlopsConvention, Ladder,
                      check_target_value)
@@ -416,6 +416,24 @@ class Forecast:
     def __str__(self) -> str:
         return self.report()
 
+    def __repr__(self) -> str:
+        """One line with the key numbers (as :class:`~delphi.fitting.Fit`'s): the loss and
+        unit, the new-run interval with its level and method, the law, the target, the
+        extrapolation and the counts of warnings and notes. :meth:`report` is the full text;
+        the fields hold everything."""
+        t, iv = self.target, self.interval
+        ensemble = self.selection is not None and self.selection.get("rule") == "ensemble"
+        what = ", ".join(f"{k}={v:.3g}" for k, v in
+                         (("C", t.flops), ("N", t.params), ("D", t.tokens)) if v is not None)
+        band = (f"[{iv.lower:.4g}, {iv.upper:.4g}] ({100 * iv.level:.4g}% {iv.method})"
+                if iv is not None else "None")
+        ext = "" if self.extrapolation is None else f", extrapolation={self.extrapolation:.3g}x"
+        return (f"Forecast(loss={self.loss:.4g} {self.unit}, interval={band}, "
+                f"law={'ensemble' if ensemble else self.fit.law.name!r}, "
+                f"target=({t.name + ': ' if t.name else ''}{what}){ext}, "
+                f"ladder={self.ladder_name!r}, warnings={len(self.warnings)}, "
+                f"notes={len(self.notes)})")
+
     def _repr_pretty_(self, p, cycle) -> None:
         p.text(self.report())
 
@@ -460,7 +478,8 @@ def _selection_lines(sel: dict) -> list[str]:
     return lines
 
 
-def predict(ladder: Ladder, target: Target | Mapping[str, float], law: str | Law | None = None, *,
+def predict(ladder: Ladder, target: Target | Mapping[str, float] | None = None,
+            law: str | Law | None = None, *,
             fixed: Mapping[str, float] | None = None,
             bounds: Mapping[str, Sequence[float]] | None = None, delta: float = DEFAULT_DELTA,
             fit_max_flops: float | None = None, include_unfinished: bool = False,
@@ -477,8 +496,8 @@ def predict(ladder: Ladder, target: Target | Mapping[str, float], law: str | Law
     Parameters
     ----------
     ladder: the runs.
-    target: a :class:`Target` or a dict with ``flops`` [FLOPs] and/or ``params`` and ``tokens``.
-        A target given by N and D gets C = k·6·N·D with the ladder's FLOP convention k
+    target: a :class:`Target` or a dict with ``flops`` [FLOPs] and/or ``params`` and ``tokens``
+        (required: None raises :class:`~delphi.errors.MissingArgumentError` showing them). A target given by N and D gets C = k·6·N·D with the ladder's FLOP convention k
         (:attr:`Ladder.flops_convention`; a note and ``flops_source``/``flops_k`` in the
         target's JSON say so); a D/N or (for laws of N and D) an N more than 10x beyond the
         fitted runs' range is warned (:class:`~delphi.errors.FitWarning` and an entry of
@@ -559,7 +578,13 @@ def predict(ladder: Ladder, target: Target | Mapping[str, float], law: str | Law
     LadderError, LawError, FitError: see :func:`delphi.fitting.fit`; also (LawError) a bad
         ``floor_range`` or ``floor_points``, and (FitError) a bad interval setting: an unknown
         ``interval`` or ``boot_unit``, a ``level`` outside (0, 1), ``n_boot`` or ``n_jobs``.
+    MissingArgumentError: no ``target`` given.
     """
+    if target is None:
+        raise MissingArgumentError(
+            "predict() needs a target: {'flops': C} [FLOPs], {'params': N, 'tokens': D} "
+            "(C = 6ND with the ladder's FLOP convention), or a delphi.Target; "
+            "delphi.fit(ladder, law) fits without predicting")
     many = _several_targets(target)
     options = {k: v for k, v in locals().items()
                if k not in ("ladder", "target", "law", "many")}

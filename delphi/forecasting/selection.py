@@ -200,7 +200,9 @@ class Comparison:
                 continue
             aic = "-" if s.aic is None else f"{s.aic:9.1f}"
             bic = "-" if s.bic is None else f"{s.bic:9.1f}"
-            cov = f"{pc(s.coverage_before)} -> {pc(s.coverage_after)} of {s.n_calibrated}"
+            # no fold had the earlier folds its calibration needs: no coverage to show
+            cov = (f"{pc(s.coverage_before)} -> {pc(s.coverage_after)} of {s.n_calibrated}"
+                   if s.n_calibrated else "none calibrated")
             lines.append(f"{s.candidate.label[:26]:<26} {s.n_scored:>5} {s.rank_key:>7.2%} "
                          f"{s.mean_abs_error:>8.2%} {s.max_abs_error:>8.2%} {cov:>26} "
                          f"{aic:>9} {bic:>9} {s.n_points or 0:>4} "
@@ -235,11 +237,28 @@ class Comparison:
                          f"mean leave-future-out |error|, each fold weighing {RECENCY:g}x the "
                          f"one before; pred. = (cut, run) pairs every candidate predicted; "
                          f"coverage over its own calibrated predictions)")
+        if any(s.scored and not s.n_calibrated for s in self.scores):
+            lines.append(f"cover      share of a candidate's calibrated leave-future-out "
+                         f"predictions whose observed loss is in its {pct} new-run interval, "
+                         f"delta method -> calibrated, of how many; 'none calibrated': no fold "
+                         f"had the {MIN_FOLDS} earlier folds a calibrated interval is fitted on")
         lines += [f"note       {n}" for n in self.notes]
         return "\n".join(lines)
 
     def __str__(self) -> str:
         return self.report()
+
+    def __repr__(self) -> str:
+        """One line: the ladder, the rule, the cuts, the best candidate and its score, and
+        each ranked candidate's score (:meth:`report` is the full table)."""
+        key = ((lambda s: s.reference_error) if self.rule == "reference"
+               else (lambda s: s.rank_key))
+        ranked = ", ".join(f"{s.candidate.label}: {key(s):.2%}" for s in self.ranked[:6])
+        more = f", ... {len(self.ranked) - 6} more" if len(self.ranked) > 6 else ""
+        best = repr(self.best.candidate.label) if self.ranked else "None"
+        return (f"Comparison(ladder={self.ladder!r}, rule={self.rule!r}, "
+                f"cuts={len(self.cuts)}, best={best}, candidates={len(self.scores)} "
+                f"({len(self.ranked)} ranked: {ranked}{more}), notes={len(self.notes)})")
 
     def _repr_pretty_(self, p, cycle) -> None:
         p.text(self.report())

@@ -170,8 +170,17 @@ def as_target(target) -> Target:
         fields = set(Target.__dataclass_fields__)
         unknown = sorted(set(target) - fields)
         if unknown:
-            raise TargetError(f"unknown target field(s) {', '.join(map(repr, unknown))}; "
+            alias = {"N": "params", "D": "tokens", "C": "flops"}
+            hint = "; ".join(f"{k} is {alias[k]!r}" for k in unknown if k in alias)
+            raise TargetError(f"unknown target field(s) {', '.join(map(repr, unknown))}"
+                              f"{' (' + hint + ')' if hint else ''}; "
                               f"known: {', '.join(sorted(fields))}")
         return Target(**target)
+    number = ""
+    if isinstance(target, str):
+        try:
+            number = f": pass the number {float(target):g}, not the string {target!r}"
+        except ValueError:
+            number = f" {target!r}"
     raise TargetError(f"a target is a Target, a dict such as {{'flops': 1e23}} or a number of "
-                      f"FLOPs, got {type(target).__name__}")
+                      f"FLOPs, got {type(target).__name__}{number}")

@@ -399,6 +399,16 @@ class CurveForecast:
     def __str__(self) -> str:
         return self.report()
 
+    def __repr__(self) -> str:
+        """One line: the final forecast's (:class:`~delphi.Forecast` repr) and the curve's
+        length, level and schedule (:meth:`report` is the full text)."""
+        return (f"CurveForecast({repr(self.forecast)[len('Forecast('):-1]}, "
+                f"curve={len(self.points)} points, band={100 * self.level:.4g}%, "
+                f"schedule={self.schedule!r})")
+
+    def _repr_pretty_(self, p, cycle) -> None:      # IPython / Jupyter: the text report
+        p.text(self.report() if not cycle else repr(self))
+
 
 def target_schedule(target: Target, ladder: Ladder | None = None) -> tuple[Schedule, int, float]:
     """The target's planned schedule (peak 1), its steps and batch [tokens].

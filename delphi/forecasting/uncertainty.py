@@ -83,6 +83,15 @@ class Interval:
     extrapolation ratio r and sigma(r), the parameter and run-noise sds, and the base method
     (:func:`delphi.calibration.calibrated_interval`); None otherwise."""
 
+    def __repr__(self) -> str:
+        """One line: both intervals, the level, the method and the run noise (the fields,
+        :attr:`calibration` among them, hold the rest)."""
+        draws = f", n_draws={self.n_draws}" if self.n_draws else ""
+        return (f"Interval([{self.lower:.4g}, {self.upper:.4g}] new run, [{self.mean_lower:.4g}, "
+                f"{self.mean_upper:.4g}] expected, level={self.level:g}, "
+                f"method={self.method!r}, noise={self.noise:.3g}{draws}"
+                f"{', calibration={...}' if self.calibration else ''})")
+
     def label(self) -> str:
         """What the interval rests on, in a few words (the text and HTML reports' label)."""
         cal = self.calibration or {}

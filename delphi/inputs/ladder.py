@@ -58,7 +58,7 @@ from .schedules import find_restarts
 
 __all__ = ["Ladder", "Exclusion", "FlopsConvention", "CANONICAL_COLUMNS", "budget_labels",
            "FLOPS_PER_PARAM_TOKEN", "UNITS", "normalize_unit", "unit_from_metric",
-           "columns_found", "LOSS_LIKE"]
+           "columns_found", "LOSS_LIKE", "RUN_COLUMN_HINT"]
 
 #: A step of the best loss between adjacent compute budgets this large (either way) is named
 #: as likely mixed units: just below 1/ln 2 = 1.44, the smallest factor between loss units.
@@ -540,6 +540,16 @@ def _check_status(t: pd.DataFrame, problems: list, column: str = "status") -> No
             f"(or success, completed), running, crashed, failed, killed, preempted, "
             f"cancelled, dep_failed ..., or empty/unknown",
             (int(pos),), order=pos))
+
+
+#: Per-run columns whose values tell runs apart: several of them under one run name is a ladder
+#: whose run column is missing.
+_SIZE_COLUMNS = ("params", "active_params")
+#: What the run column is and how to give it: the end of the errors for a ladder whose rows all
+#: have one run name (its run column missing, or holding the experiment's name).
+RUN_COLUMN_HINT = ("'run' names each run (one name per model size and length; checkpoints of "
+                    "a run share it): add it, or map the column that holds the names with "
+                    + option("columns={'run':'NAME'}", "--columns run=NAME"))
 
 
 class Ladder:
@@ -1131,9 +1141,16 @@ class Ladder:
                 vals = g[c].dropna().unique()
                 if len(vals) > 1:
                     varies = True
+                    # Every row under one name, with several N or D: the run column is
+                    # probably missing (a constant such as the experiment name took its place).
+                    one = (f": every row of the ladder has run {run!r}, so these are "
+                           f"probably several runs under one name: is the run column missing? "
+                           f"The column {RUN_COLUMN_HINT}" if n_runs == 1 and c in _SIZE_COLUMNS
+                           else "")
                     add(f"column {c!r} must be constant within a run, found "
-                        f"{', '.join(f'{v:g}' for v in vals[:4])} (rows "
-                        f"{src.min()}..{src.max()})")
+                        f"{', '.join(f'{v:g}' for v in vals[:4])}"
+                        f"{f', ... ({len(vals)} values)' if len(vals) > 4 else ''} (rows "
+                        f"{src.min()}..{src.max()}){one}")
                 elif len(vals) == 1:
                     info[c] = float(vals[0])
             if varies:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from ..errors import LawError
+import difflib
+
+from ..errors import LawError, MissingArgumentError
 from .base import Law, Param
 from .chinchilla import CHINCHILLA
 from .curves import ANNEALING, MULTIPOWER
@@ -27,18 +29,31 @@ HPARAM_LAWS: dict[str, Law] = {law.name: law for law in (DEEPSEEK_LR, DEEPSEEK_B
                                                           STEPLAW_BATCH)}
 
 
-def get_law(law: str | Law) -> Law:
+def get_law(law: str | Law | None, *, needed_by: str | None = None) -> Law:
     """The law called ``law`` (or ``law`` itself when it is already a :class:`Law`).
+
+    ``needed_by``: the public function asking (``"fit"``), named in the error when ``law`` is
+    None (the caller gave none).
 
     Raises
     ------
     LawError
         Unknown name; the message lists the known laws.
+    MissingArgumentError
+        ``law`` is None: the message names ``needed_by`` and lists the laws.
     """
     if isinstance(law, Law):
         return law
+    if law is None:
+        where = f"{needed_by}() needs" if needed_by else "no law given: pass"
+        raise MissingArgumentError(
+            f"{where} a law: law='chinchilla' (L(N, D), needs params and tokens) or "
+            f"law='power' (L(C), needs flops), or one of {', '.join(sorted(LAWS))}; "
+            f"delphi.compare(ladder) ranks the candidates on the ladder itself")
     try:
         return {**LAWS, **CURVE_LAWS, **HPARAM_LAWS, **TASK_LAWS}[str(law)]
     except KeyError:
-        known = ", ".join(sorted({**LAWS, **CURVE_LAWS, **TASK_LAWS}))
-        raise LawError(f"unknown law {law!r}; known laws: {known}") from None
+        names = sorted({**LAWS, **CURVE_LAWS, **TASK_LAWS})
+        close = difflib.get_close_matches(str(law), names, n=1, cutoff=0.75)
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        raise LawError(f"unknown law {law!r}{hint}; known laws: {', '.join(names)}") from None

@@ -32,7 +32,8 @@ from .schema import (GENESIS, CandidateRecord, ComparisonRecord, Entry, Exclusio
                      FindingRecord, IntervalRecord, SelectionRecord, CurveBandRecord, CarryOverRecord,
                      LadderRecord, LawRecord, OutcomeRecord, TargetRecord, entry_hash,
                      validation_message)
-from .scoring import ComparisonScore, Score, Scoreboard, score_comparison, score_outcome, scoreboard
+from .scoring import (ComparisonScore, Score, Scoreboard, score_comparison, score_outcome,
+                      scoreboard, unit_mismatch)
 from .signing import SigningKey, load_signing_key, load_trusted_keys, sign_fields, signature_valid
 from ..inputs.units import DEFAULT_UNIT, normalize_unit
 from ..analyses.recipes import RecipeComparison
@@ -1310,7 +1311,8 @@ class Registry:
     def score(self, id: str, actual: float, fraction: float = 1.0, source: str | None = None, *,
               author: str | None = None, notes: str | None = None,
               created_at: datetime | str | None = None, unit: str | None = None,
-              sign_key: str | os.PathLike | SigningKey | None = None) -> Score:
+              sign_key: str | os.PathLike | SigningKey | None = None,
+              force: bool = False) -> Score:
         """Append the observed loss (or accuracy) of prediction ``id`` as an outcome entry and
         score it.
 
@@ -1328,6 +1330,13 @@ class Registry:
             by the tokenizer), and loss units do not apply to an accuracy. A prediction
             registered without a unit (an external one) is in nats/token, the default.
         created_at, sign_key: as in :meth:`register`.
+        force: record a final loss more than :data:`~delphi.registry.scoring.UNIT_RATIO`
+            (1.3x) above or below its prediction, which is otherwise refused: a final outcome
+            is recorded once and cannot be corrected, and such a factor is usually another
+            unit (bits vs nats: 1.44x; bits/byte vs nats/token: ~0.2-0.6x), so the error names
+            the factor and the likely unit (:func:`~delphi.registry.scoring.unit_mismatch`).
+            Partial outcomes (``fraction`` < 1, what ``track`` records) are never refused for
+            it: a run off its curve is what tracking is for.
 
         Returns
         -------
@@ -1342,10 +1351,13 @@ class Registry:
             an unknown unit or one other than the prediction's, a future ``created_at`` or one
             outside the calendar in UTC, a score that is not a finite number, a torn registry
             or one that does not verify, a file that cannot be written or is not a regular
-            file. Nothing is written.
+            file; a final loss more than 1.3x off its prediction without ``force``. Nothing is
+            written.
         """
+        if not isinstance(force, bool):
+            raise RegistryError(f"force must be True or False, got {force!r}")
         return self._score(id, actual, fraction, source, author=author, notes=notes,
-                           created_at=created_at, unit=unit, sign_key=sign_key)
+                           created_at=created_at, unit=unit, sign_key=sign_key, force=force)
 
     def score_comparison(self, id: str, loss_a: float, loss_b: float,
                          source: str | None = None, *, author: str | None = None,
@@ -1392,7 +1404,7 @@ class Registry:
         return [c for c in self.report().comparisons if id is None or c.prediction_id == id]
 
     def _score(self, id, actual, fraction, source, *, author, notes, created_at, unit,
-               sign_key, reference_actual=None):
+               sign_key, reference_actual=None, force=False):
         given_unit = None if unit is None else _unit(unit, "outcome unit")
         if not isinstance(id, str):
             raise RegistryError(f"id must be a string, got {id!r}")
@@ -1460,6 +1472,17 @@ class Registry:
                 result["score"] = score_outcome(pred, outcome_id=oid, actual=outcome.actual,
                                                 fraction=outcome.fraction, source=source,
                                                 created_at=stamp.isoformat())
+                s = result["score"]
+                off = (None if force or accuracy or outcome.fraction < 1.0 else
+                       unit_mismatch(s.actual, s.predicted, s.unit))
+                if off is not None:
+                    raise RegistryError(
+                        f"final outcome of {id!r} not recorded: the actual {s.actual:g} (read "
+                        f"in the prediction's unit, {s.unit or DEFAULT_UNIT}) against a "
+                        f"prediction of {s.predicted:.4g}: "
+                        f"{off} A final outcome is recorded once and cannot be corrected: "
+                        f"give the loss in the prediction's unit, or, if this is the real "
+                        f"number, record it with {option('force=True', '--force')}")
             return dict(id=oid, kind="outcome", created_at=stamp, author=author,
                         outcome=outcome, notes=notes)
 

@@ -14,7 +14,7 @@ from .schema import ACCURACY_UNIT, Entry, ForecastRecord, IntervalRecord
 
 
 __all__ = ["Score", "ComparisonScore", "Scoreboard", "predicted_at", "band_at", "score_outcome",
-           "score_comparison", "z_and_pit", "scoreboard"]
+           "score_comparison", "z_and_pit", "scoreboard", "UNIT_RATIO", "unit_mismatch"]
 
 
 def predicted_at(forecast: ForecastRecord, fraction: float, *, id: str = "?",
@@ -204,6 +204,31 @@ UNIT_RATIO = 1.3
 """An actual loss more than this factor above or below its prediction gets a ``check`` line
 asking whether it is in another unit or metric (bits vs nats: 1.44x; bits/byte vs nats/token:
 ~2-3x); the score itself does not depend on it."""
+
+
+def unit_mismatch(actual: float, predicted: float, unit: str | None) -> str | None:
+    """Why a loss ``actual`` [any unit] more than :data:`UNIT_RATIO` away from ``predicted``
+    (in ``unit``, e.g. ``nats/token``) looks like another unit: ``"it is 1.44x the
+    prediction, 1/ln 2: bits against a prediction in nats"``; None within the factor.
+    The ratios: bits/nats = 1/ln 2 = 1.443 (within 3%); bits/byte against nats/token =
+    1 / (ln 2 x bytes per token), 0.2-0.6 for 2.4-7 bytes a token (and its inverse)."""
+    if not predicted > 0 or 1 / UNIT_RATIO <= actual / predicted <= UNIT_RATIO:
+        return None
+    r, ln2 = actual / predicted, math.log(2)
+    unit = unit or "nats/token"
+    if abs(r * ln2 - 1) < 0.03:
+        why = "1/ln 2: an actual in bits against a prediction in nats?"
+    elif abs(r / ln2 - 1) < 0.03:
+        why = "ln 2: an actual in nats against a prediction in bits?"
+    elif "token" in unit and 0.2 <= r <= 0.6:
+        why = (f"about 1 / (ln 2 x bytes per token): an actual in bits/byte against a "
+               f"prediction in {unit}?")
+    elif "byte" in unit and 1 / 0.6 <= r <= 5:
+        why = (f"about ln 2 x bytes per token: an actual in nats/token against a prediction "
+               f"in {unit}?")
+    else:
+        why = "another unit, metric or evaluation set?"
+    return f"it is {r:.3g}x the prediction, {why}"
 
 
 def z_and_pit(interval: IntervalRecord, actual: float) -> tuple[float, float]:
@@ -407,10 +432,32 @@ class Scoreboard:
         """Share of final outcomes with an interval that fell inside it."""
         return self.n_inside / self.n_with_interval if self.n_with_interval else None
 
+    @property
+    def n_partial(self) -> int:
+        """Partial outcomes (fraction < 1: checkpoints that ``delphi track`` or ``score
+        --fraction`` recorded), over every prediction."""
+        return sum(not s.final for s in self.scores)
+
+    @property
+    def tracked(self) -> tuple[str, ...]:
+        """Predictions with at least one partial outcome, in file order of their first."""
+        return tuple(dict.fromkeys(s.prediction_id for s in self.scores if not s.final))
+
+    def counts_text(self) -> str:
+        """``"0 final outcomes, 12 tracked checkpoints (of 1 prediction)"``: what has been
+        scored, final and partial (a registry that only tracks checkpoints is not "0
+        scored")."""
+        text = plural(len(self.final), "final outcome")
+        if self.n_partial:
+            text += (f", {plural(self.n_partial, 'tracked checkpoint')} (of "
+                     f"{plural(len(self.tracked), 'prediction')})")
+        return text
+
     def to_dict(self) -> dict:
         """JSON-ready dict (``delphi registry report --json``)."""
         return {"n_predictions": self.n_predictions, "n_projections": self.n_projections,
                 "n_scored": len(self.final), "unscored": list(self.unscored),
+                "n_partial": self.n_partial, "tracked": list(self.tracked),
                 "mean_abs_rel_error": self.mean_abs_rel_error,
                 "max_abs_rel_error": self.max_abs_rel_error,
                 "n_with_interval": self.n_with_interval, "n_inside": self.n_inside,
@@ -443,8 +490,10 @@ class Scoreboard:
             rows.append(f"| {name} | {s.target_name or ''} | {s.fraction:g} | {vals} | "
                         f"{s.error_text()} | {inside} | {fmt(s.z, '+.2f')} | "
                         f"{fmt(s.pit, '.3f')} | {s.source or ''} |")
+        partial = (f"; {plural(self.n_partial, 'tracked checkpoint')} (partial outcomes) of "
+                   f"{', '.join(self.tracked)}" if self.n_partial else "")
         summary = [f"**{len(self.final)} of {plural(self.n_predictions, 'prediction')} "
-                   f"scored**"
+                   f"scored**{' on a final outcome' if self.n_partial else ''}{partial}"
                    + (f" ({plural(self.n_projections, 'projection')}, never scored)."
                       if self.n_projections else ".")]
         if self.mean_abs_rel_error is not None:

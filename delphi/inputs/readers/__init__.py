@@ -15,6 +15,8 @@ The format-specific readers (:func:`read_csv`, :func:`read_wandb`, :func:`read_m
 
 from __future__ import annotations
 
+import difflib
+
 import os
 import re
 import sys
@@ -97,9 +99,13 @@ def _resolve(source: str | Path) -> tuple[str, Path, str]:
                               f"{option('format=tensorboard', '--format tensorboard')} for a "
                               f"directory of TensorBoard runs")
         if not path.is_file():
-            known = ", ".join(_bundled_names()) or "(none)"
-            raise LadderError(f"unknown ladder {str(source)!r}; known ladders: {known}; or give a "
-                              f"path to a .toml manifest or a {'/'.join(FORMATS)} file")
+            names = list(_bundled_names())
+            known = ", ".join(names) or "(none)"
+            close = difflib.get_close_matches(str(source), names, n=1, cutoff=0.75)
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            raise LadderError(f"unknown ladder {str(source)!r}{hint}; known ladders: {known}; "
+                              f"or give a path to a .toml manifest or a {'/'.join(FORMATS)} "
+                              f"file")
         return "manifest", path, str(source)
     path = Path(source).expanduser()
     is_manifest = path.suffix.lower() == _MANIFEST_SUFFIX

@@ -20,6 +20,11 @@ __all__ = ["add_commands", "add_score_options", "score_command"]
 
 Handler = Callable[[argparse.Namespace], int]
 
+#: ``--n-refit``'s minimum: :data:`delphi.analyses.design.MIN_REFIT`, the API's (one draw per
+#: noise stratum), spelled here so that the parser does not import the fitting stack (a test
+#: holds the two equal).
+MIN_REFIT = 8
+
 
 def _dump(obj: dict) -> str:
     return json.dumps(obj, indent=2, allow_nan=False)
@@ -70,8 +75,10 @@ def _add_suggest(sub) -> None:
     add_level_option(p)
     p.add_argument("--n-boot", type=count(20), default=200, metavar="N",
                    help="the forecast's bootstrap draws (default 200)")
-    p.add_argument("--n-refit", type=count(16), default=64, metavar="N",
-                   help="--method refit: draws per candidate (default 64)")
+    p.add_argument("--n-refit", type=count(MIN_REFIT), default=64, metavar="N",
+                   help=f"--method refit: draws per candidate (default 64; at least "
+                        f"{MIN_REFIT}, one per noise stratum of the candidate's loss, as "
+                        f"suggest_runs(n_refit=...) takes)")
     p.add_argument("--seed", type=count(0), default=0, metavar="SEED",
                    help="random seed (>= 0)")
     p.add_argument("--show", type=count(1), default=15, metavar="K",

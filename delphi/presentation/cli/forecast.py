@@ -110,7 +110,9 @@ def add_commands(sub) -> dict:
                       help="the run to complete (repeatable: several runs, one result each)")
     runs.add_argument("--all-runs", action="store_true",
                       help="complete every run of the ladder (runs that cannot be completed "
-                           "are skipped with a note)")
+                           "are skipped with a note). --json with several runs: {\"ladder\", "
+                           "\"law\", \"n_runs\", \"n_completed\", \"runs\": [one result, or "
+                           "{\"run\", \"error\"}, per run]}")
     p.add_argument("--law", default="annealing", metavar="LAW",
                    help="curve law: annealing (default; Tissue et al. 2024) or multipower "
                         "(Luo et al. 2025; more flexible, slower, needs more checkpoints)")
@@ -263,11 +265,14 @@ def _cmd_complete(args) -> int:
     if failed:
         note(f"{len(done)} of {len(runs)} runs completed")
     if args.json:
-        # Every run asked for is in the list: completed ones, and the others with their reason.
+        # One object, as every command's --json (it was a bare list; docs/usage.md says so):
+        # every run asked for is in "runs": completed ones, the others with their reason.
         records = {c.run: c.to_dict() for c in done}
         records.update({run: {"run": run, "error": reason} for run, reason in failed})
-        print(json.dumps([records[r] for r in runs if r in records], indent=2,
-                         allow_nan=False))
+        print(json.dumps({"ladder": ladder.name, "law": args.law, "n_runs": len(runs),
+                          "n_completed": len(done),
+                          "runs": [records[r] for r in runs if r in records]},
+                         indent=2, allow_nan=False))
     else:
         print("\n\n".join(c.report() for c in done))
     if not done:
@@ -442,7 +447,8 @@ def _cmd_ladders(args) -> int:
 
     rows = list_ladders()
     if args.json:
-        print(json.dumps([{"name": n, "description": d} for n, d in rows], indent=2))
+        print(json.dumps({"n_ladders": len(rows), "ladders": [
+            {"name": n, "description": d} for n, d in rows]}, indent=2))
     else:
         width = max((len(n) for n, _ in rows), default=0)
         for name, description in rows:

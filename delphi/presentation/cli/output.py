@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import textwrap
 from typing import Sequence
 
 from ...errors import DelphiError, for_cli
@@ -22,14 +23,55 @@ __all__ = ["note", "wants_json", "json_error", "OutputError", "write_stdout", "p
 JSON_USAGE_ERRORS = False
 
 
+#: Where a note's text starts: its continuation lines on a terminal are indented this far.
+_NOTE_PREFIX = "delphi: note: "
+#: Narrowest width a note is wrapped to (a terminal narrower than this gets this width).
+_MIN_WIDTH = 40
+
+
 def note(text: str) -> None:
     """Print an explanatory note (not a result) on stderr, unless ``--quiet``; a closed
-    stderr is ignored (notes are advice, the result still goes to stdout)."""
+    stderr is ignored (notes are advice, the result still goes to stdout).
+
+    On a terminal (stderr is a TTY) the note is wrapped to the terminal's width (``COLUMNS``
+    when set, else the terminal's own size; at least 40 columns), its continuation lines
+    indented under the text. Anywhere else (a pipe, a file, a CI log) each note stays on one
+    line that starts ``delphi: note:``, so that ``grep note`` finds all of it."""
     if not is_quiet():
         try:
-            print(f"delphi: note: {for_cli(text)}", file=sys.stderr)
+            print(note_text(for_cli(text), terminal_width(sys.stderr)), file=sys.stderr)
         except BrokenPipeError:
             pass
+
+
+def terminal_width(stream) -> int | None:
+    """The width [columns] to wrap text written to ``stream`` to: ``COLUMNS`` when it is a
+    positive integer, else the terminal's size, when ``stream`` is a TTY; None when it is not
+    a TTY (a pipe or a file: no wrapping)."""
+    try:
+        if stream is None or not stream.isatty():
+            return None
+    except (AttributeError, ValueError):        # no isatty, or a closed stream
+        return None
+    columns = os.environ.get("COLUMNS", "")
+    if columns.isdigit() and int(columns) > 0:
+        return int(columns)
+    try:
+        return os.get_terminal_size(stream.fileno()).columns
+    except (OSError, ValueError, AttributeError):
+        return 80
+
+
+def note_text(text: str, width: int | None) -> str:
+    """``delphi: note: TEXT``, wrapped to ``width`` columns (at least 40) with continuation
+    lines indented under TEXT; one line when ``width`` is None. Words longer than a line (a
+    path) are not broken."""
+    line = _NOTE_PREFIX + text
+    if width is None or len(line) <= width:
+        return line
+    return textwrap.fill(text, width=max(width, _MIN_WIDTH), initial_indent=_NOTE_PREFIX,
+                         subsequent_indent=" " * len(_NOTE_PREFIX), break_long_words=False,
+                         break_on_hyphens=False)
 
 
 

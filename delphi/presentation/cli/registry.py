@@ -193,6 +193,10 @@ def add_commands(subparsers) -> dict[str, Handler]:
     p.add_argument("--notes", metavar="TEXT", help="free text kept with the outcome")
     p.add_argument("--created-at", metavar="ISO", help="explicit UTC timestamp (default now; "
                    "at most 5 minutes in the future)")
+    p.add_argument("--force", action="store_true",
+                   help="record a final --actual more than 1.3x above or below the prediction "
+                        "(refused without it, naming the factor and the likely unit: a final "
+                        "outcome is recorded once and cannot be corrected)")
     _add_sign_key(p)
     _add_common(p)
     serial(p)
@@ -436,7 +440,8 @@ def _cmd_score(args) -> int:
     score = _registry(args.registry).score(args.id, args.actual, fraction=args.fraction,
                                           source=args.source, author=args.author,
                                           notes=args.notes, created_at=args.created_at,
-                                          unit=args.unit, sign_key=args.sign_key)
+                                          unit=args.unit, sign_key=args.sign_key,
+                                          force=args.force)
     if args.json:
         _print_json(score.to_dict())
     else:
@@ -509,7 +514,8 @@ def _cmd_registry(args) -> int:
     if action == "list":
         entries = reg.entries()
         if args.json:
-            _print_json([e.fields() for e in entries])
+            _print_json({"registry": str(reg.path), "n_entries": len(entries),
+                         "entries": [e.fields() for e in entries]})
         else:
             for i, e in enumerate(entries, 1):
                 print(_summary_line(i, e))

@@ -210,9 +210,13 @@ def _write(page: str, out: str):
 
 
 def _print(args, path, report) -> int:
+    board = report.objects.get("scoreboard")     # a registry page's scores
     if args.json:
-        print(json.dumps({"path": str(path), "kind": report.kind, **report.summary},
-                         indent=2, allow_nan=False))
+        # partial outcomes (tracked checkpoints) beside n_scored, which counts final ones
+        tracked = ({"n_partial": board.n_partial, "tracked": list(board.tracked)}
+                   if board is not None else {})
+        print(json.dumps({"path": str(path), "kind": report.kind, **report.summary,
+                          **tracked}, indent=2, allow_nan=False))
         return 0
     s = report.summary
     if report.kind == "ladder" and s["prediction"] is None:
@@ -231,7 +235,8 @@ def _print(args, path, report) -> int:
               f"{p['unit']}{iv}")
     else:
         state = "verified" if s["verified"] else "DOES NOT VERIFY"
-        counts = (f"{plural(s['n_predictions'], 'prediction')}, {s['n_scored']} scored"
+        counts = (f"{plural(s['n_predictions'], 'prediction')}, "
+                  + (board.counts_text() if board is not None else f"{s['n_scored']} scored")
                   if s.get("readable", True) else "not readable as entries, nothing scored")
         print(f"wrote {path}: registry {s['registry']}, {counts}; chain {state}, head "
               f"{s['head'] or '(none verified)'}")
