@@ -79,6 +79,19 @@ def test_several_targets_share_one_fit_and_one_calibration(ladder, separate, mon
         assert a.interval.method == b.interval.method
 
 
+def test_numpy_scalars_and_pandas_series_are_targets_like_numbers_and_lists(ladder, separate):
+    # a 0-d array (a value out of numpy arithmetic) crashed with "len() of unsized object";
+    # a pandas Series was refused as "must be a positive finite number"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        one = delphi.predict(ladder, {"flops": np.array(1e22)}, n_boot=40)
+        many = delphi.predict(ladder, {"flops": pd.Series([1e22, 3e22])}, n_boot=40)
+    assert (one.loss, one.lower, one.upper) == (separate[0].loss, separate[0].lower,
+                                                separate[0].upper)
+    assert [(f.loss, f.lower, f.upper) for f in many] == [(f.loss, f.lower, f.upper)
+                                                          for f in separate[:2]]
+
+
 def test_stages_compose_to_predict(ladder, separate):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")

@@ -628,8 +628,16 @@ def _several_targets(target) -> list | None:
         return None
 
     def seq(v):
-        return isinstance(v, (list, tuple, np.ndarray)) and not isinstance(v, str)
+        # a 0-d array (a value out of numpy arithmetic) is one number; a pandas Series or
+        # Index is a sequence like a list (duck-typed: pandas is not needed here)
+        if isinstance(v, np.ndarray):
+            return v.ndim > 0
+        return (isinstance(v, (list, tuple)) or (hasattr(v, "to_numpy") and hasattr(v, "__len__"))
+                ) and not isinstance(v, str)
 
+    target = {k: (v.to_numpy() if seq(v) and hasattr(v, "to_numpy") else
+                  (v.item() if isinstance(v, np.ndarray) and v.ndim == 0 else v))
+              for k, v in target.items()}
     lengths = {k: len(v) for k, v in target.items() if seq(v)}
     if not lengths:
         return None
