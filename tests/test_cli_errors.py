@@ -179,6 +179,8 @@ def test_complete_json_is_one_document_when_no_run_completes(tmp_path, capsys):
 @pytest.mark.parametrize("argv, fragment", [
     (["predict", "--json"], "delphi predict: the following arguments are required: ladder"),
     (["predict", "x.csv", "--json", "--level", "2"], "argument --level: a level is in (0, 1)"),
+    (["predict", "x.csv", "--json", "--level", "90"],
+     "argument --level: level is a fraction in (0, 1): did you mean 0.90? (got '90')"),
     (["predict", "x.csv", "--js", "--no-such-flag"], "unrecognized arguments: --no-such-flag"),
     (["--json"], "the following arguments are required"),
 ])
@@ -386,3 +388,13 @@ def test_score_names_a_decimal_comma_and_a_share_out_of_range(argv, message, tmp
         main(["score", "--registry", str(tmp_path / "r.jsonl"), "--id", "x", *argv])
     assert exc.value.code == 2
     assert message in capsys.readouterr().err
+
+
+def test_a_level_given_as_a_percent_is_a_usage_error_with_the_fraction(capsys):
+    # the library's message (delphi.core.quantiles.percent_hint), exit 2 as any bad flag value
+    with pytest.raises(SystemExit) as exc:
+        main(["predict", "x.csv", "--level", "90"])
+    out, err = capsys.readouterr()
+    assert exc.value.code == 2 and out == ""
+    assert err.splitlines()[-1] == ("delphi predict: error: argument --level: level is a "
+                                    "fraction in (0, 1): did you mean 0.90? (got '90')")

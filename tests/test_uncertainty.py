@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 
 import numpy as np
 import pandas as pd
@@ -14,6 +15,7 @@ import pytest
 from scipy import stats
 
 from delphi.cli import main
+from delphi.errors import FitError
 from delphi.fitting import fit_arrays
 from delphi.uncertainty import (BootstrapDraws, bootstrap, bootstrap_interval, delta_interval,
                                run_noise)
@@ -93,14 +95,20 @@ def test_bootstrap_interval_matches_the_exact_interval_of_a_linear_law():
     assert 0.70 <= np.mean(mean) <= 1.05, mean
 
 
-def test_bootstrap_new_run_interval_contains_the_expected_loss_interval():
+@pytest.fixture(scope="module")
+def clean7():
+    """A noiseless 7-run ladder on the linear law: run noise at its 1e-4 floor."""
+    return _linear_ladder(0, n=7, noise=0.0)[2]
+
+
+def test_bootstrap_new_run_interval_contains_the_expected_loss_interval(clean7):
     """Run noise only widens an interval, but percentiles of few draws need not know it: 7
     draws 1.7% apart (a clean ladder resampled) with run noise at its 1e-4 floor. At level
     0.68 the expected-loss lower end interpolates 96% of the way from the lowest draw to the
     next, while the new-run one (each draw times 25 noise draws) falls on the second draw's
     own cluster, ~1.2 sigma below it: above the expected-loss end, at both ends, unless the
     nesting is imposed. At level 0.9 the ends were already nested and stay strictly outside."""
-    _, _, f = _linear_ladder(0, n=7, noise=0.0)
+    f = clean7
     draws = BootstrapDraws(params=[{**f.params, "A": f.params["A"] * math.exp(d)}
                                    for d in np.linspace(-0.05, 0.05, 7)],
                            n_failed=0, unit="run", seed=0)
@@ -110,6 +118,38 @@ def test_bootstrap_new_run_interval_contains_the_expected_loss_interval():
     assert band.lower <= band.mean_lower < band.mean_upper <= band.upper, band
     wide = bootstrap_interval(f, draws, target, level=0.9, seed=0)
     assert wide.lower < wide.mean_lower < wide.mean_upper < wide.upper, wide
+
+
+@pytest.mark.parametrize("level, shown", [(90, "0.90"), (95.0, "0.95"), (99.5, "0.995")])
+def test_a_level_given_as_a_percent_is_refused_with_the_fraction(clean7, monkeypatch,
+                                                                  level, shown):
+    """level=90 meant 0.9: the error says so, from the interval functions and from predict,
+    whose check comes before the fit (it used to come after it, from inside the interval)."""
+    import delphi
+    import delphi.forecasting.forecast as fc
+    hint = f"level is a fraction in (0, 1): did you mean {shown}?"
+    target = {"flops": np.array([1e22])}
+    with pytest.raises(FitError, match=re.escape(hint)):
+        delta_interval(clean7, target, level=level)
+    draws = BootstrapDraws(params=[dict(clean7.params)], n_failed=0, unit="run", seed=0)
+    with pytest.raises(FitError, match=re.escape(hint)):
+        bootstrap_interval(clean7, draws, target, level=level)
+
+    def no_fit(*a, **k):
+        raise AssertionError("fitted before checking the level")
+    monkeypatch.setattr(fc, "fit_stage", no_fit)
+    c = np.logspace(18, 20, 6)
+    ladder = pd.DataFrame({"run": [f"r{i}" for i in range(6)], "flops": c,
+                           "loss": 1.8 + 150 * c ** -0.12})
+    with pytest.raises(FitError, match=re.escape(hint)):
+        delphi.predict(ladder, {"flops": 1e22}, "power", interval="delta", level=level)
+
+
+@pytest.mark.parametrize("level", [1.5, 100, 0, -0.9, True, "0.9"])
+def test_a_level_out_of_range_but_not_a_percent_gets_the_range(clean7, level):
+    with pytest.raises(FitError, match=re.escape(f"interval level must be in (0, 1), "
+                                                 f"got {level!r}")):
+        delta_interval(clean7, {"flops": np.array([1e22])}, level=level)
 
 
 def test_epoch_bootstrap_standard_errors(data_dir):

@@ -143,7 +143,7 @@ from ..inputs.readers.paths import BUNDLED_DIR
 from ..inputs.readers import load_ladder
 from ..inputs.ladder import Ladder, check_target_value
 from ..forecasting.calibration import MIN_FOLDS
-from ..core.quantiles import norm_ppf
+from ..core.quantiles import check_level, norm_ppf
 from ..core.parallel import map_jobs, one_blas_thread, resolved_jobs
 from .. import __version__
 
@@ -1674,8 +1674,7 @@ def predict_accuracy(ladder, task: str | Task, *, target_params,
     """
     targets, several = _targets(target_params, target_tokens)
     _check_step1_law(step1_law)
-    if not (isinstance(level, float) and 0 < level < 1):
-        raise FitError(f"level must be in (0, 1), got {level!r}")
+    check_level(level, what="level")
     # numpy integers (a notebook's np.int64 count) are counts too; bools are not
     n_boot, calibration_draws = (int(v) if isinstance(v, numbers.Integral)
                                  and not isinstance(v, bool) else v

@@ -53,6 +53,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
+from ..core.quantiles import check_level
 from ..core.records import jsonable, positive_number
 from ..errors import FitError, FitWarning, LawError, TargetError, option, user_stacklevel
 from ..inputs.ladder import FLOPS_PER_PARAM_TOKEN, Ladder
@@ -469,8 +470,7 @@ def optimal_allocation(fit_or_params: Any, flops: float, *, draws: Any = None,
     intervals = medians = None
     n_draws = n_invalid = 0
     if draws is not None:
-        if not 0 < level < 1:
-            raise FitError(f"interval level must be in (0, 1), got {level}")
+        check_level(level)
         arr = draws_to_arrays(draws)
         missing = [k for k in REQUIRED_PARAMS if k not in arr]
         if missing:

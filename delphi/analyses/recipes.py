@@ -64,6 +64,7 @@ from ..fitting import engine, refit
 from ..fitting.objective import Problem
 from ..inputs.ladder import FLOPS_PER_PARAM_TOKEN, Ladder
 from ..core.parallel import check_n_jobs, map_jobs
+from ..core.quantiles import check_level
 from ..core.records import jsonable
 from ..core.text import plural
 from ..inputs.readers import as_ladder, load_ladder
@@ -1564,8 +1565,7 @@ def _check_common(ladders, names, pairing, level, n_boot, seed):
         raise LadderError(f"a comparison needs at least two ladders (recipes), got {len(ladders)}")
     if pairing not in PAIRINGS:
         raise FitError(f"unknown pairing {pairing!r}; use {', '.join(PAIRINGS)}")
-    if not (isinstance(level, float) and 0 < level < 1):
-        raise FitError(f"interval level must be in (0, 1), got {level!r}")
+    check_level(level)
     if not (isinstance(n_boot, int) and not isinstance(n_boot, bool) and 20 <= n_boot <= 100_000):
         raise FitError(f"{option('n_boot', '--n-boot')} must be 20 to 100,000 paired bootstrap "
                        f"draws, got {n_boot!r}")

@@ -25,7 +25,7 @@ from typing import Mapping, Sequence
 import numpy as np
 from ..core import shared_fits as shared
 from ..core.quantile_line import quantile_line
-from ..core.quantiles import norm_ppf, t_ppf
+from ..core.quantiles import check_level, norm_ppf, t_ppf
 
 from ..inputs.law_inputs import budget_labels, rows_inputs
 from ..errors import DelphiError, FitError, LadderError, TargetError
@@ -470,8 +470,7 @@ class CalibrationModel:
         c = np.asarray(centre, float)
         if not np.all(np.isfinite(c) & (c > 0)):
             raise TargetError(f"forecast must be finite and > 0, got {centre!r}")
-        if not 0 < level < 1:
-            raise TargetError(f"level must be in (0, 1), got {level!r}")
+        check_level(level, what="level", error=TargetError)
         ps, rs = np.asarray(param_sd, float), np.asarray(run_sd, float)
         if np.any(~np.isfinite(ps) | (ps < 0)) or np.any(~np.isfinite(rs) | (rs < 0)):
             raise TargetError(f"param_sd and run_sd must be finite and >= 0, got "

@@ -35,7 +35,7 @@ from ..inputs.readers import as_ladder
 from ..inputs.law_inputs import lr_ratio
 from ..fitting.diagnostics import (NOISE_FLOOR, attach_identification, refuse_degenerate,
                                    residual_scale)
-from ..core.quantiles import norm_ppf, t_ppf
+from ..core.quantiles import check_level, norm_ppf, t_ppf
 from ..core.parallel import check_n_jobs
 
 if TYPE_CHECKING:
@@ -983,6 +983,8 @@ def _forecast(ladder: Ladder, targets: Sequence, law: str | Law | None, options:
     :func:`compare`'s refits give); ``auto``/``ensemble`` through :func:`predict_selected`, a
     floor range through :func:`delphi.robustness.scan_floor` (``floor_hint`` off inside it)."""
     o = _options(options)
+    if o["interval"] not in (None, "none"):
+        check_level(o["level"])         # before the fit, not after it
     fixed, ensemble, candidates = o["fixed"], o["ensemble"], o["candidates"]
     floor_range, floor_points = o["floor_range"], o["floor_points"]
     allow_degenerate, identify = o["allow_degenerate"], o["identify"]
@@ -1211,8 +1213,7 @@ def _interval(result: Fit, inputs, method, level, n_boot, unit, seed, n_jobs, no
     if method in ("calibrated", "reference"):
         method = "auto"      # the base interval the calibration widens
     # Bad settings are errors, not a silently missing interval.
-    if not (isinstance(level, (int, float)) and 0 < level < 1):
-        raise FitError(f"interval level must be in (0, 1), got {level!r}")
+    check_level(level)
     if not (isinstance(n_boot, int) and 20 <= n_boot <= MAX_DRAWS):
         raise FitError(f"{option('n_boot', '--n-boot')} must be 20 to {MAX_DRAWS:,} bootstrap "
                        f"draws, got {n_boot!r}")

@@ -52,7 +52,7 @@ import pandas as pd
 from scipy import sparse
 from scipy.optimize import linprog
 from ..core.quantile_line import quantile_line
-from ..core.quantiles import norm_ppf
+from ..core.quantiles import check_level, norm_ppf
 
 from .calibration import MAX_FOLDS, SIGMA_FLOOR, CalibrationModel, LFOErrors, leave_future_out
 from ..errors import DelphiError, FitError
@@ -116,8 +116,7 @@ def window_ladders(level: float = DEFAULT_LEVEL) -> int:
 
     Raises FitError for a level outside (0, 1).
     """
-    if not 0 < level < 1:
-        raise FitError(f"level must be in (0, 1), got {level!r}")
+    check_level(level, what="level")
     return max(MIN_LADDERS, math.ceil(level / (1 - level) - 1e-9))
 
 
@@ -375,8 +374,7 @@ class ReferenceClass:
         outside (0, 1) or a bad ``n_rungs``, or when the quantile regression fails; LawError
         for a law delphi does not know.
         """
-        if not 0 < level < 1:
-            raise FitError(f"level must be in (0, 1), got {level!r}")
+        check_level(level, what="level")
         law = get_law(law).name           # LawError naming the known laws
         if n_rungs is not None and (isinstance(n_rungs, bool) or int(n_rungs) != n_rungs
                                     or n_rungs < 1):

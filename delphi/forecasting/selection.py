@@ -30,6 +30,7 @@ from ..errors import (DelphiError, FitError, FitWarning, LadderError, LawError, 
 from ..fitting import DEFAULT_DELTA, fit
 from ..inputs.ladder import Ladder
 from ..laws import get_law
+from ..core.quantiles import check_level
 from ..core.records import positive_number
 from .candidates import (ENSEMBLE_RULE, RECENCY, Candidate, default_candidates,
                          parse_candidates)
@@ -323,8 +324,7 @@ def compare(ladder: Ladder, candidates: Sequence[Candidate | str] | None = None,
     ladder = as_ladder(ladder)      # a DataFrame is read as load_ladder reads it
     if isinstance(candidates, str):
         candidates = parse_candidates(candidates)
-    if not (isinstance(level, (int, float)) and 0 < level < 1):
-        raise FitError(f"level must be in (0, 1), got {level!r}")
+    check_level(level, what="level")
     if max_folds is not None and (isinstance(max_folds, bool) or not isinstance(max_folds, int)
                                   or max_folds < 1):
         raise LadderError(f"max_folds must be a whole number >= 1 or None, got {max_folds!r}")

@@ -32,7 +32,7 @@ from ..fitting.refit import refine_batch, refine_one, weighted_objective
 from ..fitting.objective import Problem
 from ..fitting.search import screen_weighted
 from ..fitting.diagnostics import NOISE_FLOOR, floored_covariance
-from ..core.quantiles import norm_ppf, t_ppf
+from ..core.quantiles import check_level, norm_ppf, t_ppf
 from ..core.parallel import map_jobs
 
 __all__ = ["Interval", "BootstrapDraws", "run_noise", "bootstrap", "delta_interval",
@@ -308,9 +308,7 @@ def _quantile(level: float, dof: int | None) -> float:
 
 
 def _check_level(level: float) -> float:
-    if not (isinstance(level, (int, float)) and 0 < level < 1):
-        raise FitError(f"interval level must be in (0, 1), got {level!r}")
-    return float(level)
+    return check_level(level)           # FitError; a percent (90) gets "did you mean 0.90?"
 
 
 #: exp() of more than this overflows float64: interval ends beyond it do not exist.

@@ -6,8 +6,8 @@ import math
 
 import numpy as np
 
+from ...core.quantiles import check_level as _check
 from ...core.records import jsonable
-from ...errors import FitError
 
 
 #: Per-budget curve fits of :func:`isoflop_analysis`.
@@ -58,10 +58,7 @@ def listed_names(kind: str, items: list[str], limit: int = 12) -> list[str]:
 
 
 def check_level(level: float) -> float:
-    level = float(level)
-    if not 0 < level < 1:
-        raise FitError(f"interval level must be in (0, 1), got {level}")
-    return level
+    return _check(float(level))
 
 
 def percentiles(values: np.ndarray, level: float) -> tuple[float, float] | None:

@@ -186,7 +186,11 @@ def training_share(text: str) -> float:
 
 
 def level(text: str) -> float:
+    from ...core.quantiles import percent_hint   # the library's message for --level 90
     value = positive_float(text)
+    hint = percent_hint(value)
+    if hint is not None:
+        raise argparse.ArgumentTypeError(f"{hint} (got {text!r})")
     if not 0 < value < 1:
         raise argparse.ArgumentTypeError(f"a level is in (0, 1), e.g. 0.9; got {text!r}")
     return value
