@@ -20,6 +20,8 @@ def _ladder():
     (lambda lad: delphi.fit(lad), "fit()"),
     (lambda lad: delphi.backtest(lad), "backtest()"),
     (lambda lad: delphi.prefix_fits(lad), "prefix_fits()"),
+    (lambda lad: delphi.leave_future_out(lad), "leave_future_out()"),         # were TypeErrors
+    (lambda lad: delphi.calibration_backtest(lad), "calibration_backtest()"),  # of Python's
 ])
 def test_a_missing_law_names_the_function_and_the_laws(call, func):
     with pytest.raises(MissingArgumentError) as e:

@@ -150,7 +150,7 @@ class LFOErrors:
         return self.report()
 
 
-def leave_future_out(ladder: Ladder, law: str | Law, *,
+def leave_future_out(ladder: Ladder, law: str | Law | None = None, *,
                      fixed: Mapping[str, float] | None = None,
                      bounds: Mapping[str, Sequence[float]] | None = None,
                      delta: float = DEFAULT_DELTA, min_budgets: int = 3,
@@ -179,7 +179,8 @@ def leave_future_out(ladder: Ladder, law: str | Law, *,
     Parameters
     ----------
     ladder: the runs (final losses of finished runs are used).
-    law: law name or object.
+    law: law name or object (required, as for :func:`delphi.fitting.fit`: None raises
+        :class:`~delphi.errors.MissingArgumentError` listing the laws).
     fixed, bounds, delta, seed: as in :func:`delphi.fitting.fit`.
     min_budgets: fewest compute budgets in the first fit.
     max_folds: at most this many cuts, evenly spaced in order of compute (always keeping the
@@ -197,8 +198,9 @@ def leave_future_out(ladder: Ladder, law: str | Law, *,
     LadderError: the ladder has no compute (``flops``, or params and tokens), or too few
         budgets for any cut (the message gives the counts needed and found).
     FitError: no cut can be fitted (the message names the first).
+    MissingArgumentError: no ``law`` given.
     """
-    law = get_law(law)
+    law = get_law(law, needed_by="leave_future_out")
     fixed = dict(fixed or {})
     finals, pts, budget_of, b_pts, levels, notes = lfo_points(ladder, law)
     n_free = sum(p.name not in fixed for p in law.params)
@@ -689,7 +691,7 @@ class CalibrationBacktest:
         return self.report()
 
 
-def calibration_backtest(ladder: Ladder, law: str | Law, *,
+def calibration_backtest(ladder: Ladder, law: str | Law | None = None, *,
                          fixed: Mapping[str, float] | None = None,
                          bounds: Mapping[str, Sequence[float]] | None = None,
                          delta: float = DEFAULT_DELTA, level: float = DEFAULT_LEVEL,
@@ -705,12 +707,14 @@ def calibration_backtest(ladder: Ladder, law: str | Law, *,
     and each is checked against the observed loss. No extra fits are made.
 
     ``errors``: reuse a leave-future-out pass made with ``fits`` kept (the same settings).
+    ``law`` is required (None raises MissingArgumentError listing the laws), as for
+    :func:`leave_future_out`.
 
     Raises
     ------
     As :func:`leave_future_out`.
     """
-    law = get_law(law)
+    law = get_law(law, needed_by="calibration_backtest")
     if errors is None:
         errors = leave_future_out(ladder, law, fixed=fixed, bounds=bounds, delta=delta,
                                   max_folds=max_folds, cuts=cuts, seed=seed)
