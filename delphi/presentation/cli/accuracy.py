@@ -6,8 +6,8 @@ library at the top (start-up stays light).
 
 from __future__ import annotations
 
-import json
 
+from .output import print_json
 from .options import (LADDER_HELP, add_ladder_options, add_level_option, count, examples,
                       jobs_kwargs, load_from_args, positive_float)
 
@@ -215,7 +215,7 @@ def _accuracy(args) -> int:
                 d["registered"] = {"registry": args.registry, "id": entries[i].id,
                                    "hash": entries[i].hash}
             docs.append(d)
-        print(json.dumps(docs if isinstance(result, list) else docs[0], indent=2))
+        print_json(docs if isinstance(result, list) else docs[0])
         return 0
     if isinstance(result, list):
         f0 = forecasts[0]

@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 from typing import Callable
 
+from .output import json_text, print_json
 from .options import (LADDER_HELP, METRIC_HELP, add_ladder_options, add_level_option,
                       bound_triple, count, examples, fixed_pair, load_from_args, not_a_number,
                       positive_float, serial)
@@ -58,7 +59,7 @@ def _fix_bound_options(p: argparse.ArgumentParser, fix_help: str) -> None:
 
 
 def _dump(obj: dict) -> str:
-    return json.dumps(obj, indent=2, allow_nan=False)
+    return json_text(obj)
 
 
 # ------------------------------------------------------------------------------- isoflop
@@ -424,7 +425,7 @@ def _cmd_hparams(args) -> int:
     rec = result.recommend(flops=args.target_flops, params=args.target_params,
                            tokens=args.target_tokens) if target else None
     if args.json:
-        print(json.dumps({**result.to_dict(), "recommendation": rec}, indent=2, allow_nan=False))
+        print_json({**result.to_dict(), "recommendation": rec})
         return 0
     print(result.report(groups=args.groups))
     if rec is not None:

@@ -10,9 +10,9 @@ at import.
 from __future__ import annotations
 
 import argparse
-import json
 from typing import Callable
 
+from .output import json_text
 from .options import (add_fit_options, add_level_option, add_target_options, count, examples,
                       fixed_pair, positive_float)
 
@@ -27,7 +27,7 @@ MIN_REFIT = 8
 
 
 def _dump(obj: dict) -> str:
-    return json.dumps(obj, indent=2, allow_nan=False)
+    return json_text(obj)
 
 
 def _add_suggest(sub) -> None:

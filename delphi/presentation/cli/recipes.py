@@ -8,7 +8,6 @@ only at import.
 from __future__ import annotations
 
 import argparse
-import json
 from typing import Callable
 
 # As delphi.analyses.recipes.DECISIONS / DEFAULT_DECISION / RUN_NOISES (not imported here:
@@ -17,6 +16,7 @@ DECISIONS = ("law", "anchored", "shrunk", "confident", "robust")
 DEFAULT_DECISION = "robust"
 RUN_NOISES = ("paired", "independent")
 
+from .output import print_json
 from .options import (LADDER_HELP, METRIC_HELP, add_ladder_options, add_level_option, count,
                       examples, fixed_pair, positive_float)
 
@@ -194,7 +194,7 @@ def _cmd(args) -> int:
             out["registered"] = [{"id": e.id, "hash": e.hash, "recipe": e.comparison.recipe,
                                   "target_flops": e.comparison.target_flops}
                                  for e in entries]
-        print(json.dumps(out, indent=2, allow_nan=False))
+        print_json(out)
     else:
         print(result.report())
         if entries:
