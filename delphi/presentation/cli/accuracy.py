@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from .output import print_json
 from .options import (LADDER_HELP, add_ladder_options, add_level_option, count, examples,
-                      jobs_kwargs, load_from_args, positive_float)
+                      jobs_kwargs, load_from_args, positive_float, target_value)
 
 __all__ = ["add_commands"]
 
@@ -34,9 +34,9 @@ def add_commands(sub) -> dict:
     p.add_argument("--tasks", metavar="MANIFEST", default=None,
                    help="tasks manifest: a bundled name or a .toml path (default "
                         "olmo-ladder-tasks: the paper's eight tasks)")
-    p.add_argument("--target-params", type=positive_float, required=True, metavar="N",
+    p.add_argument("--target-params", type=target_value("params"), required=True, metavar="N",
                    help="target model size N in parameters")
-    p.add_argument("--target-tokens", type=positive_float, required=True, metavar="D",
+    p.add_argument("--target-tokens", type=target_value("tokens"), required=True, metavar="D",
                    help="target training tokens D")
     add_level_option(p)
     # 1,000,000: the bootstrap's MAX_DRAWS (not imported, to keep --help's imports light).

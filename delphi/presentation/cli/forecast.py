@@ -9,7 +9,7 @@ from .options import (LADDER_HELP, METRIC_HELP, add_fit_options, add_interval_op
                       add_ladder_options, add_level_option, add_selection_options,
                       add_target_options, count, examples, fit_settings, interval_settings,
                       jobs_kwargs, load_from_args, load_with_defaults, positive_float,
-                      selection_settings, serial, target_from)
+                      selection_settings, serial, target_from, target_value)
 from .output import json_text, note, print_json
 
 __all__ = ["add_commands", "add_curve_options", "check_curve_flags", "curve_forecast"]
@@ -151,12 +151,12 @@ def add_commands(sub) -> dict:
                    help="instead: fit growing prefixes of the ladder (by compute budget), show "
                         "each parameter's and the forecast's path, and flag a steady drift "
                         "(monotone over the last 4 prefixes and beyond 2 combined s.e.)")
-    p.add_argument("--target-flops", type=positive_float, metavar="C",
+    p.add_argument("--target-flops", type=target_value("flops"), metavar="C",
                    help="with --prefixes: the target whose forecast is followed (default the "
                         "manifest's target, else the ladder's largest run)")
-    p.add_argument("--target-params", type=positive_float, metavar="N",
+    p.add_argument("--target-params", type=target_value("params"), metavar="N",
                    help="with --prefixes: target parameters")
-    p.add_argument("--target-tokens", type=positive_float, metavar="D",
+    p.add_argument("--target-tokens", type=target_value("tokens"), metavar="D",
                    help="with --prefixes: target tokens")
 
     p = sub.add_parser("ladders", help="list the bundled ladders",

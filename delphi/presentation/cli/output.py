@@ -18,8 +18,8 @@ from ... import __version__
 from ...errors import DelphiError, for_cli
 from ...core.parallel import is_quiet
 
-__all__ = ["note", "wants_json", "json_text", "print_json", "json_error", "OutputError", "write_stdout", "print_error",
-           "silence_stdout", "command_stdout"]
+__all__ = ["note", "wants_json", "json_text", "print_json", "json_error", "OutputError",
+           "write_stdout", "print_error", "silence_stdout", "command_stdout"]
 
 #: True while :func:`delphi.cli.main` parses a command line that has ``--json``: usage errors,
 #: raised inside argparse before the arguments exist, are then also reported as JSON.
