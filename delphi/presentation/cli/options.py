@@ -401,7 +401,8 @@ def add_target_lr_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--target-batch", type=target_value("batch_size"), metavar="B",
                    help="target batch size [tokens]; D = steps x batch when --target-tokens "
                         "is not given")
-    p.add_argument("--target-active-params", type=target_value("active_params"), metavar="N_ACTIVE",
+    p.add_argument("--target-active-params", type=target_value("active_params"),
+                   metavar="N_ACTIVE",
                    help="MoE target: parameters active per token (C = 6 x N_active x D)")
 
 
