@@ -560,10 +560,10 @@ def test_targets_and_runs_in_python_forms(ladder4):
     f = predict_accuracy(ladder, SIM_TASK, target_params=np.array(1.6e9),
                          target_tokens=np.float64(3.2e10), **kw)
     assert isinstance(f, AccuracyForecast) and f.target == {"params": 1.6e9, "tokens": 3.2e10}
-    with pytest.raises(TargetError, match="target params must be a positive number, got True"):
+    with pytest.raises(TargetError, match="target_params must be a positive number, got True"):
         predict_accuracy(ladder, SIM_TASK, target_params=True, target_tokens=3.2e10)
     # a fresh user's: 1e-3 parameters was extrapolated to; predict refuses it
-    with pytest.raises(TargetError, match=r"target params 0.001 is outside 1..1e\+30: not a "
+    with pytest.raises(TargetError, match=r"target_params 0.001 is outside 1..1e\+30: not a "
                                           r"plausible parameter count"):
         predict_accuracy(ladder, SIM_TASK, target_params=1e-3, target_tokens=3.2e10)
     from delphi.errors import FitError

@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+import delphi
 from delphi.cli import main
 from delphi.errors import for_cli, option
 from test_cli import good_frame
@@ -114,7 +115,8 @@ def test_head_of_a_large_json_output(tmp_path, data_dir):
 def assert_json_error(code, out, err, kind, *fragments, exit_code=1):
     assert code == exit_code
     doc = json.loads(out)             # stdout is exactly one JSON document
-    assert list(doc) == ["error"] and set(doc["error"]) == {"type", "message"}
+    assert list(doc) == ["error", "delphi_version"] and set(doc["error"]) == {"type", "message"}
+    assert doc["delphi_version"] == delphi.__version__
     assert doc["error"]["type"] == kind
     for fragment in fragments:
         assert fragment in doc["error"]["message"], (fragment, doc["error"]["message"])
@@ -215,7 +217,7 @@ def test_json_error_through_the_console_script(tmp_path):
     assert proc.returncode == 2
     assert json.loads(proc.stdout) == {"error": {
         "type": "UsageError", "message": "delphi fit: the following arguments are required: "
-                                         "ladder"}}
+                                         "ladder"}, "delphi_version": delphi.__version__}
 
 
 # --------------------------------------------------------------------- flags, not keywords

@@ -505,11 +505,13 @@ def test_cli_reads_gzip_and_na_ids_and_refuses_extreme_targets(tmp_path, capsys)
     assert json.loads(out)["fit"]["n_runs"] == 12
     assert "RuntimeWarning" not in err
     # In this process (a real one for the same contract: test_cli_bad_inputs_end_in_...).
-    code, _, err = _cli_here(capsys, "predict", str(tmp_path / "runs.csv.gz"),
-                             "--target-flops", "1e308")
-    assert code == 1
-    assert err.strip() == ("delphi: error: target flops 1e+308 is outside 1..1e+40: "
-                           "not a plausible FLOP count (in other units?)")
+    # A target flag's implausible value is a usage error naming the flag (exit code 2).
+    with pytest.raises(SystemExit) as stop:
+        _cli_here(capsys, "predict", str(tmp_path / "runs.csv.gz"), "--target-flops", "1e308")
+    err = capsys.readouterr().err
+    assert stop.value.code == 2 and "RuntimeWarning" not in err
+    assert err.strip().endswith("delphi predict: error: argument --target-flops: 1e+308 is "
+                                "outside 1..1e+40: not a plausible FLOP count (in other units?)")
 
 
 # ---------------------------------------------------------------- found by fuzzing the readers

@@ -229,9 +229,13 @@ def test_a_fresh_users_findings(tmp_path, capsys):
     assert main(["predict", str(path), "--target-flops", "1e22"]) == 1
     err = capsys.readouterr().err
     assert len(err) < 600 and "(rows 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, ... (5000 rows in all))" in err
-    # a negative target is a value error, not "expected one argument"
-    assert main(["predict", "marin-moe-535b", "--target-flops", "-1e22"]) == 1
-    assert "target flops must be a positive finite number, got -1e+22" in capsys.readouterr().err
+    # a negative target is a value error, not "expected one argument"; a bad value of a
+    # flag is a usage error naming it (exit code 2)
+    with pytest.raises(SystemExit) as stop:
+        main(["predict", "marin-moe-535b", "--target-flops", "-1e22"])
+    assert stop.value.code == 2
+    assert ("argument --target-flops: must be a positive finite number, got '-1e22'"
+            in capsys.readouterr().err)
     # backtest without a design is a usage error (exit 2)
     assert main(["backtest", "marin-delphi-dense"]) == 2
     assert "choose one backtest design" in capsys.readouterr().err

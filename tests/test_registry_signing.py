@@ -18,6 +18,7 @@ import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec, ed25519
 
+import delphi
 from delphi import RegistryError
 from delphi.cli import main as registry_main
 from delphi.registry import Registry, generate_key, load_signing_key, load_trusted_keys
@@ -288,7 +289,8 @@ def test_head_prints_the_last_hash_to_publish(tmp_path, capsys):
     code, out, _ = run_cli(capsys, "registry", "head", path)
     assert code == 0 and out == last + "\n"
     code, out, _ = run_cli(capsys, "registry", "head", path, "--json")
-    assert json.loads(out) == {"path": str(path), "head": last, "n_entries": 2}
+    assert json.loads(out) == {"path": str(path), "head": last, "n_entries": 2,
+                               "delphi_version": delphi.__version__}
     # Published, then the last entry is cut off: the chain alone verifies, the head does not.
     path.write_bytes(b"".join(x + b"\n" for x in path.read_bytes().split(b"\n")[:1]))
     assert reg.verify().ok

@@ -193,6 +193,7 @@ def test_cli_track_json_and_alarm_exit(registry, registered, tmp_path, capsys):
                  "--patience", "2"])
     doc = json.loads(capsys.readouterr().out)
     assert code == 3 and doc["alarm"] is True and doc["id"] == "hero"
+    assert doc["delphi_version"] == delphi.__version__
     keys = {"step", "fraction", "loss", "z", "pit", "inside", "revised"}
     assert keys <= set(doc["checkpoints"][0])
     assert set(doc["checkpoints"][0]["revised"]) >= {"loss", "lower", "upper"}
@@ -206,6 +207,8 @@ def test_cli_track_json_and_alarm_exit(registry, registered, tmp_path, capsys):
     assert records[-1]["alarm"] and records[-1]["step"] == doc["alarm_step"]
     assert summary["summary"]["alarm"] and summary["summary"]["alarm_step"] == doc["alarm_step"]
     assert summary["summary"]["n_recorded"] == 0 and "notes" in summary["summary"]
+    # each line is read alone: every record says which delphi wrote it
+    assert all(r["delphi_version"] == delphi.__version__ for r in [*records, summary])
 
 
 def test_cli_follow_json_interrupted_ends_the_stream_with_one_line(registry, registered,
@@ -228,7 +231,7 @@ def test_cli_follow_json_interrupted_ends_the_stream_with_one_line(registry, reg
     lines = capsys.readouterr().out.strip().splitlines()
     *records, last = [json.loads(x) for x in lines]
     assert code == 130 and len(records) == 4 and all(r["recorded"] for r in records)
-    assert last["error"]["type"] == "Interrupted"
+    assert last["error"]["type"] == "Interrupted" and last["delphi_version"] == delphi.__version__
     assert "records above were written" in last["error"]["message"]
     assert len(delphi.Registry(registry).outcomes("hero")) == 4
     # without --follow the JSON error is still the usual indented document

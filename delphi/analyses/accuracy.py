@@ -972,17 +972,18 @@ def _targets(target_params, target_tokens) -> tuple[list[dict], bool]:
 def _check_target(target_params, target_tokens) -> dict:
     out = {}
     for name, v in (("params", target_params), ("tokens", target_tokens)):
+        arg = f"target_{name}"      # the API's argument; the CLI checks its flags when parsing
         if isinstance(v, (bool, np.bool_)):
-            raise TargetError(f"target {name} must be a positive number, got {v!r}")
+            raise TargetError(f"{arg} must be a positive number, got {v!r}")
         try:
             f = float(v)
         except (TypeError, ValueError):
-            raise TargetError(f"target {name} must be a positive number, got {v!r}") from None
+            raise TargetError(f"{arg} must be a positive number, got {v!r}") from None
         if not (math.isfinite(f) and f > 0):
-            raise TargetError(f"target {name} must be a positive finite number, got {v!r}")
+            raise TargetError(f"{arg} must be a positive finite number, got {v!r}")
         # the magnitudes predict's target and the ladder's columns are held to (1e-3
         # parameters was extrapolated to)
-        out[name] = check_target_value(name, f)
+        out[name] = check_target_value(name, f, label=arg)
     return out
 
 

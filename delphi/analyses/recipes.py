@@ -653,9 +653,11 @@ def _specs(ladders, law, target_flops, target_params, target_tokens) -> list[_Sp
                           f"{option('target_tokens', '--target-tokens')} D")
     conv = ladders[0].flops_convention
     k = conv.median if conv is not None else 1.0
-    for x in flops + params + tokens:
-        if not (math.isfinite(x) and x > 0):
-            raise TargetError(f"a target must be positive and finite, got {x!r}")
+    for arg, values in (("target_flops", flops), ("target_params", params),
+                        ("target_tokens", tokens)):
+        for x in values:
+            if not (math.isfinite(x) and x > 0):
+                raise TargetError(f"{arg} must be positive and finite, got {x!r}")
     # a target given twice is one row (dict.fromkeys keeps the order given)
     if flops:
         return [_Spec(float(c)) for c in dict.fromkeys(flops)]

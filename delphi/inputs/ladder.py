@@ -177,20 +177,22 @@ def budget_labels(table: pd.DataFrame, tolerance: float = 1.05) -> pd.Series:
     return pd.Series(ids).reindex(table.index)
 
 
-def check_target_value(name: str, value) -> float:
+def check_target_value(name: str, value, label: str | None = None) -> float:
     """A target's value of column ``name`` (``flops`` [FLOPs], ``params``, ``tokens``...) as a
     float, checked against the same plausible magnitudes as the ladder's columns
-    (:data:`_MAGNITUDE`; beyond them 6·N·D and the laws' powers overflow float64).
+    (:data:`_MAGNITUDE`; beyond them 6·N·D and the laws' powers overflow float64). Messages
+    call it ``label``: the caller's argument (``target_params``), by default ``target NAME``
+    (a key of :func:`delphi.predict`'s ``target``).
 
     Raises
     ------
     TargetError: not a positive finite number, or outside the column's plausible range.
     """
-    value = positive_number(value, f"target {name} must be a positive finite number",
-                            TargetError)
+    label = f"target {name}" if label is None else label
+    value = positive_number(value, f"{label} must be a positive finite number", TargetError)
     lo, hi, noun = _MAGNITUDE.get(name, (0.0, math.inf, ""))
     if not lo <= value <= hi:
-        raise TargetError(f"target {name} {value:.4g} is outside {lo:g}..{hi:g}: not a "
+        raise TargetError(f"{label} {value:.4g} is outside {lo:g}..{hi:g}: not a "
                           f"plausible {noun} (in other units?)")
     return value
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import codecs
 import csv
+import difflib
 import glob
 import gzip
 import io
@@ -656,6 +657,20 @@ def concat_files(frames: Sequence[pd.DataFrame], files: Sequence[Path]) -> pd.Da
     return pd.concat(frames, ignore_index=True, sort=False)
 
 
+#: The field's symbols for the canonical columns (``--columns N=n_params`` means params).
+_SYMBOLS = {"n": "params", "d": "tokens", "c": "flops", "l": "loss", "n_active": "active_params"}
+
+
+def _with_guess(name: str) -> str:
+    """``name`` with the canonical column it was probably meant to be: ``parms (did you mean
+    'params'?)``; a field symbol (N, D, C) names its column; ``name`` alone when nothing is
+    close (difflib's ratio below 0.6)."""
+    key = name.strip().lower()
+    guess = _SYMBOLS.get(key) or next(iter(difflib.get_close_matches(
+        key, CANONICAL_COLUMNS, n=1, cutoff=0.6)), None)
+    return f"{name} (did you mean {guess!r}?)" if guess else name
+
+
 def canonicalize(frame: pd.DataFrame, *, columns: Mapping[str, str] | None = None,
                  scale: Mapping[str, float] | None = None, metric: str | None = None,
                  defaults: Sequence[ColumnDefault] = (), where: str = "source",
@@ -718,9 +733,10 @@ def canonicalize(frame: pd.DataFrame, *, columns: Mapping[str, str] | None = Non
             raise LadderError(f"{where}: --metric {metric!r}: 'run' is the run id column, not a "
                               f"loss; name the loss column")
         mapping["loss"] = metric
-    unknown = sorted(set(mapping) - set(CANONICAL_COLUMNS))
+    unknown = [name for name in mapping if name not in CANONICAL_COLUMNS]    # as given
     if unknown:
-        raise LadderError(f"{where}: unknown canonical column(s) {', '.join(unknown)}; "
+        raise LadderError(f"{where}: unknown canonical column(s) "
+                          f"{', '.join(_with_guess(str(u)) for u in unknown)}; "
                           f"known: {', '.join(CANONICAL_COLUMNS)}")
     factors = {}
     for d in defaults:

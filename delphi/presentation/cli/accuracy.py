@@ -6,10 +6,10 @@ library at the top (start-up stays light).
 
 from __future__ import annotations
 
-import json
 
+from .output import print_json
 from .options import (LADDER_HELP, add_ladder_options, add_level_option, count, examples,
-                      jobs_kwargs, load_from_args, positive_float)
+                      jobs_kwargs, load_from_args, positive_float, target_value)
 
 __all__ = ["add_commands"]
 
@@ -34,9 +34,9 @@ def add_commands(sub) -> dict:
     p.add_argument("--tasks", metavar="MANIFEST", default=None,
                    help="tasks manifest: a bundled name or a .toml path (default "
                         "olmo-ladder-tasks: the paper's eight tasks)")
-    p.add_argument("--target-params", type=positive_float, required=True, metavar="N",
+    p.add_argument("--target-params", type=target_value("params"), required=True, metavar="N",
                    help="target model size N in parameters")
-    p.add_argument("--target-tokens", type=positive_float, required=True, metavar="D",
+    p.add_argument("--target-tokens", type=target_value("tokens"), required=True, metavar="D",
                    help="target training tokens D")
     add_level_option(p)
     # 1,000,000: the bootstrap's MAX_DRAWS (not imported, to keep --help's imports light).
@@ -215,7 +215,7 @@ def _accuracy(args) -> int:
                 d["registered"] = {"registry": args.registry, "id": entries[i].id,
                                    "hash": entries[i].hash}
             docs.append(d)
-        print(json.dumps(docs if isinstance(result, list) else docs[0], indent=2))
+        print_json(docs if isinstance(result, list) else docs[0])
         return 0
     if isinstance(result, list):
         f0 = forecasts[0]

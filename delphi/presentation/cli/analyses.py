@@ -14,9 +14,10 @@ import sys
 from pathlib import Path
 from typing import Callable
 
+from .output import json_text, print_json
 from .options import (LADDER_HELP, METRIC_HELP, add_ladder_options, add_level_option,
                       bound_triple, count, examples, fixed_pair, load_from_args, not_a_number,
-                      positive_float, serial)
+                      positive_float, serial, target_value)
 from ...errors import FitError, LadderError, TargetError
 
 __all__ = ["add_commands"]
@@ -58,7 +59,7 @@ def _fix_bound_options(p: argparse.ArgumentParser, fix_help: str) -> None:
 
 
 def _dump(obj: dict) -> str:
-    return json.dumps(obj, indent=2, allow_nan=False)
+    return json_text(obj)
 
 
 # ------------------------------------------------------------------------------- isoflop
@@ -102,7 +103,7 @@ def _add_isoflop(sub) -> None:
                    help="Approach 1: curves that must cover a FLOP value (default 2)")
     p.add_argument("--keep-edge", action="store_true",
                    help="Approach 1: also fit FLOP values won by the smallest or largest model")
-    p.add_argument("--target-flops", type=number, metavar="C",
+    p.add_argument("--target-flops", type=target_value("flops"), metavar="C",
                    help="also print N*, D* at this compute [FLOPs]")
     p.add_argument("--metric", metavar="COLUMN", help=METRIC_HELP)
     _common(p)
@@ -142,7 +143,7 @@ def _add_optimal(sub) -> None:
             "delphi optimal gadre2024 --target-flops 1e22 --allow-unidentified "
             "--allow-outside-design"))
     p.add_argument("ladder", help=LADDER_HELP)
-    p.add_argument("--target-flops", type=number, metavar="C",
+    p.add_argument("--target-flops", type=target_value("flops"), metavar="C",
                    help="target compute [FLOPs] (default: the manifest's target)")
     p.add_argument("--floor", type=number, metavar="E", help="fix the irreducible loss E")
     _fix_bound_options(p, "fix a parameter (repeatable)")
@@ -231,7 +232,7 @@ def _add_plan(sub) -> None:
             "delphi plan --target-flops 1e22 --from marin-isoflop-dclm --from-method isoflop",
             "delphi plan --target-flops 5.9e23 --target-params 7e10 --target-tokens 1.4e12 "
             "--score design.csv --prior-params E=1.69 A=406.4 B=410.7 alpha=0.34 beta=0.28"))
-    p.add_argument("--target-flops", type=number, metavar="C",
+    p.add_argument("--target-flops", type=target_value("flops"), metavar="C",
                    help="target compute [FLOPs] (or --target-params N with --target-tokens D: "
                         "C = 6 N D)")
     p.add_argument("--fraction", type=number, default=0.01, metavar="SHARE",
@@ -401,11 +402,11 @@ def _add_hparams(subparsers) -> None:
     p.add_argument("ladder", help=LADDER_HELP + "; its runs need LR sweeps (peak_lr)")
     p.add_argument("--law", default="steplaw", metavar="LAW",
                    help="deepseek (eta*(C), B*(C)) or steplaw (eta*(N, D), B*(D)); default steplaw")
-    p.add_argument("--target-flops", type=positive_float, metavar="C",
+    p.add_argument("--target-flops", type=target_value("flops"), metavar="C",
                    help="target compute [FLOPs] to recommend a peak LR (and batch) for")
-    p.add_argument("--target-params", type=positive_float, metavar="N",
+    p.add_argument("--target-params", type=target_value("params"), metavar="N",
                    help="target parameters (steplaw)")
-    p.add_argument("--target-tokens", type=positive_float, metavar="D",
+    p.add_argument("--target-tokens", type=target_value("tokens"), metavar="D",
                    help="target tokens (steplaw)")
     p.add_argument("--include-edge", action="store_true",
                    help="also fit sweeps whose best LR is at the edge of the sweep")
@@ -424,7 +425,7 @@ def _cmd_hparams(args) -> int:
     rec = result.recommend(flops=args.target_flops, params=args.target_params,
                            tokens=args.target_tokens) if target else None
     if args.json:
-        print(json.dumps({**result.to_dict(), "recommendation": rec}, indent=2, allow_nan=False))
+        print_json({**result.to_dict(), "recommendation": rec})
         return 0
     print(result.report(groups=args.groups))
     if rec is not None:

@@ -10,11 +10,11 @@ at import.
 from __future__ import annotations
 
 import argparse
-import json
 from typing import Callable
 
+from .output import json_text
 from .options import (add_fit_options, add_level_option, add_target_options, count, examples,
-                      fixed_pair, positive_float)
+                      fixed_pair, positive_float, target_value)
 
 __all__ = ["add_commands", "add_score_options", "score_command"]
 
@@ -27,7 +27,7 @@ MIN_REFIT = 8
 
 
 def _dump(obj: dict) -> str:
-    return json.dumps(obj, indent=2, allow_nan=False)
+    return json_text(obj)
 
 
 def _add_suggest(sub) -> None:
@@ -117,9 +117,9 @@ def add_score_options(p: argparse.ArgumentParser) -> None:
                         "tokens, optionally flops, peak_lr): its expected interval width at "
                         "the target under the prior law (--from LADDER fitted, or "
                         "--prior-params)")
-    g.add_argument("--target-params", type=positive_float, metavar="N",
+    g.add_argument("--target-params", type=target_value("params"), metavar="N",
                    help="--score: target parameters (a law of N and D needs them)")
-    g.add_argument("--target-tokens", type=positive_float, metavar="D",
+    g.add_argument("--target-tokens", type=target_value("tokens"), metavar="D",
                    help="--score: target tokens")
     g.add_argument("--prior-params", type=fixed_pair, action="extend", nargs="+", default=[],
                    metavar="NAME=VALUE",

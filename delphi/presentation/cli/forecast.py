@@ -4,16 +4,13 @@ only; the work is in :mod:`delphi.forecast`, :mod:`delphi.fitting`, :mod:`delphi
 
 from __future__ import annotations
 
-import json
-
-from ... import __version__
 from ...errors import DelphiError
 from .options import (LADDER_HELP, METRIC_HELP, add_fit_options, add_interval_options,
                       add_ladder_options, add_level_option, add_selection_options,
                       add_target_options, count, examples, fit_settings, interval_settings,
                       jobs_kwargs, load_from_args, load_with_defaults, positive_float,
-                      selection_settings, serial, target_from)
-from .output import note
+                      selection_settings, serial, target_from, target_value)
+from .output import json_text, note, print_json
 
 __all__ = ["add_commands", "add_curve_options", "check_curve_flags", "curve_forecast"]
 
@@ -154,12 +151,12 @@ def add_commands(sub) -> dict:
                    help="instead: fit growing prefixes of the ladder (by compute budget), show "
                         "each parameter's and the forecast's path, and flag a steady drift "
                         "(monotone over the last 4 prefixes and beyond 2 combined s.e.)")
-    p.add_argument("--target-flops", type=positive_float, metavar="C",
+    p.add_argument("--target-flops", type=target_value("flops"), metavar="C",
                    help="with --prefixes: the target whose forecast is followed (default the "
                         "manifest's target, else the ladder's largest run)")
-    p.add_argument("--target-params", type=positive_float, metavar="N",
+    p.add_argument("--target-params", type=target_value("params"), metavar="N",
                    help="with --prefixes: target parameters")
-    p.add_argument("--target-tokens", type=positive_float, metavar="D",
+    p.add_argument("--target-tokens", type=target_value("tokens"), metavar="D",
                    help="with --prefixes: target tokens")
 
     p = sub.add_parser("ladders", help="list the bundled ladders",
@@ -194,8 +191,7 @@ def _cmd_predict(args) -> int:
                            **interval_settings(args), **jobs_kwargs(args),
                            floor_range=floor_range, allow_degenerate=args.allow_degenerate,
                            **chosen)
-    print(json.dumps(forecast.to_dict(), indent=2, allow_nan=False) if args.json
-          else forecast.report())
+    print(json_text(forecast.to_dict()) if args.json else forecast.report())
     return 0
 
 
@@ -218,8 +214,7 @@ def _cmd_fit(args) -> int:
                          "sha256": result.extra["sha256"], "metric": ladder.metric,
                          "unit": ladder.unit,
                          "flops_convention": conv.to_dict() if conv is not None else None}
-        out["delphi_version"] = __version__
-        print(json.dumps(out, indent=2, allow_nan=False))
+        print_json(out)
     else:
         print(f"ladder     {ladder.name} ({ladder.source}), metric {ladder.metric} [{ladder.unit}]")
         conv = ladder.flops_convention
@@ -253,8 +248,7 @@ def _cmd_complete(args) -> int:
         from ...forecasting.curves import complete
 
         result = complete(ladder, args.run[0], args.law, **settings)
-        print(json.dumps(result.to_dict(), indent=2, allow_nan=False) if args.json
-              else result.report())
+        print(json_text(result.to_dict()) if args.json else result.report())
         return 0
     runs = list(ladder.runs) if args.all_runs else list(dict.fromkeys(args.run))
     if not args.json and not args.verbose:
@@ -269,10 +263,9 @@ def _cmd_complete(args) -> int:
         # every run asked for is in "runs": completed ones, the others with their reason.
         records = {c.run: c.to_dict() for c in done}
         records.update({run: {"run": run, "error": reason} for run, reason in failed})
-        print(json.dumps({"ladder": ladder.name, "law": args.law, "n_runs": len(runs),
-                          "n_completed": len(done),
-                          "runs": [records[r] for r in runs if r in records]},
-                         indent=2, allow_nan=False))
+        print_json({"ladder": ladder.name, "law": args.law, "n_runs": len(runs),
+                    "n_completed": len(done),
+                    "runs": [records[r] for r in runs if r in records]})
     else:
         print("\n\n".join(c.report() for c in done))
     if not done:
@@ -419,7 +412,7 @@ def _cmd_backtest(args) -> int:
                       include_unfinished=args.include_unfinished,
                       interval=None if args.interval == "none" else args.interval,
                       level=args.level, n_boot=args.n_boot, **jobs_kwargs(args))
-    print(json.dumps(result.to_dict(), indent=2, allow_nan=False) if args.json else result.report())
+    print(json_text(result.to_dict()) if args.json else result.report())
     return 0
 
 
@@ -438,7 +431,7 @@ def _backtest_prefixes(args, ladder, law, settings, defaults) -> int:
     result = prefix_fits(ladder, law, target, fixed=settings["fixed"], bounds=settings["bounds"],
                          delta=settings["delta"], include_unfinished=args.include_unfinished,
                          **jobs_kwargs(args))
-    print(json.dumps(result.to_dict(), indent=2, allow_nan=False) if args.json else result.report())
+    print(json_text(result.to_dict()) if args.json else result.report())
     return 0
 
 
@@ -447,8 +440,8 @@ def _cmd_ladders(args) -> int:
 
     rows = list_ladders()
     if args.json:
-        print(json.dumps({"n_ladders": len(rows), "ladders": [
-            {"name": n, "description": d} for n, d in rows]}, indent=2))
+        print_json({"n_ladders": len(rows), "ladders": [
+            {"name": n, "description": d} for n, d in rows]})
     else:
         width = max((len(n) for n, _ in rows), default=0)
         for name, description in rows:

@@ -221,8 +221,10 @@ def _run(args, handlers: dict) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``delphi`` console script; returns the exit code.
 
-    Exit codes: 0 success, 1 a delphi error (bad ladder, law, target or failed fit: one line on
-    stderr, no traceback unless ``--debug``), 2 bad command-line usage (argparse).
+    Exit codes: 0 success, 1 a delphi error (bad ladder, law, manifest target or failed fit:
+    one line on stderr, no traceback unless ``--debug``), 2 bad command-line usage (argparse),
+    a bad value of a flag included: ``--level 2``, ``--target-params -1`` (or ``abc``, ``0``,
+    ``nan``, or a value beyond the plausible magnitudes), the message naming the flag.
 
     With ``--json`` stdout holds exactly one JSON document: the result, or on an error
     ``{"error": {"type": NAME, "message": TEXT}}`` where NAME is the

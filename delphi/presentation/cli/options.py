@@ -10,6 +10,7 @@ library modules are imported inside the functions that need them.
 from __future__ import annotations
 
 import argparse
+import math
 import re
 
 from ...errors import LawError
@@ -174,6 +175,28 @@ def positive_float(text: str) -> float:
     except ValueError:
         raise not_a_number(text) from None
     return value  # range checks happen in the library, which names the quantity
+
+
+def target_value(column: str):
+    """The argparse type of a target flag (``--target-params`` for ``column`` ``params``): a
+    positive finite number within the plausible magnitudes a ladder's ``column`` is held to
+    (:data:`delphi.inputs.ladder.MAGNITUDES`, as :class:`~delphi.forecast.Target` checks
+    it). Anything else is a usage error naming the flag (exit code 2, as ``--level 2`` or
+    ``--target-params abc``), not a TargetError from the library (exit code 1) that names the
+    API's ``target`` key."""
+    def parse(text: str) -> float:
+        value = positive_float(text)
+        if not (math.isfinite(value) and value > 0):
+            raise argparse.ArgumentTypeError(f"must be a positive finite number, got {text!r}")
+        from ...inputs.ladder import MAGNITUDES   # here: parsing --help imports no pandas
+
+        lo, hi, noun = MAGNITUDES.get(column, (0.0, math.inf, ""))
+        if not lo <= value <= hi:
+            raise argparse.ArgumentTypeError(f"{value:.4g} is outside {lo:g}..{hi:g}: not a "
+                                             f"plausible {noun} (in other units?)")
+        return value
+    parse.__name__ = "target value"     # argparse's message for a ValueError names the type
+    return parse
 
 
 def training_share(text: str) -> float:
@@ -361,28 +384,29 @@ class Once(argparse.Action):
 def add_target_options(p: argparse.ArgumentParser) -> None:
     """The target of ``predict`` and ``register``: ``--target-flops/-params/-tokens/-name`` and
     the learning-rate options of :func:`add_target_lr_options`."""
-    p.add_argument("--target-flops", type=positive_float, metavar="C", action=Once,
+    p.add_argument("--target-flops", type=target_value("flops"), metavar="C", action=Once,
                    help="target compute [FLOPs]")
-    p.add_argument("--target-params", type=positive_float, metavar="N", action=Once,
+    p.add_argument("--target-params", type=target_value("params"), metavar="N", action=Once,
                    help="target parameters")
-    p.add_argument("--target-tokens", type=positive_float, metavar="D", action=Once,
+    p.add_argument("--target-tokens", type=target_value("tokens"), metavar="D", action=Once,
                    help="target tokens")
     p.add_argument("--target-name", metavar="NAME", help="label for the target")
     add_target_lr_options(p)
 
 
 def add_target_lr_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--target-peak-lr", type=positive_float, metavar="ETA",
+    p.add_argument("--target-peak-lr", type=target_value("peak_lr"), metavar="ETA",
                    help="target peak learning rate (chinchilla-lr; default: the fitted optimum)")
     p.add_argument("--target-schedule", metavar="SPEC",
                    help="target LR schedule, e.g. cosine:warmup=50,final=0.1 or "
                         "wsd:decay=0.2,cooldown=1-sqrt (chinchilla-ckpt; default: ends like the "
                         "ladder's finished runs)")
-    p.add_argument("--target-steps", type=positive_float, metavar="T", help="target steps")
-    p.add_argument("--target-batch", type=positive_float, metavar="B",
+    p.add_argument("--target-steps", type=target_value("steps"), metavar="T", help="target steps")
+    p.add_argument("--target-batch", type=target_value("batch_size"), metavar="B",
                    help="target batch size [tokens]; D = steps x batch when --target-tokens "
                         "is not given")
-    p.add_argument("--target-active-params", type=positive_float, metavar="N_ACTIVE",
+    p.add_argument("--target-active-params", type=target_value("active_params"),
+                   metavar="N_ACTIVE",
                    help="MoE target: parameters active per token (C = 6 x N_active x D)")
 
 

@@ -1,5 +1,7 @@
 """What the ``delphi`` command writes: results on stdout, notes and errors on stderr, and the
-JSON error contract (``{"error": {"type": NAME, "message": TEXT}}``) of ``--json``.
+JSON contract of ``--json``: every document is printed by :func:`print_json` (or, one record
+a line, :func:`json_text`), which adds ``"delphi_version"``; an error is
+``{"error": {"type": NAME, "message": TEXT}, "delphi_version": VERSION}``.
 
 Standard library only, so that usage errors answer without importing the fitting stack.
 """
@@ -12,11 +14,12 @@ import sys
 import textwrap
 from typing import Sequence
 
+from ... import __version__
 from ...errors import DelphiError, for_cli
 from ...core.parallel import is_quiet
 
-__all__ = ["note", "wants_json", "json_error", "OutputError", "write_stdout", "print_error",
-           "silence_stdout", "command_stdout"]
+__all__ = ["note", "wants_json", "json_text", "print_json", "json_error", "OutputError",
+           "write_stdout", "print_error", "silence_stdout", "command_stdout"]
 
 #: True while :func:`delphi.cli.main` parses a command line that has ``--json``: usage errors,
 #: raised inside argparse before the arguments exist, are then also reported as JSON.
@@ -92,12 +95,33 @@ def wants_json(argv: Sequence[str]) -> bool:
 JSON_LINES = False
 
 
+def json_text(obj, one_line: bool = False) -> str:
+    """``obj`` as the text of one ``--json`` document: indented by 2, or on one line for a
+    JSON Lines record (``one_line``). A dict gets the top-level key ``"delphi_version"``
+    (:data:`delphi.__version__`, last), unless it records one already (a registry entry
+    written by this delphi); a list is printed as it is, nothing added inside it. Every
+    record of a JSON Lines stream is a dict and gets the key too: a line is read alone.
+
+    Raises ValueError on a NaN or infinity (``allow_nan=False``): they are not JSON, and a
+    command turns them into None (``null``) or an error before printing."""
+    if isinstance(obj, dict) and "delphi_version" not in obj:
+        obj = {**obj, "delphi_version": __version__}
+    return json.dumps(obj, indent=None if one_line else 2, allow_nan=False)
+
+
+def print_json(obj) -> None:
+    """Print ``obj`` as the command's ``--json`` document (:func:`json_text`) on stdout; the
+    way every command prints its JSON, so that each document says which delphi made it."""
+    print(json_text(obj))
+
+
 def json_error(kind: str, message: str) -> None:
-    """Print ``{"error": {"type": kind, "message": message}}`` on stdout (the JSON error
-    contract; on one line when :data:`JSON_LINES`); a reader that has gone away, or a stdout
-    that cannot be written, is ignored (the error is also printed on stderr)."""
-    text = json.dumps({"error": {"type": kind, "message": for_cli(message)}},
-                      indent=None if JSON_LINES else 2)
+    """Print ``{"error": {"type": kind, "message": message}, "delphi_version": VERSION}`` on
+    stdout (the JSON error contract; on one line when :data:`JSON_LINES`); a reader that has
+    gone away, or a stdout that cannot be written, is ignored (the error is also printed on
+    stderr)."""
+    text = json_text({"error": {"type": kind, "message": for_cli(message)}},
+                     one_line=JSON_LINES)
     try:
         print(text, flush=True)
     except OSError:  # BrokenPipeError, or a full / closed stdout

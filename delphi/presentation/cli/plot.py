@@ -8,14 +8,13 @@ needed) and the library are imported by the handler, so ``delphi --help`` stays 
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import warnings
 from pathlib import Path
 
 from ...errors import DelphiError, LadderError, LawError, for_cli
 from .accuracy import add_fit_options as add_accuracy_fit_options
-from .output import command_stdout, note
+from .output import command_stdout, note, print_json
 from .options import (HelpFormatter, add_fit_options, add_interval_options,
                       add_target_options, count,
                       fit_settings, interval_settings, jobs_kwargs, load_from_args,
@@ -302,8 +301,8 @@ def _cmd_plot(args) -> int:
         note(f"wrote the {kind} figure ({fmt}) to standard output")
         note(f"caption: {caption}")
     elif args.json:
-        print(json.dumps({"path": str(path.resolve()), "kind": kind, "format": fmt,
-                          "caption": caption}, indent=2))
+        print_json({"path": str(path.resolve()), "kind": kind, "format": fmt,
+                    "caption": caption})
     else:
         print(f"wrote the {kind} figure to {path}")
         print(f"caption: {caption}")

@@ -8,7 +8,6 @@ only at import.
 from __future__ import annotations
 
 import argparse
-import json
 from typing import Callable
 
 # As delphi.analyses.recipes.DECISIONS / DEFAULT_DECISION / RUN_NOISES (not imported here:
@@ -17,8 +16,9 @@ DECISIONS = ("law", "anchored", "shrunk", "confident", "robust")
 DEFAULT_DECISION = "robust"
 RUN_NOISES = ("paired", "independent")
 
+from .output import print_json
 from .options import (LADDER_HELP, METRIC_HELP, add_ladder_options, add_level_option, count,
-                      examples, fixed_pair, positive_float)
+                      examples, fixed_pair, positive_float, target_value)
 
 __all__ = ["add_commands"]
 
@@ -48,11 +48,11 @@ def _add(sub) -> None:
     p.add_argument("ladders", nargs="+", metavar="LADDER",
                    help=f"two or more ladders, the reference first; each a {LADDER_HELP}; at "
                         f"most one from standard input")
-    p.add_argument("--target-flops", type=positive_float, action="append", default=[],
+    p.add_argument("--target-flops", type=target_value("flops"), action="append", default=[],
                    metavar="C", help="target compute [FLOPs] (repeatable: one row each)")
-    p.add_argument("--target-params", type=positive_float, action="append", default=[],
+    p.add_argument("--target-params", type=target_value("params"), action="append", default=[],
                    metavar="N", help="target parameters, with --target-tokens (repeatable)")
-    p.add_argument("--target-tokens", type=positive_float, action="append", default=[],
+    p.add_argument("--target-tokens", type=target_value("tokens"), action="append", default=[],
                    metavar="D", help="target tokens, one per --target-params (repeatable)")
     p.add_argument("--law", metavar="LAW", choices=("chinchilla", "power"),
                    help="law fitted to every ladder: chinchilla or power (default: chinchilla "
@@ -194,7 +194,7 @@ def _cmd(args) -> int:
             out["registered"] = [{"id": e.id, "hash": e.hash, "recipe": e.comparison.recipe,
                                   "target_flops": e.comparison.target_flops}
                                  for e in entries]
-        print(json.dumps(out, indent=2, allow_nan=False))
+        print_json(out)
     else:
         print(result.report())
         if entries:

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import argparse
 import csv
-import json
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable
@@ -20,7 +19,7 @@ from .options import (Parser, add_fit_options, add_interval_options, add_selecti
                       jobs_kwargs, load_with_defaults, selection_settings, serial,
                       positive_float, target_from, training_share)
 from . import forecast as forecast_cmd
-from .output import note
+from .output import note, print_json
 
 if TYPE_CHECKING:
     from ...registry import Registry
@@ -319,10 +318,6 @@ def _parse_interval(text: str | None):
                             f"{text!r}") from None
 
 
-def _print_json(obj) -> None:
-    print(json.dumps(obj, indent=2, allow_nan=False))
-
-
 # --------------------------------------------------------------------------- handlers
 def _cmd_register(args) -> int:
     from ...registry import load_signing_key
@@ -395,7 +390,7 @@ def _cmd_register(args) -> int:
             forecast = predict(ladder, target, law, **settings, **jobs_kwargs(args), **chosen)
         entry = reg.register(forecast, settings=settings, **common)
     if args.json:
-        _print_json(entry.fields())
+        print_json(entry.fields())
     else:
         if forecast is not None:
             print(forecast.report())
@@ -433,7 +428,7 @@ def _cmd_score(args) -> int:
             notes=args.notes, created_at=args.created_at, unit=args.unit,
             sign_key=args.sign_key)
         if args.json:
-            _print_json(result.to_dict())
+            print_json(result.to_dict())
         else:
             print(result.report())
         return 0
@@ -443,7 +438,7 @@ def _cmd_score(args) -> int:
                                           unit=args.unit, sign_key=args.sign_key,
                                           force=args.force)
     if args.json:
-        _print_json(score.to_dict())
+        print_json(score.to_dict())
     else:
         print(score.report())
     return 0
@@ -461,7 +456,7 @@ def _cmd_registry(args) -> int:
         line, pub = generate_key(args.key_file, name=args.name)
         key, name = line.split(" ", 1)
         if args.json:
-            _print_json({"private_key_file": args.key_file, "public_key_file": str(pub),
+            print_json({"private_key_file": args.key_file, "public_key_file": str(pub),
                          "public_key": key, "name": name, "fingerprint": _fingerprint(key),
                          "created_folders": [str(p) for p in reversed(missing)]})
         else:
@@ -478,7 +473,7 @@ def _cmd_registry(args) -> int:
     if action == "verify":
         report = reg.verify(expect_head=args.expect_head, trusted_keys=args.trusted_keys)
         if args.json:
-            _print_json(report.to_dict())
+            print_json(report.to_dict())
         else:
             print(report)
             if report.trusted or any(s.key for s in report.signers):
@@ -490,7 +485,7 @@ def _cmd_registry(args) -> int:
     if action == "head":
         head = reg.head()
         if args.json:
-            _print_json({"path": str(reg.path), "head": head,
+            print_json({"path": str(reg.path), "head": head,
                          "n_entries": reg.verify().n_entries})
         else:
             print(head)
@@ -500,7 +495,7 @@ def _cmd_registry(args) -> int:
         backup = reg.repair()
         after = reg.verify()
         if args.json:
-            _print_json({"repaired": backup is not None, "backup": str(backup) if backup else None,
+            print_json({"repaired": backup is not None, "backup": str(backup) if backup else None,
                          "before": before.to_dict(), "after": after.to_dict()})
         elif backup is None:
             print(f"nothing to repair: {after}")
@@ -514,7 +509,7 @@ def _cmd_registry(args) -> int:
     if action == "list":
         entries = reg.entries()
         if args.json:
-            _print_json({"registry": str(reg.path), "n_entries": len(entries),
+            print_json({"registry": str(reg.path), "n_entries": len(entries),
                          "entries": [e.fields() for e in entries]})
         else:
             for i, e in enumerate(entries, 1):
@@ -527,7 +522,7 @@ def _cmd_registry(args) -> int:
         compared = (reg.comparison_scores(args.id) if entry.kind == "prediction"
                     and entry.comparison is not None else [])
         if args.json:
-            _print_json({"entry": entry.fields(),
+            print_json({"entry": entry.fields(),
                          "outcomes": [o.fields() for o in outcomes],
                          "scores": [s.to_dict() for s in scores],
                          **({"comparison_scores": [c.to_dict() for c in compared]}
@@ -549,7 +544,7 @@ def _cmd_registry(args) -> int:
         board = reg.report()
         verified = reg.verify()
         if args.json:
-            _print_json({**board.to_dict(), "verified": verified.ok,
+            print_json({**board.to_dict(), "verified": verified.ok,
                          "verify": verified.to_dict()})
         else:
             print(board.to_markdown())

@@ -6,13 +6,12 @@ Parsing and printing only: the page is made by :mod:`delphi.report`.
 from __future__ import annotations
 
 import argparse
-import json
 
 from .options import (add_fit_options, add_interval_options, add_selection_options,
                       add_target_options, examples, fit_settings, interval_settings,
                       jobs_kwargs, load_with_defaults, positive_float, selection_settings,
                       target_from)
-from .output import note
+from .output import note, print_json
 from ...core.text import plural
 
 __all__ = ["add_commands"]
@@ -215,8 +214,7 @@ def _print(args, path, report) -> int:
         # partial outcomes (tracked checkpoints) beside n_scored, which counts final ones
         tracked = ({"n_partial": board.n_partial, "tracked": list(board.tracked)}
                    if board is not None else {})
-        print(json.dumps({"path": str(path), "kind": report.kind, **report.summary,
-                          **tracked}, indent=2, allow_nan=False))
+        print_json({"path": str(path), "kind": report.kind, **report.summary, **tracked})
         return 0
     s = report.summary
     if report.kind == "ladder" and s["prediction"] is None:

@@ -8,10 +8,10 @@ at import.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from typing import Callable
 
+from .output import json_text, print_json
 from .options import count, examples, positive_float
 
 __all__ = ["add_commands"]
@@ -76,7 +76,7 @@ def _cmd_track(args) -> int:
 
     def emit(cp) -> None:
         # --follow: each checkpoint as soon as it is recorded, straight to the real stdout
-        out.write((json.dumps(cp.to_dict(), allow_nan=False) if args.json else cp.line())
+        out.write((json_text(cp.to_dict(), one_line=True) if args.json else cp.line())
                   + "\n")
         out.flush()
 
@@ -106,9 +106,9 @@ def _cmd_track(args) -> int:
         else:                 # JSON Lines: a last record that closes the stream
             doc = result.to_dict()
             doc.pop("checkpoints")
-            print(json.dumps({"summary": doc}, allow_nan=False))
+            print(json_text({"summary": doc}, one_line=True))
     elif args.json:
-        print(json.dumps(result.to_dict(), indent=2, allow_nan=False))
+        print_json(result.to_dict())
     else:
         print(result.report())
     return ALARM_EXIT if result.alarm else 0
