@@ -2,7 +2,10 @@
 
 ``delphi complete`` fits a curve law (:mod:`delphi.laws.curves`) to the checkpoints a run has
 so far and evaluates it at the end of the run's planned schedule: an unfinished rung (such as
-Marin's d2048 MoE rung, which crashed at 80%) still yields a final-loss estimate.
+Marin's d2048 MoE rung, which crashed at 80%) still yields a final-loss estimate, with an
+interval from the run-only completion error model the tracker uses
+(:func:`delphi.forecasting.target_curve.completion_errors`: the ladder's other finished runs
+cut at the same share of their schedule and completed; see :func:`complete`).
 """
 
 from __future__ import annotations
@@ -45,7 +48,8 @@ INTERVAL_METHOD = ("run-only completion errors on the ladder's other finished ru
 
 @dataclass(frozen=True)
 class Completion:
-    """A run's predicted final loss from its checkpoints so far (``delphi complete``)."""
+    """A run's predicted final loss from its checkpoints so far, with its interval
+    (``delphi complete``)."""
 
     run: str
     """Run id."""
