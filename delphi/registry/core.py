@@ -997,8 +997,9 @@ class Registry:
                                   settings=settings, created_at=created_at)
         return self._append(lambda state: fields, key)
 
-    def register_comparison(self, comparison: RecipeComparison, *, id: str, author: str | None = None,
-                            notes: str | None = None, settings: Mapping[str, Any] | None = None,
+    def register_comparison(self, comparison: RecipeComparison, *, id: str,
+                            author: str | None = None, notes: str | None = None,
+                            settings: Mapping[str, Any] | None = None,
                             created_at: datetime | str | None = None,
                             sign_key: str | os.PathLike | SigningKey | None = None
                             ) -> list[Entry]:
