@@ -139,10 +139,15 @@ def test_complete_several_runs(tmp_path, capsys):
     code, out, err = run_cli(capsys, "complete", manifest, "--all-runs")
     lines = out.strip().splitlines()
     assert code == 0 and err == ""
-    assert lines[0].split() == ["run", "used", "prediction", "final", "error"]
+    assert lines[0].split() == ["run", "used", "prediction", "90%", "interval", "final",
+                                "error"]
     assert [ln.split()[0] for ln in lines[1:3]] == ["a", "b"]
     pred_a = float(lines[1].split()[2])
     assert pred_a == pytest.approx(both[0]["prediction"]["loss"], abs=6e-5)
+    # the interval column: the JSON's, or "-" when the ladder cannot measure one
+    iv = both[0]["prediction"]
+    cell = lines[1].split()[3]
+    assert (cell == "-") == (iv["lower"] is None)
     assert lines[-1].startswith("2 of 2 run(s) completed")
     code, out, _ = run_cli(capsys, "complete", manifest, "--all-runs", "--verbose")
     assert code == 0 and out.count("prediction") >= 2     # the full reports

@@ -149,3 +149,40 @@ def test_n_jobs_without_joblib_imported_resolves_as_joblib_does():
     res = loaded_after(code)
     assert res["lazy_imported"] is False
     assert res["lazy"] == res["joblib"]
+
+
+#: What reading or scoring a registry never needs: the analyses, the fitting engine, the
+#: forecasting layer and the numeric stack under them (only `registry report` averages errors
+#: with numpy, and registering a comparison imports the recipes analysis).
+NOT_FOR_THE_REGISTRY = ("delphi.analyses", "delphi.fitting", "delphi.forecasting", "numpy",
+                        "scipy", "pandas", "pyarrow", "matplotlib")
+
+
+@pytest.mark.parametrize("action", ["list", "score"])
+def test_registry_list_and_score_do_not_import_the_analysis_stack(action, tmp_path):
+    import shutil
+    from pathlib import Path
+
+    reg = tmp_path / "registry.jsonl"
+    shutil.copy(Path(__file__).parents[1] / "ladders" / "marin-registry.jsonl", reg)
+    argv = (["registry", "list", "--registry", str(reg)] if action == "list" else
+            ["score", "--registry", str(reg), "--id", "marin-535b-a23b", "--actual", "2.05"])
+    res = loaded_after(cli(argv))
+    assert res["rc"] == 0
+    mods = set(res["modules"])
+    assert "delphi.registry.core" in mods                    # the registry was read
+    heavy = {m for m in mods if any(m == h or m.startswith(h + ".") for h in NOT_FOR_THE_REGISTRY)}
+    assert not heavy, sorted(heavy)
+
+
+def test_register_comparison_refuses_a_non_comparison_without_importing_recipes(tmp_path):
+    code = ("from delphi.registry import Registry\n"
+            "from delphi.errors import RegistryError\n"
+            f"reg = Registry({str(tmp_path / 'r.jsonl')!r})\n"
+            "try:\n"
+            "    reg.register_comparison({'loss': 2.0}, id='x')\n"
+            "except RegistryError as exc:\n"
+            "    extra['error'] = str(exc)\n")
+    res = loaded_after(code)
+    assert "needs a delphi RecipeComparison" in res["error"] and "got dict" in res["error"]
+    assert "delphi.analyses.recipes" not in res["modules"]

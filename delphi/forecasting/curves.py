@@ -2,13 +2,17 @@
 
 ``delphi complete`` fits a curve law (:mod:`delphi.laws.curves`) to the checkpoints a run has
 so far and evaluates it at the end of the run's planned schedule: an unfinished rung (such as
-Marin's d2048 MoE rung, which crashed at 80%) still yields a final-loss estimate.
+Marin's d2048 MoE rung, which crashed at 80%) still yields a final-loss estimate, with an
+interval from the run-only completion error model the tracker uses
+(:func:`delphi.forecasting.target_curve.completion_errors`: the ladder's other finished runs
+cut at the same share of their schedule and completed; see :func:`complete`).
 """
 
 from __future__ import annotations
 
 import math
 import warnings
+import weakref
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -24,20 +28,28 @@ from ..inputs.law_inputs import ANNEALING_MOMENTUM, curve_inputs, run_schedule
 from ..inputs.schedules import Schedule, features, warmup_end
 from ..inputs.readers import as_ladder
 from ..core.parallel import check_n_jobs, map_jobs, one_blas_thread, progress, runs_serially
+from ..core.quantiles import norm_ppf
+from .target_curve import COMPLETION_FRACTIONS, completion_run_errors, rms_completion_errors
+from .uncertainty import DEFAULT_LEVEL
 
 __all__ = ["run_schedule", "curve_inputs", "complete", "complete_many", "Completion",
-           "decay_seen", "ANNEALING_MOMENTUM", "DECAY_SHARE_MIN"]
+           "decay_seen", "ANNEALING_MOMENTUM", "DECAY_SHARE_MIN", "INTERVAL_METHOD"]
 
 #: A completion is warned about when the fitted checkpoints have seen less than this share of
 #: the LR decay still to come (see :func:`decay_seen`). Measured on every OLMo ladder run and
 #: every (Mis)Fitting run cut at 30..80% of its schedule: below half of the decay seen, the
 #: median miss of the final loss was above 1% (up to several percent); from half on, below.
 DECAY_SHARE_MIN = 0.5
+#: How a completion's interval is made (the tracker's run-only completion error model).
+INTERVAL_METHOD = ("run-only completion errors on the ladder's other finished runs: "
+                   "ln L +/- z x their RMS log error at the share of the run fitted "
+                   "(delphi.forecasting.target_curve.completion_errors)")
 
 
 @dataclass(frozen=True)
 class Completion:
-    """A run's predicted final loss from its checkpoints so far (``delphi complete``)."""
+    """A run's predicted final loss from its checkpoints so far, with its interval
+    (``delphi complete``)."""
 
     run: str
     """Run id."""
@@ -64,6 +76,20 @@ class Completion:
     (:func:`decay_seen`); None when the schedule does not decay further."""
     n_warmup_excluded: int = 0
     """Warm-up checkpoints (LR still rising) left out of the fit, over all runs fitted."""
+    lower: float | None = None
+    """Lower end of the ``level`` interval for the final loss [ladder's loss unit]; None when
+    the ladder has too few other finished runs to measure the completion error at this share
+    of the run (a note says why)."""
+    upper: float | None = None
+    """Upper end of the interval (None with ``lower``)."""
+    level: float = DEFAULT_LEVEL
+    """The interval's central coverage."""
+    rms_log_error: float | None = None
+    """The interval's log-loss sd: the RMS of ln(actual final / completed) of the ladder's other
+    finished runs cut at the same share of their run (:func:`completion_errors
+    <delphi.forecasting.target_curve.completion_errors>`), interpolated in the share."""
+    n_error_runs: int = 0
+    """Runs that RMS is measured on (at the nearest measured share below the run's)."""
 
     @property
     def rel_error(self) -> float | None:
@@ -73,7 +99,11 @@ class Completion:
     def to_dict(self) -> dict:
         d = self.fit.to_dict()
         return {"run": self.run, "law": d["law"], "params": d["params"],
-                "prediction": {"loss": self.loss, "at_step": self.total_steps},
+                "prediction": {"loss": self.loss, "at_step": self.total_steps,
+                               "lower": self.lower, "upper": self.upper, "level": self.level,
+                               "rms_log_error": self.rms_log_error,
+                               "n_error_runs": self.n_error_runs,
+                               "method": INTERVAL_METHOD if self.lower is not None else None},
                 "fitted_upto_step": self.fitted_upto_step, "n_checkpoints": self.n_checkpoints,
                 "schedule": self.schedule, "actual": self.actual, "rel_error": self.rel_error,
                 "warmup_excluded": self.n_warmup_excluded, "decay_share": self.decay_share,
@@ -87,7 +117,15 @@ class Completion:
             lines.append(f"warning    {warning}")
         for note in self.notes:
             lines.append(f"note       {note}")
-        lines.append(f"prediction {self.loss:.4f} at step {self.total_steps}")
+        if self.lower is not None:
+            lines.append(f"prediction {self.loss:.4f} [{self.lower:.4f}, {self.upper:.4f}] "
+                         f"({self.level:.0%}) at step {self.total_steps}")
+            lines.append(f"           interval from the run-only completion errors of "
+                         f"{self.n_error_runs} other finished run(s) of the ladder cut at the "
+                         f"same share of their run (RMS log error {self.rms_log_error:.2%})")
+        else:
+            lines.append(f"prediction {self.loss:.4f} at step {self.total_steps} (no interval: "
+                         f"see the notes)")
         if self.actual is not None:
             lines.append(f"actual     {self.actual:.4f} (relative error {self.rel_error:+.2%})")
         return "\n".join(lines)
@@ -111,9 +149,10 @@ class Completion:
 def complete(ladder: Ladder, run: str | None = None, law: str | Law = "annealing", *,
              upto_fraction: float | None = None, upto_step: int | None = None,
              min_step_fraction: float = 0.0, siblings: bool = False, keep_warmup: bool = False,
-             fixed=None, bounds=None, delta: float = DEFAULT_DELTA, seed: int = 0
-             ) -> Completion:
-    """Predict a run's final loss from its checkpoints and its planned LR schedule.
+             fixed=None, bounds=None, delta: float = DEFAULT_DELTA, seed: int = 0,
+             level: float = DEFAULT_LEVEL) -> Completion:
+    """Predict a run's final loss from its checkpoints and its planned LR schedule, with an
+    interval.
 
     Parameters
     ----------
@@ -138,6 +177,19 @@ def complete(ladder: Ladder, run: str | None = None, law: str | Law = "annealing
         drop of the first checkpoints otherwise sets the forward-area exponent. A note says
         how many were left out.
     fixed, bounds, delta, seed: as in :func:`delphi.fitting.fit_arrays`.
+    level: central coverage of the interval, in (0, 1) (default 0.9).
+
+    The interval is the tracker's run-only error model (:mod:`delphi.forecasting.target_curve`,
+    :func:`~delphi.forecasting.target_curve.completion_errors`): each of the ladder's other
+    finished runs (the 12 largest with at least 8 checkpoints) is cut at 10%, 20%, ..., 90% of
+    its schedule and completed from its own checkpoints after warm-up (and after
+    ``min_step_fraction``) with the ``annealing`` law; the root mean square of ln(actual final /
+    completed) at each cut (bias included; at least 2 runs) is interpolated linearly at the
+    share of this run fitted (``fitted_upto_step / total_steps``; to 1e-4 at the end of the
+    run), and the interval is ``loss * exp(+/- z * rms)``, z the normal quantile of
+    ``(1 + level) / 2``. No random step: the same ladder gives the same interval. None
+    (``lower`` and ``upper``), with a note, below the first share where 2 runs could be
+    completed or when the ladder has no other finished curves.
 
     Returns
     -------
@@ -147,7 +199,7 @@ def complete(ladder: Ladder, run: str | None = None, law: str | Law = "annealing
     ------
     LadderError: unknown run, no schedule, no steps; a resumed run (its step goes back in file
         order, :attr:`delphi.Ladder.restarts`). FitError: too few checkpoints to fit.
-    MissingArgumentError: no ``run`` given.
+    MissingArgumentError: no ``run`` given. FitError: a ``level`` outside (0, 1).
     """
     if run is None:
         runs = as_ladder(ladder).runs
@@ -155,11 +207,72 @@ def complete(ladder: Ladder, run: str | None = None, law: str | Law = "annealing
             f"complete() needs a run: one of the ladder's {len(runs)} runs ("
             f"{', '.join(map(repr, runs[:5]))}{', ...' if len(runs) > 5 else ''}); "
             f"delphi.complete_many(ladder) completes every run")
+    level = _check_level(level)
+    ladder = as_ladder(ladder)
     request, state = _setup(ladder, run, law, upto_fraction=upto_fraction,
                             upto_step=upto_step, min_step_fraction=min_step_fraction,
                             siblings=siblings, keep_warmup=keep_warmup, fixed=fixed,
                             bounds=bounds, delta=delta, seed=seed)
-    return _finish(state, fit_arrays(**request))
+    errors = completion_error_table(ladder, min_step_fraction)
+    return _finish(state, fit_arrays(**request), errors=errors, level=level)
+
+
+def _check_level(level) -> float:
+    if isinstance(level, bool) or not isinstance(level, (int, float)) or not 0 < level < 1:
+        raise FitError(f"interval level must be in (0, 1), got {level!r}")
+    return float(level)
+
+
+# The error table per ladder object and start (a table refits ~12 runs x 9 cuts, ~0.1 s):
+# kept while the ladder lives, and only for the same table object.
+_ERROR_TABLES: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+
+def completion_error_table(ladder: Ladder, min_step_fraction: float = 0.0
+                           ) -> dict[float, dict[str, float]]:
+    """The run-only completion errors a completion's interval is read from:
+    :func:`~delphi.forecasting.target_curve.completion_run_errors` of ``ladder`` at
+    :data:`~delphi.forecasting.target_curve.COMPLETION_FRACTIONS`, fitted from the end of
+    warm-up (or from ``min_step_fraction`` of the run), i.e. fraction -> {run: ln(actual final
+    / completed)}. Computed once per ladder object (and table) and start; warnings about the
+    other runs' curves are not repeated (a run whose curve cannot be completed is left out)."""
+    try:
+        memo = _ERROR_TABLES.setdefault(ladder, {})
+    except TypeError:       # not weak-referenceable: no memo
+        memo = {}
+    key = (id(ladder.table), float(min_step_fraction))
+    hit = memo.get(key)
+    if hit is not None and hit[0] is ladder.table:
+        return hit[1]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        table = completion_run_errors(ladder, fractions=COMPLETION_FRACTIONS,
+                                      start=float(min_step_fraction))
+    memo[key] = (ladder.table, table)
+    return table
+
+
+def _interval(errors: dict, run: str, share: float, loss: float, level: float
+              ) -> tuple[float | None, float | None, float | None, int, str | None]:
+    """(lower, upper, rms log error, runs, note or None) of a completion of ``run`` from
+    ``share`` of its schedule: the RMS over the ladder's other finished runs (``run`` left
+    out: a backtest of a finished run does not see its own error), interpolated in the share
+    as the tracker does (:class:`delphi.registry.tracking.Reviser`), to 1e-4 at the end."""
+    rms = rms_completion_errors(errors, exclude=(run,))
+    if not rms:
+        return None, None, None, 0, (
+            "no interval: the ladder has fewer than 2 other finished runs (8 or more "
+            "checkpoints, a schedule) whose own completions measure the error")
+    fr = [f for f, _ in rms]
+    if share < fr[0] - 1e-9:
+        return None, None, None, 0, (
+            f"no interval: the ladder's other runs could be completed from {fr[0]:.0%} of "
+            f"their run on, not from {share:.0%} (the error this early is not measured)")
+    sd = float(np.interp(share, fr + [1.0], [e for _, e in rms] + [1e-4]))
+    below = max(f for f in fr if f <= share + 1e-9)
+    n = sum(r != run for r in errors[below])
+    z = float(norm_ppf(0.5 + level / 2))
+    return loss * math.exp(-z * sd), loss * math.exp(z * sd), sd, n, None
 
 
 def _setup(ladder, run, law, *, upto_fraction, upto_step, min_step_fraction, siblings,
@@ -244,8 +357,9 @@ def _setup(ladder, run, law, *, upto_fraction, upto_step, min_step_fraction, sib
     return request, state
 
 
-def _finish(state: tuple, result: Fit) -> Completion:
-    """The completion from :func:`_setup`'s state and the curve law's fit."""
+def _finish(state: tuple, result: Fit, *, errors: dict, level: float) -> Completion:
+    """The completion from :func:`_setup`'s state and the curve law's fit, with its interval
+    from the error table ``errors`` (:func:`completion_error_table`)."""
     run, law, rows, x, schedules, notes, sched, total, limit, use, in_warmup, n_warm = state
     end = features(sched, np.array([total]), momentum=ANNEALING_MOMENTUM)
     target = {"S1": end["S1"], "S2": end["S2"], "h": end["h"], "step": np.array([float(total)]),
@@ -289,10 +403,16 @@ def _finish(state: tuple, result: Fit) -> Completion:
         notes.append(f"fitted together with {len(used_runs)} sibling run(s) of the same model and "
                      f"peak LR, up to the same step: {', '.join(used_runs[:6])}"
                      f"{' ...' if len(used_runs) > 6 else ''}")
+    fitted_upto = int(steps[use & mine].max()) if (use & mine).any() else int(steps[use].max())
+    lower, upper, sd, n_err, why = _interval(errors, run, min(1.0, fitted_upto / total), loss,
+                                             level)
+    if why:
+        notes.append(why)
     return Completion(run=run, loss=loss, total_steps=total, fitted_upto_step=int(
         steps[use].max()), n_checkpoints=int(use.sum()), schedule=spec, fit=result,
         actual=actual, notes=tuple(notes), warnings=tuple(warns),
-        decay_share=None if seen is None else seen[0], n_warmup_excluded=n_warm)
+        decay_share=None if seen is None else seen[0], n_warmup_excluded=n_warm,
+        lower=lower, upper=upper, level=level, rms_log_error=sd, n_error_runs=n_err)
 
 
 def decay_seen(h_fitted, schedule) -> tuple[float, float, float, int] | None:
@@ -339,10 +459,12 @@ def _restart_message(run: str, restarts: list) -> str:
 
 
 def _complete_job(item: tuple) -> tuple[str, Completion | str]:
-    """One run of :func:`complete_many` (module level: pickled for process/Dask workers)."""
-    ladder, run, law, options = item
+    """One run of :func:`complete_many` (module level: pickled for process/Dask workers),
+    with the error table computed once for all runs."""
+    ladder, run, law, options, errors, level = item
     try:
-        return run, complete(ladder, run, law, **options)
+        request, state = _setup(ladder, run, law, **options)
+        return run, _finish(state, fit_arrays(**request), errors=errors, level=level)
     except DelphiError as exc:
         return run, f"{type(exc).__name__}: {exc}"
 
@@ -351,8 +473,8 @@ def complete_many(ladder: Ladder, runs=None, law: str | Law = "annealing", *,
                   n_jobs: int | None = None, upto_fraction: float | None = None,
                   upto_step: int | None = None, min_step_fraction: float = 0.0,
                   siblings: bool = False, keep_warmup: bool = False, fixed=None, bounds=None,
-                  delta: float = DEFAULT_DELTA, seed: int = 0, show_progress: bool | None = None
-                  ) -> list[tuple[str, Completion | str]]:
+                  delta: float = DEFAULT_DELTA, seed: int = 0, level: float = DEFAULT_LEVEL,
+                  show_progress: bool | None = None) -> list[tuple[str, Completion | str]]:
     """Complete many runs (:func:`complete` on each), serially or in parallel, in run order.
 
     Each run is fitted on its own (with its siblings when ``siblings``), exactly as
@@ -372,7 +494,8 @@ def complete_many(ladder: Ladder, runs=None, law: str | Law = "annealing", *,
     n_jobs: joblib's convention: None (the active ``joblib.parallel_config``, else serial),
         1 serial, -1 every core; a Dask backend runs the jobs on its cluster.
     upto_fraction, upto_step, min_step_fraction, siblings, keep_warmup, fixed, bounds, delta,
-        seed: as in :func:`complete`, the same for every run.
+        seed, level: as in :func:`complete`, the same for every run (the interval's error
+        table is measured once for the ladder).
     show_progress: force the progress bar on or off (default: on a terminal, unless quiet).
 
     Returns
@@ -383,25 +506,29 @@ def complete_many(ladder: Ladder, runs=None, law: str | Law = "annealing", *,
     Raises
     ------
     LawError: unknown law (it applies to every run). FitError: a bad ``n_jobs``.
+    FitError: a ``level`` outside (0, 1).
     """
     ladder = as_ladder(ladder)      # a DataFrame is read as load_ladder reads it
     law = get_law(law)
     n_jobs = check_n_jobs(n_jobs)
+    level = _check_level(level)
     runs = list(ladder.runs) if runs is None else [str(r) for r in runs]
     options = dict(upto_fraction=upto_fraction, upto_step=upto_step,
                    min_step_fraction=min_step_fraction, siblings=siblings,
                    keep_warmup=keep_warmup, fixed=fixed,
                    bounds=bounds, delta=delta, seed=seed)
+    errors = completion_error_table(ladder, min_step_fraction)
     if len(runs) > 1 and runs_serially(n_jobs):
         with one_blas_thread():     # as map_jobs runs its serial jobs
-            return _complete_serial(ladder, runs, law, options, show_progress)
-    items = [(ladder, run, law, options) for run in runs]
+            return _complete_serial(ladder, runs, law, options, show_progress, errors, level)
+    items = [(ladder, run, law, options, errors, level) for run in runs]
     return map_jobs(_complete_job, items, n_jobs=n_jobs, desc=f"complete ({law.name})",
                     show_progress=show_progress, unit="run")
 
 
 def _complete_serial(ladder: Ladder, runs: list[str], law: Law, options: dict,
-                     show_progress: bool | None) -> list[tuple[str, Completion | str]]:
+                     show_progress: bool | None, errors: dict, level: float
+                     ) -> list[tuple[str, Completion | str]]:
     """:func:`complete_many` in this process: every run set up, then their fits by
     :func:`~delphi.fitting.engine.fit_arrays_many` (the global searches of runs with as many
     checkpoints share their batched BFGS), then each completion finished; the same results,
@@ -424,7 +551,7 @@ def _complete_serial(ladder: Ladder, runs: list[str], law: Law, options: dict,
         try:
             if isinstance(result, DelphiError):
                 raise result
-            out[i] = _finish(state, result)
+            out[i] = _finish(state, result, errors=errors, level=level)
         except DelphiError as exc:
             out[i] = f"{type(exc).__name__}: {exc}"
     return [(run, out[i]) for i, run in enumerate(runs)]

@@ -94,6 +94,7 @@ from ..inputs.readers import as_ladder
 from ..inputs.law_inputs import curve_inputs
 
 __all__ = ["CurvePoint", "CurveForecast", "predict_curve", "completion_errors",
+           "completion_run_errors", "rms_completion_errors",
            "size_holdout_errors", "SizeFold", "CarryOver", "carry_over", "run_deviation",
            "CARRY_FRACTIONS", "CARRY_WINDOW", "EARLY_FRACTIONS", "MAX_CORR", "FOLD_WEIGHT_SHARE", "target_schedule",
            "COMPLETION_FRACTIONS", "CURVE_LAW", "DEFAULT_POINTS"]
@@ -452,7 +453,7 @@ def target_schedule(target: Target, ladder: Ladder | None = None) -> tuple[Sched
 
 
 def completion_errors(ladder: Ladder, *, fractions=COMPLETION_FRACTIONS, max_runs: int = 12,
-                      start: float = MIN_CHECKPOINT_FRACTION
+                      start: float = MIN_CHECKPOINT_FRACTION, exclude=()
                       ) -> tuple[tuple[float, float], ...]:
     """How far a run-only completion is off, by the share of the run it has seen, measured
     on the ladder's own finished curves.
@@ -464,17 +465,28 @@ def completion_errors(ladder: Ladder, *, fractions=COMPLETION_FRACTIONS, max_run
     run on (default 25%, where a forecast curve starts; 0: from the end of warm-up, the early
     completion), refitted warm as the fraction grows); the error is
     ln(actual final / completed). The result per fraction is the root mean square
-    over runs (bias included), floored at 1e-4.
+    over runs (bias included), floored at 1e-4. ``exclude``: runs left out of the root mean
+    square (the run being completed, when it is one of the ladder's finished runs).
 
     Returns
     -------
     ((fraction, rms log error), ...) for fractions where at least 2 runs could be completed;
     empty when none could (a ladder of final losses only).
     """
+    return rms_completion_errors(completion_run_errors(
+        ladder, fractions=fractions, max_runs=max_runs, start=start), exclude=exclude)
 
+
+def completion_run_errors(ladder: Ladder, *, fractions=COMPLETION_FRACTIONS,
+                          max_runs: int = 12, start: float = MIN_CHECKPOINT_FRACTION
+                          ) -> dict[float, dict[str, float]]:
+    """The per-run errors behind :func:`completion_errors` (same parameters): fraction ->
+    {run: ln(actual final / run-only completion from the checkpoints up to that fraction)},
+    for every fraction in ``fractions`` (an empty dict where no run could be completed)."""
+    errors: dict[float, dict[str, float]] = {float(f): {} for f in fractions}
     t = ladder.table
     if "step" not in t.columns or not len(t):
-        return ()
+        return errors
     agg = {"n": ("step", "size")}
     for c in ("params", "tokens"):
         if c in t.columns:
@@ -484,7 +496,6 @@ def completion_errors(ladder: Ladder, *, fractions=COMPLETION_FRACTIONS, max_run
     sizes = sizes[sizes["n"] >= MIN_CHECKPOINTS]
     runs = (sizes.sort_values(order, ascending=False) if order else sizes).index[:max_runs]
     restarts = getattr(ladder, "restarts", None) or {}
-    errors = {f: [] for f in fractions}
     for run in runs:
         if run in restarts:
             continue
@@ -500,14 +511,23 @@ def completion_errors(ladder: Ladder, *, fractions=COMPLETION_FRACTIONS, max_run
         actual = float(losses[-1])
         wc = WarmCompletion(schedules[0].lrs(),
                             start_step=math.ceil(start * total))
-        for f in sorted(fractions):
+        for f in sorted(errors):
             keep = steps <= math.floor(f * total)
             value = wc.predict(steps[keep], losses[keep])
             if value is not None:
-                errors[f].append(math.log(actual / value))
+                errors[f][str(run)] = math.log(actual / value)
+    return errors
+
+
+def rms_completion_errors(errors: dict[float, dict[str, float]], *, exclude=()
+                          ) -> tuple[tuple[float, float], ...]:
+    """((fraction, rms log error), ...) from :func:`completion_run_errors`' errors, the runs
+    in ``exclude`` left out: the root mean square (bias included) over at least 2 runs,
+    floored at 1e-4; fractions with fewer runs are left out."""
+    skip = {str(r) for r in exclude}
     out = []
-    for f in fractions:
-        e = errors[f]
+    for f in errors:
+        e = [v for r, v in errors[f].items() if r not in skip]
         if len(e) >= 2:
             out.append((float(f), max(1e-4, float(np.sqrt(np.mean(np.square(e)))))))
     return tuple(out)

@@ -6,12 +6,13 @@ import errno
 import json
 import os
 import stat
+import sys
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Callable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping, Sequence
 
 from filelock import FileLock, Timeout
 from pydantic import ValidationError
@@ -36,8 +37,10 @@ from .scoring import (ComparisonScore, Score, Scoreboard, score_comparison, scor
                       scoreboard, unit_mismatch)
 from .signing import SigningKey, load_signing_key, load_trusted_keys, sign_fields, signature_valid
 from ..inputs.units import DEFAULT_UNIT, normalize_unit
-from ..analyses.recipes import RecipeComparison
 from .. import __version__
+
+if TYPE_CHECKING:  # annotations only: the analysis stack is imported on first use
+    from ..analyses.recipes import RecipeComparison
 
 try:  # the lock on the registry file itself (every path to it); POSIX only
     import fcntl
@@ -994,8 +997,9 @@ class Registry:
                                   settings=settings, created_at=created_at)
         return self._append(lambda state: fields, key)
 
-    def register_comparison(self, comparison, *, id: str, author: str | None = None,
-                            notes: str | None = None, settings: Mapping[str, Any] | None = None,
+    def register_comparison(self, comparison: RecipeComparison, *, id: str,
+                            author: str | None = None, notes: str | None = None,
+                            settings: Mapping[str, Any] | None = None,
                             created_at: datetime | str | None = None,
                             sign_key: str | os.PathLike | SigningKey | None = None
                             ) -> list[Entry]:
@@ -1037,8 +1041,10 @@ class Registry:
         """
         import re
 
-
-        if not isinstance(comparison, RecipeComparison):
+        # A RecipeComparison exists only once its module is imported: look it up there rather
+        # than import the analysis stack (the fitting engine, scipy) with the registry.
+        recipes = sys.modules.get("delphi.analyses.recipes")
+        if recipes is None or not isinstance(comparison, recipes.RecipeComparison):
             raise RegistryError(f"register_comparison() needs a delphi RecipeComparison (from "
                                 f"delphi.compare_recipes), got {type(comparison).__name__}")
         _check_id(id)

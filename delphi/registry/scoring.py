@@ -6,8 +6,6 @@ import math
 from dataclasses import dataclass, field
 from statistics import NormalDist
 
-import numpy as np
-
 from ..errors import RegistryError
 from ..core.text import plural
 from .schema import ACCURACY_UNIT, Entry, ForecastRecord, IntervalRecord
@@ -46,6 +44,8 @@ def predicted_at(forecast: ForecastRecord, fraction: float, *, id: str = "?",
     if fraction < fractions[0]:
         raise RegistryError(f"fraction {fraction:g} is before the start of prediction {id!r}'s "
                             f"forecast curve ({fractions[0]:g}); it cannot be scored")
+    import numpy as np  # here: `delphi registry list` and `show` stay free of numpy
+
     return float(np.interp(fraction, fractions, losses))
 
 
@@ -67,6 +67,8 @@ def band_at(forecast: ForecastRecord, fraction: float) -> IntervalRecord | None:
         fractions.append(1.0)
         lower.append(forecast.interval.lower)
         upper.append(forecast.interval.upper)
+    import numpy as np
+
     lo = float(np.interp(fraction, fractions, lower))
     hi = float(np.interp(fraction, fractions, upper))
     if not lo < hi:
@@ -559,6 +561,8 @@ def scoreboard(entries: list[Entry]) -> Scoreboard:
                 source=o.source, created_at=e.created_at.isoformat()))
         if s.final:
             latest_final[pred.id] = s
+    import numpy as np
+
     predictions = [e.id for e in entries if e.kind == "prediction"]
     n_acc = sum(e.kind == "prediction" and e.target is not None
                 and e.target.unit == ACCURACY_UNIT for e in entries)

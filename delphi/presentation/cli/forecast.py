@@ -123,6 +123,7 @@ def add_commands(sub) -> dict:
     p.add_argument("--keep-warmup", action="store_true",
                    help="also fit the warm-up checkpoints (LR still rising; left out by default)")
     p.add_argument("--metric", metavar="COLUMN", help=METRIC_HELP)
+    add_level_option(p, "level of the interval from the ladder's own completion errors")
     add_ladder_options(p)
     p.add_argument("--json", action="store_true",
                    help="print one JSON object (a list of them for several runs)")
@@ -243,7 +244,8 @@ def _cmd_complete(args) -> int:
         raise DelphiError(f"--upto-fraction must be in (0, 1], got {args.upto_fraction:g}")
     settings = {"upto_fraction": args.upto_fraction, "siblings": args.siblings,
                 "keep_warmup": args.keep_warmup,
-                "upto_step": None if args.upto_step is None else int(args.upto_step)}
+                "upto_step": None if args.upto_step is None else int(args.upto_step),
+                "level": args.level}
     if not args.all_runs and len(args.run) == 1:
         from ...forecasting.curves import complete
 
@@ -311,7 +313,8 @@ def _completion_row(run: str, result, width: int) -> str:
     err = result.rel_error
     err = f"{err:+8.2%}" if err is not None else f"{'-':>8}"
     flag = "  !" if result.warnings or result.fit.warnings else ""
-    return (f"{run:<{width}}  {used:5.0%}  {result.loss:10.4f}  {actual}  {err}{flag}")
+    iv = f"[{result.lower:.4f}, {result.upper:.4f}]" if result.lower is not None else "-"
+    return (f"{run:<{width}}  {used:5.0%}  {result.loss:10.4f}  {iv:>18}  {actual}  {err}{flag}")
 
 
 def _stream_completions(ladder, runs: list[str], law: str, settings: dict, args) -> int:
@@ -323,8 +326,8 @@ def _stream_completions(ladder, runs: list[str], law: str, settings: dict, args)
     from .output import command_stdout
     out = command_stdout()
     width = max(len(r) for r in runs) if runs else 3
-    header = (f"{'run':<{width}}  {'used':>5}  {'prediction':>10}  {'final':>8}  "
-              f"{'error':>8}")
+    header = (f"{'run':<{width}}  {'used':>5}  {'prediction':>10}  "
+              f"{f'{args.level:.0%} interval':>18}  {'final':>8}  {'error':>8}")
 
     def emit(line: str) -> None:
         write = out.write if out is not None else (lambda s: None)
