@@ -506,6 +506,69 @@ def test_bad_values_name_run_row_and_column(tmp_path, body, message):
         load_ladder(path)
 
 
+# ------------------------------------------- exact duplicate rows (two logs concatenated)
+#: Six runs, one row each, on L = 1.8 + 2 (C/1e18)^-0.3; run r1 also logs a step 2.
+LOG = ("run,step,flops,loss\n"
+       + "".join(f"r{i},1,{1e18 * 3 ** i:g},{1.8 + 2 * 3 ** (-0.3 * i):.6f}\n" for i in range(6))
+       + f"r1,2,3e18,{1.8 + 2 * 3 ** -0.3:.6f}\n")
+R1_STEP_2 = LOG.splitlines(True)[-1]
+
+
+def _twice() -> str:
+    # the log, then its first three data rows again (rows 7, 8, 9 repeat rows 0, 1, 2)
+    return LOG + "".join(LOG.splitlines(True)[1:4])
+
+
+@pytest.mark.parametrize("stream", ["text", "bytes"])
+def test_exact_duplicate_rows_are_merged_with_a_warning(stream):
+    import io
+    from delphi.errors import DuplicateRowsWarning
+    data = io.StringIO(_twice()) if stream == "text" else io.BytesIO(_twice().encode())
+    with pytest.warns(DuplicateRowsWarning) as caught:
+        ladder = load_ladder(data)
+    [message] = [str(w.message) for w in caught]
+    assert message.startswith("ladder 'stdin': 3 rows repeat an earlier row exactly")
+    assert ("run 'r0' step 1 (row(s) 7 repeat row(s) 0); run 'r1' step 1 (row(s) 8 repeat "
+            "row(s) 1); run 'r2' step 1 (row(s) 9 repeat row(s) 2)") in message
+    assert message in ladder.warnings
+    # one copy of each: the log as read once
+    once = load_ladder(io.StringIO(LOG))
+    pd.testing.assert_frame_equal(ladder.table, once.table)
+    assert len(ladder.table) == 7
+    assert [(e.run, e.reason) for e in ladder.exclusions] == [
+        (f"r{i}", f"row {7 + i} repeats row {i} exactly (identical in every column); the copy "
+                  f"dropped") for i in range(3)]
+
+
+def test_rows_of_one_step_with_different_losses_are_still_an_error():
+    import io
+    from delphi.errors import DuplicateRowsWarning
+    text = _twice().replace(R1_STEP_2, R1_STEP_2 + "r1,2,3e18,3.44\n")
+    with pytest.warns(DuplicateRowsWarning), pytest.raises(LadderError) as info:
+        load_ladder(io.StringIO(text))
+    # the exact copies are merged; r1's two rows at step 2 differ: which one is right?
+    assert ("run 'r1': duplicate rows for step = 2 (rows 6, 7), differing in loss"
+            in str(info.value))
+    assert "'r0'" not in str(info.value) and "'r2'" not in str(info.value)
+
+
+def test_cli_merges_exact_duplicates_and_refuses_differing_ones(monkeypatch, capsys):
+    import io
+    import sys
+    from delphi.cli import main
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(_twice().encode())))
+    assert main(["fit", "-", "--law", "power"]) == 0
+    out = capsys.readouterr().out
+    assert "warning    ladder 'stdin': 3 rows repeat an earlier row exactly" in out
+    assert "excluded   r2: row 9 repeats row 2 exactly" in out and "points     6 runs" in out
+    clash = _twice().replace(R1_STEP_2, R1_STEP_2 + "r1,2,3e18,3.44\n")
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(clash.encode())))
+    assert main(["fit", "-", "--law", "power"]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("delphi: error: ") and err.count("\n") == 1
+    assert "run 'r1': duplicate rows for step = 2 (rows 6, 7), differing in loss" in err
+
+
 def test_missing_required_column_lists_the_columns_found(tmp_path):
     path = tmp_path / "noloss.csv"
     path.write_text("run,params,tokens,val\na,1e6,1e8,3\n")
