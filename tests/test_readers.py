@@ -569,6 +569,87 @@ def test_cli_merges_exact_duplicates_and_refuses_differing_ones(monkeypatch, cap
     assert "run 'r1': duplicate rows for step = 2 (rows 6, 7), differing in loss" in err
 
 
+# --------------------------------------------- scale: columns logged in other units
+#: Parameters in millions and tokens in billions; the same ladder in counts is COUNTS.
+MILLIONS = "run,params,tokens,loss\na,10,0.2,4.1\nb,20,0.4,3.9\nc,40,0.8,3.7\n"
+COUNTS = "run,params,tokens,loss\na,1e7,2e8,4.1\nb,2e7,4e8,3.9\nc,4e7,8e8,3.7\n"
+
+
+def test_scale_multiplies_columns_after_reading_and_says_so():
+    import io
+    ladder = load_ladder(io.StringIO(MILLIONS), scale={"params": 1e6, "tokens": 1e9})
+    counts = load_ladder(io.StringIO(COUNTS))
+    pd.testing.assert_frame_equal(ladder.table, counts.table)
+    # C = 6 N D from the scaled counts: 6 * 1e7 * 2e8 for run a
+    assert ladder.table.set_index("run").at["a", "flops"] == pytest.approx(1.2e16, rel=1e-12)
+    assert ladder.scale == {"params": 1e6, "tokens": 1e9} and counts.scale == {}
+    assert ladder.warnings == [
+        "ladder 'stdin': column params multiplied by 1e+06 after reading, as "
+        "scale={'params':1e+06} (CLI --scale params=1e+06) asked; e.g. row 0: 10 -> 1e+07",
+        "ladder 'stdin': column tokens multiplied by 1e+09 after reading, as "
+        "scale={'tokens':1e+09} (CLI --scale tokens=1e+09) asked; e.g. row 0: 0.2 -> 2e+08"]
+    assert counts.warnings == []
+    frame = pd.read_csv(io.StringIO(MILLIONS))
+    scaled = load_ladder(frame, scale={"params": 1e6, "tokens": 1e9})
+    pd.testing.assert_frame_equal(scaled.table, counts.table)
+    assert frame["params"].tolist() == [10, 20, 40]         # the caller's frame as it was
+    # the selection keeps the record
+    assert scaled.select(runs=["a", "b"]).scale == scaled.scale
+
+
+@pytest.mark.parametrize("scale, message", [
+    ({"param": 1e6}, r"unknown column 'param' \(did you mean 'params'\?\); columns that can "
+                     r"be scaled: params, tokens, flops, loss, step"),
+    ({"Tokens": 1e9}, r"unknown column 'Tokens' \(did you mean 'tokens'\?\)"),
+    ({"run": 2.0}, r"unknown column 'run'; columns that can be scaled"),
+    ({"params": 0}, r"the factor for params must be a positive finite number, got 0"),
+    ({"params": -1e6}, r"the factor for params must be a positive finite number, got -1000000"),
+    ({"tokens": float("inf")}, r"the factor for tokens must be a positive finite number, got inf"),
+    ({"tokens": float("nan")}, r"the factor for tokens must be a positive finite number, got nan"),
+    ({"params": True}, r"the factor for params must be a positive finite number, got True"),
+    ({"params": "1e6"}, r"the factor for params must be a positive finite number, got '1e6'"),
+    ({"flops": 1e9}, r"scale \(CLI --scale\) given for column 'flops', which the table does "
+                     r"not have; columns found: run, params, tokens, loss"),
+    ([("params", 1e6)], r"scale maps canonical columns to factors"),
+])
+def test_scale_refuses_unknown_columns_and_bad_factors(scale, message):
+    import io
+    with pytest.raises(LadderError, match=message):
+        load_ladder(io.StringIO(MILLIONS), scale=scale)
+
+
+def test_scale_is_refused_with_a_manifest(data_dir):
+    with pytest.raises(LadderError, match=r"is a manifest: it scales its columns in its "
+                                          r"\[scale\] table"):
+        load_ladder("marin-delphi-dense", scale={"params": 2.0})
+
+
+def test_cli_scale_is_repeatable_and_its_errors_are_one_line(monkeypatch, capsys):
+    import io
+    import sys
+    from delphi.cli import main
+
+    def run(*argv):
+        monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(MILLIONS.encode())))
+        code = main(["fit", "-", "--law", "power", *argv])
+        return (code, *capsys.readouterr())
+    code, out, err = run("--scale", "params=1e6", "--scale", "tokens=1e9")
+    assert code == 0, err
+    assert ("warning    ladder 'stdin': column params multiplied by 1e+06 after reading, as "
+            "--scale params=1e+06 asked; e.g. row 0: 10 -> 1e+07") in out
+    assert "as --scale tokens=1e+09 asked" in out
+    for argv, says in ((["--scale", "parms=1e6"], "unknown column 'parms' (did you mean "
+                                                  "'params'?)"),
+                       (["--scale", "params=0"], "the factor for params must be a positive"),
+                       (["--scale", "params=1e6", "--scale", "params=1e3"],
+                        "--scale params given twice (1e+06 and 1000)")):
+        code, out, err = run(*argv)
+        assert code == 1 and err.count("\n") == 1 and says in err, err
+    with pytest.raises(SystemExit):
+        run("--scale", "params")
+    assert "expected NAME=FACTOR" in capsys.readouterr().err
+
+
 def test_missing_required_column_lists_the_columns_found(tmp_path):
     path = tmp_path / "noloss.csv"
     path.write_text("run,params,tokens,val\na,1e6,1e8,3\n")

@@ -648,6 +648,9 @@ class Ladder:
         #: Rows (source ``row``) of a rollback's earlier segment that the run continued past
         #: without logging their steps again: run -> rows (a warning names them).
         self.superseded: dict[str, list[int]] = {}
+        #: ``{canonical column: factor}`` the reader multiplied in after reading
+        #: (:func:`delphi.load_ladder`'s ``scale``, CLI ``--scale``); empty when none.
+        self.scale: dict[str, float] = {}
         #: The run-state column as the source spells it (W&B: ``State``), for messages.
         self.status_column: str = "status"
         #: ``(rows, runs)`` dropped by ``drop_invalid`` (runs: dropped whole).
