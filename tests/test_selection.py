@@ -255,9 +255,13 @@ def test_best_reason_under_the_reference_rule_and_unbacktested_members_shown_wei
         assert rows[label].strip().startswith("not backtested, weight 0.50 from the reference "
                                               "class (4.00%): too few compute budgets")
     assert rows["power"].split()[-1] == "-"     # backtested, not ranked: no weight
+    d = c.to_dict()
+    assert [(x["label"], x["backtested"]) for x in d["candidates"]] == [
+        ("power", True), ("chinchilla E=1.5", False), ("chinchilla", False)]
+    assert d["weights"] == w
     # with 3 cuts but only power backtestable there, the reason says so
     three = _hand(power, free, rule="reference")
-    assert "because only power could be backtested at its 3 cut(s)" in three.best_reason
+    assert "because only power could be backtested at this ladder's 3 cut(s)" in three.best_reason
 
 
 def test_compare_aic_bic_from_residuals_by_hand(comparison):

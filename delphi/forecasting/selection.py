@@ -104,7 +104,7 @@ class CandidateScore:
         return self.score if self.score is not None else self.mean_abs_error
 
     def to_dict(self) -> dict:
-        return {**self.candidate.to_dict(), "n_scored": self.n_scored,
+        return {**self.candidate.to_dict(), "backtested": self.scored, "n_scored": self.n_scored,
                 "mean_abs_error": self.mean_abs_error, "score": self.score,
                 "max_abs_error": self.max_abs_error,
                 "mse": self.mse, "coverage_before": self.coverage_before,
@@ -180,7 +180,7 @@ class Comparison:
             why = (f"this ladder's {len(self.cuts)} leave-future-out cut(s) are fewer than "
                    f"{MIN_FOLDS} to rank on" if len(self.cuts) < MIN_FOLDS else
                    f"only {scored[0].candidate.label if scored else 'one candidate'} could be "
-                   f"backtested at its {len(self.cuts)} cut(s)")
+                   f"backtested at this ladder's {len(self.cuts)} cut(s)")
             how = f", ranked by the reference class because {why}"
         else:
             key = (lambda s: s.rank_key)
