@@ -595,6 +595,13 @@ def test_scale_multiplies_columns_after_reading_and_says_so():
     assert frame["params"].tolist() == [10, 20, 40]         # the caller's frame as it was
     # the selection keeps the record
     assert scaled.select(runs=["a", "b"]).scale == scaled.scale
+    # unscaled, tokens below 1 are refused, and the error says how to scale them
+    with pytest.raises(LadderError, match=r"run 'a' \(row 0\): column 'tokens' is 0.2, outside "
+                                          r"1..1e\+30: not a plausible token count \(in other "
+                                          r"units\? multiply the column as it is read: "
+                                          r"scale=\{'tokens':FACTOR\} \(CLI --scale "
+                                          r"tokens=FACTOR\), or \[scale\] in a manifest\)"):
+        load_ladder(io.StringIO(MILLIONS))
 
 
 @pytest.mark.parametrize("scale, message", [

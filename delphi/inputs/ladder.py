@@ -1155,8 +1155,16 @@ class Ladder:
             lo, hi, noun = _MAGNITUDE[col]
             with np.errstate(invalid="ignore"):
                 extreme = (values > 0) & np.isfinite(values) & ((values < lo) | (values > hi))
-            report(extreme, lambda v: f"column {col!r} is {v}, outside {lo:g}..{hi:g}: not a "
-                                      f"plausible {noun} (in other units?)")
+            # a count below 1 is in millions or billions: the reader can scale it
+            low = (f"scale={{'{col}':FACTOR}}", f"--scale {col}=FACTOR")
+            with np.errstate(invalid="ignore"):
+                small = extreme & (values < lo)
+            report(small, lambda v: f"column {col!r} is {v}, outside {lo:g}..{hi:g}: not a "
+                                    f"plausible {noun} (in other units? multiply the column "
+                                    f"as it is read: {option(*low)}, or [scale] in a "
+                                    f"manifest)")
+            report(extreme & ~small, lambda v: f"column {col!r} is {v}, outside {lo:g}..{hi:g}: "
+                                               f"not a plausible {noun} (in other units?)")
         if found and problems is None:
             raise LadderError(min(found, key=lambda p: p.order).message)
         if problems is not None:
