@@ -21,7 +21,7 @@ __version__ = "0.1.0"
 
 # The errors are tiny and needed by every caller that catches them: imported eagerly.
 from .errors import (DataDirError, DegenerateFitError, DelphiError, DelphiWarning,  # noqa: E402
-                     FitError, FitWarning, IdentifiabilityError, LadderError, LadderWarning,
+                     DuplicateRowsWarning, FitError, FitWarning, IdentifiabilityError, LadderError, LadderWarning,
                      LawError, ManifestError, MissingArgumentError, NotFittedError,
                      RegistryError, TargetError, UnidentifiedError)
 
@@ -82,6 +82,7 @@ __all__ = [
     "DelphiError", "LadderError", "DataDirError", "ManifestError", "LawError", "TargetError",
     "FitError", "NotFittedError", "IdentifiabilityError", "DegenerateFitError",
     "UnidentifiedError", "RegistryError", "MissingArgumentError", "DelphiWarning", "LadderWarning", "FitWarning",
+    "DuplicateRowsWarning",
 ]
 
 

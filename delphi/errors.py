@@ -27,6 +27,7 @@ __all__ = [
     "MissingArgumentError",
     "DelphiWarning",
     "LadderWarning",
+    "DuplicateRowsWarning",
     "FitWarning",
     "user_stacklevel",
     "warn_user",
@@ -103,6 +104,12 @@ class DelphiWarning(UserWarning):
 
 class LadderWarning(DelphiWarning):
     """Something in the ladder looks suspicious but usable (e.g. a FLOP column far from 6ND)."""
+
+
+class DuplicateRowsWarning(LadderWarning):
+    """Rows repeated exactly (identical in every column: two logs of one run concatenated)
+    were merged, one copy of each kept; the message names the runs, steps and rows, and
+    each dropped copy is listed in the ladder's exclusions."""
 
 
 class FitWarning(DelphiWarning):

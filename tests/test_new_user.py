@@ -223,9 +223,11 @@ def test_a_fresh_users_findings(tmp_path, capsys):
     """What a new user hit (issue 23's closing check): each reproduced as reported."""
     import numpy as np
     import pandas as pd
-    # a duplicate-rows error lists 10 rows and the count, not 200,000 row numbers
+    # a duplicate-rows error lists 10 rows and the count, not 200,000 row numbers (losses
+    # differ: exact copies would be merged, with a warning)
     path = tmp_path / "dup.csv"
-    pd.DataFrame({"run": ["a"] * 5000, "flops": 1e18, "loss": 3.0}).to_csv(path, index=False)
+    pd.DataFrame({"run": ["a"] * 5000, "flops": 1e18,
+                  "loss": 3.0 + 1e-6 * np.arange(5000)}).to_csv(path, index=False)
     assert main(["predict", str(path), "--target-flops", "1e22"]) == 1
     err = capsys.readouterr().err
     assert len(err) < 600 and "(rows 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, ... (5000 rows in all))" in err

@@ -506,6 +506,157 @@ def test_bad_values_name_run_row_and_column(tmp_path, body, message):
         load_ladder(path)
 
 
+# ------------------------------------------- exact duplicate rows (two logs concatenated)
+#: Six runs, one row each, on L = 1.8 + 2 (C/1e18)^-0.3; run r1 also logs a step 2.
+LOG = ("run,step,flops,loss\n"
+       + "".join(f"r{i},1,{1e18 * 3 ** i:g},{1.8 + 2 * 3 ** (-0.3 * i):.6f}\n" for i in range(6))
+       + f"r1,2,3e18,{1.8 + 2 * 3 ** -0.3:.6f}\n")
+R1_STEP_2 = LOG.splitlines(True)[-1]
+
+
+def _twice() -> str:
+    # the log, then its first three data rows again (rows 7, 8, 9 repeat rows 0, 1, 2)
+    return LOG + "".join(LOG.splitlines(True)[1:4])
+
+
+@pytest.mark.parametrize("stream", ["text", "bytes"])
+def test_exact_duplicate_rows_are_merged_with_a_warning(stream):
+    import io
+    from delphi.errors import DuplicateRowsWarning
+    data = io.StringIO(_twice()) if stream == "text" else io.BytesIO(_twice().encode())
+    with pytest.warns(DuplicateRowsWarning) as caught:
+        ladder = load_ladder(data)
+    [message] = [str(w.message) for w in caught]
+    assert message.startswith("ladder 'stdin': 3 rows repeat an earlier row exactly")
+    assert ("run 'r0' step 1 (row(s) 7 repeat row(s) 0); run 'r1' step 1 (row(s) 8 repeat "
+            "row(s) 1); run 'r2' step 1 (row(s) 9 repeat row(s) 2)") in message
+    assert message in ladder.warnings
+    # one copy of each: the log as read once
+    once = load_ladder(io.StringIO(LOG))
+    pd.testing.assert_frame_equal(ladder.table, once.table)
+    assert len(ladder.table) == 7
+    assert [(e.run, e.reason) for e in ladder.exclusions] == [
+        (f"r{i}", f"row {7 + i} repeats row {i} exactly (identical in every column); the copy "
+                  f"dropped") for i in range(3)]
+
+
+def test_rows_of_one_step_with_different_losses_are_still_an_error():
+    import io
+    from delphi.errors import DuplicateRowsWarning
+    text = _twice().replace(R1_STEP_2, R1_STEP_2 + "r1,2,3e18,3.44\n")
+    with pytest.warns(DuplicateRowsWarning), pytest.raises(LadderError) as info:
+        load_ladder(io.StringIO(text))
+    # the exact copies are merged; r1's two rows at step 2 differ: which one is right?
+    assert ("run 'r1': duplicate rows for step = 2 (rows 6, 7), differing in loss"
+            in str(info.value))
+    assert "'r0'" not in str(info.value) and "'r2'" not in str(info.value)
+
+
+def test_cli_merges_exact_duplicates_and_refuses_differing_ones(monkeypatch, capsys):
+    import io
+    import sys
+    from delphi.cli import main
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(_twice().encode())))
+    assert main(["fit", "-", "--law", "power"]) == 0
+    out = capsys.readouterr().out
+    assert "warning    ladder 'stdin': 3 rows repeat an earlier row exactly" in out
+    assert "excluded   r2: row 9 repeats row 2 exactly" in out and "points     6 runs" in out
+    clash = _twice().replace(R1_STEP_2, R1_STEP_2 + "r1,2,3e18,3.44\n")
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(clash.encode())))
+    assert main(["fit", "-", "--law", "power"]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("delphi: error: ") and err.count("\n") == 1
+    assert "run 'r1': duplicate rows for step = 2 (rows 6, 7), differing in loss" in err
+
+
+# --------------------------------------------- scale: columns logged in other units
+#: Parameters in millions and tokens in billions; the same ladder in counts is COUNTS.
+MILLIONS = "run,params,tokens,loss\na,10,0.2,4.1\nb,20,0.4,3.9\nc,40,0.8,3.7\n"
+COUNTS = "run,params,tokens,loss\na,1e7,2e8,4.1\nb,2e7,4e8,3.9\nc,4e7,8e8,3.7\n"
+
+
+def test_scale_multiplies_columns_after_reading_and_says_so():
+    import io
+    ladder = load_ladder(io.StringIO(MILLIONS), scale={"params": 1e6, "tokens": 1e9})
+    counts = load_ladder(io.StringIO(COUNTS))
+    pd.testing.assert_frame_equal(ladder.table, counts.table)
+    # C = 6 N D from the scaled counts: 6 * 1e7 * 2e8 for run a
+    assert ladder.table.set_index("run").at["a", "flops"] == pytest.approx(1.2e16, rel=1e-12)
+    assert ladder.scale == {"params": 1e6, "tokens": 1e9} and counts.scale == {}
+    assert ladder.warnings == [
+        "ladder 'stdin': column params multiplied by 1e+06 after reading, as "
+        "scale={'params':1e+06} (CLI --scale params=1e+06) asked; e.g. row 0: 10 -> 1e+07",
+        "ladder 'stdin': column tokens multiplied by 1e+09 after reading, as "
+        "scale={'tokens':1e+09} (CLI --scale tokens=1e+09) asked; e.g. row 0: 0.2 -> 2e+08"]
+    assert counts.warnings == []
+    frame = pd.read_csv(io.StringIO(MILLIONS))
+    scaled = load_ladder(frame, scale={"params": 1e6, "tokens": 1e9})
+    pd.testing.assert_frame_equal(scaled.table, counts.table)
+    assert frame["params"].tolist() == [10, 20, 40]         # the caller's frame as it was
+    # the selection keeps the record
+    assert scaled.select(runs=["a", "b"]).scale == scaled.scale
+    # unscaled, tokens below 1 are refused, and the error says how to scale them
+    with pytest.raises(LadderError, match=r"run 'a' \(row 0\): column 'tokens' is 0.2, outside "
+                                          r"1..1e\+30: not a plausible token count \(in other "
+                                          r"units\? multiply the column as it is read: "
+                                          r"scale=\{'tokens':FACTOR\} \(CLI --scale "
+                                          r"tokens=FACTOR\), or \[scale\] in a manifest\)"):
+        load_ladder(io.StringIO(MILLIONS))
+
+
+@pytest.mark.parametrize("scale, message", [
+    ({"param": 1e6}, r"unknown column 'param' \(did you mean 'params'\?\); columns that can "
+                     r"be scaled: params, tokens, flops, loss, step"),
+    ({"Tokens": 1e9}, r"unknown column 'Tokens' \(did you mean 'tokens'\?\)"),
+    ({"run": 2.0}, r"unknown column 'run'; columns that can be scaled"),
+    ({"params": 0}, r"the factor for params must be a positive finite number, got 0"),
+    ({"params": -1e6}, r"the factor for params must be a positive finite number, got -1000000"),
+    ({"tokens": float("inf")}, r"the factor for tokens must be a positive finite number, got inf"),
+    ({"tokens": float("nan")}, r"the factor for tokens must be a positive finite number, got nan"),
+    ({"params": True}, r"the factor for params must be a positive finite number, got True"),
+    ({"params": "1e6"}, r"the factor for params must be a positive finite number, got '1e6'"),
+    ({"flops": 1e9}, r"scale \(CLI --scale\) given for column 'flops', which the table does "
+                     r"not have; columns found: run, params, tokens, loss"),
+    ([("params", 1e6)], r"scale maps canonical columns to factors"),
+])
+def test_scale_refuses_unknown_columns_and_bad_factors(scale, message):
+    import io
+    with pytest.raises(LadderError, match=message):
+        load_ladder(io.StringIO(MILLIONS), scale=scale)
+
+
+def test_scale_is_refused_with_a_manifest(data_dir):
+    with pytest.raises(LadderError, match=r"is a manifest: it scales its columns in its "
+                                          r"\[scale\] table"):
+        load_ladder("marin-delphi-dense", scale={"params": 2.0})
+
+
+def test_cli_scale_is_repeatable_and_its_errors_are_one_line(monkeypatch, capsys):
+    import io
+    import sys
+    from delphi.cli import main
+
+    def run(*argv):
+        monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(MILLIONS.encode())))
+        code = main(["fit", "-", "--law", "power", *argv])
+        return (code, *capsys.readouterr())
+    code, out, err = run("--scale", "params=1e6", "--scale", "tokens=1e9")
+    assert code == 0, err
+    assert ("warning    ladder 'stdin': column params multiplied by 1e+06 after reading, as "
+            "--scale params=1e+06 asked; e.g. row 0: 10 -> 1e+07") in out
+    assert "as --scale tokens=1e+09 asked" in out
+    for argv, says in ((["--scale", "parms=1e6"], "unknown column 'parms' (did you mean "
+                                                  "'params'?)"),
+                       (["--scale", "params=0"], "the factor for params must be a positive"),
+                       (["--scale", "params=1e6", "--scale", "params=1e3"],
+                        "--scale params given twice (1e+06 and 1000)")):
+        code, out, err = run(*argv)
+        assert code == 1 and err.count("\n") == 1 and says in err, err
+    with pytest.raises(SystemExit):
+        run("--scale", "params")
+    assert "expected NAME=FACTOR" in capsys.readouterr().err
+
+
 def test_missing_required_column_lists_the_columns_found(tmp_path):
     path = tmp_path / "noloss.csv"
     path.write_text("run,params,tokens,val\na,1e6,1e8,3\n")

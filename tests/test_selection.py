@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import math
+from dataclasses import replace
 
 import numpy as np
 from scipy import stats
@@ -184,6 +185,85 @@ def test_weights_drop_members_under_one_percent_and_renormalise():
     with pytest.raises(FitError, match="no candidate law could be ranked"):
         Comparison(ladder="hand", scores=[], cuts=[], level=0.9).best
 
+def _hand(*scores, rule="backtest", cuts=(1.0, 2.0, 3.0)):
+    from delphi.selection import Comparison
+    return Comparison(ladder="hand", scores=list(scores), cuts=list(cuts), level=0.9, rule=rule,
+                      reference={"ladders": ["p0", "p1"], "window": "4"})
+
+
+def test_best_reason_says_lowest_score_near_tie_exact_tie_and_only_one():
+    from delphi.selection import TIE
+    far = _hand(replace(_score("power", 1e-4), score=0.010, n_scored=12),
+                replace(_score("chinchilla", 4e-4), score=0.030, n_scored=12))
+    assert far.best_reason == ("power has the lowest score (1.00%: mean leave-future-out |log "
+                               "error| on 12 (cut, run) pair(s), each fold weighing 4x the one "
+                               "before); runner-up chinchilla has 3.00%")
+    # runner-up within TIE (5%) of the best: a near tie, said; few predictions: weak evidence
+    near = _hand(replace(_score("power", 1e-4), score=0.0100),
+                 replace(_score("chinchilla", 1e-4), score=0.0100 * (1 + TIE / 2)))
+    assert "a near tie with runner-up chinchilla (1.02%, within 5%)" in near.best_reason
+    assert "on only 5 prediction(s): weak evidence" in near.best_reason
+    assert "near tie" not in far.best_reason and "weak evidence" not in far.best_reason
+    # equal scores: compare's sort puts the fewer free parameters first, and says so
+    tie = _hand(replace(_score("power", 1e-4), score=0.01),
+                replace(_score("chinchilla", 1e-4), score=0.01))
+    assert "tied with chinchilla, the tie broken by the fewest free parameters" in tie.best_reason
+    failed = replace(_score("overtrain", 1.0), mean_abs_error=None, mse=None, n_scored=0,
+                     error="too few budgets")
+    only = _hand(replace(_score("power", 1e-4), score=0.01), failed)
+    assert only.best_reason.startswith("power is the only one of the 2 candidates that could "
+                                       "be backtested leave-future-out")
+    alone = _hand(replace(_score("power", 1e-4), score=0.01))
+    assert alone.best_reason.startswith("power is the only candidate compared; it has the "
+                                        "lowest score (1.00%")
+    for c in (far, near, tie, only, alone):
+        assert f"why        {c.best_reason}" in c.report()
+        assert c.to_dict()["best_reason"] == c.best_reason
+    assert _hand().to_dict()["best_reason"] is None
+    with pytest.raises(FitError, match="no candidate law could be ranked"):
+        _hand().best_reason
+
+
+def test_best_reason_under_the_reference_rule_and_unbacktested_members_shown_weighted():
+    # power backtested (but its law not in the reference class), chinchilla at two floors not
+    # backtested: ranked and weighted by the reference class alone, their shared law's score
+    # tied, the tie going to the fewest fixed parameters.
+    from delphi.selection import CandidateScore
+    power = replace(_score("power", 1e-4), score=0.01)
+
+    def unbacktested(c, ref):
+        return CandidateScore(candidate=c, n_scored=0, mean_abs_error=None, max_abs_error=None,
+                              mse=None, coverage_before=None, coverage_after=None,
+                              n_calibrated=0, aic=None, bic=None, n_points=8, params={},
+                              error="too few compute budgets", reference_error=ref,
+                              reference_mse=ref ** 2)
+    free = unbacktested(Candidate("chinchilla"), 0.04)
+    pinned = unbacktested(Candidate("chinchilla", fixed={"E": 1.5}), 0.04)
+    c = _hand(power, pinned, free, rule="reference", cuts=[1.0, 2.0])
+    assert c.best is free
+    assert c.best_reason == (
+        "chinchilla has the lowest reference-class error (4.00%: its law's mean |error| on 2 "
+        "public ladder(s) in folds fitted on 4 rungs), ranked by the reference class because "
+        "this ladder's 2 leave-future-out cut(s) are fewer than 3 to rank on; tied with "
+        "chinchilla E=1.5 (the reference class scores the law chinchilla, not its floor or "
+        "Huber delta), the tie broken by the fewest fixed parameters")
+    w = c.weights()
+    assert w == pytest.approx({"chinchilla": 0.5, "chinchilla E=1.5": 0.5})
+    rows = {ln[:26].strip(): ln[26:] for ln in c.report().splitlines()
+            if ln[:26].strip() in ("power", "chinchilla", "chinchilla E=1.5")}
+    for label in ("chinchilla", "chinchilla E=1.5"):
+        assert rows[label].strip().startswith("not backtested, weight 0.50 from the reference "
+                                              "class (4.00%): too few compute budgets")
+    assert rows["power"].split()[-1] == "-"     # backtested, not ranked: no weight
+    d = c.to_dict()
+    assert [(x["label"], x["backtested"]) for x in d["candidates"]] == [
+        ("power", True), ("chinchilla E=1.5", False), ("chinchilla", False)]
+    assert d["weights"] == w
+    # with 3 cuts but only power backtestable there, the reason says so
+    three = _hand(power, free, rule="reference")
+    assert "because only power could be backtested at this ladder's 3 cut(s)" in three.best_reason
+
+
 def test_compare_aic_bic_from_residuals_by_hand(comparison):
     frame = _chin_frame()
     chin_s, pow_s, _ = comparison.scores
@@ -214,8 +294,10 @@ def test_compare_report_and_json(comparison):
     assert rows[0].startswith("chinchilla") and rows[1].startswith("power ")
     assert "power E=5" in rows[2] and "not scored" in rows[2]
     assert "best       chinchilla" in text
+    assert "why        chinchilla has the lowest score" in text and "runner-up power" in text
     d = json.loads(json.dumps(comparison.to_dict(), allow_nan=False))
     assert d["best"] == "chinchilla" and d["design"] == "leave-future-out"
+    assert d["best_reason"] == comparison.best_reason
     assert [c["label"] for c in d["candidates"]] == ["chinchilla", "power", "power E=5"]
     assert d["candidates"][2]["error"] and d["candidates"][2]["mean_abs_error"] is None
     assert d["candidates"][0]["n_scored"] == d["candidates"][1]["n_scored"] == 10
@@ -443,6 +525,7 @@ def test_cli_compare_plain_and_json(chin_csv, capsys):
     assert {c["label"] for c in d["candidates"]} == {"power", "power E=1.5", "chinchilla",
                                                       "chinchilla E=1.5"}
     assert d["best"] == d["candidates"][0]["label"]
+    assert d["best_reason"].startswith(f"{d['best']} has the lowest score")
 
 
 def test_cli_predict_auto_and_ensemble(chin_csv, capsys):

@@ -104,3 +104,11 @@ def test_the_header_and_every_reason_state_one_count_of_cuts(data_dir):
             assert f"ranked on the {n} cut(s) above" in s.error, s.error
     assert c.rule == "reference"           # 2 cuts: too few to rank on
     assert any("shown, not ranked on: 2 cut(s)" in x for x in c.notes)
+    # the members weighted by the reference class without a backtest show their weight
+    w, text = c.weights(), c.report()
+    unbacktested = [s for s in c.ranked if not s.scored]
+    assert unbacktested
+    for s in unbacktested:
+        assert (f"{s.candidate.label:<26} not backtested, weight {w[s.candidate.label]:.2f} "
+                f"from the reference class") in text
+    assert "because this ladder's 2 leave-future-out cut(s) are fewer than 3" in c.best_reason

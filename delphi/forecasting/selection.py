@@ -105,7 +105,7 @@ class CandidateScore:
         return self.score if self.score is not None else self.mean_abs_error
 
     def to_dict(self) -> dict:
-        return {**self.candidate.to_dict(), "n_scored": self.n_scored,
+        return {**self.candidate.to_dict(), "backtested": self.scored, "n_scored": self.n_scored,
                 "mean_abs_error": self.mean_abs_error, "score": self.score,
                 "max_abs_error": self.max_abs_error,
                 "mse": self.mse, "coverage_before": self.coverage_before,
@@ -158,6 +158,67 @@ class Comparison:
                            f"{why}")
         return self.ranked[0]
 
+    @property
+    def best_reason(self) -> str:
+        """One sentence saying why :attr:`best` won: the lowest recency-weighted
+        leave-future-out score (``rule="backtest"``) or the lowest reference-class error
+        (``rule="reference"``, and why the ladder's own backtest could not rank), or that it
+        was the only candidate that could be ranked; with the runner-up and its score, how an
+        exact tie was broken, and "near tie" when the runner-up scores within :data:`TIE` of
+        it.
+
+        Raises FitError when no candidate could be ranked (as :attr:`best`)."""
+        b, ranked = self.best, self.ranked
+        ref = self.reference or {}
+        label = b.candidate.label
+        if self.rule == "reference":
+            key = (lambda s: s.reference_error)
+            n_lad = len(ref.get("ladders", []))
+            what = (f"the lowest reference-class error ({b.reference_error:.2%}: its law's mean "
+                    f"|error| on {n_lad} public ladder(s) in folds fitted on "
+                    f"{ref.get('window', '?')} rungs)")
+            scored = [s for s in self.scores if s.scored]
+            why = (f"this ladder's {len(self.cuts)} leave-future-out cut(s) are fewer than "
+                   f"{MIN_FOLDS} to rank on" if len(self.cuts) < MIN_FOLDS else
+                   f"only {scored[0].candidate.label if scored else 'one candidate'} could be "
+                   f"backtested at this ladder's {len(self.cuts)} cut(s)")
+            how = f", ranked by the reference class because {why}"
+        else:
+            key = (lambda s: s.rank_key)
+            what = (f"the lowest score ({b.rank_key:.2%}: mean leave-future-out |log error| on "
+                    f"{b.n_scored} (cut, run) pair(s), each fold weighing {RECENCY:g}x the one "
+                    f"before)")
+            how = ("" if b.n_scored >= _FEW else
+                   f", on only {b.n_scored} prediction(s): weak evidence")
+        if len(self.scores) == 1:
+            return f"{label} is the only candidate compared; it has {what}{how}"
+        if len(ranked) == 1:
+            means = "ranked by the reference class" if self.rule == "reference" else \
+                "backtested leave-future-out"
+            return (f"{label} is the only one of the {len(self.scores)} candidates that could be "
+                    f"{means} (the others' reasons are in their rows and the notes); it has "
+                    f"{what}{how}")
+        ru = ranked[1]
+        if key(ru) == key(b):
+            if self.rule == "reference" and b.candidate.law == ru.candidate.law:
+                broke = ("the ladder's own backtest" if b.scored and ru.scored
+                         and b.rank_key < ru.rank_key else
+                         "it being backtested and the runner-up not" if b.scored
+                         and not ru.scored else "the fewest fixed parameters")
+                vs = (f"; tied with {ru.candidate.label} (the reference class scores the law "
+                      f"{b.candidate.law}, not its floor or Huber delta), the tie broken by "
+                      f"{broke}")
+            else:
+                vs = (f"; tied with {ru.candidate.label}, the tie broken by the fewest free "
+                      f"parameters")
+        elif key(ru) <= key(b) * (1 + TIE):
+            vs = (f"; a near tie with runner-up {ru.candidate.label} ({key(ru):.2%}, within "
+                  f"{TIE:.0%}): weak evidence for either, "
+                  f"{option('ensemble=True', '--ensemble')} averages them")
+        else:
+            vs = f"; runner-up {ru.candidate.label} has {key(ru):.2%}"
+        return f"{label} has {what}{how}{vs}"
+
     def weights(self) -> dict[str, float]:
         """Ensemble weights by label: 1/mse normalised (Bates & Granger 1969), members below
         1% left out and the rest renormalised."""
@@ -178,6 +239,7 @@ class Comparison:
                 "n_cuts": len(self.cuts),
                 "cuts": self.cuts, "candidates": [s.to_dict() for s in self.scores],
                 "best": self.best.candidate.label if self.ranked else None,
+                "best_reason": self.best_reason if self.ranked else None,
                 "weights": self.weights(), "notes": self.notes}
 
     def report(self) -> str:
@@ -190,6 +252,8 @@ class Comparison:
                  f"{'cover ' + pct + ' before->after':>26} {'AIC':>9} {'BIC':>9} {'pts':>4} "
                  f"{'weight':>6}"]
         w = self.weights()
+        # a candidate backtested but not ranked (the reference rule) has no weight to show
+        ranked = {s.candidate.label for s in self.ranked}
 
         def pc(v):
             return "-" if v is None else f"{v:.0%}"
@@ -197,7 +261,13 @@ class Comparison:
             if not s.scored:
                 ref = (f"; reference class {s.reference_error:.2%}"
                        if s.reference_error is not None else "")
-                lines.append(f"{s.candidate.label[:26]:<26} not scored: {s.error}{ref}")
+                if s.candidate.label in w:
+                    # ranked and weighted by the reference class without a backtest of its own
+                    lines.append(f"{s.candidate.label[:26]:<26} not backtested, weight "
+                                 f"{w[s.candidate.label]:.2f} from the reference class "
+                                 f"({s.reference_error:.2%}): {s.error}")
+                else:
+                    lines.append(f"{s.candidate.label[:26]:<26} not scored: {s.error}{ref}")
                 continue
             aic = "-" if s.aic is None else f"{s.aic:9.1f}"
             bic = "-" if s.bic is None else f"{s.bic:9.1f}"
@@ -207,7 +277,8 @@ class Comparison:
             lines.append(f"{s.candidate.label[:26]:<26} {s.n_scored:>5} {s.rank_key:>7.2%} "
                          f"{s.mean_abs_error:>8.2%} {s.max_abs_error:>8.2%} {cov:>26} "
                          f"{aic:>9} {bic:>9} {s.n_points or 0:>4} "
-                         f"{w.get(s.candidate.label, 0.0):>6.2f}")
+                         + (f"{w.get(s.candidate.label, 0.0):>6.2f}"
+                            if s.candidate.label in ranked else f"{'-':>6}"))
         shared = set.intersection(*(set(s.warnings) for s in self.ranked)) \
             if len(self.ranked) > 1 else set()
         for x in dict.fromkeys(w for s in self.ranked for w in s.warnings if w in shared):
@@ -238,6 +309,8 @@ class Comparison:
                          f"mean leave-future-out |error|, each fold weighing {RECENCY:g}x the "
                          f"one before; pred. = (cut, run) pairs every candidate predicted; "
                          f"coverage over its own calibrated predictions)")
+        if self.ranked:
+            lines.append(f"why        {self.best_reason}")
         if any(s.scored and not s.n_calibrated for s in self.scores):
             lines.append(f"cover      share of a candidate's calibrated leave-future-out "
                          f"predictions whose observed loss is in its {pct} new-run interval, "

@@ -48,7 +48,8 @@ import numpy as np
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from ..errors import LadderError, LadderWarning, TargetError, option, user_stacklevel
+from ..errors import (DuplicateRowsWarning, LadderError, LadderWarning, TargetError, option,
+                      user_stacklevel)
 from ..core import shared_fits as shared
 from ..core.records import positive_number
 from ..core.text import plural
@@ -592,8 +593,10 @@ class Ladder:
         not a known unit (the message lists them). Unless ``drop_invalid``: rows are invalid
         (one error lists the first 20 problems and gives the count, each naming run, row and
         column): a value non-numeric, NaN, infinite, zero or negative, a (run, step) pair
-        repeated (within one segment of a run: after a restarted step counter a step logged
-        again is another checkpoint), a resumed run's rows superseded by a rollback that
+        repeated with different values (within one segment of a run: after a restarted step
+        counter a step logged again is another checkpoint; a row identical in every column to
+        an earlier one is a copy, merged with a
+        :class:`~delphi.errors.DuplicateRowsWarning` and listed in :attr:`exclusions`), a resumed run's rows superseded by a rollback that
         logs their steps again, a per-run constant (``params``...) varying within a run, an unknown
         ``status``, more than one ``final`` row in a run, or a run whose ``final``,
         ``status`` and ``fraction`` (or step against ``total_steps``) disagree
@@ -647,6 +650,9 @@ class Ladder:
         #: Rows (source ``row``) of a rollback's earlier segment that the run continued past
         #: without logging their steps again: run -> rows (a warning names them).
         self.superseded: dict[str, list[int]] = {}
+        #: ``{canonical column: factor}`` the reader multiplied in after reading
+        #: (:func:`delphi.load_ladder`'s ``scale``, CLI ``--scale``); empty when none.
+        self.scale: dict[str, float] = {}
         #: The run-state column as the source spells it (W&B: ``State``), for messages.
         self.status_column: str = "status"
         #: ``(rows, runs)`` dropped by ``drop_invalid`` (runs: dropped whole).
@@ -769,9 +775,57 @@ class Ladder:
         """Build a ladder from a list of dicts (one per row); keyword arguments as in ``Ladder``."""
         return cls(pd.DataFrame.from_records(list(records)), **kwargs)
 
-    def _warn(self, message: str) -> None:
+    def _warn(self, message: str, category: type[LadderWarning] = LadderWarning) -> None:
         self.warnings.append(message)
-        warnings.warn(message, LadderWarning, stacklevel=user_stacklevel())
+        warnings.warn(message, category, stacklevel=user_stacklevel())
+
+    def _merge_exact_copies(self, t: pd.DataFrame) -> pd.DataFrame:
+        """``t`` with one copy of each group of rows identical in every column but ``row``
+        and ``source_file`` (two logs of a run concatenated), in file order; each dropped
+        copy is listed in :attr:`exclusions` and one :class:`~delphi.errors.DuplicateRowsWarning`
+        names the runs, keys and rows. Rows sharing a (run, step) key but differing
+        elsewhere are left for the duplicate check (an error: which row is right?)."""
+        key = ["run", next(c for c in ("step", "tokens", "flops") if c in t.columns)]
+        try:
+            # only rows whose key repeats can be copies: the whole rows are compared on them
+            maybe = t.duplicated(subset=key, keep=False).to_numpy()
+        except TypeError:        # unhashable run ids or keys: the checks below name them
+            return t
+        if not maybe.any():
+            return t
+        c = t.loc[maybe]
+        cols = [x for x in c.columns if x not in ("row", "source_file")]
+        # Cells as text (metadata may hold unhashable values: dicts from JSON), NaN equal to
+        # NaN; rows numbered by their group of identical cells, one column at a time.
+        group = np.zeros(len(c), dtype=np.int64)
+        for col in cols:
+            codes, _ = pd.factorize(c[col].astype(str), use_na_sentinel=False)
+            group, _ = pd.factorize(group * (int(codes.max(initial=0)) + 1) + codes)
+        copy = pd.Series(group, index=c.index).duplicated(keep="first")
+        if not copy.any():
+            return t
+        first = c["row"].groupby(group).transform("first")
+        by_run: dict[str, list[tuple]] = {}
+        for idx in c.index[copy.to_numpy()]:
+            run, row, orig = str(t.at[idx, "run"]), t.at[idx, "row"], first[idx]
+            self.exclusions.append(Exclusion(run, f"row {row} repeats row {orig} exactly "
+                                                  f"(identical in every column); the copy dropped"))
+            by_run.setdefault(run, []).append((t.at[idx, key[1]], row, orig))
+        listed = []
+        for run, items in list(by_run.items())[:5]:
+            shown = items[:_MAX_LISTED_ROWS]
+            more = f", ... ({len(items)} in all)" if len(items) > len(shown) else ""
+            listed.append(f"run {run!r} {key[1]} {', '.join(_show(k) for k, _, _ in shown)}"
+                          f"{more} (row(s) {', '.join(str(r) for _, r, _ in shown)}{more} "
+                          f"repeat row(s) {', '.join(str(o) for _, _, o in shown)})")
+        runs_more = f"; and {len(by_run) - 5} more run(s)" if len(by_run) > 5 else ""
+        n = int(copy.sum())
+        self._warn(f"ladder {self.name!r}: {plural(n, 'row')} repeat{'s' if n == 1 else ''} "
+                   f"an earlier row exactly (identical in every column: two logs "
+                   f"concatenated?), merged into one copy each: {'; '.join(listed)}"
+                   f"{runs_more}; each dropped copy is listed in the exclusions",
+                   DuplicateRowsWarning)
+        return t.loc[~t.index.isin(c.index[copy.to_numpy()])].reset_index(drop=True)
 
     def _drop_initial_evals(self, t: pd.DataFrame) -> pd.DataFrame:
         """Leave out step-0 rows with no tokens or FLOPs yet (an evaluation before training,
@@ -842,6 +896,7 @@ class Ladder:
             t["row"] = np.arange(len(t))
         t = t.reset_index(drop=True)
         t = self._drop_initial_evals(t)
+        t = self._merge_exact_copies(t)
         t, self.status_column = _status_alias(t)
         problems: list[Invalid] = []
         blank = t["run"].isna()
@@ -1102,8 +1157,16 @@ class Ladder:
             lo, hi, noun = _MAGNITUDE[col]
             with np.errstate(invalid="ignore"):
                 extreme = (values > 0) & np.isfinite(values) & ((values < lo) | (values > hi))
-            report(extreme, lambda v: f"column {col!r} is {v}, outside {lo:g}..{hi:g}: not a "
-                                      f"plausible {noun} (in other units?)")
+            # a count below 1 is in millions or billions: the reader can scale it
+            low = (f"scale={{'{col}':FACTOR}}", f"--scale {col}=FACTOR")
+            with np.errstate(invalid="ignore"):
+                small = extreme & (values < lo)
+            report(small, lambda v: f"column {col!r} is {v}, outside {lo:g}..{hi:g}: not a "
+                                    f"plausible {noun} (in other units? multiply the column "
+                                    f"as it is read: {option(*low)}, or [scale] in a "
+                                    f"manifest)")
+            report(extreme & ~small, lambda v: f"column {col!r} is {v}, outside {lo:g}..{hi:g}: "
+                                               f"not a plausible {noun} (in other units?)")
         if found and problems is None:
             raise LadderError(min(found, key=lambda p: p.order).message)
         if problems is not None:
@@ -1274,8 +1337,13 @@ class Ladder:
             shown = ", ".join(map(str, rows[:_MAX_LISTED_ROWS]))
             if len(rows) > _MAX_LISTED_ROWS:    # a message stays short, however many rows
                 shown += f", ... ({len(rows)} rows in all)"
+            # what differs: they are not copies (those were merged), so which row is right?
+            cells = t.loc[members, [x for x in t.columns if x not in ("row", "source_file")]]
+            differ = [str(x) for x in cells.columns
+                      if cells[x].astype(str).nunique(dropna=False) > 1]
+            shown += f"), differing in {', '.join(differ[:5])}" if differ else ")"
             problems.append(Invalid(
-                f"run {run!r}", f"duplicate rows for {key[1]} = {v[b]:g} (rows {shown})",
+                f"run {run!r}", f"duplicate rows for {key[1]} = {v[b]:g} (rows {shown}",
                 tuple(int(i) for i in members), run=run, order=float(members.min())))
 
     def _account_flops(self, t: pd.DataFrame, codes: np.ndarray, names: np.ndarray) -> None:

@@ -16,21 +16,23 @@ The format-specific readers (:func:`read_csv`, :func:`read_wandb`, :func:`read_m
 from __future__ import annotations
 
 import difflib
-
+import math
+import numbers
 import os
 import re
 import sys
 from collections.abc import Mapping
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from ...errors import LadderError, option
-from ..ladder import Ladder
+from ..ladder import Ladder, columns_found
 from ..units import DEFAULT_UNIT, normalize_unit, unit_from_metric
 from ._common import SourceTable, canonicalize, not_a_file, sniff_content
 from ._pipeline import build_ladder, check_tables
-from .manifest import Manifest, read_manifest
+from .manifest import Manifest, ScaleSpec, read_manifest
 from .marin import read_marin
 from .olmo import read_olmo
 from .paths import BUNDLED_DIR
@@ -245,15 +247,16 @@ def _read_data_file(path: Path, metric: str | None,
 
 
 def _load_tensorboard(source, *, metric: str | None, unit: str | None,
-                      drop_invalid: bool) -> Ladder:
+                      drop_invalid: bool, scale: dict[str, float] | None = None) -> Ladder:
     """A ladder of loss curves from a directory of TensorBoard runs, named after it."""
     path = Path(source).expanduser()
     table = read_tensorboard(path, metric=metric)
     chosen, note = _unit_for(table.metric or metric, unit, DEFAULT_UNIT)
     if note:
         table.notes.append(note)
-    return table.to_ladder(name=path.resolve().name or str(path), metric=table.metric or metric,
-                           source=str(path), unit=chosen, drop_invalid=drop_invalid)
+    return _scaled_ladder(table, scale, name=path.resolve().name or str(path),
+                          metric=table.metric or metric, source=str(path), unit=chosen,
+                          drop_invalid=drop_invalid)
 
 
 def _check_format(format: str | None, kind: str, path: Path, label: str) -> None:
@@ -273,7 +276,8 @@ def _check_format(format: str | None, kind: str, path: Path, label: str) -> None
 
 
 def _load_stream(stream, *, format: str | None, metric: str | None, unit: str | None,
-                 drop_invalid: bool, columns: Mapping[str, str] | None = None) -> Ladder:
+                 drop_invalid: bool, columns: Mapping[str, str] | None = None,
+                 scale: dict[str, float] | None = None) -> Ladder:
     """A ladder read from standard input or another stream: ladder ``stdin``, source
     ``<stdin>`` (never a file name, so forecasts and registry entries are the same whatever
     pipe fed them)."""
@@ -289,14 +293,15 @@ def _load_stream(stream, *, format: str | None, metric: str | None, unit: str | 
     chosen, note = _unit_for(table.metric or metric, unit, DEFAULT_UNIT)
     if note:
         table.notes.append(note)
-    return table.to_ladder(name="stdin", metric=table.metric or metric, source=STDIN_LABEL,
-                           unit=chosen, drop_invalid=drop_invalid)
+    return _scaled_ladder(table, scale, name="stdin", metric=table.metric or metric,
+                          source=STDIN_LABEL, unit=chosen, drop_invalid=drop_invalid)
 
 
 def load_ladder(source: str | Path, *, metric: str | None = None,
                 unit: str | None = None, drop_invalid: bool = False,
                 allow_outside_paths: bool = False, format: str | None = None,
-                columns: Mapping[str, str] | None = None) -> Ladder:
+                columns: Mapping[str, str] | None = None,
+                scale: Mapping[str, float] | None = None) -> Ladder:
     """Load a ladder from a bundled name, a manifest (``.toml``), a tidy data file or
     standard input (``"-"``).
 
@@ -341,6 +346,16 @@ def load_ladder(source: str | Path, *, metric: str | None = None,
         "tokens": "D"}``. Canonical names are those of :mod:`delphi.ladder` (``run``,
         ``params``, ``tokens``, ``flops``, ``loss``, ``step``...). A manifest maps its own in
         its ``[columns]`` table, so ``columns`` is refused with a manifest or bundled name.
+    scale:
+        ``{canonical column: factor}`` multiplying a column after reading (CLI ``--scale
+        params=1e6``, repeatable), for a data file, stream, DataFrame or TensorBoard logs that
+        count in other units: parameters in millions (``{"params": 1e6}``), tokens in billions
+        (``{"tokens": 1e9}``), GFLOPs. Columns: ``params``, ``tokens``, ``flops``, ``loss``,
+        ``step``, ``lr``, ``peak_lr``, ``batch_size``, ``active_params`` (after ``columns``
+        renames them); a factor is a positive finite number. Recorded in
+        :attr:`Ladder.scale` and :attr:`Ladder.warnings` (every report prints it). A
+        manifest scales in its ``[scale]`` table, so ``scale`` is refused with a manifest or
+        bundled name.
 
     A CSV whose header is a W&B runs-table export (``Name``, ``State`` and summary columns
     such as ``parameter_count``, ``throughput/total_tokens``, ``eval/paloma/macro_loss``) is
@@ -367,7 +382,9 @@ def load_ladder(source: str | Path, *, metric: str | None = None,
         unknown, ``"toml"`` for standard input (a manifest needs its folder), or that
         contradicts a file's suffix (names both). A ``source`` of another type (None, a dict,
         an array...), a path with a NUL character or one the OS refuses (too long), a
-        ``metric`` that is not a str.
+        ``metric`` that is not a str. A ``scale`` naming a column that cannot be scaled
+        (the closest one suggested) or one the table lacks, or a factor that is not a
+        positive finite number; ``scale`` with a manifest.
     ManifestError
         An invalid manifest (names the key and the file; a file that is not UTF-8 or is
         nested too deeply, or a path with a NUL character, too), or one whose ``[source] path``
@@ -378,15 +395,16 @@ def load_ladder(source: str | Path, *, metric: str | None = None,
         does not exist; the message says where delphi looked and how to set it.
     """
     columns = _check_columns(columns)
+    scale = _check_scale(scale)
     if metric is not None and not isinstance(metric, str):
         raise LadderError(f"{option('metric', '--metric')} is a column name, got "
                           f"{type(metric).__name__} {metric!r:.60}")
     if isinstance(source, str) and source == STDIN:
         return _load_stream(sys.stdin, format=format, metric=metric, unit=unit,
-                            drop_invalid=drop_invalid, columns=columns)
+                            drop_invalid=drop_invalid, columns=columns, scale=scale)
     if hasattr(source, "read"):
         return _load_stream(source, format=format, metric=metric, unit=unit,
-                            drop_invalid=drop_invalid, columns=columns)
+                            drop_invalid=drop_invalid, columns=columns, scale=scale)
     if isinstance(source, pd.DataFrame):
         if format is not None:
             raise LadderError(f"format={format!r} is for standard input or a stream; a "
@@ -401,8 +419,11 @@ def load_ladder(source: str | Path, *, metric: str | None = None,
                                 notes=[note] if note else [])
         else:
             table = SourceTable(source, "<DataFrame>", notes=[note] if note else [])
-        return table.to_ladder(name="dataframe", metric=loss_source or metric or "loss",
-                               unit=chosen, drop_invalid=drop_invalid)
+        if scale:       # scaled in a copy: the caller's DataFrame is left as it is
+            table.frame = table.frame.copy(deep=False)
+        return _scaled_ladder(table, scale, name="dataframe",
+                              metric=loss_source or metric or "loss", unit=chosen,
+                              drop_invalid=drop_invalid)
     source = _path_source(source)
     try:
         events = format == _TENSORBOARD or (format is None and is_event_dir(source))
@@ -412,12 +433,17 @@ def load_ladder(source: str | Path, *, metric: str | None = None,
         raise _unreachable(source, exc) from None
     if events:
         # A directory of runs with event files (format="tensorboard" may be left out).
-        return _load_tensorboard(source, metric=metric, unit=unit, drop_invalid=drop_invalid)
+        return _load_tensorboard(source, metric=metric, unit=unit, drop_invalid=drop_invalid,
+                                 scale=scale)
     _check_format(format, kind, path, label)
     if kind == "manifest" and columns:
         raise LadderError(f"{label!r} is a manifest: it maps its columns in its [columns] "
                           f"table; {option('columns=', '--columns')} is for a data file, "
                           f"stream or DataFrame")
+    if kind == "manifest" and scale:
+        raise LadderError(f"{label!r} is a manifest: it scales its columns in its [scale] "
+                          f"table; {option('scale=', '--scale')} is for a data file, stream "
+                          f"or DataFrame")
     if kind == "manifest":
         manifest = read_manifest(path)
         if unit is not None and normalize_unit(unit) != manifest.unit:
@@ -441,15 +467,88 @@ def load_ladder(source: str | Path, *, metric: str | None = None,
         table.notes.append(note)
     suffix = format_of(path)[1]       # "runs.csv.gz" is ladder "runs"
     # The metric as the file spells it (--metric matches a header ignoring case).
-    return table.to_ladder(name=path.name[:-len(suffix)] or path.stem,
-                           metric=table.metric or metric, source=label, unit=chosen,
-                           drop_invalid=drop_invalid)
+    return _scaled_ladder(table, scale, name=path.name[:-len(suffix)] or path.stem,
+                          metric=table.metric or metric, source=label, unit=chosen,
+                          drop_invalid=drop_invalid)
 
 
 #: A reading option named in a message (``option("drop_invalid=True", "--drop-invalid")``):
 #: the options of :func:`load_ladder` that a message about a DataFrame may suggest.
 _OPTION_LOAD = re.compile(r"(?P<api>(?:drop_invalid|metric|columns)=(?:\{[^{}\s]*\}|[^\s(),;:]+))"
                           r" \(CLI [^()]*\)")
+
+
+#: Canonical columns ``scale`` may multiply: the numeric ones a manifest's ``[scale]`` takes.
+SCALABLE = tuple(ScaleSpec.model_fields)
+
+
+def _check_scale(scale) -> dict[str, float] | None:
+    """``scale`` as ``{canonical column: factor}`` (None when empty), or a LadderError naming
+    an unknown column (with the closest scalable name) or a factor that is not a positive
+    finite number."""
+    if scale is None:
+        return None
+    if not isinstance(scale, Mapping):
+        raise LadderError(f"scale maps canonical columns to factors, e.g. {{'params': 1e6}}, "
+                          f"got {type(scale).__name__}")
+    out: dict[str, float] = {}
+    for name, factor in scale.items():
+        if not isinstance(name, str) or name not in SCALABLE:
+            close = difflib.get_close_matches(str(name).strip().lower(), SCALABLE, n=1,
+                                              cutoff=0.6)
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            raise LadderError(f"{option('scale', '--scale')}: unknown column {name!r}{hint}; "
+                              f"columns that can be scaled: {', '.join(SCALABLE)}")
+        if (isinstance(factor, (bool, np.bool_)) or not isinstance(factor, numbers.Real)
+                or not math.isfinite(factor) or factor <= 0):
+            raise LadderError(f"{option('scale', '--scale')}: the factor for {name} must be a "
+                              f"positive finite number, got {factor!r}")
+        out[name] = float(factor)
+    return out or None
+
+
+def _apply_scale(table: SourceTable, scale: dict[str, float] | None) -> list[str]:
+    """Multiply ``table``'s canonical columns by ``scale`` in place; the notes saying so (one
+    per column). Cells that are not numbers (text, booleans, dates) are left for the ladder
+    to name. Raises LadderError for a column the table does not have."""
+    if not scale:
+        return []
+    frame, notes = table.frame, []
+    for col, factor in scale.items():
+        if col not in frame.columns:
+            raise LadderError(f"{table.source}: {option('scale', '--scale')} given for column "
+                              f"{col!r}, which the table does not have; "
+                              f"{columns_found(frame.columns)}")
+        values = frame[col]
+        if pd.api.types.is_bool_dtype(values):
+            continue            # true/false where a number belongs: the ladder names the cells
+        if pd.api.types.is_numeric_dtype(values):
+            frame[col] = values * factor
+        else:
+            # numbers among bad cells: those scaled, the rest left as read for the ladder
+            num = pd.to_numeric(values, errors="coerce")
+            ok = num.notna() & ~values.map(lambda v: isinstance(v, (bool, np.bool_)))
+            frame[col] = values.astype(object).where(~ok, num * factor)
+        api = "scale={" + repr(col) + ":" + f"{factor:g}" + "}"
+        done = pd.to_numeric(frame[col], errors="coerce")
+        at = done.first_valid_index()
+        e_g = (f"; e.g. row {frame.at[at, 'row'] if 'row' in frame.columns else at}: "
+               f"{done[at] / factor:.4g} -> {done[at]:.4g}" if at is not None else "")
+        notes.append(f"column {col} multiplied by {factor:g} after reading, as "
+                     f"{option(api, f'--scale {col}={factor:g}')} asked{e_g}")
+    return notes
+
+
+def _scaled_ladder(table: SourceTable, scale: dict[str, float] | None, **kwargs) -> Ladder:
+    """``table.to_ladder(**kwargs)`` after :func:`_apply_scale`, the scaling recorded in the
+    ladder's :attr:`~Ladder.scale` and :attr:`~Ladder.warnings` (what the user asked for,
+    so not warned about: the reports print it)."""
+    notes = _apply_scale(table, scale)
+    ladder = table.to_ladder(**kwargs)
+    if scale:
+        ladder.scale = dict(scale)
+        ladder.warnings.extend(f"ladder {ladder.name!r}: {n}" for n in notes)
+    return ladder
 
 
 def _check_columns(columns) -> dict[str, str] | None:

@@ -13,7 +13,7 @@ import argparse
 import math
 import re
 
-from ...errors import LawError
+from ...errors import LadderError, LawError
 from . import output
 
 # Placeholders in help texts, filled in (by importing the laws / the engine) only when a help
@@ -155,6 +155,18 @@ def column_map(text: str) -> dict[str, str]:
                                              f"({text!r}); map each column once")
         out[name.strip()] = column.strip()
     return out
+
+
+def scale_pair(text: str) -> tuple[str, float]:
+    """``params=1e6`` as ``("params", 1e6)`` (``--scale``; which names and factors are
+    allowed is checked by :func:`delphi.load_ladder`, which names the bad one)."""
+    name, sep, factor = text.partition("=")
+    if not sep or not name.strip() or not factor.strip():
+        raise argparse.ArgumentTypeError(f"expected NAME=FACTOR, e.g. params=1e6, got {text!r}")
+    try:
+        return name.strip(), float(factor)
+    except ValueError:
+        raise not_a_number(factor.strip()) from None
 
 
 def not_a_number(text: str) -> argparse.ArgumentTypeError:
@@ -317,6 +329,13 @@ def add_ladder_options(p: argparse.ArgumentParser) -> None:
                    help="map a data file's columns to delphi's names, e.g. --columns "
                         "params=n_params,tokens=D (names: run, params, tokens, flops, loss, "
                         "step, ...; a manifest maps its own in [columns])")
+    p.add_argument("--scale", type=scale_pair, action="append", default=[],
+                   metavar="NAME=FACTOR",
+                   help="multiply a column after reading (repeatable), for a data file that "
+                        "counts in other units: --scale params=1e6 (parameters in millions), "
+                        "--scale tokens=1e9 (tokens in billions); names: params, tokens, flops, "
+                        "loss, step, lr, peak_lr, batch_size, active_params; recorded in the "
+                        "ladder's warnings; a manifest scales in [scale]")
     p.add_argument("--drop-invalid", action="store_true",
                    help="drop invalid rows (bad values, duplicate steps, contradictory run "
                         "state) instead of stopping, and list each with its reason")
@@ -331,11 +350,17 @@ def load_from_args(args, source: str | None = None):
     input), read with the options of :func:`add_ladder_options` and ``--metric``."""
     from ...inputs.readers import load_ladder
 
+    scale: dict[str, float] = {}
+    for name, factor in getattr(args, "scale", None) or []:
+        if name in scale and scale[name] != factor:
+            raise LadderError(f"--scale {name} given twice ({scale[name]:g} and {factor:g}); "
+                              f"give each column one factor")
+        scale[name] = factor
     return load_ladder(args.ladder if source is None else source, metric=args.metric,
                        unit=args.unit, drop_invalid=args.drop_invalid,
                        allow_outside_paths=args.allow_outside_paths,
                        format=getattr(args, "format", None),
-                       columns=getattr(args, "columns", None))
+                       columns=getattr(args, "columns", None), scale=scale or None)
 
 
 def add_fit_options(p: argparse.ArgumentParser) -> None:
