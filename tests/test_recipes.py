@@ -527,6 +527,50 @@ def test_too_few_runs_to_resample_falls_back_on_the_forecasts_intervals():
     json.dumps(r.to_dict(), allow_nan=False)        # valid JSON: no NaN
 
 
+def _hand_built(draws=None, noise=1e-5):
+    """A and B's fits (A_LAW, B_LAW) with hand-built draws: the comparison's engine alone."""
+    from types import SimpleNamespace
+
+    from delphi.analyses import recipes as R
+    return R._Paired(names=["A", "B"], ladders=[None, None],
+                     fits=[SimpleNamespace(params=A_LAW), SimpleNamespace(params=B_LAW)],
+                     law="power", k=[1.0, 1.0], draws=draws, noise=[noise, noise],
+                     pairing="run" if draws else "none", method="", n_failed=0, notes=[])
+
+
+def test_the_new_run_difference_interval_contains_the_expected_one():
+    """As bootstrap_interval's: run noise only widens, percentiles of few draws need not know
+    it. Paired: 7 draws of each recipe's A 1.7% apart (B's in reverse order), run noise
+    1e-5. At level 0.68 the expected difference's ends interpolate 96% of the way between
+    two draws, the new-run ones (25 noise draws each) fall on the nearer draw's own tight
+    cluster: inside, at both ends, unless the nesting is imposed; at 0.9 they were already
+    outside and stay so. Unpaired (no draws): B's new-run sd 1.1x its expected-loss sd, A's
+    interval the same for both; seed 0's 4000 normal draws put both new-run ends inside."""
+    from types import SimpleNamespace
+
+    from delphi.analyses import recipes as R
+    spec = R._Spec(1e21)
+    step = np.exp(np.linspace(-0.05, 0.05, 7))[:, None]
+    draws = [{**{k: np.full((7, 1), v) for k, v in law.items()}, "A": law["A"] * s}
+             for law, s in ((A_LAW, step), (B_LAW, step[::-1]))]
+    pp = _hand_built(draws)
+    r = R._compare_pair(pp, 0, 1, spec, 0.68, 0)
+    assert r["lower"] <= r["mean_lower"] < r["mean_upper"] <= r["upper"], r
+    wide = R._compare_pair(pp, 0, 1, spec, 0.9, 0)
+    assert wide["lower"] < wide["mean_lower"] < wide["mean_upper"] < wide["upper"], wide
+
+    z = 1.6448536269514722                  # the normal's 95th percentile: a 90% interval
+
+    def forecast(centre, sd_new, sd_mean):
+        return SimpleNamespace(interval=SimpleNamespace(
+            lower=centre * math.exp(-z * sd_new), upper=centre * math.exp(z * sd_new),
+            mean_lower=centre * math.exp(-z * sd_mean), mean_upper=centre * math.exp(z * sd_mean),
+            level=0.9))
+    own = (forecast(2.05, 0.05, 0.05), forecast(2.0, 0.0011, 0.001))
+    u = R._compare_pair(_hand_built(), 0, 1, spec, 0.9, 0, own)
+    assert u["lower"] <= u["mean_lower"] < u["mean_upper"] <= u["upper"], u
+
+
 def test_backtest_report_gives_the_accuracys_sampling_interval(power_pair):
     out = backtest_recipes(power_pair, law="power", n_boot=20, max_cuts=1)
     assert "Clopper-Pearson" in out.report()

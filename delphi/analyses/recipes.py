@@ -194,7 +194,9 @@ class RecipeDifference:
     """L_recipe - L_reference at the target, from the full fits (negative: recipe better)."""
     lower: float
     upper: float
-    """Interval of the difference for one new run of each recipe (paired draws + run noise)."""
+    """Interval of the difference for one new run of each recipe (paired draws + run noise);
+    it contains the expected-loss difference's interval (an end Monte-Carlo noise put inside
+    is moved out to it)."""
     mean_lower: float
     mean_upper: float
     """Interval of the expected-loss difference (paired draws, no run noise)."""
@@ -1187,7 +1189,13 @@ def _compare_pair(pp: _Paired, a: int, b: int, spec: _Spec, level: float, seed: 
                   own: tuple | None = None) -> dict:
     """Difference, P(better), multiplier and crossover of recipe b against a at ``spec``.
     Without paired draws (``pp.draws`` None) the recipes' own forecasts ``own`` = (forecast
-    of a, forecast of b) at ``spec`` give the intervals (:func:`_compare_unpaired`)."""
+    of a, forecast of b) at ``spec`` give the intervals (:func:`_compare_unpaired`).
+
+    The new-run interval (``lower``/``upper``: the draws' difference plus each recipe's run
+    noise) contains the expected-difference one (``mean_lower``/``mean_upper``): an end
+    Monte-Carlo noise put inside it (few draws, run noise small against the draws' spread) is
+    moved out to the expected-difference end, as in
+    :func:`delphi.uncertainty.bootstrap_interval` (docs/intervals.md)."""
     if pp.draws is None:
         return _compare_unpaired(pp, a, b, spec, level, seed, own)
     law = pp.law
@@ -1206,6 +1214,8 @@ def _compare_pair(pp: _Paired, a: int, b: int, spec: _Spec, level: float, seed: 
     q = (1 - level) / 2
     lo, hi = np.quantile(new, [q, 1 - q])
     mlo, mhi = np.quantile(diff, [q, 1 - q])
+    # as bootstrap_interval: run noise only widens, but percentiles of few draws need not know
+    lo, hi = min(lo, mlo), max(hi, mhi)
     u_draws = _solve(spec, law, da, pp.k[a], zb)
     m_lo, m_hi = _quantiles(np.exp(u_draws), level)
     centre = np.array([math.log(cross if cross is not None else spec.flops)])
@@ -1231,7 +1241,8 @@ def _compare_unpaired(pp: _Paired, a: int, b: int, spec: _Spec, level: float, se
     combined by Monte Carlo. Unpaired, so wider than a paired interval would be: the
     recipes' shared design cannot be used. The multiplier's interval solves the reference's
     fitted curve for the draws of its loss plus the difference (the reference's slope held
-    at its fit); there is no crossover interval."""
+    at its fit); there is no crossover interval. The new-run interval contains the expected
+    one, as in :func:`_compare_pair`."""
     fa, fb = own if own is not None else (None, None)
     if fa is None or fb is None or fa.interval is None or fb.interval is None:
         raise FitError(f"{pp.no_draws}; and the recipes' own forecasts give no interval to "
@@ -1248,6 +1259,7 @@ def _compare_unpaired(pp: _Paired, a: int, b: int, spec: _Spec, level: float, se
     q = (1 - level) / 2
     lo, hi = (float(v) for v in np.quantile(new, [q, 1 - q]))
     mlo, mhi = (float(v) for v in np.quantile(diff, [q, 1 - q]))
+    lo, hi = min(lo, mlo), max(hi, mhi)
     u_draws = _solve(spec, law, pa, pp.k[a], la + diff)
     m_lo, m_hi = _quantiles(np.exp(u_draws), level)
     return {"loss": lb - la, "lower": lo, "upper": hi, "mean_lower": mlo, "mean_upper": mhi,
