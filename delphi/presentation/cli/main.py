@@ -227,7 +227,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ``nan``, or a value beyond the plausible magnitudes), the message naming the flag.
 
     With ``--json`` stdout holds exactly one JSON document: the result, or on an error
-    ``{"error": {"type": NAME, "message": TEXT}}`` where NAME is the
+    ``{"error": {"type": NAME, "message": TEXT}, "delphi_version": VERSION}`` where NAME is the
     :class:`~delphi.errors.DelphiError` subclass (``LadderError``, ``FitError``...), or
     ``UsageError`` for bad command-line usage (exit code 2; argparse's usage text stays on
     stderr), or ``InternalError`` for a bug (its traceback on stderr). The one-line error is
