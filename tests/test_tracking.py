@@ -414,7 +414,7 @@ def test_a_log_in_another_unit_is_asked_about(registry, registered):
     # Before (a new user): a bits/byte log tracked against a nats/token curve (losses 2.4x
     # below it) raised the alarm with no word on the likely cause.
     log = _run_log(registered[1]).iloc[4:10]
-    res = track(registry, "hero", log.assign(loss=log["loss"] / 2.5))
+    res = track(registry, "hero", log.assign(loss=log["loss"] / 2.5), force=True)
     assert res.alarm
     said = [n for n in res.notes if "another unit or metric" in n]
     assert said and re.search(r"0\.[34]\d*x the registered curve", said[0])
@@ -481,3 +481,51 @@ def test_fractional_steps_are_said_when_rounded():
                for n in notes)
     _, notes = read_run_log(pd.DataFrame({"step": [5000, 6000], "loss": [3.0, 2.9]}))
     assert not any("whole number" in n for n in notes)
+
+
+def test_a_log_in_another_unit_is_refused_before_anything_is_recorded(registry, registered,
+                                                                      capsys):
+    # Before (a new user): a log in bits (1.44x the nats curve) was recorded checkpoint by
+    # checkpoint into the append-only registry, then diagnosed in a note.
+    log = _run_log(registered[1])
+    before = registry.read_bytes()
+    for factor, likely in ((1 / np.log(2), "an actual in bits against a prediction in nats"),
+                           (0.4, "bits/byte against a prediction in nats/token")):
+        with pytest.raises(delphi.RegistryError, match="Nothing was recorded") as e:
+            track(registry, "hero", log.assign(loss=log["loss"] * factor))
+        assert f"{factor:.3g}x the curve in the median" in str(e.value)
+        assert likely in str(e.value) and "force=True (CLI --force)" in str(e.value)
+        assert registry.read_bytes() == before
+    bits = registry.parent / "bits.csv"
+    log.assign(loss=log["loss"] / np.log(2)).to_csv(bits, index=False)
+    assert main(["track", "--registry", str(registry), "--id", "hero", str(bits)]) == 1
+    err = capsys.readouterr().err
+    assert "track with --force" in err and "force=True" not in err
+    assert registry.read_bytes() == before
+    # forced: recorded as given, the alarm and the note as before
+    assert main(["track", "--registry", str(registry), "--id", "hero", str(bits),
+                 "--force"]) == 3
+    assert "1.44x the registered curve" in capsys.readouterr().out
+    assert len(delphi.Registry(registry).outcomes("hero")) == 16
+    # the guard is on the log's first checkpoints only: a run on its curve that later
+    # climbs 1.5x above it is recorded and raises the alarm (that is what tracking is for)
+    registry = registry.parent / "late.jsonl"
+    shutil.copy(registered[0], registry)
+    assert track(registry, "hero", log.iloc[:6]).n_recorded == 2     # steps 1000, 1200
+    late = log.assign(loss=np.where(log.index >= 6, log["loss"] * 1.5, log["loss"]))
+    res = track(registry, "hero", late.iloc[:-1])       # (a final 1.5x off is refused)
+    assert res.alarm and res.n_recorded == 13 and res.checkpoints[2].step == 1400
+    # one spike among the first three checkpoints is not a unit: median of the three
+    fresh = registry.parent / "fresh.jsonl"
+    shutil.copy(registered[0], fresh)
+    spiky = log.assign(loss=np.where(log.index == 4, log["loss"] * 1.5, log["loss"]))
+    assert track(fresh, "hero", spiky).n_recorded == 16
+
+
+def test_the_likely_unit_follows_the_predictions_unit():
+    # Before: 0.69x a prediction in nats was called "an actual in nats against a prediction
+    # in bits", next to "the prediction is in nats/token"
+    from delphi.registry.scoring import unit_mismatch
+    assert "nats against a prediction in bits" in unit_mismatch(np.log(2), 1.0, "bits/token")
+    assert "bits" not in unit_mismatch(np.log(2), 1.0, "nats/token")
+    assert "bits against a prediction in nats" in unit_mismatch(1 / np.log(2), 1.0, None)

@@ -12,7 +12,8 @@ from .schema import ACCURACY_UNIT, Entry, ForecastRecord, IntervalRecord
 
 
 __all__ = ["Score", "ComparisonScore", "Scoreboard", "predicted_at", "band_at", "score_outcome",
-           "score_comparison", "z_and_pit", "scoreboard", "UNIT_RATIO", "unit_mismatch"]
+           "score_comparison", "z_and_pit", "scoreboard", "UNIT_RATIO", "unit_mismatch",
+           "unit_reason"]
 
 
 def predicted_at(forecast: ForecastRecord, fraction: float, *, id: str = "?",
@@ -211,26 +212,36 @@ asking whether it is in another unit or metric (bits vs nats: 1.44x; bits/byte v
 def unit_mismatch(actual: float, predicted: float, unit: str | None) -> str | None:
     """Why a loss ``actual`` [any unit] more than :data:`UNIT_RATIO` away from ``predicted``
     (in ``unit``, e.g. ``nats/token``) looks like another unit: ``"it is 1.44x the
-    prediction, 1/ln 2: bits against a prediction in nats"``; None within the factor.
-    The ratios: bits/nats = 1/ln 2 = 1.443 (within 3%); bits/byte against nats/token =
-    1 / (ln 2 x bytes per token), 0.2-0.6 for 2.4-7 bytes a token (and its inverse)."""
+    prediction, 1/ln 2: bits against a prediction in nats"``; None within the factor
+    (the reasons: :func:`unit_reason`)."""
     if not predicted > 0 or 1 / UNIT_RATIO <= actual / predicted <= UNIT_RATIO:
         return None
-    r, ln2 = actual / predicted, math.log(2)
+    r = actual / predicted
+    return f"it is {r:.3g}x the prediction, {unit_reason(r, unit)}"
+
+
+def unit_reason(ratio: float, unit: str | None) -> str:
+    """The likely cause of a loss ``ratio`` x its prediction (in ``unit``, default
+    ``nats/token``), as a question: bits/nats = 1/ln 2 = 1.443 (within 3%; ln 2 = 0.693 against
+    a prediction in bits); bits/byte against
+    nats/token = 1 / (ln 2 x bytes per token), 0.2-0.6 for 2.4-7 bytes a token (and its
+    inverse); else another unit, metric or evaluation set."""
+    r, ln2 = ratio, math.log(2)
     unit = unit or "nats/token"
-    if abs(r * ln2 - 1) < 0.03:
-        why = "1/ln 2: an actual in bits against a prediction in nats?"
-    elif abs(r / ln2 - 1) < 0.03:
-        why = "ln 2: an actual in nats against a prediction in bits?"
-    elif "token" in unit and 0.2 <= r <= 0.6:
-        why = (f"about 1 / (ln 2 x bytes per token): an actual in bits/byte against a "
-               f"prediction in {unit}?")
-    elif "byte" in unit and 1 / 0.6 <= r <= 5:
-        why = (f"about ln 2 x bytes per token: an actual in nats/token against a prediction "
-               f"in {unit}?")
-    else:
-        why = "another unit, metric or evaluation set?"
-    return f"it is {r:.3g}x the prediction, {why}"
+    bits = unit.startswith("bits")
+    # only the direction the prediction's unit allows: 0.69x a prediction in nats is not
+    # nats against bits
+    if abs(r * ln2 - 1) < 0.03 and not bits:
+        return "1/ln 2: an actual in bits against a prediction in nats?"
+    if abs(r / ln2 - 1) < 0.03 and bits:
+        return "ln 2: an actual in nats against a prediction in bits?"
+    if "token" in unit and 0.2 <= r <= 0.6:
+        return (f"about 1 / (ln 2 x bytes per token): an actual in bits/byte against a "
+                f"prediction in {unit}?")
+    if "byte" in unit and 1 / 0.6 <= r <= 5:
+        return (f"about ln 2 x bytes per token: an actual in nats/token against a prediction "
+                f"in {unit}?")
+    return "another unit, metric or evaluation set?"
 
 
 def z_and_pit(interval: IntervalRecord, actual: float) -> tuple[float, float]:

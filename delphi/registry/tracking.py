@@ -9,7 +9,10 @@ yet recorded:
 1. appends a partial outcome to the registry (the final one at the last step; signed when a
    key is given), under the registry's lock and fsynced before the next checkpoint is read,
    so a killed tracker loses nothing it reported, and tracking again adds no duplicate (a
-   checkpoint whose fraction already has an outcome is not appended again);
+   checkpoint whose fraction already has an outcome is not appended again). Before the
+   first is appended, a log whose first checkpoints (up to 3) are in the median more than
+   1.3x off the curve is refused, nothing recorded, unless ``force`` (another unit or metric:
+   bits vs nats is 1.44x; :meth:`RunTracker.update`);
 2. scores it against the preregistered band at its fraction (z, PIT, inside:
    :func:`delphi.registry.scoring.band_at`);
 3. revises the final-loss forecast. The rule (precision weighting of two forecasts of ln L,
@@ -65,12 +68,13 @@ from typing import Callable
 import numpy as np
 import pandas as pd
 
-from ..errors import DelphiError, LadderError, RegistryError, TargetError
+from ..errors import DelphiError, LadderError, RegistryError, TargetError, option
 from ..forecasting.completion_refit import WarmCompletion
 from ..forecasting.target_curve import FOLD_WEIGHT_SHARE, run_deviation
 from ..inputs.schedules import Schedule, warmup_end
-from .scoring import score_outcome
+from .scoring import UNIT_RATIO, predicted_at, score_outcome, unit_reason
 from .core import Registry
+from .schema import ACCURACY_UNIT
 from .signing import load_signing_key
 from ..core.text import plural
 from ..inputs.units import LOSS_RANGE
@@ -593,6 +597,9 @@ class RunTracker:
     patience: consecutive out-of-band checkpoints that raise the alarm (>= 1).
     sign_key: key to sign the appended outcomes with (path or loaded key).
     source: the ``source`` text of appended outcomes (default ``delphi track``).
+    force: record the log's checkpoints even when the first ones are more than
+        :data:`~delphi.registry.scoring.UNIT_RATIO` (1.3x) above or below the registered
+        curve, which :meth:`update` otherwise refuses before recording any (see there).
 
     Attributes (fitted state)
     -------------------------
@@ -606,10 +613,13 @@ class RunTracker:
     """
 
     def __init__(self, registry, id: str, *, patience: int = DEFAULT_PATIENCE, sign_key=None,
-                 source: str = "delphi track"):
+                 source: str = "delphi track", force: bool = False):
 
         if not isinstance(patience, int) or isinstance(patience, bool) or patience < 1:
             raise TargetError(f"patience must be an integer >= 1, got {patience!r}")
+        if not isinstance(force, bool):
+            raise TargetError(f"force must be True or False, got {force!r}")
+        self.force = force
         self.registry = registry if isinstance(registry, Registry) else Registry(registry)
         self.id = str(id)
         self.patience = patience
@@ -644,10 +654,20 @@ class RunTracker:
         Each new checkpoint's outcome is appended (and fsynced) before the next is looked at;
         ``on_checkpoint(checkpoint)`` is called after each. With ``stop_on_alarm`` the
         checkpoint that raises the alarm is the last one processed.
+
+        Raises
+        ------
+        RegistryError: before the prediction's first outcome from the curve's start is
+            recorded, the log's first checkpoints there (up to 3) are in the median more than
+            :data:`~delphi.registry.scoring.UNIT_RATIO` (1.3x) above or below the registered
+            curve, and not ``force``: a log in another unit or metric (bits vs nats: 1.44x)
+            would otherwise fill the append-only registry with outcomes that cannot be
+            corrected. Nothing is recorded.
         """
 
         last = self._reviser._steps[-1] if self._reviser._steps else 0
         new = log[log["step"] > last]
+        self._check_unit(new, log)
         out = []
         for step, loss in zip(new["step"].to_numpy(), new["loss"].to_numpy(float)):
             step = int(step)
@@ -664,7 +684,7 @@ class RunTracker:
             if known is None:
                 score = self.registry.score(self.id, float(loss), fraction=fraction,
                                             source=f"{self.source} step {step}",
-                                            sign_key=self.key)
+                                            sign_key=self.key, force=self.force)
                 self._recorded[key] = (score.outcome_id, float(loss))
                 recorded = True
             else:
@@ -694,6 +714,39 @@ class RunTracker:
                 break
         return out
 
+    def _check_unit(self, new: pd.DataFrame, log: pd.DataFrame) -> None:
+        """Refuse a log whose first checkpoints from the curve's start are far off the curve,
+        before any of it is recorded (:meth:`update`'s Raises)."""
+        target = self.prediction.target
+        if self.force or target.unit == ACCURACY_UNIT:
+            return
+        if any(f >= self.start_fraction - 1e-12 for f in self._recorded):
+            return      # tracking has begun: a run leaving its curve now is for the alarm
+        total = self.total_steps
+        first = [(int(s), float(v)) for s, v in zip(new["step"], new["loss"])
+                 if self.start_fraction * total - 1e-9 <= s <= total][:3]
+        if not first:
+            return
+        fc = self.prediction.forecast
+        curve = [predicted_at(fc, s / total, id=self.id, unit=target.unit) for s, _ in first]
+        ratio = float(np.median([v / c for (_, v), c in zip(first, curve)]))
+        if 1 / UNIT_RATIO <= ratio <= UNIT_RATIO:
+            return
+        steps = (f"step {first[0][0]}" if len(first) == 1 else
+                 f"steps {first[0][0]}..{first[-1][0]}")
+        losses = ", ".join(f"{v:.4g}" for _, v in first)
+        expected = ", ".join(f"{c:.4g}" for c in curve)
+        raise RegistryError(
+            f"run log of {self.id!r} not recorded: its first "
+            f"{plural(len(first), 'checkpoint')} from the curve's start ({steps}: loss "
+            f"{losses}; registered curve {expected}) are {ratio:.3g}x the curve"
+            f"{' in the median' if len(first) > 1 else ''}, "
+            f"{unit_reason(ratio, target.unit)} The prediction is in "
+            f"{target.unit or 'nats/token'}. Outcomes once recorded cannot be corrected: give "
+            f"the log in the prediction's unit ({option('loss_column=NAME', '--loss-column')} picks the log's column), or, if "
+            f"these are the run's real losses, track with {option('force=True', '--force')}. Nothing was "
+            f"recorded")
+
     @property
     def completion_(self) -> dict | None:
         """The last run-only completion's parameters ``{"L0", "A", "C", "alpha"}``, or None."""
@@ -718,7 +771,7 @@ def track(registry, id: str, run_log, *, patience: int = DEFAULT_PATIENCE,
           stop_on_alarm: bool | None = None, sign_key=None, format: str | None = None,
           loss_column: str | None = None, step_column: str | None = None,
           run: str | None = None, on_checkpoint: Callable | None = None,
-          sleep: Callable[[float], None] = time.sleep) -> Tracking:
+          force: bool = False, sleep: Callable[[float], None] = time.sleep) -> Tracking:
     """Track a registered prediction's run from its log: record, score and revise per
     checkpoint (see the module docstring for the rule), and raise the alarm.
 
@@ -734,6 +787,10 @@ def track(registry, id: str, run_log, *, patience: int = DEFAULT_PATIENCE,
     sign_key: sign each appended outcome (a key file or a loaded key).
     format, loss_column, step_column, run: how to read the log (:func:`read_run_log`).
     on_checkpoint: called with each :class:`TrackedCheckpoint` once its outcome is recorded.
+    force: record the log even when its first checkpoints from the curve's start are more
+        than 1.3x above or below the registered curve (in the median of up to 3), and a final
+        loss more than 1.3x off the prediction; both are otherwise refused before anything is
+        recorded, as the likely sign of a log in another unit or metric (bits vs nats: 1.44x).
     sleep: the wait between reads (a test passes its own).
 
     Returns
@@ -742,11 +799,13 @@ def track(registry, id: str, run_log, *, patience: int = DEFAULT_PATIENCE,
 
     Raises
     ------
-    RegistryError, TargetError: see :class:`RunTracker`; LadderError: an unreadable log.
+    RegistryError, TargetError: see :class:`RunTracker`; a log whose first checkpoints are
+    far off the curve, without ``force`` (:meth:`RunTracker.update`). LadderError: an
+    unreadable log.
     """
     if follow and not (isinstance(interval, (int, float)) and interval > 0):
         raise TargetError(f"interval must be a positive number of seconds, got {interval!r}")
-    tracker = RunTracker(registry, id, patience=patience, sign_key=sign_key)
+    tracker = RunTracker(registry, id, patience=patience, sign_key=sign_key, force=force)
     stop = follow if stop_on_alarm is None else stop_on_alarm
     notes: list[str] = []
     started = time.monotonic()

@@ -55,6 +55,12 @@ def add_commands(sub) -> dict[str, Handler]:
                    help="seconds between reads with --follow (default 60)")
     p.add_argument("--timeout", type=positive_float, metavar="SECONDS",
                    help="with --follow: stop after this long even if the run has not ended")
+    p.add_argument("--force", action="store_true",
+                   help="record the log even when its first checkpoints are more than 1.3x "
+                        "above or below the registered curve (or its final loss 1.3x off the "
+                        "prediction): refused otherwise, before anything is recorded, as a log "
+                        "in another unit or metric (bits vs nats: 1.44x) would fill the "
+                        "registry with outcomes that cannot be corrected")
     p.add_argument("--sign-key", metavar="FILE",
                    help="sign each appended outcome with this Ed25519 private key")
     p.add_argument("--json", action="store_true",
@@ -99,7 +105,7 @@ def _cmd_track(args) -> int:
                    follow=args.follow, interval=args.interval, timeout=args.timeout,
                    sign_key=args.sign_key, format=args.format, loss_column=args.loss_column,
                    step_column=args.step_column, run=args.run,
-                   on_checkpoint=emit if args.follow else None)
+                   on_checkpoint=emit if args.follow else None, force=args.force)
     if args.follow:
         if not args.json:     # the summary after the lines already written
             print("\n".join(result.report().splitlines()[len(result.checkpoints):]))
