@@ -529,3 +529,46 @@ def test_the_likely_unit_follows_the_predictions_unit():
     assert "nats against a prediction in bits" in unit_mismatch(np.log(2), 1.0, "bits/token")
     assert "bits" not in unit_mismatch(np.log(2), 1.0, "nats/token")
     assert "bits against a prediction in nats" in unit_mismatch(1 / np.log(2), 1.0, None)
+
+
+def test_a_final_loss_far_off_is_refused_before_the_earlier_checkpoints_are_recorded(
+        registry, registered):
+    # Before (a new user): the step-2000 outcome was appended, then the final one refused:
+    # exit 1, nothing printed, one outcome in the registry that no output had shown.
+    log = _run_log(registered[1])
+    log.loc[log.index[-1], "loss"] *= 1.4
+    before = registry.read_bytes()
+    with pytest.raises(delphi.RegistryError, match=r"final outcome of 'hero' not recorded: the "
+                       r"log's loss [\d.]+ at step 4000 .*1\.4x the prediction.*Nothing was "
+                       r"recorded \(nor the log's 15 earlier checkpoints\)\.$"):
+        track(registry, "hero", log)
+    assert registry.read_bytes() == before
+    assert track(registry, "hero", log, force=True).n_recorded == 16
+    # steps in another unit (10x): the error names how far past the plan the log runs
+    fresh = registry.parent / "fresh.jsonl"
+    shutil.copy(registered[0], fresh)
+    steps = np.arange(200, 3001, 200)    # the run's first 75% (the generating law), logged 10x
+    law = _curve_rows("hero", TARGET_N, TARGET_STEPS, 200, np.random.default_rng(3))
+    tenfold = pd.DataFrame({"step": steps * 10,               # 2000..30000
+                            "loss": law.set_index("step").loc[steps, "loss"].to_numpy()})
+    with pytest.raises(delphi.RegistryError, match=r"Nothing was recorded\. The log's steps "
+                       r"run to 30000, 7\.5x the planned 4000 of the registered target"):
+        track(fresh, "hero", tenfold)
+
+
+def test_an_error_while_recording_says_what_was_recorded_before_it(registry, registered):
+    reg = delphi.Registry(registry)
+    real, calls = reg.score, []
+
+    def score(*a, **k):              # the registry fails on the third append
+        calls.append(1)
+        if len(calls) == 3:
+            raise delphi.RegistryError("disk full")
+        return real(*a, **k)
+
+    reg.score = score
+    with pytest.raises(delphi.RegistryError, match=r"^disk full \(2 outcomes of 'hero' "
+                       r"recorded by this call before the error \(steps 1000\.\.1200\) stay in "
+                       r"the registry; tracking again continues after them\)$"):
+        track(reg, "hero", _run_log(registered[1]))
+    assert len(delphi.Registry(registry).outcomes("hero")) == 2

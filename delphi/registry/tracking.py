@@ -72,7 +72,7 @@ from ..errors import DelphiError, LadderError, RegistryError, TargetError, optio
 from ..forecasting.completion_refit import WarmCompletion
 from ..forecasting.target_curve import FOLD_WEIGHT_SHARE, run_deviation
 from ..inputs.schedules import Schedule, warmup_end
-from .scoring import UNIT_RATIO, predicted_at, score_outcome, unit_reason
+from .scoring import UNIT_RATIO, predicted_at, score_outcome, unit_mismatch, unit_reason
 from .core import Registry
 from .schema import ACCURACY_UNIT
 from .signing import load_signing_key
@@ -657,95 +657,145 @@ class RunTracker:
 
         Raises
         ------
-        RegistryError: before the prediction's first outcome from the curve's start is
-            recorded, the log's first checkpoints there (up to 3) are in the median more than
+        RegistryError: without ``force``, before anything is appended: (1) before the
+            prediction's first outcome from the curve's start is recorded, the log's first
+            checkpoints there (up to 3) are in the median more than
             :data:`~delphi.registry.scoring.UNIT_RATIO` (1.3x) above or below the registered
-            curve, and not ``force``: a log in another unit or metric (bits vs nats: 1.44x)
-            would otherwise fill the append-only registry with outcomes that cannot be
-            corrected. Nothing is recorded.
+            curve: a log in another unit or metric (bits vs nats: 1.44x) would otherwise fill
+            the append-only registry with outcomes that cannot be corrected; (2) the log's
+            loss at the planned last step is more than 1.3x off the final prediction (the
+            final outcome :meth:`~delphi.registry.Registry.score` would refuse, after the
+            earlier checkpoints had been recorded). Both name the log's last step when it runs
+            1.5x or more past the planned end (steps in another unit?). Nothing is recorded.
+            An error while recording (a registry written by someone else meanwhile, a full
+            disk) says how many outcomes this call recorded before it, and up to which step.
         """
 
         last = self._reviser._steps[-1] if self._reviser._steps else 0
         new = log[log["step"] > last]
-        self._check_unit(new, log)
-        out = []
-        for step, loss in zip(new["step"].to_numpy(), new["loss"].to_numpy(float)):
-            step = int(step)
-            if step > self.total_steps:
-                break               # logged past the planned end: the run is over
-            fraction = step / self.total_steps
-            key = round(fraction, 12)
-            known = self._recorded.get(key)
-            if known is not None:
-                loss = known[1]
-            if fraction < self.start_fraction:
-                self._reviser.add(step, loss, revise=False)
-                continue            # warm-up: before the forecast curve starts
-            if known is None:
-                score = self.registry.score(self.id, float(loss), fraction=fraction,
-                                            source=f"{self.source} step {step}",
-                                            sign_key=self.key, force=self.force)
-                self._recorded[key] = (score.outcome_id, float(loss))
-                recorded = True
-            else:
-                score = score_outcome(self.prediction, outcome_id=known[0], actual=known[1],
-                                      fraction=fraction, source=None)
-                recorded = False
-            revised = self._reviser.add(step, loss)
-            if score.inside is False:
-                self._streak += 1
-            else:
-                self._streak = 0
-            if self._streak >= self.patience and not self.alarm_:
-                self.alarm_, self.alarm_step_ = True, step
-            iv = score.interval
-            cp = TrackedCheckpoint(step=step, fraction=fraction, loss=float(loss),
-                                   predicted=score.predicted,
-                                   lower=None if iv is None else iv.lower,
-                                   upper=None if iv is None else iv.upper, z=score.z,
-                                   pit=score.pit, inside=score.inside, revised=revised,
-                                   outcome_id=score.outcome_id, recorded=recorded,
-                                   streak=self._streak, alarm=self.alarm_)
-            self.checkpoints_.append(cp)
-            out.append(cp)
-            if on_checkpoint is not None:
-                on_checkpoint(cp)
-            if stop_on_alarm and self.alarm_:
-                break
+        self._check_before_recording(new, log)
+        out: list[TrackedCheckpoint] = []
+        appended: list[int] = []
+        try:
+            for step, loss in zip(new["step"].to_numpy(), new["loss"].to_numpy(float)):
+                step = int(step)
+                if step > self.total_steps:
+                    break               # logged past the planned end: the run is over
+                fraction = step / self.total_steps
+                key = round(fraction, 12)
+                known = self._recorded.get(key)
+                if known is not None:
+                    loss = known[1]
+                if fraction < self.start_fraction:
+                    self._reviser.add(step, loss, revise=False)
+                    continue            # warm-up: before the forecast curve starts
+                if known is None:
+                    score = self.registry.score(self.id, float(loss), fraction=fraction,
+                                                source=f"{self.source} step {step}",
+                                                sign_key=self.key, force=self.force)
+                    self._recorded[key] = (score.outcome_id, float(loss))
+                    appended.append(step)
+                    recorded = True
+                else:
+                    score = score_outcome(self.prediction, outcome_id=known[0],
+                                          actual=known[1], fraction=fraction, source=None)
+                    recorded = False
+                revised = self._reviser.add(step, loss)
+                if score.inside is False:
+                    self._streak += 1
+                else:
+                    self._streak = 0
+                if self._streak >= self.patience and not self.alarm_:
+                    self.alarm_, self.alarm_step_ = True, step
+                iv = score.interval
+                cp = TrackedCheckpoint(step=step, fraction=fraction, loss=float(loss),
+                                       predicted=score.predicted,
+                                       lower=None if iv is None else iv.lower,
+                                       upper=None if iv is None else iv.upper, z=score.z,
+                                       pit=score.pit, inside=score.inside, revised=revised,
+                                       outcome_id=score.outcome_id, recorded=recorded,
+                                       streak=self._streak, alarm=self.alarm_)
+                self.checkpoints_.append(cp)
+                out.append(cp)
+                if on_checkpoint is not None:
+                    on_checkpoint(cp)
+                if stop_on_alarm and self.alarm_:
+                    break
+        except DelphiError as exc:
+            if not appended:
+                raise
+            # the text report is printed at the end: without this, outcomes this call wrote
+            # would be in the registry and nowhere in its output
+            done = (f"{plural(len(appended), 'outcome')} of {self.id!r} recorded by this call "
+                    f"before the error (steps {appended[0]}..{appended[-1]}) stay in the "
+                    f"registry; tracking again continues after them")
+            try:
+                again = type(exc)(f"{exc} ({done})")
+            except TypeError:       # an error class with another signature: as it was
+                raise exc from None
+            raise again from exc
         return out
 
-    def _check_unit(self, new: pd.DataFrame, log: pd.DataFrame) -> None:
-        """Refuse a log whose first checkpoints from the curve's start are far off the curve,
-        before any of it is recorded (:meth:`update`'s Raises)."""
+    def _steps_hint(self, log: pd.DataFrame) -> str:
+        """`` The log's steps run to 30000, 7.5x ...`` when the log runs 1.5x or more past the
+        planned end (a step column in another unit, or another target), else nothing."""
+        last = int(log["step"].max()) if len(log) else 0
+        if last < 1.5 * self.total_steps:
+            return ""
+        return (f" The log's steps run to {last}, {last / self.total_steps:.3g}x the planned "
+                f"{self.total_steps} of the registered target: are they counted in another "
+                f"unit (micro-batches, samples, tokens), or is the log another run's?")
+
+    def _check_before_recording(self, new: pd.DataFrame, log: pd.DataFrame) -> None:
+        """Refuse, before any of it is recorded, a log whose first checkpoints from the curve's
+        start are far off the curve, or whose final loss is far off the prediction
+        (:meth:`update`'s Raises)."""
         target = self.prediction.target
         if self.force or target.unit == ACCURACY_UNIT:
             return
-        if any(f >= self.start_fraction - 1e-12 for f in self._recorded):
-            return      # tracking has begun: a run leaving its curve now is for the alarm
         total = self.total_steps
-        first = [(int(s), float(v)) for s, v in zip(new["step"], new["loss"])
-                 if self.start_fraction * total - 1e-9 <= s <= total][:3]
-        if not first:
+        fresh = [(int(s), float(v)) for s, v in zip(new["step"], new["loss"])
+                 if self.start_fraction * total - 1e-9 <= s <= total
+                 and round(s / total, 12) not in self._recorded]
+        if not fresh:
             return
         fc = self.prediction.forecast
-        curve = [predicted_at(fc, s / total, id=self.id, unit=target.unit) for s, _ in first]
-        ratio = float(np.median([v / c for (_, v), c in zip(first, curve)]))
-        if 1 / UNIT_RATIO <= ratio <= UNIT_RATIO:
-            return
-        steps = (f"step {first[0][0]}" if len(first) == 1 else
-                 f"steps {first[0][0]}..{first[-1][0]}")
-        losses = ", ".join(f"{v:.4g}" for _, v in first)
-        expected = ", ".join(f"{c:.4g}" for c in curve)
-        raise RegistryError(
-            f"run log of {self.id!r} not recorded: its first "
-            f"{plural(len(first), 'checkpoint')} from the curve's start ({steps}: loss "
-            f"{losses}; registered curve {expected}) are {ratio:.3g}x the curve"
-            f"{' in the median' if len(first) > 1 else ''}, "
-            f"{unit_reason(ratio, target.unit)} The prediction is in "
-            f"{target.unit or 'nats/token'}. Outcomes once recorded cannot be corrected: give "
-            f"the log in the prediction's unit ({option('loss_column=NAME', '--loss-column')} picks the log's column), or, if "
-            f"these are the run's real losses, track with {option('force=True', '--force')}. Nothing was "
-            f"recorded")
+        unit = target.unit or "nats/token"
+        # tracking has begun once an outcome from the curve's start is recorded: a run
+        # leaving its curve after that is for the alarm
+        if not any(f >= self.start_fraction - 1e-12 for f in self._recorded):
+            first = fresh[:3]
+            curve = [predicted_at(fc, s / total, id=self.id, unit=target.unit)
+                     for s, _ in first]
+            ratio = float(np.median([v / c for (_, v), c in zip(first, curve)]))
+            if not 1 / UNIT_RATIO <= ratio <= UNIT_RATIO:
+                steps = (f"step {first[0][0]}" if len(first) == 1 else
+                         f"steps {first[0][0]}..{first[-1][0]}")
+                raise RegistryError(
+                    f"run log of {self.id!r} not recorded: its first "
+                    f"{plural(len(first), 'checkpoint')} from the curve's start ({steps}: loss "
+                    f"{', '.join(f'{v:.4g}' for _, v in first)}; registered curve "
+                    f"{', '.join(f'{c:.4g}' for c in curve)}) are {ratio:.3g}x the curve"
+                    f"{' in the median' if len(first) > 1 else ''}, "
+                    f"{unit_reason(ratio, target.unit)} The prediction is in {unit}. Outcomes "
+                    f"once recorded cannot be corrected: give the log in the prediction's unit "
+                    f"({option('loss_column=NAME', '--loss-column')} picks the log's column), "
+                    f"or, if these are the run's real losses, track with "
+                    f"{option('force=True', '--force')}. Nothing was recorded."
+                    f"{self._steps_hint(log)}")
+        if fresh[-1][0] == total:
+            off = unit_mismatch(fresh[-1][1], fc.loss, target.unit)
+            if off is not None:
+                earlier = len(fresh) - 1
+                raise RegistryError(
+                    f"final outcome of {self.id!r} not recorded: the log's loss "
+                    f"{fresh[-1][1]:g} at step {total} (the planned last step, in {unit}) "
+                    f"against a prediction of {fc.loss:.4g}: {off} A final outcome is "
+                    f"recorded once and cannot be corrected: give the loss in the "
+                    f"prediction's unit, or, if this is the real number, track with "
+                    f"{option('force=True', '--force')}. Nothing was recorded"
+                    + (f" (nor the log's {plural(earlier, 'earlier checkpoint')})"
+                       if earlier else "") + f".{self._steps_hint(log)}")
 
     @property
     def completion_(self) -> dict | None:
@@ -831,7 +881,8 @@ def track(registry, id: str, run_log, *, patience: int = DEFAULT_PATIENCE,
     past = int((log["step"] > tracker.total_steps).sum())
     if past:
         notes.append(f"{plural(past, 'checkpoint')} past the planned end (step "
-                     f"{tracker.total_steps}) not scored: the registered target ends there")
+                     f"{tracker.total_steps}) not scored: the registered target ends there."
+                     f"{tracker._steps_hint(log)}")
     logged = dict(zip(log["step"].tolist(), log["loss"].tolist()))
     changed = [c.step for c in cps if not c.recorded and c.step in logged
                and not math.isclose(c.loss, float(logged[c.step]), rel_tol=1e-9)]
