@@ -773,9 +773,11 @@ class RunTracker:
                          f"steps {first[0][0]}..{first[-1][0]}")
                 raise RegistryError(
                     f"run log of {self.id!r} not recorded: its first "
-                    f"{plural(len(first), 'checkpoint')} from the curve's start ({steps}: loss "
+                    f"{plural(len(first), 'checkpoint') if len(first) > 1 else 'checkpoint'} "
+                    f"from the curve's start ({steps}: loss "
                     f"{', '.join(f'{v:.4g}' for _, v in first)}; registered curve "
-                    f"{', '.join(f'{c:.4g}' for c in curve)}) are {ratio:.3g}x the curve"
+                    f"{', '.join(f'{c:.4g}' for c in curve)}) "
+                    f"{'are' if len(first) > 1 else 'is'} {ratio:.3g}x the curve"
                     f"{' in the median' if len(first) > 1 else ''}, "
                     f"{unit_reason(ratio, target.unit)} The prediction is in {unit}. Outcomes "
                     f"once recorded cannot be corrected: give the log in the prediction's unit "
@@ -813,7 +815,9 @@ _UNIT_RATIO = 1.3
 """A tracked run whose out-of-band losses are, in the median, more than this factor above or
 below the registered curve gets a note asking whether its log is in another unit or metric
 (bits vs nats: 1.44x; bits/byte vs nats/token: ~2-3x). A hint in the output only: the alarm
-and the recorded outcomes do not depend on it."""
+does not depend on it. (A log whose first checkpoints are that far off is refused before
+anything is recorded, :meth:`RunTracker.update`; the note is for a log tracked with
+``force``, or a run that leaves its curve by that much later.)"""
 
 
 def track(registry, id: str, run_log, *, patience: int = DEFAULT_PATIENCE,
