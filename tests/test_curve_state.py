@@ -92,6 +92,38 @@ def test_a_run_logged_in_order_has_no_restarts():
     assert Ladder(frame.iloc[::-1], schedule="cosine:warmup=100,final=0.1").restarts == {}
 
 
+def test_a_table_not_in_step_order_is_read_in_step_order_not_as_resumed():
+    # Issue F10: examples/curve_ladder.csv with its rows shuffled ((run, step) still unique)
+    # was read as 8 resumed runs ("its step goes back 9 time(s)") and complete refused all.
+    from pathlib import Path
+    frame = pd.read_csv(Path(__file__).parents[1] / "examples" / "curve_ladder.csv")
+    shuffled = frame.sample(frac=1.0, random_state=0).reset_index(drop=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", LadderWarning)
+        ladder = Ladder(shuffled)
+    assert ladder.restarts == {} and ladder.superseded == {}
+    ordered = Ladder(frame)
+    run = "n100m-s600"
+    a = complete(ladder, run, upto_fraction=0.8)
+    b = complete(ordered, run, upto_fraction=0.8)
+    assert a.loss == b.loss and a.n_checkpoints == b.n_checkpoints
+    # Shuffled, a resumed run is still one: a step logged twice means two segments overlap.
+    steps = np.array([100, 200, 300, 400, 200, 300, 500], float)
+    loss = np.array([3.6, 3.4, 3.3, 3.2, 3.45, 3.35, 3.15])
+    for perm in ([3, 0, 6, 1, 5, 2, 4], [2, 5, 0, 4, 6, 1, 3]):
+        assert find_restarts(np.zeros(7, int), steps[perm], loss[perm], np.arange(7),
+                             np.array(["r"])), perm
+    # Shards merged out of order (steps 600..1000, then 100..500, one curve): not resumed;
+    # a counter restarted below the earlier steps (the loss carrying on) still is.
+    merged = np.r_[np.arange(600, 1001, 100), np.arange(100, 501, 100)].astype(float)
+    assert find_restarts(np.zeros(10, int), merged, 3 + 100 / merged, np.arange(10),
+                         np.array(["r"])) == []
+    logged = np.r_[np.arange(1000, 3001, 500), np.arange(250, 751, 250)].astype(float)
+    real = np.r_[np.arange(1000, 3001, 500), 3000 + np.arange(250, 751, 250)]
+    [r] = find_restarts(np.zeros(8, int), logged, 3 + 100 / real, np.arange(8), np.array(["r"]))
+    assert (r.kind, r.row) == ("counter", 5)
+
+
 def test_resumed_sibling_is_left_out_with_a_note():
     frame = resumed_frame()
     sched = Schedule.parse("cosine:warmup=100,final=0.1", peak_lr=2e-3, total_steps=10000)

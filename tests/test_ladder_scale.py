@@ -209,6 +209,43 @@ def test_compute_frontier_keeps_the_lowest_loss_of_each_budget():
         ("a", "isoFLOP point: not the lowest loss of its compute budget (~1e+18 FLOPs)"),
         ("d", "isoFLOP point: not the lowest loss of its compute budget (~3e+18 FLOPs)")]
     assert "4 budgets" in notes[0]
+    # No params: nothing says the excluded runs are of another size, and the note says so.
+    assert "another size" not in notes[0] and "no seed column" in notes[0]
+
+
+# Issue F12: 5 budgets x 2 seeds, L = 1.7 + 400 C^-0.12 with 0.5% noise, no params column.
+_SEEDS = pd.DataFrame({
+    "run": [f"r{i}-s{s}" for i in range(5) for s in (0, 1)],
+    "flops": np.repeat([1e18, 3e18, 1e19, 3e19, 1e20], 2),
+    "loss": [4.4750, 4.4857, 4.1323, 4.0987, 3.8165, 3.8077, 3.5305, 3.5502, 3.2984, 3.2973],
+    "seed": [0, 1] * 5})
+
+
+def test_seeds_without_params_are_repeats_not_an_isoflop_sweep():
+    # Keeping the lower seed of each budget biased the law low and left no repeats for the
+    # run noise; the seed column says they are seeds of one run.
+    best, excluded, notes = compute_frontier(_SEEDS)
+    assert len(best) == 10 and excluded == []
+    assert notes == ["5 compute budget(s) hold runs without a model size (N) that differ only "
+                     "in seed: taken as repeated seeds, not an isoFLOP sweep; all their runs "
+                     "are fitted"]
+    f = delphi.fit(delphi.Ladder(_SEEDS), "power")
+    assert f.n_points == 10 and not f.exclusions
+    from delphi.forecasting.uncertainty import run_noise
+    assert run_noise(f)[1] == "repeated runs (5 dof)"
+
+
+@pytest.mark.parametrize("seed, n_out, why", [
+    ([0, 0] * 5, 5, "a seed repeats"),
+    ([0, 1] * 4 + [0, np.nan], 1, "missing"),         # the last budget only
+    (None, 5, "a hyperparameter differs")])
+def test_seeds_that_do_not_tell_runs_apart_keep_the_frontier_and_say_why(seed, n_out, why):
+    pts = _SEEDS.assign(seed=seed) if seed is not None else \
+        _SEEDS.assign(peak_lr=[1e-3, 2e-3] * 5)
+    best, excluded, notes = compute_frontier(pts)
+    assert len(excluded) == n_out and len(best) == 10 - n_out
+    assert all(e.reason.startswith("isoFLOP point") for e in excluded)
+    assert why in notes[-1] and "another size" not in notes[-1]
 
 
 # ---------------------------------------------------------------- a moderately large ladder
@@ -272,7 +309,7 @@ def _compute_frontier_reference(pts):
     notes: list[str] = []
     if seeds is not None:
         sweep_out: list[Exclusion] = []
-        n_seed = n_sweep = 0
+        n_seed = n_sweep = n_by_seed = 0
         next_id = 1
         swept: set[str] = set()
         for b in np.flatnonzero(seeds) + 1:
@@ -293,13 +330,14 @@ def _compute_frontier_reference(pts):
                                            f"budget (~{c:.3g} FLOPs; {won} has the lowest loss)")
                               for r, c in zip(rows["run"][~keep], rows["flops"][~keep])]
             if keep.sum() > 1:
-                n_seed += 1
+                n_seed += int(seeds[b - 1] == 1)
+                n_by_seed += int(seeds[b - 1] == 2)
             # Each kept run its own (negative) group, so the frontier step keeps them all.
             idx = rows.index[keep]
             order.loc[idx, "_budget"] = -np.arange(next_id, next_id + len(idx))
             next_id += len(idx)
             order = order.drop(index=rows.index[~keep])
-        notes += _one_size_notes(order, n_seed, n_sweep, swept, len(sweep_out))
+        notes += _one_size_notes(order, n_seed, n_sweep, swept, len(sweep_out), n_by_seed)
     else:
         sweep_out = []
     return _frontier_of(pts, order, sweep_out, notes)
@@ -334,6 +372,9 @@ def _frontier_frames(seed: int) -> list[pd.DataFrame]:
             frame = frame.drop(columns=["peak_lr"]).assign(lr=frame["peak_lr"])
         if trial % 8 == 5:
             frame = frame.drop(columns="params")
+        if trial % 5 == 1:      # seeds without N: distinct in most budgets, repeated in some
+            frame = frame.drop(columns="params", errors="ignore").assign(
+                seed=np.where(rng.random(len(frame)) < 0.8, np.arange(len(frame)), 0))
         out.append(frame)
     return out
 

@@ -333,8 +333,11 @@ def _hparam_keys(rows: pd.DataFrame) -> tuple[list[str], dict[str, list]]:
 
 def _budgets(pts: pd.DataFrame) -> tuple[pd.DataFrame, np.ndarray, np.ndarray | None]:
     """``pts`` sorted by compute with its budget ids 1, 2, ... in ``_budget`` (a budget ends
-    at the first run above its first run's FLOPs x BUDGET_TOLERANCE), and, when every run has
-    its N, which budgets hold several runs of one model size (None without N)."""
+    at the first run above its first run's FLOPs x BUDGET_TOLERANCE), and which budgets hold
+    several runs of one configuration, one int8 per budget (None when the ladder has neither
+    ``params`` nor ``seed``): 1 for runs of one model size (every run has its N, within 5%),
+    2 for runs without N that differ only in ``seed`` (distinct seeds, equal hyperparameters),
+    0 otherwise."""
     order = pts.sort_values("flops", kind="mergesort")
     c = order["flops"].to_numpy(float)
     ids = np.empty(len(c), dtype=np.int64)
@@ -345,15 +348,33 @@ def _budgets(pts: pd.DataFrame) -> tuple[pd.DataFrame, np.ndarray, np.ndarray | 
         ids[start:end] = budget
         start = end
     order = order.assign(_budget=ids)
-    if not ("params" in order.columns and order["params"].notna().all()):
+    has_n, has_seed = "params" in order.columns, "seed" in order.columns
+    if not (has_n or has_seed):
         return order, ids, None
-    # Only an isoFLOP budget (several model sizes at one compute) has a frontier: runs of
-    # one size at one compute are repeated seeds, and keeping the luckiest of them would
-    # bias the law low and hide the noise. Those budgets keep every run.
-    n = order["params"].to_numpy(float)
-    span = (pd.Series(n).groupby(ids).max() / pd.Series(n).groupby(ids).min()).to_numpy()
     sizes = pd.Series(ids).groupby(ids).size().to_numpy()
-    return order, ids, (sizes > 1) & (span <= BUDGET_TOLERANCE)
+    kind = np.zeros(budget, dtype=np.int8)
+    known = np.zeros(budget, dtype=bool)
+    if has_n:
+        # Only an isoFLOP budget (several model sizes at one compute) has a frontier: runs of
+        # one size at one compute are repeated seeds, and keeping the luckiest of them would
+        # bias the law low and hide the noise. Those budgets keep every run.
+        n = pd.Series(order["params"].to_numpy(float))
+        known = n.notna().groupby(ids).all().to_numpy()
+        span = (n.groupby(ids).max() / n.groupby(ids).min()).to_numpy()
+        kind[(sizes > 1) & known & (span <= BUDGET_TOLERANCE)] = 1
+    if has_seed:
+        # Without N the runs of a budget cannot be told to be of different sizes; runs that
+        # differ in seed and in nothing else the ladder records are seeds of one run.
+        seed = order["seed"].reset_index(drop=True)
+        distinct = ((seed.groupby(ids).nunique(dropna=True) == sizes).to_numpy()
+                    & seed.notna().groupby(ids).all().to_numpy())
+        cols, keys = _hparam_keys(order)
+        equal = np.ones(budget, dtype=bool)
+        for col in cols:
+            equal &= (pd.Series(keys[col], dtype=object).groupby(ids)
+                      .agg(lambda v: len(set(v)) <= 1).to_numpy(bool))
+        kind[(sizes > 1) & ~known & distinct & equal] = 2
+    return order, ids, kind
 
 
 def compute_frontier(pts: pd.DataFrame) -> tuple[pd.DataFrame, list[Exclusion], list[str]]:
@@ -366,7 +387,10 @@ def compute_frontier(pts: pd.DataFrame) -> tuple[pd.DataFrame, list[Exclusion], 
     (``peak_lr``, ``batch_size``, ...; ``lr`` without ``peak_lr``) they are repeated seeds and
     all are kept; when those differ it is a hyperparameter sweep, and only the runs of the
     best configuration (that of the lowest-loss run) are kept, the others excluded as
-    mis-tuned, and the note says so.
+    mis-tuned, and the note says so. Without N (no ``params``) the runs of a budget that
+    differ in ``seed`` (distinct, none missing) and in no hyperparameter column are repeated
+    seeds too, all kept; other runs of a budget without N are taken as an isoFLOP sweep, and
+    the note says that the ladder could not tell sizes from seeds.
 
     Returns (kept points, exclusions, notes).
     """
@@ -375,7 +399,7 @@ def compute_frontier(pts: pd.DataFrame) -> tuple[pd.DataFrame, list[Exclusion], 
     notes: list[str] = []
     if seeds is not None:
         sweep_out: list[Exclusion] = []
-        n_seed = n_sweep = 0
+        n_seed = n_sweep = n_by_seed = 0
         swept: set[str] = set()
         seed_budgets = np.flatnonzero(seeds)
         if len(seed_budgets):
@@ -408,7 +432,8 @@ def compute_frontier(pts: pd.DataFrame) -> tuple[pd.DataFrame, list[Exclusion], 
                                             f"loss)")
                                   for i in range(lo, hi) if not keep[i - lo]]
                 if keep.sum() > 1:
-                    n_seed += 1
+                    n_seed += int(seeds[b] == 1)
+                    n_by_seed += int(seeds[b] == 2)
                 # Each kept run its own (negative) group, so the frontier step keeps them all.
                 kept = lo + np.flatnonzero(keep)
                 new_ids[kept] = -np.arange(next_id, next_id + len(kept))
@@ -417,16 +442,21 @@ def compute_frontier(pts: pd.DataFrame) -> tuple[pd.DataFrame, list[Exclusion], 
             order = order.assign(_budget=new_ids)
             if not keep_all.all():
                 order = order.drop(index=order.index[~keep_all])
-        notes += _one_size_notes(order, n_seed, n_sweep, swept, len(sweep_out))
+        notes += _one_size_notes(order, n_seed, n_sweep, swept, len(sweep_out), n_by_seed)
     else:
         sweep_out = []
     return _frontier_of(pts, order, sweep_out, notes)
 
 
 def _one_size_notes(order: pd.DataFrame, n_seed: int, n_sweep: int, swept: set[str],
-                    n_out: int) -> list[str]:
-    """compute_frontier's notes on its one-size budgets (seeds kept, sweeps' best kept)."""
+                    n_out: int, n_by_seed: int = 0) -> list[str]:
+    """compute_frontier's notes on its one-configuration budgets (seeds kept, sweeps' best
+    kept; ``n_by_seed`` budgets without N told to be seeds by their ``seed`` column)."""
     notes = []
+    if n_by_seed:
+        notes.append(f"{n_by_seed} compute budget(s) hold runs without a model size (N) that "
+                     f"differ only in seed: taken as repeated seeds, not an isoFLOP sweep; all "
+                     f"their runs are fitted")
     if n_seed:
         known = any(c in order.columns for c in HPARAM_COLUMNS + ("lr",))
         notes.append(f"{n_seed} compute budget(s) hold runs of one model size "
@@ -457,12 +487,27 @@ def _frontier_of(pts: pd.DataFrame, order: pd.DataFrame, sweep_out: list[Exclusi
     excluded = [Exclusion(r, reasons.setdefault(f"{c:.3g}", f"isoFLOP point: not the lowest loss "
                                                            f"of its compute budget (~{c:.3g} FLOPs)"))
                 for r, c in zip(others["run"].tolist(), others["flops"].tolist())]
-    note = (f"{len(others)} run(s) share a compute budget with a lower-loss run of another "
-            f"size (an isoFLOP sweep); a power law in C is fitted to the compute-optimal frontier "
-            f"({int(best['_budget'].gt(0).sum())} budgets of the sweep), the rest are excluded (use "
-            f"chinchilla to fit every run)")
-    return (best.drop(columns="_budget").reset_index(drop=True), sweep_out + excluded,
-            notes + [note])
+    n_budgets = int(best["_budget"].gt(0).sum())
+    unsized = int(others["params"].isna().sum()) if "params" in others.columns else len(others)
+    if unsized < len(others):
+        notes = notes + [
+            f"{len(others) - unsized} run(s) share a compute budget with a lower-loss run of "
+            f"another size (an isoFLOP sweep); a power law in C is fitted to the compute-optimal "
+            f"frontier ({n_budgets} budgets of the sweep), the rest are excluded (use chinchilla "
+            f"to fit every run)"]
+    if unsized:
+        # Nothing says these are other sizes rather than seeds: the frontier is the reading
+        # that holds for an isoFLOP export (their usual source), so it is kept, and said.
+        seeds = ("their seed column does not tell them apart (a seed repeats or is missing "
+                 "within a budget, or a hyperparameter differs)" if "seed" in others.columns
+                 else "the ladder has no seed column")
+        notes = notes + [
+            f"{unsized} run(s) share a compute budget with a lower-loss run, and without a model "
+            f"size (params) nothing tells an isoFLOP sweep from repeated seeds ({seeds}): taken "
+            f"as an isoFLOP sweep, a power law in C is fitted to the lowest loss of each of the "
+            f"{n_budgets} budgets and the rest are excluded; if they are repeated seeds, give each "
+            f"run its seed (distinct within a budget) or its params and tokens, and all are fitted"]
+    return (best.drop(columns="_budget").reset_index(drop=True), sweep_out + excluded, notes)
 
 
 def fit(ladder: Ladder, law: str | Law | None = None, *, fixed: Mapping[str, float] | None = None,

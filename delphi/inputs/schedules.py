@@ -677,6 +677,33 @@ class Restart:
                 f"(row {self.row}), {what}")
 
 
+#: A run whose step goes back but repeats no step is read in step order (not resumed) when its
+#: loss in step order has at most this share of its total variation in file order.
+UNORDERED_SMOOTHING = 0.5
+
+
+def _not_in_step_order(steps: np.ndarray, loss: np.ndarray) -> bool:
+    """True when a run's rows (file order, steps of shape (n,), losses (n,)) are a loss curve
+    whose rows were reordered, not a resumed log (:func:`find_restarts`)."""
+    if np.unique(steps).size < steps.size:      # a step logged twice: two segments overlap
+        return False
+    ok = np.isfinite(loss)
+    s, y = steps[ok], loss[ok]
+    k = np.argsort(s, kind="stable")
+    by_step = np.abs(np.diff(y[k])).sum()
+    by_file = np.abs(np.diff(y)).sum()
+    if by_step <= UNORDERED_SMOOTHING * by_file:
+        return True
+    # Blocks of disjoint step ranges in the wrong order (shards merged out of order): within
+    # the blocks both orders agree, so step order is the log when its joins are the smoother.
+    # A restarted counter whose steps fall below the earlier ones joins smoothly in file order.
+    cuts = np.flatnonzero(s[1:] < s[:-1]) + 1
+    lo = np.minimum.reduceat(s, np.r_[0, cuts])
+    hi = np.maximum.reduceat(s, np.r_[0, cuts])
+    order = np.argsort(lo)
+    return bool(np.all(lo[order][1:] > hi[order][:-1]) and by_step < by_file)
+
+
 def find_restarts(group: Any, steps: Any, losses: Any, rows: Any,
                   names: Any) -> list[Restart]:
     """Restarts of logged step counters: rows whose step is below the previous row's step of
@@ -687,7 +714,17 @@ def find_restarts(group: Any, steps: Any, losses: Any, rows: Any,
     step) or to 0 (a restarted counter: the loss carries on). Sorted by step, the segments of
     such a run interleave, and a loss curve fitted through them blames the misfit on the LR
     schedule. A run logged newest-first (more decreases than increases) is read in reverse.
-    Vectorised: one pass over all rows; a Python loop only over the places found.
+    A run whose rows are merely not in step order (a table sorted or merged by another key)
+    is not resumed: when no step of it repeats and its loss read in step order varies at most
+    :data:`UNORDERED_SMOOTHING` times as much as in file order (total variation, the sum of
+    |loss change| between neighbours), or its rows are blocks of disjoint step ranges out of
+    order (shards merged in the wrong order) and step order varies less, step order is its
+    logging order and it has no restart.
+    A resumed run's segments are each a smooth curve in file order and interleave in step
+    order (a restarted counter), or retrace the curve (a rollback: the loss jumps back up once
+    a resume), so step order is not that much smoother; a shuffled curve's file order zigzags
+    over its whole range. Vectorised: one pass over all rows; a Python loop only over the
+    runs whose step goes back.
 
     Parameters
     ----------
@@ -734,6 +771,8 @@ def find_restarts(group: Any, steps: Any, losses: Any, rows: Any,
         rs, rl, rr, rw = s[a:b], loss[a:b], label[a:b], where[a:b]
         if n_down[run] > n_up[run]:                       # logged newest first
             rs, rl, rr, rw = rs[::-1], rl[::-1], rr[::-1], rw[::-1]
+        if _not_in_step_order(rs, rl):
+            continue
         gone = np.zeros(rs.size, dtype=bool)              # superseded by an earlier rollback
         for i in np.flatnonzero(rs[1:] < rs[:-1]) + 1:
             before_s, before_l = rs[:i], rl[:i]
