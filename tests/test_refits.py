@@ -5,6 +5,7 @@ depend on the number of workers or the joblib backend (Dask included)."""
 from __future__ import annotations
 
 import dataclasses
+import warnings
 
 import numpy as np
 import pandas as pd
@@ -97,6 +98,61 @@ def test_guard_catches_bad_warm_starts(epoch_fit, monkeypatch):
     assert draws.n_checked == 10 and draws.n_worse == 10 and draws.n_searched == 10
     assert draws.warnings and "10 of 10 checked" in draws.warnings[0]
     # The kept optimum is the global one: alpha back near the full-data estimate.
+    assert all(abs(p["alpha"] - epoch_fit.params["alpha"]) < 0.05 for p in draws.params)
+
+
+def _unfinished(problem, z0, weights, ibounds, **kw):
+    """The batched refinement as it is, but reporting every draw unfinished."""
+    out = refine_batch(problem, z0, weights, ibounds, **kw)
+    out.converged = np.zeros(len(weights), dtype=bool)
+    return out
+
+
+@pytest.mark.parametrize("rule, searched", [("failed", 1), ("all", 10)])
+def test_an_unfinished_draw_the_polish_finishes_skips_the_global_search(
+        epoch_fit, monkeypatch, rule, searched):
+    # Every draw reported unfinished by the batch, though it is at its optimum: the L-BFGS-B
+    # finish and the trust-region polish converge, so (the default rule) only the seeded
+    # audit (one draw of ten) runs the global search; the rule before searched all ten. The
+    # optima are the same either way (no global search improved a draw).
+    import delphi.uncertainty as uncertainty
+
+    monkeypatch.setattr(uncertainty, "refine_batch", _unfinished)
+    monkeypatch.setattr(uncertainty, "UNFINISHED_RULE", rule)
+    draws = bootstrap(epoch_fit, n=10, seed=1)
+    assert draws.n_searched == searched and draws.n_worse == 0 and not draws.warnings
+    ref = bootstrap(epoch_fit, n=10, seed=1, check_every=0)
+    monkeypatch.undo()
+    plain = bootstrap(epoch_fit, n=10, seed=1, check_every=0)
+    for a, b in zip(ref.params + draws.params, plain.params + plain.params):
+        assert a["alpha"] == pytest.approx(b["alpha"], rel=1e-6)
+
+
+@pytest.mark.parametrize("spoiled, searched", [(1, 2), (2, 10)])
+def test_a_polish_that_stops_short_is_searched_and_two_failures_search_the_block(
+        epoch_fit, monkeypatch, spoiled, searched):
+    # Every draw unfinished; the polish of the first `spoiled` draws stops short (status 0) at
+    # a perturbed point. Those are searched and improved. One failure: the other nine keep
+    # their polished optimum (searched: 1 + the audit). Two failures are evidence that warm
+    # starts fail in this block: every unfinished draw is searched (10).
+    import delphi.uncertainty as uncertainty
+    from delphi.fitting.refit import refine_least_squares
+
+    calls = []
+
+    def short(problem, z, ibounds, **kw):
+        calls.append(1)
+        if len(calls) <= spoiled:
+            z = z + np.array([0.0, 0.0, 0.0, 0.02, -0.02])
+            return z, problem.objective(z), 1, 0, "stopped short"
+        return refine_least_squares(problem, z, ibounds, **kw)
+
+    monkeypatch.setattr(uncertainty, "refine_batch", _unfinished)
+    monkeypatch.setattr(uncertainty, "refine_least_squares", short)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        draws = bootstrap(epoch_fit, n=10, seed=1)
+    assert draws.n_worse == spoiled and draws.n_searched == searched
     assert all(abs(p["alpha"] - epoch_fit.params["alpha"]) < 0.05 for p in draws.params)
 
 

@@ -28,7 +28,7 @@ import numpy as np
 from ..errors import DelphiError, FitError, FitWarning, user_stacklevel
 from ..fitting import Fit
 from ..fitting.engine import basin_probes, check_design, global_search, prepare, safe_start
-from ..fitting.refit import refine_batch, refine_one, weighted_objective
+from ..fitting.refit import refine_batch, refine_least_squares, refine_one, weighted_objective
 from ..fitting.objective import Problem
 from ..fitting.search import screen_weighted
 from ..fitting.diagnostics import NOISE_FLOOR, floored_covariance
@@ -463,6 +463,12 @@ WORSE_RTOL = 1e-9
 #: a relative test compares rounding errors.
 WORSE_ATOL = 1e-12
 _WORSE_WARN = 0.02
+#: Which draws the batched refinement left unfinished get the global search: "failed" (the
+#: default) those whose L-BFGS-B finish did not converge either, "all" every one (the rule
+#: before 2026-12-04, kept for benchmarks/bench_refits.py's comparison).
+UNFINISHED_RULE = "failed"
+# Improved draws in a block after which its polished draws are searched as well.
+_ESCALATE_AFTER = 2
 # Draws per batch: fixed by the problem's size alone, so a draw's result never depends on
 # the number of workers.
 _BATCH_ELEMENTS = 4_000_000
@@ -568,6 +574,8 @@ def _bootstrap_block(job) -> list[tuple[dict[str, float] | None, str, int, int]]
     batch = refine_batch(problem, z0, weights[ok], prep.ibounds)
     rows = np.flatnonzero(ok)
     zs, objs = batch.z.copy(), batch.objective.copy()
+    # Whether the draw's local refinement converged: the batch's, else L-BFGS-B's finish.
+    finished = batch.converged.astype(bool) & np.isfinite(objs)
     for a, b in enumerate(rows):
         z, obj = batch.z[a], float(batch.objective[a])
         if not batch.converged[a] or not np.isfinite(obj):
@@ -580,37 +588,61 @@ def _bootstrap_block(job) -> list[tuple[dict[str, float] | None, str, int, int]]
                                 free=problem.free, fixed=problem.fixed)
             start = z if np.all(np.isfinite(z)) else z0
             z = refine_one(sub, start, prep.ibounds)[0]
+            # L-BFGS-B reports convergence in a flat valley short of the optimum (the dense
+            # ladder's power law: 2e-5 relative above the global search's); a trust-region
+            # Gauss-Newton polish from there (never worse) reaches it or says it stopped.
+            if UNFINISHED_RULE != "all":
+                z, _, _, status, _ = refine_least_squares(sub, z, prep.ibounds)
+                finished[a] = status > 0
             obj = float(weighted_objective(problem, z, weights[b])[0])
             zs[a], objs[a] = z, obj
+            finished[a] &= np.isfinite(obj)
     # The cheap check: each draw's weighted screen at the full data's basin probes. No
     # feasible point can score below a draw's optimum, so a probe below the warm optimum
     # proves it is not the optimum (wrong basin, or stopped short): the global search runs,
     # as it does for a draw the batched refinement did not finish.
     suspects = basin_suspects(problem, probes, weights[ok], objs, prep.ibounds)
+    codes = np.full(len(rows), -1 if probes is None else 0)
+    searched = np.zeros(len(rows), dtype=int)
+
+    def search(a: int, b: int, why: int) -> None:
+        """The global search on draw b (row a); the better optimum kept."""
+        searched[a] = why
+        try:
+            zg = resample_optimum(prep, weights[b], seed)
+            obj_g = float(weighted_objective(problem, zg, weights[b])[0])
+        except DelphiError:  # the global search found nothing: nothing to compare with
+            return
+        obj = float(objs[a])
+        slack = WORSE_ATOL * float(weights[b].sum())
+        if np.isfinite(obj_g) and (not np.isfinite(obj) or obj > obj_g * (1 + WORSE_RTOL) + slack):
+            codes[a], zs[a], objs[a] = 1, zg, obj_g
+
+    if probes is not None:
+        # A draw whose local refinement did not converge (the batch's, nor L-BFGS-B's and the
+        # polish's) is suspect as well as one the basin check rejects. UNFINISHED_RULE "all":
+        # every draw the batch left unfinished is suspect (the rule before 2026-12-04).
+        unfinished = ~batch.converged.astype(bool)
+        first = (unfinished if UNFINISHED_RULE == "all" else ~finished) | suspects
+        for a, b in enumerate(rows):
+            if first[a] or audited[b]:
+                search(a, b, 1 if first[a] else 2)
+        # Evidence that warm starts fail in this block (the searches of suspects improved
+        # two draws): the draws only the polish finished are searched too, as every
+        # unfinished draw was before (the dense ladder's Chinchilla law: polished draws in a
+        # basin 2x above the optimum). Counted on suspects alone, so audits do not change
+        # the rule; an unfinished draw already audited counts as searched by it.
+        if int(np.sum((codes == 1) & (searched == 1))) >= _ESCALATE_AFTER:
+            for a, b in enumerate(rows):
+                if unfinished[a] and searched[a] == 2:
+                    searched[a] = 1
+                elif unfinished[a] and not searched[a]:
+                    search(a, b, 1)
     for a, b in enumerate(rows):
-        z, obj = zs[a], float(objs[a])
-        code, searched = -1, 0
-        if probes is not None:
-            code = 0
-            slack = WORSE_ATOL * float(weights[b].sum())
-            # A draw the batch left unfinished (a flat valley: L-BFGS-B may stop short too)
-            # is suspect as well; on most ladders that is none of 1,000.
-            suspect = not batch.converged[a] or bool(suspects[a])
-            if suspect or audited[b]:
-                searched = 1 if suspect else 2
-                try:
-                    zg = resample_optimum(prep, weights[b], seed)
-                    obj_g = float(weighted_objective(problem, zg, weights[b])[0])
-                except DelphiError:  # the global search found nothing: nothing to compare with
-                    zg, obj_g = None, math.inf
-                if zg is not None and np.isfinite(obj_g) and (
-                        not np.isfinite(obj) or obj > obj_g * (1 + WORSE_RTOL) + slack):
-                    code = 1
-                    z, obj = zg, obj_g
-        if not np.isfinite(obj):
-            out[b] = (None, "the refit gave no finite objective", code, searched)
+        if not np.isfinite(objs[a]):
+            out[b] = (None, "the refit gave no finite objective", int(codes[a]), int(searched[a]))
         else:
-            out[b] = (problem.values(z), "", code, searched)
+            out[b] = (problem.values(zs[a]), "", int(codes[a]), int(searched[a]))
     return out
 
 
@@ -629,8 +661,14 @@ def bootstrap(fit: Fit, *, n: int = 200, unit: str = "run", seed: int = 0,
     points (exact NNLS coefficients for the draw,
     :func:`delphi.fitting.search.screen_weighted`) is compared with its warm optimum. A probe
     scoring lower by more than 1e-9 (relative) proves the warm start stopped in the wrong
-    basin or short of the optimum: that draw, and any draw the batched refinement did not
-    finish, is fitted by the full global search and the better optimum kept. Every ``check_every``-th draw (from a seeded offset) is also fitted
+    basin or short of the optimum: that draw is fitted by the full global search and the
+    better optimum kept. A draw the batched refinement did not finish is finished by L-BFGS-B
+    and polished by trust-region least squares
+    (:func:`delphi.fitting.refit.refine_least_squares`), and searched as well when the polish
+    does not converge; when the searches of two suspects (of either kind) in one block of
+    draws improve them, every unfinished draw of the block is searched
+    (``benchmarks/bench_guard_unfinished.py`` compares this rule with searching every
+    unfinished draw, on 14 ladder and law pairs). Every ``check_every``-th draw (from a seeded offset) is also fitted
     by the global search as an audit of the cheap check. The share of checked draws whose warm
     start was worse is reported (:attr:`BootstrapDraws.n_worse`), with a warning above 2% (and at
     least two draws) or when an audit finds a draw the cheap check passed. Draw b uses the b-th child of
