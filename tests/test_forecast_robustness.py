@@ -373,29 +373,45 @@ def test_too_few_prefixes_names_the_law_and_a_smaller_one(tmp_path, capsys):
     assert "law 'chinchilla'" in err_text and "--law power" in err_text
 
 
-def test_a_rung_named_first_reuses_its_deleted_residual_refit(data_dir, monkeypatch):
-    """Issue 27: the forecast without a rung alone is the deleted-residual refit already made
-    for it when it was named with every other rung in (the same points, start and settings):
-    no fit runs twice, and each rung's forecast without it is the one a fresh refit gives,
-    bit for bit. Epoch's Chinchilla points: two rungs named."""
-    from delphi import robustness
+@pytest.fixture(scope="module")
+def epoch_fit(data_dir):
+    """Epoch's Chinchilla points (the 5 highest losses dropped) fitted by chinchilla: the
+    off-trend test names two rungs on them."""
     from delphi.fitting import fit_arrays
 
     e = pd.read_csv(data_dir / "epoch_chinchilla" / "svg_extracted_data.csv")
     e = e.sort_values("loss", kind="mergesort").iloc[:-5]
     n = e["Model Size"].to_numpy(float)
     x = {"params": n, "tokens": e["Training FLOP"].to_numpy(float) / (6 * n)}
-    fit = fit_arrays("chinchilla", x, e["loss"].to_numpy(float),
-                     labels=[str(i) for i in range(len(n))])
-    at = {"params": np.array([7e10]), "tokens": np.array([1.4e12])}
+    return fit_arrays("chinchilla", x, e["loss"].to_numpy(float),
+                      labels=[str(i) for i in range(len(n))])
+
+
+EPOCH_AT = {"params": np.array([7e10]), "tokens": np.array([1.4e12])}
+
+
+def test_a_rung_named_first_reuses_its_deleted_residual_refit(epoch_fit, monkeypatch):
+    """Issue 27: the forecast without a rung alone is the deleted-residual refit already made
+    for it when it was named with every other rung in (the same points, start and settings):
+    no fit runs twice, and each rung's forecast without it is the one a fresh refit gives,
+    bit for bit. Epoch's Chinchilla points: two rungs named."""
+    from delphi import robustness
+
+    fit, at = epoch_fit, EPOCH_AT
     calls = []
-    real = robustness.fit_arrays
+    real, real_many = robustness.fit_arrays, robustness.warm_fits_many
 
     def spy(law, xs, ys, **kw):
         calls.append((ys.tobytes(), tuple(sorted((kw.get("warm_start") or {}).items()))))
         return real(law, xs, ys, **kw)
 
+    def spy_many(requests):      # the refits made together count as calls too
+        calls.extend((r["y"].tobytes(), tuple(sorted(r["warm_start"].items())))
+                     for r in requests)
+        return real_many(requests)
+
     monkeypatch.setattr(robustness, "fit_arrays", spy)
+    monkeypatch.setattr(robustness, "warm_fits_many", spy_many)
     ot = find_off_trend(fit, at)
     assert ot is not None and len(ot.rungs) == 2
     assert len(calls) == len(set(calls)), "a refit ran twice"
@@ -407,3 +423,42 @@ def test_a_rung_named_first_reuses_its_deleted_residual_refit(data_dir, monkeypa
         fresh = robustness._fit_without(fit, fit.x, fit.y, labels, keep, settings,
                                         start=fit.params)
         assert rung.loss_without == float(fresh.predict(at)[0])
+
+
+def test_off_trend_refits_made_together_are_the_one_by_one_refits_bit_for_bit(epoch_fit,
+                                                                            monkeypatch):
+    """Issue 27: a round's deleted-residual refits (and the fits without each named rung
+    alone) run as one stacked batched BFGS (:func:`delphi.fitting.engine.warm_fits_many`);
+    every number of the result is the one the refits made one by one give."""
+    import delphi.fitting.engine as engine
+    from delphi import robustness
+
+    stacked = []
+    real_batch = engine.refine_batch
+
+    def spy(*args, **kwargs):
+        if kwargs.get("member") is not None:
+            stacked.append(len(kwargs["member"]))
+        return real_batch(*args, **kwargs)
+
+    monkeypatch.setattr(engine, "refine_batch", spy)
+    together = find_off_trend(epoch_fit, EPOCH_AT)
+    assert stacked and max(stacked) >= 5          # a round's refits shared a batch
+    monkeypatch.setattr(engine, "refine_batch", real_batch)
+
+    def one_by_one(requests):
+        out = []
+        for r in requests:
+            try:
+                out.append(robustness.fit_arrays(**r))
+            except Exception as exc:          # noqa: BLE001 - returned, as warm_fits_many does
+                out.append(exc)
+        return out
+
+    monkeypatch.setattr(robustness, "warm_fits_many", one_by_one)
+    alone = find_off_trend(epoch_fit, EPOCH_AT)
+    assert together is not None and len(together.rungs) == 2
+    assert together.rungs == alone.rungs          # runs, trends, residuals, scales, losses
+    assert (together.loss_with, together.loss_without) == (alone.loss_with, alone.loss_without)
+    assert together.fit_without.params == alone.fit_without.params
+    assert together.fit_without.objective == alone.fit_without.objective

@@ -485,6 +485,43 @@ def test_stacked_chinchilla_problems_refine_bit_for_bit_as_alone():
     assert together.iterations > 3
 
 
+@pytest.mark.parametrize("name, column", [("power", "flops"), ("power-n", "params")])
+def test_stacked_power_problems_refine_bit_for_bit_as_alone(name, column):
+    """Issue 27: problems of a one-input power law stacked in one batched BFGS (the off-trend
+    test's deleted-residual refits of a round, engine.warm_fits_many) give each problem's own
+    refinement, bit for bit, as Chinchilla's do; and a stacked global search
+    (engine.fit_arrays_many) each problem's own fit."""
+    from delphi.fitting.engine import fit_arrays_many
+    from delphi.fitting.refit import StackedProblems, stack_key
+    from delphi.laws import get_law
+
+    law = get_law(name)
+    rng = np.random.default_rng(12)
+    c = np.geomspace(1e18, 1e21, 11)
+    y = (1.8 + 40 * c ** -0.08) * np.exp(rng.normal(0, 0.005, c.size))
+    full = fit_arrays(law, {column: c}, y)
+    problems, starts, requests = [], [], []
+    for i in (0, 4, 10):                     # one point left out each
+        keep = np.arange(c.size) != i
+        prep = prepare(law, {column: c[keep]}, y[keep])
+        problems.append(prep.problem)
+        starts.append(safe_start(prep.problem, full.params, prep.ibounds))
+        requests.append(dict(law=law, x={column: c[keep]}, y=y[keep]))
+    assert len({stack_key(p) for p in problems}) == 1
+    weights = np.ones((3, c.size - 1))
+    together = refine_batch(StackedProblems(problems), np.stack(starts), weights,
+                            prep.ibounds, member=np.arange(3))
+    for m, (p, z0) in enumerate(zip(problems, starts)):
+        alone = refine_batch(p, z0, weights[:1], prep.ibounds)
+        assert together.z[m:m + 1].tobytes() == alone.z.tobytes()
+        assert together.objective[m:m + 1].tobytes() == alone.objective.tobytes()
+        assert together.converged[m] == alone.converged[0]
+    for req, got in zip(requests, fit_arrays_many(requests)):
+        one = fit_arrays(**req)
+        assert got.params == one.params and got.objective == one.objective
+        assert got.message == one.message
+
+
 def test_the_guards_basin_probes_reuse_the_fits_screen(monkeypatch):
     """Issue 27: basin_probes screens the full-data problem its fit's global search has just
     screened; the screen is kept by its inputs and answered again to basin_probes (copies),

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import delphi.fitting.engine as engine
-from delphi import DelphiError, FitError, FitWarning
+from delphi import DelphiError, FitError, FitWarning, LawError
 from delphi.curves import complete, complete_many
 from delphi.fitting import fit_arrays
 
@@ -78,3 +78,44 @@ def test_fit_arrays_many_matches_fit_arrays_and_returns_errors():
     with pytest.raises(FitError) as err:
         fit_arrays(**requests[4])
     assert isinstance(out[4], FitError) and str(out[4]) == str(err.value)
+
+
+def test_warm_fits_many_matches_fit_arrays_and_returns_errors(monkeypatch):
+    """Issue 27: warm refits of one law and size run as one stacked batched BFGS; each is
+    :func:`fit_arrays` of its own request bit for bit (a refit the batch leaves unfinished
+    is polished alone, as there), and a bad warm start is returned as the error it raises."""
+    rng = np.random.default_rng(5)
+    n = np.geomspace(1e7, 1e9, 12).repeat(2)
+    d = n * np.tile([10.0, 40.0], 12)
+    y = 1.7 + 400 * n ** -0.34 + 900 * d ** -0.3 + rng.normal(0, 2e-3, len(n))
+    full = fit_arrays("chinchilla", {"params": n, "tokens": d}, y)
+    requests = []
+    for i in (0, 5, 11, 23):        # one point left out each: one size, one batch
+        keep = np.arange(len(n)) != i
+        requests.append(dict(law="chinchilla", x={"params": n[keep], "tokens": d[keep]},
+                             y=y[keep], warm_start=full.params))
+    far = {**full.params, "alpha": 0.9, "beta": 0.05}      # a start the batch may not finish
+    requests.append(dict(law="chinchilla", x={"params": n[1:], "tokens": d[1:]}, y=y[1:],
+                         warm_start=far))
+    requests.append(dict(law="chinchilla", x={"params": n, "tokens": d}, y=y,
+                         warm_start={"E": 1.7}))           # missing parameters: LawError
+    members = []
+    real = engine.refine_batch
+
+    def spy(*args, **kwargs):
+        if kwargs.get("member") is not None:
+            members.append(len(kwargs["member"]))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(engine, "refine_batch", spy)
+    out = engine.warm_fits_many(requests)
+    monkeypatch.setattr(engine, "refine_batch", real)
+    assert members == [5]
+    for req, got in zip(requests[:5], out[:5]):
+        one = fit_arrays(**req)
+        assert got.params == one.params and got.objective == one.objective
+        assert got.message == one.message and got.warnings == one.warnings
+        assert got.converged == one.converged
+    with pytest.raises(LawError) as err:
+        fit_arrays(**requests[5])
+    assert isinstance(out[5], LawError) and str(out[5]) == str(err.value)

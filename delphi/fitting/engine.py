@@ -34,8 +34,8 @@ from .refit import (StackedProblems, WeightedBatch, refine_batch,
                     refine_least_squares, refine_one, stack_key)
 from .search import local_minima, pick_starts, screen, theta_candidates
 
-__all__ = ["fit_arrays", "fit_arrays_many", "prepare", "Prepared", "safe_start", "basin_probes",
-           "warm_fit_steps", "DEFAULT_DELTA", "REFINE_STARTS"]
+__all__ = ["fit_arrays", "fit_arrays_many", "warm_fits_many", "prepare", "Prepared",
+           "safe_start", "basin_probes", "warm_fit_steps", "DEFAULT_DELTA", "REFINE_STARTS"]
 
 #: Huber delta on log residuals (Hoffmann et al. 2022; Besiroglu et al. 2024).
 DEFAULT_DELTA = 1e-3
@@ -445,6 +445,86 @@ def fit_arrays_many(requests: Sequence[Mapping]) -> list:
                 try:
                     out[i] = _finish_fit(prep, _descend(prep.problem, z, prep.ibounds, own),
                                          None)
+                except DelphiError as err:
+                    out[i] = err
+    return out
+
+
+def warm_fits_many(requests: Sequence[Mapping]) -> list:
+    """:func:`fit_arrays` of many warm-started problems: ``[fit_arrays(**r) for r in
+    requests]``, each result bit-identical to its own call (and kept in, or taken from, the
+    memo of :func:`delphi.core.shared_fits.shared_fits` as that call would be), the
+    :class:`~delphi.errors.DelphiError` it would raise returned in its place.
+
+    Each request's warm path (:func:`warm_fit_steps`) asks for one batched refinement; those
+    of problems of one law and size (:func:`delphi.fitting.refit.stack_key`) and the same
+    internal bounds run as one batched BFGS (:class:`~delphi.fitting.refit.StackedProblems`,
+    whose rows are each problem's own arithmetic), so a set of refits one point apart (the
+    off-trend test's deleted-residual refits of one round, :func:`delphi.robustness.find_off_trend`)
+    pays the per-iteration Python overhead once. A request without a warm start, or with an
+    ``init``, is passed to :func:`fit_arrays` as it is.
+
+    Parameters
+    ----------
+    requests: keyword arguments of :func:`fit_arrays`, one mapping per problem.
+
+    Returns
+    -------
+    list, one per request: a :class:`Fit`, or the DelphiError its fit raised.
+    """
+    out: list = [None] * len(requests)
+    with one_blas_thread():
+        groups: dict = {}
+        for i, req in enumerate(requests):
+            req = dict(req)
+            try:
+                if req.get("warm_start") is None or req.get("init") is not None:
+                    out[i] = fit_arrays(**req)
+                    continue
+                law, key = req["law"], None
+                if memo.active():       # as fit_arrays: the same call made once per scope
+                    law = get_law(law)
+                    key = memo.fit_key(law, req["x"], req["y"], labels=req.get("labels"),
+                                       fixed=req.get("fixed"), bounds=req.get("bounds"),
+                                       delta=req.get("delta", DEFAULT_DELTA),
+                                       seed=req.get("seed", 0),
+                                       starts=req.get("starts", REFINE_STARTS), init=None,
+                                       warm_start=req["warm_start"])
+                    hit = memo.lookup(key, law)
+                    if hit is not None:
+                        out[i] = hit
+                        continue
+                prep = prepare(law, req["x"], req["y"], labels=req.get("labels"),
+                               fixed=req.get("fixed"), bounds=req.get("bounds"),
+                               delta=req.get("delta", DEFAULT_DELTA))
+                steps = warm_fit_steps(prep, req["warm_start"])
+                problem, z0, weights, ibounds = next(steps)
+            except DelphiError as err:
+                out[i] = err
+                continue
+            sk = stack_key(problem)
+            group = ("alone", i) if sk is None else (sk, repr(ibounds))
+            groups.setdefault(group, []).append((i, steps, problem, z0, weights, ibounds, key,
+                                                 law))
+        for members in groups.values():
+            if len(members) == 1:
+                _, _, problem, z0, weights, ibounds, _, _ = members[0]
+                batches = [refine_batch(problem, z0, weights, ibounds)]
+            else:
+                member = np.arange(len(members))        # one row per problem
+                batch = refine_batch(StackedProblems([m[2] for m in members]),
+                                     np.stack([m[3] for m in members]),
+                                     np.concatenate([m[4] for m in members]), members[0][5],
+                                     member=member)
+                batches = [WeightedBatch(z=batch.z[[m]], objective=batch.objective[[m]],
+                                         converged=batch.converged[[m]],
+                                         iterations=batch.iterations) for m in member]
+            for (i, steps, _, _, _, _, key, law), own in zip(members, batches):
+                try:
+                    steps.send(own)
+                except StopIteration as done:
+                    out[i] = done.value
+                    memo.store(key, law, out[i])
                 except DelphiError as err:
                     out[i] = err
     return out

@@ -29,6 +29,7 @@ import numpy as np
 from ..core.findings import Finding
 from ..errors import DelphiError, LadderError, LawError
 from ..fitting import Fit, fit_arrays
+from ..fitting.engine import warm_fits_many
 from ..fitting.api import BUDGET_TOLERANCE, HPARAM_COLUMNS
 from ..laws import CHECKPOINT_LAWS
 from ..fitting.objective import Problem
@@ -567,14 +568,37 @@ def find_off_trend(result: Fit, target_inputs: Mapping[str, Sequence[float]] | N
             made[(*key, labelled)] = got
         return got
 
+    def prefetch(keeps, start) -> None:
+        """The unlabelled warm refits of ``keeps`` from ``start`` that warm_fit would make one
+        by one, made together (:func:`delphi.fitting.engine.warm_fits_many`: one batched
+        BFGS, each refit bit-identical to its own); a refit that fails is left for warm_fit
+        to raise again."""
+        todo, seen = [], set()
+        for keep in keeps:
+            key = (keep.tobytes(), tuple(start.items()))
+            if (*key, True) in made or (*key, False) in made or key in seen:
+                continue
+            seen.add(key)
+            todo.append((key, keep))
+        if len(todo) < 2:
+            return
+        got = warm_fits_many([dict(law=result.law, x=_take(x, keep), y=y[keep], labels=None,
+                                   warm_start=dict(start), **settings) for _, keep in todo])
+        for (key, _), fitted in zip(todo, got):
+            if isinstance(fitted, Fit):
+                made[(*key, False)] = fitted
+
+    def without_one(i: int) -> np.ndarray:
+        keep = alive.copy()
+        keep[i] = False
+        return keep
+
     def refit_without(i: int):
         """The law of the alive rungs but ``i`` (warm from ``current``), the trend it
         predicts at ``i`` and log(trend) - log(y_i); None when it cannot be fitted (e.g. the
         others cannot identify the law: no verdict on this rung)."""
-        keep = alive.copy()
-        keep[i] = False
         try:
-            loo = warm_fit(keep, current.params, labelled=False)
+            loo = warm_fit(without_one(i), current.params, labelled=False)
             trend = float(loo.predict(_take(x, [i]))[0])
         except DelphiError:
             return None
@@ -583,6 +607,7 @@ def find_off_trend(result: Fit, target_inputs: Mapping[str, Sequence[float]] | N
            and int(alive.sum()) - 1 >= result.n_free + 2):
         idx = np.flatnonzero(alive)
         best = None
+        prefetch([without_one(idx[j]) for j in _candidates(current)], current.params)
         for j in _candidates(current):
             i = idx[j]
             got = refit_without(i)
@@ -626,7 +651,9 @@ def find_off_trend(result: Fit, target_inputs: Mapping[str, Sequence[float]] | N
             counts[i] = counts.get(i, 0) + 1
         top = max(counts.values())
         best = None
-        for i in sorted(r for r, c in counts.items() if c == top):
+        tied = sorted(r for r, c in counts.items() if c == top)
+        prefetch([without_one(i) for i in tied], current.params)
+        for i in tied:
             got = refit_without(i)
             if got is None:
                 continue
@@ -652,6 +679,13 @@ def find_off_trend(result: Fit, target_inputs: Mapping[str, Sequence[float]] | N
                            warm_fit=warm_fit)
     loss_without = float(without.predict(at)[0])
     rungs = []
+    if len(named) > 1:
+        alone_keeps = []
+        for i, _ in named:
+            keep = np.ones(len(y), dtype=bool)
+            keep[i] = False
+            alone_keeps.append(keep)
+        prefetch(alone_keeps, result.params)
     for i, rung in named:
         if len(named) == 1:
             alone = loss_without

@@ -45,6 +45,21 @@ class PowerLaw(Law):
     def constant_derivative(self, x: Inputs) -> np.ndarray:
         return self.log_basis(np.zeros(1), x)[1]
 
+    def stack_inputs(self, xs) -> tuple[np.ndarray, np.ndarray]:
+        """ln X of M problems of n points each, (M, n), and each one's derivative
+        (M, n, 2, 1) (see :attr:`delphi.laws.Law.stack_inputs`)."""
+        log_c = np.stack([np.log(x[self.inputs[0]]) for x in xs])
+        dlogphi = np.zeros(log_c.shape + (2, 1))
+        dlogphi[:, :, 1, 0] = -log_c
+        return log_c, dlogphi
+
+    def log_basis_stacked(self, thetas: np.ndarray, pre, member: np.ndarray) -> np.ndarray:
+        """:meth:`log_basis_grid` with row b on the inputs of problem ``member[b]`` (the
+        same arithmetic, element by element): thetas (B, 1) -> (B, n, 2)."""
+        out = np.zeros((len(thetas), pre.shape[1], 2))
+        out[:, :, 1] = -thetas[:, :1] * pre[member]
+        return out
+
 
 POWER = PowerLaw(
     name="power",
