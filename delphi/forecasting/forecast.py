@@ -32,7 +32,7 @@ from .reference import PRIOR_FOLDS, ReferenceClass, blend, load_reference, outsi
 from .calibration import (MAX_FOLDS, CalibrationModel, calibrate, calibrated_interval, lfo_points,
                           log_sd)
 from ..inputs.readers import as_ladder
-from ..inputs.law_inputs import lr_ratio
+from ..inputs.law_inputs import check_columns, lr_ratio
 from ..fitting.diagnostics import (NOISE_FLOOR, attach_identification, refuse_degenerate,
                                    residual_scale)
 from ..core.quantiles import check_level, norm_ppf, t_ppf
@@ -1010,6 +1010,9 @@ def _forecast(ladder: Ladder, targets: Sequence, law: str | Law | None, options:
                                  **per_target) for t in targets]
     laws = [get_law(law or default_law(ladder, t)) for t in targets]
     for t, lw in zip(targets, laws):
+        # The ladder before the target: a law the ladder cannot be fitted with is told before
+        # a target input it would need (asking for the input first is a detour).
+        check_columns(ladder, lw)
         _base_inputs(t, lw)  # fail on a missing input before spending time on the fit
         _check_moe_target(t, lw, ladder)
     if floor_range is not None:
@@ -1370,7 +1373,9 @@ def predict_selected(ladder: Ladder, target, *, ensemble: bool = False,
                       if isinstance(c, str) else c for c in candidates]
         for c in candidates:
             if not _feeds(target, c.law):
-                get_law(c.law)
+                # a candidate neither the ladder nor the target can feed: the ladder is
+                # told first, as for a named law
+                check_columns(ladder, get_law(c.law))
                 target.inputs(get_law(c.law), skip=("peak_lr", "h"))   # TargetError naming it
     if comparison is None:
         fitted = (ladder.select(max_flops=settings["fit_max_flops"])
