@@ -23,7 +23,7 @@ __version__ = "0.1.0"
 from .errors import (DataDirError, DegenerateFitError, DelphiError, DelphiWarning,  # noqa: E402
                      DuplicateRowsWarning, FitError, FitWarning, IdentifiabilityError, LadderError, LadderWarning,
                      LawError, ManifestError, MissingArgumentError, NotFittedError,
-                     RegistryError, TargetError, UnidentifiedError)
+                     RegistryError, TargetError, TargetInputError, UnidentifiedError)
 
 #: Public name -> the submodule that defines it (imported on first access).
 _LAZY: dict[str, str] = {
@@ -80,6 +80,7 @@ __all__ = [
     "suggest_runs", "Suggestions", "score_design", "DesignScore",
     "track", "Tracking", "predict_curve", "CurveForecast",
     "DelphiError", "LadderError", "DataDirError", "ManifestError", "LawError", "TargetError",
+    "TargetInputError",
     "FitError", "NotFittedError", "IdentifiabilityError", "DegenerateFitError",
     "UnidentifiedError", "RegistryError", "MissingArgumentError", "DelphiWarning", "LadderWarning", "FitWarning",
     "DuplicateRowsWarning",

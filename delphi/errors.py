@@ -18,6 +18,7 @@ __all__ = [
     "ManifestError",
     "LawError",
     "TargetError",
+    "TargetInputError",
     "FitError",
     "NotFittedError",
     "IdentifiabilityError",
@@ -61,6 +62,12 @@ class LawError(DelphiError, ValueError):
 
 class TargetError(DelphiError, ValueError):
     """The prediction target is invalid or outside what the law can extrapolate to."""
+
+
+class TargetInputError(TargetError):
+    """The target does not give a quantity the law reads (``chinchilla`` at a target given
+    by C alone): the message names the law, the quantity and the flags that give it. The
+    CLI reports it as a usage error (exit code 2) when the target came from its flags."""
 
 
 class FitError(DelphiError, RuntimeError):

@@ -244,9 +244,11 @@ def test_best_reason_under_the_reference_rule_and_unbacktested_members_shown_wei
     assert c.best_reason == (
         "chinchilla has the lowest reference-class error (4.00%: its law's mean |error| on 2 "
         "public ladder(s) in folds fitted on 4 rungs), ranked by the reference class because "
-        "this ladder's 2 leave-future-out cut(s) are fewer than 3 to rank on; tied with "
-        "chinchilla E=1.5 (the reference class scores the law chinchilla, not its floor or "
-        "Huber delta), the tie broken by the fewest fixed parameters")
+        "this ladder's 2 leave-future-out cut(s) are fewer than 3 to rank on; power, "
+        "backtested here (mean |error| 1.00%), is not ranked: its law has no errors on the "
+        "public ladders the others share; tied with chinchilla E=1.5 (the reference class "
+        "scores the law chinchilla, not its floor or Huber delta), the tie broken by the "
+        "fewest fixed parameters")
     w = c.weights()
     assert w == pytest.approx({"chinchilla": 0.5, "chinchilla E=1.5": 0.5})
     rows = {ln[:26].strip(): ln[26:] for ln in c.report().splitlines()

@@ -18,11 +18,12 @@ from delphi.selection import compare, reference_scores
 from test_reference import TRUTH, synthetic_class
 
 
-def grid(rungs: int = 4) -> delphi.Ladder:
-    """``rungs`` sizes 2x apart at 10 and 80 tokens per parameter (D/N spans 8x, so the
-    candidates are power, chinchilla and overtrain), losses from TRUTH with 0.3% noise."""
+def grid(rungs: int = 4, ratios: tuple[float, float] = (10.0, 80.0)) -> delphi.Ladder:
+    """``rungs`` sizes 2x apart at ``ratios`` tokens per parameter (by default 10 and 80: D/N
+    spans 8x, so the candidates are power, chinchilla and overtrain), losses from TRUTH with
+    0.3% noise."""
     n = np.repeat(2e7 * 2.0 ** np.arange(rungs), 2)
-    d = n * np.tile([10.0, 80.0], rungs)
+    d = n * np.tile(list(ratios), rungs)
     rng = np.random.default_rng(0)
     loss = CHINCHILLA.predict(TRUTH, {"params": n, "tokens": d}) * np.exp(
         rng.normal(0, 0.003, n.size))
@@ -39,7 +40,8 @@ def reference(power: float, chinchilla: float, overtrain: float = 0.03) -> Refer
 
 
 def test_too_few_cuts_rank_by_the_reference_class():
-    lad = grid()
+    # 5 and 200 tokens per parameter: the compute frontier mixes D/N over 40x
+    lad = grid(ratios=(5.0, 200.0))
     for chin, over, want in ((0.002, 0.03, "chinchilla"), (0.03, 0.002, "overtrain")):
         ref = reference(power=0.0001, chinchilla=chin, overtrain=over)
         c = compare(lad, reference=ref)
@@ -47,16 +49,49 @@ def test_too_few_cuts_rank_by_the_reference_class():
         scores, info = reference_scores(lad, ["power", "chinchilla", "overtrain"], ref)
         assert c.best.reference_error == pytest.approx(min(v[0] for v in scores.values()))
         assert info["ladders"] == ["p0", "p1", "p2", "p3"] and info["n_rungs"] == 8   # 8 budgets
-        # power's reference errors come from compute-optimal ladders: this one varies D/N
-        # 8x without isoFLOP budgets, so power is not ranked by them (however small they are)
+        # power's reference errors come from compute-optimal ladders (frontier D/N within
+        # FRONTIER_SPAN = 10x): this one's frontier spans 40x, so power is not ranked by them
+        # (however small they are), and the reason the winner is given says so
         assert "power" not in scores and "power" in info["not_ranked"]
         assert any("candidate power not ranked by the reference class" in n for n in c.notes)
+        assert "power, backtested here" in c.best_reason and "40x" in c.best_reason
         text = c.report()
         assert "ranked by the reference class" in text and f"best       {want} (lowest " \
             "reference-class error)" in text
         d = json.loads(json.dumps(c.to_dict()))
         assert d["rule"] == "reference" and d["best"] == want
         assert d["reference"]["ladders"] == info["ladders"]
+
+
+def test_a_law_of_c_is_ranked_where_the_reference_class_was_built_to_speak_for():
+    # The rule that admits a ladder's power errors to the reference class (its frontier's
+    # D/N within FRONTIER_SPAN) is the rule compare ranks power by: on the 8x grid, power
+    # (the one candidate it can backtest) is ranked with the others, not dropped.
+    from delphi.reference import FRONTIER_SPAN, frontier_span, outside_class
+    lad = grid()
+    assert frontier_span(lad) == pytest.approx(8.0) and 8.0 <= FRONTIER_SPAN
+    assert outside_class(lad, "power") is None and outside_class(lad, "chinchilla") is None
+    assert "40x" in outside_class(grid(ratios=(5.0, 200.0)), "power")
+    ref = reference(power=0.0001, chinchilla=0.002, overtrain=0.03)
+    scores, info = reference_scores(lad, ["power", "chinchilla", "overtrain"], ref)
+    assert set(scores) == {"power", "chinchilla", "overtrain"} and not info["not_ranked"]
+    c = compare(lad, reference=ref)
+    assert c.rule == "reference" and c.best.candidate.law == "power" and c.best.scored
+    assert not any("not ranked by the reference class" in n for n in c.notes)
+
+
+def test_predict_says_when_a_law_of_cs_reference_class_does_not_speak_for_the_ladder():
+    # compare does not rank power by the reference class on a 40x frontier; predict --law
+    # power keeps that interval (dropping it would only narrow it) and says so
+    ref = reference(power=0.002, chinchilla=0.03)
+    f = delphi.predict(grid(ratios=(5.0, 200.0)), {"flops": 1e21}, "power", reference=ref,
+                       interval="reference", n_boot=20, off_trend=False)
+    assert f.interval.method == "reference"
+    assert any(n.startswith("reference class: a law of C is fitted to the compute frontier")
+               and "may understate" in n for n in f.notes)
+    g = delphi.predict(grid(), {"flops": 1e21}, "power", reference=ref, interval="reference",
+                       n_boot=20, off_trend=False)
+    assert not any("compute frontier" in n for n in g.notes)
 
 
 def test_a_law_of_c_is_ranked_on_a_compute_optimal_ladder():
@@ -104,11 +139,25 @@ def test_the_header_and_every_reason_state_one_count_of_cuts(data_dir):
             assert f"ranked on the {n} cut(s) above" in s.error, s.error
     assert c.rule == "reference"           # 2 cuts: too few to rank on
     assert any("shown, not ranked on: 2 cut(s)" in x for x in c.notes)
-    # the members weighted by the reference class without a backtest show their weight
+    # the members ranked by the reference class without a backtest show their weight (0.00
+    # when it is below MIN_WEIGHT)
     w, text = c.weights(), c.report()
     unbacktested = [s for s in c.ranked if not s.scored]
     assert unbacktested
     for s in unbacktested:
-        assert (f"{s.candidate.label:<26} not backtested, weight {w[s.candidate.label]:.2f} "
-                f"from the reference class") in text
+        assert (f"{s.candidate.label:<26} not backtested, weight "
+                f"{w.get(s.candidate.label, 0.0):.2f} from the reference class") in text
+    # The manifest's 7 compute-optimal points (frontier D/N 3.9..8.9): power, the one
+    # candidate backtested here, is ranked by the reference class it contributes to (as
+    # predict's interval uses it), not dropped for laws never backtested on this ladder.
+    assert [s.candidate.law for s in c.ranked][0] == "power" and c.best.scored
+    assert not any("not ranked by the reference class" in x for x in c.notes)
+    assert "best       power (lowest reference-class error)" in text
+    # and predict --law auto, given N and D, forecasts with it (the same comparison)
+    from delphi.forecasting.forecast import predict_selected
+    f = predict_selected(load("marin-delphi-dense"), {"params": 5e9, "tokens": 3.3e10},
+                         comparison=c, interval=None, off_trend=False)
+    assert f.fit.law.name == "power" and f.selection["chosen_by"] == "reference"
+    assert any(n.startswith("candidate chinchilla not backtested on this ladder (ranked by "
+                            "the reference class)") for n in f.notes)
     assert "because this ladder's 2 leave-future-out cut(s) are fewer than 3" in c.best_reason

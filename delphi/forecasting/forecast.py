@@ -28,11 +28,11 @@ from .design import (ONE_D, SPLIT_SPAN, default_law, final_nd, ladder_design_not
 from .uncertainty import (DEFAULT_LEVEL, MAX_DRAWS, Interval, bootstrap, bootstrap_interval,
                           delta_interval)
 from .robustness import check_floor_range, find_off_trend, held_inputs, scan_floor
-from .reference import PRIOR_FOLDS, ReferenceClass, blend, load_reference
+from .reference import PRIOR_FOLDS, ReferenceClass, blend, load_reference, outside_class
 from .calibration import (MAX_FOLDS, CalibrationModel, calibrate, calibrated_interval, lfo_points,
                           log_sd)
 from ..inputs.readers import as_ladder
-from ..inputs.law_inputs import lr_ratio
+from ..inputs.law_inputs import check_columns, lr_ratio
 from ..fitting.diagnostics import (NOISE_FLOOR, attach_identification, refuse_degenerate,
                                    residual_scale)
 from ..core.quantiles import check_level, norm_ppf, t_ppf
@@ -1010,6 +1010,9 @@ def _forecast(ladder: Ladder, targets: Sequence, law: str | Law | None, options:
                                  **per_target) for t in targets]
     laws = [get_law(law or default_law(ladder, t)) for t in targets]
     for t, lw in zip(targets, laws):
+        # The ladder before the target: a law the ladder cannot be fitted with is told before
+        # a target input it would need (asking for the input first is a detour).
+        check_columns(ladder, lw)
         _base_inputs(t, lw)  # fail on a missing input before spending time on the fit
         _check_moe_target(t, lw, ladder)
     if floor_range is not None:
@@ -1101,6 +1104,8 @@ def _calibrate(band, loss: float, ratio: float | None, ladder: Ladder, law: Law,
                      f"the {band.method} interval's parameter and run-noise spread")
         if ref is None:
             notes.append(f"not blended with the reference class: {ref_why}")
+        elif (outside := outside_class(ladder, law)) is not None:
+            notes.append(f"reference class: {outside}")
         if ratio > model.max_ratio:
             notes.append(f"the target's extrapolation ratio {ratio:.3g} is beyond the largest "
                          f"the calibration saw ({model.max_ratio:.3g}): sigma(r) is "
@@ -1194,10 +1199,17 @@ def _reference_model(reference, ladder: Ladder, law: Law, result: Fit, level: fl
     try:
         ref = ref if ref is not None else load_reference()
         exclude = (ladder.name,) if ladder.name in ref.ladders else ()
-        return ref.model(law.name, _n_rungs(ladder, law, result), level, exclude=exclude,
-                         fit_sd=residual_scale(result), fit_dof=result.dof), None
+        model = ref.model(law.name, _n_rungs(ladder, law, result), level, exclude=exclude,
+                          fit_sd=residual_scale(result), fit_dof=result.dof)
     except DelphiError as exc:
         return None, str(exc)
+    outside = outside_class(ladder, law)
+    if outside is not None:
+        # The rule compare ranks by: kept (dropping it would only narrow the interval), said.
+        model = replace(model, notes=(*model.notes, (
+            f"{outside}; so the reference interval may understate this forecast's error "
+            f"(compare does not rank law {law.name!r} by the reference class here)")))
+    return model, None
 
 
 def _interval(result: Fit, inputs, method, level, n_boot, unit, seed, n_jobs, notes,
@@ -1361,7 +1373,9 @@ def predict_selected(ladder: Ladder, target, *, ensemble: bool = False,
                       if isinstance(c, str) else c for c in candidates]
         for c in candidates:
             if not _feeds(target, c.law):
-                get_law(c.law)
+                # a candidate neither the ladder nor the target can feed: the ladder is
+                # told first, as for a named law
+                check_columns(ladder, get_law(c.law))
                 target.inputs(get_law(c.law), skip=("peak_lr", "h"))   # TargetError naming it
     if comparison is None:
         fitted = (ladder.select(max_flops=settings["fit_max_flops"])
@@ -1376,7 +1390,10 @@ def predict_selected(ladder: Ladder, target, *, ensemble: bool = False,
                 from None
     best = comparison.best
     by_label = {s.candidate.label: s for s in comparison.ranked}
-    skipped_notes += [f"candidate {s.candidate.label} not ranked: {s.error}"
+    # ranked by the reference class without a backtest of its own is not "not ranked"
+    skipped_notes += [f"candidate {s.candidate.label} "
+                      + ("not backtested on this ladder (ranked by the reference class): "
+                         if s.candidate.label in by_label else "not ranked: ") + s.error
                       for s in comparison.scores if not s.scored]
 
     def one(c: Candidate, **over):

@@ -65,7 +65,8 @@ from ..fitting.api import compute_frontier
 
 __all__ = ["ReferenceClass", "ReferenceModel", "BlendedModel", "blend", "build_reference",
            "load_reference", "reference_rows", "REFERENCE_PATH", "MIN_LADDERS", "PRIOR_FOLDS",
-           "MAX_PER_FOLD", "COLUMNS", "MIN_SD_DOF", "window_ladders"]
+           "MAX_PER_FOLD", "COLUMNS", "MIN_SD_DOF", "window_ladders", "FRONTIER_SPAN",
+           "frontier_span", "outside_class"]
 
 #: The reference errors shipped with delphi.
 REFERENCE_PATH = Path(__file__).parents[1] / "data" / "reference_errors.json.gz"
@@ -548,12 +549,9 @@ def build_reference(ladders: Sequence, laws: Callable | None = None, *,
             n_free = sum(p.name not in cand.fixed for p in law.params)
             if progress is not None:
                 progress(f"{ladder.name}: {law.name}")
-            span = _frontier_span(ladder) if law.inputs == ("flops",) else None
-            if span is not None and span > FRONTIER_SPAN:
-                entry["laws"][law.name] = {"skipped": (
-                    f"a law of C is fitted to the compute frontier, whose tokens per parameter "
-                    f"span {span:.3g}x here (> {FRONTIER_SPAN:g}x): not a compute-optimal "
-                    f"ladder")}
+            why = outside_class(ladder, law)
+            if why is not None:
+                entry["laws"][law.name] = {"skipped": why}
                 continue
             try:
                 errors = leave_future_out(ladder, law, fixed=cand.fixed or None,
@@ -584,7 +582,29 @@ def _frontier_runs(ladder) -> set[str] | None:
     return set(front["run"].astype(str))
 
 
-def _frontier_span(ladder) -> float | None:
+def outside_class(ladder, law) -> str | None:
+    """Why ``law``'s reference errors do not apply to ``ladder`` (None when they do).
+
+    The one rule for which ladders a law's reference class is made of and which ladders it
+    then speaks for (:func:`build_reference` keeps a ladder's errors, and
+    :func:`delphi.selection.compare` ranks a law by the reference class on a ladder, only
+    where this is None; :func:`delphi.predict` says when it is not): a law of compute alone
+    is fitted to the compute frontier, so its errors belong to the ladders whose frontier's
+    tokens per parameter D/N span at most :data:`FRONTIER_SPAN` (compute-optimal ladders
+    and isoFLOP minima; a ladder without N and D counts as one). Other laws: always None.
+    Raises LawError for a law delphi does not know."""
+    law = get_law(law)
+    if law.inputs != ("flops",):
+        return None
+    span = frontier_span(ladder)
+    if span is None or span <= FRONTIER_SPAN:
+        return None
+    return (f"a law of C is fitted to the compute frontier, whose tokens per parameter span "
+            f"{span:.3g}x here (> {FRONTIER_SPAN:g}x): not a compute-optimal ladder, as the "
+            f"ones its reference errors come from are")
+
+
+def frontier_span(ladder) -> float | None:
     """max / min of D/N over the ladder's compute frontier (None without N and D)."""
     finals, _ = ladder.final_points()
     if not {"params", "tokens", "flops"} <= set(finals.columns):

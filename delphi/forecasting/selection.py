@@ -34,8 +34,7 @@ from ..core.quantiles import check_level
 from ..core.records import positive_number
 from .candidates import (ENSEMBLE_RULE, RECENCY, Candidate, default_candidates,
                          parse_candidates)
-from .reference import FAMILY, ReferenceClass, load_reference
-from .design import SPLIT_SPAN, ratio_span
+from .reference import FAMILY, ReferenceClass, load_reference, outside_class
 from .calibration import (MIN_FOLDS, calibration_backtest, cut_levels, first_cut_formula,
                           first_cut_points)
 from ..inputs.readers import as_ladder
@@ -165,7 +164,8 @@ class Comparison:
         (``rule="reference"``, and why the ladder's own backtest could not rank), or that it
         was the only candidate that could be ranked; with the runner-up and its score, how an
         exact tie was broken, and "near tie" when the runner-up scores within :data:`TIE` of
-        it.
+        it. Under the reference rule, a candidate backtested on the ladder but not ranked by
+        the reference class (:func:`delphi.reference.outside_class`) is named, with why.
 
         Raises FitError when no candidate could be ranked (as :attr:`best`)."""
         b, ranked = self.best, self.ranked
@@ -183,6 +183,17 @@ class Comparison:
                    f"only {scored[0].candidate.label if scored else 'one candidate'} could be "
                    f"backtested at this ladder's {len(self.cuts)} cut(s)")
             how = f", ranked by the reference class because {why}"
+            # A candidate backtested here but left out of that ranking is named in the
+            # reason itself, not only in a note: the winner has no backtest to beat it on.
+            out = [s for s in self.scores if s.scored and s.reference_error is None]
+            if out:
+                skip = ref.get("not_ranked", {})
+                how += "; " + "; ".join(
+                    f"{s.candidate.label}, backtested here (mean |error| "
+                    f"{s.mean_abs_error:.2%}), is not ranked: "
+                    + (skip[s.candidate.law] if s.candidate.law in skip else
+                       "its law has no errors on the public ladders the others share")
+                    for s in out)
         else:
             key = (lambda s: s.rank_key)
             what = (f"the lowest score ({b.rank_key:.2%}: mean leave-future-out |log error| on "
@@ -261,10 +272,11 @@ class Comparison:
             if not s.scored:
                 ref = (f"; reference class {s.reference_error:.2%}"
                        if s.reference_error is not None else "")
-                if s.candidate.label in w:
+                if s.candidate.label in ranked:
                     # ranked and weighted by the reference class without a backtest of its own
+                    # (a weight under MIN_WEIGHT shows as 0.00: ranked, not averaged)
                     lines.append(f"{s.candidate.label[:26]:<26} not backtested, weight "
-                                 f"{w[s.candidate.label]:.2f} from the reference class "
+                                 f"{w.get(s.candidate.label, 0.0):.2f} from the reference class "
                                  f"({s.reference_error:.2%}): {s.error}")
                 else:
                     lines.append(f"{s.candidate.label[:26]:<26} not scored: {s.error}{ref}")
@@ -608,25 +620,22 @@ def reference_scores(ladder: Ladder, laws: Sequence[str], reference=None,
     fitted on n +- j rungs (n this ladder's compute budgets), j widened from 0 until at least
     2 public ladders have errors of every law (``power-n`` read as ``power``, its form); on
     those common ladders, each ladder's mean error, averaged with every ladder weighing the
-    same. ``info``: ``n_rungs``, ``window`` and ``ladders``. A law with no errors on them is
-    left out of the dict; an empty dict when no window has 2 common ladders.
+    same. ``info``: ``n_rungs``, ``window``, ``ladders`` and ``not_ranked`` ({law: why} for
+    a law whose reference errors do not speak for this ladder,
+    :func:`delphi.reference.outside_class`: a law of C on a ladder whose compute frontier is
+    not compute-optimal). A law with no errors on them is left out of the dict; an empty dict
+    when no window has 2 common ladders.
 
     Raises DelphiError when the reference class cannot be read.
     """
     ref = reference if isinstance(reference, ReferenceClass) else load_reference(reference)
     finals, _ = ladder.final_points()
     n = int(budget_labels(finals.dropna(subset=["flops"])).nunique()) if "flops" in finals else 0
-    skipped = {}
-    span = ratio_span(ladder)
-    if span is not None and span[1] >= SPLIT_SPAN * span[0] and not _isoflop_grid(finals):
-        # A law of C's reference errors come from compute-optimal ladders; on a ladder that
-        # varies D/N without isoFLOP budgets its "frontier" mixes tokens per parameter.
-        for law in laws:
-            if get_law(law).inputs == ("flops",):
-                skipped[law] = (f"its reference errors come from compute-optimal ladders; this "
-                                f"ladder's D/N spans {span[0]:.3g}..{span[1]:.3g} without "
-                                f"isoFLOP budgets")
-        laws = [law for law in laws if law not in skipped]
+    # A law is ranked by the reference class only on a ladder like those its errors come
+    # from: the rule that built the class (a law of C: a compute-optimal frontier).
+    skipped = {law: why for law in dict.fromkeys(laws)
+               if (why := outside_class(ladder, law)) is not None}
+    laws = [law for law in laws if law not in skipped]
     rows = ref.rows[ref.rows["ladder"] != ladder.name]
     names = {law: FAMILY.get(law, law) if FAMILY.get(law, law) in set(rows["law"]) else law
              for law in dict.fromkeys(laws)}
@@ -654,12 +663,3 @@ def reference_scores(ladder: Ladder, laws: Sequence[str], reference=None,
                     float(e.apply(lambda x: (x ** 2).mean()).mean()))
     return out, {"n_rungs": n, "window": f"{lo}" if lo == hi else f"{lo}-{hi}",
                  "ladders": common, "not_ranked": skipped}
-
-
-def _isoflop_grid(finals) -> bool:
-    """Whether most compute budgets hold 3 or more model sizes (an isoFLOP sweep)."""
-    f = finals.dropna(subset=["flops"])
-    if "params" not in f or f["params"].isna().any() or not len(f):
-        return False
-    sizes = f.groupby(budget_labels(f))["params"].nunique()
-    return bool((sizes >= 3).mean() > 0.5)

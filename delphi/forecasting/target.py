@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..errors import DelphiError, TargetError, option
+from ..errors import DelphiError, TargetError, TargetInputError, option
 from ..inputs.ladder import FLOPS_PER_PARAM_TOKEN, check_target_value
 from ..inputs.schedules import Schedule
 
@@ -128,8 +128,8 @@ class Target:
 
         Raises
         ------
-        TargetError
-            The law reads a quantity the target does not give.
+        TargetInputError
+            The law reads a quantity the target does not give (a :class:`TargetError`).
         """
         out = {}
         for col in law.inputs:
@@ -139,7 +139,8 @@ class Target:
             if value is None:
                 flags = " and ".join(f"--target-{c.replace('_', '-')}" for c in law.inputs
                                      if c not in skip)
-                raise TargetError(f"law {law.name!r} needs the target's {col}; give {flags}")
+                raise TargetInputError(f"law {law.name!r} needs the target's {col}; give "
+                                       f"{flags}")
             out[col] = [value]
         return out
 

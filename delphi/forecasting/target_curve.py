@@ -79,7 +79,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..core.quantiles import norm_ppf
-from ..errors import DelphiError, FitWarning, TargetError, option, user_stacklevel
+from ..errors import (DelphiError, FitWarning, TargetError, TargetInputError, option,
+                      user_stacklevel)
 from ..fitting.api import MIN_CHECKPOINT_FRACTION, fit as fit_law
 from ..inputs.ladder import Ladder
 from ..inputs.law_inputs import rows_inputs, run_fraction
@@ -799,7 +800,7 @@ def predict_curve(ladder, target, law: str | None = None, *, level: float = DEFA
         else:
             value = getattr(base, c, None)
             if value is None:
-                raise TargetError(f"law {law_obj.name!r} needs the target's {c}")
+                raise TargetInputError(f"law {law_obj.name!r} needs the target's {c}")
             x[c] = np.full(grid.size, float(value))
     loss = np.asarray(fc.fit.predict(x), dtype=float)
     # The curve ends at the final forecast exactly (the same inputs, predicted once).

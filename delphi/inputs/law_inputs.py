@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from ..laws import Law
 
 __all__ = ["ANNEALING_MOMENTUM", "budget_labels", "rows_inputs", "planned_steps", "run_schedule", "curve_inputs", "lr_ratio",
-           "run_fraction", "law_points"]
+           "run_fraction", "law_points", "check_columns"]
 
 #: Momentum lambda of the annealing area S2 (Tissue et al. 2024 use 0.999).
 ANNEALING_MOMENTUM = 0.999
@@ -188,6 +188,18 @@ def run_fraction(rows: pd.DataFrame) -> np.ndarray:
     return tokens / run_max[codes]
 
 
+def check_columns(ladder: Ladder, law: Law) -> None:
+    """Raise LadderError when ``ladder`` lacks a column ``law`` reads (the message lists the
+    columns found); its LR ratio h is derived, not read. A forecast checks this before the
+    target, so that a ladder the law cannot be fitted to is told before a target it would
+    need."""
+    missing = [c for c in law.inputs if c != "h" and not ladder.has(c)]
+    if missing:
+        raise LadderError(
+            f"law {law.name!r} reads {', '.join(law.inputs)} but ladder {ladder.name!r} has no "
+            f"{', '.join(missing)} column; {columns_found(ladder.table.columns)}")
+
+
 def law_points(ladder: Ladder, law: Law, include_unfinished: bool, min_fraction: float, *,
                per_checkpoint: bool = False):
     """The points ``law`` is fitted to, and the exclusions: each finished run's final row, or
@@ -198,12 +210,7 @@ def law_points(ladder: Ladder, law: Law, include_unfinished: bool, min_fraction:
     ------
     LadderError: the ladder lacks a column the law reads (the message lists those found).
     """
-    needed = [c for c in law.inputs if c != "h"]
-    missing = [c for c in needed if not ladder.has(c)]
-    if missing:
-        raise LadderError(
-            f"law {law.name!r} reads {', '.join(law.inputs)} but ladder {ladder.name!r} has no "
-            f"{', '.join(missing)} column; {columns_found(ladder.table.columns)}")
+    check_columns(ladder, law)
     if not per_checkpoint:
         return ladder.final_points(include_unfinished=include_unfinished)
     # Every checkpoint of every run counts, unfinished runs included; diverged runs do not.

@@ -224,7 +224,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     Exit codes: 0 success, 1 a delphi error (bad ladder, law, manifest target or failed fit:
     one line on stderr, no traceback unless ``--debug``), 2 bad command-line usage (argparse),
     a bad value of a flag included: ``--level 2``, ``--target-params -1`` (or ``abc``, ``0``,
-    ``nan``, or a value beyond the plausible magnitudes), the message naming the flag.
+    ``nan``, or a value beyond the plausible magnitudes), the message naming the flag, and
+    ``predict`` target flags that do not give what the law reads (a manifest's target that
+    does not: 1, :class:`~delphi.errors.TargetInputError`).
 
     With ``--json`` stdout holds exactly one JSON document: the result, or on an error
     ``{"error": {"type": NAME, "message": TEXT}, "delphi_version": VERSION}`` where NAME is the

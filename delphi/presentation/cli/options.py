@@ -519,13 +519,19 @@ def interval_settings(args) -> dict:
             "n_boot": args.n_boot, "boot_unit": args.boot_unit, "seed": args.seed}
 
 
+def target_given(args) -> bool:
+    """Whether the command line gives the target (its C, N, D or steps), rather than the
+    manifest's [predict] defaults."""
+    return any(v is not None for v in (args.target_flops, args.target_params, args.target_tokens,
+                                       args.target_steps))
+
+
 def target_from(args, defaults):
     """The target (a :class:`~delphi.forecast.Target`) from the command line, else the
     manifest's [predict] defaults."""
     from ...forecasting.forecast import Target
 
-    given = any(v is not None for v in (args.target_flops, args.target_params, args.target_tokens,
-                                        args.target_steps))
+    given = target_given(args)
     lr = {"peak_lr": args.target_peak_lr, "schedule": args.target_schedule,
           "steps": args.target_steps, "batch_size": args.target_batch,
           "active_params": args.target_active_params}
