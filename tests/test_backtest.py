@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+import pandas as pd
 import pytest
 
 import delphi
@@ -105,3 +106,34 @@ def test_backtest_warnings_collects_the_fold_fits_warnings():
     expected = list(dict.fromkeys(f"[{f['fold']}] {w}" for f in bt.fits for w in f["warnings"]))
     assert bt.warnings == expected
     assert all(w.startswith("[without budget") for w in bt.warnings)
+
+
+def test_backtest_scores_predicts_default_interval_on_a_hero_ladder(capsys):
+    # A 5-rung hero ladder (F22): the fold fitted on 4 rungs leaves the power law 1 residual
+    # dof, so the fit alone has no interval; predict's default (auto) still gives the
+    # reference-class one, and the backtest must be able to score that interval.
+    hero = pd.DataFrame({"run": [f"r{i}" for i in range(5)],
+                         "flops": [1e18, 3e18, 1e19, 3e19, 1e20],
+                         "loss": [4.4684, 4.1246, 3.8033, 3.5405, 3.2899]})
+    plain = delphi.backtest(hero, "power", fit_max_flops=3e19)
+    assert plain.rows[0].lower is None and plain.summary["coverage"] is None
+    assert any("--interval auto" in n or 'interval="auto"' in n for n in plain.notes)
+    for method in ("auto", "reference"):
+        bt = delphi.backtest(hero, "power", fit_max_flops=3e19, interval=method)
+        r = bt.rows[0]
+        assert r.lower < r.predicted < r.upper and r.inside is True
+        assert bt.summary["coverage"] == 1.0
+        assert any("interval from the reference class" in n for n in bt.notes)
+    # calibrated needs an interval of the fit's own to widen: none, and the reason says so.
+    cal = delphi.backtest(hero, "power", fit_max_flops=3e19, interval="calibrated")
+    assert cal.rows[0].lower is None
+    assert any("no calibrated interval" in n for n in cal.notes)
+    with pytest.raises(delphi.errors.FitError, match="unknown backtest interval"):
+        delphi.backtest(hero, "power", fit_max_flops=3e19, interval="refrence")
+    assert main(["backtest", "marin-delphi-dense", "--law", "power", "--fit-max-flops",
+                 "3e19", "--interval", "reference", "--json"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    assert all(r["lower"] is not None for r in d["rows"])
+    # A public ladder is not scored against a reference class holding its own errors.
+    ref = [n for n in d["notes"] if "interval from the reference class" in n]
+    assert ref and all("marin-delphi-dense left out" in n for n in ref)

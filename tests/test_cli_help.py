@@ -287,6 +287,24 @@ def test_debug_shows_a_traceback_for_every_command_module(tmp_path, capsys, monk
     assert code == 1 and "Traceback (most recent call last)" in err
 
 
+def test_json_before_the_subcommand_is_the_commands_json(tmp_path, capsys, monkeypatch):
+    # F23: `delphi --json predict ...` was "delphi predict: unrecognized arguments: --json",
+    # though -q, --debug and -j go either side of the command.
+    monkeypatch.chdir(tmp_path)
+    code, after, _ = run_cli(capsys, "ladders", "--json")
+    assert code == 0
+    code, before, _ = run_cli(capsys, "--json", "ladders")
+    assert code == 0 and before == after and json.loads(before)["n_ladders"] > 0
+    code, out, err = run_cli(capsys, "--json", "predict", "absent.csv", "--target-flops", "1e22")
+    assert code == 1 and "unrecognized" not in err
+    assert json.loads(out)["error"]["type"] == "LadderError"     # the command ran, as JSON
+    # every command that prints is a JSON printer: the leaves all take --json
+    leaves = [(n, p) for n, p in commands() if not any(
+        isinstance(a, argparse._SubParsersAction) for a in p._actions)]
+    assert leaves and all(any("--json" in a.option_strings for a in p._actions)
+                          for _, p in leaves)
+
+
 class Called(DelphiError):
     """Raised by a stand-in library function once it has recorded its arguments."""
 

@@ -608,3 +608,15 @@ def test_auto_with_a_pinned_floor_says_the_free_floor_was_not_compared(chin):
         f = delphi.predict(chin, TARGET, "auto", fixed={"E": 1.7}, interval="delta")
     assert all(c["fixed"] == {"E": 1.7} for c in f.selection["candidates"])
     assert any("keeps E = 1.7 fixed" in n and "--floors free,1.7" in n for n in f.notes)
+
+
+def test_compare_header_with_no_cut_says_why_not_an_empty_budget_list():
+    # F1: a 5-run flops ladder has no leave-future-out cut; the header printed "( FLOPs)".
+    hero = pd.DataFrame({"run": [f"r{i}" for i in range(5)],
+                         "flops": [1e18, 3e18, 1e19, 3e19, 1e20],
+                         "loss": [4.4684, 4.1246, 3.8033, 3.5405, 3.2899]})
+    result = compare(hero)
+    assert result.cuts == []
+    head = result.report().splitlines()[0]
+    assert "( FLOPs)" not in head and "()" not in head
+    assert head.endswith("refits at 0 cuts (too few compute budgets)")

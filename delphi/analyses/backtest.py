@@ -26,7 +26,8 @@ from ..forecasting.uncertainty import (WORSE_RTOL, CHECK_EVERY, DEFAULT_LEVEL, b
 from ..inputs.readers import as_ladder
 from ..forecasting.target import Target, as_target
 from ..forecasting.robustness import log_prediction_se
-from ..forecasting.forecast import default_law, fit_stage, point_stage
+from ..forecasting.forecast import (FittedLaw, PointForecast, calibration_stage, default_law,
+                                   fit_stage, interval_stage, point_stage)
 from ..core.parallel import check_n_jobs, map_jobs
 
 __all__ = ["Backtest", "BacktestRow", "backtest", "PrefixFits", "PrefixStep", "prefix_fits",
@@ -133,8 +134,18 @@ class Backtest:
         for w, folds in seen.items():
             where = "every fold" if len(folds) == len(self.fits) else ", ".join(folds)
             lines.append(f"warning    [{where}] {w}")
+        # A fold's note that every fold (or several) shares is printed once, as the warnings.
+        by_text: dict[str, list[str]] = {}
         for n in self.notes:
-            lines.append(f"note       {n}")
+            fold, sep, text = n[1:].partition("] ") if n.startswith("[") else ("", "", n)
+            key = text if sep else n
+            by_text.setdefault(key, []).append(fold if sep else "")
+        for text, folds in by_text.items():
+            if not any(folds):
+                lines.append(f"note       {text}")
+                continue
+            where = ("every fold" if len(folds) == len(self.fits) > 1 else ", ".join(folds))
+            lines.append(f"note       [{where}] {text}")
         return "\n".join(lines)
 
     def __str__(self) -> str:
@@ -181,6 +192,39 @@ def _fold_fit(job) -> tuple[Fit, int, object, str]:
     return result, code, draws, note
 
 
+#: Interval methods that widen the fold fit's own interval as :func:`delphi.predict` does.
+WIDENED = ("auto", "calibrated", "reference")
+
+
+def _widened_interval(fitted: FittedLaw, row, xi, loss: float, method: str, level: float,
+                      n_boot: int, n_jobs: int, fold: str, notes: list[str], first: bool):
+    """(lower, upper) of ``predict``'s interval ``method`` at one held-out run, from the fold's
+    fit alone (:func:`delphi.forecast.interval_stage` and :func:`calibration_stage`), or
+    (None, None) with the reason in ``notes``. The fold's calibration refits only its own
+    runs; the reference class leaves out the ladder itself (:func:`_reference_model`), so
+    a public ladder is not scored on its own errors. ``first``: the fold's first row, whose
+    notes describe the interval (later rows add only their no-interval reasons)."""
+    top = fitted.fit.extra.get("max_flops")
+    c = float(row["flops"])
+    point = PointForecast(target=Target(flops=c, name=str(row["run"])), inputs=xi, loss=loss,
+                          extrapolation=c / top if top else None, findings=())
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", FitWarning)  # the fold fit's warnings are in fits
+            band, made = interval_stage(fitted, point, method=method, level=level,
+                                        n_boot=n_boot, n_jobs=n_jobs)
+            band, found = calibration_stage(fitted, point, band, made, method=method,
+                                            level=level)
+    except FitError as exc:    # e.g. "calibrated" on a fold too small to calibrate itself
+        notes.append(f"[{fold}] no interval: {exc}")
+        return None, None
+    notes.extend(f"[{fold}] {f.message}" for f in found
+                 if first or band is None and f.code == "no-interval")
+    if band is None:
+        return None, None
+    return band.lower, band.upper
+
+
 def backtest(ladder: Ladder, law: str | Law | None = None, *, fit_max_flops: float | None = None,
              leave_one_budget_out: bool = False, fixed: Mapping[str, float] | None = None,
              bounds: Mapping[str, Sequence[float]] | None = None, delta: float = DEFAULT_DELTA,
@@ -202,8 +246,13 @@ def backtest(ladder: Ladder, law: str | Law | None = None, *, fit_max_flops: flo
         the global search and the better fit kept (reported in ``notes`` when worse).
     fixed, bounds, delta, include_unfinished: as in :func:`delphi.fitting.fit` (unfinished runs
         are fitted, never predicted: a held-out run is scored on its final loss).
-    interval: ``"delta"`` (default, fast), ``"bootstrap"`` or None; level, n_boot, seed: its
-        settings.
+    interval: ``"delta"`` (default, fast: the fold fit's own delta-method interval, none when
+        the fold leaves fewer than 3 residual dof and no repeated runs), ``"bootstrap"``,
+        None, or :func:`delphi.predict`'s widened intervals ``"auto"``, ``"calibrated"`` and
+        ``"reference"``: each fold's interval made as predict makes it from that fold's runs
+        alone (its own leave-future-out calibration; the reference class of the public
+        ladders without this ladder), so the backtest scores the interval a forecast from the
+        ladder would register; level, n_boot, seed: its settings.
     n_jobs: joblib workers for the folds (or for the bootstrap of a single fold); see
         :mod:`delphi.parallel`. Results do not depend on it.
 
@@ -214,12 +263,15 @@ def backtest(ladder: Ladder, law: str | Law | None = None, *, fit_max_flops: flo
     Raises
     ------
     LadderError: neither or both designs chosen, or nothing left to predict.
-    FitError: a fold could not be fitted (the message names it).
+    FitError: a fold could not be fitted (the message names it), or an unknown ``interval``.
     MissingArgumentError: no ``law`` given.
     """
     law = get_law(law, needed_by="backtest")
     ladder = as_ladder(ladder)      # a DataFrame is read as load_ladder reads it
     n_jobs = check_n_jobs(n_jobs)
+    if interval not in (None, "delta", "bootstrap", *WIDENED):
+        raise FitError(f"unknown backtest interval {interval!r}; use delta, bootstrap, auto, "
+                       f"calibrated, reference or None")
     if (fit_max_flops is None) == (not leave_one_budget_out):
         raise LadderError(f"choose one backtest design: "
                           f"{option('fit_max_flops=C', '--fit-max-flops C')} or "
@@ -269,8 +321,8 @@ def backtest(ladder: Ladder, law: str | Law | None = None, *, fit_max_flops: flo
         if check_every and check_every > 0:
             rng = np.random.default_rng(np.random.SeedSequence([seed, len(folds)]))
             checked[int(rng.integers(min(check_every, len(folds))))::check_every] = True
-    boot = (dict(n=n_boot, seed=seed, n_jobs=n_jobs if len(folds) == 1 else 1)
-            if interval == "bootstrap" else None)
+    n_jobs_boot = n_jobs if len(folds) == 1 else 1
+    boot = (dict(n=n_boot, seed=seed, n_jobs=n_jobs_boot) if interval == "bootstrap" else None)
     jobs = [(train, law, settings, warm, bool(checked[i]), boot)
             for i, (_, train, _) in enumerate(folds)]
     try:
@@ -297,12 +349,19 @@ def backtest(ladder: Ladder, law: str | Law | None = None, *, fit_max_flops: flo
                      "warm_start": warm is not None and code != 1})
         x = rows_inputs(law, ladder, held)
         pred = result.predict(x)
+        # One FittedLaw per fold: its bootstrap and calibration are made once for its rows,
+        # on the fold's own runs only (the held-out runs never size their interval).
+        fitted = FittedLaw(ladder=train, law=law, fit=result, degenerate=None, bounds=bounds,
+                           delta=delta, seed=seed) if interval in WIDENED else None
         if draws is not None:
             notes.extend(f"[{name}] {w}" for w in draws.warnings)
         for i, (_, r) in enumerate(held.iterrows()):
             xi = {k: v[i:i + 1] for k, v in x.items()}
             lo = hi = None
-            if interval is not None and not (interval == "bootstrap" and draws is None):
+            if interval in WIDENED:
+                lo, hi = _widened_interval(fitted, r, xi, float(pred[i]), interval, level,
+                                           n_boot, n_jobs_boot, name, notes, first=i == 0)
+            elif interval is not None and not (interval == "bootstrap" and draws is None):
                 try:
                     band = (bootstrap_interval(result, draws, xi, level=level, seed=seed)
                             if draws is not None else delta_interval(result, xi, level=level))
@@ -327,6 +386,11 @@ def backtest(ladder: Ladder, law: str | Law | None = None, *, fit_max_flops: flo
         notes.append(f"{given} fixed (not fitted): the intervals are conditional on "
                      f"{'this value' if len(fixed) == 1 else 'these values'} and leave out "
                      f"{'its' if len(fixed) == 1 else 'their'} uncertainty")
+    if interval in ("delta", "bootstrap") and any(r.lower is None for r in rows):
+        ask = option('interval="auto"', "--interval auto")
+        notes.append(f"the {interval} interval is the fold fit's own; predict's default "
+                     f"interval (auto) is widened by the ladder's calibration or the reference "
+                     f"class and exists where the fit's own does not: {ask} backtests that one")
     rows.sort(key=lambda r: (r.flops or 0.0, r.run))
     return Backtest(law=law.name, design=design, rows=rows, level=level, fits=fits,
                     notes=sorted(set(notes)), guard={"checked": n_checked, "worse": n_worse})

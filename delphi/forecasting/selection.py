@@ -255,10 +255,15 @@ class Comparison:
 
     def report(self) -> str:
         pct = f"{100 * self.level:.4g}%"
+        if self.cuts:
+            at = (f"{len(self.cuts)} cut(s) ({', '.join(f'{c:.3g}' for c in self.cuts[:6])}"
+                  f"{', ...' if len(self.cuts) > 6 else ''} FLOPs)")
+        else:       # no budget list to show: say why there is none
+            few = all((s.error or "").startswith("too few compute budgets") for s in self.scores)
+            at = ("0 cuts (too few compute budgets)" if few and self.scores else
+                  "0 cuts (none shared by the candidates; see below)")
         lines = [f"compare    ladder {self.ladder}: {len(self.scores)} candidate(s), "
-                 f"leave-future-out refits at {len(self.cuts)} cut(s) "
-                 f"({', '.join(f'{c:.3g}' for c in self.cuts[:6])}"
-                 f"{', ...' if len(self.cuts) > 6 else ''} FLOPs)",
+                 f"leave-future-out refits at {at}",
                  f"{'candidate':<26} {'pred.':>5} {'score':>7} {'mean|e|':>8} {'max|e|':>8} "
                  f"{'cover ' + pct + ' before->after':>26} {'AIC':>9} {'BIC':>9} {'pts':>4} "
                  f"{'weight':>6}"]

@@ -143,8 +143,11 @@ def add_commands(sub) -> dict:
                    help="drop each compute budget in turn and predict its runs (instead of "
                         "--fit-max-flops)")
     add_level_option(p)
-    p.add_argument("--interval", default="delta", choices=["delta", "bootstrap", "none"],
-                   help="interval per prediction (default delta: fast)")
+    p.add_argument("--interval", default="delta",
+                   choices=["delta", "bootstrap", "auto", "calibrated", "reference", "none"],
+                   help="interval per prediction (default delta: the fold fit's own, fast); "
+                        "auto, calibrated or reference: predict's interval, made from each "
+                        "fold's runs alone (auto is predict's default)")
     p.add_argument("--n-boot", type=count(20), default=100, metavar="N",
                    help="bootstrap draws per fit with --interval bootstrap (default 100; at "
                         "least 20)")

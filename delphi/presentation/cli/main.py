@@ -60,6 +60,28 @@ def _add_global_options(parser: argparse.ArgumentParser, default) -> None:
                              "results do not depend on N")
 
 
+def _command_parser(parser: argparse.ArgumentParser, args: argparse.Namespace):
+    """The innermost subcommand's parser that parsed ``args`` (``delphi registry list``'s)."""
+    while True:
+        subs = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+        chosen = getattr(args, subs[0].dest, None) if subs else None
+        if chosen is None or chosen not in subs[0].choices:
+            return parser
+        parser = subs[0].choices[chosen]
+
+
+def _json_before_command(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """``delphi --json CMD ...`` as ``delphi CMD ... --json``: the command's own ``--json``
+    is set; a command without one is a usage error that says so (exit 2)."""
+    before = vars(args).pop("json_before", False)
+    if not before:
+        return
+    if "json" not in vars(args):
+        cmd = _command_parser(parser, args)
+        cmd.error(f"--json: `{cmd.prog}` prints no JSON (it has no --json option)")
+    args.json = True
+
+
 def _add_global_options_to_subcommands(parser: argparse.ArgumentParser) -> None:
     for action in parser._actions:
         if isinstance(action, argparse._SubParsersAction):
@@ -135,6 +157,11 @@ def build_parser() -> tuple[argparse.ArgumentParser, dict[str, Handler]]:
         "ladder of small runs.")
     parser.add_argument("--version", action="version", version=f"delphi {__version__}")
     _add_global_options(parser, None)
+    # Each command that prints JSON has its own --json; given before the command it means the
+    # same (the global options go either side, and a user does not know --json is not one).
+    parser.add_argument("--json", dest="json_before", action="store_true",
+                        help="print one JSON document (the command's --json, which can also "
+                             "go before the command)")
     sub = parser.add_subparsers(dest="command", required=True)
     handlers: dict[str, Handler] = {}
     for module in COMMAND_MODULES:
@@ -250,7 +277,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     The global options ``-q/--quiet`` (no progress bars or notes), ``--debug`` (tracebacks on
     errors) and ``-j/--jobs`` (parallel workers) go before or after the subcommand; quiet
-    holds for the duration of the call.
+    holds for the duration of the call. So does ``--json`` for every command that has it
+    (``delphi --json predict ...``); before a command without it, it is a usage error saying
+    so.
     """
     argv = sys.argv[1:] if argv is None else list(argv)
 
@@ -261,6 +290,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         try:
             parser, handlers = _parser()
             args = _fresh_lists(parser.parse_args(argv))
+            _json_before_command(parser, args)
         finally:
             output.JSON_USAGE_ERRORS = False
         with warnings.catch_warnings():

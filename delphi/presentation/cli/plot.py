@@ -106,8 +106,9 @@ def add_commands(sub) -> dict:
                    help="no warning box (the default; kept for scripts of earlier releases)")
     targets = p.add_argument_group("target (forecast; fit draws it when given)")
     add_target_options(targets)
-    intervals = p.add_argument_group("intervals (forecast; backtest takes delta, bootstrap or "
-                                     "none, auto meaning delta)")
+    intervals = p.add_argument_group("intervals (forecast; backtest: auto means delta, the "
+                                     "fold fits' own; calibrated and reference as in "
+                                     "`delphi backtest`)")
     add_interval_options(intervals)
     bt = p.add_argument_group("backtest")
     bt.add_argument("--leave-one-budget-out", action="store_true",
@@ -352,10 +353,8 @@ def _fit_kinds(args, P, show: bool):
         from .forecast import one_backtest_design
         one_backtest_design(args, prefixes=False)
 
+        # the figure's default stays the fold fits' own (delta) interval
         interval = {"auto": "delta", "none": None}.get(args.interval, args.interval)
-        if interval == "calibrated":
-            raise LawError("a backtest's intervals are delta, bootstrap or none "
-                           "(--interval)")
         result = backtest(ladder, _law(args, defaults, ladder), fixed=settings["fixed"],
                           fit_max_flops=settings["fit_max_flops"],
                           leave_one_budget_out=args.leave_one_budget_out,
