@@ -210,6 +210,23 @@ def test_poorly_determined_parameters_are_flagged():
     assert f.params["alpha"] == pytest.approx(0.12, abs=1e-3)
 
 
+def test_a_degenerate_fit_names_the_run_that_goes_against_the_trend():
+    # A 10% spike on the top rung of a falling ladder makes the law collapse to a constant;
+    # the reason names that rung instead of calling the ladder flat (h111's F13). A flat
+    # ladder (no trend at all) names none.
+    import warnings
+    c = np.array([1e18, 3e18, 1e19, 3e19, 1e20])
+    spiked = np.array([4.4684, 4.1246, 3.8033, 3.5405, 3.9])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        f = fit(ladder_of(c, spiked), "power")
+        flat = fit(ladder_of(c, np.array([3.0, 3.01, 2.995, 3.005, 3.0])), "power")
+    assert f.degenerate and "collapsed to a constant" in f.degenerate
+    assert "'r4' (loss 3.9 at C = 1e+20, above 3.541" in f.degenerate
+    assert "go against the trend" in f.degenerate
+    assert flat.degenerate and "against the trend" not in flat.degenerate
+
+
 def test_one_point_with_fixed_exponent_and_floor_is_identified():
     f = fit_arrays("power", {"flops": np.array([1e20, 1e20])}, np.array([2.9, 2.9]),
                    fixed={"E": 1.5, "alpha": 0.1})

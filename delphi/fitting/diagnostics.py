@@ -586,7 +586,8 @@ def identify(fit: "Fit", *, level: float = PROFILE_LEVEL,
                       f"{prof.best:.3g}, within the noise threshold {limit_const:.3g})"
                       + (f"; {', '.join(at)}" if at else "")
                       + "; the ladder shows no trend the law can follow beyond its noise "
-                        "(flat, identical or rising losses), so extrapolating it is arbitrary")
+                        "(flat, identical or rising losses), so extrapolating it is arbitrary"
+                      + _against_trend(fit))
     floor = fit.law.floor
     if floor and floor not in fit.fixed and len(fit.y):
         # The engine bounds a free floor only by 0; a fitted E above a run's loss is no
@@ -604,6 +605,34 @@ def identify(fit: "Fit", *, level: float = PROFILE_LEVEL,
                           degenerate=degenerate, constant=float(const),
                           constant_increase=float(increase), n_refits=prof.n_refits,
                           findings=tuple(findings))
+
+
+def _against_trend(fit) -> str:
+    """'': or which runs lose against the trend: in compute order, a run whose loss is above
+    every cheaper run's while the ladder otherwise falls (one diverged or mis-tuned rung can
+    make the law collapse to a constant, and the cause is that run, not a flat ladder)."""
+    x = fit.x
+    if "flops" in x:
+        c = np.asarray(x["flops"], dtype=float)
+    elif "params" in x and "tokens" in x:
+        c = 6.0 * np.asarray(x["params"], dtype=float) * np.asarray(x["tokens"], dtype=float)
+    else:
+        return ""
+    y = np.asarray(fit.y, dtype=float)
+    if len(y) < 3 or c.shape != y.shape:
+        return ""
+    order = np.argsort(c, kind="stable")
+    ys = y[order]
+    best = np.minimum.accumulate(ys)
+    # above the lowest cheaper loss by more than 1% (noise), and the cheaper runs fall
+    rising = np.flatnonzero((np.arange(len(ys)) > 0) & (ys > np.r_[np.inf, best[:-1]] * 1.01))
+    if not len(rising) or len(rising) > max(1, len(ys) // 3) or ys[0] <= best[-1] * 1.01:
+        return ""
+    named = ", ".join(f"{fit.labels[order[i]]!r} (loss {ys[i]:.4g} at C = {c[order[i]]:.3g}, "
+                      f"above {best[i - 1]:.4g} of a cheaper run)" for i in rising[:3])
+    return (f"; but the other runs do fall with compute: run(s) {named} go against the trend "
+            f"(diverged, mis-tuned or mislabelled?): check them, or leave them out of the "
+            f"ladder and fit again")
 
 
 def _bound_phrase(fit: "Fit", name: str) -> str:
