@@ -150,9 +150,16 @@ def _add_optimal(sub) -> None:
     p.add_argument("--include-unfinished", action="store_true",
                    help="also fit the last checkpoint of runs stopped early")
     p.add_argument("--draws", metavar="PATH",
-                   help="CSV or JSON of parameter draws (columns A, B, alpha, beta) for "
-                        "percentile intervals")
-    add_level_option(p, "level of the --draws percentile intervals")
+                   help="CSV or JSON of parameter draws (columns A, B, alpha, beta) to take "
+                        "the percentile intervals from instead of the bootstrap")
+    add_level_option(p, "level of the percentile intervals of N_opt, D_opt, D/N and a")
+    p.add_argument("--n-boot", type=count(0, 1_000_000), default=200, metavar="N",
+                   help="bootstrap refits of the law for the intervals (default 200; 0: none, "
+                        "else at least 20)")
+    p.add_argument("--boot-unit", default="run", choices=["run", "budget"],
+                   help="resample whole runs or whole compute budgets (default: run)")
+    p.add_argument("--seed", type=count(0), default=0, metavar="SEED",
+                   help="bootstrap seed (default 0)")
     p.add_argument("--allow-unidentified", action="store_true",
                    help="give the allocation even when the ladder does not identify alpha or "
                         "beta (flagged in the output) instead of refusing")
@@ -203,6 +210,7 @@ def _cmd_optimal(args) -> int:
     draws = _read_draws(args.draws) if args.draws else None
     allocation = compute_optimal(ladder, flops, fixed=fixed or None,
                                  bounds=dict(args.bound) or None, draws=draws, level=args.level,
+                                 n_boot=args.n_boot, boot_unit=args.boot_unit, seed=args.seed,
                                  fit_max_flops=args.fit_max_flops,
                                  include_unfinished=args.include_unfinished,
                                  allow_unidentified=args.allow_unidentified,
@@ -280,7 +288,9 @@ def _optimum_from(args):
 
     # An unidentified split or a centre outside the ladder's design is flagged in the plan
     # rather than refused (see delphi.analyses.planning).
-    a = compute_optimal(ladder, args.target_flops, allow_unidentified=True, allow_outside=True)
+    # only the point law centres the plan: no bootstrap
+    a = compute_optimal(ladder, args.target_flops, allow_unidentified=True, allow_outside=True,
+                        n_boot=0)
     return (optimum_from_allocation(a.G, a.a),
             f"a Chinchilla law fitted to {ladder.name} (N* = {a.G:.4g} (C/6)^{a.a:.4f})",
             a.unidentified, a.outside,
