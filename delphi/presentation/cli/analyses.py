@@ -420,6 +420,7 @@ def _add_hparams(subparsers) -> None:
                    help="target tokens (steplaw)")
     p.add_argument("--include-edge", action="store_true",
                    help="also fit sweeps whose best LR is at the edge of the sweep")
+    add_level_option(p, "level of the interval on the recommended peak LR (and batch)")
     p.add_argument("--groups", action="store_true", help="show every sweep's optimum")
     p.add_argument("--metric", metavar="COLUMN", help=METRIC_HELP)
     add_ladder_options(p)
@@ -433,15 +434,29 @@ def _cmd_hparams(args) -> int:
     result = fit_hparams(ladder, args.law, include_edge=args.include_edge, n_jobs=args.jobs)
     target = any(v is not None for v in (args.target_flops, args.target_params, args.target_tokens))
     rec = result.recommend(flops=args.target_flops, params=args.target_params,
-                           tokens=args.target_tokens) if target else None
+                           tokens=args.target_tokens, level=args.level) if target else None
     if args.json:
         print_json({**result.to_dict(), "recommendation": rec})
         return 0
     print(result.report(groups=args.groups))
     if rec is not None:
-        batch = (f", batch {rec['batch_size']:.4g} tokens" if rec.get("batch_size")
-                 else f" ({rec.get('batch_note') or 'no batch law'})")
-        print(f"recommendation  peak LR {rec['peak_lr']:.4g}{batch}")
+        def interval(iv: dict | None) -> str:
+            if not iv:
+                return ""
+            if iv["lower"] is None:
+                return f" (no interval: {iv['no_interval_reason']})"
+            return f" ({iv['level']:.0%} interval [{iv['lower']:.4g}, {iv['upper']:.4g}])"
+
+        batch = (f", batch {rec['batch_size']:.4g} tokens{interval(rec['batch_size_interval'])}"
+                 if rec.get("batch_size") else f" ({rec.get('batch_note') or 'no batch law'})")
+        print(f"recommendation  peak LR {rec['peak_lr']:.4g}{interval(rec['peak_lr_interval'])}"
+              f"{batch}")
+        if rec["peak_lr_interval"]["lower"] is not None:
+            print(f"interval   {rec['peak_lr_interval']['method']}; the law's own: "
+                  f"[{rec['peak_lr_interval']['law_lower']:.4g}, "
+                  f"{rec['peak_lr_interval']['law_upper']:.4g}]")
+        for n in rec.get("notes", []):
+            print(f"note       {n}")
         shown = set(result.warnings)  # the report above printed these already
         for w in rec.get("warnings", []):
             if w not in shown:
