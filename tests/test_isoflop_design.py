@@ -418,6 +418,8 @@ def test_three_sizes_per_budget_give_no_exponent_interval_not_a_zero_width_one()
         assert law.to_dict()["no_interval_reason"] == law.no_interval_reason
     assert all(b.params_interval is None for b in res.budgets)
     assert any("they all give the same vertex" in w for w in res.warnings)
+    one = isoflop_table(t[t["flops"] == BUDGETS[0]], n_boot=100, seed=1).report()
+    assert "params (no interval), D*" in one and "interval )" not in one
     # The seed-noise bootstrap varies the losses themselves: a real, non-zero interval.
     noisy = isoflop_table(t, n_boot=100, seed=1, bootstrap="noise", noise=0.002).params_law
     lo, hi = noisy.exponent_interval

@@ -239,8 +239,9 @@ class IsoflopResult:
         if self.params_law is None and single is not None:
             b = single
             lines.append(f"vertex     N* = {fmt_g(b.params)} params "
-                         f"({b.level:.0%} interval "
-                         f"{interval_text(b.params_interval) or 'none'}), "
+                         + (f"({b.level:.0%} interval {interval_text(b.params_interval)}), "
+                            if b.params_interval else "(no interval), ")
+                         + 
                          f"D* = {fmt_g(b.tokens)} tokens "
                          f"({interval_text(b.tokens_interval) or 'no interval'}), "
                          f"L* = {fmt_g(b.loss)}")
