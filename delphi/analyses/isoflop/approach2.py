@@ -238,10 +238,9 @@ class IsoflopResult:
         single = self._single()
         if self.params_law is None and single is not None:
             b = single
-            lines.append(f"vertex     N* = {fmt_g(b.params)} params "
-                         + (f"({b.level:.0%} interval {interval_text(b.params_interval)}), "
-                            if b.params_interval else "(no interval), ")
-                         + 
+            n_iv = (f"{b.level:.0%} interval {interval_text(b.params_interval)}"
+                    if b.params_interval else "no interval")
+            lines.append(f"vertex     N* = {fmt_g(b.params)} params ({n_iv}), "
                          f"D* = {fmt_g(b.tokens)} tokens "
                          f"({interval_text(b.tokens_interval) or 'no interval'}), "
                          f"L* = {fmt_g(b.loss)}")
@@ -601,12 +600,11 @@ def isoflop_table(table: pd.DataFrame, *, method: str = "parabola", window: int 
                          + ", ".join(frozen[:MAX_LISTED])
                          + (" ..." if len(frozen) > MAX_LISTED else "") + ")")
                 reason = f"in {which} the valid draws all give the same vertex"
-                if bootstrap == "resample":
-                    sizes = sorted({results[i].n_sizes for i in used
-                                    if results[i].label in frozen})
-                    reason += (f" (with {'/'.join(map(str, sizes))} sizes the only resample "
-                               f"holding the {MIN_SIZES[method]} distinct sizes a {method} "
-                               f"needs is the original sample)")
+                sizes = {results[i].n_sizes for i in used if results[i].label in frozen}
+                if bootstrap == "resample" and sizes == {MIN_SIZES[method]}:
+                    reason += (f" (with {MIN_SIZES[method]} sizes the only resample holding "
+                               f"the {MIN_SIZES[method]} distinct sizes a {method} needs is "
+                               f"the original sample)")
                 reason += ", so they carry none of its uncertainty"
                 if bootstrap == "resample":
                     reason += (f"; sample more sizes per budget, or use "
