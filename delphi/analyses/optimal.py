@@ -570,13 +570,15 @@ def compute_optimal(ladder: Ladder, flops: float, *, law: str = "chinchilla",
                     fixed: Mapping[str, float] | None = None,
                     bounds: Mapping[str, Sequence[float]] | None = None,
                     draws: Any = None, level: float = 0.9, n_boot: int = DEFAULT_BOOT,
-                    boot_unit: str = "run", seed: int = 0, allow_unidentified: bool = False,
-                    allow_outside: bool = False, **fit_options: Any) -> Allocation:
+                    boot_unit: str = "run", seed: int = 0, n_jobs: int | None = None,
+                    allow_unidentified: bool = False, allow_outside: bool = False,
+                    **fit_options: Any) -> Allocation:
     """Fit the Chinchilla law to ``ladder`` and return the allocation at ``flops`` [FLOPs].
 
     Without ``draws``, the law is bootstrapped (:func:`delphi.uncertainty.bootstrap`:
     ``n_boot`` refits of the ladder's runs, or of whole compute budgets with
-    ``boot_unit="budget"``, resampled with ``seed``) and the allocation carries percentile
+    ``boot_unit="budget"``, resampled with ``seed``; ``n_jobs`` workers, the same draws
+    whatever their number) and the allocation carries percentile
     intervals of N_opt, D_opt, D/N and a at ``level``, as ``delphi predict`` does for the loss.
     ``n_boot=0`` turns the bootstrap off. No interval is made, and
     :attr:`Allocation.no_interval_reason` says why, when the ladder has fewer than 2p + 2 runs
@@ -632,7 +634,7 @@ def compute_optimal(ladder: Ladder, flops: float, *, law: str = "chinchilla",
             f"too narrow); give parameter draws ({option('draws', '--draws PATH')})"))
     unit_text = "compute budgets" if boot_unit == "budget" else "runs"
     try:
-        boot = bootstrap(result, n=int(n_boot), unit=boot_unit, seed=int(seed))
+        boot = bootstrap(result, n=int(n_boot), unit=boot_unit, seed=int(seed), n_jobs=n_jobs)
     except FitError as exc:
         return replace(alloc, no_interval_reason=f"the bootstrap failed: {exc}")
     intervals, medians, _, n_invalid, reason, notes = _draw_intervals(boot, float(flops), level)

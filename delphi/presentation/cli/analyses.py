@@ -43,8 +43,8 @@ def integer(text: str) -> int:
 def _common(p: argparse.ArgumentParser) -> None:
     add_ladder_options(p)
     p.add_argument("--json", action="store_true", help="print one JSON object")
-    # isoflop, optimal, plan and compare: their library functions have no parallel step
-    # (hparams, which has, does not call this).
+    # isoflop, plan and compare: their library functions have no parallel step
+    # (hparams and optimal, which have, do not call this).
     serial(p)
 
 
@@ -168,7 +168,9 @@ def _add_optimal(sub) -> None:
                         "(D/N over 100x beyond the fitted runs', or N* shrinking at 10x the "
                         "largest compute; flagged in the output) instead of refusing")
     p.add_argument("--metric", metavar="COLUMN", help=METRIC_HELP)
-    _common(p)
+    add_ladder_options(p)
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    # no serial(p): -j runs the bootstrap draws in parallel
 
 
 def _read_draws(path: str):
@@ -211,6 +213,7 @@ def _cmd_optimal(args) -> int:
     allocation = compute_optimal(ladder, flops, fixed=fixed or None,
                                  bounds=dict(args.bound) or None, draws=draws, level=args.level,
                                  n_boot=args.n_boot, boot_unit=args.boot_unit, seed=args.seed,
+                                 n_jobs=getattr(args, "jobs", None),
                                  fit_max_flops=args.fit_max_flops,
                                  include_unfinished=args.include_unfinished,
                                  allow_unidentified=args.allow_unidentified,
