@@ -169,3 +169,25 @@ def test_all_runs_skips_failures_with_a_note_and_quiet_hides_it(tmp_path, capsys
     # a named run that cannot be completed is an error, as for one run
     code, _, err = run_cli(capsys, "complete", manifest, "--run", "a", "--run", "z")
     assert code == 1 and err.startswith("delphi: error:")
+
+
+def test_optimal_runs_its_bootstrap_with_jobs_not_serially(monkeypatch, capsys):
+    # `delphi optimal` bootstraps by default (F17): -j reaches the bootstrap, and the command
+    # is no longer one that "has no parallel step".
+    from delphi.analyses import optimal as optimal_module
+    from delphi.cli.main import build_parser
+
+    parser, _ = build_parser()
+    assert not getattr(parser.parse_args(["optimal", "x", "-j", "2"]), "serial_command", False)
+    seen = {}
+    real = optimal_module.bootstrap
+
+    def spy(fit, **kw):
+        seen.update(kw)
+        return real(fit, **{**kw, "n_jobs": 1})
+
+    monkeypatch.setattr(optimal_module, "bootstrap", spy)
+    code, out, err = run_cli(capsys, "optimal", "epoch-chinchilla", "--target-flops", "1e23",
+                             "--n-boot", "20", "-j", "2", "--json")
+    assert code == 0 and seen["n_jobs"] == 2 and "no parallel step" not in err
+    assert json.loads(out)["n_draws"] == 20

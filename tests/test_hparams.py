@@ -271,6 +271,47 @@ def test_misfitting_ladder(data_dir):
     lrs = ladder.table["peak_lr"]
     rec = steplaw.recommend(params=1.77e8, tokens=3.1e9)
     assert lrs.min() <= rec["peak_lr"] <= lrs.max()
+    # All 40 edge groups have their optimum above the sweep, and the law falls below most of
+    # those bounds: the recommendation is flagged as biased low, next to its interval.
+    assert rec["peak_lr_interval"]["lower"] < rec["peak_lr"] < rec["peak_lr_interval"]["upper"]
+    assert rec["bias"]["n_above"] == counts["edge"] and rec["bias"]["n_contradicted"] > 0
+    assert any("biased low" in w for w in rec["warnings"])
     print(f"\nmisfitting2025-final: {opt.summary()}")
     for family, fit in results.items():
         print(family, {k: round(v, 4) for k, v in fit.lr_fit.params.items()})
+
+
+def test_recommendation_has_an_interval_and_names_a_one_sided_edge_bias():
+    # F19: the recommended LR had no interval, and 40 groups left out, all with their optimum
+    # above the sweep, were not said to bias it low.
+    eta = lambda n, d: 0.7 * n ** -0.45 * d ** 0.2
+    base = sweep_ladder(grid(NS[:3], D_PER_N[:3]), eta, noise=3e-4, seed=4)
+    # Sweeps below their optimum, on the law (bounds consistent with it) ...
+    consistent = sweep_ladder([(4e8, 4e9), (4e8, 8e9)], eta, lr_steps=(-6, -5, -4), seed=2)
+    # ... and, in a second ladder, optima 4x above the law swept up to about 2x the law's
+    # value: bounds the law contradicts.
+    high = sweep_ladder([(4e8, 4e9), (4e8, 8e9)], lambda n, d: 4 * eta(n, d),
+                        lr_steps=(-3, -2, -1), seed=2)
+    drop = lambda t: t.drop(columns="row")
+    fits = {name: fit_hparams(Ladder(pd.concat([drop(base.table), drop(extra.table)]), name=name),
+                              "steplaw")
+            for name, extra in (("consistent", consistent), ("high", high))}
+    target = {"params": 1e8, "tokens": 2e9}
+    rec = fits["consistent"].recommend(**target)
+    iv = rec["peak_lr_interval"]
+    assert iv["lower"] < iv["law_lower"] < rec["peak_lr"] < iv["law_upper"] < iv["upper"]
+    assert iv["level"] == 0.9 and iv["lower"] < eta(1e8, 2e9) < iv["upper"]
+    assert "delta method" in iv["method"] and iv["no_interval_reason"] is None
+    narrow = fits["consistent"].recommend(**target, level=0.5)["peak_lr_interval"]
+    assert iv["lower"] < narrow["lower"] < narrow["upper"] < iv["upper"]
+    b = rec["bias"]
+    assert b["direction"] == "low" and b["n_above"] == 2 and b["n_contradicted"] == 0
+    assert any("do not contradict it" in n for n in rec["notes"])
+    assert not any("biased low" in w for w in rec["warnings"])
+    rec = fits["high"].recommend(**target)
+    assert rec["bias"]["n_contradicted"] == 2 and rec["bias"]["median_factor"] > 1
+    assert any("biased low: read the recommendation as a lower estimate" in w
+               for w in rec["warnings"])
+    json.dumps(rec, allow_nan=False)
+    with pytest.raises(FitError, match="level"):
+        fits["high"].recommend(**target, level=90)

@@ -403,3 +403,24 @@ def test_one_size_budget_error_says_size_not_sizes():
                       "loss": [2.5]})
     with pytest.raises(FitError, match=r"\(C=1\.2e\+20, 1 size\)"):
         isoflop_table(t, bootstrap="none")
+
+
+def test_three_sizes_per_budget_give_no_exponent_interval_not_a_zero_width_one():
+    # F18: with 3 sizes, the only resample a parabola can use is the original sample, so all
+    # valid draws equal the point vertex and the exponent "interval" had zero width.
+    t = grid(BUDGETS[:4], 3, 0.6, [0.0, 0.1, -0.1, 0.05])
+    t["loss"] = t["loss"] + 0.002 * np.random.default_rng(3).standard_normal(len(t))
+    res = isoflop_table(t, n_boot=100, seed=1)
+    for law in (res.params_law, res.tokens_law):
+        assert law.exponent_interval is None and law.level is None
+        assert "original sample" in law.no_interval_reason
+        assert "no bootstrap interval: in every used budget" in law.report()
+        assert law.to_dict()["no_interval_reason"] == law.no_interval_reason
+    assert all(b.params_interval is None for b in res.budgets)
+    assert any("they all give the same vertex" in w for w in res.warnings)
+    one = isoflop_table(t[t["flops"] == BUDGETS[0]], n_boot=100, seed=1).report()
+    assert "params (no interval), D*" in one and "interval )" not in one
+    # The seed-noise bootstrap varies the losses themselves: a real, non-zero interval.
+    noisy = isoflop_table(t, n_boot=100, seed=1, bootstrap="noise", noise=0.002).params_law
+    lo, hi = noisy.exponent_interval
+    assert lo < noisy.exponent < hi and noisy.no_interval_reason == ""

@@ -313,3 +313,35 @@ def test_cli_plan_csv_dash_writes_standard_output(tmp_path, capsys, monkeypatch)
     from delphi.cli.output import UsageError
     with pytest.raises(UsageError, match="--csv - writes the runs to standard output"):
         _run_cli(["plan", "--target-flops", "1e22", "--csv", "-", "--json"], capsys)
+
+
+def test_cli_optimal_bootstraps_an_interval_by_default_or_says_why_not(capsys, data_dir):
+    # F17: `delphi optimal` printed N_opt, D_opt with no interval and no reason unless the
+    # user brought a --draws file; usage.md lists optimal among the commands with intervals.
+    code, out = _run_cli(["optimal", "epoch-chinchilla", "--target-flops", "5.76e23",
+                          "--n-boot", "40", "--json"], capsys)
+    d = json.loads(out)
+    assert code == 0 and d["level"] == 0.9 and d["n_draws"] == 40
+    for key in ("params", "tokens", "tokens_per_param", "a"):
+        lo, hi = d["intervals"][key]
+        point = d["allocation_law"]["a"] if key == "a" else d[key]
+        assert lo < hi and lo <= point * 1.05 and hi >= point / 1.05
+    assert d["interval_source"].startswith("bootstrap: 40 refits") and d["no_interval_reason"] is None
+    code, out = _run_cli(["optimal", "epoch-chinchilla", "--target-flops", "5.76e23",
+                          "--n-boot", "0"], capsys)
+    assert "90% interval" not in out and "interval   none: bootstrap off" in out
+    assert "--n-boot 0" in out
+    with pytest.raises(FitError, match="must be 0 .no bootstrap. or 20"):
+        _run_cli(["optimal", "epoch-chinchilla", "--target-flops", "1e23", "--n-boot", "5"],
+                 capsys)
+
+
+def test_optimal_allocation_says_why_there_is_no_interval():
+    bare = optimal_allocation(BESIROGLU, CHINCHILLA_FLOPS)
+    assert bare.intervals is None and "no parameter draws given" in bare.no_interval_reason
+    assert bare.to_dict()["no_interval_reason"] == bare.no_interval_reason
+    assert "interval   none: no parameter draws" in bare.report()
+    # identical draws (an exactly fitted law): a zero-width interval would be an artefact
+    same = optimal_allocation(BESIROGLU, CHINCHILLA_FLOPS, draws=[BESIROGLU] * 5)
+    assert same.intervals is None and same.level is None
+    assert "all 5 valid draws give the same N_opt" in same.no_interval_reason

@@ -38,11 +38,13 @@ import pandas as pd
 from ..errors import FitError, LadderError, LawError, TargetError, option
 from ..fitting.engine import DEFAULT_DELTA, fit_arrays
 from ..fitting.result import Fit
+from ..forecasting.uncertainty import DEFAULT_LEVEL, delta_interval
 from ..inputs.ladder import FLOPS_PER_PARAM_TOKEN, Exclusion, Ladder, columns_found
 from ..laws.base import Law
 from ..laws.hparams import DEEPSEEK_BATCH, DEEPSEEK_LR, STEPLAW_BATCH, STEPLAW_LR
 from ..core.parallel import map_jobs
 from ..core.records import positive_number
+from ..core.quantiles import check_level
 
 __all__ = [
     "OptimaTable", "HparamFit", "ExcludedGroup", "optimal_points", "fit_hparams",
@@ -615,8 +617,84 @@ class HparamFit:
                 out.append(f"{what}: target {c} {v:.3g} is below the smallest fitted ({lo:.3g})")
         return out
 
+    def edge_bias(self, hparam: str = "peak_lr") -> dict | None:
+        """Which way the groups that do not bracket their optimum bias the law, or None.
+
+        An edge group's optimum lies beyond its sweep: above it (``side == "above"``) the true
+        optimum exceeds the best sampled value, below it it is smaller. Left out, or fitted at
+        their best sampled values (a bound), such groups pull the law towards the sampled
+        grid; when they lie mostly on one side (at least 3 of 4) the law, and every value
+        recommended from it, is biased that way: low when the optima lie above the sweeps.
+        The groups are also a test of the fitted law as censored observations: a group whose
+        optimum lies above its sweep contradicts the law where the law predicts less than its
+        best sampled value (more, below).
+
+        Returns
+        -------
+        None without edge groups or when they are not mostly on one side; else a dict:
+        ``direction`` (``"low"`` or ``"high"``), ``n_above``, ``n_below``, ``n_groups`` (all
+        groups of the optima table), ``n_contradicted`` (edge groups on the majority side
+        whose bound the fitted law violates: the bias is evidenced when > 0),
+        ``median_factor`` (median of bound / law prediction over those groups, > 1 for
+        ``"low"``), ``included`` (whether they were fitted at their bounds) and ``text``
+        (a warning of :meth:`recommend` when evidenced, else a note).
+        """
+        optima, fit = ((self.lr_optima, self.lr_fit) if hparam == "peak_lr"
+                       else (self.batch_optima, self.batch_fit))
+        if optima is None or fit is None:
+            return None
+        t = optima.table
+        edge = t[t["status"] == "edge"]
+        n_above, n_below = int((edge["side"] == "above").sum()), int((edge["side"] == "below").sum())
+        if not len(edge) or max(n_above, n_below) < 0.75 * len(edge):
+            return None
+        side = "above" if n_above >= n_below else "below"
+        rows = edge[edge["side"] == side]
+        pred = fit.predict({c: rows[c].to_numpy(float) for c in fit.law.inputs})
+        bound = rows["best_sampled"].to_numpy(float)
+        bad = pred < bound if side == "above" else pred > bound
+        factor = float(np.median(bound / pred))
+        direction = "low" if side == "above" else "high"
+        what = "peak LR" if hparam == "peak_lr" else "batch size"
+        more = "less" if side == "above" else "more"
+        text = (f"{what}: {len(rows)} of {len(edge)} group(s) that do not bracket their "
+                f"optimum have it {side} their sweep, and they were "
+                + ("fitted at their best sampled values (bounds)" if self.include_edge
+                   else "left out"))
+        if bad.any():
+            text += (f"; the law predicts {more} than the best sampled value of {int(bad.sum())} "
+                     f"of them (median bound / law {factor:.3g}x), so the law and the recommended "
+                     f"{what} are biased {direction}: read the recommendation as a "
+                     f"{'lower' if side == 'above' else 'upper'} estimate; its interval does not "
+                     f"include this bias (widen those sweeps "
+                     f"{'upwards' if side == 'above' else 'downwards'})")
+        else:
+            text += (f"; the law predicts {'more' if side == 'above' else 'less'} than the best "
+                     f"sampled value of every one of them, so their bounds do not contradict it "
+                     f"(a one-sided exclusion can still bias it {direction})")
+        return {"direction": direction, "n_above": n_above, "n_below": n_below,
+                "n_groups": len(t), "n_contradicted": int(bad.sum()), "median_factor": factor,
+                "included": bool(self.include_edge), "text": text}
+
+    @staticmethod
+    def _interval(fit: Fit, x: Mapping[str, np.ndarray], level: float) -> dict:
+        """Delta-method interval of a hyperparameter law at ``x``: ``lower``/``upper`` from the
+        parameter covariance and the optima's scatter about the law (where the target's own
+        optimum may lie), ``law_lower``/``law_upper`` from the covariance alone; or
+        ``no_interval_reason``."""
+        try:
+            iv = delta_interval(fit, x, level=level)
+        except FitError as exc:
+            return {"lower": None, "upper": None, "law_lower": None, "law_upper": None,
+                    "level": None, "method": None, "no_interval_reason": str(exc)}
+        return {"lower": iv.lower, "upper": iv.upper, "law_lower": iv.mean_lower,
+                "law_upper": iv.mean_upper, "level": level,
+                "method": (f"delta method: the law's parameter covariance and the group optima's "
+                           f"scatter about it (sigma {iv.noise:.3g} in ln, {iv.noise_source})"),
+                "no_interval_reason": None}
+
     def recommend(self, flops: float | None = None, params: float | None = None,
-                  tokens: float | None = None) -> dict:
+                  tokens: float | None = None, *, level: float = DEFAULT_LEVEL) -> dict:
         """Optimal peak LR (and batch size, when a batch law was fitted) for a target run.
 
         Parameters
@@ -624,19 +702,28 @@ class HparamFit:
         flops: C [FLOPs]; the ``deepseek`` family reads it (C = 6·N·D when only N, D given).
         params: N [parameters]; needed by ``steplaw``.
         tokens: D [tokens]; needed by ``steplaw``.
+        level: level of the intervals, in (0, 1) (default 0.9).
 
         Returns
         -------
         dict (JSON-ready): ``family``; ``target`` (flops, params, tokens as known);
-        ``peak_lr``; ``batch_size`` [tokens] or None; ``batch_note`` (why it is None);
+        ``peak_lr``; ``peak_lr_interval`` (``lower``/``upper``: delta-method interval from the
+        law's parameter covariance and the scatter of the group optima about it, i.e. where
+        the target's own optimum may lie; ``law_lower``/``law_upper``: the law's uncertainty
+        alone; ``level``, ``method``, or ``no_interval_reason`` when there is none);
+        ``batch_size`` [tokens] or None, with ``batch_size_interval`` likewise;
+        ``batch_note`` (why it is None); ``bias`` (:meth:`edge_bias`: the edge groups lie
+        mostly on one side, so the recommendation is biased that way; None otherwise);
         ``reference`` (the papers' constants evaluated at the same target, for comparison);
-        ``warnings`` (extrapolation beyond the fitted range, and the fits' own warnings);
-        ``notes``.
+        ``warnings`` (one-sided edge bias, extrapolation beyond the fitted range, and the fits'
+        own warnings); ``notes``.
 
         Raises
         ------
         TargetError: a needed input is missing, or a value is not positive and finite.
+        FitError: ``level`` outside (0, 1).
         """
+        level = check_level(level)
         vals, notes = self._inputs(flops, params, tokens)
         lr_law, batch_law = HPARAM_LAW_FAMILIES[self.family]
         x = {c: np.array([vals[c]]) for c in lr_law.inputs}
@@ -645,7 +732,8 @@ class HparamFit:
             "family": self.family,
             "target": {k: vals.get(k) for k in ("flops", "params", "tokens")},
             "peak_lr": float(self.lr_fit.predict(x)[0]),
-            "batch_size": None, "batch_note": self.batch_note,
+            "peak_lr_interval": self._interval(self.lr_fit, x, level),
+            "batch_size": None, "batch_size_interval": None, "batch_note": self.batch_note,
             "reference": {
                 "peak_lr": float(lr_law.predict(REFERENCE_CONSTANTS[lr_law.name], x)[0]),
                 "batch_size": float(batch_law.predict(
@@ -657,7 +745,14 @@ class HparamFit:
         if self.batch_fit is not None:
             xb = {c: np.array([vals[c]]) for c in batch_law.inputs}
             out["batch_size"] = float(self.batch_fit.predict(xb)[0])
+            out["batch_size_interval"] = self._interval(self.batch_fit, xb, level)
             warns += self._range_warnings(self.batch_fit, vals, "batch size")
+        out["bias"] = self.edge_bias("peak_lr")
+        out["batch_bias"] = self.edge_bias("batch_size") if self.batch_fit is not None else None
+        biased = [b["text"] for b in (out["bias"], out["batch_bias"]) if b and b["n_contradicted"]]
+        notes = notes + [b["text"] for b in (out["bias"], out["batch_bias"])
+                         if b and not b["n_contradicted"]]
+        warns = biased + warns
         # Law-level warnings only; per-group ones stay in :attr:`warnings` and the report.
         out["warnings"] = warns + [f"peak LR law: {w}" for w in self.lr_fit.warnings] + (
             [f"batch law: {w}" for w in self.batch_fit.warnings] if self.batch_fit else [])

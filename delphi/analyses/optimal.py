@@ -47,7 +47,7 @@ from __future__ import annotations
 
 import math
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Mapping, Sequence
 
 import numpy as np
@@ -57,7 +57,7 @@ from ..core.quantiles import check_level
 from ..core.records import jsonable, positive_number
 from ..errors import FitError, FitWarning, LawError, TargetError, option, user_stacklevel
 from ..inputs.ladder import FLOPS_PER_PARAM_TOKEN, Ladder
-from ..forecasting.uncertainty import BootstrapDraws
+from ..forecasting.uncertainty import MAX_DRAWS, BootstrapDraws, bootstrap
 from ..fitting.result import Fit
 from ..fitting.diagnostics import require_identified
 from ..fitting import fit
@@ -75,6 +75,10 @@ OUTSIDE_FLAG = 10.0
 #: ... and beyond this one refused (also: N* shrinking at this many times the largest compute).
 OUTSIDE_REFUSE = 100.0
 _REFUSE_GROWTH = 10.0
+#: Bootstrap draws of :func:`compute_optimal` by default (as ``delphi predict``), and the fewest
+#: it accepts (a percentile interval from fewer is mostly Monte-Carlo noise).
+DEFAULT_BOOT = 200
+MIN_BOOT = 20
 # Runs within this factor of the largest compute form the ladder's largest budget.
 _BUDGET_TOLERANCE = 1.05
 
@@ -223,6 +227,12 @@ class Allocation:
     outside: tuple[str, ...] = ()
     """Why the allocation lies outside the ladder's design (empty when inside; see the module
     docstring); only non-empty past the refusal threshold when ``allow_outside`` was given."""
+    interval_source: str = ""
+    """Where the draws behind :attr:`intervals` came from (e.g. ``"bootstrap: 200 refits of
+    resampled runs, seed 0"`` or ``"parameter draws given"``); empty without intervals."""
+    no_interval_reason: str = ""
+    """Why :attr:`intervals` is None (no draws given, bootstrap off, too few runs to bootstrap,
+    the bootstrap failed, or every draw gave the same allocation); empty with intervals."""
 
     @property
     def tokens_per_param(self) -> float:
@@ -247,7 +257,9 @@ class Allocation:
             "extrapolation": self.extrapolation, "warnings": list(self.warnings),
             "identified": not self.unidentified,
             "unidentified": {k: list(v) for k, v in (self.unidentified or {}).items()},
-            "design": self.design, "outside_design": list(self.outside)})
+            "design": self.design, "outside_design": list(self.outside),
+            "interval_source": self.interval_source or None,
+            "no_interval_reason": self.no_interval_reason or None})
 
     def report(self) -> str:
         """Readable multi-line report."""
@@ -273,8 +285,11 @@ class Allocation:
                   f"{iv('tokens_per_param')}",
                   f"law        N_opt = {self.G:.4g} (C/6)^{self.a:.4f}, D_opt = (C/6)/N_opt "
                   f"(a = beta/(alpha+beta){iv('a')})"]
-        if self.n_draws:
-            lines.append(f"draws      {self.n_draws - self.n_invalid} of {self.n_draws} used")
+        if self.intervals:
+            lines.append(f"draws      {self.n_draws - self.n_invalid} of {self.n_draws} used"
+                         + (f" ({self.interval_source})" if self.interval_source else ""))
+        elif self.no_interval_reason:
+            lines.append(f"interval   none: {self.no_interval_reason}")
         if self.extrapolation is not None:
             lines.append(f"extrapol.  {self.extrapolation:.3g}x the largest fitted run's compute")
         if self.design:
@@ -469,35 +484,11 @@ def optimal_allocation(fit_or_params: Any, flops: float, *, draws: Any = None,
                          f"one of many equally good answers")
     intervals = medians = None
     n_draws = n_invalid = 0
+    reason = "no parameter draws given (pass draws, e.g. delphi.bootstrap(fit); " \
+             "compute_optimal bootstraps by default)"
     if draws is not None:
-        check_level(level)
-        arr = draws_to_arrays(draws)
-        missing = [k for k in REQUIRED_PARAMS if k not in arr]
-        if missing:
-            raise FitError(f"parameter draws lack {', '.join(missing)}; they need "
-                           f"{', '.join(REQUIRED_PARAMS)}")
-        n_draws = next(iter(arr.values())).size
-        A, B, al, be = (arr[k] for k in REQUIRED_PARAMS)
-        ok = np.ones(n_draws, bool)
-        for v in (A, B, al, be):
-            ok &= np.isfinite(v) & (v > 0)
-        n_invalid = int(n_draws - ok.sum())
-        if ok.sum() < 2:
-            raise FitError(f"only {int(ok.sum())} of {n_draws} parameter draws have positive, "
-                           f"finite A, B, alpha and beta; an interval needs at least 2")
-        if n_invalid:
-            warnings_.append(f"{n_invalid} of {n_draws} parameter draws have a missing, "
-                             f"non-positive or non-finite A, B, alpha or beta and were left out")
-        A, B, al, be = A[ok], B[ok], al[ok], be[ok]
-        sd = al + be
-        log_g = (np.log(al * A) - np.log(be * B)) / sd
-        log_c6 = math.log(c / FLOPS_PER_PARAM_TOKEN)
-        dn = np.exp(log_g + (be / sd) * log_c6)
-        dd = math.exp(log_c6) / dn
-        values = {"params": dn, "tokens": dd, "tokens_per_param": dd / dn, "a": be / sd}
-        q = [(1 - level) / 2, (1 + level) / 2]
-        intervals = {k: tuple(float(x) for x in np.quantile(v, q)) for k, v in values.items()}
-        medians = {k: float(np.median(v)) for k, v in values.items()}
+        intervals, medians, n_draws, n_invalid, reason, notes = _draw_intervals(draws, c, level)
+        warnings_ += notes
     if max_flops:
         ratio = c / max_flops
         if ratio > 1e3:
@@ -522,19 +513,79 @@ def optimal_allocation(fit_or_params: Any, flops: float, *, draws: Any = None,
         warnings.warn(FitWarning(warnings_[-1]), stacklevel=user_stacklevel())
     return Allocation(flops=c, params=float(n), tokens=float(d), G=g, a=p["beta"] / s,
                       b=p["alpha"] / s, law_params=law_params, intervals=intervals,
-                      medians=medians, level=level if draws is not None else None,
+                      medians=medians, level=level if intervals else None,
                       n_draws=n_draws, n_invalid=n_invalid, source=source,
                       max_flops=float(max_flops) if max_flops else None,
                       warnings=tuple(warnings_), unidentified=unidentified or None,
-                      design=design, outside=tuple(outside))
+                      design=design, outside=tuple(outside),
+                      interval_source="parameter draws given" if intervals else "",
+                      no_interval_reason="" if intervals else reason)
+
+
+def _draw_intervals(draws: Any, c: float, level: float) -> tuple[
+        dict | None, dict | None, int, int, str, list[str]]:
+    """Percentile intervals and medians of N_opt, D_opt, D/N and a at compute ``c`` over
+    parameter ``draws``: (intervals, medians, n_draws, n_invalid, no_interval_reason,
+    warnings). Intervals are None, with the reason, when every valid draw gives the same N_opt
+    (a zero-width interval would be an artefact of the draws, not a statement of certainty).
+
+    Raises FitError as :func:`optimal_allocation` (bad level, malformed or too few draws)."""
+    check_level(level)
+    arr = draws_to_arrays(draws)
+    missing = [k for k in REQUIRED_PARAMS if k not in arr]
+    if missing:
+        raise FitError(f"parameter draws lack {', '.join(missing)}; they need "
+                       f"{', '.join(REQUIRED_PARAMS)}")
+    n_draws = next(iter(arr.values())).size
+    A, B, al, be = (arr[k] for k in REQUIRED_PARAMS)
+    ok = np.ones(n_draws, bool)
+    for v in (A, B, al, be):
+        ok &= np.isfinite(v) & (v > 0)
+    n_invalid = int(n_draws - ok.sum())
+    if ok.sum() < 2:
+        raise FitError(f"only {int(ok.sum())} of {n_draws} parameter draws have positive, "
+                       f"finite A, B, alpha and beta; an interval needs at least 2")
+    notes = []
+    if n_invalid:
+        notes.append(f"{n_invalid} of {n_draws} parameter draws have a missing, "
+                     f"non-positive or non-finite A, B, alpha or beta and were left out")
+    A, B, al, be = A[ok], B[ok], al[ok], be[ok]
+    sd = al + be
+    log_g = (np.log(al * A) - np.log(be * B)) / sd
+    log_c6 = math.log(c / FLOPS_PER_PARAM_TOKEN)
+    dn = np.exp(log_g + (be / sd) * log_c6)
+    dd = math.exp(log_c6) / dn
+    if np.ptp(dn) == 0:
+        return (None, None, n_draws, n_invalid,
+                f"all {int(ok.sum())} valid draws give the same N_opt, so they carry no "
+                f"uncertainty (e.g. a law that fits every resample exactly)", notes)
+    values = {"params": dn, "tokens": dd, "tokens_per_param": dd / dn, "a": be / sd}
+    q = [(1 - level) / 2, (1 + level) / 2]
+    intervals = {k: tuple(float(x) for x in np.quantile(v, q)) for k, v in values.items()}
+    medians = {k: float(np.median(v)) for k, v in values.items()}
+    return intervals, medians, n_draws, n_invalid, "", notes
 
 
 def compute_optimal(ladder: Ladder, flops: float, *, law: str = "chinchilla",
                     fixed: Mapping[str, float] | None = None,
                     bounds: Mapping[str, Sequence[float]] | None = None,
-                    draws: Any = None, level: float = 0.9, allow_unidentified: bool = False,
-                    allow_outside: bool = False, **fit_options: Any) -> Allocation:
+                    draws: Any = None, level: float = 0.9, n_boot: int = DEFAULT_BOOT,
+                    boot_unit: str = "run", seed: int = 0, n_jobs: int | None = None,
+                    allow_unidentified: bool = False, allow_outside: bool = False,
+                    **fit_options: Any) -> Allocation:
     """Fit the Chinchilla law to ``ladder`` and return the allocation at ``flops`` [FLOPs].
+
+    Without ``draws``, the law is bootstrapped (:func:`delphi.uncertainty.bootstrap`:
+    ``n_boot`` refits of the ladder's runs, or of whole compute budgets with
+    ``boot_unit="budget"``, resampled with ``seed``; ``n_jobs`` workers, the same draws
+    whatever their number) and the allocation carries percentile
+    intervals of N_opt, D_opt, D/N and a at ``level``, as ``delphi predict`` does for the loss.
+    ``n_boot=0`` turns the bootstrap off. No interval is made, and
+    :attr:`Allocation.no_interval_reason` says why, when the ladder has fewer than 2p + 2 runs
+    for the law's p free parameters (resamples would repeat runs and the interval would be too
+    narrow, the rule of ``predict``), when more than half the refits fail, or when every draw
+    gives the same N_opt. The split and design checks run before the bootstrap, so a refused
+    allocation costs no refits.
 
     ``fixed``, ``bounds`` and ``fit_options`` (``delta``, ``fit_max_flops``,
     ``include_unfinished``, ...) go to :func:`delphi.fitting.fit`; ``draws``, ``level``,
@@ -544,15 +595,55 @@ def compute_optimal(ladder: Ladder, flops: float, *, law: str = "chinchilla",
 
     Raises
     ------
-    As :func:`delphi.fitting.fit` and :func:`optimal_allocation`.
+    FitError: ``n_boot`` neither 0 nor 20..1,000,000; an unknown ``boot_unit``; a negative
+        ``seed``. Otherwise as :func:`delphi.fitting.fit` and :func:`optimal_allocation`.
     """
 
     _check_flops(flops)
+    check_level(level)
+    if draws is None:
+        if not (isinstance(n_boot, (int, np.integer)) and (n_boot == 0 or
+                                                           MIN_BOOT <= n_boot <= MAX_DRAWS)):
+            raise FitError(f"{option('n_boot', '--n-boot')} must be 0 (no bootstrap) or "
+                           f"{MIN_BOOT} to {MAX_DRAWS:,} draws, got {n_boot!r}")
+        if boot_unit not in ("run", "budget"):
+            raise FitError(f"unknown bootstrap unit {boot_unit!r} "
+                           f"({option('boot_unit', '--boot-unit')}); use 'run' or 'budget'")
+        if not (isinstance(seed, (int, np.integer)) and seed >= 0):
+            raise FitError(f"seed must be a non-negative integer, got {seed!r}")
     result = fit(ladder, law, fixed=fixed, bounds=bounds, **fit_options)
     run_flops = None
     if ladder.has("flops"):     # budgets as the ladder counts compute, not 6·N·D
         t = ladder.table.dropna(subset=["flops"])
         run_flops = dict(zip(t["run"].astype(str), t["flops"].astype(float)))
-    return optimal_allocation(result, flops, draws=draws, level=level,
-                              allow_unidentified=allow_unidentified,
-                              allow_outside=allow_outside, run_flops=run_flops)
+    alloc = optimal_allocation(result, flops, draws=draws, level=level,
+                               allow_unidentified=allow_unidentified,
+                               allow_outside=allow_outside, run_flops=run_flops)
+    if draws is not None:
+        return alloc
+    if n_boot == 0:
+        return replace(alloc, no_interval_reason=(
+            f"bootstrap off ({option('n_boot=0', '--n-boot 0')}); bootstrap draws "
+            f"({option('n_boot', '--n-boot N')}, N >= {MIN_BOOT}) or parameter draws "
+            f"({option('draws', '--draws PATH')}) give intervals"))
+    need = 2 * result.n_free + 2
+    if result.n_points < need:
+        return replace(alloc, no_interval_reason=(
+            f"too few runs ({result.n_points}) to bootstrap {result.n_free} free parameters "
+            f"(needs 2p+2 = {need}: resamples of fewer repeat runs and the interval would be "
+            f"too narrow); give parameter draws ({option('draws', '--draws PATH')})"))
+    unit_text = "compute budgets" if boot_unit == "budget" else "runs"
+    try:
+        boot = bootstrap(result, n=int(n_boot), unit=boot_unit, seed=int(seed), n_jobs=n_jobs)
+    except FitError as exc:
+        return replace(alloc, no_interval_reason=f"the bootstrap failed: {exc}")
+    intervals, medians, _, n_invalid, reason, notes = _draw_intervals(boot, float(flops), level)
+    notes = list(boot.warnings) + notes
+    if boot.n_failed:
+        notes.append(f"{boot.n_failed} of {n_boot} bootstrap refits failed and were left out")
+    return replace(alloc, intervals=intervals, medians=medians,
+                   level=level if intervals else None, n_draws=int(n_boot),
+                   n_invalid=n_invalid + boot.n_failed,
+                   interval_source=(f"bootstrap: {n_boot} refits of resampled {unit_text}, "
+                                    f"seed {seed}") if intervals else "",
+                   no_interval_reason=reason, warnings=alloc.warnings + tuple(notes))

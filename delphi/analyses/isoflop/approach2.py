@@ -238,8 +238,9 @@ class IsoflopResult:
         single = self._single()
         if self.params_law is None and single is not None:
             b = single
-            lines.append(f"vertex     N* = {fmt_g(b.params)} params "
-                         f"({b.level:.0%} interval {interval_text(b.params_interval)}), "
+            n_iv = (f"{b.level:.0%} interval {interval_text(b.params_interval)}"
+                    if b.params_interval else "no interval")
+            lines.append(f"vertex     N* = {fmt_g(b.params)} params ({n_iv}), "
                          f"D* = {fmt_g(b.tokens)} tokens "
                          f"({interval_text(b.tokens_interval) or 'no interval'}), "
                          f"L* = {fmt_g(b.loss)}")
@@ -253,7 +254,8 @@ class IsoflopResult:
 
 
 def _budget_notes(label: str, flags: Sequence[str], position: float, n_left: int,
-                  n_right: int, n_valid: int, n_draws: int, method: str) -> tuple[str, ...]:
+                  n_right: int, n_valid: int, n_draws: int, method: str,
+                  frozen: bool = False) -> tuple[str, ...]:
     text = {
         "edge": "the lowest sampled loss is at the smallest or largest size: the optimum may "
                 "lie outside the sampled sizes",
@@ -269,7 +271,9 @@ def _budget_notes(label: str, flags: Sequence[str], position: float, n_left: int
         "no-minimum": f"the fitted {method} has no minimum; left out of the power-law fit",
         "too few sizes": f"fewer than {MIN_SIZES[method]} distinct sizes; left out of the "
                          f"power-law fit",
-        "unstable": f"only {n_valid} of {n_draws} bootstrap draws have an interior optimum",
+        "unstable": f"only {n_valid} of {n_draws} bootstrap draws have an interior optimum"
+                    + ("; they all give the same vertex (the original sample), so there is no "
+                       "interval" if frozen else ""),
     }
     # "wide", "tied" and "duplicates" carry numbers: their notes are made by the caller
     return tuple(f"budget {label}: {text[f]}" for f in flags if f in text)
@@ -445,7 +449,9 @@ def _analyse_budget(b: Budget, index: int, *, method: str, window: int | None, b
     tm, tiv, tsd = summary(vd)
     used = not any(f in EXCLUDING for f in flags)
     params = math.exp(un_star) if math.isfinite(un_star) else math.nan
-    notes = _budget_notes(b.label, flags, position, n_left, n_right, n_valid, n_draws, method)
+    frozen = n_valid > 0 and (np.ptp(vn) == 0 or np.ptp(vd) == 0)
+    notes = _budget_notes(b.label, flags, position, n_left, n_right, n_valid, n_draws, method,
+                          frozen)
     if "wide" in flags:
         notes += (_wide_note(b.label, method, width, params, narrow, n_within, piv, level),)
     data_flags, data_notes = _data_flags(b)
@@ -579,13 +585,45 @@ def isoflop_table(table: pd.DataFrame, *, method: str = "parabola", window: int 
         c, y, w = law_inputs(q)
         law = fit_power_law(c, y, weights=w, quantity=q)
         # bootstrap interval of the exponent: draw k of every used budget, fitted together
-        k_max = min(draws[i][0].size for i in used)
-        if k_max >= 10:
-            col = 0 if q == "params" else 1
-            exps = [fit_power_law(c, np.array([draws[i][col][k] for i in used]), weights=w,
-                                  quantity=q).exponent for k in range(k_max)]
-            law = replace(law, exponent_interval=percentiles(np.array(exps), level),
-                           level=level, n_draws=int(n_boot), n_valid=int(k_max))
+        col = 0 if q == "params" else 1
+        k_max = min(draws[i][col].size for i in used)
+        # A budget whose valid draws are all one value (with 3 sizes, the only resample with 3
+        # distinct sizes is the original sample) contributes none of its uncertainty: an
+        # interval from such draws is an artefact (zero width when every budget is so).
+        frozen = [results[i].label for i in used
+                  if draws[i][col].size and np.ptp(draws[i][col]) == 0]
+        reason = ""
+        if bootstrap != "none" and n_boot > 0:
+            if frozen:
+                which = ("every used budget" if len(frozen) == len(used) else
+                         f"{len(frozen)} of {len(used)} used budgets ("
+                         + ", ".join(frozen[:MAX_LISTED])
+                         + (" ..." if len(frozen) > MAX_LISTED else "") + ")")
+                reason = f"in {which} the valid draws all give the same vertex"
+                sizes = {results[i].n_sizes for i in used if results[i].label in frozen}
+                if bootstrap == "resample" and sizes == {MIN_SIZES[method]}:
+                    reason += (f" (with {MIN_SIZES[method]} sizes the only resample holding "
+                               f"the {MIN_SIZES[method]} distinct sizes a {method} needs is "
+                               f"the original sample)")
+                reason += ", so they carry none of its uncertainty"
+                if bootstrap == "resample":
+                    reason += (f"; sample more sizes per budget, or use "
+                               f"{option('bootstrap=noise', '--bootstrap noise --noise SD')}")
+            elif k_max < 10:
+                reason = (f"only {k_max} joint valid draws (a budget has {k_max} of "
+                          f"{n_boot} draws with an interior optimum; 10 needed)")
+        if k_max >= 10 and not reason:
+            exps = np.array([fit_power_law(c, np.array([draws[i][col][k] for i in used]),
+                                           weights=w, quantity=q).exponent
+                             for k in range(k_max)])
+            if np.ptp(exps) > 0:
+                law = replace(law, exponent_interval=percentiles(exps, level),
+                              level=level, n_draws=int(n_boot), n_valid=int(k_max))
+            else:
+                reason = f"all {k_max} joint draws give the same exponent"
+        if reason:
+            law = replace(law, no_interval_reason=reason, n_draws=int(n_boot),
+                          n_valid=int(k_max))
         laws[q] = law
         if q == "params" and w is not None:
             for j, i in enumerate(used):

@@ -43,6 +43,9 @@ class PowerLaw:
     n_valid: int = 0
     """Joint draws behind :attr:`exponent_interval`: draw k of every budget is fitted together,
     so this is the smallest number of valid draws (interior vertex) among the budgets."""
+    no_interval_reason: str = ""
+    """Why a bootstrap was run but :attr:`exponent_interval` is None (e.g. the valid draws of
+    a budget are all the original sample, so their spread is an artefact); empty otherwise."""
 
     def predict(self, flops: float | Sequence[float] | np.ndarray) -> np.ndarray:
         """y at compute ``flops`` [FLOPs], shape as ``np.asarray(flops)``."""
@@ -61,6 +64,7 @@ class PowerLaw:
                           "exponent": self.exponent, "exponent_stderr": self.exponent_stderr,
                           "exponent_interval": self.exponent_interval, "level": self.level,
                           "n_draws": self.n_draws, "n_valid_draws": self.n_valid,
+                          "no_interval_reason": self.no_interval_reason or None,
                           "r2": self.r2, "n_points": self.n_points, "weighted": self.weighted})
 
     def report(self) -> str:
@@ -77,9 +81,11 @@ class PowerLaw:
                    f"{self.n_draws} draws, the fewest valid in any budget)")
         elif math.isfinite(self.exponent_stderr):
             unc = (f" +- {self.exponent_stderr:.2g} (s.e. of a from the scatter of "
-                   f"{self.n_points} points, {self.n_points - 2} dof; no bootstrap interval)")
+                   f"{self.n_points} points, {self.n_points - 2} dof; no bootstrap interval"
+                   + (f": {self.no_interval_reason}" if self.no_interval_reason else "") + ")")
         else:
-            unc = " (no uncertainty: 2 points and no bootstrap interval)"
+            unc = (" (no uncertainty: 2 points and no bootstrap interval"
+                   + (f": {self.no_interval_reason}" if self.no_interval_reason else "") + ")")
         return (f"{self.formula}{unc}  ({count_of(self.n_points, 'point')}, "
                 f"{'weighted' if self.weighted else 'unweighted'}, R^2 {self.r2:.4f})")
 

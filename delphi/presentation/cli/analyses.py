@@ -43,8 +43,8 @@ def integer(text: str) -> int:
 def _common(p: argparse.ArgumentParser) -> None:
     add_ladder_options(p)
     p.add_argument("--json", action="store_true", help="print one JSON object")
-    # isoflop, optimal, plan and compare: their library functions have no parallel step
-    # (hparams, which has, does not call this).
+    # isoflop, plan and compare: their library functions have no parallel step
+    # (hparams and optimal, which have, do not call this).
     serial(p)
 
 
@@ -150,9 +150,16 @@ def _add_optimal(sub) -> None:
     p.add_argument("--include-unfinished", action="store_true",
                    help="also fit the last checkpoint of runs stopped early")
     p.add_argument("--draws", metavar="PATH",
-                   help="CSV or JSON of parameter draws (columns A, B, alpha, beta) for "
-                        "percentile intervals")
-    add_level_option(p, "level of the --draws percentile intervals")
+                   help="CSV or JSON of parameter draws (columns A, B, alpha, beta) to take "
+                        "the percentile intervals from instead of the bootstrap")
+    add_level_option(p, "level of the percentile intervals of N_opt, D_opt, D/N and a")
+    p.add_argument("--n-boot", type=count(0, 1_000_000), default=200, metavar="N",
+                   help="bootstrap refits of the law for the intervals (default 200; 0: none, "
+                        "else at least 20)")
+    p.add_argument("--boot-unit", default="run", choices=["run", "budget"],
+                   help="resample whole runs or whole compute budgets (default: run)")
+    p.add_argument("--seed", type=count(0), default=0, metavar="SEED",
+                   help="bootstrap seed (default 0)")
     p.add_argument("--allow-unidentified", action="store_true",
                    help="give the allocation even when the ladder does not identify alpha or "
                         "beta (flagged in the output) instead of refusing")
@@ -161,7 +168,9 @@ def _add_optimal(sub) -> None:
                         "(D/N over 100x beyond the fitted runs', or N* shrinking at 10x the "
                         "largest compute; flagged in the output) instead of refusing")
     p.add_argument("--metric", metavar="COLUMN", help=METRIC_HELP)
-    _common(p)
+    add_ladder_options(p)
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    # no serial(p): -j runs the bootstrap draws in parallel
 
 
 def _read_draws(path: str):
@@ -203,6 +212,8 @@ def _cmd_optimal(args) -> int:
     draws = _read_draws(args.draws) if args.draws else None
     allocation = compute_optimal(ladder, flops, fixed=fixed or None,
                                  bounds=dict(args.bound) or None, draws=draws, level=args.level,
+                                 n_boot=args.n_boot, boot_unit=args.boot_unit, seed=args.seed,
+                                 n_jobs=getattr(args, "jobs", None),
                                  fit_max_flops=args.fit_max_flops,
                                  include_unfinished=args.include_unfinished,
                                  allow_unidentified=args.allow_unidentified,
@@ -280,7 +291,9 @@ def _optimum_from(args):
 
     # An unidentified split or a centre outside the ladder's design is flagged in the plan
     # rather than refused (see delphi.analyses.planning).
-    a = compute_optimal(ladder, args.target_flops, allow_unidentified=True, allow_outside=True)
+    # only the point law centres the plan: no bootstrap
+    a = compute_optimal(ladder, args.target_flops, allow_unidentified=True, allow_outside=True,
+                        n_boot=0)
     return (optimum_from_allocation(a.G, a.a),
             f"a Chinchilla law fitted to {ladder.name} (N* = {a.G:.4g} (C/6)^{a.a:.4f})",
             a.unidentified, a.outside,
@@ -410,6 +423,7 @@ def _add_hparams(subparsers) -> None:
                    help="target tokens (steplaw)")
     p.add_argument("--include-edge", action="store_true",
                    help="also fit sweeps whose best LR is at the edge of the sweep")
+    add_level_option(p, "level of the interval on the recommended peak LR (and batch)")
     p.add_argument("--groups", action="store_true", help="show every sweep's optimum")
     p.add_argument("--metric", metavar="COLUMN", help=METRIC_HELP)
     add_ladder_options(p)
@@ -423,15 +437,29 @@ def _cmd_hparams(args) -> int:
     result = fit_hparams(ladder, args.law, include_edge=args.include_edge, n_jobs=args.jobs)
     target = any(v is not None for v in (args.target_flops, args.target_params, args.target_tokens))
     rec = result.recommend(flops=args.target_flops, params=args.target_params,
-                           tokens=args.target_tokens) if target else None
+                           tokens=args.target_tokens, level=args.level) if target else None
     if args.json:
         print_json({**result.to_dict(), "recommendation": rec})
         return 0
     print(result.report(groups=args.groups))
     if rec is not None:
-        batch = (f", batch {rec['batch_size']:.4g} tokens" if rec.get("batch_size")
-                 else f" ({rec.get('batch_note') or 'no batch law'})")
-        print(f"recommendation  peak LR {rec['peak_lr']:.4g}{batch}")
+        def interval(iv: dict | None) -> str:
+            if not iv:
+                return ""
+            if iv["lower"] is None:
+                return f" (no interval: {iv['no_interval_reason']})"
+            return f" ({iv['level']:.0%} interval [{iv['lower']:.4g}, {iv['upper']:.4g}])"
+
+        batch = (f", batch {rec['batch_size']:.4g} tokens{interval(rec['batch_size_interval'])}"
+                 if rec.get("batch_size") else f" ({rec.get('batch_note') or 'no batch law'})")
+        print(f"recommendation  peak LR {rec['peak_lr']:.4g}{interval(rec['peak_lr_interval'])}"
+              f"{batch}")
+        if rec["peak_lr_interval"]["lower"] is not None:
+            print(f"interval   {rec['peak_lr_interval']['method']}; the law's own: "
+                  f"[{rec['peak_lr_interval']['law_lower']:.4g}, "
+                  f"{rec['peak_lr_interval']['law_upper']:.4g}]")
+        for n in rec.get("notes", []):
+            print(f"note       {n}")
         shown = set(result.warnings)  # the report above printed these already
         for w in rec.get("warnings", []):
             if w not in shown:
