@@ -371,11 +371,12 @@ def test_reference_by_name_fails_loudly_and_intervals_are_never_zero_width(small
         delphi.predict(six, target, interval="reference", reference=tiny, off_trend=False)
     with pytest.raises(TypeError, match="reference must be a ReferenceClass or a path"):
         delphi.predict(six, target, reference=42, off_trend=False)
-    # below the ladder the reference spread is its floor and says so; the expected-loss
-    # interval keeps a width even when the rough run noise exceeds the reference spread
+    # below the ladder the reference spread is that of the downward distance taken upwards
+    # and says so (once the in-sample floor: h111's F2); the expected-loss interval keeps a
+    # width even when the rough run noise exceeds the reference spread
     five = optimal_ladder(42, rungs=5, name="five")
     with pytest.warns(delphi.FitWarning, match="extrapolated downwards"):
         low = delphi.predict(five, {"params": 1e7, "tokens": 2e8}, reference=small_ref,
                              off_trend=False)
     assert low.interval.mean_upper > low.interval.mean_lower
-    assert any("measures extrapolation upwards only" in n for n in low.notes)
+    assert any("extrapolation errors are measured upwards only" in n for n in low.notes)

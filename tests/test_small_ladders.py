@@ -161,3 +161,28 @@ def test_the_header_and_every_reason_state_one_count_of_cuts(data_dir):
     assert any(n.startswith("candidate chinchilla not backtested on this ladder (ranked by "
                             "the reference class)") for n in f.notes)
     assert "because this ladder's 2 leave-future-out cut(s) are fewer than 3" in c.best_reason
+
+
+def test_a_target_below_the_ladder_takes_the_downward_distance_not_the_floor():
+    # h111's F2: a target 1e6x below the smallest fitted run got the in-sample floor (+-0.2%).
+    # The interval now takes the downward factor as an upward ratio: as wide as a target that
+    # far above the ladder's top would be, with a note saying it is an assumption; inside the
+    # ladder's span the floor at r = 1 is kept.
+    ref = reference(power=0.01, chinchilla=0.03)
+    lad = grid()
+    c = 6 * lad.table["params"] * lad.table["tokens"]
+    lo_c, hi_c = float(c.min()), float(c.max())
+    kw = dict(reference=ref, interval="reference", n_boot=20, off_trend=False)
+
+    def rel_width(flops):
+        f = delphi.predict(lad, {"flops": flops}, "power", **kw)
+        return (f.interval.upper - f.interval.lower) / f.loss, f.notes
+
+    with pytest.warns(delphi.FitWarning, match="extrapolated downwards"):
+        below, notes = rel_width(lo_c / 1e3)
+    above, _ = rel_width(hi_c * 1e3)
+    inside, inside_notes = rel_width((lo_c * hi_c) ** 0.5)
+    assert below == pytest.approx(above, rel=0.25) and below > 3 * inside
+    assert any("below the smallest fitted run's compute" in n and "an assumption" in n
+               for n in notes)
+    assert not any("below the smallest fitted run's compute" in n for n in inside_notes)

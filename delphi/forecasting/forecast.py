@@ -1060,6 +1060,16 @@ def _calibrate(band, loss: float, ratio: float | None, ladder: Ladder, law: Law,
         if band is not None:
             notes.append(f"{band.method} interval, not calibrated: {why}")
         return band
+    largest, smallest = result.extra.get("max_flops"), result.extra.get("min_flops")
+    if largest and smallest and 0 < ratio * largest < smallest:
+        # Below the smallest fitted run the law is extrapolated downwards, where no error was
+        # ever measured: taken as uncertain as extrapolating upwards by the same factor, not
+        # the in-sample floor (a target 1e6x below the ladder got +-0.2%: h111's F2).
+        down = smallest / (ratio * largest)
+        notes.append(f"the target is {down:.3g}x below the smallest fitted run's compute: "
+                     f"extrapolation errors are measured upwards only, so the interval takes "
+                     f"the downward distance as an upward one (r = {down:.3g}), an assumption")
+        ratio = down
     why = None
     if method == "reference":
         why = option('interval="reference"', "--interval reference") + " asked for"
