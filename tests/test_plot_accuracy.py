@@ -178,7 +178,7 @@ def test_cli_actual_in_points_or_outside_0_1_is_a_usage_error(cli_files, tmp_pat
 ACCURACY_OPTIONS = {
     "--output", "--figure-format", "--dpi", "--x", "--warnings", "--no-warnings", "--json",
     "--metric",
-    "--format", "--unit", "--drop-invalid", "--allow-outside-paths", "--columns",
+    "--format", "--unit", "--drop-invalid", "--allow-outside-paths", "--columns", "--scale",
     "--target-params",
     "--target-tokens", "--level", "--n-boot", "--seed", "--task", "--tasks",
     "--fit-max-params", "--runs", "--step1-law", "--lower", "--actual", "--no-calibration",

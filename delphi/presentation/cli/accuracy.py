@@ -82,7 +82,7 @@ def add_fit_options(group) -> None:
     accuracy``: --runs, --fit-max-params, --step1-law, --lower."""
     group.add_argument("--runs", type=run_list, metavar="RUN,RUN", default=None,
                        help="fit only these runs (comma-separated; default every finished run)")
-    group.add_argument("--fit-max-params", type=positive_float, metavar="N", default=None,
+    group.add_argument("--fit-max-params", type=target_value("params"), metavar="N", default=None,
                        help="fit only runs with at most N parameters")
     group.add_argument("--step1-law", default="chinchilla", metavar="LAW",
                        help="task-loss law of step 1 (default chinchilla, the paper's Eq. 1)")

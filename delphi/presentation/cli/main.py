@@ -224,7 +224,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     Exit codes: 0 success, 1 a delphi error (bad ladder, law, manifest target or failed fit:
     one line on stderr, no traceback unless ``--debug``), 2 bad command-line usage (argparse),
     a bad value of a flag included: ``--level 2``, ``--target-params -1`` (or ``abc``, ``0``,
-    ``nan``, or a value beyond the plausible magnitudes), the message naming the flag.
+    ``nan``, or a value beyond the plausible magnitudes), ``--huber-delta 0``, ``--floor
+    2:1``, ``--unit furlongs``, ``score --actual nan``..., the message naming the flag;
+    every value is checked while parsing (the argument types of ``options.py``), so that exit
+    code 1 means the data, law or fit, never a mistyped flag. Flags that contradict each
+    other (``--fix E=2 --floor 1.5``) are usage errors too.
 
     With ``--json`` stdout holds exactly one JSON document: the result, or on an error
     ``{"error": {"type": NAME, "message": TEXT}, "delphi_version": VERSION}`` where NAME is the

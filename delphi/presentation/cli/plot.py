@@ -18,7 +18,7 @@ from .output import command_stdout, note, print_json
 from .options import (HelpFormatter, add_fit_options, add_interval_options,
                       add_target_options, count,
                       fit_settings, interval_settings, jobs_kwargs, load_from_args,
-                      load_with_defaults, positive_float, target_from)
+                      load_with_defaults, number, positive_float, target_from)
 
 __all__ = ["add_commands", "KINDS", "FORMATS"]
 
@@ -165,7 +165,7 @@ def add_commands(sub) -> dict:
 
 def accuracy_fraction(text: str) -> float:
     """``--actual``: an accuracy fraction in (0, 1]; points (61.2) would be drawn at 6120."""
-    value = positive_float(text)
+    value = number(text)
     if not (math.isfinite(value) and 0 < value <= 1):
         raise argparse.ArgumentTypeError(f"{text!r} is not an accuracy fraction in (0, 1] "
                                          f"(0.612, not 61.2 points)")
@@ -177,7 +177,7 @@ def accuracy_fraction(text: str) -> float:
 #: -q/--debug/-j default to SUPPRESS on subcommands and are not checked.
 _ACCURACY_DESTS = frozenset({
     "kind", "ladder", "output", "figure_format", "dpi", "x", "warnings", "json",
-    "metric", "format", "unit", "drop_invalid", "allow_outside_paths", "columns",
+    "metric", "format", "unit", "drop_invalid", "allow_outside_paths", "columns", "scale",
     "target_params", "target_tokens", "level", "n_boot", "seed",
     "task", "tasks", "fit_max_params", "runs", "step1_law", "lower", "actual", "calibrate",
     "huber_delta"})

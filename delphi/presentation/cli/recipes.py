@@ -18,7 +18,7 @@ RUN_NOISES = ("paired", "independent")
 
 from .output import print_json
 from .options import (LADDER_HELP, METRIC_HELP, add_ladder_options, add_level_option, count,
-                      examples, fixed_pair, positive_float, target_value)
+                      examples, fixed_pair, loss_floor, target_value)
 
 __all__ = ["add_commands"]
 
@@ -57,7 +57,7 @@ def _add(sub) -> None:
     p.add_argument("--law", metavar="LAW", choices=("chinchilla", "power"),
                    help="law fitted to every ladder: chinchilla or power (default: chinchilla "
                         "when every ladder varies N and D, else power in C)")
-    p.add_argument("--floor", type=positive_float, metavar="E",
+    p.add_argument("--floor", type=loss_floor, metavar="E",
                    help="fix the irreducible loss E of every recipe at this value")
     p.add_argument("--shared-floor", action="store_true",
                    help="fit one E for all recipes jointly (when they share an eval set and "
@@ -79,7 +79,7 @@ def _add(sub) -> None:
                         "log residuals at matched (budget, size) cells) or independent")
     p.add_argument("--fix", type=fixed_pair, action="append", default=[], metavar="NAME=VALUE",
                    help="fix any parameter of every recipe (repeatable)")
-    p.add_argument("--fit-max-flops", type=positive_float, metavar="C",
+    p.add_argument("--fit-max-flops", type=target_value("flops"), metavar="C",
                    help="fit only runs with compute at or below C FLOPs")
     p.add_argument("--pairing", choices=("auto", "run", "budget", "none"), default="auto",
                    help="how draws share random numbers across recipes: run (the same (budget, "

@@ -17,7 +17,7 @@ from ...errors import RegistryError
 from .options import (Parser, add_fit_options, add_interval_options, add_selection_options,
                       add_target_options, examples, fit_settings, interval_settings,
                       jobs_kwargs, load_with_defaults, selection_settings, serial,
-                      positive_float, target_from, training_share)
+                      loss_value, outcome_unit, outcome_value, target_from, training_share)
 from . import forecast as forecast_cmd
 from .output import note, print_json
 
@@ -146,7 +146,7 @@ def add_commands(subparsers) -> dict[str, Handler]:
                         "most 5 minutes in the future)")
     _add_sign_key(p)
     ext = p.add_argument_group("external forecast (made outside delphi)")
-    ext.add_argument("--external-loss", type=positive_float, metavar="LOSS",
+    ext.add_argument("--external-loss", type=outcome_value, metavar="LOSS",
                      help="record this forecast loss instead of fitting LADDER")
     ext.add_argument("--external-source", metavar="TEXT",
                      help="where the external forecast was published (required with it)")
@@ -155,7 +155,7 @@ def add_commands(subparsers) -> dict[str, Handler]:
                      help="its interval for the final loss, e.g. 2.55:2.65:0.9:new-run")
     ext.add_argument("--target-metric", metavar="METRIC",
                      help="eval metric of an external forecast")
-    ext.add_argument("--target-unit", metavar="UNIT",
+    ext.add_argument("--target-unit", type=outcome_unit, metavar="UNIT",
                      help="unit of an external forecast's loss")
 
     p = subparsers.add_parser("score", help="append the observed loss of a registered "
@@ -170,20 +170,20 @@ def add_commands(subparsers) -> dict[str, Handler]:
     p.add_argument("--registry", required=True, metavar="PATH",
                    help="registry file (JSON Lines)")
     p.add_argument("--id", required=True, metavar="ID", help="the prediction's id")
-    p.add_argument("--actual", type=positive_float, metavar="LOSS",
+    p.add_argument("--actual", type=outcome_value, metavar="LOSS",
                    help="observed loss (for an accuracy prediction: the accuracy as a "
                         "fraction, 0.612)")
-    p.add_argument("--loss-a", type=positive_float, metavar="LA",
+    p.add_argument("--loss-a", type=loss_value, metavar="LA",
                    help="a comparison of recipes (`compare-recipes --registry`): the "
                         "reference's (A's) observed final loss, with --loss-b; the difference "
                         "LB - LA is scored against the registered interval")
-    p.add_argument("--loss-b", type=positive_float, metavar="LB",
+    p.add_argument("--loss-b", type=loss_value, metavar="LB",
                    help="a comparison of recipes: the recipe's (B's) observed final loss")
     p.add_argument("--fraction", type=training_share, default=1.0, metavar="F",
                    help="share of training done when measured, in (0, 1] (default 1: final)")
     p.add_argument("--source", metavar="TEXT",
                    help="where the number comes from (W&B run, issue...)")
-    p.add_argument("--unit", metavar="UNIT",
+    p.add_argument("--unit", type=outcome_unit, metavar="UNIT",
                    help="unit of --actual (nats/token, bits/byte, bits/token; accuracy "
                         "predictions take a fraction, unit accuracy); an outcome in another "
                         "unit than the prediction's is refused (default: the prediction's "

@@ -9,8 +9,8 @@ import argparse
 
 from .options import (add_fit_options, add_interval_options, add_selection_options,
                       add_target_options, examples, fit_settings, interval_settings,
-                      jobs_kwargs, load_with_defaults, positive_float, selection_settings,
-                      target_from)
+                      jobs_kwargs, load_with_defaults, selection_settings,
+                      target_from, target_value)
 from .output import note, print_json
 from ...core.text import plural
 
@@ -69,7 +69,7 @@ def add_commands(sub) -> dict:
                      help="the time the page states, e.g. 2026-12-01T12:00:00Z (default: "
                           "$SOURCE_DATE_EPOCH when set, else now); with the same inputs and "
                           "--seed the page is then byte-identical")
-    out.add_argument("--backtest-max-flops", type=positive_float, metavar="C",
+    out.add_argument("--backtest-max-flops", type=target_value("flops"), metavar="C",
                      help="the backtest fits runs at or below C FLOPs and predicts the larger "
                           "ones (default: below the largest fitted compute budget; else "
                           "leave one budget out)")
