@@ -169,3 +169,23 @@ def test_all_runs_skips_failures_with_a_note_and_quiet_hides_it(tmp_path, capsys
     # a named run that cannot be completed is an error, as for one run
     code, _, err = run_cli(capsys, "complete", manifest, "--run", "a", "--run", "z")
     assert code == 1 and err.startswith("delphi: error:")
+
+
+@pytest.mark.parametrize("cores, jobs, note", [
+    (2, "-5", "delphi: note: -j -5 asks for all cores but 4; this machine has 2, so it runs "
+              "serially"),
+    (8, "-5", None),        # all but 4 of 8: four workers, as asked
+    (2, "-2", None),        # all but one of 2: one, as asked
+])
+def test_a_negative_jobs_count_that_leaves_no_core_says_so(tmp_path, capsys, monkeypatch,
+                                                           cores, jobs, note):
+    # joblib's -N (all cores but N-1) is accepted; when the machine has no core to spare,
+    # delphi runs serially (at least one worker) and says so instead of nothing (h111's F7)
+    path = tmp_path / "runs.csv"
+    path.write_text("run,flops,loss\n" + "".join(f"r{i},{c},{l}\n" for i, (c, l) in enumerate(
+        [(1e18, 4.47), (3e18, 4.12), (1e19, 3.85), (3e19, 3.62), (1e20, 3.43)])))
+    monkeypatch.setattr("os.cpu_count", lambda: cores)
+    code, _, err = run_cli(capsys, "predict", str(path), "--law", "power", "--floor", "1.5",
+                           "--target-flops", "1e22", "--interval", "none", "-j", jobs)
+    assert code == 0
+    assert (note in err.splitlines()) if note else "delphi: note: -j" not in err
