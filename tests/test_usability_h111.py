@@ -5,6 +5,7 @@ docs/usage.md promises, not a library error (exit code 1) a script would take fo
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
@@ -111,3 +112,33 @@ def test_option_combinations_are_usage_errors_too(tmp_path, capsys, argv, messag
     out, err = capsys.readouterr()
     assert code == 2 and json.loads(out)["error"]["type"] == "UsageError"
     assert message in err
+
+
+# ------------------------------------------------------------------ F8: level labels
+@pytest.mark.parametrize("level, text", [
+    (0.9, "90%"), (0.95, "95%"), (0.5, "50%"), (0.975, "97.5%"),    # was "98%" (:.0%)
+    (0.999999, "99.9999%"), (0.999, "99.9%"), (0.6827, "68.27%"),
+    (1 - 1e-12, "99.9999999999%"), (1e-7, "1e-05%"),
+])
+def test_a_level_label_is_never_rounded_to_100_percent(level, text):
+    from delphi.core.text import level_percent
+
+    assert level_percent(level) == text
+
+
+def test_predict_labels_a_high_level_with_its_digits_and_says_the_reference_caps_it(
+        tmp_path, capsys):
+    path = tmp_path / "runs.csv"
+    path.write_text("run,flops,loss\n" + "".join(f"r{i},{c},{l}\n" for i, (c, l) in enumerate(
+        [(1e18, 4.4684), (3e18, 4.1246), (1e19, 3.8033), (3e19, 3.5405), (1e20, 3.2899)])))
+    assert main(["predict", str(path), "--target-flops", "1e22", "--law", "power",
+                 "--level", "0.999999"]) == 0
+    out = capsys.readouterr().out
+    assert "99.9999% interval for one new run" in out and "100%" not in out
+    assert "99.9999% interval for the expected loss" in out
+    note = re.search(r"the quantile of (\d+) reference errors is about their largest: \1 "
+                     r"errors show nothing rarer than 1 in \1, so above level ([\d.]+) the "
+                     r"reference spread stops growing with the level; the intervals, the "
+                     r"expected-loss one most \(no run noise widens it\), are likely too "
+                     r"narrow at this level", out)
+    assert note and float(note.group(2)) == pytest.approx(1 - 1 / int(note.group(1)), abs=1e-3)

@@ -32,6 +32,7 @@ from ..inputs.ladder import Ladder
 from ..laws import get_law
 from ..core.quantiles import check_level
 from ..core.records import positive_number
+from ..core.text import level_percent
 from .candidates import (ENSEMBLE_RULE, RECENCY, Candidate, default_candidates,
                          parse_candidates)
 from .reference import FAMILY, ReferenceClass, load_reference
@@ -243,7 +244,7 @@ class Comparison:
                 "weights": self.weights(), "notes": self.notes}
 
     def report(self) -> str:
-        pct = f"{100 * self.level:.4g}%"
+        pct = level_percent(self.level)
         lines = [f"compare    ladder {self.ladder}: {len(self.scores)} candidate(s), "
                  f"leave-future-out refits at {len(self.cuts)} cut(s) "
                  f"({', '.join(f'{c:.3g}' for c in self.cuts[:6])}"

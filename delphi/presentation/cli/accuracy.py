@@ -7,6 +7,7 @@ library at the top (start-up stays light).
 from __future__ import annotations
 
 
+from ...core.text import level_percent
 from .output import print_json
 from .options import (LADDER_HELP, add_ladder_options, add_level_option, count, examples,
                       jobs_kwargs, load_from_args, positive_float, target_value)
@@ -221,7 +222,8 @@ def _accuracy(args) -> int:
         f0 = forecasts[0]
         print(f"ladder {f0.ladder}: accuracy at N = {args.target_params:.4g}, "
               f"D = {args.target_tokens:.4g} (two-step: task loss, then sigmoid; points)")
-        print(f"{'task':<14} {'task loss':>9} {'acc':>7} {f'{args.level:.0%} interval':>14} "
+        column = f"{level_percent(args.level)} interval"
+        print(f"{'task':<14} {'task loss':>9} {'acc':>7} {column:>14} "
               f"{'noise':>6} {'chance':>6}")
         for f in forecasts:
             print(_fmt_row(f))

@@ -4,6 +4,7 @@ only; the work is in :mod:`delphi.forecast`, :mod:`delphi.fitting`, :mod:`delphi
 
 from __future__ import annotations
 
+from ...core.text import level_percent
 from ...errors import DelphiError
 from .options import (LADDER_HELP, METRIC_HELP, add_fit_options, add_interval_options,
                       add_ladder_options, add_level_option, add_selection_options,
@@ -327,7 +328,7 @@ def _stream_completions(ladder, runs: list[str], law: str, settings: dict, args)
     out = command_stdout()
     width = max(len(r) for r in runs) if runs else 3
     header = (f"{'run':<{width}}  {'used':>5}  {'prediction':>10}  "
-              f"{f'{args.level:.0%} interval':>18}  {'final':>8}  {'error':>8}")
+              f"{f'{level_percent(args.level)} interval':>18}  {'final':>8}  {'error':>8}")
 
     def emit(line: str) -> None:
         write = out.write if out is not None else (lambda s: None)

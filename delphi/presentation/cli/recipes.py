@@ -16,6 +16,7 @@ DECISIONS = ("law", "anchored", "shrunk", "confident", "robust")
 DEFAULT_DECISION = "robust"
 RUN_NOISES = ("paired", "independent")
 
+from ...core.text import level_percent
 from .output import print_json
 from .options import (LADDER_HELP, METRIC_HELP, add_ladder_options, add_level_option, count,
                       examples, fixed_pair, loss_floor, target_value)
@@ -203,7 +204,7 @@ def _cmd(args) -> int:
             c = e.comparison
             iv = c.interval
             print(f"registered {e.id} in {args.registry}: {c.recipe} - {c.reference} at "
-                  f"C = {c.target_flops:.3g}: {c.difference:+.4f} {iv.level:.0%} "
+                  f"C = {c.target_flops:.3g}: {c.difference:+.4f} {level_percent(iv.level)} "
                   f"[{iv.lower:+.4f}, {iv.upper:+.4f}], P(better) {c.p_better:.3f}; hash "
                   f"{e.hash}")
     return 0

@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
+from ...core.text import level_percent
 from ...errors import RegistryError
 from .options import (Parser, add_fit_options, add_interval_options, add_selection_options,
                       add_target_options, examples, fit_settings, interval_settings,
@@ -605,7 +606,7 @@ def _show_text(d: dict) -> str:
         iv = f.get("interval") or {}
         text = f"forecast   {fl(f.get('loss'))} {unit}"
         if iv.get("lower") is not None:
-            text += (f", {iv.get('level', 0):.0%} {iv.get('kind') or ''} interval "
+            text += (f", {level_percent(iv.get('level', 0))} {iv.get('kind') or ''} interval "
                      f"[{fl(iv['lower'])}, {fl(iv.get('upper'))}] ({iv.get('method')})")
         else:
             text += ", no interval"

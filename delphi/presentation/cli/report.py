@@ -12,7 +12,7 @@ from .options import (add_fit_options, add_interval_options, add_selection_optio
                       jobs_kwargs, load_with_defaults, selection_settings,
                       target_from, target_value)
 from .output import note, print_json
-from ...core.text import plural
+from ...core.text import level_percent, plural
 
 __all__ = ["add_commands"]
 
@@ -227,7 +227,7 @@ def _print(args, path, report) -> int:
         print(f"wrote {path}: recipes {', '.join(s['recipes'])}; {rows}")
     elif report.kind == "ladder":
         p = s["prediction"]
-        iv = (f", {p['level']:.0%} interval [{p['lower']:.4f}, {p['upper']:.4f}] "
+        iv = (f", {level_percent(p['level'])} interval [{p['lower']:.4f}, {p['upper']:.4f}] "
               f"({p['method']})" if p["lower"] is not None else ", no interval")
         print(f"wrote {path}: ladder {s['ladder']['name']}, prediction {p['loss']:.4f} "
               f"{p['unit']}{iv}")
