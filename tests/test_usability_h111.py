@@ -61,6 +61,12 @@ SCORE = ["score", "--registry", "missing.jsonl", "--id", "h5"]
                                                        "'furlongs'; accepted: nats/token"),
     (["register", "--registry", "missing.jsonl", "--id", "x", "--target-unit", "%"],
      "argument --target-unit: unknown unit '%'"),
+    (["complete", "missing.csv", "--run", "r", "--upto-fraction", "1.5"],
+     "argument --upto-fraction: a share of training done is in (0, 1]"),   # was exit 1
+    (["plot", "completion", "missing.csv", "--run", "r", "--upto-fraction", "0"],
+     "argument --upto-fraction: a share of training done is in (0, 1]"),
+    (["register", "--registry", "missing.jsonl", "--id", "x", "--external-interval", "2.5:2.7"],
+     "argument --external-interval: expected LOWER:UPPER:LEVEL[:KIND]"),
     (["register", "--registry", "missing.jsonl", "--id", "x", "--external-loss", "nan"],
      "argument --external-loss: 'nan' is neither a loss"),
 ])

@@ -10,7 +10,8 @@ from .options import (LADDER_HELP, METRIC_HELP, add_fit_options, add_interval_op
                       add_ladder_options, add_level_option, add_selection_options,
                       add_target_options, count, examples, fit_settings, interval_settings,
                       jobs_kwargs, load_from_args, load_with_defaults, positive_float,
-                      selection_settings, serial, target_from, target_value)
+                      selection_settings, serial, target_from, target_value,
+                      training_share)
 from .output import json_text, note, print_json
 
 __all__ = ["add_commands", "add_curve_options", "check_curve_flags", "curve_forecast"]
@@ -114,7 +115,7 @@ def add_commands(sub) -> dict:
     p.add_argument("--law", default="annealing", metavar="LAW",
                    help="curve law: annealing (default; Tissue et al. 2024) or multipower "
                         "(Luo et al. 2025; more flexible, slower, needs more checkpoints)")
-    p.add_argument("--upto-fraction", type=positive_float, metavar="F",
+    p.add_argument("--upto-fraction", type=training_share, metavar="F",
                    help="fit only checkpoints up to this share of the run (backtesting)")
     p.add_argument("--upto-step", type=positive_float, metavar="STEP",
                    help="fit only checkpoints up to this step (backtesting)")
@@ -241,8 +242,6 @@ def _cmd_complete(args) -> int:
     for e in ladder.exclusions:
         if "dropped by drop_invalid" in e.reason:
             note(f"excluded {e.run}: {e.reason}")
-    if args.upto_fraction is not None and not 0 < args.upto_fraction <= 1:
-        raise DelphiError(f"--upto-fraction must be in (0, 1], got {args.upto_fraction:g}")
     settings = {"upto_fraction": args.upto_fraction, "siblings": args.siblings,
                 "keep_warmup": args.keep_warmup,
                 "upto_step": None if args.upto_step is None else int(args.upto_step),

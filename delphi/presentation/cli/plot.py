@@ -18,7 +18,8 @@ from .output import command_stdout, note, print_json
 from .options import (HelpFormatter, add_fit_options, add_interval_options,
                       add_target_options, count,
                       fit_settings, interval_settings, jobs_kwargs, load_from_args,
-                      load_with_defaults, number, positive_float, target_from)
+                      load_with_defaults, number, positive_float, target_from,
+                      training_share)
 
 __all__ = ["add_commands", "KINDS", "FORMATS"]
 
@@ -123,7 +124,7 @@ def add_commands(sub) -> dict:
                      help="frontier: N*(C) (params) or D*(C) (tokens) (default: params)")
     cp = p.add_argument_group("completion (--law is the curve law, default annealing)")
     cp.add_argument("--run", metavar="RUN", help="the run to complete")
-    cp.add_argument("--upto-fraction", type=positive_float, metavar="F",
+    cp.add_argument("--upto-fraction", type=training_share, metavar="F",
                     help="fit only checkpoints up to this share of the run")
     cp.add_argument("--upto-step", type=positive_float, metavar="STEP",
                     help="fit only checkpoints up to this step")
@@ -446,8 +447,6 @@ def _completion(args, P, show: bool):
     if not args.run:
         raise LadderError("plot completion needs the run to complete: --run RUN (see "
                           "`delphi complete --all-runs` for the ladder's runs)")
-    if args.upto_fraction is not None and not 0 < args.upto_fraction <= 1:
-        raise DelphiError(f"--upto-fraction must be in (0, 1], got {args.upto_fraction:g}")
     ladder = load_from_args(args)
     result = complete(ladder, args.run, args.law or "annealing",
                       upto_fraction=args.upto_fraction,

@@ -152,7 +152,7 @@ def add_commands(subparsers) -> dict[str, Handler]:
     ext.add_argument("--external-source", metavar="TEXT",
                      help="where the external forecast was published (required with it)")
     ext.add_argument("--external-made-at", metavar="DATE", help="when it was made (ISO date)")
-    ext.add_argument("--external-interval", metavar="LO:HI:LEVEL[:KIND]",
+    ext.add_argument("--external-interval", type=external_interval, metavar="LO:HI:LEVEL[:KIND]",
                      help="its interval for the final loss, e.g. 2.55:2.65:0.9:new-run")
     ext.add_argument("--target-metric", metavar="METRIC",
                      help="eval metric of an external forecast")
@@ -305,9 +305,9 @@ def _parse_curve(text: str | None) -> list[tuple[float, float]] | None:
                             f"fraction,loss, got {text!r}") from None
 
 
-def _parse_interval(text: str | None):
-    if text is None:
-        return None
+def external_interval(text: str) -> tuple:
+    """``--external-interval LO:HI:LEVEL[:KIND]`` as ``(lo, hi, level[, kind])``; a value of
+    another shape is a usage error (the numbers' ranges are the registry's check)."""
     parts = text.split(":")
     try:
         if len(parts) not in (3, 4):
@@ -315,8 +315,8 @@ def _parse_interval(text: str | None):
         return (float(parts[0]), float(parts[1]), float(parts[2]),
                 *(parts[3:] if len(parts) == 4 else []))
     except ValueError:
-        raise RegistryError(f"--external-interval: expected LOWER:UPPER:LEVEL[:KIND], got "
-                            f"{text!r}") from None
+        raise argparse.ArgumentTypeError(f"expected LOWER:UPPER:LEVEL[:KIND], e.g. "
+                                         f"2.55:2.65:0.9:new-run, got {text!r}") from None
 
 
 # --------------------------------------------------------------------------- handlers
@@ -358,7 +358,7 @@ def _cmd_register(args) -> int:
         entry = reg.register_external(target={k: v for k, v in target.items() if v is not None},
                                       loss=args.external_loss, source=args.external_source,
                                       law=args.law, made_at=args.external_made_at,
-                                      interval=_parse_interval(args.external_interval), **common)
+                                      interval=args.external_interval, **common)
     else:
         if args.ladder is None:
             raise RegistryError("give LADDER to forecast from, or --external-loss for a forecast "
