@@ -185,7 +185,7 @@ def test_cli_register_score_report_show(tmp_path, capsys):
     assert "61.20 points" in out
     assert main(["registry", "list", "--registry", path]) == 0
     assert f"{100 * pred:.2f} pts" in capsys.readouterr().out
-    assert main(base + ["--registry", path]) == 1          # --id missing
+    assert main(base + ["--registry", path]) == 2          # --id missing: a usage error
     assert "--registry and --id go together" in capsys.readouterr().err
 
 

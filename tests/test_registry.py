@@ -529,16 +529,18 @@ def test_cli_external_forecast_and_errors(tmp_path, capsys):
         run_cli(capsys, "register", "--external-loss", "nan", "--external-source", "s",
                 "--target-flops", "1e21", "--id", "y", "--registry", reg_path)
     assert stop.value.code == 2 and "argument --external-loss" in capsys.readouterr().err
-    for argv in (["register", "--external-loss", "2.5", "--target-flops", "1e21", "--id", "y",
-                  "--registry", reg_path],
-                 ["register", "marin-moe-535b", "--external-loss", "2.5", "--external-source",
-                  "s", "--id", "y", "--registry", reg_path],
-                 ["register", "--id", "y", "--registry", reg_path],
-                 ["register", "--external-loss", "2.5", "--external-source", "s",
-                  "--target-flops", "1e21", "--id", "x", "--registry", reg_path],
-                 ["score", "--registry", reg_path, "--id", "zzz", "--actual", "2.5"]):
+    # flags that do not go together: usage errors (exit 2); an id taken or unknown: exit 1
+    for expect, argv in ((2, ["register", "--external-loss", "2.5", "--target-flops", "1e21",
+                              "--id", "y", "--registry", reg_path]),
+                         (2, ["register", "marin-moe-535b", "--external-loss", "2.5",
+                              "--external-source", "s", "--id", "y", "--registry", reg_path]),
+                         (2, ["register", "--id", "y", "--registry", reg_path]),
+                         (1, ["register", "--external-loss", "2.5", "--external-source", "s",
+                              "--target-flops", "1e21", "--id", "x", "--registry", reg_path]),
+                         (1, ["score", "--registry", reg_path, "--id", "zzz", "--actual", "2.5"])):
         code, out, err = run_cli(capsys, *argv)
-        assert code == 1 and err.startswith("delphi: error: ") and len(err.splitlines()) == 1
+        assert code == expect and err.startswith("delphi: error: ")
+        assert len(err.splitlines()) == 1
         assert "Traceback" not in err
         assert reg_path.read_bytes() == before
 

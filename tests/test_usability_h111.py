@@ -148,3 +148,18 @@ def test_predict_labels_a_high_level_with_its_digits_and_says_the_reference_caps
                      r"expected-loss one most \(no run noise widens it\), are likely too "
                      r"narrow at this level", out)
     assert note and float(note.group(2)) == pytest.approx(1 - 1 / int(note.group(1)), abs=1e-3)
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["register", "--external-loss", "2.5", "--target-flops", "1e21"],
+     "--external-loss needs --external-source"),
+    (["register", "--external-interval", "2.4:2.6:0.9"],
+     "give LADDER to forecast from, or --external-loss"),
+])
+def test_register_flags_that_do_not_go_together_are_usage_errors(tmp_path, capsys, argv,
+                                                                 message):
+    reg = tmp_path / "r.jsonl"
+    code = main([*argv, "--id", "x", "--registry", str(reg), "--json"])
+    out, err = capsys.readouterr()
+    assert code == 2 and json.loads(out)["error"]["type"] == "UsageError" and message in err
+    assert not reg.exists()

@@ -180,10 +180,10 @@ def _accuracy(args) -> int:
         note(f"-j {args.jobs}: `delphi accuracy` with one task runs serially (its bootstrap refits "
              f"are batched); -j runs the tasks of --task all in parallel")
     if (args.registry is None) != (args.id is None):
-        from ...errors import RegistryError
+        from .output import UsageError
 
-        raise RegistryError("--registry and --id go together: --registry PATH --id ID "
-                            "(nothing was predicted or written)")
+        raise UsageError("--registry and --id go together: --registry PATH --id ID "
+                         "(nothing was predicted or written)")
     if args.registry is not None:
         _check_registry(args)
     result = predict_accuracy(ladder, args.task, **kwargs)

@@ -14,11 +14,11 @@ import sys
 from pathlib import Path
 from typing import Callable
 
-from .output import json_text, print_json
+from .output import json_text, print_json, UsageError
 from .options import (LADDER_HELP, METRIC_HELP, add_ladder_options, add_level_option,
                       bound_triple, count, examples, fixed_pair, load_from_args, loss_floor,
                       positive_float, serial, target_value)
-from ...errors import FitError, LadderError, TargetError
+from ...errors import FitError, LadderError
 
 __all__ = ["add_commands"]
 
@@ -188,8 +188,8 @@ def _cmd_optimal(args) -> int:
     flops = (args.target_flops if args.target_flops is not None
              else _manifest_target(args.ladder, getattr(args, "format", None)))
     if flops is None:
-        raise TargetError(f"delphi optimal needs --target-flops (ladder {ladder.name!r} names "
-                          f"no target compute)")
+        raise UsageError(f"delphi optimal needs --target-flops (ladder {ladder.name!r} names "
+                         f"no target compute)")
     fixed = dict(args.fix)
     if args.floor is not None:
         fixed["E"] = args.floor

@@ -12,7 +12,7 @@ from .options import (LADDER_HELP, METRIC_HELP, add_fit_options, add_interval_op
                       jobs_kwargs, load_from_args, load_with_defaults, positive_float,
                       selection_settings, serial, target_from, target_value,
                       training_share)
-from .output import json_text, note, print_json
+from .output import json_text, note, print_json, UsageError
 
 __all__ = ["add_commands", "add_curve_options", "check_curve_flags", "curve_forecast"]
 
@@ -54,14 +54,13 @@ def check_curve_flags(args) -> None:
 
 def curve_forecast(args, ladder, target, settings: dict, chosen: dict, floor_range=None):
     """:func:`delphi.forecasting.target_curve.predict_curve` with the command's settings."""
-    from ...errors import TargetError
     from ...forecasting.target_curve import predict_curve
 
     if chosen or args.law == "auto" or getattr(args, "ensemble", False):
-        raise TargetError("--curve forecasts with one checkpoint law: give --law "
-                          "chinchilla-ckpt (the default) or none, not --law auto/--ensemble")
+        raise UsageError("--curve forecasts with one checkpoint law: give --law "
+                         "chinchilla-ckpt (the default) or none, not --law auto/--ensemble")
     if floor_range is not None:
-        raise TargetError("--curve and a floor range (--floor LO:HI) cannot be combined")
+        raise UsageError("--curve and a floor range (--floor LO:HI) cannot be combined")
     return predict_curve(ladder, target, args.law, points=args.curve_points,
                          carry=not getattr(args, "no_carry_over", False),
                          fold_weights=getattr(args, "fold_weights", False), **settings,

@@ -12,9 +12,9 @@ import math
 import warnings
 from pathlib import Path
 
-from ...errors import DelphiError, LadderError, LawError, for_cli
+from ...errors import DelphiError, for_cli
 from .accuracy import add_fit_options as add_accuracy_fit_options
-from .output import command_stdout, note, print_json
+from .output import command_stdout, note, print_json, UsageError
 from .options import (HelpFormatter, add_fit_options, add_interval_options,
                       add_target_options, count,
                       fit_settings, interval_settings, jobs_kwargs, load_from_args,
@@ -326,8 +326,8 @@ def _law(args, defaults, ladder, target=None) -> str:
 
     law = args.law or (defaults.law if defaults is not None else None)
     if law == "auto":
-        raise LawError("delphi plot draws one law: give --law NAME (see `delphi compare` for "
-                       "the law auto would choose)")
+        raise UsageError("delphi plot draws one law: give --law NAME (see `delphi compare` "
+                         "for the law auto would choose)")
     return law or default_law(ladder, target)
 
 
@@ -355,8 +355,8 @@ def _fit_kinds(args, P, show: bool):
 
         interval = {"auto": "delta", "none": None}.get(args.interval, args.interval)
         if interval == "calibrated":
-            raise LawError("a backtest's intervals are delta, bootstrap or none "
-                           "(--interval)")
+            raise UsageError("a backtest's intervals are delta, bootstrap or none "
+                             "(--interval)")
         result = backtest(ladder, _law(args, defaults, ladder), fixed=settings["fixed"],
                           fit_max_flops=settings["fit_max_flops"],
                           leave_one_budget_out=args.leave_one_budget_out,
@@ -392,18 +392,18 @@ def _accuracy(args, P, show: bool):
     from ...analyses.accuracy import predict_accuracy
 
     if not args.task or args.task == "all":
-        raise LadderError("plot accuracy draws one task: --task TASK (see `delphi accuracy "
-                          "--task all` for every task)")
+        raise UsageError("plot accuracy draws one task: --task TASK (see `delphi accuracy "
+                         "--task all` for every task)")
     if args.target_params is None or args.target_tokens is None:
-        raise LadderError("plot accuracy needs --target-params N and --target-tokens D")
+        raise UsageError("plot accuracy needs --target-params N and --target-tokens D")
     from ...laws import LAWS
 
     law = LAWS.get(args.step1_law)      # unknown names: predict_accuracy lists the known ones
     if law is not None and not {"params", "tokens"} <= set(law.inputs):
         # refused before the bootstrap, not after it: panels 1 and 3 draw step 1 along N, D
-        raise LawError(f"plot accuracy draws step 1 along N and D: --step1-law "
-                       f"{args.step1_law} is a law of {', '.join(law.inputs)}; give a law of "
-                       f"N and D (default chinchilla)")
+        raise UsageError(f"plot accuracy draws step 1 along N and D: --step1-law "
+                         f"{args.step1_law} is a law of {', '.join(law.inputs)}; give a law of "
+                         f"N and D (default chinchilla)")
     ladder = load_from_args(args)
     forecast = predict_accuracy(ladder, args.task, target_params=args.target_params,
                                 target_tokens=args.target_tokens, level=args.level,
@@ -420,7 +420,7 @@ def _recipes(args, P, show: bool):
     from ...analyses.recipes import compare_recipes
 
     if isinstance(args.floor, tuple):
-        raise LawError("plot recipes fixes the floor at one value (--floor E), not a range")
+        raise UsageError("plot recipes fixes the floor at one value (--floor E), not a range")
     if args.target_flops is None and args.target_params is None and args.target_tokens is None:
         from .output import UsageError
         raise UsageError("plot recipes needs a target: --target-flops C, or --target-params N with "
@@ -429,7 +429,7 @@ def _recipes(args, P, show: bool):
     fixed = dict(args.fix)
     if args.floor is not None:
         if "E" in fixed:
-            raise LawError("E fixed twice (--fix E=... and --floor); give one")
+            raise UsageError("E fixed twice (--fix E=... and --floor); give one")
         fixed["E"] = args.floor
     kwargs = {} if args.huber_delta is None else {"delta": args.huber_delta}
     result = compare_recipes(ladders, target_flops=args.target_flops,
@@ -445,8 +445,8 @@ def _completion(args, P, show: bool):
     from ...forecasting.curves import complete
 
     if not args.run:
-        raise LadderError("plot completion needs the run to complete: --run RUN (see "
-                          "`delphi complete --all-runs` for the ladder's runs)")
+        raise UsageError("plot completion needs the run to complete: --run RUN (see "
+                         "`delphi complete --all-runs` for the ladder's runs)")
     ladder = load_from_args(args)
     result = complete(ladder, args.run, args.law or "annealing",
                       upto_fraction=args.upto_fraction,

@@ -123,7 +123,6 @@ def _add(sub) -> None:
 
 def _cmd(args) -> int:
     from ...analyses.recipes import backtest_recipes, compare_recipes
-    from ...errors import LawError
     from .options import load_from_args
     from .output import UsageError
 
@@ -161,7 +160,7 @@ def _cmd(args) -> int:
     fixed = dict(args.fix)
     if args.floor is not None:
         if "E" in fixed:
-            raise LawError("E fixed twice (--fix E=... and --floor); give one")
+            raise UsageError("E fixed twice (--fix E=... and --floor); give one")
         fixed["E"] = args.floor
     jobs = {} if args.jobs is None else {"n_jobs": args.jobs}
     if args.backtest:

@@ -20,7 +20,7 @@ from .options import (Parser, add_fit_options, add_interval_options, add_selecti
                       jobs_kwargs, load_with_defaults, selection_settings, serial,
                       loss_value, outcome_unit, outcome_value, target_from, training_share)
 from . import forecast as forecast_cmd
-from .output import note, print_json
+from .output import note, print_json, UsageError
 
 if TYPE_CHECKING:
     from ...registry import Registry
@@ -341,14 +341,14 @@ def _cmd_register(args) -> int:
             ("--fit-max-flops", args.fit_max_flops is not None),
             ("--metric", args.metric is not None)) if used]
         if fit_flags:
-            raise RegistryError(f"{', '.join(fit_flags)} cannot be used with --external-loss "
-                                f"(an external forecast records no fit)")
+            raise UsageError(f"{', '.join(fit_flags)} cannot be used with --external-loss "
+                             f"(an external forecast records no fit)")
         if args.curve is True:
-            raise RegistryError("--curve alone forecasts the curve from LADDER; an external "
-                                "forecast's curve is given as --curve 'FRACTION:LOSS,...'")
+            raise UsageError("--curve alone forecasts the curve from LADDER; an external "
+                             "forecast's curve is given as --curve 'FRACTION:LOSS,...'")
         if not args.external_source:
-            raise RegistryError("--external-loss needs --external-source (where the forecast "
-                                "was published)")
+            raise UsageError("--external-loss needs --external-source (where the forecast "
+                             "was published)")
         target = {"flops": args.target_flops, "params": args.target_params,
                   "tokens": args.target_tokens, "name": args.target_name,
                   "active_params": args.target_active_params, "peak_lr": args.target_peak_lr,
@@ -361,16 +361,16 @@ def _cmd_register(args) -> int:
                                       interval=args.external_interval, **common)
     else:
         if args.ladder is None:
-            raise RegistryError("give LADDER to forecast from, or --external-loss for a forecast "
-                                "made elsewhere")
+            raise UsageError("give LADDER to forecast from, or --external-loss for a forecast "
+                             "made elsewhere")
         external_only = [flag for flag, value in (
             ("--target-metric", args.target_metric), ("--target-unit", args.target_unit),
             ("--external-source", args.external_source),
             ("--external-made-at", args.external_made_at),
             ("--external-interval", args.external_interval)) if value]
         if external_only:
-            raise RegistryError(f"{', '.join(external_only)}: only for an external forecast "
-                                f"(--external-loss); a delphi forecast takes them from LADDER")
+            raise UsageError(f"{', '.join(external_only)}: only for an external forecast "
+                             f"(--external-loss); a delphi forecast takes them from LADDER")
         # Target, law and settings exactly as `delphi predict` chooses them (manifest defaults
         # first, command-line options over them).
         from ...forecasting.forecast import default_law, predict

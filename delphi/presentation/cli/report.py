@@ -11,7 +11,7 @@ from .options import (add_fit_options, add_interval_options, add_selection_optio
                       add_target_options, examples, fit_settings, interval_settings,
                       jobs_kwargs, load_with_defaults, selection_settings,
                       target_from, target_value)
-from .output import note, print_json
+from .output import note, print_json, UsageError
 from ...core.text import level_percent, plural
 
 __all__ = ["add_commands"]
@@ -168,7 +168,7 @@ def _registry_report(args) -> int:
 
 def _recipes_report(args) -> int:
     from ...analyses.recipes import compare_recipes
-    from ...errors import LawError, for_cli
+    from ...errors import for_cli
     from ..report import recipes_page
     from .options import load_from_args
     from .output import UsageError
@@ -177,18 +177,18 @@ def _recipes_report(args) -> int:
         raise UsageError("--recipes reads its ladders from files or names, not standard input "
                          "('-')")
     if isinstance(args.floor, tuple):
-        raise LawError("--recipes fixes the floor at one value (--floor E), not a range")
+        raise UsageError("--recipes fixes the floor at one value (--floor E), not a range")
     if args.target_flops is None and args.target_params is None and args.target_tokens is None:
         from .output import UsageError
         raise UsageError("report --recipes needs a target: --target-flops C, or --target-params N with "
                          "--target-tokens D")
     if args.law == "auto":
-        raise LawError("--recipes fits one law to every recipe: chinchilla or power (--law)")
+        raise UsageError("--recipes fits one law to every recipe: chinchilla or power (--law)")
     ladders = [load_from_args(args, source) for source in args.recipes]
     fixed = dict(args.fix)
     if args.floor is not None:
         if "E" in fixed:
-            raise LawError("E fixed twice (--fix E=... and --floor); give one")
+            raise UsageError("E fixed twice (--fix E=... and --floor); give one")
         fixed["E"] = args.floor
     extra = {} if args.huber_delta is None else {"delta": args.huber_delta}
     comparison = compare_recipes(
