@@ -185,7 +185,7 @@ def test_cli_register_score_report_show(tmp_path, capsys):
     assert "61.20 points" in out
     assert main(["registry", "list", "--registry", path]) == 0
     assert f"{100 * pred:.2f} pts" in capsys.readouterr().out
-    assert main(base + ["--registry", path]) == 1          # --id missing
+    assert main(base + ["--registry", path]) == 2          # --id missing: a usage error
     assert "--registry and --id go together" in capsys.readouterr().err
 
 
@@ -229,10 +229,16 @@ def test_cli_score_of_an_accuracy_entry_refuses_zero_and_loss_units(tmp_path, fo
     path = tmp_path / "r.jsonl"
     Registry(path).register_accuracy(forecast, id="acc")
     before = path.read_bytes()
+    # 0 and -0.1 are neither a loss nor an accuracy: a usage error, refused while parsing
     for actual in ("0", "-0.1"):
-        assert main(["score", "--registry", str(path), "--id", "acc", f"--actual={actual}"]) == 1
+        with pytest.raises(SystemExit) as stop:
+            main(["score", "--registry", str(path), "--id", "acc", f"--actual={actual}"])
         err = capsys.readouterr().err
-        assert "not an accuracy fraction in (0, 1]" in err and "for a loss" not in err
+        assert stop.value.code == 2 and "nor an accuracy fraction in (0, 1]" in err
+    # 1.5 is a loss, not an accuracy: the registry refuses it for an accuracy entry
+    assert main(["score", "--registry", str(path), "--id", "acc", "--actual=1.5"]) == 1
+    err = capsys.readouterr().err
+    assert "not an accuracy fraction in (0, 1]" in err and "for a loss" not in err
     assert main(["score", "--registry", str(path), "--id", "acc", "--actual", "0.6",
                  "--unit", "nats/token"]) == 1
     err = capsys.readouterr().err

@@ -352,7 +352,7 @@ def test_a_data_file_has_no_manifest_defaults_but_a_manifest_does(tmp_path, caps
     frame = delphi.load_ladder("epoch-chinchilla").table[["run", "params", "tokens", "loss"]]
     frame.to_csv(tmp_path / "runs.csv", index=False)
     code, _, err = run_cli(capsys, "optimal", tmp_path / "runs.csv")
-    assert code == 1 and "needs --target-flops" in err
+    assert code == 2 and "needs --target-flops" in err
 
 
 PLOT_EXAMPLES = sorted(line for name, p in SUBCOMMANDS if name == ("delphi", "plot")

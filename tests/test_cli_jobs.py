@@ -191,3 +191,23 @@ def test_optimal_runs_its_bootstrap_with_jobs_not_serially(monkeypatch, capsys):
                              "--n-boot", "20", "-j", "2", "--json")
     assert code == 0 and seen["n_jobs"] == 2 and "no parallel step" not in err
     assert json.loads(out)["n_draws"] == 20
+
+
+@pytest.mark.parametrize("cores, jobs, note", [
+    (2, "-5", "delphi: note: -j -5 asks for all cores but 4; this machine has 2, so it runs "
+              "serially"),
+    (8, "-5", None),        # all but 4 of 8: four workers, as asked
+    (2, "-2", None),        # all but one of 2: one, as asked
+])
+def test_a_negative_jobs_count_that_leaves_no_core_says_so(tmp_path, capsys, monkeypatch,
+                                                           cores, jobs, note):
+    # joblib's -N (all cores but N-1) is accepted; when the machine has no core to spare,
+    # delphi runs serially (at least one worker) and says so instead of nothing (h111's F7)
+    path = tmp_path / "runs.csv"
+    path.write_text("run,flops,loss\n" + "".join(f"r{i},{c},{l}\n" for i, (c, l) in enumerate(
+        [(1e18, 4.47), (3e18, 4.12), (1e19, 3.85), (3e19, 3.62), (1e20, 3.43)])))
+    monkeypatch.setattr("os.cpu_count", lambda: cores)
+    code, _, err = run_cli(capsys, "predict", str(path), "--law", "power", "--floor", "1.5",
+                           "--target-flops", "1e22", "--interval", "none", "-j", jobs)
+    assert code == 0
+    assert (note in err.splitlines()) if note else "delphi: note: -j" not in err

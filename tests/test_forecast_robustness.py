@@ -292,7 +292,7 @@ def test_cli_off_trend_pinned_floor_and_floor_range(tmp_path, capsys):
     d = json.loads(capsys.readouterr().out)
     assert [p["value"] for p in d["floor_range"]["points"]] == pytest.approx([1.4, 1.6, 1.8])
     assert d["params"]["E"] == 1.6
-    assert main(["fit", str(path), "--floor", "1.4:1.8"]) == 1
+    assert main(["fit", str(path), "--floor", "1.4:1.8"]) == 2     # command-line usage
     assert "for `delphi predict`" in capsys.readouterr().err
 
 

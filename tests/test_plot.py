@@ -779,7 +779,7 @@ def test_cli_plot_errors(capsys, tmp_path):
     assert "invalid choice: 'histogram'" in capsys.readouterr().err
     code, out, err = run_cli(capsys, "plot", "completion", "marin-moe-535b", "-o",
                              str(tmp_path / "c.png"))
-    assert code == 1 and "--run RUN" in err
+    assert code == 2 and "--run RUN" in err       # a usage error
     assert not (tmp_path / "c.png").exists()
 
 

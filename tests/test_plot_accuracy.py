@@ -153,7 +153,7 @@ def test_cli_plot_accuracy(cli_files, tmp_path, capsys):
     assert main(base + ["--task", "sim", "--actual", "0.6", "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)
     assert doc["kind"] == "accuracy" and out.read_bytes()[:4] == b"\x89PNG"
-    assert main(base) == 1
+    assert main(base) == 2                  # no --task: a usage error
     assert "--task TASK" in capsys.readouterr().err
 
 
@@ -178,7 +178,7 @@ def test_cli_actual_in_points_or_outside_0_1_is_a_usage_error(cli_files, tmp_pat
 ACCURACY_OPTIONS = {
     "--output", "--figure-format", "--dpi", "--x", "--warnings", "--no-warnings", "--json",
     "--metric",
-    "--format", "--unit", "--drop-invalid", "--allow-outside-paths", "--columns",
+    "--format", "--unit", "--drop-invalid", "--allow-outside-paths", "--columns", "--scale",
     "--target-params",
     "--target-tokens", "--level", "--n-boot", "--seed", "--task", "--tasks",
     "--fit-max-params", "--runs", "--step1-law", "--lower", "--actual", "--no-calibration",
@@ -297,7 +297,7 @@ def test_cli_lower_runs_and_step1_law_reach_the_forecast(cli_files, tmp_path, ca
 def test_cli_step1_law_not_of_n_and_d_is_refused_before_fitting(cli_files, tmp_path, capsys,
                                                                 drawn):
     out = tmp_path / "acc.png"
-    assert main(_base(cli_files, out) + ["--task", "sim", "--step1-law", "power"]) == 1
+    assert main(_base(cli_files, out) + ["--task", "sim", "--step1-law", "power"]) == 2
     err = capsys.readouterr().err
     assert "--step1-law power is a law of flops" in err and "N and D" in err
     assert not drawn["predict"] and not out.exists()

@@ -645,13 +645,17 @@ def test_cli_scale_is_repeatable_and_its_errors_are_one_line(monkeypatch, capsys
     assert ("warning    ladder 'stdin': column params multiplied by 1e+06 after reading, as "
             "--scale params=1e+06 asked; e.g. row 0: 10 -> 1e+07") in out
     assert "as --scale tokens=1e+09 asked" in out
-    for argv, says in ((["--scale", "parms=1e6"], "unknown column 'parms' (did you mean "
-                                                  "'params'?)"),
-                       (["--scale", "params=0"], "the factor for params must be a positive"),
-                       (["--scale", "params=1e6", "--scale", "params=1e3"],
-                        "--scale params given twice (1e+06 and 1000)")):
-        code, out, err = run(*argv)
-        assert code == 1 and err.count("\n") == 1 and says in err, err
+    # bad command-line usage: exit code 2, the flag named
+    code, out, err = run("--scale", "params=1e6", "--scale", "params=1e3")
+    assert code == 2 and err.count("\n") == 1, err
+    assert "--scale params given twice (1e+06 and 1000)" in err
+    for argv, says in ((["--scale", "parms=1e6"], "argument --scale: unknown column 'parms' "
+                                                  "(did you mean 'params'?)"),
+                       (["--scale", "params=0"], "argument --scale: the factor for params must "
+                                                 "be a positive")):
+        with pytest.raises(SystemExit) as stop:
+            run(*argv)
+        assert stop.value.code == 2 and says in capsys.readouterr().err
     with pytest.raises(SystemExit):
         run("--scale", "params")
     assert "expected NAME=FACTOR" in capsys.readouterr().err

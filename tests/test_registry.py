@@ -525,18 +525,22 @@ def test_cli_external_forecast_and_errors(tmp_path, capsys):
     e = Registry(reg_path).get("x")
     assert e.forecast.external and e.forecast.interval.kind == "new-run"
     before = reg_path.read_bytes()
-    for argv in (["register", "--external-loss", "nan", "--external-source", "s",
-                  "--target-flops", "1e21", "--id", "y", "--registry", reg_path],
-                 ["register", "--external-loss", "2.5", "--target-flops", "1e21", "--id", "y",
-                  "--registry", reg_path],
-                 ["register", "marin-moe-535b", "--external-loss", "2.5", "--external-source",
-                  "s", "--id", "y", "--registry", reg_path],
-                 ["register", "--id", "y", "--registry", reg_path],
-                 ["register", "--external-loss", "2.5", "--external-source", "s",
-                  "--target-flops", "1e21", "--id", "x", "--registry", reg_path],
-                 ["score", "--registry", reg_path, "--id", "zzz", "--actual", "2.5"]):
+    with pytest.raises(SystemExit) as stop:     # a bad value is a usage error (exit 2)
+        run_cli(capsys, "register", "--external-loss", "nan", "--external-source", "s",
+                "--target-flops", "1e21", "--id", "y", "--registry", reg_path)
+    assert stop.value.code == 2 and "argument --external-loss" in capsys.readouterr().err
+    # flags that do not go together: usage errors (exit 2); an id taken or unknown: exit 1
+    for expect, argv in ((2, ["register", "--external-loss", "2.5", "--target-flops", "1e21",
+                              "--id", "y", "--registry", reg_path]),
+                         (2, ["register", "marin-moe-535b", "--external-loss", "2.5",
+                              "--external-source", "s", "--id", "y", "--registry", reg_path]),
+                         (2, ["register", "--id", "y", "--registry", reg_path]),
+                         (1, ["register", "--external-loss", "2.5", "--external-source", "s",
+                              "--target-flops", "1e21", "--id", "x", "--registry", reg_path]),
+                         (1, ["score", "--registry", reg_path, "--id", "zzz", "--actual", "2.5"])):
         code, out, err = run_cli(capsys, *argv)
-        assert code == 1 and err.startswith("delphi: error: ") and len(err.splitlines()) == 1
+        assert code == expect and err.startswith("delphi: error: ")
+        assert len(err.splitlines()) == 1
         assert "Traceback" not in err
         assert reg_path.read_bytes() == before
 
@@ -897,10 +901,11 @@ def test_json_output_never_holds_a_non_finite_number(tmp_path, capsys):
     path = tmp_path / "r.jsonl"
     reg = Registry(path)
     external(reg, "p", 2.5, interval=(2.4, 2.6, 0.9))
-    code, out, err = run_cli(capsys, "score", "--registry", path, "--id", "p", "--actual",
-                             "1e308", "--json")
-    assert code == 1 and "Infinity" not in out and "NaN" not in out and "outside" in \
-        (out + err)
+    with pytest.raises(SystemExit) as stop:     # not a loss: a usage error, refused parsing
+        run_cli(capsys, "score", "--registry", path, "--id", "p", "--actual", "1e308", "--json")
+    out, err = capsys.readouterr()
+    assert stop.value.code == 2 and "Infinity" not in out and "NaN" not in out
+    assert json.loads(out)["error"]["type"] == "UsageError" and "neither a loss" in err
     assert reg.verify().n_entries == 1  # refused before the append
     code, out, _ = run_cli(capsys, "score", "--registry", path, "--id", "p", "--actual", "99",
                            "--force", "--json")

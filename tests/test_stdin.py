@@ -233,7 +233,6 @@ def test_format_with_a_bundled_manifest_is_an_error(monkeypatch, capsys):
 
 @pytest.mark.parametrize("fmt, data, fragment", [
     ("toml", b"name = 'x'\n", "a manifest cannot come from standard input (--format toml)"),
-    ("xml", b"<runs/>", "unknown format 'xml'; choose csv, jsonl, parquet"),
     ("parquet", b"run,flops,loss\na,1e18,3\n", "<stdin> is not a Parquet file"),
     ("csv", b"PAR1\x00\x00", "cannot read <stdin> as csv: it is a Parquet file; give "
                              "--format parquet"),
@@ -243,6 +242,14 @@ def test_wrong_format_on_stdin_is_named(fmt, data, fragment, monkeypatch, capsys
     code, _, err = run_cli(monkeypatch, capsys, data, "fit", "-", "--format", fmt)
     assert code == 1
     assert fragment in err
+
+
+def test_an_unknown_format_is_a_usage_error(monkeypatch, capsys):
+    with pytest.raises(SystemExit) as stop:
+        run_cli(monkeypatch, capsys, b"<runs/>", "fit", "-", "--format", "xml")
+    assert stop.value.code == 2
+    assert ("argument --format: unknown format 'xml'; choose csv, jsonl, parquet"
+            in capsys.readouterr().err)
 
 
 def test_stdin_goes_through_the_file_checks(monkeypatch, capsys):

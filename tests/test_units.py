@@ -115,9 +115,12 @@ def test_cli_unit_option_and_score_refusal(tmp_path, capsys):
     assert main(["fit", path, "--law", "power", "--floor", "1.5", "--unit", "bits/byte",
                  "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["ladder"]["unit"] == "bits/byte"
-    assert main(["fit", path, "--law", "power", "--floor", "1.5", "--unit", "nat"]) == 1
+    with pytest.raises(SystemExit) as stop:      # a usage error, naming the flag
+        main(["fit", path, "--law", "power", "--floor", "1.5", "--unit", "nat"])
     err = capsys.readouterr().err.strip()
-    assert err.startswith("delphi: error: unknown unit 'nat'") and "bits/token" in err
+    assert stop.value.code == 2 and "bits/token" in err
+    assert err.endswith("error: argument --unit: unknown unit 'nat'; accepted: nats/token, "
+                        "bits/byte, bits/token (also bpb for bits/byte)")
     bpb = str(_csv(tmp_path, "val_bpb", "bpb.csv"))
     assert main(["predict", bpb, "--metric", "val_bpb", "--law", "power", "--floor", "0.5",
                  "--target-flops", "1e22", "--interval", "none"]) == 0
@@ -153,8 +156,10 @@ def test_analysis_commands_take_and_show_the_unit(tmp_path, capsys):
     assert "losses in bits/token" in capsys.readouterr().out
     assert main(["optimal", str(path), "--unit", "bpb", "--target-flops", "1e20", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["ladder"]["unit"] == "bits/byte"
-    assert main(["isoflop", str(path), "--unit", "furlongs"]) == 1
-    assert "unknown unit 'furlongs'" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as stop:
+        main(["isoflop", str(path), "--unit", "furlongs"])
+    assert stop.value.code == 2
+    assert "argument --unit: unknown unit 'furlongs'" in capsys.readouterr().err
 
 
 def test_cli_bpb_metric_with_an_explicit_nats_unit_gets_a_note(tmp_path, capsys):

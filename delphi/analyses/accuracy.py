@@ -145,6 +145,7 @@ from ..inputs.ladder import Ladder, check_target_value
 from ..forecasting.calibration import MIN_FOLDS
 from ..core.quantiles import check_level, norm_ppf
 from ..core.parallel import map_jobs, one_blas_thread, resolved_jobs
+from ..core.text import level_percent
 from .. import __version__
 
 __all__ = ["Task", "load_tasks", "task_table", "AccuracyForecast", "predict_accuracy",
@@ -910,12 +911,13 @@ class AccuracyForecast:
         lines = [f"task {self.task.name} on ladder {self.ladder}: target N = {t['params']:.4g}, "
                  f"D = {t['tokens']:.4g} ({self.design})",
                  f"  step 1 ({self.step1.law.name}, {self.step1.n_points} final checkpoints): "
-                 f"task loss {self.task_loss:.4f}, {self.level:.0%} interval "
+                 f"task loss {self.task_loss:.4f}, {level_percent(self.level)} interval "
                  f"[{self.task_loss_lower:.4f}, {self.task_loss_upper:.4f}] (expected)",
                  "    " + ", ".join(f"{k} = {v:.4g}" for k, v in self.step1.params.items()),
                  f"  step 2 ({self.step2.law.name}, {self.step2.n_points} checkpoints): "
                  + ", ".join(f"{k} = {v:.4g}" for k, v in self.step2.params.items()),
-                 f"  accuracy {100 * self.accuracy:.1f} points, {self.level:.0%} interval "
+                 f"  accuracy {100 * self.accuracy:.1f} points, {level_percent(self.level)}"
+                 f" interval "
                  f"[{100 * self.lower:.1f}, {100 * self.upper:.1f}] (new run; expected "
                  f"[{100 * self.mean_lower:.1f}, {100 * self.mean_upper:.1f}]); chance "
                  f"{100 * self.task.chance:.1f}",
@@ -934,7 +936,7 @@ class AccuracyForecast:
         text)."""
         t = self.target
         return (f"AccuracyForecast(task={self.task.name!r}, accuracy={self.accuracy:.4g}, "
-                f"interval=[{self.lower:.4g}, {self.upper:.4g}] ({self.level:.0%}), "
+                f"interval=[{self.lower:.4g}, {self.upper:.4g}] ({level_percent(self.level)}), "
                 f"task_loss={self.task_loss:.4g}, target=(N={t['params']:.3g}, "
                 f"D={t['tokens']:.3g}), design={self.design!r}, ladder={self.ladder!r}, "
                 f"warnings={len(self.warnings)})")
@@ -1561,7 +1563,8 @@ def _predict_one_steps(ladder, task: Task, targets: Sequence[dict], *, level: fl
                              f"{sizes.max():.3g}, so A and alpha trade off); what it means for "
                              f"this prediction: the bootstrap refits move the expected task "
                              f"loss within [{llo:.4f}, {lhi:.4f}] and the expected accuracy "
-                             f"within +-{50 * (mhi - mlo):.1f} points ({level:.0%}), inside the "
+                             f"within +-{50 * (mhi - mlo):.1f} points ({level_percent(level)}"
+                             f"), inside the "
                              f"interval")
         tw += _extrapolation_warnings(target, data.final)
         ckpt_loss = data.ckpt[column]

@@ -29,6 +29,7 @@ from ..forecasting.robustness import log_prediction_se
 from ..forecasting.forecast import (FittedLaw, PointForecast, calibration_stage, default_law,
                                    fit_stage, interval_stage, point_stage)
 from ..core.parallel import check_n_jobs, map_jobs
+from ..core.text import level_percent
 
 __all__ = ["Backtest", "BacktestRow", "backtest", "PrefixFits", "PrefixStep", "prefix_fits",
            "DRIFT_WINDOW", "DRIFT_SES"]
@@ -123,7 +124,7 @@ class Backtest:
             lines.append(f"{r.run[:28]:<28} {c:>9} {r.actual:8.4f} {r.predicted:9.4f} {iv:>19} "
                          f"{r.rel_error:+8.2%}{mark}")
         s = self.summary
-        cov = f", coverage {s['coverage']:.0%} of {s['level']:.0%} intervals" \
+        cov = f", coverage {s['coverage']:.0%} of {level_percent(s['level'])} intervals" \
             if s["coverage"] is not None else ""
         lines.append(f"summary    {s['n']} runs: mean |rel. error| {s['mean_abs_rel_error']:.2%}, "
                      f"max {s['max_abs_rel_error']:.2%}{cov}")
@@ -158,7 +159,8 @@ class Backtest:
         err = ("" if s["mean_abs_rel_error"] is None else
                f", mean_abs_rel_error={s['mean_abs_rel_error']:.3%}, "
                f"max_abs_rel_error={s['max_abs_rel_error']:.3%}")
-        cov = "" if s["coverage"] is None else f", coverage={s['coverage']:.0%} of {self.level:.0%}"
+        cov = ("" if s["coverage"] is None else
+               f", coverage={s['coverage']:.0%} of {level_percent(self.level)}")
         return (f"Backtest(law={self.law!r}, design={self.design!r}, n={s['n']}{err}{cov}, "
                 f"folds={len(self.fits)}, warnings={len(self.warnings)})")
 

@@ -98,7 +98,7 @@ import numpy as np
 import pandas as pd
 
 from ..core.records import jsonable, positive_number
-from ..core.text import plural
+from ..core.text import level_percent, plural
 from ..errors import (DelphiError, FitError, LadderError, LawError, MissingArgumentError,
                      TargetError, option)
 from ..fitting import Fit
@@ -307,7 +307,7 @@ class Suggestions:
                          (("flops", "C"), ("params", "N"), ("tokens", "D"))
                          if t.get(k) is not None)
         lines = [f"target     {what}: forecast {self.loss:.4g} {self.unit}, "
-                 f"{self.level:.0%} {self.interval_method} new-run interval width "
+                 f"{level_percent(self.level)} {self.interval_method} new-run interval width "
                  f"{self.width:.4g}",
                  f"terms      r = {self.ratio:.3g}, f sigma(r) = {self.sigma_used:.2%}, "
                  f"param sd {self.param_sd:.2%}, run noise {self.run_sd:.2%} (log loss)",
@@ -347,7 +347,8 @@ class Suggestions:
             lines.append(f"     ... {len(self.candidates) - limit} more (--json for all)")
         if self.candidates:
             # the columns were unexplained: "per 1e18" had no unit, "reduces" showed E, B, A
-            lines.append(f"columns    before, after: the {self.level:.0%} new-run interval's "
+            lines.append(f"columns    before, after: the {level_percent(self.level)}"
+                         f" new-run interval's "
                          f"width [{self.unit}] without and with the candidate; per 1e18: the "
                          f"width's reduction per 1e18 FLOPs of its cost; reduces: what it "
                          f"mostly narrows (extrapolation: a lower r; else the free parameter "
@@ -400,7 +401,8 @@ class DesignScore:
             [f"design     {self.n_runs} runs in {self.n_budgets} compute budgets, "
              f"{self.total_flops:.4g} FLOPs; target r = {self.ratio:.3g}",
              f"prior      {self.prior}",
-             f"expected   {self.level:.0%} new-run interval [{self.lower:.4g}, {self.upper:.4g}]"
+             f"expected   {level_percent(self.level)}"
+             f" new-run interval [{self.lower:.4g}, {self.upper:.4g}]"
              f" around {self.loss:.4g}: width {self.width:.4g}",
              f"terms      reference sigma(r) {self.sigma_ref:.2%}, param sd "
              f"{self.param_sd:.2%} ({self.method}), run noise {self.run_sd:.2%} (log loss)"]
@@ -413,7 +415,7 @@ class DesignScore:
         """One line with the key numbers: the expected interval and width at the target, the
         design's size and cost, r and the prior (:meth:`report` is the full text)."""
         return (f"DesignScore(width={self.width:.4g}, interval=[{self.lower:.4g}, "
-                f"{self.upper:.4g}] ({self.level:.0%}), loss={self.loss:.4g}, "
+                f"{self.upper:.4g}] ({level_percent(self.level)}), loss={self.loss:.4g}, "
                 f"n_runs={self.n_runs}, n_budgets={self.n_budgets}, "
                 f"total_flops={self.total_flops:.3g}, ratio={self.ratio:.3g}, law={self.law!r}, "
                 f"method={self.method!r}, notes={len(self.notes)})")

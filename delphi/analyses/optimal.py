@@ -55,6 +55,7 @@ import pandas as pd
 
 from ..core.quantiles import check_level
 from ..core.records import jsonable, positive_number
+from ..core.text import level_percent
 from ..errors import FitError, FitWarning, LawError, TargetError, option, user_stacklevel
 from ..inputs.ladder import FLOPS_PER_PARAM_TOKEN, Ladder
 from ..forecasting.uncertainty import MAX_DRAWS, BootstrapDraws, bootstrap
@@ -267,7 +268,7 @@ class Allocation:
             if not self.intervals or key not in self.intervals:
                 return ""
             lo, hi = self.intervals[key]
-            return f"   {self.level:.0%} interval [{lo:.4g}, {hi:.4g}]"
+            return f"   {level_percent(self.level)} interval [{lo:.4g}, {hi:.4g}]"
 
         lines = [f"compute-optimal allocation at C = {self.flops:.4g} FLOPs "
                  f"(Hoffmann et al. 2022, Eq. 4)" + (f" from {self.source}" if self.source else "")]

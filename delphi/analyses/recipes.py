@@ -66,7 +66,7 @@ from ..inputs.ladder import FLOPS_PER_PARAM_TOKEN, Ladder
 from ..core.parallel import check_n_jobs, map_jobs
 from ..core.quantiles import check_level
 from ..core.records import jsonable
-from ..core.text import plural
+from ..core.text import level_percent, plural
 from ..inputs.readers import as_ladder, load_ladder
 
 __all__ = ["RecipeComparison", "RecipeDifference", "RecipeBacktest", "RecipeCurve",
@@ -453,7 +453,7 @@ class RecipeComparison:
 
     def report(self) -> str:
         """The text report of ``delphi compare-recipes``."""
-        pct = f"{100 * self.level:.4g}%"
+        pct = level_percent(self.level)
         metrics = list(self.metrics) or [self.metric]
         metric = (f"metric {self.metric}" if len(set(metrics)) <= 1 else
                   "metrics " + "; ".join(f"{m} ({r})" for r, m in zip(self.recipes, metrics)))
@@ -1842,7 +1842,7 @@ class RecipeBacktest:
             f"{k} {v['accuracy']:.1%} (coverage {v['coverage']:.1%})"
             for k, v in s["by_rule"].items()))
         lines.append(f"coverage   {s['coverage']:.1%} of observed differences inside their "
-                     f"{100 * self.level:.4g}% paired interval")
+                     f"{level_percent(self.level)} paired interval")
         lines.append("")
         lines.append(f"{'cut':>9} {'pair':<40} {'flops':>9} {'observed':>9} {'predicted':>9} "
                      f"{'interval':>19} ok  base")

@@ -58,6 +58,7 @@ from typing import TYPE_CHECKING, Iterable, Mapping
 
 import numpy as np
 
+from ..core.text import level_percent
 from ..errors import (DegenerateFitError, DelphiError, FitError, FitWarning, UnidentifiedError,
                       option, user_stacklevel)
 from .objective import Problem, huber
@@ -264,7 +265,7 @@ class Identification:
             bad = [p.describe() for p in self.profiles.values() if p.unidentified]
             unknown = [p.name for p in self.profiles.values()
                        if not p.assessed and not p.unidentified]
-            head = (f"profile    {self.level:.0%} profile intervals (objective within "
+            head = (f"profile    {level_percent(self.level)} profile intervals (objective within "
                     f"{self.threshold:.3g} of the optimum, noise {self.sigma:.3g})")
             lines.append(head)
             if ok:

@@ -26,6 +26,7 @@ import numpy as np
 from ..core import shared_fits as shared
 from ..core.quantile_line import quantile_line
 from ..core.quantiles import check_level, norm_ppf, t_ppf
+from ..core.text import level_percent
 
 from ..inputs.law_inputs import budget_labels, rows_inputs
 from ..errors import DelphiError, FitError, LadderError, TargetError
@@ -676,7 +677,7 @@ class CalibrationBacktest:
 
     def report(self) -> str:
         s = self.summary
-        pct = f"{100 * self.level:.4g}%"
+        pct = level_percent(self.level)
         lines = [f"calibration backtest  {self.law} on {self.ladder}: {s['n_predictions']} "
                  f"leave-future-out prediction(s) from {s['n_folds']} fold(s), mean |error| "
                  f"{s['mean_abs_error']:.2%}, max {s['max_abs_error']:.2%}"]

@@ -29,6 +29,7 @@ from ..inputs.schedules import Schedule, features, warmup_end
 from ..inputs.readers import as_ladder
 from ..core.parallel import check_n_jobs, map_jobs, one_blas_thread, progress, runs_serially
 from ..core.quantiles import norm_ppf
+from ..core.text import level_percent
 from .target_curve import COMPLETION_FRACTIONS, completion_run_errors, rms_completion_errors
 from .uncertainty import DEFAULT_LEVEL
 
@@ -119,7 +120,7 @@ class Completion:
             lines.append(f"note       {note}")
         if self.lower is not None:
             lines.append(f"prediction {self.loss:.4f} [{self.lower:.4f}, {self.upper:.4f}] "
-                         f"({self.level:.0%}) at step {self.total_steps}")
+                         f"({level_percent(self.level)}) at step {self.total_steps}")
             lines.append(f"           interval from the run-only completion errors of "
                          f"{self.n_error_runs} other finished run(s) of the ladder cut at the "
                          f"same share of their run (RMS log error {self.rms_log_error:.2%})")

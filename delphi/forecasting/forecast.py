@@ -37,6 +37,7 @@ from ..fitting.diagnostics import (NOISE_FLOOR, attach_identification, refuse_de
                                    residual_scale)
 from ..core.quantiles import check_level, norm_ppf, t_ppf
 from ..core.parallel import check_n_jobs
+from ..core.text import level_percent
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -384,7 +385,7 @@ class Forecast:
             cal = iv.calibration or {}
             base = cal.get("base_method", "")
             label = iv.label()
-            pct = f"{100 * iv.level:.4g}%"
+            pct = level_percent(iv.level)
             # Run noise is in the new-run interval only: its note sits on that line.
             noise = ("run noise is in the reference errors" if base == "none" and not iv.noise
                      else f"run noise {iv.noise:.2%} from {iv.noise_source}")
@@ -425,7 +426,7 @@ class Forecast:
         ensemble = self.selection is not None and self.selection.get("rule") == "ensemble"
         what = ", ".join(f"{k}={v:.3g}" for k, v in
                          (("C", t.flops), ("N", t.params), ("D", t.tokens)) if v is not None)
-        band = (f"[{iv.lower:.4g}, {iv.upper:.4g}] ({100 * iv.level:.4g}% {iv.method})"
+        band = (f"[{iv.lower:.4g}, {iv.upper:.4g}] ({level_percent(iv.level)} {iv.method})"
                 if iv is not None else "None")
         ext = "" if self.extrapolation is None else f", extrapolation={self.extrapolation:.3g}x"
         return (f"Forecast(loss={self.loss:.4g} {self.unit}, interval={band}, "
@@ -1165,8 +1166,14 @@ def _calibrate(band, loss: float, ratio: float | None, ladder: Ladder, law: Law,
                      f"reference class measures extrapolation upwards only, so its interval "
                      f"here is its floor at r = 1")
     if ref.n_errors * (1 - level) < 1:
+        # n errors cannot show a quantile rarer than 1/n: the reference spread stops growing
+        # with the level, and the expected-loss interval (no run noise) rests on it alone
         notes.append(f"at level {level:g} the quantile of {ref.n_errors} reference errors is "
-                     f"about their largest: the interval is likely too narrow at this level")
+                     f"about their largest: {ref.n_errors} errors show nothing rarer than 1 in "
+                     f"{ref.n_errors}, so above level {1 - 1 / ref.n_errors:.3g} the "
+                     f"reference spread stops growing with the level; the intervals, the "
+                     f"expected-loss one most (no run noise widens it), are likely too narrow "
+                     f"at this level")
     if ratio > ref.max_ratio:
         notes.append(f"the target's extrapolation ratio {ratio:.3g} is beyond the largest in "
                      f"the reference class ({ref.max_ratio:.3g}): its error line is "

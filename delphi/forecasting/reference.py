@@ -53,6 +53,7 @@ from scipy import sparse
 from scipy.optimize import linprog
 from ..core.quantile_line import quantile_line
 from ..core.quantiles import check_level, norm_ppf
+from ..core.text import level_percent
 
 from .calibration import MAX_FOLDS, SIGMA_FLOOR, CalibrationModel, LFOErrors, leave_future_out
 from ..errors import DelphiError, FitError
@@ -209,7 +210,7 @@ class ReferenceModel(CalibrationModel):
                 f"fitted on {rungs} rungs, on {len(self.ladders)} public ladders "
                 f"({', '.join(self.ladders)}"
                 f"{'; ' + ', '.join(self.excluded) + ' left out' if self.excluded else ''}): "
-                f"{100 * self.level:.4g}% of |log error| within "
+                f"{level_percent(self.level)} of |log error| within "
                 + (f"{self.q_0:.2%} + {self.q_2:.3g} x {self.fit_sd:.2%} (the fit's residual "
                    f"scale) + {self.q_1:.2%} log10 r" if self.fit_sd is not None and self.q_2
                    else f"{self.q_0:.2%} + {self.q_1:.2%} log10 r"
@@ -353,7 +354,8 @@ class ReferenceClass:
                 notes.append(f"folds fitted on {span} rungs (the forecast has {n_rungs}): "
                              f"the window widens until {need} public ladders contribute"
                              + ("" if need >= window_ladders(level) else
-                                f" (all there are; a {level:.0%} reference interval asks for "
+                                f" (all there are; a {level_percent(level)}"
+                                f" reference interval asks for "
                                 f"{window_ladders(level)})"))
         return rows, {"laws": laws, "rungs": (lo, hi), "notes": tuple(notes)}
 

@@ -32,6 +32,7 @@ from ..inputs.ladder import Ladder
 from ..laws import get_law
 from ..core.quantiles import check_level
 from ..core.records import positive_number
+from ..core.text import level_percent
 from .candidates import (ENSEMBLE_RULE, RECENCY, Candidate, default_candidates,
                          parse_candidates)
 from .reference import FAMILY, ReferenceClass, load_reference, outside_class
@@ -254,7 +255,7 @@ class Comparison:
                 "weights": self.weights(), "notes": self.notes}
 
     def report(self) -> str:
-        pct = f"{100 * self.level:.4g}%"
+        pct = level_percent(self.level)
         if self.cuts:
             at = (f"{len(self.cuts)} cut(s) ({', '.join(f'{c:.3g}' for c in self.cuts[:6])}"
                   f"{', ...' if len(self.cuts) > 6 else ''} FLOPs)")

@@ -90,6 +90,7 @@ from .forecast import Forecast, predict
 from .target import Target, as_target
 from .uncertainty import DEFAULT_LEVEL
 from ..core.findings import Finding, messages
+from ..core.text import level_percent
 from .completion_refit import WarmCompletion
 from ..inputs.readers import as_ladder
 from ..inputs.law_inputs import curve_inputs
@@ -382,7 +383,7 @@ class CurveForecast:
     def report(self) -> str:
         lines = [self.forecast.report(), "",
                  f"curve      {len(self.points)} points along {self.schedule} "
-                 f"({100 * self.level:.4g}% band for one new run)"]
+                 f"({level_percent(self.level)} band for one new run)"]
         show = self.points if len(self.points) <= 12 else [
             self.points[i] for i in np.unique(np.linspace(0, len(self.points) - 1, 11)
                                               .round().astype(int))]
@@ -405,7 +406,7 @@ class CurveForecast:
         """One line: the final forecast's (:class:`~delphi.Forecast` repr) and the curve's
         length, level and schedule (:meth:`report` is the full text)."""
         return (f"CurveForecast({repr(self.forecast)[len('Forecast('):-1]}, "
-                f"curve={len(self.points)} points, band={100 * self.level:.4g}%, "
+                f"curve={len(self.points)} points, band={level_percent(self.level)}, "
                 f"schedule={self.schedule!r})")
 
     def _repr_pretty_(self, p, cycle) -> None:      # IPython / Jupyter: the text report

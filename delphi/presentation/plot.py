@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ..core.text import level_percent
 from ..analyses.backtest import Backtest
 from ..analyses.recipes import RecipeComparison
 from ..forecasting.curves import Completion
@@ -812,10 +813,10 @@ def _draw_target(ax: "Axes", target, tpoint, unit: str) -> list:
         ax.plot([tx, tx], [iv.lower, iv.upper], ls="none", marker="_", ms=12, mew=1.5,
                 color="k", zorder=6, gid="target-interval-caps")
         # one entry for both bars: the values of the new-run one are also by the target
-        entries.append(((thin, thick), f"{iv.level:.0%} intervals: one new run [{iv.lower:.4f}, "
-                                       f"{iv.upper:.4f}],\nexpected loss [{iv.mean_lower:.4f}, "
-                                       f"{iv.mean_upper:.4f}] (thick)"))
-        text += f"\n[{iv.lower:.4f}, {iv.upper:.4f}]\n({iv.level:.0%}, one new run)"
+        entries.append(((thin, thick), f"{level_percent(iv.level)} intervals: one new run "
+                                       f"[{iv.lower:.4f}, {iv.upper:.4f}],\nexpected loss "
+                                       f"[{iv.mean_lower:.4f}, {iv.mean_upper:.4f}] (thick)"))
+        text += f"\n[{iv.lower:.4f}, {iv.upper:.4f}]\n({level_percent(iv.level)}, one new run)"
     elif isinstance(target, Forecast):
         why = [f.message for f in target.findings if f.code == "no-interval"]
         text += "\n" + _fill(_no_interval_reason(why[0]) if why else "no interval", 36)
@@ -1040,7 +1041,8 @@ def plot_backtest(backtest: Backtest, *, ax: "Axes | None" = None,
         hi = [(backtest.rows[i].upper - backtest.rows[i].predicted) / backtest.rows[i].predicted
               for i in with_iv]
         ax.vlines(xs[with_iv], lo, hi, colors="C0", lw=5, alpha=0.35, gid="interval-bars",
-                  label=f"{backtest.level:.0%} new-run interval (relative to prediction)")
+                  label=f"{level_percent(backtest.level)} new-run interval (relative to "
+                        f"prediction)")
     ax.axhline(0.0, color="k", lw=0.8, gid="zero-line")
     ax.plot(xs, rel, "o", ls="none", color="C0", ms=6, zorder=3, gid="rel-errors",
             label=f"held-out runs ({len(rel)})")
@@ -1056,7 +1058,7 @@ def plot_backtest(backtest: Backtest, *, ax: "Axes | None" = None,
     line = (f"mean |rel. error| {s['mean_abs_rel_error']:.2%}, "
             f"max {s['max_abs_rel_error']:.2%}")
     if s["coverage"] is not None:
-        line += f", coverage {s['coverage']:.0%} of {s['level']:.0%} intervals"
+        line += f", coverage {s['coverage']:.0%} of {level_percent(s['level'])} intervals"
     ax.set_title(f"backtest {backtest.law}: {backtest.design}\n{line}", fontsize="medium")
     ax.grid(True, which="major", alpha=0.3)
     lim = max(abs(v) for v in ax.get_ylim())     # the autoscaled limits, centred on zero
@@ -1196,7 +1198,7 @@ def plot_isoflop(result: IsoflopResult, ladder: Ladder | None = None, *,
     if any(b.params_interval is not None for b in result.budgets):
         # one entry: the star with its bar
         bar = Line2D([], [], color="k", lw=1.3, marker="|", ms=8, mew=1.3)
-        extra = [((star, bar), f"vertex N*, L*, {result.budgets[0].level:.0%} "
+        extra = [((star, bar), f"vertex N*, L*, {level_percent(result.budgets[0].level)} "
                                f"bootstrap interval of N*")]
     _legend(ax, extra, title="compute budget [FLOPs]")
     if warnings:
@@ -1522,7 +1524,7 @@ def plot_recipes(comparison: RecipeComparison, *, ax: "Axes | None" = None,
         ax.plot([], [], "o", ls="none", ms=4.5, mfc="white", mec="0.3",
                 label="compute frontier (lowest fitted loss per budget)")
     ax.plot([], [], "-", color="0.3", lw=1.8,
-            label=f"fit (dashed: extrapolated); band {level:.0%} expected loss")
+            label=f"fit (dashed: extrapolated); band {level_percent(level)} expected loss")
     targets = sorted({x.target_flops for x in comparison.comparisons})
     for i, t in enumerate(targets):
         for a in (ax, dax):
@@ -1538,7 +1540,7 @@ def plot_recipes(comparison: RecipeComparison, *, ax: "Axes | None" = None,
         dax.plot(c, d.difference, "-", color=col, lw=1.8, gid="difference-curve",
                  label=f"{d.recipe} − {ref}" + (
                      "" if not comparison.n_draws else
-                     f" (band {level:.0%}, "
+                     f" (band {level_percent(level)}, "
                      f"{'unpaired' if comparison.pairing == 'none' else 'paired'})"))
     seen: set[str] = set()
     for x in comparison.comparisons:
@@ -1549,7 +1551,7 @@ def plot_recipes(comparison: RecipeComparison, *, ax: "Axes | None" = None,
                  mew=1.4, color=col, zorder=5, gid="target-difference-caps")
         dax.plot([x.target_flops], [x.loss], "D", ms=5, color=col, zorder=6,
                  gid="target-difference-point",
-                 label=(f"at the target: {level:.0%} interval, one new run each"
+                 label=(f"at the target: {level_percent(level)} interval, one new run each"
                         if not seen else "_target point"))
         if x.recipe in seen:
             continue
@@ -1599,14 +1601,14 @@ def _recipes_caption(obj: RecipeComparison) -> str:
             else "each recipe at the target's tokens per parameter")
     text = (f"Recipes {', '.join(others)} against the reference {obj.reference}: the "
             f"{obj.law} law fitted to each ladder, {path}, "
-            + (f"with {obj.level:.0%} expected-loss bands from {obj.n_draws} draws "
+            + (f"with {level_percent(obj.level)} expected-loss bands from {obj.n_draws} draws "
                f"({obj.method}); below, each recipe minus the reference with its band"
                if obj.n_draws else f"without bands ({obj.method}); below, each recipe minus "
                f"the reference")
             + " (negative: the recipe is better).")
     for c in obj.comparisons:
         part = (f" {c.recipe} − {c.reference} at {_target_words(c)}: {c.loss:+.4f} {obj.unit}, "
-                f"{obj.level:.0%} interval for one new run each [{c.lower:+.4f}, "
+                f"{level_percent(obj.level)} interval for one new run each [{c.lower:+.4f}, "
                 f"{c.upper:+.4f}], P({c.recipe} better) {c.p_better:.2f}, compute multiplier "
                 f"{_times(c.multiplier)} [{_times(c.multiplier_lower)}, "
                 f"{_times(c.multiplier_upper)}], ")
@@ -1690,7 +1692,7 @@ def caption(obj: Any) -> str:
             f"{obj.loss:.4f} {obj.unit}"
         iv = obj.interval
         if iv is not None:
-            text += (f", {iv.level:.0%} interval for one new run [{iv.lower:.4f}, "
+            text += (f", {level_percent(iv.level)} interval for one new run [{iv.lower:.4f}, "
                      f"{iv.upper:.4f}], for the expected loss [{iv.mean_lower:.4f}, "
                      f"{iv.mean_upper:.4f}] ({iv.label()}).")
         else:
@@ -1707,7 +1709,7 @@ def caption(obj: Any) -> str:
             text += (f", mean |rel. error| {s['mean_abs_rel_error']:.2%}, max "
                      f"{s['max_abs_rel_error']:.2%}")
         if s["coverage"] is not None:
-            text += f", coverage {s['coverage']:.0%} of {s['level']:.0%} intervals"
+            text += f", coverage {s['coverage']:.0%} of {level_percent(s['level'])} intervals"
         return _sentence(text) + _warnings_text(_fold_warnings(obj)) + \
             _warnings_text(obj.notes, "Notes")
     if isinstance(obj, (IsoflopResult, EnvelopeResult)):
@@ -1729,7 +1731,7 @@ def caption(obj: Any) -> str:
     if isinstance(obj, _accuracy_forecast_type()):
         text = (f"{obj.task.name} accuracy at N = {float(obj.target['params']):.3g}, "
                 f"D = {float(obj.target['tokens']):.3g}: {100 * obj.accuracy:.1f} points, "
-                f"{obj.level:.0%} interval for one new run [{100 * obj.lower:.1f}, "
+                f"{level_percent(obj.level)} interval for one new run [{100 * obj.lower:.1f}, "
                 f"{100 * obj.upper:.1f}] (two steps: task loss from N and D, accuracy from "
                 f"task loss)")
         return _sentence(text) + _warnings_text(obj.warnings)
@@ -1854,7 +1856,7 @@ def plot_accuracy(forecast, *, axes=None, x: str = "params", actual: float | Non
                                                     [lu - forecast.task_loss]],
                  fmt="o", mfc="white", color="C3", capsize=4, zorder=4, gid="step1-target",
                  label=f"target: {forecast.task_loss:.4f} [{ll:.4f}, {lu:.4f}] "
-                       f"({forecast.level:.0%}, expected)")
+                       f"({level_percent(forecast.level)}, expected)")
     if actual_task_loss is not None:
         ax1.scatter([tx], [actual_task_loss], marker="*", s=90, color="k", zorder=5,
                     gid="actual", label=f"actual {actual_task_loss:.4f}")
@@ -1882,7 +1884,7 @@ def plot_accuracy(forecast, *, axes=None, x: str = "params", actual: float | Non
                  yerr=[[100 * (acc - forecast.lower)], [100 * (forecast.upper - acc)]],
                  fmt="o", mfc="white", color="C3", capsize=4, zorder=4, gid="step2-target",
                  label=f"target: {100 * acc:.1f} [{100 * forecast.lower:.1f}, "
-                       f"{100 * forecast.upper:.1f}] ({forecast.level:.0%}, new run)")
+                       f"{100 * forecast.upper:.1f}] ({level_percent(forecast.level)}, new run)")
     if actual is not None:
         ax2.scatter([forecast.task_loss if actual_task_loss is None else actual_task_loss],
                     [100 * actual], marker="*", s=90, color="k", zorder=5, gid="actual",
@@ -1915,7 +1917,7 @@ def plot_accuracy(forecast, *, axes=None, x: str = "params", actual: float | Non
                                           [100 * (forecast.upper - acc)]],
                  fmt="o", mfc="white", color="C3", capsize=5, zorder=5, gid="target-interval",
                  label=f"target: {100 * acc:.1f} [{100 * forecast.lower:.1f}, "
-                       f"{100 * forecast.upper:.1f}] ({forecast.level:.0%}, new run)")
+                       f"{100 * forecast.upper:.1f}] ({level_percent(forecast.level)}, new run)")
     ax3.axhline(100 * task.chance, color="0.4", ls=":", lw=1, gid="chance")
     if actual is not None:
         ax3.scatter([tx], [100 * actual], marker="*", s=90, color="k", zorder=6, gid="actual",

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from statistics import NormalDist
 
 from ..errors import RegistryError
-from ..core.text import plural
+from ..core.text import level_percent, plural
 from .schema import ACCURACY_UNIT, Entry, ForecastRecord, IntervalRecord
 
 
@@ -165,7 +165,7 @@ class Score:
                  f"absolute {self.abs_error:.4f}"]
         if self.interval is not None:
             iv = self.interval
-            lines.append(f"interval   {iv.level:.0%} [{iv.lower:.4f}, {iv.upper:.4f}]"
+            lines.append(f"interval   {level_percent(iv.level)} [{iv.lower:.4f}, {iv.upper:.4f}]"
                          f"{f' ({iv.kind})' if iv.kind else ''}: "
                          f"{'inside' if self.inside else 'OUTSIDE'}; z = {self.z:+.2f}, "
                          f"PIT = {self.pit:.3f}")
@@ -191,7 +191,8 @@ class Score:
                  f"error      {self.error_points:+.2f} points (actual - predicted)"]
         if self.interval is not None:
             iv = self.interval
-            lines.append(f"interval   {iv.level:.0%} [{100 * iv.lower:.2f}, {100 * iv.upper:.2f}]"
+            lines.append(f"interval   {level_percent(iv.level)}"
+                         f" [{100 * iv.lower:.2f}, {100 * iv.upper:.2f}]"
                          f" points{f' ({iv.kind})' if iv.kind else ''}: "
                          f"{'inside' if self.inside else 'OUTSIDE'}; z = {self.z:+.2f}, "
                          f"PIT = {self.pit:.3f}")
@@ -358,7 +359,7 @@ class ComparisonScore:
                  f"predicted  {self.predicted:+.4f}{unit}, P({self.recipe} better) "
                  f"{self.p_better:.3f}; predicted winner won: {won}",
                  f"error      {self.error:+.4f}",
-                 f"interval   {iv.level:.0%} [{iv.lower:+.4f}, {iv.upper:+.4f}]: "
+                 f"interval   {level_percent(iv.level)} [{iv.lower:+.4f}, {iv.upper:+.4f}]: "
                  f"{'inside' if self.inside else 'OUTSIDE'}; z = {self.z:+.2f}, "
                  f"PIT = {self.pit:.3f}",
                  f"own loss   {self.recipe}: predicted {self.recipe_score.predicted:.4f}, "
@@ -531,7 +532,7 @@ class Scoreboard:
                 iv = c.interval
                 won = "tie" if c.winner_right is None else ("yes" if c.winner_right else "no")
                 lines.append(f"| {c.prediction_id} | {c.recipe} - {c.reference} | "
-                             f"{c.predicted:+.4f} | {iv.level:.0%} [{iv.lower:+.4f}, "
+                             f"{c.predicted:+.4f} | {level_percent(iv.level)} [{iv.lower:+.4f}, "
                              f"{iv.upper:+.4f}] | {c.observed:+.4f} | "
                              f"{'yes' if c.inside else 'no'} | {c.z:+.2f} | {won} |")
             n_in = sum(c.inside for c in self.comparisons)

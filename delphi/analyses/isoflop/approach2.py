@@ -11,6 +11,7 @@ from typing import Iterable, Sequence
 import numpy as np
 import pandas as pd
 
+from ...core.text import level_percent
 from ...errors import (FitError, FitWarning, LadderError, LadderWarning, TargetError, option,
                       user_stacklevel)
 from ...inputs.ladder import FLOPS_PER_PARAM_TOKEN, Exclusion, Ladder
@@ -228,8 +229,9 @@ class IsoflopResult:
         level = self.budgets[0].level if self.budgets else DEFAULT_LEVEL
         center = s.get("center", "point")
         tag = " (median)" if center == "median" else ""
+        column = f"N* {level_percent(level)} interval"
         lines = [head,
-                 f"{'C [FLOPs]':>10} {'n':>3} {'N*' + tag:>10} {f'N* {level:.0%} interval':>22} "
+                 f"{'C [FLOPs]':>10} {'n':>3} {'N*' + tag:>10} {column:>22} "
                  f"{'D*' + tag:>10} {'L*':>7} {'used':>4}  flags"]
         lines += [b.report(center) for b in self.budgets]
         for name, law in (("params", self.params_law), ("tokens", self.tokens_law)):
@@ -238,7 +240,7 @@ class IsoflopResult:
         single = self._single()
         if self.params_law is None and single is not None:
             b = single
-            n_iv = (f"{b.level:.0%} interval {interval_text(b.params_interval)}"
+            n_iv = (f"{level_percent(b.level)} interval {interval_text(b.params_interval)}"
                     if b.params_interval else "no interval")
             lines.append(f"vertex     N* = {fmt_g(b.params)} params ({n_iv}), "
                          f"D* = {fmt_g(b.tokens)} tokens "
@@ -328,7 +330,8 @@ def _wide_note(label: str, method: str, width: tuple[float, float], params: floa
         if interval is not None:
             # a shift inside the bootstrap interval cannot be told apart from noise
             inside = interval[0] <= narrow <= interval[1]
-            text += (f" ({'inside' if inside else 'outside'} the {level:.0%} bootstrap interval "
+            text += (f" ({'inside' if inside else 'outside'} the {level_percent(level)}"
+                     f" bootstrap interval "
                      f"of N*, {interval_text(interval)})")
         text += f"; fit with window={n_within} (--window {n_within}) or method 'akima'"
     else:

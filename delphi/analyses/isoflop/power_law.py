@@ -8,6 +8,7 @@ from typing import Sequence
 
 import numpy as np
 
+from ...core.text import level_percent
 from ...errors import FitError
 from ._common import count_of, interval_text, as_jsonable
 
@@ -76,7 +77,7 @@ class PowerLaw:
         be ~0 when the vertices happen to lie on a line. Without one, the residual standard
         error is shown with its degrees of freedom (none with 2 budgets)."""
         if self.exponent_interval is not None and self.level is not None:
-            unc = (f", {self.level:.0%} bootstrap interval of a "
+            unc = (f", {level_percent(self.level)} bootstrap interval of a "
                    f"{interval_text(self.exponent_interval, 4)} (from {self.n_valid} of "
                    f"{self.n_draws} draws, the fewest valid in any budget)")
         elif math.isfinite(self.exponent_stderr):

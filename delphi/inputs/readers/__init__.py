@@ -44,7 +44,8 @@ from .wandb import is_runs_table, read_wandb, read_wandb_runs
 __all__ = ["load_ladder", "as_ladder", "load_manifest", "list_ladders", "Manifest", "SourceTable",
            "read_csv", "read_parquet", "read_jsonl", "read_table", "read_stream", "read_wandb",
            "read_wandb_runs", "read_tensorboard", "is_data_source",
-           "read_marin", "read_olmo", "FORMATS", "STDIN"]
+           "read_marin", "read_olmo", "FORMATS", "STDIN", "format_problem", "scale_problem",
+           "SCALABLE"]
 
 #: The source that means standard input (as in ``cat runs.csv | delphi fit -``).
 STDIN = "-"
@@ -207,12 +208,23 @@ def as_ladder(ladder):
                       f"{type(ladder).__name__}{hint}")
 
 
+def format_problem(format) -> str | None:
+    """What is wrong with ``format`` (``load_ladder``'s ``format=``, the CLI's ``--format``):
+    ``"unknown format 'xml'; choose ..."`` naming the known ones, or None when it is one
+    (:data:`STREAM_FORMATS`, ``toml`` or ``tensorboard``). Shared by the library, which
+    raises a LadderError with it, and the command line, which makes it a usage error."""
+    if format in STREAM_FORMATS + ("toml", _TENSORBOARD):
+        return None
+    return (f"unknown format {format!r}; choose {', '.join(STREAM_FORMATS)} "
+            f"(or {_TENSORBOARD} for a directory of event files)")
+
+
 def _format_flag(format: str) -> str:
     """``format`` named for a message in both spellings (API and CLI); an unknown value is
     refused here, naming the known ones."""
-    if format not in STREAM_FORMATS + ("toml", _TENSORBOARD):
-        raise LadderError(f"unknown format {format!r}; choose {', '.join(STREAM_FORMATS)} "
-                          f"(or {_TENSORBOARD} for a directory of event files)")
+    problem = format_problem(format)
+    if problem is not None:
+        raise LadderError(problem)
     return option(f"format={format!r}", f"--format {format}")
 
 
@@ -493,18 +505,27 @@ def _check_scale(scale) -> dict[str, float] | None:
                           f"got {type(scale).__name__}")
     out: dict[str, float] = {}
     for name, factor in scale.items():
-        if not isinstance(name, str) or name not in SCALABLE:
-            close = difflib.get_close_matches(str(name).strip().lower(), SCALABLE, n=1,
-                                              cutoff=0.6)
-            hint = f" (did you mean {close[0]!r}?)" if close else ""
-            raise LadderError(f"{option('scale', '--scale')}: unknown column {name!r}{hint}; "
-                              f"columns that can be scaled: {', '.join(SCALABLE)}")
-        if (isinstance(factor, (bool, np.bool_)) or not isinstance(factor, numbers.Real)
-                or not math.isfinite(factor) or factor <= 0):
-            raise LadderError(f"{option('scale', '--scale')}: the factor for {name} must be a "
-                              f"positive finite number, got {factor!r}")
+        problem = scale_problem(name, factor)
+        if problem is not None:
+            raise LadderError(f"{option('scale', '--scale')}: {problem}")
         out[name] = float(factor)
     return out or None
+
+
+def scale_problem(name, factor) -> str | None:
+    """What is wrong with one ``scale`` entry (``--scale NAME=FACTOR``): an unknown column
+    (with the closest scalable name, :data:`SCALABLE`) or a factor that is not a positive
+    finite number; None when it is fine. Shared by :func:`load_ladder` and the command line,
+    which refuses a bad ``--scale`` while parsing (a usage error)."""
+    if not isinstance(name, str) or name not in SCALABLE:
+        close = difflib.get_close_matches(str(name).strip().lower(), SCALABLE, n=1, cutoff=0.6)
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        return (f"unknown column {name!r}{hint}; columns that can be scaled: "
+                f"{', '.join(SCALABLE)}")
+    if (isinstance(factor, (bool, np.bool_)) or not isinstance(factor, numbers.Real)
+            or not math.isfinite(factor) or factor <= 0):
+        return f"the factor for {name} must be a positive finite number, got {factor!r}"
+    return None
 
 
 def _apply_scale(table: SourceTable, scale: dict[str, float] | None) -> list[str]:

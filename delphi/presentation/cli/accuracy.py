@@ -7,6 +7,7 @@ library at the top (start-up stays light).
 from __future__ import annotations
 
 
+from ...core.text import level_percent
 from .output import print_json
 from .options import (LADDER_HELP, add_ladder_options, add_level_option, count, examples,
                       jobs_kwargs, load_from_args, positive_float, target_value)
@@ -82,7 +83,7 @@ def add_fit_options(group) -> None:
     accuracy``: --runs, --fit-max-params, --step1-law, --lower."""
     group.add_argument("--runs", type=run_list, metavar="RUN,RUN", default=None,
                        help="fit only these runs (comma-separated; default every finished run)")
-    group.add_argument("--fit-max-params", type=positive_float, metavar="N", default=None,
+    group.add_argument("--fit-max-params", type=target_value("params"), metavar="N", default=None,
                        help="fit only runs with at most N parameters")
     group.add_argument("--step1-law", default="chinchilla", metavar="LAW",
                        help="task-loss law of step 1 (default chinchilla, the paper's Eq. 1)")
@@ -179,10 +180,10 @@ def _accuracy(args) -> int:
         note(f"-j {args.jobs}: `delphi accuracy` with one task runs serially (its bootstrap refits "
              f"are batched); -j runs the tasks of --task all in parallel")
     if (args.registry is None) != (args.id is None):
-        from ...errors import RegistryError
+        from .output import UsageError
 
-        raise RegistryError("--registry and --id go together: --registry PATH --id ID "
-                            "(nothing was predicted or written)")
+        raise UsageError("--registry and --id go together: --registry PATH --id ID "
+                         "(nothing was predicted or written)")
     if args.registry is not None:
         _check_registry(args)
     result = predict_accuracy(ladder, args.task, **kwargs)
@@ -221,7 +222,8 @@ def _accuracy(args) -> int:
         f0 = forecasts[0]
         print(f"ladder {f0.ladder}: accuracy at N = {args.target_params:.4g}, "
               f"D = {args.target_tokens:.4g} (two-step: task loss, then sigmoid; points)")
-        print(f"{'task':<14} {'task loss':>9} {'acc':>7} {f'{args.level:.0%} interval':>14} "
+        column = f"{level_percent(args.level)} interval"
+        print(f"{'task':<14} {'task loss':>9} {'acc':>7} {column:>14} "
               f"{'noise':>6} {'chance':>6}")
         for f in forecasts:
             print(_fmt_row(f))

@@ -14,11 +14,11 @@ import sys
 from pathlib import Path
 from typing import Callable
 
-from .output import json_text, print_json
+from .output import json_text, print_json, UsageError
 from .options import (LADDER_HELP, METRIC_HELP, add_ladder_options, add_level_option,
-                      bound_triple, count, examples, fixed_pair, load_from_args, not_a_number,
+                      bound_triple, count, examples, fixed_pair, load_from_args, loss_floor,
                       positive_float, serial, target_value)
-from ...errors import FitError, LadderError, TargetError
+from ...errors import FitError, LadderError
 
 __all__ = ["add_commands"]
 
@@ -26,13 +26,6 @@ Handler = Callable[[argparse.Namespace], int]
 
 
 # ------------------------------------------------------------------------------- arg types
-def number(text: str) -> float:
-    try:
-        return float(text)
-    except ValueError:
-        raise not_a_number(text) from None
-
-
 def integer(text: str) -> int:
     try:
         return int(text)
@@ -54,7 +47,7 @@ def _fix_bound_options(p: argparse.ArgumentParser, fix_help: str) -> None:
                    help=fix_help)
     p.add_argument("--bound", type=bound_triple, action="append", default=[],
                    metavar="NAME=LO:HI", help="bound a parameter (repeatable)")
-    p.add_argument("--fit-max-flops", type=number, metavar="C",
+    p.add_argument("--fit-max-flops", type=target_value("flops"), metavar="C",
                    help="fit only runs with compute at or below C FLOPs")
 
 
@@ -81,13 +74,13 @@ def _add_isoflop(sub) -> None:
                    help="per-budget fit of loss against ln N (Approach 2; default parabola)")
     p.add_argument("--window", type=integer, metavar="K",
                    help="fit only the K sizes around each budget's lowest loss")
-    p.add_argument("--tolerance", type=number, default=0.05, metavar="SHARE",
+    p.add_argument("--tolerance", type=positive_float, default=0.05, metavar="SHARE",
                    help="runs whose FLOPs agree within this share form a budget (default 0.05)")
     p.add_argument("--bootstrap", choices=("resample", "noise", "none"), default="resample",
                    help="per-budget bootstrap: resample points (default) or add loss noise")
     p.add_argument("--n-boot", type=integer, default=1000, metavar="N",
                    help="bootstrap draws per budget (default 1000)")
-    p.add_argument("--noise", type=number, metavar="SD",
+    p.add_argument("--noise", type=positive_float, metavar="SD",
                    help="loss noise standard deviation for --bootstrap noise")
     add_level_option(p, "level of the bootstrap percentile intervals")
     p.add_argument("--seed", type=integer, default=0, metavar="SEED",
@@ -145,7 +138,7 @@ def _add_optimal(sub) -> None:
     p.add_argument("ladder", help=LADDER_HELP)
     p.add_argument("--target-flops", type=target_value("flops"), metavar="C",
                    help="target compute [FLOPs] (default: the manifest's target)")
-    p.add_argument("--floor", type=number, metavar="E", help="fix the irreducible loss E")
+    p.add_argument("--floor", type=loss_floor, metavar="E", help="fix the irreducible loss E")
     _fix_bound_options(p, "fix a parameter (repeatable)")
     p.add_argument("--include-unfinished", action="store_true",
                    help="also fit the last checkpoint of runs stopped early")
@@ -204,8 +197,8 @@ def _cmd_optimal(args) -> int:
     flops = (args.target_flops if args.target_flops is not None
              else _manifest_target(args.ladder, getattr(args, "format", None)))
     if flops is None:
-        raise TargetError(f"delphi optimal needs --target-flops (ladder {ladder.name!r} names "
-                          f"no target compute)")
+        raise UsageError(f"delphi optimal needs --target-flops (ladder {ladder.name!r} names "
+                         f"no target compute)")
     fixed = dict(args.fix)
     if args.floor is not None:
         fixed["E"] = args.floor
@@ -246,7 +239,7 @@ def _add_plan(sub) -> None:
     p.add_argument("--target-flops", type=target_value("flops"), metavar="C",
                    help="target compute [FLOPs] (or --target-params N with --target-tokens D: "
                         "C = 6 N D)")
-    p.add_argument("--fraction", type=number, default=0.01, metavar="SHARE",
+    p.add_argument("--fraction", type=positive_float, default=0.01, metavar="SHARE",
                    help="ladder compute as a share of the target's (default 0.01)")
     p.add_argument("--budgets", type=integer, default=7, metavar="K",
                    help="number of compute budgets (default 7)")
@@ -254,13 +247,13 @@ def _add_plan(sub) -> None:
                    help="model sizes per budget (default 5)")
     p.add_argument("--rule", default="adamh", metavar="RULE",
                    help="hyperparameter rule for batch and peak LR (default adamh: Marin's)")
-    p.add_argument("--tokens-per-param", type=number, default=20.0, metavar="R",
+    p.add_argument("--tokens-per-param", type=positive_float, default=20.0, metavar="R",
                    help="prior D*/N* when no --from ladder is given (default 20)")
-    p.add_argument("--max-tokens-per-param", type=number, metavar="R",
+    p.add_argument("--max-tokens-per-param", type=positive_float, metavar="R",
                    help="drop runs above R tokens per parameter (Marin: 250)")
-    p.add_argument("--span", type=number, default=100.0, metavar="RATIO",
+    p.add_argument("--span", type=positive_float, default=100.0, metavar="RATIO",
                    help="largest / smallest budget (default 100, as 3e18..3e20)")
-    p.add_argument("--spread", type=number, default=10.0, metavar="RATIO",
+    p.add_argument("--spread", type=positive_float, default=10.0, metavar="RATIO",
                    help="largest / smallest model size per budget (default 10)")
     p.add_argument("--from", dest="from_ladder", metavar="LADDER",
                    help="centre sizes on N*(C) fitted to this ladder instead of the prior")

@@ -51,7 +51,7 @@ def _add_suggest(sub) -> None:
             "--fit-max-flops 3e20 --budget 2e21 --method refit"))
     add_fit_options(p)
     add_target_options(p)
-    p.add_argument("--budget", type=positive_float, metavar="FLOPS",
+    p.add_argument("--budget", type=target_value("flops"), metavar="FLOPS",
                    help="compute available for the next runs: each candidate, and a batch's "
                         "total, costs at most this (default: the fitted runs' total compute)")
     p.add_argument("--n", type=count(1), default=1, metavar="K",

@@ -4,13 +4,15 @@ only; the work is in :mod:`delphi.forecast`, :mod:`delphi.fitting`, :mod:`delphi
 
 from __future__ import annotations
 
+from ...core.text import level_percent
 from ...errors import DelphiError, TargetInputError
 from .options import (LADDER_HELP, METRIC_HELP, add_fit_options, add_interval_options,
                       add_ladder_options, add_level_option, add_selection_options,
                       add_target_options, count, examples, fit_settings, interval_settings,
                       jobs_kwargs, load_from_args, load_with_defaults, positive_float,
-                      selection_settings, serial, target_from, target_given, target_value)
-from .output import json_text, note, print_json
+                      selection_settings, serial, target_from, target_given, target_value,
+                      training_share)
+from .output import json_text, note, print_json, UsageError
 
 __all__ = ["add_commands", "add_curve_options", "check_curve_flags", "curve_forecast"]
 
@@ -52,14 +54,13 @@ def check_curve_flags(args) -> None:
 
 def curve_forecast(args, ladder, target, settings: dict, chosen: dict, floor_range=None):
     """:func:`delphi.forecasting.target_curve.predict_curve` with the command's settings."""
-    from ...errors import TargetError
     from ...forecasting.target_curve import predict_curve
 
     if chosen or args.law == "auto" or getattr(args, "ensemble", False):
-        raise TargetError("--curve forecasts with one checkpoint law: give --law "
-                          "chinchilla-ckpt (the default) or none, not --law auto/--ensemble")
+        raise UsageError("--curve forecasts with one checkpoint law: give --law "
+                         "chinchilla-ckpt (the default) or none, not --law auto/--ensemble")
     if floor_range is not None:
-        raise TargetError("--curve and a floor range (--floor LO:HI) cannot be combined")
+        raise UsageError("--curve and a floor range (--floor LO:HI) cannot be combined")
     return predict_curve(ladder, target, args.law, points=args.curve_points,
                          carry=not getattr(args, "no_carry_over", False),
                          fold_weights=getattr(args, "fold_weights", False), **settings,
@@ -113,7 +114,7 @@ def add_commands(sub) -> dict:
     p.add_argument("--law", default="annealing", metavar="LAW",
                    help="curve law: annealing (default; Tissue et al. 2024) or multipower "
                         "(Luo et al. 2025; more flexible, slower, needs more checkpoints)")
-    p.add_argument("--upto-fraction", type=positive_float, metavar="F",
+    p.add_argument("--upto-fraction", type=training_share, metavar="F",
                    help="fit only checkpoints up to this share of the run (backtesting)")
     p.add_argument("--upto-step", type=positive_float, metavar="STEP",
                    help="fit only checkpoints up to this step (backtesting)")
@@ -251,8 +252,6 @@ def _cmd_complete(args) -> int:
     for e in ladder.exclusions:
         if "dropped by drop_invalid" in e.reason:
             note(f"excluded {e.run}: {e.reason}")
-    if args.upto_fraction is not None and not 0 < args.upto_fraction <= 1:
-        raise DelphiError(f"--upto-fraction must be in (0, 1], got {args.upto_fraction:g}")
     settings = {"upto_fraction": args.upto_fraction, "siblings": args.siblings,
                 "keep_warmup": args.keep_warmup,
                 "upto_step": None if args.upto_step is None else int(args.upto_step),
@@ -338,7 +337,7 @@ def _stream_completions(ladder, runs: list[str], law: str, settings: dict, args)
     out = command_stdout()
     width = max(len(r) for r in runs) if runs else 3
     header = (f"{'run':<{width}}  {'used':>5}  {'prediction':>10}  "
-              f"{f'{args.level:.0%} interval':>18}  {'final':>8}  {'error':>8}")
+              f"{f'{level_percent(args.level)} interval':>18}  {'final':>8}  {'error':>8}")
 
     def emit(line: str) -> None:
         write = out.write if out is not None else (lambda s: None)

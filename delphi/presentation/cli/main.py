@@ -55,7 +55,8 @@ def _add_global_options(parser: argparse.ArgumentParser, default) -> None:
     parser.add_argument("-j", "--jobs", type=jobs_count, metavar="N",
                         default=default if suppress else None,
                         help="parallel workers for bootstraps, folds, sweeps and several runs "
-                             "(joblib convention: 1 serial, -1 all cores, -2 all but one; "
+                             "(joblib convention: 1 serial, -1 all cores, -2 all but one, -N "
+                             "all but N-1, at least one; "
                              "default serial unless a joblib parallel_config is active); "
                              "results do not depend on N")
 
@@ -205,6 +206,13 @@ def _run(args, handlers: dict) -> int:
     if getattr(args, "serial_command", False) and args.jobs not in (None, 1):
         name = " ".join(filter(None, (args.command, getattr(args, "registry_command", None))))
         output.note(f"-j {args.jobs}: `delphi {name}` has no parallel step; it runs serially")
+    elif getattr(args, "jobs", None) is not None and args.jobs < 0:
+        # joblib's -N is all cores but N-1, at least one: say so when that is none of them,
+        # rather than run serially without a word
+        cores = os.cpu_count() or 1
+        if cores + 1 + args.jobs < 1:
+            output.note(f"-j {args.jobs} asks for all cores but {-args.jobs - 1}; this machine "
+                        f"has {cores}, so it runs serially")
     real_stdout, out = sys.stdout, io.StringIO()
     failed = True
     output._COMMAND_STDOUT = real_stdout
@@ -253,7 +261,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     a bad value of a flag included: ``--level 2``, ``--target-params -1`` (or ``abc``, ``0``,
     ``nan``, or a value beyond the plausible magnitudes), the message naming the flag, and
     ``predict`` target flags that do not give what the law reads (a manifest's target that
-    does not: 1, :class:`~delphi.errors.TargetInputError`).
+    does not: 1, :class:`~delphi.errors.TargetInputError`); also ``--huber-delta 0``, ``--floor
+    2:1``, ``--unit furlongs``, ``score --actual nan``..., the message naming the flag;
+    every value is checked while parsing (the argument types of ``options.py``), so that exit
+    code 1 means the data, law or fit, never a mistyped flag. Flags that contradict each
+    other (``--fix E=2 --floor 1.5``) are usage errors too.
 
     With ``--json`` stdout holds exactly one JSON document: the result, or on an error
     ``{"error": {"type": NAME, "message": TEXT}, "delphi_version": VERSION}`` where NAME is the

@@ -13,7 +13,7 @@ import argparse
 import math
 import re
 
-from ...errors import LadderError, LawError
+from ...errors import LadderError
 from . import output
 
 # Placeholders in help texts, filled in (by importing the laws / the engine) only when a help
@@ -88,8 +88,10 @@ class Parser(argparse.ArgumentParser):
         super().__init__(*args, **kwargs)
         self.checks: list = []
         # argparse takes "-1e22" for an option (its negative numbers have no exponent): then
-        # "--target-flops -1e22" says "expected one argument" instead of "must be positive"
-        self._negative_number_matcher = re.compile(r"^-(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?$")
+        # "--target-flops -1e22" says "expected one argument" instead of "must be positive";
+        # likewise a floor range "--floor -1:2"
+        num = r"(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?"
+        self._negative_number_matcher = re.compile(rf"^-{num}(:[-+]?{num})?$")
 
     def parse_known_args(self, args=None, namespace=None):
         namespace, extras = super().parse_known_args(args, namespace)
@@ -158,15 +160,22 @@ def column_map(text: str) -> dict[str, str]:
 
 
 def scale_pair(text: str) -> tuple[str, float]:
-    """``params=1e6`` as ``("params", 1e6)`` (``--scale``; which names and factors are
-    allowed is checked by :func:`delphi.load_ladder`, which names the bad one)."""
+    """``params=1e6`` as ``("params", 1e6)`` (``--scale``). An unknown column or a factor that
+    is not a positive finite number is a usage error here, in the reader's words
+    (:func:`delphi.readers.scale_problem`, which :func:`delphi.load_ladder` also applies)."""
     name, sep, factor = text.partition("=")
     if not sep or not name.strip() or not factor.strip():
         raise argparse.ArgumentTypeError(f"expected NAME=FACTOR, e.g. params=1e6, got {text!r}")
     try:
-        return name.strip(), float(factor)
+        value = float(factor)
     except ValueError:
         raise not_a_number(factor.strip()) from None
+    from ...inputs.readers import scale_problem     # here: parsing --help imports no pandas
+
+    problem = scale_problem(name.strip(), value)
+    if problem is not None:
+        raise argparse.ArgumentTypeError(problem)
+    return name.strip(), value
 
 
 def not_a_number(text: str) -> argparse.ArgumentTypeError:
@@ -181,25 +190,112 @@ def not_a_number(text: str) -> argparse.ArgumentTypeError:
     return argparse.ArgumentTypeError(f"not a number: {text!r}{hint}")
 
 
-def positive_float(text: str) -> float:
+def number(text: str) -> float:
+    """Any float (``inf`` and ``nan`` too): for a type that checks its own range."""
     try:
-        value = float(text)
+        return float(text)
     except ValueError:
         raise not_a_number(text) from None
-    return value  # range checks happen in the library, which names the quantity
+
+
+# Every value a flag takes is checked while parsing, so that a bad one is a usage error
+# naming the flag (exit code 2, UsageError in --json), never a library error (exit 1)
+# that a script would take for bad data.
+def positive_float(text: str) -> float:
+    """A positive finite number (``--huber-delta``, ``--tolerance``, seconds...)."""
+    value = number(text)
+    if not (math.isfinite(value) and value > 0):
+        raise argparse.ArgumentTypeError(f"must be a positive finite number, got {text!r}")
+    return value
+
+
+def loss_value(text: str) -> float:
+    """An observed or forecast loss (``--loss-a``, ``--external-loss``): a finite number in
+    :data:`delphi.units.LOSS_RANGE` [nats/token, bits/token or bits/byte], the range the
+    registry accepts."""
+    from ...inputs.units import LOSS_RANGE
+
+    value = number(text)
+    lo, hi = LOSS_RANGE
+    if not (math.isfinite(value) and lo <= value <= hi):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a plausible loss: a loss is a finite "
+                                         f"number in [{lo:g}, {hi:g}] (nats/token, bits/token "
+                                         f"or bits/byte); check the number and its unit")
+    return value
+
+
+def outcome_value(text: str) -> float:
+    """``score --actual``: a loss (:func:`loss_value`) or, for an accuracy prediction, a
+    fraction in (0, 1]. Which of the two applies depends on the registered prediction,
+    which the registry checks; a value that is neither is refused here."""
+    from ...inputs.units import LOSS_RANGE
+
+    value = number(text)
+    lo, hi = LOSS_RANGE
+    if not (math.isfinite(value) and (lo <= value <= hi or 0 < value <= 1)):
+        raise argparse.ArgumentTypeError(f"{text!r} is neither a loss (a finite number in "
+                                         f"[{lo:g}, {hi:g}]) nor an accuracy fraction in (0, 1]")
+    return value
+
+
+def loss_floor(text: str) -> float:
+    """An irreducible loss E (``--floor``): a finite number in [0, the top of
+    :data:`delphi.units.LOSS_RANGE`]; 0 is a law without a floor."""
+    from ...inputs.units import LOSS_RANGE
+
+    value = number(text)
+    if not (math.isfinite(value) and 0 <= value <= LOSS_RANGE[1]):
+        raise argparse.ArgumentTypeError(f"the irreducible loss E is a finite number in "
+                                         f"[0, {LOSS_RANGE[1]:g}], got {text!r}")
+    return value
+
+
+def loss_unit(text: str) -> str:
+    """``--unit`` of a ladder: one of :data:`delphi.units.UNITS` (or an alias such as bpb),
+    as :func:`delphi.units.normalize_unit` names it."""
+    from ...inputs.units import normalize_unit
+
+    try:
+        return normalize_unit(text)
+    except LadderError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def outcome_unit(text: str) -> str:
+    """``score --unit``, ``register --target-unit``: a loss unit (:func:`loss_unit`) or
+    ``accuracy`` (a benchmark accuracy, a fraction)."""
+    from ...registry.schema import ACCURACY_UNIT
+
+    if text.strip().lower() == ACCURACY_UNIT:
+        return ACCURACY_UNIT
+    try:
+        return loss_unit(text)
+    except argparse.ArgumentTypeError as exc:
+        raise argparse.ArgumentTypeError(f"{exc} (or {ACCURACY_UNIT!r} for a benchmark "
+                                         f"accuracy)") from None
+
+
+def ladder_format(text: str) -> str:
+    """``--format``: a format :func:`delphi.load_ladder` knows
+    (:func:`delphi.readers.format_problem`); whether it suits LADDER is the reader's check."""
+    from ...inputs.readers import format_problem
+
+    problem = format_problem(text)
+    if problem is not None:
+        raise argparse.ArgumentTypeError(problem)
+    return text
 
 
 def target_value(column: str):
-    """The argparse type of a target flag (``--target-params`` for ``column`` ``params``): a
-    positive finite number within the plausible magnitudes a ladder's ``column`` is held to
+    """The argparse type of a target flag (``--target-params`` for ``column`` ``params``), or
+    of another count of ``column`` (``--fit-max-flops``, ``--budget``): a positive finite
+    number within the plausible magnitudes a ladder's ``column`` is held to
     (:data:`delphi.inputs.ladder.MAGNITUDES`, as :class:`~delphi.forecast.Target` checks
     it). Anything else is a usage error naming the flag (exit code 2, as ``--level 2`` or
     ``--target-params abc``), not a TargetError from the library (exit code 1) that names the
     API's ``target`` key."""
     def parse(text: str) -> float:
         value = positive_float(text)
-        if not (math.isfinite(value) and value > 0):
-            raise argparse.ArgumentTypeError(f"must be a positive finite number, got {text!r}")
         from ...inputs.ladder import MAGNITUDES   # here: parsing --help imports no pandas
 
         lo, hi, noun = MAGNITUDES.get(column, (0.0, math.inf, ""))
@@ -213,7 +309,7 @@ def target_value(column: str):
 
 def training_share(text: str) -> float:
     """A share of training done, in (0, 1] (1 = the final checkpoint)."""
-    value = positive_float(text)
+    value = number(text)
     if not 0 < value <= 1:
         raise argparse.ArgumentTypeError(f"a share of training done is in (0, 1], e.g. 0.56 "
                                          f"for 56% of the run or 1 for its end; got {text!r}")
@@ -222,7 +318,7 @@ def training_share(text: str) -> float:
 
 def level(text: str) -> float:
     from ...core.quantiles import percent_hint   # the library's message for --level 90
-    value = positive_float(text)
+    value = number(text)
     hint = percent_hint(value)
     if hint is not None:
         raise argparse.ArgumentTypeError(f"{hint} (got {text!r})")
@@ -269,36 +365,50 @@ def jobs_kwargs(args) -> dict:
 
 
 def floor_value(text: str) -> float | tuple[float, float]:
-    """``E`` (one pinned floor) or ``LOW:HIGH`` (a floor range, scanned by predict)."""
+    """``E`` (one pinned floor, :func:`loss_floor`) or ``LOW:HIGH`` (a floor range, scanned by
+    predict: 0 <= LOW < HIGH, both finite)."""
     low, sep, high = text.partition(":")
     if not sep:
-        return positive_float(text)
+        return loss_floor(text)
     try:
-        return float(low), float(high)
+        lo, hi = float(low), float(high)
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected E or LOW:HIGH, got {text!r}") from None
+    if not (math.isfinite(lo) and math.isfinite(hi) and 0 <= lo < hi):
+        raise argparse.ArgumentTypeError(f"a floor range LOW:HIGH needs 0 <= LOW < HIGH, both "
+                                         f"finite; got {text!r}")
+    return lo, hi
 
 
 def fixed_pair(text: str) -> tuple[str, float]:
+    """``--fix NAME=VALUE``: a finite value (which names the law takes is the law's check)."""
     name, sep, value = text.partition("=")
-    if not sep:
+    if not sep or not name.strip():
         raise argparse.ArgumentTypeError(f"expected NAME=VALUE, got {text!r}")
     try:
-        return name.strip(), float(value)
+        number = float(value)
     except ValueError:
         raise argparse.ArgumentTypeError(f"not a number in {text!r}") from None
+    if not math.isfinite(number):
+        raise argparse.ArgumentTypeError(f"a fixed value must be finite, got {text!r}")
+    return name.strip(), number
 
 
 def bound_triple(text: str) -> tuple[str, tuple[float | None, float | None]]:
+    """``--bound NAME=LO:HI`` (an empty side is no bound): LO < HI, neither NaN."""
     name, sep, rest = text.partition("=")
     lo, sep2, hi = rest.partition(":")
-    if not sep or not sep2:
+    if not sep or not sep2 or not name.strip():
         raise argparse.ArgumentTypeError(f"expected NAME=LOWER:UPPER, got {text!r}")
     try:
-        return name.strip(), (float(lo) if lo.strip() else None, float(hi) if hi.strip() else None)
+        low = float(lo) if lo.strip() else None
+        high = float(hi) if hi.strip() else None
     except ValueError:
         raise argparse.ArgumentTypeError(f"not a number in {text!r}") from None
-
+    if any(v is not None and math.isnan(v) for v in (low, high)) or (
+            low is not None and high is not None and not low < high):
+        raise argparse.ArgumentTypeError(f"a bound needs LOWER < UPPER, got {text!r}")
+    return name.strip(), (low, high)
 
 
 #: Help of the positional LADDER of every command that reads one.
@@ -315,13 +425,13 @@ def add_ladder_options(p: argparse.ArgumentParser) -> None:
     ``--allow-outside-paths`` (the keyword arguments of :func:`delphi.load_ladder`; see
     :func:`load_from_args`)."""
     # Not argparse choices: "--format toml" gets its own message (a manifest needs its folder).
-    p.add_argument("--format", metavar="FORMAT",
+    p.add_argument("--format", type=ladder_format, metavar="FORMAT",
                    help="format of a ladder read from standard input (LADDER '-'): csv "
                         "(default), jsonl or parquet; tensorboard reads LADDER as a TensorBoard "
                         "log directory (needs the tbparse extra); with a file it must match "
                         "the file's suffix. E.g. `cat runs.csv | delphi predict - "
                         "--target-flops 1e22`")
-    p.add_argument("--unit", metavar="UNIT",
+    p.add_argument("--unit", type=loss_unit, metavar="UNIT",
                    help="unit of the loss: nats/token (default), bits/byte (bpb) or bits/token; "
                         "a metric named like bpb / bits-per-byte defaults to bits/byte; a "
                         "manifest's unit cannot be contradicted")
@@ -353,8 +463,8 @@ def load_from_args(args, source: str | None = None):
     scale: dict[str, float] = {}
     for name, factor in getattr(args, "scale", None) or []:
         if name in scale and scale[name] != factor:
-            raise LadderError(f"--scale {name} given twice ({scale[name]:g} and {factor:g}); "
-                              f"give each column one factor")
+            raise output.UsageError(f"--scale {name} given twice ({scale[name]:g} and "
+                                    f"{factor:g}); give each column one factor")
         scale[name] = factor
     return load_ladder(args.ladder if source is None else source, metric=args.metric,
                        unit=args.unit, drop_invalid=args.drop_invalid,
@@ -382,7 +492,7 @@ def add_fit_options(p: argparse.ArgumentParser) -> None:
                    metavar="NAME=LO:HI", help="bound a parameter (repeatable; empty side = none)")
     p.add_argument("--metric", metavar="COLUMN", help=METRIC_HELP)
     add_ladder_options(p)
-    p.add_argument("--fit-max-flops", type=positive_float, metavar="C",
+    p.add_argument("--fit-max-flops", type=target_value("flops"), metavar="C",
                    help="fit only runs with compute at or below C FLOPs")
     p.add_argument("--include-unfinished", action="store_true",
                    help="also fit the last checkpoint of runs stopped early")
@@ -507,8 +617,8 @@ def selection_settings(args, ladder, settings: dict, law) -> dict:
     auto = law == "auto" or args.ensemble
     if not auto:
         if args.laws or args.floors or args.deltas:
-            raise LawError("--laws, --floors and --deltas name the candidates of --law auto "
-                           "or --ensemble")
+            raise output.UsageError("--laws, --floors and --deltas name the candidates of "
+                                    "--law auto or --ensemble")
         return {}
     return {"ensemble": args.ensemble,
             "candidates": candidates_from(args, ladder, settings["fixed"], settings["delta"])}
@@ -567,18 +677,20 @@ def fit_settings(args, defaults) -> dict:
     given = [name for name, _ in args.fix] + (["E"] if args.floor is not None else [])
     twice = sorted({n for n in given if given.count(n) > 1})
     if twice:
-        raise LawError(f"{', '.join(twice)} fixed more than once (--fix/--floor); give one value")
+        raise output.UsageError(f"{', '.join(twice)} fixed more than once (--fix/--floor); "
+                                f"give one value")
     fixed.update(dict(args.fix))
     if isinstance(args.floor, tuple):
         if args.command != "predict":
-            raise LawError("a floor range (--floor LOW:HIGH) is for `delphi predict`; give "
-                           "one value")
+            raise output.UsageError("a floor range (--floor LOW:HIGH) is for `delphi predict`; "
+                                    "give one value")
         fixed.pop("E", None)  # the range replaces a manifest's pinned floor
     elif args.floor is not None:
         fixed["E"] = args.floor
     bounded = [name for name, _ in args.bound]
     if len(set(bounded)) < len(bounded):
-        raise LawError("a parameter is bounded more than once (--bound); give one range")
+        raise output.UsageError("a parameter is bounded more than once (--bound); give one "
+                                "range")
     fit_max = args.fit_max_flops
     if fit_max is None and defaults is not None:
         fit_max = defaults.fit_max_flops

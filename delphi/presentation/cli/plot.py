@@ -12,13 +12,14 @@ import math
 import warnings
 from pathlib import Path
 
-from ...errors import DelphiError, LadderError, LawError, for_cli
+from ...errors import DelphiError, for_cli
 from .accuracy import add_fit_options as add_accuracy_fit_options
-from .output import command_stdout, note, print_json
+from .output import command_stdout, note, print_json, UsageError
 from .options import (HelpFormatter, add_fit_options, add_interval_options,
                       add_target_options, count,
                       fit_settings, interval_settings, jobs_kwargs, load_from_args,
-                      load_with_defaults, positive_float, target_from)
+                      load_with_defaults, number, positive_float, target_from,
+                      training_share)
 
 __all__ = ["add_commands", "KINDS", "FORMATS"]
 
@@ -124,7 +125,7 @@ def add_commands(sub) -> dict:
                      help="frontier: N*(C) (params) or D*(C) (tokens) (default: params)")
     cp = p.add_argument_group("completion (--law is the curve law, default annealing)")
     cp.add_argument("--run", metavar="RUN", help="the run to complete")
-    cp.add_argument("--upto-fraction", type=positive_float, metavar="F",
+    cp.add_argument("--upto-fraction", type=training_share, metavar="F",
                     help="fit only checkpoints up to this share of the run")
     cp.add_argument("--upto-step", type=positive_float, metavar="STEP",
                     help="fit only checkpoints up to this step")
@@ -166,7 +167,7 @@ def add_commands(sub) -> dict:
 
 def accuracy_fraction(text: str) -> float:
     """``--actual``: an accuracy fraction in (0, 1]; points (61.2) would be drawn at 6120."""
-    value = positive_float(text)
+    value = number(text)
     if not (math.isfinite(value) and 0 < value <= 1):
         raise argparse.ArgumentTypeError(f"{text!r} is not an accuracy fraction in (0, 1] "
                                          f"(0.612, not 61.2 points)")
@@ -178,7 +179,7 @@ def accuracy_fraction(text: str) -> float:
 #: -q/--debug/-j default to SUPPRESS on subcommands and are not checked.
 _ACCURACY_DESTS = frozenset({
     "kind", "ladder", "output", "figure_format", "dpi", "x", "warnings", "json",
-    "metric", "format", "unit", "drop_invalid", "allow_outside_paths", "columns",
+    "metric", "format", "unit", "drop_invalid", "allow_outside_paths", "columns", "scale",
     "target_params", "target_tokens", "level", "n_boot", "seed",
     "task", "tasks", "fit_max_params", "runs", "step1_law", "lower", "actual", "calibrate",
     "huber_delta"})
@@ -326,8 +327,8 @@ def _law(args, defaults, ladder, target=None) -> str:
 
     law = args.law or (defaults.law if defaults is not None else None)
     if law == "auto":
-        raise LawError("delphi plot draws one law: give --law NAME (see `delphi compare` for "
-                       "the law auto would choose)")
+        raise UsageError("delphi plot draws one law: give --law NAME (see `delphi compare` "
+                         "for the law auto would choose)")
     return law or default_law(ladder, target)
 
 
@@ -390,18 +391,18 @@ def _accuracy(args, P, show: bool):
     from ...analyses.accuracy import predict_accuracy
 
     if not args.task or args.task == "all":
-        raise LadderError("plot accuracy draws one task: --task TASK (see `delphi accuracy "
-                          "--task all` for every task)")
+        raise UsageError("plot accuracy draws one task: --task TASK (see `delphi accuracy "
+                         "--task all` for every task)")
     if args.target_params is None or args.target_tokens is None:
-        raise LadderError("plot accuracy needs --target-params N and --target-tokens D")
+        raise UsageError("plot accuracy needs --target-params N and --target-tokens D")
     from ...laws import LAWS
 
     law = LAWS.get(args.step1_law)      # unknown names: predict_accuracy lists the known ones
     if law is not None and not {"params", "tokens"} <= set(law.inputs):
         # refused before the bootstrap, not after it: panels 1 and 3 draw step 1 along N, D
-        raise LawError(f"plot accuracy draws step 1 along N and D: --step1-law "
-                       f"{args.step1_law} is a law of {', '.join(law.inputs)}; give a law of "
-                       f"N and D (default chinchilla)")
+        raise UsageError(f"plot accuracy draws step 1 along N and D: --step1-law "
+                         f"{args.step1_law} is a law of {', '.join(law.inputs)}; give a law of "
+                         f"N and D (default chinchilla)")
     ladder = load_from_args(args)
     forecast = predict_accuracy(ladder, args.task, target_params=args.target_params,
                                 target_tokens=args.target_tokens, level=args.level,
@@ -418,7 +419,7 @@ def _recipes(args, P, show: bool):
     from ...analyses.recipes import compare_recipes
 
     if isinstance(args.floor, tuple):
-        raise LawError("plot recipes fixes the floor at one value (--floor E), not a range")
+        raise UsageError("plot recipes fixes the floor at one value (--floor E), not a range")
     if args.target_flops is None and args.target_params is None and args.target_tokens is None:
         from .output import UsageError
         raise UsageError("plot recipes needs a target: --target-flops C, or --target-params N with "
@@ -427,7 +428,7 @@ def _recipes(args, P, show: bool):
     fixed = dict(args.fix)
     if args.floor is not None:
         if "E" in fixed:
-            raise LawError("E fixed twice (--fix E=... and --floor); give one")
+            raise UsageError("E fixed twice (--fix E=... and --floor); give one")
         fixed["E"] = args.floor
     kwargs = {} if args.huber_delta is None else {"delta": args.huber_delta}
     result = compare_recipes(ladders, target_flops=args.target_flops,
@@ -443,10 +444,8 @@ def _completion(args, P, show: bool):
     from ...forecasting.curves import complete
 
     if not args.run:
-        raise LadderError("plot completion needs the run to complete: --run RUN (see "
-                          "`delphi complete --all-runs` for the ladder's runs)")
-    if args.upto_fraction is not None and not 0 < args.upto_fraction <= 1:
-        raise DelphiError(f"--upto-fraction must be in (0, 1], got {args.upto_fraction:g}")
+        raise UsageError("plot completion needs the run to complete: --run RUN (see "
+                         "`delphi complete --all-runs` for the ladder's runs)")
     ladder = load_from_args(args)
     result = complete(ladder, args.run, args.law or "annealing",
                       upto_fraction=args.upto_fraction,

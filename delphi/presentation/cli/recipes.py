@@ -16,9 +16,10 @@ DECISIONS = ("law", "anchored", "shrunk", "confident", "robust")
 DEFAULT_DECISION = "robust"
 RUN_NOISES = ("paired", "independent")
 
+from ...core.text import level_percent
 from .output import print_json
 from .options import (LADDER_HELP, METRIC_HELP, add_ladder_options, add_level_option, count,
-                      examples, fixed_pair, positive_float, target_value)
+                      examples, fixed_pair, loss_floor, target_value)
 
 __all__ = ["add_commands"]
 
@@ -57,7 +58,7 @@ def _add(sub) -> None:
     p.add_argument("--law", metavar="LAW", choices=("chinchilla", "power"),
                    help="law fitted to every ladder: chinchilla or power (default: chinchilla "
                         "when every ladder varies N and D, else power in C)")
-    p.add_argument("--floor", type=positive_float, metavar="E",
+    p.add_argument("--floor", type=loss_floor, metavar="E",
                    help="fix the irreducible loss E of every recipe at this value")
     p.add_argument("--shared-floor", action="store_true",
                    help="fit one E for all recipes jointly (when they share an eval set and "
@@ -79,7 +80,7 @@ def _add(sub) -> None:
                         "log residuals at matched (budget, size) cells) or independent")
     p.add_argument("--fix", type=fixed_pair, action="append", default=[], metavar="NAME=VALUE",
                    help="fix any parameter of every recipe (repeatable)")
-    p.add_argument("--fit-max-flops", type=positive_float, metavar="C",
+    p.add_argument("--fit-max-flops", type=target_value("flops"), metavar="C",
                    help="fit only runs with compute at or below C FLOPs")
     p.add_argument("--pairing", choices=("auto", "run", "budget", "none"), default="auto",
                    help="how draws share random numbers across recipes: run (the same (budget, "
@@ -122,7 +123,6 @@ def _add(sub) -> None:
 
 def _cmd(args) -> int:
     from ...analyses.recipes import backtest_recipes, compare_recipes
-    from ...errors import LawError
     from .options import load_from_args
     from .output import UsageError
 
@@ -160,7 +160,7 @@ def _cmd(args) -> int:
     fixed = dict(args.fix)
     if args.floor is not None:
         if "E" in fixed:
-            raise LawError("E fixed twice (--fix E=... and --floor); give one")
+            raise UsageError("E fixed twice (--fix E=... and --floor); give one")
         fixed["E"] = args.floor
     jobs = {} if args.jobs is None else {"n_jobs": args.jobs}
     if args.backtest:
@@ -203,7 +203,7 @@ def _cmd(args) -> int:
             c = e.comparison
             iv = c.interval
             print(f"registered {e.id} in {args.registry}: {c.recipe} - {c.reference} at "
-                  f"C = {c.target_flops:.3g}: {c.difference:+.4f} {iv.level:.0%} "
+                  f"C = {c.target_flops:.3g}: {c.difference:+.4f} {level_percent(iv.level)} "
                   f"[{iv.lower:+.4f}, {iv.upper:+.4f}], P(better) {c.p_better:.3f}; hash "
                   f"{e.hash}")
     return 0

@@ -13,13 +13,14 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
+from ...core.text import level_percent
 from ...errors import RegistryError
 from .options import (Parser, add_fit_options, add_interval_options, add_selection_options,
                       add_target_options, examples, fit_settings, interval_settings,
                       jobs_kwargs, load_with_defaults, selection_settings, serial,
-                      positive_float, target_from, training_share)
+                      loss_value, outcome_unit, outcome_value, target_from, training_share)
 from . import forecast as forecast_cmd
-from .output import note, print_json
+from .output import note, print_json, UsageError
 
 if TYPE_CHECKING:
     from ...registry import Registry
@@ -146,16 +147,16 @@ def add_commands(subparsers) -> dict[str, Handler]:
                         "most 5 minutes in the future)")
     _add_sign_key(p)
     ext = p.add_argument_group("external forecast (made outside delphi)")
-    ext.add_argument("--external-loss", type=positive_float, metavar="LOSS",
+    ext.add_argument("--external-loss", type=outcome_value, metavar="LOSS",
                      help="record this forecast loss instead of fitting LADDER")
     ext.add_argument("--external-source", metavar="TEXT",
                      help="where the external forecast was published (required with it)")
     ext.add_argument("--external-made-at", metavar="DATE", help="when it was made (ISO date)")
-    ext.add_argument("--external-interval", metavar="LO:HI:LEVEL[:KIND]",
+    ext.add_argument("--external-interval", type=external_interval, metavar="LO:HI:LEVEL[:KIND]",
                      help="its interval for the final loss, e.g. 2.55:2.65:0.9:new-run")
     ext.add_argument("--target-metric", metavar="METRIC",
                      help="eval metric of an external forecast")
-    ext.add_argument("--target-unit", metavar="UNIT",
+    ext.add_argument("--target-unit", type=outcome_unit, metavar="UNIT",
                      help="unit of an external forecast's loss")
 
     p = subparsers.add_parser("score", help="append the observed loss of a registered "
@@ -170,20 +171,20 @@ def add_commands(subparsers) -> dict[str, Handler]:
     p.add_argument("--registry", required=True, metavar="PATH",
                    help="registry file (JSON Lines)")
     p.add_argument("--id", required=True, metavar="ID", help="the prediction's id")
-    p.add_argument("--actual", type=positive_float, metavar="LOSS",
+    p.add_argument("--actual", type=outcome_value, metavar="LOSS",
                    help="observed loss (for an accuracy prediction: the accuracy as a "
                         "fraction, 0.612)")
-    p.add_argument("--loss-a", type=positive_float, metavar="LA",
+    p.add_argument("--loss-a", type=loss_value, metavar="LA",
                    help="a comparison of recipes (`compare-recipes --registry`): the "
                         "reference's (A's) observed final loss, with --loss-b; the difference "
                         "LB - LA is scored against the registered interval")
-    p.add_argument("--loss-b", type=positive_float, metavar="LB",
+    p.add_argument("--loss-b", type=loss_value, metavar="LB",
                    help="a comparison of recipes: the recipe's (B's) observed final loss")
     p.add_argument("--fraction", type=training_share, default=1.0, metavar="F",
                    help="share of training done when measured, in (0, 1] (default 1: final)")
     p.add_argument("--source", metavar="TEXT",
                    help="where the number comes from (W&B run, issue...)")
-    p.add_argument("--unit", metavar="UNIT",
+    p.add_argument("--unit", type=outcome_unit, metavar="UNIT",
                    help="unit of --actual (nats/token, bits/byte, bits/token; accuracy "
                         "predictions take a fraction, unit accuracy); an outcome in another "
                         "unit than the prediction's is refused (default: the prediction's "
@@ -304,9 +305,9 @@ def _parse_curve(text: str | None) -> list[tuple[float, float]] | None:
                             f"fraction,loss, got {text!r}") from None
 
 
-def _parse_interval(text: str | None):
-    if text is None:
-        return None
+def external_interval(text: str) -> tuple:
+    """``--external-interval LO:HI:LEVEL[:KIND]`` as ``(lo, hi, level[, kind])``; a value of
+    another shape is a usage error (the numbers' ranges are the registry's check)."""
     parts = text.split(":")
     try:
         if len(parts) not in (3, 4):
@@ -314,8 +315,8 @@ def _parse_interval(text: str | None):
         return (float(parts[0]), float(parts[1]), float(parts[2]),
                 *(parts[3:] if len(parts) == 4 else []))
     except ValueError:
-        raise RegistryError(f"--external-interval: expected LOWER:UPPER:LEVEL[:KIND], got "
-                            f"{text!r}") from None
+        raise argparse.ArgumentTypeError(f"expected LOWER:UPPER:LEVEL[:KIND], e.g. "
+                                         f"2.55:2.65:0.9:new-run, got {text!r}") from None
 
 
 # --------------------------------------------------------------------------- handlers
@@ -340,14 +341,14 @@ def _cmd_register(args) -> int:
             ("--fit-max-flops", args.fit_max_flops is not None),
             ("--metric", args.metric is not None)) if used]
         if fit_flags:
-            raise RegistryError(f"{', '.join(fit_flags)} cannot be used with --external-loss "
-                                f"(an external forecast records no fit)")
+            raise UsageError(f"{', '.join(fit_flags)} cannot be used with --external-loss "
+                             f"(an external forecast records no fit)")
         if args.curve is True:
-            raise RegistryError("--curve alone forecasts the curve from LADDER; an external "
-                                "forecast's curve is given as --curve 'FRACTION:LOSS,...'")
+            raise UsageError("--curve alone forecasts the curve from LADDER; an external "
+                             "forecast's curve is given as --curve 'FRACTION:LOSS,...'")
         if not args.external_source:
-            raise RegistryError("--external-loss needs --external-source (where the forecast "
-                                "was published)")
+            raise UsageError("--external-loss needs --external-source (where the forecast "
+                             "was published)")
         target = {"flops": args.target_flops, "params": args.target_params,
                   "tokens": args.target_tokens, "name": args.target_name,
                   "active_params": args.target_active_params, "peak_lr": args.target_peak_lr,
@@ -357,19 +358,19 @@ def _cmd_register(args) -> int:
         entry = reg.register_external(target={k: v for k, v in target.items() if v is not None},
                                       loss=args.external_loss, source=args.external_source,
                                       law=args.law, made_at=args.external_made_at,
-                                      interval=_parse_interval(args.external_interval), **common)
+                                      interval=args.external_interval, **common)
     else:
         if args.ladder is None:
-            raise RegistryError("give LADDER to forecast from, or --external-loss for a forecast "
-                                "made elsewhere")
+            raise UsageError("give LADDER to forecast from, or --external-loss for a forecast "
+                             "made elsewhere")
         external_only = [flag for flag, value in (
             ("--target-metric", args.target_metric), ("--target-unit", args.target_unit),
             ("--external-source", args.external_source),
             ("--external-made-at", args.external_made_at),
             ("--external-interval", args.external_interval)) if value]
         if external_only:
-            raise RegistryError(f"{', '.join(external_only)}: only for an external forecast "
-                                f"(--external-loss); a delphi forecast takes them from LADDER")
+            raise UsageError(f"{', '.join(external_only)}: only for an external forecast "
+                             f"(--external-loss); a delphi forecast takes them from LADDER")
         # Target, law and settings exactly as `delphi predict` chooses them (manifest defaults
         # first, command-line options over them).
         from ...forecasting.forecast import default_law, predict
@@ -605,7 +606,7 @@ def _show_text(d: dict) -> str:
         iv = f.get("interval") or {}
         text = f"forecast   {fl(f.get('loss'))} {unit}"
         if iv.get("lower") is not None:
-            text += (f", {iv.get('level', 0):.0%} {iv.get('kind') or ''} interval "
+            text += (f", {level_percent(iv.get('level', 0))} {iv.get('kind') or ''} interval "
                      f"[{fl(iv['lower'])}, {fl(iv.get('upper'))}] ({iv.get('method')})")
         else:
             text += ", no interval"

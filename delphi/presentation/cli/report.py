@@ -9,10 +9,10 @@ import argparse
 
 from .options import (add_fit_options, add_interval_options, add_selection_options,
                       add_target_options, examples, fit_settings, interval_settings,
-                      jobs_kwargs, load_with_defaults, positive_float, selection_settings,
-                      target_from)
-from .output import note, print_json
-from ...core.text import plural
+                      jobs_kwargs, load_with_defaults, selection_settings,
+                      target_from, target_value)
+from .output import note, print_json, UsageError
+from ...core.text import level_percent, plural
 
 __all__ = ["add_commands"]
 
@@ -69,7 +69,7 @@ def add_commands(sub) -> dict:
                      help="the time the page states, e.g. 2026-12-01T12:00:00Z (default: "
                           "$SOURCE_DATE_EPOCH when set, else now); with the same inputs and "
                           "--seed the page is then byte-identical")
-    out.add_argument("--backtest-max-flops", type=positive_float, metavar="C",
+    out.add_argument("--backtest-max-flops", type=target_value("flops"), metavar="C",
                      help="the backtest fits runs at or below C FLOPs and predicts the larger "
                           "ones (default: below the largest fitted compute budget; else "
                           "leave one budget out)")
@@ -168,7 +168,7 @@ def _registry_report(args) -> int:
 
 def _recipes_report(args) -> int:
     from ...analyses.recipes import compare_recipes
-    from ...errors import LawError, for_cli
+    from ...errors import for_cli
     from ..report import recipes_page
     from .options import load_from_args
     from .output import UsageError
@@ -177,18 +177,18 @@ def _recipes_report(args) -> int:
         raise UsageError("--recipes reads its ladders from files or names, not standard input "
                          "('-')")
     if isinstance(args.floor, tuple):
-        raise LawError("--recipes fixes the floor at one value (--floor E), not a range")
+        raise UsageError("--recipes fixes the floor at one value (--floor E), not a range")
     if args.target_flops is None and args.target_params is None and args.target_tokens is None:
         from .output import UsageError
         raise UsageError("report --recipes needs a target: --target-flops C, or --target-params N with "
                          "--target-tokens D")
     if args.law == "auto":
-        raise LawError("--recipes fits one law to every recipe: chinchilla or power (--law)")
+        raise UsageError("--recipes fits one law to every recipe: chinchilla or power (--law)")
     ladders = [load_from_args(args, source) for source in args.recipes]
     fixed = dict(args.fix)
     if args.floor is not None:
         if "E" in fixed:
-            raise LawError("E fixed twice (--fix E=... and --floor); give one")
+            raise UsageError("E fixed twice (--fix E=... and --floor); give one")
         fixed["E"] = args.floor
     extra = {} if args.huber_delta is None else {"delta": args.huber_delta}
     comparison = compare_recipes(
@@ -227,7 +227,7 @@ def _print(args, path, report) -> int:
         print(f"wrote {path}: recipes {', '.join(s['recipes'])}; {rows}")
     elif report.kind == "ladder":
         p = s["prediction"]
-        iv = (f", {p['level']:.0%} interval [{p['lower']:.4f}, {p['upper']:.4f}] "
+        iv = (f", {level_percent(p['level'])} interval [{p['lower']:.4f}, {p['upper']:.4f}] "
               f"({p['method']})" if p["lower"] is not None else ", no interval")
         print(f"wrote {path}: ladder {s['ladder']['name']}, prediction {p['loss']:.4f} "
               f"{p['unit']}{iv}")

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Sequence
 
 import numpy as np
 
+from ...core.text import level_percent
 from ...inputs.ladder import FLOPS_PER_PARAM_TOKEN
 from ..plot import label_extremes
 
@@ -370,7 +371,7 @@ def curve_figure(entry: "Entry", scores: Sequence["Score"]) -> "Figure":
     if band is not None:
         bf = [f for f, _ in fc.curve]
         ax.fill_between(bf, band.lower, band.upper, color="C0", alpha=0.18, lw=0,
-                        gid="forecast-band", label=f"{band.level:.0%} band")
+                        gid="forecast-band", label=f"{level_percent(band.level)} band")
         outside = [s for s in partial if s.inside is False]
         if outside:
             ax.plot([s.fraction for s in outside], [s.actual for s in outside], "x",
@@ -382,7 +383,7 @@ def curve_figure(entry: "Entry", scores: Sequence["Score"]) -> "Figure":
     if iv is not None:
         ax.vlines([1.0], [iv.lower], [iv.upper], colors="C0", lw=6, alpha=0.35,
                   gid="forecast-interval",
-                  label=f"{iv.level:.0%} interval [{iv.lower:.4f}, {iv.upper:.4f}]")
+                  label=f"{level_percent(iv.level)} interval [{iv.lower:.4f}, {iv.upper:.4f}]")
     final = [s for s in scores if s.final]
     if partial:
         ax.plot([s.fraction for s in partial], [s.actual for s in partial], "o", color="C1",

@@ -28,7 +28,7 @@ from urllib.parse import urlsplit
 
 from ... import __version__
 from ...errors import DelphiError, DelphiWarning, RegistryError
-from ...core.text import plural
+from ...core.text import level_percent, plural
 
 __all__ = ["Report", "ladder_page", "ladder_report", "registry_page", "registry_report",
            "recipes_page", "write_html", "generated_time"]
@@ -508,9 +508,9 @@ def _forecast_section(parts: list[str], forecast, fit, ladder) -> tuple[int, str
     law_name = "ensemble" if ensemble else fit.law.name
     cards = [_card("prediction", f"{forecast.loss:.4f}", forecast.unit)]
     if iv is not None:
-        cards.append(_card(f"{iv.level:.0%} interval, one new run",
+        cards.append(_card(f"{level_percent(iv.level)} interval, one new run",
                            f"[{iv.lower:.4f}, {iv.upper:.4f}]", _interval_label(iv)))
-        cards.append(_card(f"{iv.level:.0%} interval, expected loss",
+        cards.append(_card(f"{level_percent(iv.level)} interval, expected loss",
                            f"[{iv.mean_lower:.4f}, {iv.mean_upper:.4f}]", "without run noise"))
     else:
         cards.append(_card("interval", "none", "see the notes below"))
@@ -774,12 +774,13 @@ def ladder_page(ladder, target, law=None, *, generated_at=None, backtest: bool =
                      _e(r.fold)] for r in bt.rows]
             parts.append(_table(["run", "C [FLOPs]", "actual", "predicted", "interval",
                                  "rel. error", "inside", "fold"], rows, numeric=[1, 2, 3, 5]))
-            cov = (f", coverage {s['coverage']:.0%} of {s['level']:.0%} intervals"
+            cov = (f", coverage {s['coverage']:.0%} of {level_percent(s['level'])} intervals"
                    if s["coverage"] is not None else "")
             if s["n"] == 1:        # one run: its error, not a "mean"
                 r = bt.rows[0]
                 inside = "" if r.inside is None else (
-                    f", {'inside' if r.inside else 'outside'} its {s['level']:.0%} interval")
+                    f", {'inside' if r.inside else 'outside'} its {level_percent(s['level'])}"
+                    f" interval")
                 parts.append(f"<p>One held-out run: rel. error {_num(r.rel_error, '+.2%')}"
                              f"{inside}.</p>")
             else:
@@ -853,9 +854,10 @@ def _interval_text(iv, points: bool = False) -> str:
     if iv is None:
         return "none"
     extra = ", ".join(x for x in (iv.kind, iv.method) if x)
-    text = (f'<span class="nw">{iv.level:.0%} [{100 * iv.lower:.2f}, {100 * iv.upper:.2f}] '
+    text = (f'<span class="nw">{level_percent(iv.level)}'
+            f' [{100 * iv.lower:.2f}, {100 * iv.upper:.2f}] '
             f'pts</span>' if points else
-            f'<span class="nw">{iv.level:.0%} [{iv.lower:.4f}, {iv.upper:.4f}]</span>')
+            f'<span class="nw">{level_percent(iv.level)} [{iv.lower:.4f}, {iv.upper:.4f}]</span>')
     return text + (f"<br><small>{_e(extra)}</small>" if extra else "")
 
 
@@ -1003,7 +1005,8 @@ def registry_page(registry, *, generated_at=None) -> Report:
                      f"N = {c.target_params:.4g}, D = {c.target_tokens:.4g}")
             row = [_e(e.id), _e(f"{c.recipe} - {c.reference}"), _e(where),
                    f"{c.difference:+.4f}",
-                   f'<span class="nw">{iv.level:.0%} [{iv.lower:+.4f}, {iv.upper:+.4f}]</span>',
+                   f'<span class="nw">{level_percent(iv.level)}'
+                   f' [{iv.lower:+.4f}, {iv.upper:+.4f}]</span>',
                    f"{c.p_better:.3f}"]
             sc = by_cmp.get(e.id)
             if sc is None:
@@ -1154,7 +1157,7 @@ def recipes_page(comparison, *, generated_at=None) -> Report:
                         f"delphi.compare_recipes), got {type(comparison).__name__}")
     generated = generated_time(generated_at)
     c = comparison
-    pct = f"{c.level:.0%}"
+    pct = level_percent(c.level)
     title = f"delphi report: {', '.join(c.recipes)}"
     parts = [f"<h1>{_e(title)}</h1>"]
     ladders = []
