@@ -746,7 +746,8 @@ def test_cli_plot_forecast_json_and_formats(capsys, tmp_path):
     assert code == 0, err
     doc = json.loads(out)
     assert doc.pop("caption").startswith("Power law fitted to 3 points of marin-moe-535b")
-    assert doc == {"path": str(png.resolve()), "kind": "forecast", "format": "png"}
+    assert doc == {"path": str(png.resolve()), "kind": "forecast", "format": "png",
+                   "delphi_version": delphi.__version__}
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     svg = tmp_path / "dense.svg"
     code, out, err = run_cli(capsys, "plot", "fit", "marin-delphi-dense", "--law", "power",

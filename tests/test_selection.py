@@ -551,7 +551,7 @@ def test_cli_candidate_lists_need_auto_or_ensemble(chin_csv, capsys):
     code, out, err = run_cli(capsys, "predict", chin_csv, "--target-params", "7e9",
                              "--target-tokens", "1.4e11", "--law", "chinchilla",
                              "--laws", "power,chinchilla")
-    assert code == 1 and out == ""
+    assert code == 2 and out == ""   # flags that contradict each other: usage (h113)
     assert err.startswith("delphi: error: ") and len(err.strip().splitlines()) == 1
     assert "--laws" in err and "Traceback" not in err
 
