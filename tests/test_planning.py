@@ -274,7 +274,8 @@ def test_cli_optimal_with_draws(tmp_path, capsys, data_dir):
     parser = argparse.ArgumentParser()
     handlers = add_analysis_commands(parser.add_subparsers(dest="command"))
     args = parser.parse_args(["optimal", "epoch-chinchilla"])
-    with pytest.raises(TargetError, match="--target-flops"):
+    from delphi.presentation.cli.output import UsageError
+    with pytest.raises(UsageError, match="--target-flops"):      # usage, exit 2 (h113)
         handlers["optimal"](args)
 
 

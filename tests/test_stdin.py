@@ -150,7 +150,7 @@ def test_compare_recipes_takes_one_ladder_from_stdin(tmp_path, monkeypatch, caps
 def test_optimal_without_a_target_asks_for_one_not_for_a_manifest(monkeypatch, capsys):
     # A ladder on stdin has no manifest, so no [predict] target to fall back on.
     code, out, err = run_cli(monkeypatch, capsys, table_bytes("csv"), "optimal", "-")
-    assert code == 1
+    assert code == 2      # a missing target flag is usage (h113)
     assert "needs --target-flops" in err and "'stdin'" in err
 
 
