@@ -666,14 +666,13 @@ class Ladder:
 
     def _check_unit_plausible(self) -> None:
         """Refuse a bits/byte ladder whose every run ends above 8 bits/byte, and warn of one
-        whose every run ends outside the unit's typical range (above 2 bits/byte, below 1
-        nat/token): :func:`~delphi.inputs.units.unit_plausibility`, on each run's last row."""
+        whose every run ends above 2 bits/byte: :func:`~delphi.inputs.units.unit_plausibility`,
+        on each run's last row."""
         if "loss" not in self.table.columns or not len(self.table):
             return
         last = self.table.groupby("run", sort=False)["loss"].last().to_numpy(float)
         error, warning = unit_plausibility(self.unit, last)
-        other = "nats/token" if self.unit == "bits/byte" else "bits/byte"
-        say = option(f"unit={other!r}", f"--unit {other}")
+        say = option("unit='nats/token'", "--unit nats/token")
         if error:
             raise LadderError(f"ladder {self.name!r} is read as {self.unit}, but {error}; give "
                               f"the ladder's own unit ({option('unit=...', '--unit')})")
