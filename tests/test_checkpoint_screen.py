@@ -44,7 +44,12 @@ def test_the_screen_compares_only_with_runs_no_less_annealed():
     kept, out, refused = _screen_checkpoint_runs(finals(base + [("d", 8e8, 8e9, 0.1, 3.4)]),
                                                  0.10)
     assert [e.run for e in out] == ["d"] and "run 'a'" not in out[0].reason
-    assert "run 'c'" in out[0].reason and set(kept["run"]) == {"a", "b", "c"}
+    assert "run 'c' (and more than 10.5% above 2 other runs)" in out[0].reason
+    assert set(kept["run"]) == {"a", "b", "c"}
+    # One run far below the others (in bits per byte, say) is not enough to flag those above
+    # it: a run is flagged only when far above two such runs.
+    low_b = [("a", 1e8, 1e9, 0.1, 3.0), ("b", 2e8, 2e9, 0.1, 1.0), ("c", 4e8, 4e9, 0.1, 2.6)]
+    assert _screen_checkpoint_runs(finals(low_b), 0.10)[1] == []
     # A mid-run checkpoint above a smaller run's final one is not a final checkpoint: no flag.
     rows = finals(base)
     rows.loc[(rows["run"] == "c") & (rows["step"] == 1), "loss"] = 3.5

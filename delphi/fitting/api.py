@@ -12,6 +12,7 @@ import pandas as pd
 
 from ..errors import (DelphiError, FitError, FitWarning, LadderError, NotFittedError, TargetError,
                      user_stacklevel)
+from ..core.text import plural
 from ..inputs.ladder import RUN_COLUMN_HINT, Exclusion, Ladder, percent
 from ..laws import CHECKPOINT_LAWS, Law, get_law
 from ..inputs.law_inputs import law_points
@@ -186,9 +187,10 @@ def _screen_checkpoint_runs(pts: pd.DataFrame, threshold: float
     The final-loss screen (:func:`_dominated`) compares runs by N, D (or C); a checkpoint law
     also reads h = lr / peak_lr, and its loss never falls as h grows (F, gamma >= 0: less
     annealing never lowers the loss). So a run whose final checkpoint's loss is more than
-    ``threshold`` (log ratio) above the final checkpoint of another run with no more N, no
-    more D and no lower h has diverged, been mis-tuned or been logged in another unit (bits
-    for nats); all its checkpoints are left out. Capped as the other screens
+    ``threshold`` (log ratio) above the final checkpoints of at least two other runs with no
+    more N, no more D and no lower h (two, so that one run far below the others cannot make
+    the runs above it look diverged) has diverged, been mis-tuned or been logged in another
+    unit (bits for nats); all its checkpoints are left out. Capped as the other screens
     (:func:`screen_cap` of the number of runs).
 
     ``pts``: the checkpoints to fit (``run``, ``params``, ``tokens``, ``h``, ``loss``; one row
@@ -212,9 +214,18 @@ def _screen_checkpoint_runs(pts: pd.DataFrame, threshold: float
     if not (np.isfinite(x[:, :2]).all() and np.isfinite(y).all() and (h >= 0).all()):
         return pts, [], []
     j = _lowest_below_blocks(x, y)
-    has = j >= 0
-    flagged = np.zeros(len(y), dtype=bool)
-    flagged[has] = y[has] - y[j[has]] > threshold
+    # Far above at least two such runs: one run far below the trend (another unit, a lower
+    # eval set) would otherwise make the runs above it look diverged; without the final-loss
+    # path's trend screen to judge it, a second witness does (see _judge_witnesses).
+    n_far = np.zeros(len(y), dtype=np.int64)
+    upper = x * (1 + 1e-9)
+    step = max(1, (1 << 22) // max(3 * len(y), 1))
+    for start in range(0, len(y), step):
+        rows = np.arange(start, min(len(y), start + step))
+        below = np.all(x[None, :, :] <= upper[rows, None, :], axis=2)
+        below[np.arange(len(rows)), rows] = False
+        n_far[rows] = (below & (y[rows, None] - y[None, :] > threshold)).sum(axis=1)
+    flagged = (j >= 0) & (n_far >= 2)
     if len(y) - int(flagged.sum()) < 2 or not flagged.any():
         return pts, [], []
     idx = np.flatnonzero(flagged)
@@ -226,9 +237,11 @@ def _screen_checkpoint_runs(pts: pd.DataFrame, threshold: float
         k = int(j[i])
         out.append(Exclusion(runs[i], (
             f"diverged or mis-tuned: final loss {math.exp(y[i]):.4g} is "
-            f"{percent(math.expm1(y[i] - y[k]))} above that of run {runs[k]!r}, which had no "
-            f"more params or tokens and no lower h = lr / peak_lr at its final checkpoint "
-            f"(another unit, such as bits for nats?); none of its checkpoints fitted")))
+            f"{percent(math.expm1(y[i] - y[k]))} above that of run {runs[k]!r} (and more than "
+            f"{percent(math.expm1(threshold), 1)} above {plural(int(n_far[i]) - 1, 'other run')}), "
+            f"which had no more params or tokens and no lower h = lr / peak_lr at its final "
+            f"checkpoint (another unit, such as bits for nats?); none of its checkpoints "
+            f"fitted")))
     return pts[~pts["run"].isin(runs[idx])].reset_index(drop=True), out, []
 
 
