@@ -13,7 +13,7 @@ import pytest
 import delphi
 from bundled import expect_warnings
 from delphi.cli.main import main
-from delphi.errors import FitWarning, TargetError
+from delphi.errors import FitWarning, TargetError, for_cli
 from delphi.forecast import default_law, one_token_count
 from delphi.laws import CHINCHILLA, POWER_N, get_law
 from delphi.selection import default_candidates
@@ -99,10 +99,18 @@ def test_predict_on_a_fixed_d_sweep_notes_the_design_and_warns_on_another_d():
 
 def test_a_target_of_n_alone_needs_a_law_in_n():
     lad = sweep()
-    with pytest.raises(TargetError, match="law 'power' needs the target's flops"):
+    with pytest.raises(TargetError, match=r"law 'power' needs the target's flops; give flops "
+                                          r"\(CLI --target-flops\)"):
         delphi.predict(lad, {"params": 3e9}, "power")
-    with pytest.raises(TargetError, match="a target needs --target-flops"):
+    # F15: through the API the message names both spellings (it named the CLI flags only)
+    with pytest.raises(TargetError, match=r"a target needs flops \(CLI --target-flops\), or "
+                                          r"both params \(CLI --target-params\) and tokens "
+                                          r"\(CLI --target-tokens\)") as err:
         delphi.Target(tokens=1e10)
+    assert for_cli(str(err.value)).startswith("a target needs --target-flops, or both "
+                                              "--target-params and --target-tokens")
+    with pytest.raises(TargetError, match=r"a target needs flops \(CLI --target-flops\)"):
+        delphi.predict(lad, {})
 
 
 def test_candidates_on_a_fixed_d_sweep_are_the_laws_it_can_identify():

@@ -23,10 +23,14 @@ r4,8.0e8,1.6e10,2.89
 r5,1.6e9,3.2e10,2.78
 """
 
+# The same ladder in bits per byte (1.15..1.4: a small model's; above 2 is warned about).
+BPB_ROWS = ROWS.replace("3.40", "1.40").replace("3.20", "1.32").replace("3.03", "1.25").replace(
+    "2.89", "1.19").replace("2.78", "1.15")
 
-def _csv(tmp_path, metric="loss", name="runs.csv"):
+
+def _csv(tmp_path, metric="loss", name="runs.csv", rows=ROWS):
     path = tmp_path / name
-    path.write_text(ROWS.format(metric=metric))
+    path.write_text(rows.format(metric=metric))
     return path
 
 
@@ -48,7 +52,7 @@ def test_unit_names_are_validated_with_the_accepted_list(tmp_path):
                                     "BITS-PER-BYTE", "eval bits per byte"])
 def test_a_metric_named_bits_per_byte_defaults_to_bits_per_byte_with_a_note(tmp_path, metric):
     assert unit_from_metric(metric) == "bits/byte"
-    path = _csv(tmp_path, metric)
+    path = _csv(tmp_path, metric, rows=BPB_ROWS)
     with pytest.warns(delphi.LadderWarning, match="named as bits per byte"):
         ladder = delphi.load_ladder(path, metric=metric)
     assert ladder.unit == "bits/byte"
@@ -78,7 +82,7 @@ def test_a_manifests_unit_cannot_be_contradicted(data_dir):
 
 def test_the_unit_travels_into_forecasts_and_the_registry(tmp_path):
     with pytest.warns(delphi.LadderWarning, match="bits per byte"):
-        ladder = delphi.load_ladder(_csv(tmp_path, "val_bpb"), metric="val_bpb")
+        ladder = delphi.load_ladder(_csv(tmp_path, "val_bpb", rows=BPB_ROWS), metric="val_bpb")
     f = delphi.predict(ladder, {"flops": 1e22}, "power", fixed={"E": 0.5}, interval=None)
     assert f.unit == "bits/byte" and f.to_dict()["prediction"]["unit"] == "bits/byte"
     assert "bits/byte" in f.report()
@@ -190,7 +194,8 @@ def test_a_unit_column_that_contradicts_the_ladders_unit_is_an_error(tmp_path, c
     with pytest.raises(LadderError, match=r"bits/byte on every row.*unit='bits/byte' \(CLI "
                                           r"--unit bits/byte\)"):
         delphi.load_ladder(str(path))
-    assert delphi.load_ladder(str(path), unit="bpb").unit == "bits/byte"
+    with pytest.warns(delphi.LadderWarning, match="above 2 bits/byte .* wrong unit"):
+        assert delphi.load_ladder(str(path), unit="bpb").unit == "bits/byte"
     assert main(["fit", str(path)]) == 1
     assert "--unit bits/byte" in capsys.readouterr().err
     assert main(["fit", str(path), "--unit", "bpb", "--law", "power", "--floor", "1.5"]) == 0
@@ -214,3 +219,33 @@ def test_a_ladder_in_pflops_beside_a_target_in_flops_gets_a_hint():
         delphi.predict(delphi.load_ladder(frame.assign(flops=c)), {"flops": 1e25},
                        interval="none")
     assert not [w for w in rec if "PFLOPs" in str(w.message)]
+
+
+def test_a_bits_per_byte_ladder_above_8_is_refused_and_above_2_warned(tmp_path, capsys):
+    # F24: hero-like losses x 8 (22..27) read as bits/byte predicted "20.77 bits/byte" without
+    # a word; a uniform guess over bytes costs 8 bits/byte.
+    x8 = ROWS.replace("3.40", "27.2").replace("3.20", "25.6").replace("3.03", "24.2").replace(
+        "2.89", "23.1").replace("2.78", "22.2")
+    path = _csv(tmp_path, rows=x8)
+    with pytest.raises(LadderError, match=r"all 5 runs end above 8 bits/byte \(22.2..27.2\), "
+                                          r"worse than a uniform guess over bytes"):
+        delphi.load_ladder(path, unit="bits/byte")
+    assert main(["predict", str(path), "--target-flops", "1e22", "--unit", "bits/byte"]) == 1
+    assert "not bits per byte" in capsys.readouterr().err
+    # nats/token losses read as bits/byte: a note, not a refusal
+    with pytest.warns(delphi.LadderWarning, match=r"above 2 bits/byte \(2.78..3.4\).*wrong unit"
+                                                  r".*unit='nats/token'"):
+        delphi.load_ladder(_csv(tmp_path), unit="bits/byte")
+    # one run above 2 (or 8) among plausible ones is the outlier screens' business
+    one_high = BPB_ROWS.replace("1.40", "9.5")
+    assert not delphi.load_ladder(_csv(tmp_path, rows=one_high), unit="bpb").warnings
+    assert not delphi.load_ladder(_csv(tmp_path, rows=BPB_ROWS), unit="bpb").warnings
+
+
+def test_a_nats_ladder_below_one_nat_is_not_warned_about(tmp_path):
+    # Real ladders end below 1 nat/token (Llama 3's isoFLOP points: 0.74..0.93), where bits per
+    # byte also lie: a low nats/token ladder says nothing about its unit, so no note.
+    low = BPB_ROWS.replace("1.40", "0.98").replace("1.32", "0.93").replace("1.25", "0.88") \
+        .replace("1.19", "0.84").replace("1.15", "0.81")
+    assert not delphi.load_ladder(_csv(tmp_path, rows=low)).warnings
+    assert not delphi.load_ladder(_csv(tmp_path, rows=low), unit="bits/byte").warnings

@@ -12,6 +12,7 @@ import pandas as pd
 
 from ..errors import (DelphiError, FitError, FitWarning, LadderError, NotFittedError, TargetError,
                      user_stacklevel)
+from ..core.text import plural
 from ..inputs.ladder import RUN_COLUMN_HINT, Exclusion, Ladder, percent
 from ..laws import CHECKPOINT_LAWS, Law, get_law
 from ..inputs.law_inputs import law_points
@@ -177,6 +178,71 @@ def screen_dominated(pts: pd.DataFrame, law: Law, threshold: float, cap: int
     if len(idx) > cap:
         return {}, witness, idx.tolist()
     return _dominance_reasons(pts, law, idx, ref), witness, []
+
+
+def _screen_checkpoint_runs(pts: pd.DataFrame, threshold: float
+                            ) -> tuple[pd.DataFrame, list[Exclusion], list[str]]:
+    """The dominance screen of :func:`fit` for a checkpoint law, on each run's final checkpoint.
+
+    The final-loss screen (:func:`_dominated`) compares runs by N, D (or C); a checkpoint law
+    also reads h = lr / peak_lr, and its loss never falls as h grows (F, gamma >= 0: less
+    annealing never lowers the loss). So a run whose final checkpoint's loss is more than
+    ``threshold`` (log ratio) above the final checkpoints of at least two other runs with no
+    more N, no more D and no lower h (two, so that one run far below the others cannot make
+    the runs above it look diverged) has diverged, been mis-tuned or been logged in another
+    unit (bits for nats); all its checkpoints are left out. Capped as the other screens
+    (:func:`screen_cap` of the number of runs).
+
+    ``pts``: the checkpoints to fit (``run``, ``params``, ``tokens``, ``h``, ``loss``; one row
+    each). Returns ``(kept checkpoints, exclusions, refused)``: ``refused`` names the runs it
+    would have excluded when there were more than the cap (then none is).
+    """
+    if not len(pts) or not {"params", "tokens", "h"} <= set(pts.columns):
+        return pts, [], []
+    order = "step" if "step" in pts.columns and pts["step"].notna().all() else "tokens"
+    finals = (pts.sort_values(order, kind="mergesort").groupby("run", sort=False).tail(1)
+              .sort_index())
+    if len(finals) < 2:
+        return pts, [], []
+    h = finals["h"].to_numpy(float)
+    with np.errstate(divide="ignore"):
+        # 1/h, so that "no more of every input" means no lower h (h = 0: fully annealed).
+        more_annealed = np.where(h > 0, 1.0 / np.maximum(h, 1e-300), np.inf)
+    x = np.column_stack([finals["params"].to_numpy(float), finals["tokens"].to_numpy(float),
+                         more_annealed])
+    y = np.log(finals["loss"].to_numpy(float))
+    if not (np.isfinite(x[:, :2]).all() and np.isfinite(y).all() and (h >= 0).all()):
+        return pts, [], []
+    j = _lowest_below_blocks(x, y)
+    # Far above at least two such runs: one run far below the trend (another unit, a lower
+    # eval set) would otherwise make the runs above it look diverged; without the final-loss
+    # path's trend screen to judge it, a second witness does (see _judge_witnesses).
+    n_far = np.zeros(len(y), dtype=np.int64)
+    upper = x * (1 + 1e-9)
+    step = max(1, (1 << 22) // max(3 * len(y), 1))
+    for start in range(0, len(y), step):
+        rows = np.arange(start, min(len(y), start + step))
+        below = np.all(x[None, :, :] <= upper[rows, None, :], axis=2)
+        below[np.arange(len(rows)), rows] = False
+        n_far[rows] = (below & (y[rows, None] - y[None, :] > threshold)).sum(axis=1)
+    flagged = (j >= 0) & (n_far >= 2)
+    if len(y) - int(flagged.sum()) < 2 or not flagged.any():
+        return pts, [], []
+    idx = np.flatnonzero(flagged)
+    runs = finals["run"].to_numpy(dtype=object)
+    if len(idx) > screen_cap(len(y)):
+        return pts, [], runs[idx].tolist()
+    out = []
+    for i in idx:
+        k = int(j[i])
+        out.append(Exclusion(runs[i], (
+            f"diverged or mis-tuned: final loss {math.exp(y[i]):.4g} is "
+            f"{percent(math.expm1(y[i] - y[k]))} above that of run {runs[k]!r} (and more than "
+            f"{percent(math.expm1(threshold), 1)} above {plural(int(n_far[i]) - 1, 'other run')}), "
+            f"which had no more params or tokens and no lower h = lr / peak_lr at its final "
+            f"checkpoint (another unit, such as bits for nats?); none of its checkpoints "
+            f"fitted")))
+    return pts[~pts["run"].isin(runs[idx])].reset_index(drop=True), out, []
 
 
 def _judge_witnesses(refit, work: pd.DataFrame, fit_pts: pd.DataFrame, dom: Mapping[int, str],
@@ -537,6 +603,9 @@ def fit(ladder: Ladder, law: str | Law | None = None, *, fixed: Mapping[str, flo
         off the trend than the run excluded, and a screen that would exclude more than
         :data:`SCREEN_MAX_SHARE` of the points (:func:`screen_cap`) excludes none for that
         reason and says so (a :class:`~delphi.errors.FitWarning`, also in :attr:`Fit.warnings`).
+        A checkpoint law gets the first screen on each run's final checkpoint, h included
+        (:func:`_screen_checkpoint_runs`: a run flagged loses all its checkpoints), not the
+        trend screen.
     min_checkpoint_fraction: checkpoint laws skip checkpoints in this first share of each run.
     warm_start: parameter values of a fit of the same law to more of this ladder (a backtest
         fold's full-data fit): skip the global search and refine from there (see
@@ -578,8 +647,15 @@ def fit(ladder: Ladder, law: str | Law | None = None, *, fixed: Mapping[str, flo
                          f"({', '.join(partial['run'][:5])}): their losses are above what the "
                          f"finished runs would reach")
     screen = divergence_threshold is not None and math.isfinite(divergence_threshold)
-    # Checkpoint laws: a diverged run is caught by its own rising loss (final_points).
+    # Checkpoint laws: a diverged run is caught by its own rising loss (final_points) ...
     trend = screen and law.name not in CHECKPOINT_LAWS
+    ckpt_refused: list[str] = []
+    n_runs = pts["run"].nunique()
+    if screen and law.name in CHECKPOINT_LAWS:
+        # ... and a run far above one with no more N, D and no lower h, at their final
+        # checkpoints: a run logged in bits, or mis-tuned, does not rise, it sits high.
+        pts, ckpt_out, ckpt_refused = _screen_checkpoint_runs(pts, divergence_threshold)
+        excluded += ckpt_out
     pending: list[Exclusion] = []       # this pass's frontier and dominance exclusions
     fitted: dict[tuple, Fit] = {}
 
@@ -659,8 +735,14 @@ def fit(ladder: Ladder, law: str | Law | None = None, *, fixed: Mapping[str, flo
     pts = fit_pts.reset_index(drop=True)
     excluded += pending + [Exclusion(r, why) for r, why in off.items()]
     notes += frontier_notes
-    screen_warnings = _screen_warnings(work, law, divergence_threshold, cap, n_screened,
-                                       dom_refused, refused_trend)
+    if ckpt_refused:
+        dom_names, cap, n_screened = ckpt_refused, screen_cap(n_runs), n_runs
+        inputs = "params or tokens and no lower h = lr / peak_lr (final checkpoints)"
+    else:
+        dom_names = work["run"].iloc[dom_refused].tolist()
+        inputs = " or ".join(c for c in law.inputs if c in ("flops", "params", "tokens"))
+    screen_warnings = _screen_warnings(inputs, divergence_threshold, cap, n_screened,
+                                       dom_names, refused_trend)
     for message in screen_warnings:
         warnings.warn(message, FitWarning, stacklevel=user_stacklevel())
     extra = {"ladder": ladder.name, "source": ladder.source, "metric": ladder.metric,
@@ -761,9 +843,10 @@ def _listed(names: Sequence[str], at_most: int = 5) -> str:
     return shown + (f", ... (+{len(names) - at_most} more)" if len(names) > at_most else "")
 
 
-def _screen_warnings(work: pd.DataFrame, law: Law, threshold: float | None, cap: int,
-                     n: int, dom_refused: list[int], trend_refused: list[str]) -> list[str]:
-    """The warnings of a stopped screen: what it would have excluded, and why it did not."""
+def _screen_warnings(inputs: str, threshold: float | None, cap: int, n: int,
+                     dom_refused: list[str], trend_refused: list[str]) -> list[str]:
+    """The warnings of a stopped screen: what it would have excluded (run names), and why it
+    did not; ``inputs`` says what the dominance screen compared ("params or tokens")."""
     if not dom_refused and not trend_refused:
         return []
     rule = (f"more than the outlier screens exclude (at most {cap} of the {n} runs: "
@@ -773,8 +856,7 @@ def _screen_warnings(work: pd.DataFrame, law: Law, threshold: float | None, cap:
             f"hand the runs that did diverge")
     out = []
     if dom_refused:
-        names = work["run"].iloc[dom_refused].tolist()
-        inputs = " or ".join(c for c in law.inputs if c in ("flops", "params", "tokens"))
+        names = dom_refused
         out.append(f"the outlier screens stop: {len(names)} runs would be excluded as diverged "
                    f"or mis-tuned, each more than {percent(math.expm1(threshold), 1)} above a run "
                    f"with no more {inputs} ({_listed(names)}); that is {rule}")

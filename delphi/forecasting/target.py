@@ -90,7 +90,7 @@ class Target:
                     f"target flops {self.flops:.4g} disagree with 6 x {what} x tokens = "
                     f"{six_nd:.4g} (ratio {self.flops / six_nd:.3g}, outside the FLOP "
                     f"conventions in use, {K_PLAUSIBLE[0]:g}..{K_PLAUSIBLE[1]:g}); give flops "
-                    f"or N and D (for MoE, --target-active-params)")
+                    f"or N and D (for MoE, {option('active_params', '--target-active-params')})")
         if self.schedule is not None:
             self.finallr_ratio()  # fail early on a malformed schedule
         if self.flops is not None:
@@ -101,9 +101,10 @@ class Target:
                                "6 N_active D" if self.active_params else "6ND")
             object.__setattr__(self, "flops_k", 1.0)
         if self.flops is None and self.params is None:
-            raise TargetError("a target needs --target-flops, or both --target-params and "
-                              "--target-tokens (--target-params alone for a law in N, e.g. on "
-                              "a ladder whose runs share one token count)")
+            raise TargetError(f"a target needs {option('flops', '--target-flops')}, or both "
+                              f"{option('params', '--target-params')} and "
+                              f"{option('tokens', '--target-tokens')} (params alone for a law "
+                              f"in N, e.g. on a ladder whose runs share one token count)")
 
     def finallr_ratio(self) -> float:
         """h = lr / peak_lr at the last step of :attr:`schedule`.
@@ -137,8 +138,8 @@ class Target:
                 continue
             value = getattr(self, col, None)
             if value is None:
-                flags = " and ".join(f"--target-{c.replace('_', '-')}" for c in law.inputs
-                                     if c not in skip)
+                flags = " and ".join(option(c, f"--target-{c.replace('_', '-')}")
+                                     for c in law.inputs if c not in skip)
                 raise TargetInputError(f"law {law.name!r} needs the target's {col}; give "
                                        f"{flags}")
             out[col] = [value]

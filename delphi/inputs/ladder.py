@@ -54,7 +54,7 @@ from ..core import shared_fits as shared
 from ..core.records import positive_number
 from ..core.text import plural
 from .runstate import Invalid, invalid_message, not_annealed, run_states, status_kinds
-from .units import LOSS_RANGE, UNITS, normalize_unit, unit_from_metric
+from .units import LOSS_RANGE, UNITS, normalize_unit, unit_from_metric, unit_plausibility
 from .schedules import find_restarts
 
 __all__ = ["Ladder", "Exclusion", "FlopsConvention", "CANONICAL_COLUMNS", "budget_labels",
@@ -662,6 +662,23 @@ class Ladder:
         self._check_unit_column()
         self._check_unit_steps()
         self._check_loss_range()
+        self._check_unit_plausible()
+
+    def _check_unit_plausible(self) -> None:
+        """Refuse a bits/byte ladder whose every run ends above 8 bits/byte, and warn of one
+        whose every run ends above 2 bits/byte: :func:`~delphi.inputs.units.unit_plausibility`,
+        on each run's last row."""
+        if "loss" not in self.table.columns or not len(self.table):
+            return
+        last = self.table.groupby("run", sort=False)["loss"].last().to_numpy(float)
+        error, warning = unit_plausibility(self.unit, last)
+        say = option("unit='nats/token'", "--unit nats/token")
+        if error:
+            raise LadderError(f"ladder {self.name!r} is read as {self.unit}, but {error}; give "
+                              f"the ladder's own unit ({option('unit=...', '--unit')})")
+        if warning:
+            self._warn(f"ladder {self.name!r} is read as {self.unit}, but {warning}; if so, "
+                       f"say so with {say}")
 
     def _check_loss_range(self) -> None:
         """Warn of losses outside :data:`~delphi.inputs.units.LOSS_RANGE` (a perplexity, a
