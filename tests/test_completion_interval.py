@@ -145,3 +145,22 @@ def test_cli_prints_the_interval_and_json_has_it_for_the_new_users_run(capsys):
     out = capsys.readouterr().out
     assert (f"prediction {pred['loss']:.4f} [{pred['lower']:.4f}, {pred['upper']:.4f}] (90%) "
             f"at step 1500") in out
+
+
+def test_interval_at_the_end_of_the_run_is_the_measured_in_sample_miss_not_a_floor():
+    """F30 (h119): at --upto-fraction 1 the fit includes the final loss, but the annealing law
+    on this chinchilla-ckpt ladder still misses it by ~1%; the interval was floored at 1e-4
+    (+-0.02%) and held none of the 8 final losses. At the end it is the other runs' measured
+    in-sample miss of their final loss (about 1.2% here), and holds the observed loss."""
+    ladder = delphi.load_ladder(EXAMPLE)
+    for run in ("n400m-s1500", "n50m-s600"):
+        c = _quiet(complete, ladder, run, upto_fraction=1.0)
+        assert c.fitted_upto_step == c.total_steps and c.actual is not None
+        miss = abs(math.log(c.actual / c.loss))
+        assert miss > 0.005                       # the law does not pass through the end
+        assert c.rms_log_error > 0.5 * miss, (run, c.rms_log_error, miss)
+        assert c.lower <= c.actual <= c.upper, (run, c.lower, c.actual, c.upper)
+        assert c.n_error_runs == 7
+        # the same as --upto-step past the end
+        s = _quiet(complete, ladder, run, upto_step=99999)
+        assert (s.lower, s.upper) == (c.lower, c.upper)

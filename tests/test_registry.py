@@ -964,6 +964,44 @@ def test_future_timestamps_are_refused(tmp_path, capsys):
         external(Registry(path), "next")
 
 
+def test_an_entry_after_one_dated_ahead_is_refused_not_stamped_with_its_time(tmp_path, capsys):
+    """F34 (h119): after an entry dated 4 minutes ahead (allowed: clock skew), the next entry
+    stamped now was silently written with that future time. It is refused, naming both times
+    and the wait, and nothing is written; an explicit created_at at that time is accepted (the
+    writer's claim); a last entry at most CLOCK_WAIT_SECONDS ahead is waited for, so the stamp
+    is still the real time of writing."""
+    from datetime import timedelta
+    import time
+
+    from delphi.registry import core
+
+    path = tmp_path / "r.jsonl"
+    reg = Registry(path)
+    ahead = (datetime.now(timezone.utc) + timedelta(minutes=4)).replace(microsecond=0)
+    external(reg, "a", created_at=ahead)
+    shown = ahead.isoformat().replace("+00:00", "Z")
+    with pytest.raises(RegistryError, match=r"last entry \(line 1, id a\) is dated .* s ahead "
+                                            r"of this machine's clock.*nothing was written"):
+        external(reg, "c")
+    with pytest.raises(RegistryError, match=f"Retry after {shown}"):
+        reg.score("a", 2.5)
+    assert [e.id for e in reg.entries()] == ["a"]                    # nothing written
+    code, _, err = run_cli(capsys, "score", "--registry", path, "--id", "a", "--actual", "2.5")
+    assert code == 1 and f"give --created-at {shown} (or later)" in err
+    c = external(reg, "c", created_at=shown)                          # claimed explicitly
+    assert c.created_at == ahead
+    # A second ahead (two machines' clocks): waited for, then stamped with the real time.
+    path2 = tmp_path / "s.jsonl"
+    reg2 = Registry(path2)
+    soon = (datetime.now(timezone.utc) + timedelta(seconds=1.5)).replace(microsecond=0)
+    external(reg2, "a", created_at=soon)
+    start = time.monotonic()
+    b = external(reg2, "b")
+    assert soon <= b.created_at <= datetime.now(timezone.utc)       # not ahead of the clock
+    assert time.monotonic() - start <= core.CLOCK_WAIT_SECONDS + 1.0
+    assert reg2.verify().ok
+
+
 def test_a_duplicated_line_is_called_a_duplicate(tmp_path):
     path = tmp_path / "r.jsonl"
     small_registry(path)

@@ -183,11 +183,12 @@ def complete(ladder: Ladder, run: str | None = None, law: str | Law = "annealing
     The interval is the tracker's run-only error model (:mod:`delphi.forecasting.target_curve`,
     :func:`~delphi.forecasting.target_curve.completion_errors`): each of the ladder's other
     finished runs (the 12 largest with at least 8 checkpoints) is cut at 10%, 20%, ..., 90% of
-    its schedule and completed from its own checkpoints after warm-up (and after
-    ``min_step_fraction``) with the ``annealing`` law; the root mean square of ln(actual final /
-    completed) at each cut (bias included; at least 2 runs) is interpolated linearly at the
-    share of this run fitted (``fitted_upto_step / total_steps``; to 1e-4 at the end of the
-    run), and the interval is ``loss * exp(+/- z * rms)``, z the normal quantile of
+    its schedule, and fitted whole (100%: the law's in-sample miss of its final loss), and
+    completed from its own checkpoints after warm-up (and after ``min_step_fraction``) with the
+    ``annealing`` law; the root mean square of ln(actual final / completed) at each cut (bias
+    included; at least 2 runs) is interpolated linearly at the share of this run fitted
+    (``fitted_upto_step / total_steps``; at the end of the run the measured 100% error, never
+    an assumed zero), and the interval is ``loss * exp(+/- z * rms)``, z the normal quantile of
     ``(1 + level) / 2``. No random step: the same ladder gives the same interval. None
     (``lower`` and ``upper``), with a note, below the first share where 2 runs could be
     completed or when the ladder has no other finished curves.
@@ -224,6 +225,11 @@ def _check_level(level) -> float:
     return float(level)
 
 
+#: Shares at which a completion's interval is measured: the tracker's cuts, and the whole run
+#: (the law's own miss of the final loss it was fitted to: the end is not error-free when the
+#: law does not pass through it, e.g. ``annealing`` on a ``chinchilla-ckpt`` ladder, ~1%).
+TABLE_FRACTIONS = tuple(COMPLETION_FRACTIONS) + (1.0,)
+
 # The error table per ladder object and start (a table refits ~12 runs x 9 cuts, ~0.1 s):
 # kept while the ladder lives, and only for the same table object.
 _ERROR_TABLES: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
@@ -233,7 +239,8 @@ def completion_error_table(ladder: Ladder, min_step_fraction: float = 0.0
                            ) -> dict[float, dict[str, float]]:
     """The run-only completion errors a completion's interval is read from:
     :func:`~delphi.forecasting.target_curve.completion_run_errors` of ``ladder`` at
-    :data:`~delphi.forecasting.target_curve.COMPLETION_FRACTIONS`, fitted from the end of
+    :data:`TABLE_FRACTIONS` (:data:`~delphi.forecasting.target_curve.COMPLETION_FRACTIONS`
+    and 1: every checkpoint fitted, the in-sample miss of the final loss), fitted from the end of
     warm-up (or from ``min_step_fraction`` of the run), i.e. fraction -> {run: ln(actual final
     / completed)}. Computed once per ladder object (and table) and start; warnings about the
     other runs' curves are not repeated (a run whose curve cannot be completed is left out)."""
@@ -247,7 +254,7 @@ def completion_error_table(ladder: Ladder, min_step_fraction: float = 0.0
         return hit[1]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        table = completion_run_errors(ladder, fractions=COMPLETION_FRACTIONS,
+        table = completion_run_errors(ladder, fractions=TABLE_FRACTIONS,
                                       start=float(min_step_fraction))
     memo[key] = (ladder.table, table)
     return table
@@ -257,8 +264,10 @@ def _interval(errors: dict, run: str, share: float, loss: float, level: float
               ) -> tuple[float | None, float | None, float | None, int, str | None]:
     """(lower, upper, rms log error, runs, note or None) of a completion of ``run`` from
     ``share`` of its schedule: the RMS over the ladder's other finished runs (``run`` left
-    out: a backtest of a finished run does not see its own error), interpolated in the share
-    as the tracker does (:class:`delphi.registry.tracking.Reviser`), to 1e-4 at the end."""
+    out: a backtest of a finished run does not see its own error), interpolated linearly in
+    the share between the measured shares (:data:`TABLE_FRACTIONS`, 1 included: at the end of
+    the run the error is the law's measured in-sample miss of the final loss, not zero), held
+    at the last measured share beyond it."""
     rms = rms_completion_errors(errors, exclude=(run,))
     if not rms:
         return None, None, None, 0, (
@@ -269,7 +278,8 @@ def _interval(errors: dict, run: str, share: float, loss: float, level: float
         return None, None, None, 0, (
             f"no interval: the ladder's other runs could be completed from {fr[0]:.0%} of "
             f"their run on, not from {share:.0%} (the error this early is not measured)")
-    sd = float(np.interp(share, fr + [1.0], [e for _, e in rms] + [1e-4]))
+    # np.interp holds the last measured RMS past it: never a floor that was not measured.
+    sd = float(np.interp(share, fr, [e for _, e in rms]))
     below = max(f for f in fr if f <= share + 1e-9)
     n = sum(r != run for r in errors[below])
     z = float(norm_ppf(0.5 + level / 2))

@@ -48,7 +48,7 @@ except ImportError:  # pragma: no cover - Windows: the lock file alone
     fcntl = None
 
 __all__ = ["Registry", "MAX_ID_LENGTH", "PAUSE_ENV", "PAUSE_SIGNAL_ENV", "LOSS_RANGE",
-           "FUTURE_TOLERANCE", "LOCK_NOTE_AFTER", "ACCURACY_UNIT", "MAX_REGISTRY_BYTES"]
+           "FUTURE_TOLERANCE", "CLOCK_WAIT_SECONDS", "LOCK_NOTE_AFTER", "ACCURACY_UNIT", "MAX_REGISTRY_BYTES"]
 
 # MAX_ID_LENGTH, LOSS_RANGE, ACCURACY_UNIT and FUTURE_TOLERANCE are defined with the other
 # invariants (delphi.registry.invariants), which verify checks too.
@@ -95,24 +95,53 @@ def _explicit_time(value: datetime | str | None) -> datetime | None:
     return stamp
 
 
+#: An entry stamped now waits (under the lock) at most this long for the clock to pass the
+#: registry's last entry (a writer whose clock is a second or two ahead); further ahead, it is
+#: refused, never stamped with the other entry's time (F34: a time is the writer's claim).
+CLOCK_WAIT_SECONDS = 2.0
+
+
 def _now(state) -> datetime:
-    """Now (to the second), never before the registry's last entry.
+    """Now (to the second), the time the entry is written: never before the registry's last
+    entry, and never moved to it.
+
+    When the last entry is dated at most :data:`CLOCK_WAIT_SECONDS` ahead of this machine's
+    clock, the writer waits for the clock to reach it (holding the lock), so the stamp is still
+    the real time of writing.
 
     Raises
     ------
     RegistryError
-        The last entry is dated more than :data:`FUTURE_TOLERANCE` ahead of now: stamping the
-        new entry with that date would be false, and stamping it now would break time order.
+        The last entry is dated further ahead of now (an explicit ``created_at`` up to
+        :data:`FUTURE_TOLERANCE` ahead, or another machine's clock): stamping the new entry with
+        that date would be false, and stamping it now would break time order. The message
+        names both times and how long to wait.
     """
     now = _timestamp(None)
-    if state.last_time is None:
+    if state.last_time is None or state.last_time <= now:
         return now
+    where = f"line {len(state.lines)}" + next(
+        (f", id {rid}" for rid, i in state.ids.items() if i == len(state.lines) - 1), "")
     if state.last_time > now + FUTURE_TOLERANCE:
-        raise RegistryError(f"the registry's last entry (line {len(state.lines)}) is dated "
+        raise RegistryError(f"the registry's last entry ({where}) is dated "
                             f"{state.last_time.isoformat()}, in the future (now "
                             f"{now.isoformat()}); a new entry cannot be stamped truthfully "
                             f"after it. Check this machine's clock")
-    return max(now, state.last_time)
+    stamp = state.last_time.isoformat().replace("+00:00", "Z")
+    ahead = (state.last_time - datetime.now(timezone.utc)).total_seconds()
+    if ahead <= CLOCK_WAIT_SECONDS:
+        time.sleep(max(ahead, 0.0) + 0.01)
+        now = _timestamp(None)
+        if now >= state.last_time:
+            return now
+    raise RegistryError(
+        f"the registry's last entry ({where}) is dated {state.last_time.isoformat()}, "
+        f"{(state.last_time - now).total_seconds():.0f} s ahead of this machine's clock (now "
+        f"{now.isoformat()}): entries are in time order and an entry's created_at is the time "
+        f"it is written, so it is neither dated before that entry nor moved to its time; "
+        f"nothing was written. Retry after {stamp}, or give "
+        f"{option('created_at', '--created-at')} {stamp} (or later) if the entry may claim "
+        f"that time")
 
 
 def _check_losses(loss: Any, interval: IntervalRecord | None, curve: tuple | None,
