@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import re
 
-import numpy as np
-
 from ..errors import LadderError
 
 __all__ = ["UNITS", "DEFAULT_UNIT", "LOSS_RANGE", "BITS_PER_BYTE_MAX", "TYPICAL_FINAL_LOSS",
@@ -84,6 +82,8 @@ def unit_plausibility(unit: str, final_losses) -> tuple[str | None, str | None]:
     one diverged or tiny run does not trip it; the wording names the range seen and the
     likely unit.
     """
+    import numpy as np    # here, not at the top: the registry reads units without numpy
+
     y = np.asarray(final_losses, dtype=float)
     y = y[np.isfinite(y) & (y > 0)]
     if not len(y) or unit not in TYPICAL_FINAL_LOSS:
