@@ -142,3 +142,19 @@ def test_porian_keeps_only_the_fully_corrected_setup(published):
     ladder = published("porian2024-rw")
     assert set(ladder.table["hparams"]) == {"tuned"} and set(ladder.table["decay"]) == {"const"}
     assert ladder.table["flops"].nunique() == 12
+
+
+def test_a_misspelt_schedule_is_refused_when_the_manifest_is_read(tmp_path):
+    # h111's F33: `schedule = "cosin:warmup=5"` was kept and never checked, where the same
+    # spec as --target-schedule is refused at once.
+    from delphi.errors import ManifestError
+
+    (tmp_path / "runs.csv").write_text("run,flops,loss\na,1e18,4.4\nb,1e19,3.8\nc,1e20,3.3\n")
+    text = ('name = "s"\ndescription = "d"\nschedule = "{}"\n'
+            '[source]\nreader = "csv"\nroot = "manifest"\npath = "runs.csv"\n')
+    bad, good = tmp_path / "bad.toml", tmp_path / "good.toml"
+    bad.write_text(text.format("cosin:warmup=5"))
+    good.write_text(text.format("cosine:warmup=5"))
+    with pytest.raises(ManifestError, match=r"schedule: unknown schedule kind 'cosin'.*cosine"):
+        read_manifest(bad)
+    assert read_manifest(good).schedule == "cosine:warmup=5"

@@ -75,6 +75,7 @@ from pydantic import (BaseModel, ConfigDict, Field, PrivateAttr, ValidationError
 
 from ...core.text import not_utf8
 from ...errors import LadderError, ManifestError, option
+from ..schedules import Schedule
 from .paths import data_dir, default_data_dir
 
 __all__ = ["Manifest", "SourceSpec", "ColumnsSpec", "ScaleSpec", "ClipSpec", "DeriveSpec",
@@ -375,6 +376,19 @@ class Manifest(_Strict):
     :meth:`delphi.schedules.Schedule.parse`); each run's ``peak_lr`` and ``total_steps`` fill it in."""
 
     _file: Path | None = PrivateAttr(default=None)
+
+    @field_validator("schedule")
+    @classmethod
+    def _schedule_spec(cls, value: str | None) -> str | None:
+        # Checked when the manifest is read, as --target-schedule is (a misspelt kind was
+        # kept and only the fits that read it would ever fail). Each run's peak LR and length
+        # fill it in later; placeholders here check the spec's kind, keys and values alone.
+        if value is not None:
+            try:
+                Schedule.parse(value, peak_lr=1e-3, total_steps=10 ** 9)
+            except LadderError as exc:
+                raise ValueError(str(exc)) from None
+        return value
 
     @property
     def file(self) -> Path | None:
