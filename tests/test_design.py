@@ -523,3 +523,20 @@ def test_a_batch_that_runs_out_of_candidates_does_not_blame_the_budget(ladder, f
     tight = suggest_runs(ladder, TARGET, "chinchilla", candidates=three.iloc[2:], budget=2e18,
                          n=5, forecast=forecast)
     assert "the budget allows only 2 of the 5 runs asked for" in tight.notes
+
+
+def test_a_batch_stops_when_no_candidate_narrows_the_interval():
+    # h111's F32: the third pick of a batch spent 1e18 FLOPs for a width reduction of 0. On a
+    # 5-rung compute-only ladder with the reference interval (no parameter spread), only runs
+    # above the largest fitted compute narrow it; a budget of 1e21 holds two of those from the
+    # default grid, and the batch ends there, said in a note.
+    c = np.array([1e18, 3e18, 1e19, 3e19, 1e20])
+    lad = delphi.Ladder(pd.DataFrame({"run": [f"r{i}" for i in range(5)], "flops": c,
+                                      "loss": 1.7 + 400 * c ** -0.12}), name="five")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        out = suggest_runs(lad, {"flops": 1e22}, budget=1e21, n=3)
+    assert 1 <= len(out.candidates) < 3
+    assert all(s.width_after < s.width_before for s in out.candidates)
+    assert any(n.startswith(f"stopped after {len(out.candidates)} run") and
+               "no remaining candidate narrows" in n for n in out.notes)

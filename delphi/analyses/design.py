@@ -1033,6 +1033,11 @@ def suggest_runs(ladder: Ladder, target=None, law: str | Law | None = None, *,
             ranking = [made[i] for i in order]
             break
         best = order[0]
+        if step and not gain[best] > 0:
+            # a run that narrows nothing is no suggestion: the batch ends here, and says so
+            notes.append(f"stopped after {plural(step, 'run')} of the {n} asked for: no "
+                         f"remaining candidate narrows the interval further")
+            break
         chosen.append(made[best])
         spent += cost[best]
         if not repeats:
