@@ -263,3 +263,16 @@ def test_headers_with_spaces_and_capitals(tmp_path, capsys):
     path.write_text("Run, FLOPs, Loss\na, 1e18, 3.5\nb, 1e19, 3.2\nc, 1e20, 2.95\nd, 1e21, 2.8\n")
     code, out, _ = run_cli(capsys, "fit", str(path), "--json")
     assert code == 0 and json.loads(out)["fit"]["n_runs"] == 4
+
+
+def test_predict_json_prediction_has_the_same_keys_with_and_without_an_interval(capsys):
+    # h111's F28: with --interval none six keys were missing (not null), so a consumer
+    # reading prediction["noise"] got a KeyError on that path only. A calibration block is
+    # the one key an interval may add.
+    def keys(*extra):
+        assert main(["predict", "marin-delphi-dense", "--target-flops", "1e23", "--json",
+                     *extra]) == 0
+        return set(json.loads(capsys.readouterr().out)["prediction"])
+
+    with_iv, without = keys("--interval", "delta"), keys("--interval", "none")
+    assert without == with_iv - {"calibration"}

@@ -343,9 +343,11 @@ class Forecast:
             "prediction": {"loss": self.loss, "metric": self.metric, "unit": self.unit,
                            "extrapolation": self.extrapolation,
                            **(self.interval.to_dict() if self.interval else
+                              # the same keys as an interval's (consumers index them)
                               {"lower": None, "upper": None, "mean_lower": None,
                                "mean_upper": None, "level": None, "kind": None,
-                               "method": None}),
+                               "method": None, "noise": None, "noise_source": None,
+                               "n_draws": None, "n_failed": None, "guard": None}),
                            # the interval leaves out the uncertainty of these fixed values
                            "conditional_on": {k: float(v) for k, v in self.fit.fixed.items()}},
             "off_trend": self.off_trend.to_dict() if self.off_trend else None,
