@@ -244,6 +244,12 @@ def test_bad_inputs_raise_typed_errors():
     fit = fit_hparams(ladder, "steplaw")
     with pytest.raises(TargetError, match="params and tokens"):
         fit.recommend(flops=1e21)
+    # only params given: the message says tokens is missing, not "a FLOP budget alone"
+    # (h120's F8), names both spellings, and is the target-input error the CLI makes usage
+    from delphi.errors import TargetInputError
+    with pytest.raises(TargetInputError, match=r"tokens not given; give tokens \(CLI "
+                                               r"--target-tokens\)"):
+        fit.recommend(params=1e9)
     with pytest.raises(TargetError, match="positive"):
         fit.recommend(params=-1, tokens=1e9)
     no_batch = Ladder(ladder.table.drop(columns=["batch_size", "row"]), name="no-batch")

@@ -35,7 +35,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from ..errors import FitError, LadderError, LawError, TargetError, option
+from ..errors import FitError, LadderError, LawError, TargetError, TargetInputError, option
 from ..fitting.engine import DEFAULT_DELTA, fit_arrays
 from ..fitting.result import Fit
 from ..forecasting.uncertainty import DEFAULT_LEVEL, delta_interval
@@ -590,16 +590,23 @@ class HparamFit:
                     v, f"target {name} must be a positive finite number", TargetError)
         notes = []
         if self.family == "steplaw":
-            if "params" not in vals or "tokens" not in vals:
-                raise TargetError("the steplaw family needs the target's params and tokens "
-                                  "(N and D); a FLOP budget alone does not fix them")
+            missing = [c for c in ("params", "tokens") if c not in vals]
+            if missing:
+                given = ("a FLOP budget alone does not fix them" if set(vals) == {"flops"}
+                         else f"{' and '.join(missing)} not given")
+                flags = " and ".join(option(c, f"--target-{c}") for c in missing)
+                raise TargetInputError(f"the steplaw family needs the target's params and "
+                                       f"tokens (N and D): {given}; give {flags}")
             if "flops" not in vals:
                 vals["flops"] = FLOPS_PER_PARAM_TOKEN * vals["params"] * vals["tokens"]
         else:
             if "flops" not in vals:
                 if "params" not in vals or "tokens" not in vals:
-                    raise TargetError("the deepseek family needs the target's flops, or both "
-                                      "params and tokens (C = 6ND)")
+                    raise TargetInputError(
+                        f"the deepseek family needs the target's flops, or both params and "
+                        f"tokens (C = 6ND): give {option('flops', '--target-flops')}, or "
+                        f"{option('params', '--target-params')} and "
+                        f"{option('tokens', '--target-tokens')}")
                 vals["flops"] = FLOPS_PER_PARAM_TOKEN * vals["params"] * vals["tokens"]
                 notes.append("C = 6·N·D from the given params and tokens")
         return vals, notes
