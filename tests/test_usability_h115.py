@@ -68,3 +68,18 @@ def test_a_manifest_target_missing_the_laws_input_stays_a_delphi_error(tmp_path,
     doc = json.loads(capsys.readouterr().out)
     assert code == 1 and doc["error"]["type"] == "TargetInputError"
     assert "law 'chinchilla' needs the target's params" in doc["error"]["message"]
+
+
+@pytest.mark.parametrize("command", [["register", "--registry", "REG", "--id", "q"],
+                                     ["suggest"]])
+def test_every_command_makes_target_flags_missing_the_laws_input_usage(tmp_path, capsys,
+                                                                        command):
+    # h120's F18: predict said exit 2, register and suggest still exit 1 (TargetInputError);
+    # nothing is written to the registry.
+    path = str(_csv(tmp_path))
+    reg = tmp_path / "r.jsonl"
+    argv = [str(reg) if a == "REG" else a for a in command]
+    code = main([*argv, path, "--target-params", "1e9", "--law", "power", "--json"])
+    doc = json.loads(capsys.readouterr().out)
+    assert code == 2 and doc["error"]["type"] == "UsageError"
+    assert "needs the target's flops" in doc["error"]["message"] and not reg.exists()

@@ -21,7 +21,7 @@ from typing import Callable, Sequence
 
 from ... import __version__
 from ...core import parallel
-from ...errors import DelphiError, DelphiWarning, for_cli
+from ...errors import DelphiError, DelphiWarning, TargetInputError, for_cli
 from ...core.parallel import set_quiet
 from ...core.shared_fits import shared_fits
 from . import accuracy as accuracy_cmd
@@ -195,6 +195,12 @@ def _fresh_lists(args: argparse.Namespace) -> argparse.Namespace:
     return args
 
 
+def _target_flags_given(args) -> bool:
+    """Whether the command line gave any target flag (rather than a manifest's target)."""
+    return any(getattr(args, f, None) is not None
+               for f in ("target_flops", "target_params", "target_tokens", "target_steps"))
+
+
 def _run(args, handlers: dict) -> int:
     """Run the parsed command; its printed output is collected and written at the end.
 
@@ -232,6 +238,13 @@ def _run(args, handlers: dict) -> int:
         sys.stdout = real_stdout
         if getattr(args, "debug", False):
             traceback.print_exc()
+        if isinstance(exc, TargetInputError) and _target_flags_given(args):
+            # target flags that do not give what the law reads are usage on every command
+            # (predict, register, suggest, hparams...); a manifest's target stays exit 1
+            if as_json:
+                json_error("UsageError", str(exc))
+            print_error(str(exc))
+            return 2
         if as_json:
             json_error(type(exc).__name__, str(exc))
         print_error(str(exc))
