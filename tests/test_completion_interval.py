@@ -164,3 +164,17 @@ def test_interval_at_the_end_of_the_run_is_the_measured_in_sample_miss_not_a_flo
         # the same as --upto-step past the end
         s = _quiet(complete, ladder, run, upto_step=99999)
         assert (s.lower, s.upper) == (c.lower, c.upper)
+
+
+@pytest.mark.parametrize("kw, what", [(dict(siblings=True), "sibling runs"),
+                                      (dict(law="multipower"), "the multipower law")])
+def test_a_completion_the_error_table_does_not_measure_gets_no_interval(kw, what):
+    # h120's F26/F27: siblings and the multi-power law borrowed the annealing completion's
+    # error (with siblings all four 1,500-step runs missed outside their 90% interval); the
+    # error table measures the annealing law on a run's own checkpoints after warm-up only.
+    ladder = delphi.load_ladder(EXAMPLE)
+    plain = _quiet(complete, ladder, "n50m-s1500", upto_fraction=0.6)
+    assert plain.lower is not None and plain.lower < plain.loss < plain.upper
+    other = _quiet(complete, ladder, "n50m-s1500", upto_fraction=0.6, **kw)
+    assert other.lower is None and other.upper is None and other.rms_log_error is None
+    assert any(n.startswith("no interval") and what in n for n in other.notes), other.notes

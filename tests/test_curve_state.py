@@ -178,7 +178,10 @@ def test_complete_leaves_out_warmup_checkpoints_by_default(logged):
     assert c.loss == pytest.approx(truth, rel=1e-3)
     kept = complete(ladder, "w", upto_fraction=0.6, keep_warmup=True)
     assert kept.n_warmup_excluded == 0 and kept.n_checkpoints == 48
-    assert not any("warm-up" in n for n in kept.notes)
+    assert not any("left out" in n for n in kept.notes)
+    # the error table measures completions after warm-up only: no borrowed interval (h120)
+    assert kept.lower is None and any(n.startswith("no interval") and "warm-up checkpoints"
+                                      in n for n in kept.notes)
 
 
 def test_complete_says_when_only_warmup_checkpoints_are_left():

@@ -415,10 +415,25 @@ def _finish(state: tuple, result: Fit, *, errors: dict, level: float) -> Complet
                      f"peak LR, up to the same step: {', '.join(used_runs[:6])}"
                      f"{' ...' if len(used_runs) > 6 else ''}")
     fitted_upto = int(steps[use & mine].max()) if (use & mine).any() else int(steps[use].max())
-    lower, upper, sd, n_err, why = _interval(errors, run, min(1.0, fitted_upto / total), loss,
-                                             level)
-    if why:
-        notes.append(why)
+    # The error table measures one completion: the annealing law on a run's own checkpoints
+    # after warm-up. Another law, siblings or warm-up checkpoints complete differently (the
+    # multi-power law misses by a fraction of annealing's; siblings' misses were 4x the
+    # borrowed interval's: h120's F26/F27), so they get no interval rather than a borrowed one.
+    other = [what for what, on in (
+        (f"the {law.name} law", law.name != "annealing"),
+        ("sibling runs", bool(used_runs)),
+        ("warm-up checkpoints", bool((use & in_warmup).any()))) if on]
+    if other:
+        lower = upper = sd = None
+        n_err = 0
+        notes.append(f"no interval: the ladder's completion errors are measured for the "
+                     f"annealing law on each run's own checkpoints after warm-up; this "
+                     f"completion uses {' and '.join(other)}, whose errors are not measured")
+    else:
+        lower, upper, sd, n_err, why = _interval(errors, run, min(1.0, fitted_upto / total),
+                                                 loss, level)
+        if why:
+            notes.append(why)
     return Completion(run=run, loss=loss, total_steps=total, fitted_upto_step=int(
         steps[use].max()), n_checkpoints=int(use.sum()), schedule=spec, fit=result,
         actual=actual, notes=tuple(notes), warnings=tuple(warns),
