@@ -6,6 +6,7 @@ import argparse
 import io
 import json
 import math
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -346,3 +347,20 @@ def test_optimal_allocation_says_why_there_is_no_interval():
     same = optimal_allocation(BESIROGLU, CHINCHILLA_FLOPS, draws=[BESIROGLU] * 5)
     assert same.intervals is None and same.level is None
     assert "all 5 valid draws give the same N_opt" in same.no_interval_reason
+
+
+def test_optimal_below_the_ladder_says_it_is_extrapolated_downwards():
+    # h120's F21: 1e6x below the smallest run, optimal printed N_opt with no warning at all
+    # (predict warns at the same target).
+    import warnings as _w
+    from delphi.analyses.optimal import compute_optimal
+    from delphi.readers import load_ladder
+
+    lad = load_ladder(str(Path(__file__).parents[1] / "examples" / "my_runs.csv"))
+    with _w.catch_warnings():
+        _w.simplefilter("ignore")
+        low = compute_optimal(lad, 3e12, n_boot=0)
+        inside = compute_optimal(lad, 1e19, n_boot=0)
+    assert any("below the smallest fitted run" in w and "extrapolated downwards" in w
+               for w in low.warnings), low.warnings
+    assert not any("below the smallest fitted run" in w for w in inside.warnings)

@@ -495,6 +495,13 @@ def optimal_allocation(fit_or_params: Any, flops: float, *, draws: Any = None,
         if ratio > 1e3:
             warnings_.append(f"the target is {ratio:.3g}x the largest fitted run's compute: "
                              f"far outside the ladder")
+    min_flops = (fit_or_params.extra.get("min_flops") if isinstance(fit_or_params, Fit)
+                 else None)
+    if min_flops and c < min_flops:
+        # as predict says it (h120's F21): below the ladder nothing was measured either
+        warnings_.append(f"the target's compute {c:.3g} is {min_flops / c:.3g}x below the "
+                         f"smallest fitted run's ({min_flops:.3g}): the law is extrapolated "
+                         f"downwards, and N_opt, D_opt with it")
 
     design = (ladder_design(fit_or_params, run_flops) if isinstance(fit_or_params, Fit)
               else None)
