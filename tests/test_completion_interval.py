@@ -178,3 +178,12 @@ def test_a_completion_the_error_table_does_not_measure_gets_no_interval(kw, what
     other = _quiet(complete, ladder, "n50m-s1500", upto_fraction=0.6, **kw)
     assert other.lower is None and other.upper is None and other.rms_log_error is None
     assert any(n.startswith("no interval") and what in n for n in other.notes), other.notes
+
+
+def test_upto_fraction_and_upto_step_together_are_a_usage_error(capsys):
+    # h120's F14: both were accepted and the smaller cut silently won.
+    with pytest.raises(SystemExit) as exc:
+        main(["complete", str(EXAMPLE), "--run", "n50m-s600", "--upto-fraction", "0.5",
+              "--upto-step", "100"])
+    assert exc.value.code == 2
+    assert "not allowed with argument --upto-fraction" in capsys.readouterr().err

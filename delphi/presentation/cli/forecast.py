@@ -114,10 +114,12 @@ def add_commands(sub) -> dict:
     p.add_argument("--law", default="annealing", metavar="LAW",
                    help="curve law: annealing (default; Tissue et al. 2024) or multipower "
                         "(Luo et al. 2025; more flexible, slower, needs more checkpoints)")
-    p.add_argument("--upto-fraction", type=training_share, metavar="F",
-                   help="fit only checkpoints up to this share of the run (backtesting)")
-    p.add_argument("--upto-step", type=positive_float, metavar="STEP",
-                   help="fit only checkpoints up to this step (backtesting)")
+    # one cut of the run: both at once was the smaller, said nowhere
+    upto = p.add_mutually_exclusive_group()
+    upto.add_argument("--upto-fraction", type=training_share, metavar="F",
+                      help="fit only checkpoints up to this share of the run (backtesting)")
+    upto.add_argument("--upto-step", type=positive_float, metavar="STEP",
+                      help="fit only checkpoints up to this step (backtesting)")
     p.add_argument("--siblings", action="store_true",
                    help="also fit the ladder's runs of the same model and peak LR, up to the "
                         "same step")

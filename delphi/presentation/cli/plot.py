@@ -125,10 +125,12 @@ def add_commands(sub) -> dict:
                      help="frontier: N*(C) (params) or D*(C) (tokens) (default: params)")
     cp = p.add_argument_group("completion (--law is the curve law, default annealing)")
     cp.add_argument("--run", metavar="RUN", help="the run to complete")
-    cp.add_argument("--upto-fraction", type=training_share, metavar="F",
-                    help="fit only checkpoints up to this share of the run")
-    cp.add_argument("--upto-step", type=positive_float, metavar="STEP",
-                    help="fit only checkpoints up to this step")
+    # one cut of the run: both at once was the smaller, said nowhere
+    upto = cp.add_mutually_exclusive_group()
+    upto.add_argument("--upto-fraction", type=training_share, metavar="F",
+                      help="fit only checkpoints up to this share of the run")
+    upto.add_argument("--upto-step", type=positive_float, metavar="STEP",
+                      help="fit only checkpoints up to this step")
     cp.add_argument("--siblings", action="store_true",
                     help="also fit the ladder's runs of the same model and peak LR")
     cp.add_argument("--keep-warmup", action="store_true",
