@@ -43,7 +43,7 @@ SCORE = ["score", "--registry", "missing.jsonl", "--id", "h5"]
      "argument --budget: must be a positive finite number, got '-5'"),
     (["plan", "--target-flops", "1e22", "--score", "missing.csv", "--noise", "-1"],
      "argument --noise: must be a positive finite number"),      # was accepted (rc 0)
-    (["plan", "--target-flops", "1e22", "--span", "-1"], "argument --span: must be a positive"),
+    (["plan", "--target-flops", "1e22", "--span", "-1"], "argument --span: a ratio of largest to smallest is at least 1"),
     (["isoflop", "missing.csv", "--tolerance", "0"], "argument --tolerance: must be a positive"),
     (["optimal", "missing.csv", "--target-flops", "1e22", "--floor", "-1"],
      "argument --floor: the irreducible loss E"),
@@ -69,6 +69,13 @@ SCORE = ["score", "--registry", "missing.jsonl", "--id", "h5"]
      "argument --external-interval: expected LOWER:UPPER:LEVEL[:KIND]"),
     (["register", "--registry", "missing.jsonl", "--id", "x", "--external-loss", "nan"],
      "argument --external-loss: 'nan' is neither a loss"),
+    # plan's counts, share and ratios (h120's F13: exit 1 LadderErrors naming no flag)
+    (["plan", "--target-flops", "1e22", "--budgets", "-5"], "argument --budgets: must be at least 1"),
+    (["plan", "--target-flops", "1e22", "--sizes-per-budget", "0"],
+     "argument --sizes-per-budget: must be at least 1"),
+    (["plan", "--target-flops", "1e22", "--fraction", "2"], "argument --fraction: a share is in (0, 1)"),
+    (["plan", "--target-flops", "1e22", "--span", "0.5"],
+     "argument --span: a ratio of largest to smallest is at least 1"),
 ])
 def test_a_bad_flag_value_is_a_usage_error_naming_the_flag(capsys, argv, message):
     with pytest.raises(SystemExit) as stop:

@@ -17,7 +17,7 @@ from typing import Callable
 from .output import json_text, print_json, UsageError
 from .options import (LADDER_HELP, METRIC_HELP, add_ladder_options, add_level_option,
                       bound_triple, count, examples, fixed_pair, load_from_args, loss_floor,
-                      positive_float, serial, target_value)
+                      open_share, positive_float, ratio_at_least_one, serial, target_value)
 from ...errors import FitError, LadderError, TargetInputError
 
 __all__ = ["add_commands"]
@@ -239,11 +239,11 @@ def _add_plan(sub) -> None:
     p.add_argument("--target-flops", type=target_value("flops"), metavar="C",
                    help="target compute [FLOPs] (or --target-params N with --target-tokens D: "
                         "C = 6 N D)")
-    p.add_argument("--fraction", type=positive_float, default=0.01, metavar="SHARE",
+    p.add_argument("--fraction", type=open_share, default=0.01, metavar="SHARE",
                    help="ladder compute as a share of the target's (default 0.01)")
-    p.add_argument("--budgets", type=integer, default=7, metavar="K",
+    p.add_argument("--budgets", type=count(1), default=7, metavar="K",
                    help="number of compute budgets (default 7)")
-    p.add_argument("--sizes-per-budget", type=integer, default=5, metavar="M",
+    p.add_argument("--sizes-per-budget", type=count(1), default=5, metavar="M",
                    help="model sizes per budget (default 5)")
     p.add_argument("--rule", default="adamh", metavar="RULE",
                    help="hyperparameter rule for batch and peak LR (default adamh: Marin's)")
@@ -251,9 +251,9 @@ def _add_plan(sub) -> None:
                    help="prior D*/N* when no --from ladder is given (default 20)")
     p.add_argument("--max-tokens-per-param", type=positive_float, metavar="R",
                    help="drop runs above R tokens per parameter (Marin: 250)")
-    p.add_argument("--span", type=positive_float, default=100.0, metavar="RATIO",
+    p.add_argument("--span", type=ratio_at_least_one, default=100.0, metavar="RATIO",
                    help="largest / smallest budget (default 100, as 3e18..3e20)")
-    p.add_argument("--spread", type=positive_float, default=10.0, metavar="RATIO",
+    p.add_argument("--spread", type=ratio_at_least_one, default=10.0, metavar="RATIO",
                    help="largest / smallest model size per budget (default 10)")
     p.add_argument("--from", dest="from_ladder", metavar="LADDER",
                    help="centre sizes on N*(C) fitted to this ladder instead of the prior")

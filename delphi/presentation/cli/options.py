@@ -316,6 +316,23 @@ def training_share(text: str) -> float:
     return value
 
 
+def open_share(text: str) -> float:
+    """A share strictly between 0 and 1 (``plan --fraction``: ladder / target compute)."""
+    value = number(text)
+    if not 0 < value < 1:
+        raise argparse.ArgumentTypeError(f"a share is in (0, 1), e.g. 0.01 for 1%; got {text!r}")
+    return value
+
+
+def ratio_at_least_one(text: str) -> float:
+    """A ratio largest / smallest (``plan --span``, ``--spread``): a finite number >= 1."""
+    value = number(text)
+    if not (math.isfinite(value) and value >= 1):
+        raise argparse.ArgumentTypeError(f"a ratio of largest to smallest is at least 1, got "
+                                         f"{text!r}")
+    return value
+
+
 def level(text: str) -> float:
     from ...core.quantiles import percent_hint   # the library's message for --level 90
     value = number(text)
