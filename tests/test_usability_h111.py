@@ -170,3 +170,12 @@ def test_register_flags_that_do_not_go_together_are_usage_errors(tmp_path, capsy
     out, err = capsys.readouterr()
     assert code == 2 and json.loads(out)["error"]["type"] == "UsageError" and message in err
     assert not reg.exists()
+
+
+def test_isoflop_noise_bootstrap_without_noise_is_a_usage_error(capsys):
+    # h120's F14: exit 1 FitError "... got None"
+    code = main(["isoflop", "missing.csv", "--bootstrap", "noise", "--json"])
+    out, _ = capsys.readouterr()
+    error = json.loads(out)["error"]
+    assert code == 2 and error["type"] == "UsageError"
+    assert "--bootstrap noise needs --noise SD" in error["message"]

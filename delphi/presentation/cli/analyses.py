@@ -104,6 +104,9 @@ def _add_isoflop(sub) -> None:
 
 def _cmd_isoflop(args) -> int:
     from ...analyses.isoflop import envelope_analysis, isoflop_analysis
+    if args.bootstrap == "noise" and args.noise is None:    # checked before the ladder is read
+        raise UsageError("--bootstrap noise needs --noise SD, the run-to-run noise standard "
+                         "deviation of a loss [loss units], e.g. --noise 0.01")
     ladder = load_from_args(args)
     if args.approach == 1:
         result = envelope_analysis(ladder, n_grid=args.n_grid, min_runs=args.min_runs,
