@@ -464,8 +464,9 @@ WORSE_RTOL = 1e-9
 WORSE_ATOL = 1e-12
 _WORSE_WARN = 0.02
 #: Which draws the batched refinement left unfinished get the global search: "failed" (the
-#: default) those whose L-BFGS-B finish did not converge either, "all" every one (the rule
-#: before 2026-12-04, kept for benchmarks/bench_refits.py's comparison).
+#: default) those whose L-BFGS-B finish and least-squares polish did not converge either,
+#: "all" every one (the rule before 2026-12-04, kept for
+#: benchmarks/bench_guard_unfinished.py's comparison).
 UNFINISHED_RULE = "failed"
 # Improved draws in a block after which its polished draws are searched as well.
 _ESCALATE_AFTER = 2
