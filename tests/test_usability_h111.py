@@ -69,6 +69,11 @@ SCORE = ["score", "--registry", "missing.jsonl", "--id", "h5"]
      "argument --external-interval: expected LOWER:UPPER:LEVEL[:KIND]"),
     (["register", "--registry", "missing.jsonl", "--id", "x", "--external-loss", "nan"],
      "argument --external-loss: 'nan' is neither a loss"),
+    # --created-at is read while parsing (h120's F11: exit 1 RegistryError naming created_at)
+    (["register", "--registry", "missing.jsonl", "--id", "x", "--created-at", "yesterday"],
+     "argument --created-at: not an ISO 8601 timestamp"),
+    (["score", "--registry", "missing.jsonl", "--id", "x", "--actual", "2.5", "--created-at",
+      "2026-01-01T00:00:00"], "argument --created-at: '2026-01-01T00:00:00' has no time zone"),
     # plan's counts, share and ratios (h120's F13: exit 1 LadderErrors naming no flag)
     (["plan", "--target-flops", "1e22", "--budgets", "-5"], "argument --budgets: must be at least 1"),
     (["plan", "--target-flops", "1e22", "--sizes-per-budget", "0"],

@@ -316,6 +316,22 @@ def training_share(text: str) -> float:
     return value
 
 
+def iso_timestamp(text: str) -> str:
+    """``--created-at``: an ISO 8601 timestamp with a time zone (``2026-12-04T12:00:00Z``),
+    the form the registry reads; returned as given (whether it is too far ahead of the clock
+    is the registry's check)."""
+    import datetime as _dt
+
+    try:
+        value = _dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an ISO 8601 timestamp, e.g. "
+                                         f"2026-12-04T12:00:00Z; got {text!r}") from None
+    if value.tzinfo is None:
+        raise argparse.ArgumentTypeError(f"{text!r} has no time zone; add Z or +00:00")
+    return text
+
+
 def open_share(text: str) -> float:
     """A share strictly between 0 and 1 (``plan --fraction``: ladder / target compute)."""
     value = number(text)

@@ -18,7 +18,8 @@ from ...errors import RegistryError
 from .options import (Parser, add_fit_options, add_interval_options, add_selection_options,
                       add_target_options, examples, fit_settings, interval_settings,
                       jobs_kwargs, load_with_defaults, selection_settings, serial,
-                      loss_value, outcome_unit, outcome_value, target_from, training_share)
+                      iso_timestamp, loss_value, outcome_unit, outcome_value, target_from,
+                      training_share)
 from . import forecast as forecast_cmd
 from .output import note, print_json, UsageError
 
@@ -142,7 +143,7 @@ def add_commands(subparsers) -> dict[str, Handler]:
                         "the target's whole curve from the ladder with a band at each fraction "
                         "(as delphi predict --curve), which delphi track scores against")
     forecast_cmd.add_curve_options(p, flag=False)
-    p.add_argument("--created-at", metavar="ISO",
+    p.add_argument("--created-at", type=iso_timestamp, metavar="ISO",
                    help="explicit UTC timestamp (only to transcribe history; default now; at "
                         "most 5 minutes in the future)")
     _add_sign_key(p)
@@ -191,8 +192,8 @@ def add_commands(subparsers) -> dict[str, Handler]:
                         "unit)")
     p.add_argument("--author", metavar="NAME", help="who measured or reports the outcome")
     p.add_argument("--notes", metavar="TEXT", help="free text kept with the outcome")
-    p.add_argument("--created-at", metavar="ISO", help="explicit UTC timestamp (default now; "
-                   "at most 5 minutes in the future)")
+    p.add_argument("--created-at", type=iso_timestamp, metavar="ISO",
+                   help="explicit UTC timestamp (default now; at most 5 minutes in the future)")
     p.add_argument("--force", action="store_true",
                    help="record a final --actual more than 1.3x above or below the prediction "
                         "(refused without it, naming the factor and the likely unit: a final "
