@@ -66,8 +66,9 @@ class TargetError(DelphiError, ValueError):
 
 class TargetInputError(TargetError):
     """The target does not give a quantity the law reads (``chinchilla`` at a target given
-    by C alone): the message names the law, the quantity and the flags that give it. The
-    CLI reports it as a usage error (exit code 2) when the target came from its flags."""
+    by C alone), or gives quantities that contradict each other (C far from 6·N·D): the
+    message names the quantities and the flags that give them. The CLI reports it as a usage
+    error (exit code 2) when the target came from its flags."""
 
 
 class FitError(DelphiError, RuntimeError):

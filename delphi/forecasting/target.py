@@ -86,7 +86,7 @@ class Target:
             # included); predict() checks C against the ladder's own k.
             if not K_PLAUSIBLE[0] <= self.flops / six_nd <= K_PLAUSIBLE[1]:
                 what = "active params" if self.active_params else "params"
-                raise TargetError(
+                raise TargetInputError(
                     f"target flops {self.flops:.4g} disagree with 6 x {what} x tokens = "
                     f"{six_nd:.4g} (ratio {self.flops / six_nd:.3g}, outside the FLOP "
                     f"conventions in use, {K_PLAUSIBLE[0]:g}..{K_PLAUSIBLE[1]:g}); give flops "
