@@ -381,6 +381,13 @@ def fit_arrays(law: str | Law, x: Mapping[str, np.ndarray], y: np.ndarray, *,
     return result
 
 
+def _member_rows(batch: WeightedBatch, rows) -> WeightedBatch:
+    """One problem's rows (a boolean mask or index list) of a batched refinement of stacked
+    problems (:class:`~delphi.fitting.refit.StackedProblems`), as its own batch."""
+    return WeightedBatch(z=batch.z[rows], objective=batch.objective[rows],
+                         converged=batch.converged[rows], iterations=batch.iterations)
+
+
 def fit_arrays_many(requests: Sequence[Mapping]) -> list:
     """:func:`fit_arrays` of many independent problems: ``[fit_arrays(**r) for r in
     requests]``, each result bit-identical to its own call, the error it would raise
@@ -438,10 +445,7 @@ def fit_arrays_many(requests: Sequence[Mapping]) -> list:
             batch = refine_batch(stacked, z0, np.ones((len(z0), stacked.log_y.shape[1])),
                                  group[0][1].ibounds, race=True, member=member)
             for m, (i, prep, z) in enumerate(group):
-                rows = member == m
-                own = WeightedBatch(z=batch.z[rows], objective=batch.objective[rows],
-                                    converged=batch.converged[rows],
-                                    iterations=batch.iterations)
+                own = _member_rows(batch, member == m)
                 try:
                     out[i] = _finish_fit(prep, _descend(prep.problem, z, prep.ibounds, own),
                                          None)
@@ -516,9 +520,7 @@ def warm_fits_many(requests: Sequence[Mapping]) -> list:
                                      np.stack([m[3] for m in members]),
                                      np.concatenate([m[4] for m in members]), members[0][5],
                                      member=member)
-                batches = [WeightedBatch(z=batch.z[[m]], objective=batch.objective[[m]],
-                                         converged=batch.converged[[m]],
-                                         iterations=batch.iterations) for m in member]
+                batches = [_member_rows(batch, [m]) for m in member]
             for (i, steps, _, _, _, _, key, law), own in zip(members, batches):
                 try:
                     steps.send(own)
