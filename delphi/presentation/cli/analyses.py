@@ -18,7 +18,7 @@ from .output import json_text, print_json, UsageError
 from .options import (LADDER_HELP, METRIC_HELP, add_ladder_options, add_level_option,
                       bound_triple, count, examples, fixed_pair, load_from_args, loss_floor,
                       open_share, positive_float, ratio_at_least_one, serial, target_value)
-from ...errors import FitError, LadderError, TargetInputError
+from ...errors import FitError, LadderError
 
 __all__ = ["add_commands"]
 
@@ -432,11 +432,9 @@ def _cmd_hparams(args) -> int:
     ladder = load_from_args(args)
     result = fit_hparams(ladder, args.law, include_edge=args.include_edge, n_jobs=args.jobs)
     target = any(v is not None for v in (args.target_flops, args.target_params, args.target_tokens))
-    try:
-        rec = result.recommend(flops=args.target_flops, params=args.target_params,
-                               tokens=args.target_tokens, level=args.level) if target else None
-    except TargetInputError as exc:   # the target flags do not give what the law reads
-        raise UsageError(str(exc)) from None
+    # a TargetInputError here is usage (exit 2): main() decides, as for every command
+    rec = result.recommend(flops=args.target_flops, params=args.target_params,
+                           tokens=args.target_tokens, level=args.level) if target else None
     if args.json:
         print_json({**result.to_dict(), "recommendation": rec})
         return 0

@@ -5,12 +5,12 @@ only; the work is in :mod:`delphi.forecast`, :mod:`delphi.fitting`, :mod:`delphi
 from __future__ import annotations
 
 from ...core.text import level_percent
-from ...errors import DelphiError, TargetInputError
+from ...errors import DelphiError
 from .options import (LADDER_HELP, METRIC_HELP, add_fit_options, add_interval_options,
                       add_ladder_options, add_level_option, add_selection_options,
                       add_target_options, count, examples, fit_settings, interval_settings,
                       jobs_kwargs, load_from_args, load_with_defaults, positive_float,
-                      selection_settings, serial, target_from, target_given, target_value,
+                      selection_settings, serial, target_from, target_value,
                       training_share)
 from .output import json_text, note, print_json, UsageError
 
@@ -191,21 +191,14 @@ def _cmd_predict(args) -> int:
     chosen = selection_settings(args, ladder, settings, law)
     if chosen and (args.law is None or args.law == "auto"):
         law = None if args.ensemble else "auto"   # a manifest's law gives way to the choice
-    try:
-        if args.curve:
-            forecast = curve_forecast(args, ladder, target, settings, chosen, floor_range)
-        else:
-            forecast = predict(ladder, target, law, **settings,
-                               **interval_settings(args), **jobs_kwargs(args),
-                               floor_range=floor_range, allow_degenerate=args.allow_degenerate,
-                               **chosen)
-    except TargetInputError as exc:
-        # Target flags that do not give what the law reads are command-line usage, as no
-        # target at all is (exit code 2); a manifest's target stays a delphi error (1).
-        if not target_given(args):
-            raise
-        from .output import UsageError
-        raise UsageError(str(exc)) from None
+    # A TargetInputError from target flags is usage (exit 2): main() decides, for every command.
+    if args.curve:
+        forecast = curve_forecast(args, ladder, target, settings, chosen, floor_range)
+    else:
+        forecast = predict(ladder, target, law, **settings,
+                           **interval_settings(args), **jobs_kwargs(args),
+                           floor_range=floor_range, allow_degenerate=args.allow_degenerate,
+                           **chosen)
     print(json_text(forecast.to_dict()) if args.json else forecast.report())
     return 0
 

@@ -30,7 +30,7 @@ from . import design as design_cmd
 from . import plot as plot_cmd
 from . import recipes as recipes_cmd
 from . import track as track_cmd
-from .options import Parser, jobs_count
+from .options import Parser, jobs_count, target_given
 from .output import OutputError, UsageError, json_error, print_error, silence_stdout, wants_json, write_stdout
 
 __all__ = ["main", "build_parser"]
@@ -195,12 +195,6 @@ def _fresh_lists(args: argparse.Namespace) -> argparse.Namespace:
     return args
 
 
-def _target_flags_given(args) -> bool:
-    """Whether the command line gave any target flag (rather than a manifest's target)."""
-    return any(getattr(args, f, None) is not None
-               for f in ("target_flops", "target_params", "target_tokens", "target_steps"))
-
-
 def _run(args, handlers: dict) -> int:
     """Run the parsed command; its printed output is collected and written at the end.
 
@@ -238,7 +232,7 @@ def _run(args, handlers: dict) -> int:
         sys.stdout = real_stdout
         if getattr(args, "debug", False):
             traceback.print_exc()
-        if isinstance(exc, TargetInputError) and _target_flags_given(args):
+        if isinstance(exc, TargetInputError) and target_given(args):
             # target flags that do not give what the law reads are usage on every command
             # (predict, register, suggest, hparams...); a manifest's target stays exit 1
             if as_json:

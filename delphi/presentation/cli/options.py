@@ -664,9 +664,9 @@ def interval_settings(args) -> dict:
 
 def target_given(args) -> bool:
     """Whether the command line gives the target (its C, N, D or steps), rather than the
-    manifest's [predict] defaults."""
-    return any(v is not None for v in (args.target_flops, args.target_params, args.target_tokens,
-                                       args.target_steps))
+    manifest's [predict] defaults; False for a command without target flags."""
+    return any(getattr(args, f, None) is not None
+               for f in ("target_flops", "target_params", "target_tokens", "target_steps"))
 
 
 def target_from(args, defaults):
